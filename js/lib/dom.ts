@@ -1,0 +1,48 @@
+// DOM helpers. Text from the agent or the model only ever reaches the page
+// through textContent / attribute values set here: nothing builds HTML from
+// strings, so `<img onerror>` or `<script>` in a tool input stays text.
+
+export type Child = Node | string | number | null | undefined | false;
+export type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>;
+
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: (Child | Child[])[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith("on") && typeof value === "function") {
+      el.addEventListener(key.slice(2).toLowerCase(), value as EventListener);
+    } else if (key === "class") {
+      el.className = String(value);
+    } else if (value === true) {
+      el.setAttribute(key, "");
+    } else {
+      el.setAttribute(key, String(value));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el: Element, children: (Child | Child[])[]): void {
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(typeof child === "string" || typeof child === "number" ? document.createTextNode(String(child)) : child);
+  }
+}
+
+export function clear(el: Element): void {
+  while (el.firstChild) el.removeChild(el.firstChild);
+}
+
+/** Pretty-print a JSON string for display; falls back to the raw text. */
+export function prettyJson(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}

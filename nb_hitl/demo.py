@@ -1,0 +1,176 @@
+"""The quickstart's agent: a real AgentScope ``Agent`` tidying a sandbox folder.
+
+It runs offline on :class:`~nb_hitl.models.ScriptedChatModel`:
+
+1. lists the files (``list_files``, read-only, allowed without asking);
+2. asks which file to delete with AgentScope's built-in ``AskUser`` (an
+   external tool: the reply parks with ``RequireExternalExecutionEvent``);
+3. calls ``delete_file`` on the chosen file (a function tool: the permission
+   engine asks, the reply parks with ``RequireUserConfirmEvent``);
+4. reports what really happened, read from the tool results the model was
+   sent (deleted, denied, or the edited path).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agentscope.agent import Agent
+from agentscope.message import TextBlock, ToolResultState
+from agentscope.state import AgentState
+from agentscope.tool import AskUser, FunctionTool, ToolChunk, Toolkit
+
+from .models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+
+__all__ = ["make_sandbox", "sandbox_tools", "demo_script", "demo_agent"]
+
+_FILES = {
+    "notes.txt": "Meeting notes, 3 March\n- ship the notebook widget\n- ask Ana about the AG-UI server\n",
+    "old_log.txt": "2026-01-01 00:00:01 started\n2026-01-01 00:00:02 stopped\n" * 3,
+    "draft.md": "# Draft\n\nA first paragraph nobody has read yet.\n",
+}
+
+
+def make_sandbox(folder: str | Path | None = None) -> Path:
+    """Create (or refill) a sandbox folder with three small text files.
+
+    Args:
+        folder: where; a new temporary folder when omitted.
+
+    Returns:
+        the folder's absolute path.
+    """
+    path = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix="nb_hitl_sandbox_"))
+    path.mkdir(parents=True, exist_ok=True)
+    for name, text in _FILES.items():
+        (path / name).write_text(text, encoding="utf-8")
+    return path.resolve()
+
+
+def _inside(sandbox: Path, name: str) -> Path:
+    target = (sandbox / name).resolve()
+    if sandbox != target.parent and sandbox not in target.parents:
+        raise ValueError(f"{name!r} is outside the sandbox")
+    return target
+
+
+def sandbox_tools(sandbox: Path) -> list[Any]:
+    """The demo's tools over ``sandbox``: ``list_files`` (read-only, no
+    confirmation), ``delete_file`` (asks) and AgentScope's ``AskUser``."""
+
+    def list_files() -> ToolChunk:
+        """List the files in the sandbox folder with their sizes."""
+        lines = [f"{p.name}\t{p.stat().st_size} bytes" for p in sorted(sandbox.iterdir()) if p.is_file()]
+        return ToolChunk(content=[TextBlock(text="\n".join(lines) or "(empty)")], state=ToolResultState.SUCCESS)
+
+    def delete_file(path: str) -> ToolChunk:
+        """Delete one file from the sandbox folder.
+
+        Args:
+            path (str): the file's name inside the sandbox, e.g. "notes.txt".
+        """
+        try:
+            target = _inside(sandbox, path)
+            target.unlink()
+        except (OSError, ValueError) as exc:
+            return ToolChunk(content=[TextBlock(text=f"Could not delete {path}: {exc}")], state=ToolResultState.ERROR)
+        return ToolChunk(content=[TextBlock(text=f"Deleted {path}.")], state=ToolResultState.SUCCESS)
+
+    return [FunctionTool(list_files, is_read_only=True), FunctionTool(delete_file), AskUser()]
+
+
+def _preview(sandbox: Path, name: str) -> str:
+    try:
+        return (sandbox / name).read_text(encoding="utf-8")[:400]
+    except OSError:
+        return ""
+
+
+def demo_script(sandbox: Path) -> list[Any]:
+    """The scripted turns of the demo (see the module docstring)."""
+
+    def ask(messages: list[Any]) -> Turn:
+        listing = result_text((tool_results(messages, "list_files") or [None])[-1])
+        names = [line.split("\t")[0] for line in listing.splitlines() if "\t" in line][:4]
+        if len(names) < 2:
+            return Turn("There is not enough here to tidy up. I'll stop.")
+        options = [
+            {"label": n, "description": next((l.split("\t")[1] for l in listing.splitlines() if l.startswith(n + "\t")), ""), "preview": _preview(sandbox, n)}
+            for n in names
+        ]
+        return Turn(
+            f"I found {len(names)} files. Let me ask which one to clean up.",
+            [
+                tool_call(
+                    "AskUser",
+                    questions=[
+                        {
+                            "question": "Which file should I delete?",
+                            "header": "Cleanup",
+                            "context": listing,
+                            "options": options,
+                        }
+                    ],
+                )
+            ],
+        )
+
+    def delete(messages: list[Any]) -> Turn:
+        answer = (tool_results(messages, "AskUser") or [None])[-1]
+        answers = (answer.metadata or {}).get("answers", []) if answer is not None else []
+        chosen = None
+        if answers:
+            chosen = (answers[0].get("selected") or [None])[0] or answers[0].get("other")
+        if not chosen:
+            return Turn("You did not pick a file, so I deleted nothing.")
+        return Turn(f"You picked {chosen}. Deleting it now.", [tool_call("delete_file", path=chosen)])
+
+    def report(messages: list[Any]) -> Turn:
+        result = (tool_results(messages, "delete_file") or [None])[-1]
+        if result is None:
+            return Turn("Nothing was deleted.")
+        state = getattr(result.state, "value", result.state)
+        remaining = ", ".join(sorted(p.name for p in sandbox.iterdir() if p.is_file())) or "nothing"
+        if state == "denied":
+            return Turn(f"Understood: you denied the deletion, so I left every file in place. The folder holds: {remaining}.")
+        if state == "success":
+            return Turn(f"Done. {result_text(result)} The folder now holds: {remaining}.")
+        return Turn(f"The deletion did not happen ({state}): {result_text(result)} The folder holds: {remaining}.")
+
+    return [Turn("Let me look at the sandbox first.", [tool_call("list_files")]), ask, delete, report]
+
+
+def demo_agent(
+    sandbox: str | Path | None = None,
+    *,
+    stream: bool = True,
+    chunk_delay: float = 0.02,
+    state: AgentState | None = None,
+    name: str = "tidy",
+) -> Agent:
+    """The quickstart's agent: a real ``agentscope.agent.Agent`` on the
+    scripted offline model, with the sandbox tools.
+
+    Args:
+        sandbox: the folder to tidy (created and filled when omitted).
+        stream: let the model stream its text.
+        chunk_delay: seconds between streamed words (visible streaming).
+        state: an ``AgentState`` to start from (a restored checkpoint).
+        name: the agent's name.
+
+    Returns:
+        the agent; ``agent.sandbox`` is the folder's ``Path``.
+    """
+    folder = make_sandbox(sandbox) if sandbox is None or not Path(sandbox).exists() else Path(sandbox).resolve()
+    model = ScriptedChatModel(demo_script(folder), stream=stream, chunk_delay=chunk_delay)
+    agent = Agent(
+        name=name,
+        system_prompt="You tidy up a folder. Ask before deleting anything.",
+        model=model,
+        toolkit=Toolkit(tools=sandbox_tools(folder)),
+        state=state,
+    )
+    agent.sandbox = folder  # type: ignore[attr-defined]
+    return agent

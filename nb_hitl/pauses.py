@@ -1,0 +1,255 @@
+"""What a pause is: one tool call of a parked AgentScope reply that waits for
+a person.
+
+AgentScope 2.0.11 parks a reply in two ways (``agentscope/agent/_agent.py``,
+``_execute_tool_call``):
+
+* ``RequireUserConfirmEvent``: the permission engine answered ASK; the call's
+  state is ``asking``. The person approves, denies, edits the input or
+  accepts ``suggested_rules``. Kind ``"confirm"``.
+* ``RequireExternalExecutionEvent``: the tool is external
+  (``ToolBase.is_external_tool``); the call's state is ``submitted``. For the
+  built-in ``AskUser`` the person answers its questions (kind
+  ``"ask_user"``); for any other external tool the person supplies the
+  output (kind ``"external"``).
+
+A :class:`Pause` holds a *deep copy* of the tool call: the blocks inside the
+events are the live blocks of the agent's history, and editing one in place
+would change what the model sees even after a denial.
+
+The set of open pauses is always read from the agent's state
+(``AgentState.get_awaiting_tool_calls``), not from memory of events: after a
+partial answer AgentScope re-sends no event for the calls left open.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agentscope.message import ToolCallBlock
+from agentscope.permission import PermissionDecision, PermissionRule
+from agentscope.tool import AskUser, AskUserParams, ToolBase
+from pydantic import ValidationError
+
+__all__ = [
+    "Pause",
+    "PauseKind",
+    "PauseStatus",
+    "pause_kind",
+    "build_pause",
+    "rule_label",
+    "format_validation_error",
+]
+
+PauseKind = Literal["confirm", "ask_user", "external"]
+PauseStatus = Literal["open", "deciding", "decided", "resolved", "expired"]
+
+
+def rule_label(rule: PermissionRule) -> str:
+    """``behavior tool(rule_content)``, the way AgentScope's TUI lists a rule.
+
+    Example: ``allow Bash(git push:*)``; a whole-tool rule has no brackets
+    content: ``allow delete_file(*)``.
+    """
+    behavior = getattr(rule.behavior, "value", rule.behavior)
+    content = rule.rule_content if rule.rule_content is not None else "*"
+    return f"{behavior} {rule.tool_name}({content})"
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One line per pydantic error: ``questions.0.options: labels must be unique``."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(input)"
+        msg = err.get("msg", "invalid")
+        lines.append(f"{loc}: {msg}")
+    return "\n".join(lines)
+
+
+def pause_kind(tool_call: ToolCallBlock, tool: ToolBase | None) -> PauseKind:
+    """Which kind of pause a parked tool call is.
+
+    Args:
+        tool_call: a call in state ``asking`` or ``submitted``.
+        tool: the agent's tool of that name, if any.
+
+    Returns:
+        ``"confirm"`` for ``asking``; ``"ask_user"`` for a submitted call of
+        AgentScope's ``AskUser`` tool; ``"external"`` otherwise.
+    """
+    state = getattr(tool_call.state, "value", tool_call.state)
+    if state == "asking":
+        return "confirm"
+    if isinstance(tool, AskUser) or (tool is None and tool_call.name == "AskUser"):
+        return "ask_user"
+    return "external"
+
+
+@dataclass
+class Pause:
+    """One open tool call of a parked reply, as nb_hitl shows it.
+
+    Attributes:
+        reply_id: AgentScope's ``reply_id`` of the parked reply.
+        tool_call: a deep copy of the parked ``ToolCallBlock``.
+        kind: ``"confirm"``, ``"ask_user"`` or ``"external"``.
+        input: the parsed tool input (``dict``), or ``None`` when the model's
+            JSON could not be parsed.
+        input_schema: the tool's JSON Schema (``ToolBase.input_schema``).
+        metadata_schema: the external tool's ``metadata_schema`` or ``None``.
+        permission_message: the engine's message for a confirmation
+            (``PermissionDecision.message``) or ``None``.
+        decision_reason: the engine's ``decision_reason`` (e.g. ``"Rule: x"``).
+        bypass_immune: whether the ASK is a safety ask rules cannot silence.
+        suggested_rules: AgentScope's ``ToolCallBlock.suggested_rules``.
+        ask_user: the validated ``AskUserParams`` of an AskUser call.
+        ask_user_error: why the AskUser input breaks ``AskUserParams``
+            (duplicate labels, duplicate questions, ...), or ``None``.
+        created_at: when nb_hitl saw the pause (``time.time()``, seconds).
+        deadline: when it expires (``time.time()`` seconds), or ``None``.
+        policy: the name of the nb_hitl policy that forced this ask, if any.
+        status: ``open`` -> ``deciding`` (checks running) -> ``decided``
+            (recorded, queued for the agent) -> ``resolved`` (the agent got
+            it); or ``expired`` with ``reason``.
+        decision: a JSON summary of the decision taken (for the widget and
+            the saved notebook), or ``None``.
+        reason: why the pause expired, or why it was closed.
+    """
+
+    reply_id: str
+    tool_call: ToolCallBlock
+    kind: PauseKind
+    input: dict[str, Any] | None = None
+    input_schema: dict[str, Any] | None = None
+    metadata_schema: dict[str, Any] | None = None
+    permission_message: str | None = None
+    decision_reason: str | None = None
+    bypass_immune: bool = False
+    suggested_rules: list[PermissionRule] = field(default_factory=list)
+    ask_user: AskUserParams | None = None
+    ask_user_error: str | None = None
+    created_at: float = field(default_factory=time.time)
+    deadline: float | None = None
+    policy: str | None = None
+    status: PauseStatus = "open"
+    decision: dict[str, Any] | None = None
+    reason: str | None = None
+
+    @property
+    def tool_call_id(self) -> str:
+        """The parked call's id (``ToolCallBlock.id``)."""
+        return self.tool_call.id
+
+    @property
+    def tool_name(self) -> str:
+        """The parked call's tool name."""
+        return self.tool_call.name
+
+    @property
+    def is_live(self) -> bool:
+        """True while a decision can still be taken (status ``open``)."""
+        return self.status == "open"
+
+    def to_view(self) -> dict[str, Any]:
+        """The JSON the widget renders (every string is shown as text).
+
+        Returns:
+            ``{"tool_call_id", "reply_id", "kind", "tool_name", "input_text",
+            "input_schema", "permission_message", "decision_reason",
+            "bypass_immune", "suggested_rules": [{"index", "label", ...}],
+            "ask_user": dict | None, "ask_user_error", "deadline",
+            "policy", "status", "decision", "reason"}``.
+        """
+        input_text = (
+            json.dumps(self.input, indent=2, ensure_ascii=False)
+            if self.input is not None
+            else self.tool_call.input
+        )
+        return {
+            "tool_call_id": self.tool_call.id,
+            "reply_id": self.reply_id,
+            "kind": self.kind,
+            "tool_name": self.tool_call.name,
+            "input_text": input_text,
+            "input_schema": self.input_schema,
+            "permission_message": self.permission_message,
+            "decision_reason": self.decision_reason,
+            "bypass_immune": self.bypass_immune,
+            "suggested_rules": [
+                {
+                    "index": i,
+                    "label": rule_label(r),
+                    "tool_name": r.tool_name,
+                    "rule_content": r.rule_content,
+                    "behavior": getattr(r.behavior, "value", r.behavior),
+                }
+                for i, r in enumerate(self.suggested_rules)
+            ],
+            "ask_user": self.ask_user.model_dump(mode="json") if self.ask_user else None,
+            "ask_user_error": self.ask_user_error,
+            "created_at": self.created_at,
+            "deadline": self.deadline,
+            "policy": self.policy,
+            "status": self.status,
+            "decision": self.decision,
+            "reason": self.reason,
+        }
+
+
+def _parse_input(raw: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw) if raw else {}
+    except (TypeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def build_pause(
+    reply_id: str,
+    tool_call: ToolCallBlock,
+    tool: ToolBase | None,
+    permission: PermissionDecision | None = None,
+) -> Pause:
+    """Build a :class:`Pause` from a parked tool call.
+
+    Args:
+        reply_id: the parked reply's id.
+        tool_call: the live block from the agent's history (it is copied).
+        tool: the agent's tool of that name (``Toolkit.get_tool``), or None.
+        permission: the engine's decision for a confirmation, for its
+            message, reason and bypass-immunity (the event does not carry
+            them).
+
+    Returns:
+        Pause: an ``open`` pause. For ``AskUser`` the input is validated with
+        ``AskUserParams``; a failure is kept in ``ask_user_error`` (case C02)
+        and the pause can only be answered with an ERROR result.
+    """
+    call = tool_call.model_copy(deep=True)
+    kind = pause_kind(call, tool)
+    parsed = _parse_input(call.input)
+    pause = Pause(
+        reply_id=reply_id,
+        tool_call=call,
+        kind=kind,
+        input=parsed,
+        input_schema=getattr(tool, "input_schema", None),
+        metadata_schema=getattr(tool, "metadata_schema", None),
+        suggested_rules=[r.model_copy(deep=True) for r in (call.suggested_rules or [])],
+    )
+    if permission is not None:
+        pause.permission_message = permission.message
+        pause.decision_reason = permission.decision_reason
+        pause.bypass_immune = bool(permission.bypass_immune)
+    if kind == "ask_user":
+        if parsed is None:
+            pause.ask_user_error = "The AskUser input is not a JSON object."
+        else:
+            try:
+                pause.ask_user = AskUserParams.model_validate(parsed)
+            except ValidationError as exc:
+                pause.ask_user_error = format_validation_error(exc)
+    return pause

@@ -1,0 +1,6 @@
+"""The anywidget classes, one per view. They carry data; logic lives elsewhere."""
+
+from ._base import RequestWidget
+from .reply import ReplyWidget
+
+__all__ = ["RequestWidget", "ReplyWidget"]

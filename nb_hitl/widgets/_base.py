@@ -1,0 +1,147 @@
+"""The request/response channel every nb_hitl widget speaks over its comm.
+
+The page sends ``{"request_id": str, "action": str, ...}`` with
+``model.send``; the kernel answers *every* message with the same
+``request_id`` and either ``{"ok": true, ...}`` or
+``{"ok": false, "error": str, "code": str, "field": str | null}``
+(the pattern of quak's ``model.send`` channel). A handler that raises does
+not reach the kernel's log only: the page shows the sentence where the
+person clicked, and the kernel keeps running.
+
+A handler may be synchronous or return an awaitable; an awaitable is run
+as a task on the loop that owns the widget and answered when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anywidget
+
+from ..errors import NbHitlError
+
+__all__ = ["RequestWidget", "Handler"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[dict[str, Any]], "dict[str, Any] | None | Awaitable[dict[str, Any] | None]"]
+
+_MAX_ERROR_CHARS = 2000
+
+
+def error_reply(request_id: Any, exc: BaseException) -> dict[str, Any]:
+    """The page-facing answer for a refused message.
+
+    Args:
+        request_id: the ``request_id`` of the message being answered.
+        exc: the refusal; an :class:`NbHitlError` keeps its ``code`` and
+            ``field``, anything else becomes ``code="internal"``.
+
+    Returns:
+        ``{"request_id", "ok": False, "error": str, "code": str, "field": str | None}``.
+    """
+    if isinstance(exc, NbHitlError):
+        code, field = exc.code, exc.field
+        text = str(exc)
+    else:
+        code, field = "internal", None
+        text = f"nb_hitl could not handle this ({type(exc).__name__}: {exc})"
+    return {
+        "request_id": request_id,
+        "ok": False,
+        "error": text[:_MAX_ERROR_CHARS],
+        "code": code,
+        "field": field,
+    }
+
+
+class RequestWidget(anywidget.AnyWidget):
+    """An anywidget whose page messages are answered one for one.
+
+    Subclasses set ``_esm`` and their traits; the logic lives in the
+    ``handler`` given by the owner (a session or a client), so the widget only
+    carries data between the page and that logic.
+
+    Args:
+        handler: ``(message: dict) -> dict | None | Awaitable[dict | None]``.
+            Raise :class:`~nb_hitl.errors.NbHitlError` to refuse with a
+            readable reason. ``ping`` messages are answered by the widget
+            itself (the page uses them to tell a live kernel from a notebook
+            reopened after a restart).
+        **kwargs: trait values, passed to ``anywidget.AnyWidget``.
+
+    Attributes:
+        answered: number of page messages answered so far (for tests and the
+            stress benchmark).
+    """
+
+    def __init__(self, handler: Handler | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._handler = handler
+        self._loop: asyncio.AbstractEventLoop | None
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+        self._loop_thread = threading.get_ident()
+        self.answered = 0
+        self.on_msg(self._on_page_message)
+
+    def set_handler(self, handler: Handler | None) -> None:
+        """Replace the handler (``None`` refuses every action)."""
+        self._handler = handler
+
+    # -- the channel ------------------------------------------------------
+    def _reply(self, payload: dict[str, Any]) -> None:
+        self.answered += 1
+        try:
+            self.send(payload)
+        except Exception:  # the comm may be closed; never raise into the kernel
+            log.debug("could not send reply %r", payload, exc_info=True)
+
+    def _on_page_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        request_id = content.get("request_id") if isinstance(content, dict) else None
+        try:
+            if not isinstance(content, dict):
+                raise NbHitlError("A page message must be a JSON object.")
+            if content.get("action") == "ping":
+                self._reply({"request_id": request_id, "ok": True, "live": True})
+                return
+            if self._handler is None:
+                raise NbHitlError("This widget is not connected to anything that can act on it.")
+            result = self._handler(content)
+        except BaseException as exc:  # noqa: BLE001 - every message gets an answer
+            if not isinstance(exc, Exception):
+                raise
+            if not isinstance(exc, NbHitlError):
+                log.exception("nb_hitl widget handler failed")
+            self._reply(error_reply(request_id, exc))
+            return
+        if inspect.isawaitable(result):
+            self._finish_later(request_id, result)
+        else:
+            self._reply({"request_id": request_id, "ok": True, **(result or {})})
+
+    def _finish_later(self, request_id: Any, awaitable: Awaitable[Any]) -> None:
+        async def finish() -> None:
+            try:
+                result = await awaitable
+            except Exception as exc:  # noqa: BLE001
+                if not isinstance(exc, NbHitlError):
+                    log.exception("nb_hitl widget handler failed")
+                self._reply(error_reply(request_id, exc))
+            else:
+                self._reply({"request_id": request_id, "ok": True, **(result or {})})
+
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            loop = asyncio.get_event_loop()
+        if threading.get_ident() == self._loop_thread:
+            loop.create_task(finish())
+        else:
+            loop.call_soon_threadsafe(lambda: loop.create_task(finish()))

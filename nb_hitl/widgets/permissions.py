@@ -1,0 +1,285 @@
+"""``PermissionExplorer``: an agent's permission rules, live, in a notebook.
+
+The widget only carries data between the page and
+:mod:`nb_hitl.permissions`, which asks AgentScope's real
+``PermissionEngine``. Every page action is answered (``RequestWidget``) and
+re-reads the agent's context afterwards, so rules accepted through "Always
+allow" in a confirmation (``Agent._handle_incoming_event`` ->
+``PermissionEngine.add_rule``) show up on the next action or refresh, and,
+with ``watch=True`` (the default inside a running kernel), by themselves
+within ``watch_interval`` seconds.
+
+Page actions (``{"request_id", "action", ...}``) and their answers
+(besides ``request_id`` and ``ok``):
+
+============================  ==========================================  ============================
+action                        fields                                      answer
+============================  ==========================================  ============================
+``refresh``                   --                                          ``context``
+``set_mode``                  ``mode``                                    ``context``
+``add_rule``                  ``rule`` (PermissionRule dict)              ``context``, ``rule``
+``remove_rule``               ``rule``                                    ``context``
+``edit_rule``                 ``old``, ``new``                            ``context``, ``rule``
+``add_working_directory``     ``path``                                    ``context``
+``remove_working_directory``  ``path``                                    ``context``
+``try_call``                  ``tool_name``, ``input`` (dict or JSON),    ``result`` (see
+                              optional ``mode``                           :func:`nb_hitl.permissions.try_call`)
+``matrix``                    ``calls`` ([{tool_name, input}])            ``matrix``
+``explain``                   ``rule``, ``tool_name``, ``input``          ``text``
+``export``                    --                                          ``text``
+``import``                    ``text``, optional ``replace``              ``count``, ``context``
+============================  ==========================================  ============================
+
+After a change (rule, mode, working directory, import) the last "Try a
+call" and the matrix are decided again, so the page shows at once what
+the change does to the agent's next call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import pathlib
+from typing import Any
+
+import traitlets
+
+from .. import permissions as perm
+from ..errors import DecisionError
+from ._base import RequestWidget
+
+__all__ = ["PermissionExplorer"]
+
+log = logging.getLogger(__name__)
+
+_SOURCE = "nb_hitl"
+
+
+class PermissionExplorer(RequestWidget):
+    """Explore and edit an AgentScope agent's permission rules, live.
+
+    Args:
+        agent: an ``agentscope.agent.Agent``. Its own engine's context
+            (``agent._engine.context``, see
+            :func:`nb_hitl.permissions.context_of`) is shown and changed;
+            tools come from ``agent.toolkit``.
+        watch: re-read the context every ``watch_interval`` seconds while
+            a loop runs (the kernel's), so changes made elsewhere (an
+            "Always allow", code setting the mode) appear by themselves.
+            Needs a running event loop at construction; ignored otherwise.
+        watch_interval: seconds between two reads (default 0.5).
+
+    Raises:
+        TypeError: for an object without a permission engine, or unknown
+            keyword arguments.
+
+    Traits (synced to the page):
+        agent_name (str); context (dict, :func:`nb_hitl.permissions.describe_context`);
+        tools (list, :func:`nb_hitl.permissions.list_tools`);
+        last_try (dict, a :func:`nb_hitl.permissions.try_call` result or {});
+        matrix (dict, a :func:`nb_hitl.permissions.mode_matrix` result or {});
+        matrix_calls (list of {tool_name, input}); revision (int, bumped on every refresh).
+    """
+
+    _esm = pathlib.Path(__file__).parent.parent / "static" / "permissions.js"
+
+    agent_name = traitlets.Unicode("").tag(sync=True)
+    context = traitlets.Dict().tag(sync=True)
+    tools = traitlets.List().tag(sync=True)
+    last_try = traitlets.Dict().tag(sync=True)
+    matrix = traitlets.Dict().tag(sync=True)
+    matrix_calls = traitlets.List().tag(sync=True)
+    revision = traitlets.Int(0).tag(sync=True)
+
+    _watch_task: asyncio.Task | None = None
+
+    def __init__(self, agent: Any, *, watch: bool = True, watch_interval: float = 0.5) -> None:
+        perm.engine_of(agent)  # TypeError early for anything without an engine
+        self._agent = agent
+        self._last_try_request: dict[str, Any] | None = None
+        self._fingerprint = ""
+        super().__init__(
+            handler=self._handle,
+            agent_name=str(getattr(agent, "name", "") or ""),
+            tools=perm.list_tools(getattr(agent, "toolkit", None)),
+        )
+        self.refresh()
+        self.watch_interval = float(watch_interval)
+        if watch:
+            self.watch()
+
+    # -- public ------------------------------------------------------------
+    @property
+    def agent(self) -> Any:
+        """The agent explored."""
+        return self._agent
+
+    @property
+    def known_tools(self) -> list[str]:
+        """Names of the tools in ``agent.toolkit`` (rules for other names are refused)."""
+        return [t["name"] for t in self.tools]
+
+    def refresh(self) -> dict[str, Any]:
+        """Re-read the agent's live permission context into the ``context``
+        trait (and the toolkit's tools into ``tools``).
+
+        Returns:
+            dict: the new :func:`nb_hitl.permissions.describe_context` view.
+        """
+        view = perm.describe_context(self._agent)
+        self._fingerprint = json.dumps(view, sort_keys=True, default=str)
+        tools = perm.list_tools(getattr(self._agent, "toolkit", None))
+        if tools != self.tools:  # tools added to the toolkit after construction
+            self.tools = tools
+        self.context = view
+        self.revision = self.revision + 1
+        return view
+
+    async def refresh_all(self) -> dict[str, Any]:
+        """Re-read the context, then decide the last tried call and the
+        matrix again with the current rules and mode."""
+        view = self.refresh()
+        if self._last_try_request is not None:
+            try:
+                self.last_try = await perm.try_call(self._agent, None, **self._last_try_request)
+            except DecisionError as exc:  # e.g. the tool was removed from the toolkit
+                self.last_try = {"error": str(exc), "field": exc.field}
+        if self.matrix_calls:
+            try:
+                self.matrix = await perm.mode_matrix(self.matrix_calls, None, self._agent)
+            except DecisionError as exc:
+                self.matrix = {"error": str(exc), "field": exc.field}
+        return view
+
+    def watch(self) -> asyncio.Task | None:
+        """Start re-reading the context every ``watch_interval`` seconds on the
+        running loop (no-op without one, or if already watching).
+
+        Returns:
+            the watching task, or ``None``.
+        """
+        if self._watch_task is not None and not self._watch_task.done():
+            return self._watch_task
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        self._watch_task = loop.create_task(self._watch_loop())
+        return self._watch_task
+
+    def unwatch(self) -> None:
+        """Stop the watching task."""
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            self._watch_task = None
+
+    async def poll_once(self) -> bool:
+        """Re-read the context once; if it changed since the last read,
+        update the page (and the last try and matrix).
+
+        Returns:
+            bool: whether something changed.
+        """
+        view = perm.describe_context(self._agent)
+        if json.dumps(view, sort_keys=True, default=str) == self._fingerprint:
+            return False
+        await self.refresh_all()
+        return True
+
+    def close(self) -> None:
+        """Stop watching and close the comm."""
+        self.unwatch()
+        super().close()
+
+    # -- internals -----------------------------------------------------------
+    async def _watch_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.watch_interval)
+            try:
+                await self.poll_once()
+            except Exception:  # noqa: BLE001 - a watcher must never take the kernel down
+                log.debug("permission explorer watch failed", exc_info=True)
+
+    async def _handle(self, msg: dict[str, Any]) -> dict[str, Any]:
+        action = msg.get("action")
+        agent = self._agent
+        if action == "refresh":
+            return {"context": await self.refresh_all()}
+        if action == "set_mode":
+            perm.set_mode(agent, msg.get("mode"))
+            return {"context": await self.refresh_all()}
+        if action == "add_rule":
+            rule = perm.add_rule(agent, _dict(msg, "rule"), known_tools=self.known_tools, default_source=_SOURCE)
+            return {"context": await self.refresh_all(), "rule": perm.rule_to_dict(rule)}
+        if action == "remove_rule":
+            perm.remove_rule(agent, _dict(msg, "rule"))
+            return {"context": await self.refresh_all()}
+        if action == "edit_rule":
+            rule = perm.edit_rule(agent, _dict(msg, "old"), _dict(msg, "new"), known_tools=self.known_tools)
+            return {"context": await self.refresh_all(), "rule": perm.rule_to_dict(rule)}
+        if action == "add_working_directory":
+            perm.add_working_directory(agent, msg.get("path"), source=_SOURCE)
+            return {"context": await self.refresh_all()}
+        if action == "remove_working_directory":
+            perm.remove_working_directory(agent, msg.get("path"))
+            return {"context": await self.refresh_all()}
+        if action == "try_call":
+            request = {"tool_name": _str(msg, "tool_name"), "input": msg.get("input", {})}
+            if msg.get("mode"):
+                request["mode"] = msg["mode"]
+            result = await perm.try_call(agent, None, **request)
+            self._last_try_request = {**request, "input": result["input"]}
+            self.last_try = result
+            self.refresh()
+            return {"result": result}
+        if action == "matrix":
+            calls = msg.get("calls")
+            if not isinstance(calls, list) or not calls:
+                raise DecisionError("Give at least one call: [{tool_name, input}].", field="calls")
+            matrix = await perm.mode_matrix(calls, None, agent)
+            self.matrix_calls = [{"tool_name": r["tool_name"], "input": r["input"]} for r in matrix["rows"]]
+            self.matrix = matrix
+            return {"matrix": matrix}
+        if action == "explain":
+            text = perm.explain_match(
+                _dict(msg, "rule"),
+                _str(msg, "tool_name"),
+                _input_dict(msg.get("input", {})),
+                tool=await perm.get_tool(getattr(agent, "toolkit", None), _str(msg, "tool_name")),
+            )
+            return {"text": text}
+        if action == "export":
+            return {"text": perm.export_rules(agent)}
+        if action == "import":
+            text = msg.get("text")
+            if not isinstance(text, str):
+                raise DecisionError("Paste or choose a rules file first.", field="text")
+            rules = perm.import_rules(text, into=agent, replace=bool(msg.get("replace")), known_tools=self.known_tools)
+            return {"count": len(rules), "context": await self.refresh_all()}
+        raise DecisionError(f"Unknown action {action!r}.", field="action")
+
+
+def _dict(msg: dict[str, Any], key: str) -> dict[str, Any]:
+    value = msg.get(key)
+    if not isinstance(value, dict):
+        raise DecisionError(f"{key} must be a JSON object.", field=key)
+    return value
+
+
+def _str(msg: dict[str, Any], key: str) -> str:
+    value = msg.get(key)
+    if not isinstance(value, str) or not value:
+        raise DecisionError(f"{key} is required.", field=key)
+    return value
+
+
+def _input_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise DecisionError(f"The input is not valid JSON: {exc.msg}.", field="input") from None
+    if not isinstance(value, dict):
+        raise DecisionError("The input must be a JSON object.", field="input")
+    return value

@@ -1,0 +1,59 @@
+"""``ReplyWidget``: one agent reply, inline in the notebook.
+
+A live transcript (the agent's text, tool calls and tool results as they
+stream) with each pause drawn where it happened: confirmations, AskUser
+panels and external-tool forms. The widget only carries data: the session
+(or the AG-UI client) writes the traits and answers the page's actions.
+
+Traits (all JSON, synced to the page and saved with the notebook when
+JupyterLab's widget ``saveState`` is on, so a reopened notebook still shows a
+readable record; case C12):
+
+* ``agent_name``, ``prompt``: who replies, to what.
+* ``reply_id``: AgentScope's ``reply_id`` (or the AG-UI ``run_id``).
+* ``status``: ``running`` | ``paused`` | ``finished`` | ``interrupted`` |
+  ``expired`` | ``error``; ``status_reason`` says why.
+* ``transcript``: ``[{"kind": "text"|"tool_call"|"tool_result"|"note",
+  "id", "text", "name", "state"}]``.
+* ``pauses``: ``[Pause.to_view()]`` (see :mod:`nb_hitl.pauses`).
+* ``final_text``: the reply's final message text.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import traitlets
+
+from ._base import Handler, RequestWidget
+
+__all__ = ["ReplyWidget"]
+
+
+class ReplyWidget(RequestWidget):
+    """The inline view of one reply. See the module docstring for traits.
+
+    Args:
+        handler: answers page actions (``approve``, ``deny``, ``modify``,
+            ``answer``, ``external_result``, ``return_error``,
+            ``interrupt``); see :mod:`nb_hitl.decisions`.
+        **traits: initial trait values (unknown names raise ``TypeError``).
+    """
+
+    _esm = pathlib.Path(__file__).parent.parent / "static" / "reply.js"
+
+    agent_name = traitlets.Unicode("").tag(sync=True)
+    prompt = traitlets.Unicode("").tag(sync=True)
+    reply_id = traitlets.Unicode("").tag(sync=True)
+    status = traitlets.Unicode("running").tag(sync=True)
+    status_reason = traitlets.Unicode("").tag(sync=True)
+    transcript = traitlets.List(traitlets.Dict()).tag(sync=True)
+    pauses = traitlets.List(traitlets.Dict()).tag(sync=True)
+    final_text = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, handler: Handler | None = None, **traits: Any) -> None:
+        unknown = set(traits) - set(self.class_trait_names(sync=True))
+        if unknown:
+            raise TypeError(f"ReplyWidget got unknown argument(s): {', '.join(sorted(unknown))}")
+        super().__init__(handler=handler, **traits)

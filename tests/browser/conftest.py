@@ -1,0 +1,93 @@
+"""Fixtures for tests that drive real JupyterLab in Debian's Chromium (Playwright, sync API).
+
+- ``lab`` (session): a :class:`~tests.harness.lab.JupyterLabServer` whose
+  ``lab.root`` is a temp dir; tests write notebooks there
+  (``tests.harness.lab.write_notebook(lab.root / "x.ipynb", [...])``).
+  Widget ``saveState`` is on.
+- ``browser`` (session): ``/usr/bin/chromium``; its absence FAILS the test.
+- ``page`` (function): a fresh context (1300x900); ``page.nbh_errors`` lists
+  console errors and page errors. After the test the page's kernels are shut
+  down, user settings (theme...) reset, and a failing test leaves ``test-artifacts/<test>-failure.png``.
+
+Every test in this folder is marked ``browser``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_REPO = Path(__file__).resolve().parents[2]
+if str(_REPO) not in sys.path:  # until pytest `pythonpath = ["."]`
+    sys.path.insert(0, str(_REPO))
+
+from tests.harness.lab import (  # noqa: E402
+    CHROMIUM,
+    JupyterLabServer,
+    launch_chromium,
+    new_page,
+    screenshot,
+)
+
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    rep = yield
+    setattr(item, f"nbh_rep_{rep.when}", rep)
+    return rep
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
+    server = JupyterLabServer(tmp_path_factory.mktemp("lab-root"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(
+            f"{CHROMIUM} not found: browser tests need Debian's Chromium "
+            "(apt-get install -y chromium). They never skip.",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = launch_chromium(pw)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser, lab: JupyterLabServer, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    p = new_page(browser)
+    try:
+        yield p
+    finally:
+        rep = getattr(request.node, "nbh_rep_call", None)
+        if rep is not None and rep.failed:
+            try:
+                screenshot(p, f"{request.node.name}-failure")
+            except Exception:
+                pass
+        p.context.close()
+        lab.shutdown_kernels()
+        lab.reset_user_settings()
