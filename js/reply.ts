@@ -120,14 +120,18 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   const root = h("div", { class: "nbh nbh-reply", "data-testid": "nbh-reply" });
   const banner = h("div", { class: "nbh-banner", "data-testid": "nbh-live-banner", hidden: true });
   const header = h("div", { class: "nbh-row" });
+  const groupBar = h("div", { class: "nbh-row", "data-testid": "nbh-group", hidden: true });
   const transcriptEl = h("div", { class: "nbh-transcript" });
   const looseCards = h("div", { class: "nbh-loose" });
   const finalEl = h("div", { class: "nbh-final", "data-testid": "nbh-final" });
-  root.append(banner, header, transcriptEl, looseCards, finalEl);
+  root.append(banner, header, groupBar, transcriptEl, looseCards, finalEl);
   el.append(style, root);
 
   const entryEls = new Map<string, { el: HTMLElement; body: HTMLElement; slot?: HTMLElement; state?: HTMLElement }>();
   const cards = new Map<string, CardUi>();
+  // What "Submit all" would send for each open card (filled AskUser panels,
+  // external outputs, edited inputs); confirmations in view mode have none.
+  const drafts = new Map<string, () => { action: string; payload: Record<string, any> } | null>();
   let live: boolean | null = null; // null: not known yet
   let timer: number | undefined;
 
@@ -239,6 +243,33 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   function drawCards() {
     const pauses = (model.get("pauses") as PauseView[]) || [];
     for (const p of pauses) redrawCard(p, false);
+    drawGroup(pauses);
+  }
+
+  // A reply parked on several calls is one group: each card keeps its own
+  // controls, and these act on every open card at once.
+  function drawGroup(pauses: PauseView[]) {
+    const open = pauses.filter((p) => canAct(p));
+    clear(groupBar);
+    groupBar.hidden = open.length < 2;
+    if (open.length < 2) return;
+    const confirms = open.filter((p) => p.kind === "confirm");
+    const sendAll = async (items: PauseView[], pick: (p: PauseView) => { action: string; payload: Record<string, any> } | null) => {
+      for (const p of items) {
+        const d = pick(p);
+        if (d) await send(p, d.action, d.payload);
+      }
+    };
+    groupBar.append(
+      h("span", { class: "nbh-muted" }, `${open.length} open calls in this reply`),
+      confirms.length
+        ? h("button", { "data-testid": "nbh-approve-all", onclick: () => sendAll(confirms, () => ({ action: "approve", payload: {} })) }, `Approve all (${confirms.length})`)
+        : "",
+      confirms.length
+        ? h("button", { "data-testid": "nbh-deny-all", onclick: () => sendAll(confirms, () => ({ action: "deny", payload: {} })) }, `Deny all (${confirms.length})`)
+        : "",
+      h("button", { class: "nbh-primary", "data-testid": "nbh-submit-all", onclick: () => sendAll(open, (p) => (drafts.get(p.tool_call_id) || (() => null))()) }, "Submit all"),
+    );
   }
 
   function redrawCard(p: PauseView, force: boolean) {
@@ -246,6 +277,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     const key = JSON.stringify([p.status, p.decision, p.reason, live, p.deadline]);
     if (!force && ui.el && ui.key === key) return;
     ui.key = key;
+    drafts.delete(p.tool_call_id);
     const card = buildCard(p, ui);
     const slot = entryEls.get("call:" + p.tool_call_id)?.slot;
     if (ui.el && ui.el.parentElement) {
@@ -333,6 +365,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     if (ui.mode === "modify") {
       const area = h("textarea", { "data-testid": "nbh-modify-input", spellcheck: "false", "aria-label": "Edited tool input (JSON)" }) as HTMLTextAreaElement;
       area.value = p.input_text;
+      drafts.set(p.tool_call_id, () => ({ action: "modify", payload: { input: area.value } }));
       card.append(
         h("div", { class: "nbh-muted" }, `Edit the input of ${p.tool_name} (JSON). The tool name cannot change; the edit is checked against the tool's schema and the permission rules.`),
         area,
@@ -450,6 +483,10 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
         other: otherToggle.checked && otherText.value.trim() ? otherText.value : null,
       }));
     });
+    drafts.set(p.tool_call_id, () => {
+      const answers = collectors.map((c) => c());
+      return answers.some((a) => a.selected.length || a.other) ? { action: "answer", payload: { answers } } : null;
+    });
     const general = ui.errorField.startsWith("answers.") ? null : errorBox(ui);
     card.append(
       general || "",
@@ -470,6 +507,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     const ok = h("input", { type: "radio", name: `nbh-state-${p.tool_call_id}`, value: "success", "data-testid": "nbh-state-success" }) as HTMLInputElement;
     const bad = h("input", { type: "radio", name: `nbh-state-${p.tool_call_id}`, value: "error", "data-testid": "nbh-state-error" }) as HTMLInputElement;
     ok.checked = true;
+    drafts.set(p.tool_call_id, () => (area.value ? { action: "external_result", payload: { output: area.value, state: bad.checked ? "error" : "success" } } : null));
     card.append(
       area,
       h("div", { class: "nbh-row" }, h("label", {}, ok, " success"), h("label", {}, bad, " error")),

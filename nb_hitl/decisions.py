@@ -432,12 +432,28 @@ async def recheck_permission(engine: Any, tool: ToolBase, edited: dict[str, Any]
     """
     decision = await engine.check_permission(tool, edited)
     if decision.behavior == PermissionBehavior.DENY:
-        why = f" ({decision.decision_reason})" if decision.decision_reason else ""
+        rule = _deny_rule(engine, tool, decision)
+        if rule is not None:
+            why = f" (rule: {rule_label(rule)}, from {rule.source})" if rule.source else f" (rule: {rule_label(rule)})"
+        else:
+            why = f" ({decision.decision_reason})" if decision.decision_reason else ""
         raise DecisionError(
             f"The edited input is refused by the permission engine: {decision.message}{why}.",
             field="input",
         )
     return decision
+
+
+def _deny_rule(engine: Any, tool: ToolBase, decision: PermissionDecision) -> PermissionRule | None:
+    """The deny rule behind ``decision``: AgentScope's engine says
+    ``decision_reason="Rule: <rule_content>"`` for the first matching deny
+    rule of the tool (``PermissionEngine._check_deny_rules``)."""
+    context = getattr(engine, "context", None)
+    rules = (getattr(context, "deny_rules", None) or {}).get(tool.name, [])
+    for rule in rules:
+        if decision.decision_reason == f"Rule: {rule.rule_content}":
+            return rule
+    return None
 
 
 async def check_external_result(tool: ToolBase | None, result: ToolResultBlock) -> None:

@@ -58,7 +58,12 @@ from .errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiv
 from .pauses import Pause, build_pause
 from .store import AuditLog, CheckpointStore
 
-__all__ = ["Session", "ReplyRun"]
+POLICY_CONTEXT_KEY = "nb_hitl.policy"
+"""Key in ``AgentState.middle_context``: ``{tool_call_id: policy name}``,
+written by nb_hitl's permission policies so a pause can say which policy
+forced its ask (and the mapping survives a checkpoint)."""
+
+__all__ = ["Session", "ReplyRun", "close_dangling_tool_calls", "POLICY_CONTEXT_KEY"]
 
 _SESSIONS: "weakref.WeakKeyDictionary[Any, Session]" = weakref.WeakKeyDictionary()
 
@@ -76,6 +81,48 @@ def _msg_text(msg: Msg | None) -> str:
         return msg.get_text_content() or ""
     except Exception:  # noqa: BLE001
         return str(msg.content)
+
+
+_DANGLING_NOTE = (
+    "<system-reminder>This tool call was interrupted: the process running it stopped before it "
+    "returned a result, so it may or may not have taken effect.</system-reminder>"
+)
+
+
+def close_dangling_tool_calls(agent: Any) -> list[str]:
+    """Give an ``interrupted`` result to tool calls left without one.
+
+    A state restored after a crash mid-tool has a call in state ``allowed``
+    (or ``pending``) and no result; AgentScope 2.0.11 then accepts a new
+    message and sends the model a call without a result. This closes such
+    calls in the agent's last message the way AgentScope's own interrupt
+    path does (``Agent._close_unfinished_tool_calls``): state ``finished``
+    plus a ``ToolResultBlock(state=INTERRUPTED)``. Calls that are parked on
+    purpose (``asking``, ``submitted``) are left alone.
+
+    Returns:
+        the ids of the calls closed.
+    """
+    from agentscope.message import ToolResultBlock, ToolResultState
+
+    context = agent.state.context
+    if not context:
+        return []
+    last = context[-1]
+    if last.role != "assistant" or last.name != agent.name or isinstance(last.content, str):
+        return []
+    answered = {b.id for b in last.content if getattr(b, "type", None) == "tool_result"}
+    closed = []
+    for block in list(last.content):
+        if getattr(block, "type", None) != "tool_call" or block.id in answered:
+            continue
+        if _state_value(block.state) in (ToolCallState.ALLOWED.value, ToolCallState.PENDING.value):
+            block.state = ToolCallState.FINISHED
+            last.content.append(
+                ToolResultBlock(id=block.id, name=block.name, output=_DANGLING_NOTE, state=ToolResultState.INTERRUPTED)
+            )
+            closed.append(block.id)
+    return closed
 
 
 @dataclass
@@ -132,6 +179,12 @@ class Session:
             the agent's ``AgentState`` is written at every pause.
         session_id: the checkpoint's name; a fresh id when omitted.
         user_name: the ``name`` of user messages built from strings.
+        deadline: seconds a pause stays open (like AG-UI's ``expires_at``);
+            ``None`` (default) waits forever.
+        on_deadline: what happens when it passes: ``"deny"`` (a confirmation
+            is denied, an external call gets an ERROR result) or
+            ``"interrupt"`` (the whole reply is interrupted). Either way the
+            audit log records it and the widget says what happened.
 
     A new ``Session`` for an agent that already has one supersedes it: the
     old session's open pauses expire ("superseded") and refuse clicks, and
@@ -150,7 +203,13 @@ class Session:
         checkpoints: str | CheckpointStore | None = None,
         session_id: str | None = None,
         user_name: str = "user",
+        deadline: float | None = None,
+        on_deadline: str = "deny",
     ) -> None:
+        if on_deadline not in ("deny", "interrupt"):
+            raise ValueError(f"on_deadline must be 'deny' or 'interrupt', got {on_deadline!r}")
+        if deadline is not None and not deadline > 0:
+            raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
         if not hasattr(agent, "reply_stream") or not hasattr(agent, "state"):
             raise TypeError(f"Session needs an agentscope.agent.Agent, got {type(agent).__name__}")
         self.agent = agent
@@ -163,6 +222,8 @@ class Session:
         )
         self.session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
         self.user_name = user_name
+        self.deadline = deadline
+        self.on_deadline = on_deadline
         self.runs: list[ReplyRun] = []
         self.superseded_by: Session | None = None
         self._lock = threading.Lock()
@@ -230,6 +291,7 @@ class Session:
                     "pause(s) above, or call again with interrupt_pending=True to interrupt that "
                     "reply first."
                 )
+        close_dangling_tool_calls(self.agent)
         msgs = UserMsg(name=self.user_name, content=message) if isinstance(message, str) else message
         prompt = message if isinstance(message, str) else _msg_text(msgs if isinstance(msgs, Msg) else None)
         run = self._new_run(prompt=prompt)
@@ -298,6 +360,7 @@ class Session:
         record = store.load(session_id)
         state = AgentState.model_validate_json(json.dumps(record["state"]))
         agent = agent_factory(state)
+        close_dangling_tool_calls(agent)
         return cls(agent, checkpoints=store, session_id=session_id, **kwargs)
 
     async def interrupt(self, reason: str = "Interrupted by the user.") -> None:
@@ -330,6 +393,18 @@ class Session:
         if run is None:
             raise PauseNotLiveError("Nothing has run yet.")
         return self._on_action(run, message)
+
+    def audit_table(self) -> Any:
+        """An :class:`~nb_hitl.widgets.AuditLogTable` of this session's audit log.
+
+        Raises:
+            NbHitlError: the session has no audit log.
+        """
+        if self.audit_log is None:
+            raise NbHitlError("This Session has no audit_log; pass audit_log=PATH when creating it.")
+        from .widgets.audit import AuditLogTable
+
+        return AuditLogTable(self.audit_log)
 
     def on_change(self, listener: Callable[[str, ReplyRun], None]) -> None:
         """Call ``listener(kind, run)`` on ``"pause"``, ``"decision"`` and
@@ -392,6 +467,25 @@ class Session:
             if pause.status in ("open", "deciding"):
                 pause.status = "expired"
                 pause.reason = reason
+        for decision in run.queue:
+            # recorded, but the reply ended before it reached the agent
+            pause = run.pauses.get(decision.tool_call_id)
+            if pause is not None:
+                pause.status = "expired"
+                pause.reason = f"Decided, but the reply ended before the agent got it: {reason}"
+            if self.audit_log is not None:
+                self.audit_log.append(
+                    {
+                        "session_id": self.session_id,
+                        "agent": self.agent.name,
+                        "reply_id": run.reply_id,
+                        "tool_call_id": decision.tool_call_id,
+                        "tool_name": pause.tool_name if pause else None,
+                        "decision": "discarded",
+                        "reason": reason,
+                    }
+                )
+        run.queue = []
         run.status = status
         run.reason = reason
         run.wake.set()
@@ -644,9 +738,71 @@ class Session:
             except Exception:  # noqa: BLE001 - the message is informative only
                 permission = None
         pause = build_pause(run.reply_id or self.agent.state.reply_id, tool_call, tool, permission)
+        policies = self.agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
+        if isinstance(policies, dict) and tool_call.id in policies:
+            pause.policy = str(policies[tool_call.id])
+        # An external tool may take over its pause (nb_hitl's reviewed tools
+        # and structured questions): ``async prepare_pause(pause, session)``
+        # may set the kind, the result to review or a response schema.
+        prepare = getattr(tool, "prepare_pause", None)
+        if prepare is not None and pause.kind != "confirm":
+            await prepare(pause, self)
+        if self.deadline is not None:
+            pause.deadline = pause.created_at + self.deadline
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.deadline, self._deadline_passed, run, pause)
         run.pauses[pause.tool_call_id] = pause
         self._notify("pause", run)
         return pause
+
+    def _deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
+        """Apply the configured default to a pause whose deadline passed."""
+        with self._lock:
+            if pause.status != "open" or not run.live or run.pauses.get(pause.tool_call_id) is not pause:
+                return
+            if self.on_deadline == "interrupt":
+                pause.status = "deciding"
+            else:
+                message = (
+                    {"action": "deny", "tool_call_id": pause.tool_call_id}
+                    if pause.kind == "confirm"
+                    else {
+                        "action": "return_error",
+                        "tool_call_id": pause.tool_call_id,
+                        "message": "The user did not answer before the deadline.",
+                    }
+                )
+                decision = decide(pause, message)
+                pause.status = "deciding"
+        applied = "reply interrupted" if self.on_deadline == "interrupt" else (
+            "denied" if pause.kind == "confirm" else "error returned to the agent"
+        )
+        if self.audit_log is not None:
+            self.audit_log.append(
+                {
+                    "session_id": self.session_id,
+                    "agent": self.agent.name,
+                    "reply_id": pause.reply_id,
+                    "tool_call_id": pause.tool_call_id,
+                    "tool_name": pause.tool_name,
+                    "kind": pause.kind,
+                    "original_input": pause.input if pause.input is not None else pause.tool_call.input,
+                    "decision": "timeout",
+                    "applied": applied,
+                    "policy": pause.policy,
+                }
+            )
+        pause.decision = {"action": "timeout", "applied": applied}
+        if self.on_deadline == "interrupt":
+            pause.status = "expired"
+            pause.reason = "The deadline passed; the reply was interrupted."
+            self._request_interrupt(run, "The deadline of a pause passed; the reply was interrupted.")
+        else:
+            pause.status = "decided"
+            run.queue.append(decision)
+            run.wake.set()
+            self._push(run)
+        self._notify("decision", run)
 
     def _checkpoint(self) -> None:
         if self.checkpoints is None:

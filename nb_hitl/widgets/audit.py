@@ -1,0 +1,92 @@
+"""``AuditLogTable``: the audit log of decisions as a small table in the notebook."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+from typing import Any
+
+import traitlets
+
+from ..store import AuditLog
+from ._base import RequestWidget
+
+__all__ = ["AuditLogTable", "audit_rows"]
+
+COLUMNS = ["time", "reply_id", "tool_call_id", "tool_name", "decision", "detail", "who"]
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    if value is None or value == [] or value == {}:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def audit_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Flatten audit records into table rows (strings only).
+
+    ``detail`` joins what varies by decision: the edited input, accepted
+    rules, AskUser answers, the output sent, or what a deadline applied.
+    """
+    rows = []
+    for r in records:
+        detail_parts = []
+        for key, label in (
+            ("edited_input", "edited"),
+            ("accepted_rules", "rules"),
+            ("answers", "answers"),
+            ("output", "output"),
+            ("applied", "applied"),
+            ("reason", "reason"),
+            ("policy", "policy"),
+        ):
+            text = _short(r.get(key))
+            if text:
+                detail_parts.append(f"{label}: {text}")
+        rows.append(
+            {
+                "time": str(r.get("time", "")),
+                "reply_id": str(r.get("reply_id", "")),
+                "tool_call_id": str(r.get("tool_call_id", "")),
+                "tool_name": str(r.get("tool_name", "") or ""),
+                "decision": str(r.get("decision", "")),
+                "detail": "; ".join(detail_parts),
+                "who": str(r.get("who", "")),
+            }
+        )
+    return rows
+
+
+class AuditLogTable(RequestWidget):
+    """A table of an :class:`~nb_hitl.store.AuditLog` (newest last).
+
+    Args:
+        log: the log or its path.
+
+    The page's "Refresh" button (action ``refresh``) re-reads the file;
+    :meth:`refresh` does the same from Python.
+    """
+
+    _esm = pathlib.Path(__file__).parent.parent / "static" / "audit.js"
+    columns = traitlets.List(traitlets.Unicode(), default_value=COLUMNS).tag(sync=True)
+    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    path = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, log: AuditLog | str | os.PathLike[str]) -> None:
+        self.log = log if isinstance(log, AuditLog) else AuditLog(log)
+        super().__init__(handler=self._handle, path=str(self.log.path))
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the log file into the table."""
+        self.rows = audit_rows(self.log.records())
+
+    def _handle(self, message: dict[str, Any]) -> dict[str, Any]:
+        if message.get("action") != "refresh":
+            from ..errors import DecisionError
+
+            raise DecisionError(f"Unknown action {str(message.get('action'))[:40]!r}.", field="action")
+        self.refresh()
+        return {"rows": len(self.rows)}

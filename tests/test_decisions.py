@@ -1,0 +1,681 @@
+"""Page message -> AgentScope objects, for every decision kind, valid and invalid.
+
+The unit half drives :func:`nb_hitl.decisions.decide` with pauses built by
+:func:`nb_hitl.pauses.build_pause` from real AgentScope ``ToolCallBlock`` s
+and real tools (``FunctionTool``, ``AskUser``, ``Write`` and an external
+``ToolBase`` subclass), and checks the AgentScope objects that come out
+(``ConfirmResult``, ``ToolResultBlock``, ``AskUserMetadata``) or the refusal
+(``DecisionError`` with its ``field``).
+
+The other half runs cases C05 and C08 through a :class:`nb_hitl.Session`
+around a real ``agentscope.agent.Agent`` on ``ScriptedChatModel``: a refused
+edit never resumes the agent (the model gets no new call, the tool does not
+run), and an answer reaches the model's history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentscope.agent import Agent
+from agentscope.event import ConfirmResult
+from agentscope.message import ToolCallBlock, ToolResultBlock, ToolResultState
+from agentscope.permission import PermissionBehavior, PermissionContext, PermissionEngine, PermissionRule
+from agentscope.tool import AskUser, AskUserMetadata, FunctionTool, ToolBase, Toolkit, Write
+from agentscope.permission import PermissionDecision
+
+from nb_hitl import Session
+from nb_hitl.decisions import (
+    MAX_TEXT,
+    Decision,
+    ask_user_output,
+    check_external_result,
+    decide,
+    parse_edited_input,
+    parse_message,
+    recheck_permission,
+)
+from nb_hitl.demo import make_sandbox, sandbox_tools
+from nb_hitl.errors import DecisionError
+from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from nb_hitl.pauses import Pause, build_pause
+
+
+def run_async(coro: Any) -> Any:
+    """``asyncio.run`` in a worker thread (safe even when a loop runs in the main thread)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+# ---------------------------------------------------------------------------
+# real tools and pauses
+# ---------------------------------------------------------------------------
+def delete_file(path: str) -> str:
+    """Delete a file.
+
+    Args:
+        path (str): the file to delete.
+    """
+    return f"deleted {path}"
+
+
+class RunOnLaptop(ToolBase):
+    """An external tool: the person runs the command and reports back."""
+
+    name = "run_on_laptop"
+    description = "Run a shell command on the user's laptop."
+    input_schema = {
+        "type": "object",
+        "properties": {"command": {"type": "string"}},
+        "required": ["command"],
+    }
+    metadata_schema = {
+        "type": "object",
+        "properties": {"exit_code": {"type": "integer"}},
+        "required": ["exit_code"],
+    }
+    is_concurrency_safe = False
+    is_read_only = False
+    is_external_tool = True
+
+    async def check_permissions(self, tool_input: dict[str, Any], context: PermissionContext) -> PermissionDecision:
+        return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="external")
+
+
+DELETE_TOOL = FunctionTool(delete_file)
+SUGGESTED = [
+    PermissionRule(tool_name="delete_file", rule_content=None, behavior=PermissionBehavior.ALLOW, source="suggested"),
+    PermissionRule(tool_name="delete_file", rule_content="*.tmp", behavior=PermissionBehavior.ALLOW, source="suggested"),
+]
+
+QUESTIONS = [
+    {
+        "question": "Which file should I delete?",
+        "header": "Cleanup",
+        "context": "notes.txt 10 bytes\ndraft.md 20 bytes",
+        "options": [
+            {"label": "notes.txt", "description": "10 bytes", "preview": "Meeting notes"},
+            {"label": "draft.md", "description": "20 bytes", "preview": "# Draft"},
+        ],
+    },
+    {
+        "question": "Which backups should I keep?",
+        "header": "Backups",
+        "multi_select": True,
+        "options": [
+            {"label": "daily", "description": "every day"},
+            {"label": "weekly", "description": "every week"},
+            {"label": "monthly", "description": "every month"},
+        ],
+    },
+]
+
+
+def confirm_pause(input: dict[str, Any] | str | None = None, *, rules: list[PermissionRule] | None = None) -> Pause:
+    raw = json.dumps({"path": "notes.txt"} if input is None else input) if not isinstance(input, str) else input
+    call = ToolCallBlock(
+        id="call_del",
+        name="delete_file",
+        input=raw,
+        state="asking",
+        suggested_rules=SUGGESTED if rules is None else rules,
+    )
+    return build_pause("reply_1", call, DELETE_TOOL)
+
+
+def ask_pause(questions: list[dict[str, Any]] | None = None) -> Pause:
+    call = ToolCallBlock(
+        id="call_ask",
+        name="AskUser",
+        input=json.dumps({"questions": QUESTIONS if questions is None else questions}),
+        state="submitted",
+    )
+    return build_pause("reply_1", call, AskUser())
+
+
+def external_pause() -> Pause:
+    call = ToolCallBlock(id="call_ext", name="run_on_laptop", input=json.dumps({"command": "ls"}), state="submitted")
+    return build_pause("reply_1", call, RunOnLaptop())
+
+
+def msg(pause: Pause, action: str, **payload: Any) -> dict[str, Any]:
+    """A message exactly as js/reply.ts sends it."""
+    return {"request_id": "r1", "action": action, "tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id, **payload}
+
+
+def refused(pause: Pause, message: Any) -> DecisionError:
+    with pytest.raises(DecisionError) as info:
+        decide(pause, message)
+    return info.value
+
+
+# ---------------------------------------------------------------------------
+# the pauses themselves
+# ---------------------------------------------------------------------------
+def test_pause_kinds_and_copy() -> None:
+    live = ToolCallBlock(id="call_del", name="delete_file", input='{"path": "a"}', state="asking")
+    pause = build_pause("reply_1", live, DELETE_TOOL)
+    assert pause.kind == "confirm"
+    assert pause.tool_call is not live and pause.tool_call == live
+    assert pause.input == {"path": "a"}
+    assert pause.input_schema == DELETE_TOOL.input_schema
+    assert ask_pause().kind == "ask_user"
+    assert external_pause().kind == "external"
+    view = confirm_pause().to_view()
+    assert view["suggested_rules"][0]["label"] == "allow delete_file(*)"
+    assert view["suggested_rules"][1]["label"] == "allow delete_file(*.tmp)"
+
+
+# ---------------------------------------------------------------------------
+# approve / deny / modify
+# ---------------------------------------------------------------------------
+def test_approve_gives_confirm_result_on_a_copy() -> None:
+    pause = confirm_pause()
+    d = decide(pause, msg(pause, "approve"))
+    assert isinstance(d, Decision) and d.is_confirmation and d.action == "approve"
+    cr = d.confirm_result
+    assert isinstance(cr, ConfirmResult)
+    assert cr.confirmed is True and cr.rules is None
+    assert cr.tool_call.id == "call_del" and cr.tool_call.name == "delete_file"
+    assert json.loads(cr.tool_call.input) == {"path": "notes.txt"}
+    assert cr.tool_call is not pause.tool_call
+    assert d.tool_result is None and d.edited_input is None
+    assert d.summary() == {"action": "approve", "confirmed": True}
+
+
+def test_approve_with_chosen_rules() -> None:
+    pause = confirm_pause()
+    d = decide(pause, msg(pause, "approve", rules=[1]))
+    assert d.confirm_result.rules == [SUGGESTED[1]]
+    assert d.confirm_result.rules[0] is not SUGGESTED[1]
+    assert d.accepted_rules == (SUGGESTED[1],)
+    assert d.summary()["accepted_rules"] == ["allow delete_file(*.tmp)"]
+    both = decide(pause, msg(pause, "approve", rules=[1, 0, 1]))
+    assert both.confirm_result.rules == SUGGESTED  # sorted, de-duplicated
+
+
+@pytest.mark.parametrize(
+    "rules, field",
+    [([5], "rules"), (["0"], "rules.0"), ([-1], "rules.0"), (0, "rules"), ([0] * 65, "rules")],
+)
+def test_approve_with_bad_rules_refused(rules: Any, field: str) -> None:
+    pause = confirm_pause()
+    err = refused(pause, msg(pause, "approve", rules=rules))
+    assert err.field == field
+
+
+def test_deny_gives_unconfirmed_result_without_rules() -> None:
+    pause = confirm_pause()
+    d = decide(pause, msg(pause, "deny", rules=[0]))
+    assert d.confirm_result.confirmed is False
+    assert not d.confirm_result.rules
+    assert d.confirm_result.tool_call.id == "call_del"
+    assert d.summary() == {"action": "deny", "confirmed": False}
+
+
+def test_modify_edits_a_copy() -> None:
+    pause = confirm_pause()
+    before = pause.tool_call.model_dump()
+    d = decide(pause, msg(pause, "modify", input='{"path": "draft.md"}'))
+    assert d.action == "modify" and d.edited_input == {"path": "draft.md"}
+    assert d.confirm_result.confirmed is True
+    assert json.loads(d.confirm_result.tool_call.input) == {"path": "draft.md"}
+    assert d.confirm_result.tool_call.name == "delete_file"
+    assert pause.tool_call.model_dump() == before  # the pause's own copy is untouched
+    assert d.summary()["edited_input"] == {"path": "draft.md"}
+    same_name = decide(pause, msg(pause, "modify", input='{"path": "x"}', name="delete_file", rules=[0]))
+    assert same_name.confirm_result.rules == [SUGGESTED[0]]
+
+
+def test_C05a_name_change_refused() -> None:
+    pause = confirm_pause()
+    err = refused(pause, msg(pause, "modify", input='{"path": "notes.txt"}', name="list_files"))
+    assert err.field == "name"
+    assert "cannot be changed" in str(err) and "'list_files'" in str(err)
+
+
+@pytest.mark.parametrize(
+    "text, field, words",
+    [
+        ('{"path": 5}', "input.path", ["$.path", "is not of type 'string'"]),
+        ('{"file": "notes.txt"}', "input", ["'path' is a required property"]),
+    ],
+)
+def test_C05c_schema_break_refused_with_the_field(text: str, field: str, words: list[str]) -> None:
+    pause = confirm_pause()
+    err = refused(pause, msg(pause, "modify", input=text))
+    assert err.field == field
+    for w in words:
+        assert w in str(err)
+
+
+@pytest.mark.parametrize(
+    "text, where",
+    [('{"path": "notes.txt"', "line 1, column 21"), ('{\n  "path": notes.txt\n}', "line 2, column 11"), ("", "line 1, column 1")],
+)
+def test_C05d_non_json_refused_with_line_and_column(text: str, where: str) -> None:
+    pause = confirm_pause()
+    err = refused(pause, msg(pause, "modify", input=text))
+    assert err.field == "input"
+    assert "not valid JSON" in str(err) and where in str(err)
+
+
+def test_modify_non_object_and_oversize_refused() -> None:
+    pause = confirm_pause()
+    assert "JSON object" in str(refused(pause, msg(pause, "modify", input='["notes.txt"]')))
+    err = refused(pause, msg(pause, "modify", input=" " * (MAX_TEXT + 1)))
+    assert err.field == "input"
+    err = refused(pause, msg(pause, "modify", input={"path": "x"}))  # an object, not the typed text
+    assert err.field == "input"
+
+
+def test_parse_edited_input_without_schema() -> None:
+    assert parse_edited_input('{"a": [1, 2]}', None) == {"a": [1, 2]}
+
+
+# ---------------------------------------------------------------------------
+# AskUser answers (C08 and the rest)
+# ---------------------------------------------------------------------------
+def test_answer_single_and_multi() -> None:
+    pause = ask_pause()
+    d = decide(
+        pause,
+        msg(
+            pause,
+            "answer",
+            answers=[
+                {"question": "Which backups should I keep?", "selected": ["daily", "monthly"], "other": None},
+                {"question": "Which file should I delete?", "selected": ["draft.md"], "other": None},
+            ],
+        ),
+    )
+    tr = d.tool_result
+    assert isinstance(tr, ToolResultBlock)
+    assert tr.id == "call_ask" and tr.name == "AskUser" and tr.state == ToolResultState.SUCCESS
+    meta = AskUserMetadata.model_validate(tr.metadata)
+    # answers come back in the order of the questions
+    assert [a.question for a in meta.answers] == ["Which file should I delete?", "Which backups should I keep?"]
+    assert meta.answers[0].selected == ["draft.md"] and meta.answers[0].other is None
+    assert meta.answers[1].selected == ["daily", "monthly"]
+    assert tr.output == ask_user_output(meta.answers)
+    assert '"Which file should I delete?" -> draft.md' in tr.output
+    assert '"Which backups should I keep?" -> daily, monthly' in tr.output
+    run_async(check_external_result(AskUser(), tr))  # fits AskUser's own metadata_schema
+    assert d.summary()["answers"][1]["selected"] == ["daily", "monthly"]
+
+
+def test_answer_other_free_text() -> None:
+    pause = ask_pause()
+    d = decide(
+        pause,
+        msg(
+            pause,
+            "answer",
+            answers=[
+                {"question": "Which file should I delete?", "selected": [], "other": "  old_log.txt  "},
+                {"question": "Which backups should I keep?", "selected": ["weekly"], "other": "yearly"},
+            ],
+        ),
+    )
+    meta = AskUserMetadata.model_validate(d.tool_result.metadata)
+    assert meta.answers[0].selected == [] and meta.answers[0].other == "old_log.txt"
+    assert meta.answers[1].selected == ["weekly"] and meta.answers[1].other == "yearly"
+    assert '(Other) "old_log.txt"' in d.tool_result.output
+
+
+def test_C08_question_without_multi_select_is_single_select() -> None:
+    questions = [
+        {
+            "question": "Keep or drop?",
+            "header": "Choice",
+            "options": [{"label": "keep", "description": "k"}, {"label": "drop", "description": "d"}],
+        }
+    ]
+    pause = ask_pause(questions)
+    assert pause.ask_user is not None and pause.ask_user.questions[0].multi_select is False
+    assert pause.to_view()["ask_user"]["questions"][0]["multi_select"] is False
+
+    d = decide(pause, msg(pause, "answer", answers=[{"question": "Keep or drop?", "selected": ["drop"]}]))
+    assert AskUserMetadata.model_validate(d.tool_result.metadata).answers[0].selected == ["drop"]
+
+    err = refused(pause, msg(pause, "answer", answers=[{"question": "Keep or drop?", "selected": ["keep", "drop"]}]))
+    assert err.field == "answers.0.selected" and "takes one answer" in str(err)
+    err = refused(
+        pause, msg(pause, "answer", answers=[{"question": "Keep or drop?", "selected": ["keep"], "other": "both"}])
+    )
+    assert err.field == "answers.0.selected"
+
+
+@pytest.mark.parametrize(
+    "answers, field, words",
+    [
+        ([{"question": "Which file should I delete?", "selected": ["x.txt"]}], "answers.0.selected", "not an option"),
+        ([{"question": "Unknown?", "selected": ["a"]}], "answers.0", "There is no question"),
+        (
+            [{"question": "Which file should I delete?", "selected": ["notes.txt"]}],
+            "answers",
+            "still open: 'Which backups should I keep?'",
+        ),
+        (
+            [
+                {"question": "Which file should I delete?", "selected": ["notes.txt"]},
+                {"question": "Which file should I delete?", "selected": ["draft.md"]},
+            ],
+            "answers.1",
+            "answered twice",
+        ),
+        (
+            [
+                {"question": "Which file should I delete?", "selected": []},
+                {"question": "Which backups should I keep?", "selected": ["daily"]},
+            ],
+            "answers.0",
+            "Choose an option",
+        ),
+        (
+            [
+                {"question": "Which file should I delete?", "selected": ["notes.txt"]},
+                {"question": "Which backups should I keep?", "selected": ["daily", "daily"]},
+            ],
+            "answers.1.selected",
+            "selected twice",
+        ),
+        ([{"question": "Which file should I delete?", "selected": "notes.txt"}], "answers.0.selected", "valid list"),
+        ([{"question": "Which file should I delete?", "selected": [], "nope": 1}], "answers.0.nope", "Extra inputs"),
+        ("notes.txt", "answers", "valid list"),
+    ],
+)
+def test_answer_invalid(answers: Any, field: str, words: str) -> None:
+    pause = ask_pause()
+    err = refused(pause, msg(pause, "answer", answers=answers))
+    assert err.field == field
+    assert words in str(err)
+
+
+def test_answer_to_invalid_ask_user_refused_and_return_error() -> None:
+    bad = ask_pause(
+        [
+            {
+                "question": "Yes or yes?",
+                "header": "Dup",
+                "options": [{"label": "Yes", "description": "a"}, {"label": "Yes", "description": "b"}],
+            }
+        ]
+    )
+    assert bad.ask_user is None and "labels must be unique" in bad.ask_user_error
+    err = refused(bad, msg(bad, "answer", answers=[{"question": "Yes or yes?", "selected": ["Yes"]}]))
+    assert "invalid" in str(err)
+
+    d = decide(bad, msg(bad, "return_error"))
+    assert d.tool_result.state == ToolResultState.ERROR
+    assert d.tool_result.id == "call_ask" and d.tool_result.name == "AskUser"
+    assert "labels must be unique" in d.tool_result.output
+    assert d.summary()["state"] == "error"
+
+
+def test_return_error_on_valid_ask_user_needs_a_message() -> None:
+    pause = ask_pause()
+    assert refused(pause, msg(pause, "return_error")).field == "message"
+    d = decide(pause, msg(pause, "return_error", message="I won't answer that."))
+    assert d.tool_result.state == ToolResultState.ERROR and d.tool_result.output == "I won't answer that."
+
+
+# ---------------------------------------------------------------------------
+# external results
+# ---------------------------------------------------------------------------
+def test_external_result_success_and_error() -> None:
+    pause = external_pause()
+    ok = decide(pause, msg(pause, "external_result", output="a.txt\nb.txt", state="success"))
+    assert ok.tool_result.state == ToolResultState.SUCCESS
+    assert ok.tool_result.id == "call_ext" and ok.tool_result.name == "run_on_laptop"
+    assert ok.tool_result.output == "a.txt\nb.txt"
+    assert ok.summary() == {"action": "external_result", "state": "success", "output": "a.txt\nb.txt"}
+    bad = decide(pause, msg(pause, "external_result", output="ls: permission denied", state="error"))
+    assert bad.tool_result.state == ToolResultState.ERROR
+    default = decide(pause, msg(pause, "external_result", output="x"))
+    assert default.tool_result.state == ToolResultState.SUCCESS
+
+
+def test_external_result_metadata_checked_by_the_tool() -> None:
+    tool = RunOnLaptop()
+    pause = external_pause()
+    d = decide(pause, msg(pause, "external_result", output="done"))
+    with pytest.raises(DecisionError) as info:  # no exit_code in metadata: the tool's schema refuses
+        run_async(check_external_result(tool, d.tool_result))
+    assert info.value.field == "metadata" and "exit_code" in str(info.value)
+    good = d.tool_result.model_copy(update={"metadata": {"exit_code": 0}})
+    run_async(check_external_result(tool, good))
+    run_async(check_external_result(None, d.tool_result))
+
+
+@pytest.mark.parametrize(
+    "payload, field",
+    [
+        ({"output": 5}, "output"),
+        ({"output": "x", "state": "maybe"}, "state"),
+        ({"output": "x" * (MAX_TEXT + 1)}, "output"),
+        ({}, "output"),
+    ],
+)
+def test_external_result_bad_types_refused(payload: dict[str, Any], field: str) -> None:
+    pause = external_pause()
+    assert refused(pause, msg(pause, "external_result", **payload)).field == field
+
+
+def test_external_result_for_ask_user_refused() -> None:
+    pause = ask_pause()
+    assert refused(pause, msg(pause, "external_result", output="notes.txt")).field == "action"
+    ext = external_pause()
+    assert refused(ext, msg(ext, "answer", answers=[])).field == "action"
+
+
+# ---------------------------------------------------------------------------
+# wrong action for the kind (C06-like), unknown ids, shapes
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("action, payload", [("external_result", {"output": "x"}), ("answer", {"answers": []}), ("return_error", {})])
+def test_external_actions_on_a_confirmation_refused(action: str, payload: dict[str, Any]) -> None:
+    pause = confirm_pause()
+    err = refused(pause, msg(pause, action, **payload))
+    assert err.field == "action" and "waits for a confirmation" in str(err)
+
+
+@pytest.mark.parametrize("action, payload", [("approve", {}), ("deny", {}), ("modify", {"input": "{}"})])
+def test_confirm_actions_on_external_calls_refused(action: str, payload: dict[str, Any]) -> None:
+    for pause in (ask_pause(), external_pause()):
+        err = refused(pause, msg(pause, action, **payload))
+        assert err.field == "action" and "waits for an external result" in str(err)
+
+
+def test_unknown_tool_call_id_refused() -> None:
+    pause = confirm_pause()
+    err = refused(pause, {**msg(pause, "approve"), "tool_call_id": "call_other"})
+    assert err.field == "tool_call_id" and "call_other" in str(err)
+
+
+@pytest.mark.parametrize(
+    "message, field",
+    [
+        ({"action": "launch", "tool_call_id": "call_del"}, None),
+        ({"tool_call_id": "call_del"}, None),
+        ({"action": "approve"}, "tool_call_id"),
+        ({"action": "approve", "tool_call_id": ""}, "tool_call_id"),
+        ({"action": "approve", "tool_call_id": 7}, "tool_call_id"),
+        ({"action": "approve", "tool_call_id": "x" * 513}, "tool_call_id"),
+        ({"action": "approve", "tool_call_id": "call_del", "reply_id": 3}, "reply_id"),
+        ({"action": "modify", "tool_call_id": "call_del"}, "input"),
+    ],
+)
+def test_bad_shapes_refused(message: dict[str, Any], field: str | None) -> None:
+    with pytest.raises(DecisionError) as info:
+        parse_message(message)
+    assert info.value.field == field
+    with pytest.raises(DecisionError):
+        decide(confirm_pause(), message)
+
+
+@pytest.mark.parametrize("message", [None, "approve", ["approve"], 3])
+def test_non_object_refused(message: Any) -> None:
+    with pytest.raises(DecisionError, match="JSON object"):
+        decide(confirm_pause(), message)
+
+
+# ---------------------------------------------------------------------------
+# the permission re-check of an edit (C05 b), without an agent
+# ---------------------------------------------------------------------------
+def test_C05b_recheck_permission_names_the_deny_rule(tmp_path: Path) -> None:
+    secret = f"{tmp_path}/secret/*"
+    engine = PermissionEngine(PermissionContext())
+    engine.add_rule(PermissionRule(tool_name="Write", rule_content=secret, behavior=PermissionBehavior.DENY, source="test"))
+    write = Write()
+    ok = run_async(recheck_permission(engine, write, {"file_path": f"{tmp_path}/out.txt", "content": "x"}))
+    assert ok.behavior == PermissionBehavior.ASK
+    with pytest.raises(DecisionError) as info:
+        run_async(recheck_permission(engine, write, {"file_path": f"{tmp_path}/secret/key", "content": "x"}))
+    assert info.value.field == "input"
+    assert f"deny Write({secret})" in str(info.value)
+
+
+# ---------------------------------------------------------------------------
+# C05 and C08 through a Session with a real Agent
+# ---------------------------------------------------------------------------
+async def _wait(predicate: Any, what: str, timeout: float = 10.0) -> Any:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if loop.time() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.005)
+
+
+def _open(session: Session, kind: str) -> Any:
+    return next((p for p in session.pending if p.kind == kind), None)
+
+
+def test_C05_refused_edits_never_resume_the_agent(tmp_path: Path) -> None:
+    folder = make_sandbox(tmp_path / "box")
+    model = ScriptedChatModel(
+        [
+            Turn("Deleting notes.", [tool_call("delete_file", path="notes.txt")]),
+            lambda msgs: Turn("Result: " + result_text(tool_results(msgs, "delete_file")[-1])),
+        ],
+        on_exhausted="raise",
+    )
+    agent = Agent(name="c05", system_prompt="tidy", model=model, toolkit=Toolkit(tools=sandbox_tools(folder)))
+
+    async def scenario() -> None:
+        session = Session(agent, display=False)
+        task = session.start("delete notes.txt")
+        pause = await _wait(lambda: _open(session, "confirm"), "the confirmation")
+        await _wait(lambda: session.current.status == "paused", "the reply to park")
+        calls_before = len(model.calls)
+        base = {"tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id}
+        attempts = [
+            ({"action": "modify", "input": '{"path": "draft.md"}', "name": "list_files"}, "name", "cannot be changed"),
+            ({"action": "modify", "input": '{"path": ["draft.md"]}'}, "input.path", "is not of type 'string'"),
+            ({"action": "modify", "input": '{"path": "draft.md",}'}, "input", "(line 1, column 21)"),
+        ]
+        for payload, field, words in attempts:
+            with pytest.raises(DecisionError) as info:
+                result = session.act({**base, **payload})
+                if asyncio.iscoroutine(result):
+                    await result
+            assert info.value.field == field and words in str(info.value)
+            assert pause.status == "open"
+        await asyncio.sleep(0.05)
+        assert len(model.calls) == calls_before
+        assert session.current.resumes == 0 and session.current.status == "paused"
+        assert sorted(p.name for p in folder.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
+        # the pause is still live: a valid edit now goes through, exactly once
+        out = await session.act({**base, "action": "modify", "input": '{"path": "draft.md"}'})
+        assert out["decision"]["edited_input"] == {"path": "draft.md"}
+        final = await asyncio.wait_for(task, 10)
+        assert final.get_text_content() == "Result: Deleted draft.md."
+        assert session.current.resumes == 1
+        assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "old_log.txt"]
+
+    run_async(scenario())
+
+
+def test_C05b_deny_rule_edit_refused_through_session(tmp_path: Path) -> None:
+    ok_path = f"{tmp_path}/out.txt"
+    secret_rule = f"{tmp_path}/secret/*"
+    model = ScriptedChatModel(
+        [
+            Turn("Writing a file.", [tool_call("Write", file_path=ok_path, content="hello")]),
+            lambda msgs: Turn("Write said: " + str(tool_results(msgs, "Write")[-1].state)),
+        ],
+        on_exhausted="raise",
+    )
+    agent = Agent(name="c05b", system_prompt="write", model=model, toolkit=Toolkit(tools=[Write()]))
+    agent._engine.add_rule(
+        PermissionRule(tool_name="Write", rule_content=secret_rule, behavior=PermissionBehavior.DENY, source="policy")
+    )
+    (tmp_path / "secret").mkdir()
+
+    async def scenario() -> None:
+        session = Session(agent, display=False)
+        task = session.start("write it")
+        pause = await _wait(lambda: _open(session, "confirm"), "the Write confirmation")
+        await _wait(lambda: session.current.status == "paused", "the reply to park")
+        calls_before = len(model.calls)
+        edited = json.dumps({"file_path": f"{tmp_path}/secret/key.txt", "content": "hello"})
+        with pytest.raises(DecisionError) as info:
+            await session.act({"action": "modify", "tool_call_id": pause.tool_call_id, "input": edited})
+        assert info.value.field == "input"
+        assert f"deny Write({secret_rule})" in str(info.value)
+        assert pause.status == "open"  # back to open, still answerable
+        await asyncio.sleep(0.05)
+        assert len(model.calls) == calls_before and session.current.resumes == 0
+        assert not (tmp_path / "secret" / "key.txt").exists() and not Path(ok_path).exists()
+        # a denial closes it; the secret file was never written
+        await session.act({"action": "deny", "tool_call_id": pause.tool_call_id})
+        final = await asyncio.wait_for(task, 10)
+        assert final.get_text_content() == "Write said: denied"
+        assert not (tmp_path / "secret" / "key.txt").exists()
+
+    run_async(scenario())
+
+
+def test_C08_ask_user_single_select_through_session(tmp_path: Path) -> None:
+    question = {
+        "question": "Keep or drop the log?",
+        "header": "Log",
+        "options": [{"label": "keep", "description": "leave it"}, {"label": "drop", "description": "delete it"}],
+    }
+    model = ScriptedChatModel(
+        [
+            Turn("One question.", [tool_call("AskUser", questions=[question])]),
+            lambda msgs: Turn("You said: " + result_text(tool_results(msgs, "AskUser")[-1])),
+        ],
+        on_exhausted="raise",
+    )
+    agent = Agent(name="c08", system_prompt="ask", model=model, toolkit=Toolkit(tools=[AskUser()]))
+
+    async def scenario() -> None:
+        session = Session(agent, display=False)
+        task = session.start("ask me")
+        pause = await _wait(lambda: _open(session, "ask_user"), "the AskUser pause")
+        assert pause.ask_user.questions[0].multi_select is False
+        base = {"action": "answer", "tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id}
+        with pytest.raises(DecisionError) as info:
+            session.act({**base, "answers": [{"question": question["question"], "selected": ["keep", "drop"]}]})
+        assert info.value.field == "answers.0.selected"
+        assert pause.status == "open"
+        await session.act({**base, "answers": [{"question": question["question"], "selected": ["drop"]}]})
+        final = await asyncio.wait_for(task, 10)
+        assert final.get_text_content() == 'You said: The user answered:\n- "Keep or drop the log?" -> drop'
+        # the answer is kept in the history's metadata, what the model saw is the text
+        seen = tool_results(model.calls[-1], "AskUser")[-1]
+        assert seen.state == ToolResultState.SUCCESS
+        assert AskUserMetadata.model_validate(seen.metadata).answers[0].selected == ["drop"]
+        assert session.current.resumes == 1
+
+    run_async(scenario())
