@@ -37,7 +37,7 @@ interface Question {
 interface PauseView {
   tool_call_id: string;
   reply_id: string;
-  kind: "confirm" | "ask_user" | "external" | "form";
+  kind: "confirm" | "ask_user" | "external" | "form" | "review";
   tool_name: string;
   input_text: string;
   input_schema?: any;
@@ -56,6 +56,9 @@ interface PauseView {
   title?: string | null;
   message?: string | null;
   review_output?: string | null;
+  review_state?: string | null;
+  review_error?: string | null;
+  form_error?: string | null;
 }
 
 interface CardUi {
@@ -132,6 +135,12 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   // What "Submit all" would send for each open card (filled AskUser panels,
   // external outputs, edited inputs); confirmations in view mode have none.
   const drafts = new Map<string, () => { action: string; payload: Record<string, any> } | null>();
+  // The last value a form card tried to submit, so a refused answer is not lost on redraw.
+  const formValues = new Map<string, Record<string, any>>();
+  // What each open card held (its draft) when it was last redrawn: a refusal,
+  // "Sending…" or a status change rebuilds the card, and what the person typed
+  // or picked must survive it (an edit refused as invalid JSON is fixed, not retyped).
+  const typed = new Map<string, { action: string; payload: Record<string, any> }>();
   let live: boolean | null = null; // null: not known yet
   let timer: number | undefined;
 
@@ -277,9 +286,17 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     const key = JSON.stringify([p.status, p.decision, p.reason, live, p.deadline]);
     if (!force && ui.el && ui.key === key) return;
     ui.key = key;
+    const held = drafts.get(p.tool_call_id);
+    const snapshot = held ? held() : null;
+    if (snapshot) typed.set(p.tool_call_id, snapshot);
+    else typed.delete(p.tool_call_id);
     drafts.delete(p.tool_call_id);
     const card = buildCard(p, ui);
-    const slot = entryEls.get("call:" + p.tool_call_id)?.slot;
+    const callEntry = entryEls.get("call:" + p.tool_call_id);
+    const slot = callEntry?.slot;
+    // The card shows the call's input (or its questions): the raw JSON of
+    // the streamed tool call above it would only repeat it.
+    if (callEntry) callEntry.body.hidden = true;
     if (ui.el && ui.el.parentElement) {
       ui.el.replaceWith(card);
     } else {
@@ -308,6 +325,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
       ask_user: "The agent asks you",
       external: "Run this tool yourself",
       form: "The agent asks for input",
+      review: "Review this result",
     };
     card.append(
       h(
@@ -329,7 +347,16 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
             ? "Recording your decision…"
             : decisionText(p);
       card.append(h("div", { class: cls, "data-testid": "nbh-decision" }, text));
-      if (p.kind !== "ask_user" || !p.ask_user) card.append(h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)));
+      if (p.decision && p.decision.edited_input !== undefined) {
+        card.append(
+          h("div", { class: "nbh-muted" }, "Asked for:"),
+          h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)),
+          h("div", { class: "nbh-muted" }, "Ran with your edit:"),
+          h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, JSON.stringify(p.decision.edited_input, null, 2)),
+        );
+      } else if (p.kind !== "ask_user" || !p.ask_user) {
+        card.append(h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)));
+      }
       const err = errorBox(ui);
       if (err) card.append(err);
       return card;
@@ -340,6 +367,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     if (p.kind === "confirm") buildConfirm(card, p, ui, open);
     else if (p.kind === "ask_user") buildAskUser(card, p, ui, open);
     else if (p.kind === "form") buildForm(card, p, ui, open);
+    else if (p.kind === "review") buildReview(card, p, ui, open);
     else buildExternal(card, p, ui, open);
     if (ui.pending) card.append(h("div", { class: "nbh-muted" }, "Sending…"));
     return card;
@@ -364,7 +392,8 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     const dis = !open || ui.pending;
     if (ui.mode === "modify") {
       const area = h("textarea", { "data-testid": "nbh-modify-input", spellcheck: "false", "aria-label": "Edited tool input (JSON)" }) as HTMLTextAreaElement;
-      area.value = p.input_text;
+      const kept = typed.get(p.tool_call_id);
+      area.value = kept && kept.action === "modify" ? String(kept.payload.input) : p.input_text;
       drafts.set(p.tool_call_id, () => ({ action: "modify", payload: { input: area.value } }));
       card.append(
         h("div", { class: "nbh-muted" }, `Edit the input of ${p.tool_name} (JSON). The tool name cannot change; the edit is checked against the tool's schema and the permission rules.`),
@@ -474,6 +503,16 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
         if (otherText.value) otherToggle.checked = true;
       });
       optsEl.append(h("label", { class: "nbh-row" }, otherToggle, h("span", {}, "Other"), otherText));
+      const kept = typed.get(p.tool_call_id);
+      const keptAnswer = kept && kept.action === "answer" ? (kept.payload.answers as any[]).find((a) => a.question === q.question) : undefined;
+      if (keptAnswer) {
+        for (const i of inputs) i.input.checked = keptAnswer.selected.includes(i.label);
+        if (keptAnswer.other) {
+          otherToggle.checked = true;
+          otherText.value = keptAnswer.other;
+        }
+        showPreview(q.options.find((o) => keptAnswer.selected.includes(o.label)));
+      }
       const body = hasPreview ? h("div", { class: "nbh-row", style: "align-items:flex-start" }, h("div", { style: "flex:1" }, optsEl), h("div", { style: "flex:1" }, preview)) : optsEl;
       qEl.append(body, errorBox(ui, `answers.${qi}`) || "");
       card.append(qEl);
@@ -507,6 +546,12 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     const ok = h("input", { type: "radio", name: `nbh-state-${p.tool_call_id}`, value: "success", "data-testid": "nbh-state-success" }) as HTMLInputElement;
     const bad = h("input", { type: "radio", name: `nbh-state-${p.tool_call_id}`, value: "error", "data-testid": "nbh-state-error" }) as HTMLInputElement;
     ok.checked = true;
+    const kept = typed.get(p.tool_call_id);
+    if (kept && kept.action === "external_result") {
+      area.value = String(kept.payload.output);
+      bad.checked = kept.payload.state === "error";
+      ok.checked = !bad.checked;
+    }
     drafts.set(p.tool_call_id, () => (area.value ? { action: "external_result", payload: { output: area.value, state: bad.checked ? "error" : "success" } } : null));
     card.append(
       area,
@@ -516,19 +561,100 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     );
   }
 
+  // A reviewed tool's result, held back from the model until a person
+  // accepts it, edits it (e.g. redacts a value) or rejects it (nb_hitl/review.py).
+  function buildReview(card: HTMLElement, p: PauseView, ui: CardUi, open: boolean) {
+    const dis = !open || ui.pending;
+    if (p.message) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-review-message" }, p.message));
+    card.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, prettyJson(p.input_text)));
+    const reason = h("input", { type: "text", placeholder: "Reason (optional, the agent reads it)", disabled: dis, "data-testid": "nbh-review-reason", "aria-label": "Reason for rejecting" }) as HTMLInputElement;
+    const reject = h("button", { class: "nbh-danger", "data-testid": "nbh-review-reject", disabled: dis, onclick: () => send(p, "reject", reason.value.trim() ? { reason: reason.value } : {}) }, "Reject");
+    if (p.review_error || p.review_output == null) {
+      card.append(
+        h("div", { class: "nbh-error", "data-testid": "nbh-review-error" }, p.review_error || "There is no result to review."),
+        errorBox(ui) || "",
+        h("div", { class: "nbh-row" }, reject, reason),
+      );
+      return;
+    }
+    if (p.review_state && p.review_state !== "success") card.append(h("span", { class: "nbh-chip", "data-testid": "nbh-review-state" }, `state: ${p.review_state}`));
+    const area = h("textarea", { "data-testid": "nbh-review-output", "aria-label": `Result of ${p.tool_name}`, spellcheck: "false", disabled: dis }) as HTMLTextAreaElement;
+    area.value = p.review_output;
+    const original = p.review_output;
+    drafts.set(p.tool_call_id, () => (area.value === original ? { action: "accept", payload: {} } : { action: "edit", payload: { output: area.value } }));
+    card.append(
+      h("div", { class: "nbh-muted" }, "The model has not seen this result. Edit the text to change what it reads."),
+      area,
+      errorBox(ui, "output") || errorBox(ui) || "",
+      h(
+        "div",
+        { class: "nbh-row" },
+        h("button", { class: "nbh-primary", "data-testid": "nbh-review-accept", disabled: dis, onclick: () => send(p, "accept") }, "Accept"),
+        h("button", { "data-testid": "nbh-review-edit", disabled: dis, onclick: () => send(p, "edit", { output: area.value }) }, "Edit & send"),
+        reject,
+        reason,
+      ),
+    );
+  }
+
   function buildForm(card: HTMLElement, p: PauseView, ui: CardUi, open: boolean) {
     const dis = !open || ui.pending;
     if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
-    const form = renderSchemaForm(p.response_schema || {}, { disabled: dis, errorField: ui.errorField, error: ui.error });
+    if (p.form_error) {
+      card.append(
+        h("div", { class: "nbh-error", "data-testid": "nbh-form-invalid" }, "The agent's form cannot be shown: " + p.form_error),
+        h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)),
+        errorBox(ui) || "",
+        h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => send(p, "return_error") }, "Return this error to the agent"),
+      );
+      return;
+    }
+    const schema = p.response_schema || {};
+    const form = renderSchemaForm(schema, { disabled: dis, errorField: ui.errorField, error: ui.error });
+    // a refused answer redraws the card: put back what the person typed
+    restoreFormValues(form.el, schema, formValues.get(p.tool_call_id));
+    const remember = () => {
+      const v = form.value();
+      if (v.ok) formValues.set(p.tool_call_id, v.value);
+      return v;
+    };
+    drafts.set(p.tool_call_id, () => {
+      const v = remember();
+      return v.ok && Object.keys(v.value || {}).length ? { action: "submit", payload: { value: v.value } } : null;
+    });
+    // an error the form already shows at its field is not repeated below
+    const props = (schema && schema.properties) || {};
+    const top = ui.errorField.startsWith("value.") ? ui.errorField.slice(6) : ui.errorField;
+    const atField = top !== "" && Object.prototype.hasOwnProperty.call(props, top);
     card.append(
       form.el,
-      errorBox(ui) || "",
+      atField ? "" : errorBox(ui) || "",
       h("button", { class: "nbh-primary", "data-testid": "nbh-form-submit", disabled: dis, onclick: () => {
-        const value = form.value();
+        const value = remember();
         if (!value.ok) { ui.error = value.error; ui.errorField = value.field; redrawCard(p, true); return; }
         send(p, "submit", { value: value.value });
       } }, "Submit"),
     );
+  }
+
+  function restoreFormValues(formEl: HTMLElement, schema: any, values: Record<string, any> | undefined) {
+    if (!values) return;
+    const props: Record<string, any> = (schema && schema.properties) || {};
+    for (const [name, v] of Object.entries(values)) {
+      const input = Array.from(formEl.querySelectorAll<HTMLElement>("[data-field]")).find((e) => e.dataset.field === name);
+      if (!input) continue;
+      const p = props[name] || {};
+      if (input instanceof HTMLSelectElement) {
+        const i = Array.isArray(p.enum) ? p.enum.findIndex((x: any) => JSON.stringify(x) === JSON.stringify(v)) : -1;
+        if (i >= 0) input.value = String(i);
+      } else if (input instanceof HTMLInputElement && input.type === "checkbox") {
+        input.checked = v === true;
+      } else if (input instanceof HTMLInputElement && input.type === "datetime-local") {
+        input.value = String(v).slice(0, 16);
+      } else if (input instanceof HTMLInputElement || input instanceof HTMLTextAreaElement) {
+        input.value = typeof v === "string" ? v : JSON.stringify(v);
+      }
+    }
   }
 
   // --------------------------------------------------------------- updates
@@ -536,6 +662,11 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     const text = String(model.get("final_text") || "");
     finalEl.textContent = "";
     if (text) finalEl.append(h("div", { class: "nbh-ok", "data-testid": "nbh-final-text" }, text));
+    // The final message already streamed as the last text block: show it once.
+    const entries = (model.get("transcript") as Entry[]) || [];
+    const last = entries.filter((e) => e.kind === "text").pop();
+    const lastEl = last ? entryEls.get(last.id) : undefined;
+    if (lastEl) lastEl.el.hidden = !!text && last!.text.trim() === text.trim();
   }
 
   function drawAll() {

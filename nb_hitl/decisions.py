@@ -28,6 +28,21 @@ Actions (``message["action"]``):
                           ``success`` | ``error``.
 ``return_error``          AskUser whose input breaks ``AskUserParams`` (C02):
                           an ERROR ``ToolResultBlock`` naming the problem.
+                          Also a form whose schema is invalid, and the
+                          deadline default of any non-confirm pause.
+``accept``                review (:mod:`nb_hitl.review`): the tool's own
+                          result, unchanged (output, state, metadata).
+``edit``                  review: ``output`` (text as typed) replaces the
+                          result; the tool's state is kept, its metadata is
+                          dropped (it may hold what the edit redacted).
+``reject``                review: ``reason`` optional; a ``DENIED`` result
+                          telling the model the tool ran but the person
+                          withheld its result.
+``submit``                form (:mod:`nb_hitl.forms`): ``value`` is checked
+                          against the pause's ``response_schema``
+                          (``jsonschema``, Draft 2020-12, with format
+                          checking: ``date``...) -> ``ToolResultBlock(SUCCESS,
+                          output=JSON text, metadata={"value": value})``.
 ========================  =====================================================
 """
 
@@ -57,6 +72,12 @@ __all__ = [
     "ask_user_output",
     "CONFIRM_ACTIONS",
     "EXTERNAL_ACTIONS",
+    "REVIEW_ACTIONS",
+    "FORM_ACTIONS",
+    "check_form_value",
+    "form_output",
+    "review_refusal",
+    "REVIEW_METADATA_KEY",
     "MAX_TEXT",
 ]
 
@@ -67,6 +88,10 @@ MAX_SHORT = 20_000
 
 CONFIRM_ACTIONS = frozenset({"approve", "deny", "modify"})
 EXTERNAL_ACTIONS = frozenset({"answer", "external_result", "return_error"})
+REVIEW_ACTIONS = frozenset({"accept", "edit", "reject", "return_error"})
+"""Kind ``review``; ``return_error`` is the deadline default (Session)."""
+FORM_ACTIONS = frozenset({"submit", "return_error"})
+"""Kind ``form``."""
 
 
 # -- the messages the page may send (validated with pydantic) --------------
@@ -116,8 +141,38 @@ class ReturnErrorMessage(_Msg):
     message: str | None = Field(default=None, max_length=MAX_SHORT)
 
 
+class AcceptMessage(_Msg):
+    action: Literal["accept"]
+
+
+class EditMessage(_Msg):
+    action: Literal["edit"]
+    output: str = Field(max_length=MAX_TEXT)
+
+
+class RejectMessage(_Msg):
+    action: Literal["reject"]
+    reason: str | None = Field(default=None, max_length=MAX_SHORT)
+
+
+class SubmitMessage(_Msg):
+    action: Literal["submit"]
+    value: Any
+
+
 PageMessage = Annotated[
-    Union[ApproveMessage, DenyMessage, ModifyMessage, AnswerMessage, ExternalResultMessage, ReturnErrorMessage],
+    Union[
+        ApproveMessage,
+        DenyMessage,
+        ModifyMessage,
+        AnswerMessage,
+        ExternalResultMessage,
+        ReturnErrorMessage,
+        AcceptMessage,
+        EditMessage,
+        RejectMessage,
+        SubmitMessage,
+    ],
     Field(discriminator="action"),
 ]
 _adapter: TypeAdapter[Any] = TypeAdapter(PageMessage)
@@ -312,7 +367,9 @@ def decide(pause: Pause, message: Any) -> Decision:
 
     Returns:
         Decision: with a ``ConfirmResult`` (approve / deny / modify) or a
-        ``ToolResultBlock`` (answer / external_result / return_error).
+        ``ToolResultBlock`` (answer / external_result / return_error; and,
+        for issue 6's kinds, accept / edit / reject on a ``review`` pause and
+        submit on a ``form`` pause).
 
     Raises:
         DecisionError: the message's shape is wrong, its action does not fit
@@ -333,6 +390,21 @@ def decide(pause: Pause, message: Any) -> Decision:
             f"not {msg.action!r}.",
             field="action",
         )
+    if pause.kind == "review":
+        if msg.action not in REVIEW_ACTIONS:
+            raise DecisionError(
+                f"Tool call {pause.tool_call_id} waits for a review of its result (accept, edit or "
+                f"reject), not {msg.action!r}.",
+                field="action",
+            )
+        return _decide_review(pause, msg)
+    if pause.kind == "form":
+        if msg.action not in FORM_ACTIONS:
+            raise DecisionError(
+                f"Tool call {pause.tool_call_id} waits for the form's answer (submit), not {msg.action!r}.",
+                field="action",
+            )
+        return _decide_form(pause, msg)
     if pause.kind != "confirm" and msg.action not in EXTERNAL_ACTIONS:
         raise DecisionError(
             f"Tool call {pause.tool_call_id} waits for an external result, not {msg.action!r}.",
@@ -410,6 +482,157 @@ def decide(pause: Pause, message: Any) -> Decision:
     )
 
 
+# -- issue 6: reviewed results and structured questions ----------------------
+REVIEW_METADATA_KEY = "nb_hitl.review"
+"""Key nb_hitl adds to a reviewed result's ``metadata``: ``"accepted"``,
+``"edited"``, ``"rejected"`` or ``"not_reviewed"``."""
+
+
+def review_refusal(tool_name: str, reason: str | None = None) -> str:
+    """The text the model reads when a person rejects a reviewed result.
+
+    It says that the tool *did* run (so the model does not assume nothing
+    happened) and that calling it again will not reveal the result.
+    """
+    why = f" Their reason: {reason.strip()}" if reason and reason.strip() else ""
+    return (
+        f'<system-reminder>The tool "{tool_name}" ran, but the user reviewed its result and '
+        f"withheld it from you.{why} Do not call the tool again to get this result; continue "
+        "without it or ask the user.</system-reminder>"
+    )
+
+
+def _decide_review(pause: Pause, msg: Any) -> Decision:
+    """accept / edit / reject / return_error for a ``review`` pause."""
+    if msg.action in ("accept", "edit") and pause.review_result is None:
+        raise DecisionError(
+            "There is no result to review"
+            + (f": {pause.review_error}" if pause.review_error else ".")
+            + " Reject it instead.",
+            field="action",
+        )
+    state = pause.review_state or ToolResultState.SUCCESS.value
+    if msg.action == "accept":
+        raw = ToolResultBlock.model_validate(pause.review_result)
+        metadata = dict(raw.metadata or {})
+        metadata[REVIEW_METADATA_KEY] = "accepted"
+        result = ToolResultBlock(
+            id=pause.tool_call_id, name=pause.tool_name, output=raw.output, state=raw.state, metadata=metadata
+        )
+        return Decision(pause.tool_call_id, "accept", tool_result=result)
+    if msg.action == "edit":
+        result = ToolResultBlock(
+            id=pause.tool_call_id,
+            name=pause.tool_name,
+            output=msg.output,
+            state=state,
+            metadata={REVIEW_METADATA_KEY: "edited"},
+        )
+        return Decision(pause.tool_call_id, "edit", tool_result=result)
+    if msg.action == "reject":
+        result = ToolResultBlock(
+            id=pause.tool_call_id,
+            name=pause.tool_name,
+            output=review_refusal(pause.tool_name, msg.reason),
+            state=ToolResultState.DENIED,
+            metadata={REVIEW_METADATA_KEY: "rejected"},
+        )
+        return Decision(pause.tool_call_id, "reject", tool_result=result)
+    # return_error: the deadline default; the result stays unseen
+    text = msg.message or f'The result of "{pause.tool_name}" was not reviewed, so it is withheld.'
+    result = ToolResultBlock(
+        id=pause.tool_call_id,
+        name=pause.tool_name,
+        output=text,
+        state=ToolResultState.ERROR,
+        metadata={REVIEW_METADATA_KEY: "not_reviewed"},
+    )
+    return Decision(pause.tool_call_id, "return_error", tool_result=result)
+
+
+def _field_label(schema: dict[str, Any], name: str) -> str:
+    prop = (schema.get("properties") or {}).get(name)
+    if isinstance(prop, dict) and isinstance(prop.get("title"), str) and prop["title"]:
+        return prop["title"]
+    return name
+
+
+def check_form_value(schema: dict[str, Any], value: Any) -> None:
+    """Check a form's answer against its JSON Schema.
+
+    Uses ``jsonschema``: the validator the schema declares (``$schema``),
+    Draft 2020-12 by default, with ``jsonschema.FormatChecker`` so formats
+    such as ``date`` are enforced (plain JSON Schema only annotates them).
+
+    Args:
+        schema: the pause's ``response_schema``.
+        value: the value the page sent (an object for a form).
+
+    Raises:
+        DecisionError: ``field`` is the value's JSON path in the message
+            (``value.amount``; ``value.<name>`` for a missing required
+            field; ``value`` for the whole value), and the text names the
+            field by its title and says what is wrong.
+    """
+    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator = validator_cls(schema, format_checker=jsonschema.FormatChecker())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return
+    path = [str(p) for p in error.absolute_path]
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [r for r in (error.validator_value or []) if r not in error.instance]
+        if missing and not path:
+            raise DecisionError(f"{_field_label(schema, missing[0])}: this field is required.", field=f"value.{missing[0]}")
+    field = ".".join(["value", *path])
+    label = _field_label(schema, path[0]) if path else "The answer"
+    raise DecisionError(f"{label}: {error.message}", field=field)
+
+
+def form_output(title: str | None, value: Any) -> str:
+    """The text the model reads for a submitted form: a line naming the form,
+    then the value as indented JSON (exact, and readable)."""
+    head = f'The user filled in the form "{title}":' if title else "The user filled in the form:"
+    return head + "\n" + json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _decide_form(pause: Pause, msg: Any) -> Decision:
+    """submit / return_error for a ``form`` pause."""
+    if msg.action == "submit":
+        if pause.form_error is not None or pause.response_schema is None:
+            raise DecisionError(
+                "This form cannot be answered: " + (pause.form_error or "it has no schema.")
+                + " Return the error to the agent instead.",
+                field="action",
+            )
+        try:
+            size = len(json.dumps(msg.value, ensure_ascii=False))
+        except (TypeError, ValueError):
+            raise DecisionError("The answer is not JSON.", field="value") from None
+        if size > MAX_TEXT:
+            raise DecisionError(f"The answer is too long ({size} characters; at most {MAX_TEXT}).", field="value")
+        check_form_value(pause.response_schema, msg.value)
+        return Decision(
+            pause.tool_call_id,
+            "submit",
+            tool_result=ToolResultBlock(
+                id=pause.tool_call_id,
+                name=pause.tool_name,
+                output=form_output(pause.title, msg.value),
+                state=ToolResultState.SUCCESS,
+                metadata={"value": msg.value},
+            ),
+        )
+    if pause.form_error is None and not msg.message:
+        raise DecisionError("Say what went wrong, or fill in the form.", field="message")
+    text = msg.message or f"The form could not be shown to the user: {pause.form_error}"
+    return Decision(
+        pause.tool_call_id,
+        "return_error",
+        tool_result=ToolResultBlock(id=pause.tool_call_id, name=pause.tool_name, output=text, state=ToolResultState.ERROR),
+    )
+
+
 async def recheck_permission(engine: Any, tool: ToolBase, edited: dict[str, Any]) -> PermissionDecision:
     """Check an edited input against the agent's permission engine again.
 
@@ -428,7 +651,9 @@ async def recheck_permission(engine: Any, tool: ToolBase, edited: dict[str, Any]
 
     Raises:
         DecisionError: ``field="input"``, when the engine denies the edited
-            input; the message names the rule (``decision_reason``).
+            input; the message names the deny rule as ``deny tool(content)``
+            with its source (or the engine's ``decision_reason`` when the
+            deny came from elsewhere, e.g. the tool's own check or the mode).
     """
     decision = await engine.check_permission(tool, edited)
     if decision.behavior == PermissionBehavior.DENY:

@@ -187,13 +187,9 @@ def test_always_allow_adds_the_rule_and_the_next_call_runs_without_asking(tmp_pa
 def test_edited_input_runs_on_a_copy(tmp_path: Path) -> None:
     folder = make_sandbox(tmp_path / "box")
     agent = delete_agent(folder, [Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report])
-    seen_in_event: list[ToolCallBlock] = []
 
     async def scenario() -> None:
         session = Session(agent, display=False)
-        session.on_change(lambda kind, run: seen_in_event.extend(
-            b for b in history_blocks(agent, ToolCallBlock) if kind == "pause" and b not in seen_in_event
-        ))
         task = session.start("delete")
         confirm = await parked_on(session, "confirm")
         live = next(b for b in history_blocks(agent, ToolCallBlock) if b.id == confirm.tool_call_id)

@@ -497,7 +497,9 @@ def run_all_cells(page: Page) -> None:
     Wait on the outputs you expect, or :func:`wait_execution_done`.
     """
     if _has_app(page):
-        run_command(page, "notebook:run-all-cells")
+        # not awaited: the command's promise settles only when every cell has
+        # finished, and a cell may be awaiting a click in this very page
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         return
     _focus_notebook(page)
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
