@@ -186,7 +186,9 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     header.append(
       h("span", { class: "nbh-title" }, String(model.get("agent_name") || "agent")),
       model.get("prompt") ? h("span", { class: "nbh-muted" }, `← ${model.get("prompt")}`) : "",
-      h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": status }, STATUS_TEXT[status] || status),
+      live === false && (status === "running" || status === "paused")
+        ? h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": "not-live" }, "not live")
+        : h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": status }, STATUS_TEXT[status] || status),
     );
     if (status === "running" || status === "paused") {
       header.append(

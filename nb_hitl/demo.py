@@ -139,7 +139,20 @@ def demo_script(sandbox: Path) -> list[Any]:
             return Turn(f"Done. {result_text(result)} The folder now holds: {remaining}.")
         return Turn(f"The deletion did not happen ({state}): {result_text(result)} The folder holds: {remaining}.")
 
-    return [Turn("Let me look at the sandbox first.", [tool_call("list_files")]), ask, delete, report]
+    first = Turn("Let me look at the sandbox first.", [tool_call("list_files")])
+
+    def step(messages: list[Any]) -> Turn:
+        # decide from what the model was sent, as a real model would: a
+        # restored agent (new model, old history) picks up where it was
+        if not tool_results(messages, "list_files"):
+            return first
+        if not tool_results(messages, "AskUser"):
+            return ask(messages)
+        if not tool_results(messages, "delete_file"):
+            return delete(messages)
+        return report(messages)
+
+    return [step] * 4
 
 
 def demo_agent(

@@ -44,7 +44,12 @@ __all__ = [
     "format_validation_error",
 ]
 
-PauseKind = Literal["confirm", "ask_user", "external"]
+PauseKind = Literal["confirm", "ask_user", "external", "review", "form"]
+"""``review``: a reviewed tool ran and its result waits for a person
+(:mod:`nb_hitl.review`); ``form``: a structured question answered with a
+JSON value that fits ``response_schema`` (:mod:`nb_hitl.forms`, AG-UI
+interrupts). Both are set by the tool's ``prepare_pause`` (or the AG-UI
+client), never by :func:`pause_kind`."""
 PauseStatus = Literal["open", "deciding", "decided", "resolved", "expired"]
 
 
@@ -117,6 +122,21 @@ class Pause:
         decision: a JSON summary of the decision taken (for the widget and
             the saved notebook), or ``None``.
         reason: why the pause expired, or why it was closed.
+        title: a heading for the card (a form's title), or ``None``.
+        message: text shown above the controls (a form's message), or ``None``.
+        review_output: kind ``review``: the tool's result as text, shown to
+            the person (only while the pause is open, see :meth:`to_view`).
+        review_state: kind ``review``: the tool's own result state
+            (``success`` / ``error`` / ...).
+        review_result: kind ``review``: the raw ``ToolResultBlock`` as JSON
+            (``model_dump(mode="json")``), sent as-is on ``accept``; never
+            put in the view.
+        review_error: kind ``review``: why there is no result to review (the
+            kernel stopped while the tool ran); only ``reject`` is possible.
+        response_schema: kind ``form``: the JSON Schema the answer must fit.
+        form_error: kind ``form``: why the schema cannot be shown (not a
+            valid JSON Schema, not an object of fields); only
+            ``return_error`` is possible.
     """
 
     reply_id: str
@@ -137,6 +157,15 @@ class Pause:
     status: PauseStatus = "open"
     decision: dict[str, Any] | None = None
     reason: str | None = None
+    # -- issue 6: reviewed results and structured questions -------------
+    title: str | None = None
+    message: str | None = None
+    review_output: str | None = None
+    review_state: str | None = None
+    review_result: dict[str, Any] | None = None
+    review_error: str | None = None
+    response_schema: dict[str, Any] | None = None
+    form_error: str | None = None
 
     @property
     def tool_call_id(self) -> str:
@@ -161,7 +190,9 @@ class Pause:
             "input_schema", "permission_message", "decision_reason",
             "bypass_immune", "suggested_rules": [{"index", "label", ...}],
             "ask_user": dict | None, "ask_user_error", "deadline",
-            "policy", "status", "decision", "reason"}``.
+            "policy", "status", "decision", "reason", "title", "message",
+            "review_output", "review_state", "review_error",
+            "response_schema", "form_error"}``.
         """
         input_text = (
             json.dumps(self.input, indent=2, ensure_ascii=False)
@@ -196,6 +227,15 @@ class Pause:
             "status": self.status,
             "decision": self.decision,
             "reason": self.reason,
+            "title": self.title,
+            "message": self.message,
+            # the unreviewed result leaves the view (and the saved notebook)
+            # once decided: an edit may have redacted it
+            "review_output": self.review_output if self.status in ("open", "deciding") else None,
+            "review_state": self.review_state,
+            "review_error": self.review_error,
+            "response_schema": self.response_schema,
+            "form_error": self.form_error,
         }
 
 
@@ -252,4 +292,18 @@ def build_pause(
                 pause.ask_user = AskUserParams.model_validate(parsed)
             except ValidationError as exc:
                 pause.ask_user_error = format_validation_error(exc)
+            else:
+                # AskUser's own contract ("preview ... Only supported in
+                # single-select questions"): AskUserParams 2.0.11 states it in
+                # the field description but does not enforce it (case C02)
+                problems = [
+                    f"questions.{qi}.options.{oi}.preview: preview is only supported on single-select questions"
+                    for qi, q in enumerate(pause.ask_user.questions)
+                    if q.multi_select
+                    for oi, o in enumerate(q.options)
+                    if o.preview is not None
+                ]
+                if problems:
+                    pause.ask_user = None
+                    pause.ask_user_error = "\n".join(problems)
     return pause

@@ -98,7 +98,11 @@ def close_dangling_tool_calls(agent: Any) -> list[str]:
     calls in the agent's last message the way AgentScope's own interrupt
     path does (``Agent._close_unfinished_tool_calls``): state ``finished``
     plus a ``ToolResultBlock(state=INTERRUPTED)``. Calls that are parked on
-    purpose (``asking``, ``submitted``) are left alone.
+    purpose (``asking``, ``submitted``) are left alone, and so are
+    ``pending`` calls while the reply is parked: AgentScope leaves a call
+    ``pending`` on purpose when it was de-duplicated in a concurrent batch or
+    not reached yet in a sequential one, and re-checks it once the parked
+    calls are answered (``Agent._next_action``).
 
     Returns:
         the ids of the calls closed.
@@ -112,11 +116,14 @@ def close_dangling_tool_calls(agent: Any) -> list[str]:
     if last.role != "assistant" or last.name != agent.name or isinstance(last.content, str):
         return []
     answered = {b.id for b in last.content if getattr(b, "type", None) == "tool_result"}
+    closable = (ToolCallState.ALLOWED.value,)
+    if not agent.state.has_awaiting_tool_calls(agent.name):
+        closable += (ToolCallState.PENDING.value,)
     closed = []
     for block in list(last.content):
         if getattr(block, "type", None) != "tool_call" or block.id in answered:
             continue
-        if _state_value(block.state) in (ToolCallState.ALLOWED.value, ToolCallState.PENDING.value):
+        if _state_value(block.state) in closable:
             block.state = ToolCallState.FINISHED
             last.content.append(
                 ToolResultBlock(id=block.id, name=block.name, output=_DANGLING_NOTE, state=ToolResultState.INTERRUPTED)
@@ -228,6 +235,8 @@ class Session:
         self.superseded_by: Session | None = None
         self._lock = threading.Lock()
         self._listeners: list[Callable[[str, ReplyRun], None]] = []
+        # driving tasks of a superseded Session, still unwinding (cancelled)
+        self._inherited: list[asyncio.Task] = []
         old = _SESSIONS.get(agent)
         if old is not None and old is not self:
             old._supersede(self)
@@ -291,7 +300,6 @@ class Session:
                     "pause(s) above, or call again with interrupt_pending=True to interrupt that "
                     "reply first."
                 )
-        close_dangling_tool_calls(self.agent)
         msgs = UserMsg(name=self.user_name, content=message) if isinstance(message, str) else message
         prompt = message if isinstance(message, str) else _msg_text(msgs if isinstance(msgs, Msg) else None)
         run = self._new_run(prompt=prompt)
@@ -493,6 +501,7 @@ class Session:
 
     def _supersede(self, newer: "Session") -> None:
         self.superseded_by = newer
+        newer._inherited.extend(r.task for r in self.runs if r.task is not None and not r.task.done())
         for run in self.runs:
             if run.live:
                 if run.task is not None and not run.task.done():
@@ -543,6 +552,10 @@ class Session:
                     f"This decision names reply {str(reply_id)[:80]!r}, but the tool call belongs to "
                     f"reply {pause.reply_id!r}.",
                     field="reply_id",
+                )
+            if pause.decision is not None and pause.decision.get("action") == "timeout":
+                raise PauseNotLiveError(
+                    f"The deadline of this pause passed; {pause.decision.get('applied') or 'the default was applied'}."
                 )
             if pause.status in ("deciding", "decided", "resolved"):
                 raise AlreadyDecidedError(
@@ -631,6 +644,16 @@ class Session:
         try:
             if interrupt_first:
                 await self._interrupt_parked(prior)
+            for old_task in self._inherited:
+                # a superseded Session's reply is still unwinding: two
+                # reply_stream calls must never overlap on one agent
+                if not old_task.done():
+                    await asyncio.wait([old_task])
+            if not adopt:
+                # only now: a reply still running until the interrupt above
+                # has its running call closed by AgentScope itself, and
+                # closing it here first would give it two results
+                close_dangling_tool_calls(self.agent)
             inp = first_input
             if adopt:
                 await self._sync_pauses(run)
@@ -649,7 +672,8 @@ class Session:
                 if inp is None:
                     break
         except asyncio.CancelledError:
-            self._expire(run, "interrupted", run.reason or "The reply was cancelled.")
+            if run.live:  # a superseded run is already "expired": keep that
+                self._expire(run, "interrupted", run.reason or "The reply was cancelled.")
             self._notify("end", run)
             raise
         except BaseException as exc:
@@ -741,6 +765,9 @@ class Session:
         policies = self.agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
         if isinstance(policies, dict) and tool_call.id in policies:
             pause.policy = str(policies[tool_call.id])
+            from .policy import describe_policy_pause  # the engine alone does not see the policy
+
+            describe_policy_pause(self.agent, pause)
         # An external tool may take over its pause (nb_hitl's reviewed tools
         # and structured questions): ``async prepare_pause(pause, session)``
         # may set the kind, the result to review or a response schema.
@@ -870,7 +897,7 @@ class Session:
             elif isinstance(ev, ExceedMaxItersEvent):
                 run.transcript.append({"kind": "note", "id": f"note:{len(run.transcript)}", "text": "The agent reached its iteration limit."})
                 dirty = True
-            elif isinstance(ev, ReplyEndEvent):
+            elif isinstance(ev, ReplyEndEvent) and run.live:
                 reason = _state_value(ev.finished_reason)
                 run.status = "interrupted" if reason == "interrupted" else "finished"
                 if ev.error is not None:

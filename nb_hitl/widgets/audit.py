@@ -75,13 +75,14 @@ class AuditLogTable(RequestWidget):
     path = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, log: AuditLog | str | os.PathLike[str]) -> None:
-        self.log = log if isinstance(log, AuditLog) else AuditLog(log)
-        super().__init__(handler=self._handle, path=str(self.log.path))
+        # not ``self.log``: every ipywidgets widget has a ``log`` trait
+        self.audit_log = log if isinstance(log, AuditLog) else AuditLog(log)
+        super().__init__(handler=self._handle, path=str(self.audit_log.path))
         self.refresh()
 
     def refresh(self) -> None:
         """Re-read the log file into the table."""
-        self.rows = audit_rows(self.log.records())
+        self.rows = audit_rows(self.audit_log.records())
 
     def _handle(self, message: dict[str, Any]) -> dict[str, Any]:
         if message.get("action") != "refresh":

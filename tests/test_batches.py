@@ -1,0 +1,571 @@
+"""A reply parked on several calls at once: batches, partial answers, wrong decisions.
+
+Cases C03, C04 and C06 of ``/work/shared/cases/pauses.md``, plus the two
+AgentScope 2.0.11 behaviours a batch depends on (``agentscope/agent/_agent.py``):
+
+* after a partial answer the reply parks again and **no event is re-sent**
+  for the calls left open, so the open calls must come from
+  ``AgentState.get_awaiting_tool_calls``;
+* a second call of the same tool is asked only after the first is answered
+  (a sequential batch stops at the first ASK; a concurrent batch leaves a call
+  covered by an earlier call's suggested rule ``pending``).
+
+Every agent is a real ``agentscope.agent.Agent`` on
+:class:`~nb_hitl.models.ScriptedChatModel`; decisions go through the same
+handler a click reaches (``Session.act`` or the widget's comm handler).
+Resumes are counted by a real AgentScope ``MiddlewareBase.on_reply``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentscope.agent import Agent
+from agentscope.message import TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState
+from agentscope.middleware import MiddlewareBase
+from agentscope.permission import PermissionBehavior, PermissionDecision
+from agentscope.tool import AskUser, FunctionTool, ToolBase, ToolChunk, Toolkit
+
+from nb_hitl import DecisionError, PauseNotLiveError, Session
+from nb_hitl.demo import make_sandbox
+from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from nb_hitl.store import AuditLog
+
+
+# ---------------------------------------------------------------- helpers
+def run_async(coro: Any) -> Any:
+    """``asyncio.run`` in a worker thread (safe whatever loop the main thread has)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if loop.time() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.005)
+
+
+async def parked(session: Session, resumes: int = 0) -> list[Any]:
+    """Wait until the current reply is parked after ``resumes`` resumes; its open pauses."""
+    run = await wait_until(
+        lambda: session.current is not None
+        and session.current.status == "paused"
+        and session.current.resumes == resumes
+        and session.current,
+        f"the reply parked after {resumes} resume(s)",
+    )
+    return run.open_pauses()
+
+
+class InputRecorder(MiddlewareBase):
+    """AgentScope ``on_reply`` middleware: records what each ``reply_stream`` call got."""
+
+    def __init__(self) -> None:
+        self.inputs: list[Any] = []
+
+    async def on_reply(self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any) -> Any:
+        self.inputs.append(input_kwargs.get("inputs"))
+        async for item in next_handler():
+            yield item
+
+    def kinds(self) -> list[str]:
+        return [type(i).__name__ for i in self.inputs]
+
+
+class Lookup(ToolBase):
+    """An external tool (``is_external_tool=True``): whoever drives the agent runs it."""
+
+    name = "lookup"
+    description = "Look a word up in the user's own dictionary."
+    input_schema = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
+    is_concurrency_safe = True
+    is_read_only = True
+    is_external_tool = True
+
+    async def check_permissions(self, tool_input: dict[str, Any], context: Any) -> PermissionDecision:
+        return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="lookup is always allowed")
+
+
+def file_tools(box: Path, *, concurrent: bool = True) -> list[Any]:
+    """``delete_file`` and ``archive_file`` over ``box`` (both ask: not read-only)."""
+
+    def delete_file(path: str) -> ToolChunk:
+        """Delete one file.
+
+        Args:
+            path (str): file name inside the folder.
+        """
+        (box / path).unlink()
+        return ToolChunk(content=[TextBlock(text=f"Deleted {path}.")], state=ToolResultState.SUCCESS)
+
+    def archive_file(path: str) -> ToolChunk:
+        """Move one file into the archive/ subfolder.
+
+        Args:
+            path (str): file name inside the folder.
+        """
+        (box / "archive").mkdir(exist_ok=True)
+        (box / path).rename(box / "archive" / path)
+        return ToolChunk(content=[TextBlock(text=f"Archived {path}.")], state=ToolResultState.SUCCESS)
+
+    return [
+        FunctionTool(delete_file, is_concurrency_safe=concurrent),
+        FunctionTool(archive_file, is_concurrency_safe=concurrent),
+    ]
+
+
+def make_agent(script: list[Any], tools: list[Any], recorder: InputRecorder | None = None, name: str = "batcher") -> Agent:
+    return Agent(
+        name=name,
+        system_prompt="Work through the batch.",
+        model=ScriptedChatModel(script, on_exhausted="raise"),
+        toolkit=Toolkit(tools=tools),
+        middlewares=[recorder] if recorder is not None else None,
+    )
+
+
+def history_calls_and_results(agent: Agent) -> tuple[list[ToolCallBlock], list[ToolResultBlock]]:
+    calls, results = [], []
+    for m in agent.state.context:
+        if isinstance(m.content, str):
+            continue
+        calls.extend(b for b in m.content if isinstance(b, ToolCallBlock))
+        results.extend(b for b in m.content if isinstance(b, ToolResultBlock))
+    return calls, results
+
+
+def assert_every_call_has_one_result(agent: Agent) -> dict[str, ToolResultBlock]:
+    calls, results = history_calls_and_results(agent)
+    by_id: dict[str, list[ToolResultBlock]] = {}
+    for r in results:
+        by_id.setdefault(r.id, []).append(r)
+    for c in calls:
+        assert len(by_id.get(c.id, [])) == 1, f"tool call {c.id} ({c.name}) has {len(by_id.get(c.id, []))} results"
+    assert set(by_id) == {c.id for c in calls}
+    return {k: v[0] for k, v in by_id.items()}
+
+
+def report(msgs: list[Any]) -> Turn:
+    return Turn(" | ".join(f"{r.id}={getattr(r.state, 'value', r.state)}:{result_text(r)}" for r in tool_results(msgs)))
+
+
+def question(text: str, labels: list[str], header: str = "Pick") -> dict[str, Any]:
+    return {"question": text, "header": header, "options": [{"label": l, "description": f"option {l}"} for l in labels]}
+
+
+def widget_replies(widget: Any) -> list[dict[str, Any]]:
+    """Capture what the widget sends back to the page (``RequestWidget.send``)."""
+    sent: list[dict[str, Any]] = []
+    widget.send = sent.append  # type: ignore[method-assign]
+    return sent
+
+
+# ------------------------------------------------------------------- C03
+@pytest.mark.parametrize("timing", ["one_at_a_time", "both_before_resume"])
+def test_C03_two_askuser_calls_keep_their_answers_apart(tmp_path: Path, timing: str) -> None:
+    """Two AskUser calls in one reply, with the *same* question text and options
+    (the hardest case: nothing but the tool_call id tells them apart)."""
+    seen: list[list[tuple[str, str, Any]]] = []
+
+    def final(msgs: list[Any]) -> Turn:
+        seen.append([(r.id, result_text(r), r.metadata) for r in tool_results(msgs, "AskUser")])
+        return Turn("thanks")
+
+    same = question("Which letter?", ["A", "B"])
+    recorder = InputRecorder()
+    agent = make_agent(
+        [Turn("Two questions.", [tool_call("AskUser", id="ask_1", questions=[same]), tool_call("AskUser", id="ask_2", questions=[same])]), final],
+        [AskUser()],
+        recorder,
+    )
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> None:
+        session = Session(agent, display=False, audit_log=str(audit))
+        task = session.start("Ask me twice.")
+        pauses = await parked(session)
+        assert [(p.tool_call_id, p.kind) for p in pauses] == [("ask_1", "ask_user"), ("ask_2", "ask_user")]
+        first = {"action": "answer", "tool_call_id": "ask_1", "answers": [{"question": "Which letter?", "selected": ["A"]}]}
+        second = {"action": "answer", "tool_call_id": "ask_2", "answers": [{"question": "Which letter?", "selected": ["B"]}]}
+        if timing == "one_at_a_time":
+            await session.act(first)
+            still = await parked(session, resumes=1)
+            # partial answer: the other call stays open, as the agent's state says
+            assert [p.tool_call_id for p in still] == ["ask_2"]
+            assert [tc.id for tc in agent.state.get_awaiting_tool_calls(agent.name)] == ["ask_2"]
+            assert len(agent.model.calls) == 1  # the model waits for every answer
+            await session.act(second)
+        else:
+            await asyncio.gather(session.act(first), session.act(second))
+        final_msg = await asyncio.wait_for(task, 10)
+        assert final_msg.get_text_content() == "thanks"
+
+    run_async(scenario())
+
+    # what the model saw, by tool_call id
+    assert len(seen) == 1
+    by_id = {i: (text, meta) for i, text, meta in seen[0]}
+    assert by_id["ask_1"][0].endswith('"Which letter?" -> A')
+    assert by_id["ask_2"][0].endswith('"Which letter?" -> B')
+    assert by_id["ask_1"][1] == {"answers": [{"question": "Which letter?", "selected": ["A"], "other": None}]}
+    assert by_id["ask_2"][1] == {"answers": [{"question": "Which letter?", "selected": ["B"], "other": None}]}
+    results = assert_every_call_has_one_result(agent)
+    assert results["ask_1"].state == ToolResultState.SUCCESS and results["ask_2"].state == ToolResultState.SUCCESS
+    # one audit line per answer, on its own id
+    lines = [(r["tool_call_id"], r["answers"][0]["selected"]) for r in AuditLog(audit).records()]
+    assert sorted(lines) == [("ask_1", ["A"]), ("ask_2", ["B"])]
+    # resumed once per event: the first Msg, then one ExternalExecutionResultEvent per batch sent
+    kinds = recorder.kinds()
+    assert kinds[0] == "Msg" and set(kinds[1:]) == {"ExternalExecutionResultEvent"}
+    sent_ids = [[r.id for r in ev.execution_results] for ev in recorder.inputs[1:]]
+    assert sorted(i for ids in sent_ids for i in ids) == ["ask_1", "ask_2"]
+
+
+# ------------------------------------------------------------------- C04
+@pytest.mark.parametrize("order", ["deny_then_approve", "approve_then_deny"])
+def test_C04_deny_first_approve_second(tmp_path: Path, order: str) -> None:
+    box = make_sandbox(tmp_path / "box")
+    recorder = InputRecorder()
+    agent = make_agent(
+        [
+            Turn(
+                "Cleaning up.",
+                [tool_call("delete_file", id="del", path="notes.txt"), tool_call("archive_file", id="arc", path="draft.md")],
+            ),
+            report,
+        ],
+        file_tools(box),
+        recorder,
+    )
+
+    async def scenario() -> None:
+        session = Session(agent, display=False)
+        task = session.start("Tidy up.")
+        pauses = await parked(session)
+        # one reply asks to confirm both calls at once (concurrent batch, two tools)
+        assert [(p.tool_call_id, p.kind) for p in pauses] == [("del", "confirm"), ("arc", "confirm")]
+        if order == "deny_then_approve":
+            await session.act({"action": "deny", "tool_call_id": "del"})
+            left = await parked(session, resumes=1)
+            assert [p.tool_call_id for p in left] == ["arc"]
+            assert (box / "notes.txt").exists() and (box / "draft.md").exists()
+            await session.act({"action": "approve", "tool_call_id": "arc"})
+        else:
+            await session.act({"action": "approve", "tool_call_id": "arc"})
+            left = await parked(session, resumes=1)
+            assert [p.tool_call_id for p in left] == ["del"]
+            assert (box / "archive" / "draft.md").exists()  # approved call already ran
+            await session.act({"action": "deny", "tool_call_id": "del"})
+        final = await asyncio.wait_for(task, 10)
+        assert session.current.status == "finished" and session.current.resumes == 2
+        text = final.get_text_content()
+        assert "del=denied" in text and "arc=success:Archived draft.md." in text
+
+    run_async(scenario())
+    assert (box / "notes.txt").exists(), "the denied deletion must not run"
+    assert (box / "archive" / "draft.md").exists() and not (box / "draft.md").exists()
+    results = assert_every_call_has_one_result(agent)
+    assert results["del"].state == ToolResultState.DENIED
+    assert results["arc"].state == ToolResultState.SUCCESS
+    # each confirmation reached the agent in its own event, exactly once
+    confirms = [[(c.tool_call.id, c.confirmed) for c in ev.confirm_results] for ev in recorder.inputs[1:]]
+    assert sorted(x for ids in confirms for x in ids) == [("arc", True), ("del", False)]
+
+
+def test_C04_both_decided_before_the_agent_resumes(tmp_path: Path) -> None:
+    """"Submit all": both decisions land before the driving task wakes; each
+    reaches the agent once and every call gets a result."""
+    box = make_sandbox(tmp_path / "box")
+    recorder = InputRecorder()
+    agent = make_agent(
+        [Turn("", [tool_call("delete_file", id="del", path="notes.txt"), tool_call("archive_file", id="arc", path="draft.md")]), report],
+        file_tools(box),
+        recorder,
+    )
+
+    async def scenario() -> None:
+        session = Session(agent, display=True)
+        task = session.start("Tidy up.")
+        await parked(session)
+        widget = session.current.widget
+        sent = widget_replies(widget)
+        widget._on_page_message(widget, {"request_id": "r1", "action": "deny", "tool_call_id": "del"}, [])
+        widget._on_page_message(widget, {"request_id": "r2", "action": "approve", "tool_call_id": "arc"}, [])
+        await wait_until(lambda: len(sent) == 2, "two replies")
+        assert {s["request_id"]: s["ok"] for s in sent} == {"r1": True, "r2": True}
+        await asyncio.wait_for(task, 10)
+        run = session.current
+        assert run.resumes == len(recorder.inputs) - 1
+        assert [p["status"] for p in widget.pauses] == ["resolved", "resolved"]
+
+    run_async(scenario())
+    results = assert_every_call_has_one_result(agent)
+    assert results["del"].state == ToolResultState.DENIED and results["arc"].state == ToolResultState.SUCCESS
+    assert (box / "notes.txt").exists() and (box / "archive" / "draft.md").exists()
+
+
+# ---------------------------------------------- same tool asked twice
+def test_same_tool_twice_sequential_second_asked_after_first_answered(tmp_path: Path) -> None:
+    """A tool that is not concurrency-safe: AgentScope's sequential batch stops
+    at the first ASK; the second call is asked in the resumed stream."""
+    box = make_sandbox(tmp_path / "box")
+    agent = make_agent(
+        [Turn("", [tool_call("delete_file", id="d1", path="notes.txt"), tool_call("delete_file", id="d2", path="draft.md")]), report],
+        file_tools(box, concurrent=False),
+    )
+
+    async def scenario() -> None:
+        session = Session(agent, display=False)
+        task = session.start("Delete two files.")
+        first = await parked(session)
+        assert [p.tool_call_id for p in first] == ["d1"]
+        assert "d2" not in session.current.pauses
+        await session.act({"action": "approve", "tool_call_id": "d1"})
+        second = await parked(session, resumes=1)
+        assert [p.tool_call_id for p in second] == ["d2"]
+        assert not (box / "notes.txt").exists() and (box / "draft.md").exists()
+        await session.act({"action": "approve", "tool_call_id": "d2"})
+        await asyncio.wait_for(task, 10)
+        assert session.current.resumes == 2
+
+    run_async(scenario())
+    assert not (box / "notes.txt").exists() and not (box / "draft.md").exists()
+    results = assert_every_call_has_one_result(agent)
+    assert {k: v.state for k, v in results.items()} == {"d1": ToolResultState.SUCCESS, "d2": ToolResultState.SUCCESS}
+
+
+@pytest.mark.parametrize("accept_rule", [False, True])
+def test_same_tool_twice_concurrent_dedup(tmp_path: Path, accept_rule: bool) -> None:
+    """A concurrency-safe tool: AgentScope asks the first call only and leaves
+    the second ``pending`` (covered by the first's suggested rule). Approving
+    without the rule asks the second; accepting the rule runs it unasked."""
+    box = make_sandbox(tmp_path / "box")
+    agent = make_agent(
+        [Turn("", [tool_call("delete_file", id="d1", path="notes.txt"), tool_call("delete_file", id="d2", path="draft.md")]), report],
+        file_tools(box, concurrent=True),
+    )
+
+    async def scenario() -> None:
+        session = Session(agent, display=False)
+        task = session.start("Delete two files.")
+        first = await parked(session)
+        assert [p.tool_call_id for p in first] == ["d1"]
+        states = {b.id: getattr(b.state, "value", b.state) for b in agent.state.context[-1].get_content_blocks("tool_call")}
+        assert states == {"d1": "asking", "d2": "pending"}
+        await session.act({"action": "approve", "tool_call_id": "d1", "rules": [0] if accept_rule else []})
+        if not accept_rule:
+            second = await parked(session, resumes=1)
+            assert [p.tool_call_id for p in second] == ["d2"]
+            await session.act({"action": "approve", "tool_call_id": "d2"})
+        await asyncio.wait_for(task, 10)
+        assert session.current.resumes == (1 if accept_rule else 2)
+        assert list(session.current.pauses) == (["d1"] if accept_rule else ["d1", "d2"])
+
+    run_async(scenario())
+    assert not (box / "notes.txt").exists() and not (box / "draft.md").exists()
+    assert_every_call_has_one_result(agent)
+
+
+# --------------------------------------------------------- partial answers
+def test_partial_answers_group_keeps_the_others_open_from_agent_state(tmp_path: Path) -> None:
+    """A confirmation, an AskUser and an external call in one reply. Answer
+    them one by one: after each partial answer AgentScope re-sends no event,
+    yet the group shows exactly the calls the agent's state still awaits; a
+    new Session adopting the reply (no events at all) shows the same."""
+    box = make_sandbox(tmp_path / "box")
+    recorder = InputRecorder()
+    agent = make_agent(
+        [
+            Turn(
+                "Three things.",
+                [
+                    tool_call("delete_file", id="c1", path="notes.txt"),
+                    tool_call("AskUser", id="q1", questions=[question("Keep the draft?", ["Yes", "No"])]),
+                    tool_call("lookup", id="x1", word="tidy"),
+                ],
+            ),
+            report,
+        ],
+        [*file_tools(box), AskUser(), Lookup()],
+        recorder,
+    )
+
+    def awaiting() -> list[str]:
+        return sorted(tc.id for tc in agent.state.get_awaiting_tool_calls(agent.name))
+
+    async def scenario() -> None:
+        session = Session(agent, display=True)
+        task = session.start("Do three things.")
+        pauses = await parked(session)
+        assert sorted(p.tool_call_id for p in pauses) == awaiting() == ["c1", "q1", "x1"]
+        assert {p.tool_call_id: p.kind for p in pauses} == {"c1": "confirm", "q1": "ask_user", "x1": "external"}
+        widget = session.current.widget
+        events_before = len(recorder.inputs)
+
+        await session.act({"action": "answer", "tool_call_id": "q1", "answers": [{"question": "Keep the draft?", "selected": ["Yes"]}]})
+        left = await parked(session, resumes=1)
+        assert sorted(p.tool_call_id for p in left) == awaiting() == ["c1", "x1"]
+        assert {p["tool_call_id"]: p["status"] for p in widget.pauses} == {"c1": "open", "q1": "resolved", "x1": "open"}
+        assert len(agent.model.calls) == 1
+
+        # a re-run cell makes a new Session: it adopts the parked reply from the
+        # agent's state alone and shows the same open calls
+        adopter = Session(agent, display=True)
+        assert session.superseded_by is adopter
+        task2 = adopter.start_resume()
+        adopted = await parked(adopter)
+        assert sorted(p.tool_call_id for p in adopted) == awaiting() == ["c1", "x1"]
+        with pytest.raises(PauseNotLiveError):
+            session.act({"action": "approve", "tool_call_id": "c1"})
+
+        await adopter.act({"action": "approve", "tool_call_id": "c1"})
+        left = await parked(adopter, resumes=1)
+        assert [p.tool_call_id for p in left] == awaiting() == ["x1"]
+        assert not (box / "notes.txt").exists()
+        await adopter.act({"action": "external_result", "tool_call_id": "x1", "output": "tidy: arranged neatly"})
+        final = await asyncio.wait_for(task2, 10)
+        assert "x1=success:tidy: arranged neatly" in final.get_text_content()
+        assert len(recorder.inputs) - events_before == 3  # one resume per decision, nothing more
+
+    run_async(scenario())
+    results = assert_every_call_has_one_result(agent)
+    assert {k: v.state for k, v in results.items()} == {
+        "c1": ToolResultState.SUCCESS,
+        "q1": ToolResultState.SUCCESS,
+        "x1": ToolResultState.SUCCESS,
+    }
+
+
+# ------------------------------------------------------------------- C06
+def test_C06_wrong_decisions_are_refused_and_the_pause_stays_live(tmp_path: Path) -> None:
+    box = make_sandbox(tmp_path / "box")
+    recorder = InputRecorder()
+    agent = make_agent(
+        [
+            Turn(
+                "",
+                [
+                    tool_call("delete_file", id="c1", path="notes.txt"),
+                    tool_call("AskUser", id="q1", questions=[question("Keep the draft?", ["Yes", "No"])]),
+                    tool_call("lookup", id="x1", word="tidy"),
+                ],
+            ),
+            report,
+        ],
+        [*file_tools(box), AskUser(), Lookup()],
+        recorder,
+    )
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> None:
+        session = Session(agent, display=True, audit_log=str(audit))
+        task = session.start("Do three things.")
+        pauses = await parked(session)
+        reply_id = pauses[0].reply_id
+        assert reply_id == agent.state.reply_id
+        widget = session.current.widget
+        sent = widget_replies(widget)
+        snapshot = agent.state.model_dump_json()
+
+        wrong = [
+            # an external result for a call waiting for confirmation
+            ({"action": "external_result", "tool_call_id": "c1", "output": "I ran it myself"}, "action"),
+            ({"action": "answer", "tool_call_id": "c1", "answers": [{"question": "Keep the draft?", "selected": ["Yes"]}]}, "action"),
+            # a confirmation for an external call / an AskUser
+            ({"action": "approve", "tool_call_id": "x1"}, "action"),
+            ({"action": "deny", "tool_call_id": "q1"}, "action"),
+            # an external result for an AskUser
+            ({"action": "external_result", "tool_call_id": "q1", "output": "Yes"}, "action"),
+            # ids the reply does not have
+            ({"action": "approve", "tool_call_id": "call_not_in_this_reply"}, "tool_call_id"),
+            ({"action": "external_result", "tool_call_id": "nope", "output": "x"}, "tool_call_id"),
+            ({"action": "approve", "tool_call_id": ""}, "tool_call_id"),
+            ({"action": "approve"}, "tool_call_id"),
+            # the right id under the wrong reply_id (AgentScope does not check it)
+            ({"action": "approve", "tool_call_id": "c1", "reply_id": "another-reply"}, "reply_id"),
+            ({"action": "external_result", "tool_call_id": "x1", "reply_id": reply_id + "x", "output": "x"}, "reply_id"),
+        ]
+        for i, (message, field) in enumerate(wrong):
+            widget._on_page_message(widget, {"request_id": f"w{i}", **message}, [])
+            with pytest.raises(DecisionError) as err:
+                session.act(message)
+            assert err.value.field == field, (message, err.value)
+        await asyncio.sleep(0.05)
+        assert [s["request_id"] for s in sent] == [f"w{i}" for i in range(len(wrong))]
+        for s, (message, field) in zip(sent, wrong):
+            assert s["ok"] is False and s["code"] == "invalid" and s["field"] == field, (message, s)
+            assert s["error"]
+        # the messages are clear about what is wrong
+        assert "waits for a confirmation" in sent[0]["error"]
+        assert "no open tool call 'call_not_in_this_reply'" in sent[5]["error"]
+        assert "another-reply" in sent[9]["error"] and reply_id in sent[9]["error"]
+
+        # nothing reached the agent; every pause is still live
+        assert agent.state.model_dump_json() == snapshot
+        assert len(recorder.inputs) == 1 and session.current.resumes == 0 and len(agent.model.calls) == 1
+        assert session.current.status == "paused"
+        assert [p.status for p in session.current.pauses.values()] == ["open", "open", "open"]
+        assert [p["status"] for p in widget.pauses] == ["open", "open", "open"]
+        assert not audit.exists() or AuditLog(audit).records() == []
+
+        # and the right decisions still work
+        await session.act({"action": "approve", "tool_call_id": "c1", "reply_id": reply_id})
+        await session.act({"action": "answer", "tool_call_id": "q1", "reply_id": reply_id, "answers": [{"question": "Keep the draft?", "selected": ["No"]}]})
+        await session.act({"action": "external_result", "tool_call_id": "x1", "reply_id": reply_id, "output": "ok"})
+        await asyncio.wait_for(task, 10)
+
+    run_async(scenario())
+    results = assert_every_call_has_one_result(agent)
+    assert all(r.state == ToolResultState.SUCCESS for r in results.values())
+    assert sorted(r["tool_call_id"] for r in AuditLog(audit).records()) == ["c1", "q1", "x1"]
+
+
+def test_C06_tool_call_of_a_finished_reply_is_refused_on_the_next_one(tmp_path: Path) -> None:
+    """An id that belonged to the previous reply is not a call of this one."""
+    box = make_sandbox(tmp_path / "box")
+    agent = make_agent(
+        [
+            Turn("", [tool_call("delete_file", id="old", path="notes.txt")]),
+            Turn("first done"),
+            Turn("", [tool_call("delete_file", id="new", path="draft.md")]),
+            Turn("second done"),
+        ],
+        file_tools(box),
+    )
+
+    async def scenario() -> None:
+        session = Session(agent, display=True)
+        task = session.start("one")
+        await parked(session)
+        old_run = session.current
+        await session.act({"action": "deny", "tool_call_id": "old"})
+        await asyncio.wait_for(task, 10)
+        task = session.start("two")
+        await parked(session)
+        with pytest.raises(DecisionError, match="no open tool call 'old'"):
+            session.act({"action": "approve", "tool_call_id": "old"})
+        # and the old widget refuses too: its reply finished
+        with pytest.raises(PauseNotLiveError):
+            session._on_action(old_run, {"action": "interrupt"})
+        from nb_hitl import AlreadyDecidedError
+
+        with pytest.raises(AlreadyDecidedError):
+            session._on_action(old_run, {"action": "approve", "tool_call_id": "old"})
+        assert session.current.pauses["new"].status == "open"
+        await session.act({"action": "approve", "tool_call_id": "new"})
+        await asyncio.wait_for(task, 10)
+
+    run_async(scenario())
+    assert (box / "notes.txt").exists() and not (box / "draft.md").exists()
+    assert_every_call_has_one_result(agent)

@@ -1,0 +1,96 @@
+"""notebooks/pauses_in_practice.ipynb runs headless, top to bottom, in a real kernel.
+
+nbclient executes it on the venv's ``python3`` kernel (repository on
+``PYTHONPATH`` via ``tests.harness.kernel.kernel_env``). The notebook answers
+its own pauses with ``session.act`` (the handler a click reaches). Any cell
+error fails the test; the teaching outputs are checked: a batch answered in
+part, the second call of the same tool asked after the first, the refusal
+naming the open pause, the interrupt, the restore from a checkpoint into a new
+agent object, and the audit log table.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import nbformat  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+
+from tests.harness.kernel import kernel_env  # noqa: E402
+
+NOTEBOOK = REPO / "notebooks" / "pauses_in_practice.ipynb"
+
+pytestmark = pytest.mark.kernel
+
+
+def _cell_text(cell: nbformat.NotebookNode) -> str:
+    out = []
+    for o in cell.get("outputs", []):
+        if o.get("output_type") == "stream":
+            out.append(o.get("text", ""))
+        elif o.get("output_type") == "error":
+            out.append(f"ERROR {o.get('ename')}: {o.get('evalue')}")
+    return "".join(out)
+
+
+def test_committed_notebook_has_no_outputs() -> None:
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+
+
+def test_pauses_in_practice_notebook_runs_headless(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in kernel_env().items():
+        monkeypatch.setenv(key, value)
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    client = NotebookClient(nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client.execute()  # raises CellExecutionError on the first failing cell
+
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    texts = [_cell_text(c) for c in code]
+    whole = "\n".join(texts)
+    assert "ERROR" not in whole
+
+    # a reply widget under every cell that started or resumed a reply, and the audit table
+    views = [c for c in code for o in c.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(views) == 5
+
+    # 1. the batch: two calls open at once (the second deletion is pending), answered in part
+    assert re.search(r"open: confirm\s+delete_file .*old_log\.txt", texts[2])
+    assert re.search(r"open: ask_user AskUser", texts[2])
+    assert "draft.md" not in texts[2]
+    assert "parked on (from the agent's state): ['delete_file', 'AskUser']" in texts[2]
+    assert "old_log.txt" in texts[3] and "AskUser" not in texts[3].split("model calls")[0]
+    assert "model calls so far: 1" in texts[3]
+    # the same tool, asked after the first was answered; deny one, approve the other
+    assert re.search(r"open: confirm\s+delete_file .*draft\.md", texts[4])
+    assert "- delete_file: denied:" in texts[4] and "- delete_file: success: Deleted draft.md." in texts[4]
+    assert "files: ['notes.txt', 'old_log.txt']" in texts[4]
+    assert texts[5].startswith("AlreadyDecidedError -> Already decided: delete_file")
+
+    # 2. refused naming the open pause, then interrupted
+    assert re.search(r"refused: The agent 'tidy' is still waiting on delete_file \(call_\w+\)", texts[6])
+    assert "reply: interrupted - Changed my mind." in texts[7]
+    assert "PauseNotLiveError -> This pause is no longer live: Changed my mind." in texts[7]
+    assert "notes.txt still there: True" in texts[7]
+
+    # 3. checkpoint, restore into a new agent object, answer there
+    assert "checkpoints: ['tidy-notebook.json']" in texts[8]
+    asked = re.search(r"open: ask_user AskUser\s+(call_\w+)", texts[8]).group(1)
+    assert "restored session: tidy-notebook - a new agent object: True" in texts[9]
+    assert re.search(rf"open: ask_user AskUser\s+{asked}", texts[9]), "the same pause re-rendered after restore"
+    assert '"Keep notes.txt?" -> Keep it' in texts[10]
+
+    # 4. the audit log: four decisions, in order
+    assert "4 decisions in" in texts[11]
+    rows = [line.split()[:2] for line in texts[11].splitlines()[1:]]
+    assert rows == [["AskUser", "answer"], ["delete_file", "deny"], ["delete_file", "approve"], ["AskUser", "answer"]]
