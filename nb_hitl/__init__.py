@@ -18,10 +18,18 @@ Public pieces:
 * :mod:`nb_hitl.decisions`: page message -> AgentScope objects (pure).
 * :mod:`nb_hitl.pauses`: what a pause is.
 * :mod:`nb_hitl.store`: checkpoints and the audit log.
+* :func:`reviewed` (``nb_hitl.review``): a tool whose result a person reviews
+  before the model sees it; :class:`Policy` (``nb_hitl.policy``): tools that
+  always ask; :class:`FormTool` (``nb_hitl.forms``): structured questions.
+* :mod:`nb_hitl.permissions`: the permission explorer; :mod:`nb_hitl.agui`:
+  AG-UI interrupts and resumes.
 """
 
 from .errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError, PendingPauseError
+from .forms import FormTool
 from .models import ScriptedChatModel, Turn, tool_call
+from .policy import Policy, apply_policy, policy_middleware
+from .review import reviewed
 from .session import Session
 
 __all__ = [
@@ -29,6 +37,11 @@ __all__ = [
     "ScriptedChatModel",
     "Turn",
     "tool_call",
+    "reviewed",
+    "Policy",
+    "policy_middleware",
+    "apply_policy",
+    "FormTool",
     "NbHitlError",
     "DecisionError",
     "AlreadyDecidedError",

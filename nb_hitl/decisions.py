@@ -376,7 +376,10 @@ def decide(pause: Pause, message: Any) -> Decision:
             the pause's kind (e.g. an external result for a call waiting for
             confirmation, case C06), the edited input is not JSON, breaks the
             tool's schema or renames the tool (C05), or an AskUser answer
-            does not fit its questions.
+            does not fit its questions; a review has no result to accept
+            (outcome unknown after a restart); a form's value breaks its
+            ``response_schema`` (``field`` = ``value.<name>``) or the form's
+            schema is invalid.
     """
     msg = parse_message(message)
     if msg.tool_call_id != pause.tool_call_id:

@@ -36,7 +36,8 @@ class ReplyWidget(RequestWidget):
 
     Args:
         handler: answers page actions (``approve``, ``deny``, ``modify``,
-            ``answer``, ``external_result``, ``return_error``,
+            ``answer``, ``external_result``, ``return_error``, review
+            ``accept`` / ``edit`` / ``reject``, form ``submit``, and
             ``interrupt``); see :mod:`nb_hitl.decisions`.
         **traits: initial trait values (unknown names raise ``TypeError``).
     """

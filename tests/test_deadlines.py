@@ -1,0 +1,247 @@
+"""Pause deadlines (``Session(deadline=..., on_deadline=...)``), in-process.
+
+Real AgentScope ``Agent`` s on the scripted model; the Session displays a real
+``ReplyWidget`` (outside a kernel its comm is ipywidgets' dummy comm, the
+traits are the same JSON the page receives). Deadlines are small (0.3-0.5 s)
+and the tests wait for what the deadline causes, never assert durations.
+
+Checked: the default is applied (a denial, an error result, or an
+interrupted reply), the audit log has a ``timeout`` line saying what was
+applied, the widget's pause shows ``decision: {"action": "timeout"}``, and a
+click after the deadline is refused with ``PauseNotLiveError`` naming the
+deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentscope.agent import Agent
+from agentscope.message import ToolResultState
+from agentscope.permission import PermissionBehavior, PermissionRule
+from agentscope.state import AgentState
+from agentscope.tool import AskUser, FunctionTool, Toolkit
+
+from nb_hitl import PauseNotLiveError, Session
+from nb_hitl.demo import make_sandbox, sandbox_tools
+from nb_hitl.forms import FormTool
+from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from nb_hitl.review import reviewed
+from nb_hitl.store import AuditLog
+
+
+def run_async(coro: Any) -> Any:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if loop.time() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.005)
+
+
+def report(msgs: list[Any]) -> Turn:
+    return Turn(" | ".join(f"{r.name} {r.state}: {result_text(r)}" for r in tool_results(msgs)))
+
+
+def delete_agent(folder: Path) -> Agent:
+    return Agent(
+        name="deleter",
+        system_prompt="tidy",
+        model=ScriptedChatModel([Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report], on_exhausted="raise"),
+        toolkit=Toolkit(tools=sandbox_tools(folder)),
+    )
+
+
+def widget_pause(session: Session) -> dict[str, Any]:
+    """The pause as the page sees it (the ReplyWidget's synced ``pauses`` trait)."""
+    pauses = session.current.widget.pauses
+    assert len(pauses) == 1
+    return pauses[0]
+
+
+def test_deny_is_applied_when_the_deadline_passes(tmp_path: Path) -> None:
+    folder = make_sandbox(tmp_path / "box")
+    agent = delete_agent(folder)
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> None:
+        session = Session(agent, audit_log=str(audit), deadline=0.4, on_deadline="deny")
+        task = session.start("delete notes.txt")
+        pause = await wait_until(lambda: session.pending and session.pending[0], "the confirmation")
+        await wait_until(lambda: session.current.widget.pauses, "the pause in the widget")
+        view = widget_pause(session)
+        assert view["deadline"] == pytest.approx(view["created_at"] + 0.4)
+        assert view["decision"] is None and view["status"] == "open"
+        final = await asyncio.wait_for(task, 10)  # no click: the deadline decides
+        assert final.get_text_content().startswith("delete_file denied: <system-reminder>")
+        view = widget_pause(session)
+        assert view["decision"] == {"action": "timeout", "applied": "denied"}
+        assert session.current.widget.status == "finished"
+        with pytest.raises(PauseNotLiveError, match="deadline") as late:
+            session.act({"action": "approve", "tool_call_id": pause.tool_call_id})
+        assert "denied" in str(late.value)
+
+    run_async(scenario())
+    assert sorted(p.name for p in folder.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
+    records = AuditLog(audit).records()
+    assert [(r["tool_name"], r["decision"], r["applied"]) for r in records] == [("delete_file", "timeout", "denied")]
+    denied = tool_results(agent.model.calls[-1], "delete_file")[-1]
+    assert denied.state == ToolResultState.DENIED
+
+
+def test_interrupt_is_applied_when_the_deadline_passes(tmp_path: Path) -> None:
+    folder = make_sandbox(tmp_path / "box")
+    agent = delete_agent(folder)
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> None:
+        session = Session(agent, audit_log=str(audit), deadline=0.3, on_deadline="interrupt")
+        task = session.start("delete notes.txt")
+        pause = await wait_until(lambda: session.pending and session.pending[0], "the confirmation")
+        await asyncio.wait_for(task, 10)
+        run = session.current
+        assert run.status == "interrupted"
+        assert "deadline" in run.reason
+        assert run.widget.status == "interrupted"
+        view = widget_pause(session)
+        assert view["decision"] == {"action": "timeout", "applied": "reply interrupted"}
+        assert view["status"] == "expired" and "deadline passed" in view["reason"]
+        with pytest.raises(PauseNotLiveError, match="deadline"):
+            session.act({"action": "approve", "tool_call_id": pause.tool_call_id})
+
+    run_async(scenario())
+    assert len(agent.model.calls) == 1  # the reply ended without another model call
+    records = AuditLog(audit).records()
+    assert [(r["decision"], r["applied"]) for r in records] == [("timeout", "reply interrupted")]
+    results = tool_results(agent.state.context, "delete_file")
+    assert [r.state for r in results] == [ToolResultState.INTERRUPTED]
+    assert sorted(p.name for p in folder.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
+
+
+def _question() -> dict[str, Any]:
+    return {
+        "questions": [
+            {
+                "question": "Which file?",
+                "header": "File",
+                "options": [{"label": "a.txt", "description": "A"}, {"label": "b.txt", "description": "B"}],
+            }
+        ]
+    }
+
+
+def test_non_confirm_pauses_get_an_error_result(tmp_path: Path) -> None:
+    """AskUser, a form and a review: the default is an ERROR result; a
+    reviewed tool's raw output never reaches the model."""
+    runs: list[str] = []
+
+    def lookup(customer: str) -> str:
+        """Look up a customer.
+
+        Args:
+            customer (str): name.
+        """
+        runs.append(customer)
+        return "SECRET-CARD-4111"
+
+    state = AgentState()
+    state.permission_context.allow_rules["lookup"] = [
+        PermissionRule(tool_name="lookup", rule_content=None, behavior=PermissionBehavior.ALLOW, source="t")
+    ]
+    agent = Agent(
+        name="asker",
+        system_prompt="x",
+        model=ScriptedChatModel(
+            [
+                Turn(
+                    "",
+                    [
+                        tool_call("AskUser", **_question()),
+                        tool_call("AskForm", title="Refund", schema={"type": "object", "properties": {"n": {"type": "number"}}}),
+                        tool_call("lookup", customer="Ana"),
+                    ],
+                ),
+                report,
+            ],
+            on_exhausted="raise",
+        ),
+        toolkit=Toolkit(tools=[AskUser(), FormTool(), reviewed(FunctionTool(lookup))]),
+        state=state,
+    )
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> Any:
+        session = Session(agent, audit_log=str(audit), deadline=0.5)
+        task = session.start("go")
+        await wait_until(lambda: len(session.pending) == 3, "three open pauses")
+        assert sorted(p.kind for p in session.pending) == ["ask_user", "form", "review"]
+        return await asyncio.wait_for(task, 10)
+
+    final = run_async(scenario()).get_text_content()
+    assert final == " | ".join(
+        f"{name} error: The user did not answer before the deadline." for name in ("AskUser", "AskForm", "lookup")
+    )
+    assert runs == ["Ana"]
+    assert "SECRET-CARD-4111" not in "".join(m.model_dump_json() for call in agent.model.calls for m in call)
+    records = AuditLog(audit).records()
+    assert sorted((r["tool_name"], r["decision"], r["applied"]) for r in records) == [
+        ("AskForm", "timeout", "error returned to the agent"),
+        ("AskUser", "timeout", "error returned to the agent"),
+        ("lookup", "timeout", "error returned to the agent"),
+    ]
+
+
+def test_a_decision_in_time_wins_and_the_deadline_does_nothing(tmp_path: Path) -> None:
+    folder = make_sandbox(tmp_path / "box")
+    agent = delete_agent(folder)
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> None:
+        session = Session(agent, audit_log=str(audit), deadline=0.3)
+        task = session.start("delete notes.txt")
+        pause = await wait_until(lambda: session.pending and session.pending[0], "the confirmation")
+        await session.act({"action": "approve", "tool_call_id": pause.tool_call_id})
+        await asyncio.wait_for(task, 10)
+        await asyncio.sleep(0.5)  # let the deadline's timer fire: it must find the pause decided
+        assert widget_pause(session)["decision"] == {"action": "approve", "confirmed": True}
+
+    run_async(scenario())
+    assert [r["decision"] for r in AuditLog(audit).records()] == ["approve"]
+    assert sorted(p.name for p in folder.iterdir()) == ["draft.md", "old_log.txt"]
+
+
+def test_a_click_after_the_deadline_but_before_its_timer_is_refused(tmp_path: Path) -> None:
+    folder = make_sandbox(tmp_path / "box")
+    agent = delete_agent(folder)
+
+    async def scenario() -> None:
+        session = Session(agent, display=False, deadline=60)
+        session.start("delete notes.txt")
+        pause = await wait_until(lambda: session.pending and session.pending[0], "the confirmation")
+        pause.deadline = time.time() - 0.01  # the clock passed the deadline; the timer has not run yet
+        with pytest.raises(PauseNotLiveError, match="deadline of this pause has passed"):
+            session.act({"action": "approve", "tool_call_id": pause.tool_call_id})
+        assert pause.status == "open"
+        await session.interrupt()
+
+    run_async(scenario())
+    assert sorted(p.name for p in folder.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
+
+
+@pytest.mark.parametrize("kwargs", [{"deadline": 0}, {"deadline": -1}, {"on_deadline": "approve"}])
+def test_bad_deadline_settings_are_refused(tmp_path: Path, kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        Session(delete_agent(make_sandbox(tmp_path / "box")), display=False, **kwargs)
