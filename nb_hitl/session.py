@@ -533,10 +533,10 @@ class Session:
         if action == "interrupt":
             if not run.live:
                 raise PauseNotLiveError(f"This reply is already {run.status}: {run.reason or 'nothing to interrupt'}")
-            self._request_interrupt(run, "Interrupted from the widget.")
-            if run.status == "running" and run.task is not None and not run.task.done():
-                run.task.cancel()
-            return {"status": "interrupting"}
+            # a coroutine: the widget runs it on the session's loop, whatever
+            # thread delivered the comm message (asyncio objects are not
+            # thread-safe)
+            return self._interrupt_from_page(run)
         tool_call_id = message.get("tool_call_id")
         if not isinstance(tool_call_id, str) or not tool_call_id:
             raise DecisionError("The message names no tool_call_id.", field="tool_call_id")
@@ -572,6 +572,15 @@ class Session:
             pause.status = "deciding"
         self._push(run)
         return self._finish_decision(run, pause, decision)
+
+    async def _interrupt_from_page(self, run: ReplyRun) -> dict[str, Any]:
+        if not run.live:
+            raise PauseNotLiveError(f"This reply is already {run.status}: {run.reason or 'nothing to interrupt'}")
+        was_running = run.status == "running"
+        self._request_interrupt(run, "Interrupted from the widget.")
+        if was_running and run.task is not None and not run.task.done():
+            run.task.cancel()
+        return {"status": "interrupting"}
 
     async def _finish_decision(self, run: ReplyRun, pause: Pause, decision: Decision) -> dict[str, Any]:
         try:

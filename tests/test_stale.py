@@ -377,6 +377,7 @@ def test_interrupt_from_the_widget_on_a_parked_reply(tmp_path: Path) -> None:
         run = session.current
         sent = capture(run.widget)
         click(run.widget, {"action": "interrupt"}, sent)
+        await wait_until(lambda: len(sent) == 1, "the interrupt to be answered")  # answered on the loop
         assert sent[-1]["ok"] is True and sent[-1]["status"] == "interrupting"
         await asyncio.wait_for(task, 10)
         assert run.status == "interrupted" and run.widget.status == "interrupted"
@@ -385,6 +386,7 @@ def test_interrupt_from_the_widget_on_a_parked_reply(tmp_path: Path) -> None:
         # the interrupted widget refuses every later click, with a reason
         click(run.widget, {"action": "approve", "tool_call_id": "del_1"}, sent)
         click(run.widget, {"action": "interrupt"}, sent)
+        await wait_until(lambda: len(sent) == 3, "both late clicks to be answered")
         assert [(s["ok"], s.get("code")) for s in sent[1:]] == [(False, "expired"), (False, "expired")]
         assert "Interrupted from the widget." in sent[1]["error"]
         # the agent accepts new input again
@@ -420,6 +422,7 @@ def test_interrupt_from_the_widget_on_a_running_reply() -> None:
         await wait_until(lambda: started, "the slow tool to start")
         sent = capture(run.widget)
         click(run.widget, {"action": "interrupt"}, sent)
+        await wait_until(lambda: len(sent) == 1, "the interrupt to be answered")
         assert sent[-1]["ok"] is True
         await asyncio.wait_for(task, 10)  # ends within seconds, not after the tool's 30 s
         assert run.status == "interrupted" and run.widget.status == "interrupted"

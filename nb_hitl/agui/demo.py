@@ -1,0 +1,116 @@
+"""A scripted agent that pauses twice in one turn, for the AG-UI notebook and tests.
+
+It runs offline on :class:`~nb_hitl.models.ScriptedChatModel` over the
+quickstart's sandbox tools (:func:`nb_hitl.demo.sandbox_tools`). Its first
+turn makes two calls at once: AgentScope's ``AskUser`` (an external tool:
+"Which file should I archive?") and ``delete_file("old_log.txt")`` (the
+permission engine asks). Both tools are concurrency-safe, so AgentScope runs
+them in one concurrent batch and the reply parks on **both** pauses at once
+(``agentscope/agent/_agent.py``, ``_batch_tool_calls``): over AG-UI, one
+``RUN_FINISHED`` with two interrupts, answered by one resume. Its second
+turn reports what really happened, read from the tool results the model got.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agentscope.agent import Agent
+from agentscope.tool import Toolkit
+
+from ..demo import make_sandbox, sandbox_tools
+from ..models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+
+__all__ = ["two_pause_script", "two_pause_agent", "two_pause_factory"]
+
+
+def two_pause_script(delete: str = "old_log.txt") -> list[Any]:
+    """The scripted turns: AskUser + ``delete_file(delete)`` at once, then a
+    report of both results (answer, and deleted / denied / edited)."""
+
+    def report(messages: list[Any]) -> Turn:
+        ask = (tool_results(messages, "AskUser") or [None])[-1]
+        deleted = (tool_results(messages, "delete_file") or [None])[-1]
+        parts = []
+        if ask is not None:
+            answers = (ask.metadata or {}).get("answers") or []
+            chosen = ", ".join(answers[0].get("selected") or []) or (answers[0].get("other") or "") if answers else ""
+            state = getattr(ask.state, "value", ask.state)
+            parts.append(f"You chose to archive {chosen}." if state == "success" and chosen else f"No file was chosen ({state}).")
+        if deleted is not None:
+            state = getattr(deleted.state, "value", deleted.state)
+            if state == "success":
+                parts.append(result_text(deleted))
+            elif state == "denied":
+                parts.append("You denied the deletion, so nothing was deleted.")
+            else:
+                parts.append(f"The deletion did not happen ({state}).")
+        return Turn(" ".join(parts) or "Nothing happened.")
+
+    return [
+        Turn(
+            f"Two things: which file to archive, and may I delete {delete}?",
+            [
+                tool_call(
+                    "AskUser",
+                    questions=[
+                        {
+                            "question": "Which file should I archive?",
+                            "header": "Archive",
+                            "options": [
+                                {"label": "notes.txt", "description": "meeting notes"},
+                                {"label": "draft.md", "description": "an unread draft"},
+                            ],
+                        }
+                    ],
+                ),
+                tool_call("delete_file", path=delete),
+            ],
+        ),
+        report,
+    ]
+
+
+def two_pause_agent(
+    sandbox: str | Path | None = None,
+    *,
+    middlewares: list[Any] | None = None,
+    name: str = "tidy",
+    chunk_delay: float = 0.0,
+) -> Agent:
+    """A real ``agentscope.agent.Agent`` on the scripted model (see the
+    module docstring); ``agent.sandbox`` is its folder."""
+    folder = make_sandbox(sandbox)
+    agent = Agent(
+        name=name,
+        system_prompt="You tidy up a folder. Ask before deleting anything.",
+        model=ScriptedChatModel(two_pause_script(), chunk_delay=chunk_delay),
+        toolkit=Toolkit(tools=sandbox_tools(folder)),
+        middlewares=middlewares,
+    )
+    agent.sandbox = folder  # type: ignore[attr-defined]
+    return agent
+
+
+def two_pause_factory(root: str | Path | None = None, **kwargs: Any) -> Callable[[str, list[Any]], Agent]:
+    """An :class:`~nb_hitl.agui.server.AguiServer` factory: one
+    :func:`two_pause_agent` per thread, each in its own sandbox folder (under
+    ``root`` when given: ``root/<thread_id>``).
+
+    Attributes of the returned function: ``agents`` (thread id -> agent).
+    """
+    agents: dict[str, Agent] = {}
+
+    def factory(thread_id: str, middlewares: list[Any]) -> Agent:
+        folder = None
+        if root is not None:
+            safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in thread_id)[:80]
+            folder = Path(root) / safe
+        agent = two_pause_agent(folder, middlewares=middlewares, **kwargs)
+        agents[thread_id] = agent
+        return agent
+
+    factory.agents = agents  # type: ignore[attr-defined]
+    return factory

@@ -1,0 +1,264 @@
+"""AgentScope's event stream and history as AG-UI events and messages (pure).
+
+:class:`EventTranslator` turns the events of ``Agent.reply_stream``
+(``agentscope.event``) into AG-UI events (``ag_ui.core``):
+
+==================================  ==========================================
+AgentScope                          AG-UI
+==================================  ==========================================
+``TextBlockStart/Delta/End``        ``TEXT_MESSAGE_START/CONTENT/END``
+                                    (``messageId`` = the block id, role
+                                    ``assistant``; empty deltas dropped)
+``ThinkingBlockStart/Delta/End``    ``REASONING_START``,
+                                    ``REASONING_MESSAGE_START/CONTENT/END``,
+                                    ``REASONING_END``
+``ToolCallStart/Delta/End``         ``TOOL_CALL_START/ARGS/END``
+``ToolResultStart/TextDelta/End``   one ``TOOL_CALL_RESULT`` at the end
+                                    (``messageId`` = ``<reply_id>:result:<id>``,
+                                    the text, or ``(<state>)`` when empty)
+others                              nothing (pauses become the run's
+                                    interrupt outcome, see the server)
+==================================  ==========================================
+
+:func:`messages_snapshot` turns the agent's history
+(``AgentState.context``) into AG-UI messages for ``MESSAGES_SNAPSHOT``.
+AgentScope keeps a whole reply in one assistant ``Msg`` (text, tool calls and
+tool results in order); AG-UI wants an assistant message per round followed
+by one tool message per result, so each reply is cut at its tool results.
+Ids line up with the streamed events: a round's message id is its first text
+block's id, a tool message's id is ``<reply_id>:result:<tool_call_id>``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ag_ui.core import (
+    AssistantMessage,
+    BaseEvent,
+    FunctionCall,
+    ReasoningEndEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    SystemMessage,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCall,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    ToolMessage,
+    UserMessage,
+)
+from agentscope import event as ase
+from agentscope.message import Msg
+
+__all__ = ["EventTranslator", "messages_snapshot", "result_message_id", "now_ms"]
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch (the unit every AG-UI SDK uses for
+    ``BaseEvent.timestamp``)."""
+    return int(time.time() * 1000)
+
+
+def result_message_id(reply_id: str, tool_call_id: str) -> str:
+    """The AG-UI message id of one tool result (stream and snapshot agree)."""
+    return f"{reply_id}:result:{tool_call_id}"
+
+
+def _state(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+class EventTranslator:
+    """AgentScope events -> AG-UI events for one AG-UI run.
+
+    Feed every event of the reply streams the run drives; call
+    :meth:`close` before the run's terminal event to end any text, tool
+    call or reasoning stream left open (a reply cut short).
+
+    Attributes:
+        text: the assistant text streamed in this run, by message id.
+    """
+
+    def __init__(self) -> None:
+        self._open_text: set[str] = set()
+        self._open_tools: set[str] = set()
+        self._open_reasoning: set[str] = set()
+        self._results: dict[str, list[str]] = {}
+        self.text: dict[str, str] = {}
+
+    def _stamp(self, ev: BaseEvent) -> BaseEvent:
+        ev.timestamp = now_ms()
+        return ev
+
+    def feed(self, ev: Any) -> list[BaseEvent]:
+        """The AG-UI events for one AgentScope event (possibly none)."""
+        out: list[BaseEvent] = []
+        if isinstance(ev, ase.TextBlockStartEvent):
+            out += self._start_text(ev.block_id)
+        elif isinstance(ev, ase.TextBlockDeltaEvent):
+            out += self._start_text(ev.block_id)
+            if ev.delta:
+                self.text[ev.block_id] = self.text.get(ev.block_id, "") + ev.delta
+                out.append(TextMessageContentEvent(message_id=ev.block_id, delta=ev.delta))
+        elif isinstance(ev, ase.TextBlockEndEvent):
+            if ev.block_id in self._open_text:
+                self._open_text.discard(ev.block_id)
+                out.append(TextMessageEndEvent(message_id=ev.block_id))
+        elif isinstance(ev, ase.ThinkingBlockStartEvent):
+            out += self._start_reasoning(ev.block_id)
+        elif isinstance(ev, ase.ThinkingBlockDeltaEvent):
+            out += self._start_reasoning(ev.block_id)
+            if ev.delta:
+                out.append(ReasoningMessageContentEvent(message_id=ev.block_id, delta=ev.delta))
+        elif isinstance(ev, ase.ThinkingBlockEndEvent):
+            out += self._end_reasoning(ev.block_id)
+        elif isinstance(ev, ase.ToolCallStartEvent):
+            if ev.tool_call_id not in self._open_tools:
+                self._open_tools.add(ev.tool_call_id)
+                out.append(ToolCallStartEvent(tool_call_id=ev.tool_call_id, tool_call_name=ev.tool_call_name))
+        elif isinstance(ev, ase.ToolCallDeltaEvent):
+            if ev.delta and ev.tool_call_id in self._open_tools:
+                out.append(ToolCallArgsEvent(tool_call_id=ev.tool_call_id, delta=ev.delta))
+        elif isinstance(ev, ase.ToolCallEndEvent):
+            if ev.tool_call_id in self._open_tools:
+                self._open_tools.discard(ev.tool_call_id)
+                out.append(ToolCallEndEvent(tool_call_id=ev.tool_call_id))
+        elif isinstance(ev, ase.ToolResultStartEvent):
+            self._results.setdefault(ev.tool_call_id, [])
+        elif isinstance(ev, ase.ToolResultTextDeltaEvent):
+            self._results.setdefault(ev.tool_call_id, []).append(ev.delta)
+        elif isinstance(ev, ase.ToolResultDataDeltaEvent):
+            self._results.setdefault(ev.tool_call_id, []).append(f"[{ev.media_type}]")
+        elif isinstance(ev, ase.ToolResultEndEvent):
+            text = "".join(self._results.pop(ev.tool_call_id, []))
+            out.append(
+                ToolCallResultEvent(
+                    message_id=result_message_id(ev.reply_id, ev.tool_call_id),
+                    tool_call_id=ev.tool_call_id,
+                    content=text or f"({_state(ev.state)})",
+                    role="tool",
+                )
+            )
+        return [self._stamp(e) for e in out]
+
+    def _start_text(self, block_id: str) -> list[BaseEvent]:
+        if block_id in self._open_text:
+            return []
+        self._open_text.add(block_id)
+        return [TextMessageStartEvent(message_id=block_id, role="assistant")]
+
+    def _start_reasoning(self, block_id: str) -> list[BaseEvent]:
+        if block_id in self._open_reasoning:
+            return []
+        self._open_reasoning.add(block_id)
+        return [ReasoningStartEvent(message_id=block_id), ReasoningMessageStartEvent(message_id=block_id)]
+
+    def _end_reasoning(self, block_id: str) -> list[BaseEvent]:
+        if block_id not in self._open_reasoning:
+            return []
+        self._open_reasoning.discard(block_id)
+        return [ReasoningMessageEndEvent(message_id=block_id), ReasoningEndEvent(message_id=block_id)]
+
+    def close(self) -> list[BaseEvent]:
+        """End every stream still open (text, tool call, reasoning)."""
+        out: list[BaseEvent] = []
+        for block_id in sorted(self._open_text):
+            out.append(TextMessageEndEvent(message_id=block_id))
+        self._open_text.clear()
+        for tool_call_id in sorted(self._open_tools):
+            out.append(ToolCallEndEvent(tool_call_id=tool_call_id))
+        self._open_tools.clear()
+        for block_id in sorted(self._open_reasoning):
+            out += self._end_reasoning(block_id)
+        return [self._stamp(e) for e in out]
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "data":
+            parts.append(f"[{getattr(getattr(block, 'source', None), 'media_type', 'data')}]")
+    return "".join(parts)
+
+
+def messages_snapshot(context: list[Msg]) -> list[Any]:
+    """AG-UI messages for an AgentScope history (``AgentState.context``).
+
+    Args:
+        context: the agent's ``Msg`` list.
+
+    Returns:
+        ``UserMessage`` / ``SystemMessage`` for user and system messages
+        (same ids); for each assistant ``Msg``, an ``AssistantMessage`` per
+        round (its text and ``tool_calls``, arguments as the model sent
+        them) and a ``ToolMessage`` per tool result (``error`` = the result
+        state when it is not ``success``). Hint and thinking blocks are
+        left out.
+    """
+    out: list[Any] = []
+    for msg in context:
+        if msg.role == "user":
+            out.append(UserMessage(id=msg.id, content=_text_of(msg.content), name=msg.name or None))
+            continue
+        if msg.role == "system":
+            out.append(SystemMessage(id=msg.id, content=_text_of(msg.content)))
+            continue
+        if isinstance(msg.content, str):
+            out.append(AssistantMessage(id=msg.id, content=msg.content, name=msg.name or None))
+            continue
+        texts: list[tuple[str, str]] = []
+        calls: list[ToolCall] = []
+        round_no = 0
+
+        def flush() -> None:
+            nonlocal texts, calls, round_no
+            if not texts and not calls:
+                return
+            mid = texts[0][0] if texts else f"{msg.id}:{round_no}"
+            out.append(
+                AssistantMessage(
+                    id=mid,
+                    content="".join(t for _, t in texts) or None,
+                    tool_calls=calls or None,
+                    name=msg.name or None,
+                )
+            )
+            texts, calls = [], []
+            round_no += 1
+
+        for block in msg.content:
+            kind = getattr(block, "type", None)
+            if kind == "text":
+                if calls:  # text after tool calls starts a new round
+                    flush()
+                texts.append((block.id, block.text))
+            elif kind == "tool_call":
+                calls.append(
+                    ToolCall(id=block.id, function=FunctionCall(name=block.name, arguments=block.input or ""))
+                )
+            elif kind == "tool_result":
+                flush()
+                state = _state(block.state)
+                out.append(
+                    ToolMessage(
+                        id=result_message_id(msg.id, block.id),
+                        tool_call_id=block.id,
+                        content=_text_of(block.output) or f"({state})",
+                        error=None if state == "success" else state,
+                    )
+                )
+        flush()
+    return out

@@ -1,0 +1,125 @@
+"""A remote AG-UI agent answered in real JupyterLab + Debian Chromium.
+
+* Our server: the cell awaits ``RemoteSession.run``; the person picks a file
+  in the AskUser card (nothing is sent yet), then clicks Approve on the
+  confirmation: one resume carries both answers and the agent's final text
+  shows in the widget.
+* ag-ui-langgraph: its interrupt is not one of ours, so the card is a form
+  generated from the interrupt's ``response_schema``; a value that breaks the
+  schema is refused in the kernel (``jsonschema``) and shown at the field,
+  then a valid one resumes the graph.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from tests.harness.lab import ARTIFACTS, JupyterLabServer, open_notebook, output_locator, wait_execution_done, write_notebook
+
+OUT = ".jp-OutputArea-output"
+
+
+def start_all_cells(page) -> None:  # type: ignore[no-untyped-def]
+    """Run All Cells without waiting for them: the cell awaits the person's
+    clicks, and JupyterLab's run-all command resolves only when cells end."""
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); return true; }")
+
+OURS = textwrap.dedent(
+    """
+    from nb_hitl.agui import AguiServer, RemoteSession, serve_in_background
+    from nb_hitl.agui.demo import two_pause_factory
+
+    factory = two_pause_factory()
+    handle = serve_in_background(AguiServer(factory))
+    remote = RemoteSession(handle.url, agent_name="remote tidy")
+    final = await remote.run("Please tidy up")
+    turn = remote.current
+    print("FINAL:", final)
+    print("runs:", [r.outcome for r in turn.runs], "entries:", len(turn.runs[1].resume), "posts:", remote.client.posts)
+    handle.stop()
+    """
+)
+
+LANGGRAPH = textwrap.dedent(
+    """
+    from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
+    from fastapi import FastAPI
+    from nb_hitl.agui import RemoteSession, serve_in_background
+    from tests.test_agui_langgraph import RECEIVED, build_graph
+
+    app = FastAPI()
+    add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="lg", graph=build_graph(), enable_legacy_on_interrupt_event=False), "/agent")
+    handle = serve_in_background(app)
+    remote = RemoteSession(handle.url.rstrip("/") + "/agent", agent_name="langgraph")
+    final = await remote.run("Please delete a.txt")
+    print("FINAL:", final.strip())
+    print("RECEIVED:", RECEIVED)
+    handle.stop()
+    """
+)
+
+
+def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
+    return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
+
+
+def test_remote_agent_two_interrupts_answered_by_clicks(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "agui_ours.ipynb", [OURS])
+    open_notebook(page, lab, "agui_ours.ipynb")
+    start_all_cells(page)
+
+    ask = _card(page, "ask_user")
+    ask.wait_for(timeout=90_000)
+    confirm = _card(page, "confirm")
+    assert "delete_file" in confirm.inner_text() and "Permission required" in confirm.inner_text()
+    status = page.locator(f'{OUT} [data-testid="nbh-status"]')
+    assert status.get_attribute("data-status") == "paused"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.locator(f'{OUT} [data-testid="nbh-reply"]').screenshot(path=str(ARTIFACTS / "agui-remote-paused.png"))
+
+    ask.locator('[data-testid="nbh-option"][data-label="draft.md"]').click()
+    ask.locator('[data-testid="nbh-answer-submit"]').click()
+    answered = _card(page, "ask_user", "decided")
+    answered.wait_for(timeout=15_000)
+    assert "Which file should I archive? → draft.md" in answered.locator('[data-testid="nbh-decision"]').inner_text()
+    assert status.get_attribute("data-status") == "paused"  # one answer is not a resume
+
+    confirm.locator('[data-testid="nbh-approve"]').click()
+    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
+    final.wait_for(timeout=60_000)
+    assert final.inner_text() == "You chose to archive draft.md. Deleted old_log.txt."
+    wait_execution_done(page, timeout=60)
+    output_locator(page, "runs: ['interrupt', 'success'] entries: 2 posts: 2").wait_for(timeout=30_000)
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+def test_langgraph_interrupt_is_a_form_checked_before_sending(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "agui_langgraph.ipynb", [LANGGRAPH])
+    open_notebook(page, lab, "agui_langgraph.ipynb")
+    start_all_cells(page)
+
+    form = _card(page, "form")
+    form.wait_for(timeout=90_000)
+    assert "Delete a.txt?" in form.inner_text()
+    note = form.locator('[data-field="note"]')
+    note.fill("x" * 250)  # the schema allows 200 characters
+    form.locator('[data-field="approved"]').check()
+    form.locator('[data-testid="nbh-form-submit"]').click()
+    error = _card(page, "form").locator('[data-testid="nbh-field-error"]')
+    error.wait_for(timeout=15_000)
+    assert "too long" in error.inner_text()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.locator(f'{OUT} [data-testid="nbh-reply"]').screenshot(path=str(ARTIFACTS / "agui-langgraph-form-refused.png"))
+    assert _card(page, "form").count() == 1  # still open: nothing was sent
+
+    again = _card(page, "form")
+    again.locator('[data-field="note"]').fill("ok")
+    if not again.locator('[data-field="approved"]').is_checked():
+        again.locator('[data-field="approved"]').check()
+    again.locator('[data-testid="nbh-form-submit"]').click()
+    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
+    final.wait_for(timeout=60_000)
+    assert final.inner_text().strip() == "Result: deleted a.txt"
+    wait_execution_done(page, timeout=60)
+    output_locator(page, "RECEIVED: [{'approved': True, 'note': 'ok'}]").wait_for(timeout=30_000)
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

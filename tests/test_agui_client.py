@@ -1,0 +1,150 @@
+"""The AG-UI client does not trust its peer.
+
+A small hand-written AG-UI endpoint (Starlette, served by uvicorn on
+loopback) plays back event sequences that break the protocol: an outcome
+that repeats an interrupt id, a run that does not open with RUN_STARTED for
+its thread, a body that is not an event stream, an HTTP error. The client
+must refuse each one instead of acting on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from ag_ui.core import (
+    Interrupt,
+    RunAgentInput,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunStartedEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    ToolCallChunkEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+)
+from ag_ui.encoder import EventEncoder
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.routing import Route
+
+from nb_hitl.agui import AguiClient, AguiClientError, RemoteRunError, RemoteSession, serve_in_background
+
+SCHEMA = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
+
+
+def _events(mode: str, inp: RunAgentInput) -> list:
+    start = RunStartedEvent(thread_id=inp.thread_id, run_id=inp.run_id)
+    text = [
+        TextMessageStartEvent(message_id="m1", role="assistant"),
+        TextMessageContentEvent(message_id="m1", delta="Working."),
+        TextMessageEndEvent(message_id="m1"),
+    ]
+    twice = Interrupt(id="same", reason="confirmation", response_schema=SCHEMA)
+    if mode == "duplicate-ids":
+        outcome = RunFinishedInterruptOutcome(interrupts=[twice, twice.model_copy(update={"message": "again"})])
+        return [start, *text, RunFinishedEvent(thread_id=inp.thread_id, run_id=inp.run_id, outcome=outcome)]
+    if mode == "other-thread":
+        return [RunStartedEvent(thread_id="someone-else", run_id=inp.run_id), *text,
+                RunFinishedEvent(thread_id="someone-else", run_id=inp.run_id)]
+    if mode == "no-terminal":
+        return [start, *text]
+    if mode == "chunks":
+        return [
+            start,
+            ToolCallChunkEvent(tool_call_id="c1", tool_call_name="lookup", delta='{"who": '),
+            ToolCallChunkEvent(delta='"Ana"}'),
+            TextMessageChunkEvent(message_id="m2", role="assistant", delta="Found "),
+            TextMessageChunkEvent(message_id="m2", delta="her."),
+            RunFinishedEvent(thread_id=inp.thread_id, run_id=inp.run_id),
+        ]
+    return [start, *text, RunFinishedEvent(thread_id=inp.thread_id, run_id=inp.run_id, result="done")]
+
+
+async def endpoint(request: Request):
+    mode = request.path_params["mode"]
+    if mode == "http-error":
+        return JSONResponse({"error": "nope"}, status_code=500)
+    if mode == "not-sse":
+        return PlainTextResponse("hello")
+    inp = RunAgentInput.model_validate(await request.json())
+    encoder = EventEncoder()
+
+    async def stream():
+        for event in _events(mode, inp):
+            yield encoder.encode(event)
+        if mode == "garbage":
+            yield "data: {\"type\": \"NOT_AN_EVENT\"}\n\n"
+
+    return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    handle = serve_in_background(Starlette(routes=[Route("/{mode}", endpoint, methods=["POST"])]))
+    yield handle.url.rstrip("/")
+    handle.stop()
+
+
+def test_a_well_formed_run_is_read(hostile):
+    async def go():
+        remote = RemoteSession(f"{hostile}/ok", display=False)
+        return await remote.run("hi"), remote
+
+    final, remote = asyncio.run(go())
+    assert final == "done" and remote.current.status == "finished"
+    assert [e["text"] for e in remote.current.transcript] == ["Working."]
+
+
+@pytest.mark.parametrize(
+    "mode, needle",
+    [
+        ("duplicate-ids", "repeats an interrupt id"),
+        ("other-thread", "did not open with RUN_STARTED for thread"),
+        ("no-terminal", "ended without RUN_FINISHED or RUN_ERROR"),
+        ("garbage", "not an AG-UI event"),
+        ("http-error", "HTTP 500"),
+        ("not-sse", "text/event-stream"),
+    ],
+)
+def test_a_broken_peer_is_refused(hostile, mode, needle):
+    async def go():
+        remote = RemoteSession(f"{hostile}/{mode}", thread_id="t-hostile", display=False)
+        with pytest.raises(RemoteRunError) as err:
+            await remote.run("hi")
+        return remote, err.value
+
+    remote, err = asyncio.run(go())
+    assert needle in str(err)
+    turn = remote.current
+    assert turn.status == "error" and needle in turn.reason
+    assert remote.pending == [] and turn.interrupts == {}  # nothing to answer, nothing sent
+    assert turn.widget.status == "error"
+
+
+def test_the_raw_client_raises_on_transport_faults(hostile):
+    async def go(mode):
+        return [e async for e in AguiClient(f"{hostile}/{mode}").run("t", [])]
+
+    with pytest.raises(AguiClientError) as http:
+        asyncio.run(go("http-error"))
+    assert http.value.status == 500 and json.loads(str(http.value).split(": ", 1)[1]) == {"error": "nope"}
+    with pytest.raises(AguiClientError):
+        asyncio.run(go("not-sse"))
+    events = asyncio.run(go("ok"))
+    assert [e.type.value for e in events] == [
+        "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"]
+
+
+def test_chunk_events_are_assembled(hostile):
+    async def go():
+        remote = RemoteSession(f"{hostile}/chunks", display=False)
+        return await remote.run("hi"), remote
+
+    final, remote = asyncio.run(go())
+    entries = {e["id"]: e for e in remote.current.transcript}
+    assert json.loads(entries["call:c1"]["text"]) == {"who": "Ana"} and entries["call:c1"]["name"] == "lookup"
+    assert entries["m2"]["text"] == "Found her." and final == "Found her."

@@ -1,0 +1,470 @@
+"""The AG-UI server in a real uvicorn on loopback, driven over HTTP with httpx.
+
+Every event stream (plain, interrupted, resumed, refused) is checked twice:
+by ag-ui-validate's conformance validator on the live SSE body (framing,
+Content-Type, event grammar) and by this project's own semantic checks of
+the interrupt / resume rules, which the validator does not look at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+from ag_ui.core import ResumeEntry
+
+from nb_hitl.agui import AguiServer, RemoteSession, ResumeError, interrupt_id, serve_in_background
+from nb_hitl.agui.client import AguiClient
+from nb_hitl.agui.mapping import META_KEY
+from tests.agui_support import RAW, REDACTED, REFUND, Captured, Factory, post_run, user
+
+
+class Clock:
+    """A settable clock for ``expires_at`` (no sleeping in tests)."""
+
+    def __init__(self) -> None:
+        import time
+
+        self.offset = 0.0
+        self._time = time.time
+
+    def __call__(self) -> float:
+        return self._time() + self.offset
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    factory = Factory(tmp_path_factory.mktemp("agui"))
+    clock = Clock()
+    server = AguiServer(factory, interrupt_ttl=600, clock=clock)
+    handle = serve_in_background(server)
+    yield handle, server, factory, clock
+    handle.stop()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def make(thread_id: str, messages, resume=None) -> Any:
+    return AguiClient.make_input(thread_id, messages, resume)
+
+
+# -- our own semantic checks --------------------------------------------------
+def assert_conformant(cap: Captured) -> None:
+    assert cap.status == 200 and cap.content_type.startswith("text/event-stream")
+    assert cap.report is not None and cap.report.summary.errors == 0, cap.findings()
+    assert cap.report.summary.warnings == 0, cap.findings()
+    assert not cap.report.internal_errors
+    assert cap.report.event_count == len(cap.events) > 1
+    assert cap.types[0] == "RUN_STARTED" and cap.types[-1] in ("RUN_FINISHED", "RUN_ERROR")
+    assert sum(t in ("RUN_FINISHED", "RUN_ERROR") for t in cap.types) == 1
+
+
+def interrupts_of(cap: Captured) -> list[Any]:
+    last = cap.last()
+    assert last.type.value == "RUN_FINISHED" and last.outcome is not None and last.outcome.type == "interrupt"
+    return list(last.outcome.interrupts)
+
+
+def assert_interrupted(cap: Captured, thread_id: str) -> list[Any]:
+    interrupts = interrupts_of(cap)
+    ids = [i.id for i in interrupts]
+    assert len(ids) == len(set(ids)), "interrupt ids are unique within the run"
+    # the state and messages a client needs come before the interrupt outcome
+    assert cap.types[-3:] == ["MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "RUN_FINISHED"]
+    state = cap.events[-2].snapshot[META_KEY]
+    assert state["status"] == "paused" and state["open_interrupts"] == ids
+    snapshot_calls = {c.id for m in cap.events[-3].messages if m.role == "assistant" for c in (m.tool_calls or [])}
+    for i in interrupts:
+        meta = i.metadata[META_KEY]
+        assert i.tool_call_id and i.tool_call_id in snapshot_calls
+        assert i.id == interrupt_id(thread_id, meta["reply_id"], i.tool_call_id)
+        assert i.response_schema and i.expires_at
+    return interrupts
+
+
+def assert_resumed_once(resume: list[ResumeEntry], interrupts: list[Any], cap: Captured) -> None:
+    """Every interrupt answered exactly once by the resume, and the resumed run
+    ends without an interrupt outcome, with one result per resumed tool call."""
+    assert sorted(e.interrupt_id for e in resume) == sorted(i.id for i in interrupts)
+    assert len({e.interrupt_id for e in resume}) == len(resume)
+    last = cap.last()
+    assert last.type.value == "RUN_FINISHED"
+    assert last.outcome is None or last.outcome.type == "success"
+    results = [e.tool_call_id for e in cap.events if e.type.value == "TOOL_CALL_RESULT"]
+    assert sorted(results) == sorted(i.tool_call_id for i in interrupts)
+
+
+def error_of(cap: Captured) -> Any:
+    last = cap.last()
+    assert last.type.value == "RUN_ERROR", cap.types
+    return last
+
+
+def answers(interrupts, *, delete: dict | None = None, pick: str = "notes.txt", status: str = "resolved") -> list[ResumeEntry]:
+    out = []
+    for i in interrupts:
+        kind = i.metadata[META_KEY]["kind"]
+        if status == "cancelled":
+            out.append(ResumeEntry(interrupt_id=i.id, status="cancelled"))
+        elif kind == "confirm":
+            out.append(ResumeEntry(interrupt_id=i.id, status="resolved", payload=delete or {"approved": True}))
+        else:
+            out.append(
+                ResumeEntry(
+                    interrupt_id=i.id,
+                    status="resolved",
+                    payload={"answers": [{"question": "Which file should I archive?", "selected": [pick]}]},
+                )
+            )
+    return out
+
+
+def parked(server: AguiServer, thread_id: str) -> list[str]:
+    run_ = server.threads[thread_id].session.current
+    return sorted(p.tool_call_id for p in run_.pauses.values() if p.status == "open")
+
+
+# -- the tests ----------------------------------------------------------------
+def test_health_and_bad_requests(served):
+    handle, *_ = served
+
+    async def go():
+        async with httpx.AsyncClient() as http:
+            health = await http.get(handle.url.rstrip("/") + "/health")
+            bad = await http.post(handle.url, json={"threadId": "x"})
+            return health, bad
+
+    health, bad = run(go())
+    assert health.json()["status"] == "ok"
+    assert bad.status_code == 422 and "RunAgentInput" in bad.json()["error"]
+    assert handle.url.startswith("http://127.0.0.1:")
+    with pytest.raises(ValueError):
+        serve_in_background(served[1], host="0.0.0.0")
+
+
+def test_plain_run_is_conformant_and_ends_with_success(served):
+    handle, server, factory, _ = served
+    cap = run(post_run(handle.url, make("plain-1", [user("hi", "p1")])))
+    assert_conformant(cap)
+    assert cap.types[:2] == ["RUN_STARTED", "TEXT_MESSAGE_START"]
+    text = "".join(e.delta for e in cap.events if e.type.value == "TEXT_MESSAGE_CONTENT")
+    assert text == "Hello there, nothing to do."
+    last = cap.last()
+    assert last.outcome.type == "success" and last.result == text
+    assert cap.events[-3].messages[0].id == "p1"  # MESSAGES_SNAPSHOT keeps the client's ids
+
+
+def test_interrupted_then_resumed_runs_are_conformant_and_answered_once(served):
+    handle, server, factory, _ = served
+    tid = "two-resume"
+    first = run(post_run(handle.url, make(tid, [user("tidy", "u1")])))
+    assert_conformant(first)
+    interrupts = assert_interrupted(first, tid)
+    assert sorted(i.metadata[META_KEY]["kind"] for i in interrupts) == ["ask_user", "confirm"]
+    started = [e.tool_call_id for e in first.events if e.type.value == "TOOL_CALL_START"]
+    assert sorted(started) == sorted(i.tool_call_id for i in interrupts)
+    sandbox = factory.agents[tid].sandbox
+    assert (sandbox / "old_log.txt").exists()
+
+    resume = answers(interrupts)
+    second = run(post_run(handle.url, make(tid, [user("tidy", "u1")], resume)))
+    assert_conformant(second)
+    assert_resumed_once(resume, interrupts, second)
+    assert second.types[1] == "MESSAGES_SNAPSHOT"  # the resumed calls' history first
+    assert second.last().result == "You chose to archive notes.txt. Deleted old_log.txt."
+    assert not (sandbox / "old_log.txt").exists()
+    assert parked(server, tid) == []
+
+
+def test_partial_resume_is_refused_and_nothing_is_resumed(served):
+    handle, server, factory, _ = served
+    tid = "two-partial"
+    interrupts = interrupts_of(run(post_run(handle.url, make(tid, [user("tidy", "u1")]))))
+    before = parked(server, tid)
+    model = factory.agents[tid].model
+    calls_before = len(model.calls)
+    confirm_only = [e for e in answers(interrupts) if e.payload.get("approved")]
+    cap = run(post_run(handle.url, make(tid, [user("tidy", "u1")], confirm_only)))
+    assert_conformant(cap)
+    err = error_of(cap)
+    assert err.code == "missing_interrupt"
+    assert parked(server, tid) == before and len(model.calls) == calls_before
+    assert (factory.agents[tid].sandbox / "old_log.txt").exists()
+    # the same answers, complete, go through
+    full = run(post_run(handle.url, make(tid, [user("tidy", "u1")], answers(interrupts))))
+    assert_conformant(full)
+    assert_resumed_once(answers(interrupts), interrupts, full)
+
+
+def test_new_input_on_a_thread_with_open_interrupts_is_a_run_error(served):
+    handle, server, factory, _ = served
+    tid = "two-newinput"
+    interrupts = interrupts_of(run(post_run(handle.url, make(tid, [user("tidy", "u1")]))))
+    before = parked(server, tid)
+    cap = run(post_run(handle.url, make(tid, [user("tidy", "u1"), user("something else", "u2")])))
+    assert_conformant(cap)
+    err = error_of(cap)
+    assert err.code == "interrupts_pending"
+    assert [i["id"] for i in err.metadata[META_KEY]["open_interrupts"]] == [i.id for i in interrupts]
+    assert parked(server, tid) == before
+    # no resume and no new message is refused too (AG-UI rule 4)
+    again = run(post_run(handle.url, make(tid, [user("tidy", "u1")])))
+    assert error_of(again).code == "interrupts_pending"
+    # a resume that smuggles in a new user message is refused, nothing resumed
+    mixed = run(post_run(handle.url, make(tid, [user("tidy", "u1"), user("and this", "u3")], answers(interrupts))))
+    assert error_of(mixed).code == "input_with_resume"
+    assert parked(server, tid) == before
+
+
+def test_wrong_interrupt_ids_are_refused(served):
+    handle, server, factory, _ = served
+    tid = "two-wrongid"
+    interrupts = interrupts_of(run(post_run(handle.url, make(tid, [user("tidy", "u1")]))))
+    other = interrupts_of(run(post_run(handle.url, make("two-other", [user("tidy", "o1")]))))
+    before = parked(server, tid)
+    good = answers(interrupts)
+    cases = {
+        "unknown_interrupt": [good[0], ResumeEntry(interrupt_id="nbh-0000", status="cancelled"), good[1]],
+        "duplicate_interrupt": [good[0], good[0], good[1]],
+    }
+    # another thread's interrupts (bound to their thread) do not answer these
+    cases["unknown_interrupt_other_thread"] = answers(other)
+    for name, entries in cases.items():
+        cap = run(post_run(handle.url, make(tid, [user("tidy", "u1")], entries)))
+        assert_conformant(cap)
+        assert error_of(cap).code == name.replace("_other_thread", ""), name
+        assert parked(server, tid) == before, name
+    # an id that is right but its payload is not: refused, nothing resumed
+    bad = [good[0] if good[0].payload.get("approved") else good[1]]
+    bad.append(
+        ResumeEntry(
+            interrupt_id=next(i.id for i in interrupts if i.metadata[META_KEY]["kind"] == "ask_user"),
+            status="resolved",
+            payload={"answers": [{"question": "Which file should I archive?", "selected": ["secrets.txt"]}]},
+        )
+    )
+    cap = run(post_run(handle.url, make(tid, [user("tidy", "u1")], bad)))
+    assert error_of(cap).code == "invalid_payload" and "secrets.txt" in error_of(cap).message
+    assert parked(server, tid) == before
+    assert (factory.agents[tid].sandbox / "old_log.txt").exists()
+
+
+def test_replaying_the_same_resume_is_harmless(served):
+    handle, server, factory, _ = served
+    tid = "two-replay"
+    interrupts = interrupts_of(run(post_run(handle.url, make(tid, [user("tidy", "u1")]))))
+    resume = answers(interrupts, delete={"approved": True, "editedArgs": {"path": "draft.md"}})
+    first = run(post_run(handle.url, make(tid, [user("tidy", "u1")], resume)))
+    assert_resumed_once(resume, interrupts, first)
+    agent = factory.agents[tid]
+    assert (agent.sandbox / "old_log.txt").exists() and not (agent.sandbox / "draft.md").exists()
+    calls, context = len(agent.model.calls), agent.state.model_dump_json()
+    replay = run(post_run(handle.url, make(tid, [user("tidy", "u1")], resume)))
+    assert_conformant(replay)
+    last = replay.last()
+    assert last.type.value == "RUN_FINISHED" and last.metadata == {META_KEY: {"replayed": True}}
+    assert last.outcome.type == "success"
+    assert "TOOL_CALL_RESULT" not in replay.types
+    assert len(agent.model.calls) == calls and agent.state.model_dump_json() == context
+    # the same ids with another answer are not a replay: refused
+    other = answers(interrupts, delete={"approved": False})
+    cap = run(post_run(handle.url, make(tid, [user("tidy", "u1")], other)))
+    assert error_of(cap).code == "conflicting_replay"
+    assert len(agent.model.calls) == calls
+
+
+def test_expired_interrupts_refuse_answers_but_take_cancellation(served):
+    handle, server, factory, clock = served
+    tid = "two-expired"
+    interrupts = interrupts_of(run(post_run(handle.url, make(tid, [user("tidy", "u1")]))))
+    before = parked(server, tid)
+    clock.offset = 3600  # an hour later; interrupt_ttl is 10 minutes
+    try:
+        cap = run(post_run(handle.url, make(tid, [user("tidy", "u1")], answers(interrupts))))
+        assert_conformant(cap)
+        assert error_of(cap).code == "interrupt_expired"
+        assert parked(server, tid) == before
+        cancelled = answers(interrupts, status="cancelled")
+        done = run(post_run(handle.url, make(tid, [user("tidy", "u1")], cancelled)))
+        assert_conformant(done)
+        assert_resumed_once(cancelled, interrupts, done)
+        # cancelled: the deletion was denied, the question came back as an error
+        assert done.last().result == "No file was chosen (error). You denied the deletion, so nothing was deleted."
+        assert (factory.agents[tid].sandbox / "old_log.txt").exists()
+    finally:
+        clock.offset = 0
+
+
+def test_external_tool_interrupt_takes_the_output(served):
+    handle, server, factory, _ = served
+    tid = "ext-server"
+    first = run(post_run(handle.url, make(tid, [user("query", "e1")])))
+    assert_conformant(first)
+    (interrupt,) = assert_interrupted(first, tid)
+    assert interrupt.metadata[META_KEY]["kind"] == "external" and interrupt.reason == "input_required"
+    resume = [ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload={"output": "42 rows"})]
+    second = run(post_run(handle.url, make(tid, [user("query", "e1")], resume)))
+    assert_conformant(second)
+    assert_resumed_once(resume, [interrupt], second)
+    assert second.last().result == "The query came back success: 42 rows"
+
+
+def test_remote_session_answers_two_interrupts_in_one_resume(served):
+    handle, server, factory, _ = served
+
+    async def go():
+        remote = RemoteSession(handle.url, thread_id="two-remote", display=False)
+        task = remote.start("Tidy up")
+        views = await remote.until_paused()
+        assert sorted(v["kind"] for v in views) == ["ask_user", "confirm"]
+        widget = remote.current.widget
+        assert sorted(p["kind"] for p in widget.pauses) == ["ask_user", "confirm"]
+        assert any(e["kind"] == "tool_call" and e["name"] == "delete_file" for e in widget.transcript)
+        ask = next(v for v in views if v["kind"] == "ask_user")
+        confirm = next(v for v in views if v["kind"] == "confirm")
+        posts = remote.client.posts
+        # a wrong answer is refused where it is given, nothing is sent
+        with pytest.raises(Exception) as bad:
+            await remote.act({"action": "modify", "tool_call_id": confirm["tool_call_id"], "input": '{"path": 5}'})
+        assert getattr(bad.value, "field", None) == "input.path"
+        # a hand-written resume with a wrong id is refused before any POST
+        with pytest.raises(ResumeError) as wrong:
+            remote.resume([ResumeEntry(interrupt_id="nbh-nope", status="cancelled")])
+        assert wrong.value.code == "unknown_interrupt"
+        first = await remote.act({"action": "answer", "tool_call_id": ask["tool_call_id"], "answers": [
+            {"question": "Which file should I archive?", "selected": ["draft.md"]}]})
+        assert first["sent"] is False and remote.client.posts == posts
+        # the widget's own handler is the same path as act()
+        second = await widget._handler({"action": "approve", "tool_call_id": confirm["tool_call_id"], "rules": [0]})
+        assert second["sent"] is True
+        final = await task
+        turn = remote.current
+        assert remote.client.posts == posts + 1
+        assert [r.outcome for r in turn.runs] == ["interrupt", "success"]
+        sent = turn.runs[1].resume
+        assert sorted(e.interrupt_id for e in sent) == sorted(v["interrupt_id"] for v in views)
+        assert {e.status for e in sent} == {"resolved"}
+        assert widget.status == "finished" and widget.final_text == final
+        assert all(p["status"] == "resolved" for p in widget.pauses)
+        return final
+
+    assert run(go()) == "You chose to archive draft.md. Deleted old_log.txt."
+    agent = factory.agents["two-remote"]
+    # "Always allow" went through: the suggested rule is now an allow rule of the agent
+    allowed = [r for rules in agent.state.permission_context.allow_rules.values() for r in rules]
+    assert [(r.tool_name, r.rule_content) for r in allowed] == [("delete_file", None)]
+
+
+def test_remote_session_reopens_answers_the_server_refused(served):
+    handle, server, factory, clock = served
+
+    async def go():
+        remote = RemoteSession(handle.url, thread_id="two-refused", display=False)
+        task = remote.start("Tidy up")
+        views = await remote.until_paused()
+        clock.offset = 3600  # the server's clock says the interrupts expired; the client's does not
+        try:
+            for v in views:
+                page = {"action": "approve"} if v["kind"] == "confirm" else {
+                    "action": "answer", "answers": [{"question": "Which file should I archive?", "selected": ["notes.txt"]}]}
+                await remote.act({**page, "tool_call_id": v["tool_call_id"]})
+            again = await remote.until_paused()
+        finally:
+            clock.offset = 0
+        turn = remote.current
+        assert turn.status == "paused" and "interrupt_expired" in turn.reason
+        assert [r.outcome for r in turn.runs] == ["interrupt", "error"]
+        assert sorted(v["tool_call_id"] for v in again) == sorted(v["tool_call_id"] for v in views)
+        assert all(v["status"] == "open" for v in again)
+        await remote.act({"action": "interrupt"})  # cancel all: one resume of cancelled entries
+        final = await task
+        assert [r.outcome for r in turn.runs] == ["interrupt", "error", "success"]
+        assert {e.status for e in turn.runs[-1].resume} == {"cancelled"}
+        return final
+
+    assert run(go()) == "No file was chosen (error). You denied the deletion, so nothing was deleted."
+
+
+def test_one_run_at_a_time_per_thread(tmp_path):
+    """In process: while a run holds its thread, another run on it is refused."""
+    server = AguiServer(Factory(tmp_path))
+
+    async def go():
+        first = server.run(make("two-busy", [user("tidy", "b1")]))
+        assert (await first.__anext__()).type.value == "RUN_STARTED"
+        second_event = await first.__anext__()  # the first run now holds the thread
+        busy = [e async for e in server.run(make("two-busy", [user("more", "b2")]))]
+        rest = [second_event] + [e async for e in first]
+        return busy, rest
+
+    busy, rest = run(go())
+    assert [e.type.value for e in busy] == ["RUN_STARTED", "RUN_ERROR"] and busy[-1].code == "thread_busy"
+    assert rest[-1].outcome.type == "interrupt"
+
+
+def test_form_interrupt_carries_the_forms_schema(served):
+    handle, server, factory, _ = served
+    tid = "form-server"
+    first = run(post_run(handle.url, make(tid, [user("refund", "f1")])))
+    assert_conformant(first)
+    (interrupt,) = assert_interrupted(first, tid)
+    meta = interrupt.metadata[META_KEY]
+    assert meta["kind"] == "form" and meta["title"] == "Refund details" and interrupt.reason == "input_required"
+    assert interrupt.response_schema == REFUND and interrupt.message == "Refund details - For the refund."
+    bad = [ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload={"amount": 900})]
+    cap = run(post_run(handle.url, make(tid, [user("refund", "f1")], bad)))
+    assert_conformant(cap)
+    assert error_of(cap).code == "invalid_payload" and parked(server, tid) == [interrupt.tool_call_id]
+    good = [ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload={"amount": 42.5, "date": "2026-03-01"})]
+    done = run(post_run(handle.url, make(tid, [user("refund", "f1")], good)))
+    assert_conformant(done)
+    assert_resumed_once(good, [interrupt], done)
+    assert done.last().result == 'Form success: {"amount": 42.5, "date": "2026-03-01"}'
+
+
+def test_review_interrupt_shows_the_result_only_to_the_reviewer(served):
+    handle, server, factory, _ = served
+    tid = "review-server"
+    first = run(post_run(handle.url, make(tid, [user("look up Ana", "r1")])))
+    assert_conformant(first)
+    (interrupt,) = assert_interrupted(first, tid)
+    meta = interrupt.metadata[META_KEY]
+    assert interrupt.reason == "nb_hitl:review" and meta["kind"] == "review"
+    assert meta["review_output"] == RAW  # the reviewer sees the raw result...
+    streamed = [e for e in first.dicts if e["type"] not in ("RUN_FINISHED",)]
+    assert RAW not in json.dumps(streamed)  # ...and nothing else in the stream carries it
+    assert interrupt.response_schema["properties"]["action"]["enum"] == ["accept", "edit", "reject"]
+    edit = [ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload={"action": "edit", "output": REDACTED})]
+    done = run(post_run(handle.url, make(tid, [user("look up Ana", "r1")], edit)))
+    assert_conformant(done)
+    assert_resumed_once(edit, [interrupt], done)
+    assert RAW not in done.body.decode("utf-8")
+    results = [e.content for e in done.events if e.type.value == "TOOL_CALL_RESULT"]
+    assert results == [REDACTED] and done.last().result == f"I read: {REDACTED}"
+    assert factory.tool_runs == ["Ana"]  # the reviewed tool ran exactly once
+
+
+def test_interrupts_closed_since_they_were_announced_are_refused(tmp_path):
+    """In process: the thread's parked reply is interrupted without the client
+    (as a Session deadline or a notebook user could); its old interrupts are refused."""
+    server = AguiServer(Factory(tmp_path))
+
+    async def go():
+        first = [e async for e in server.run(make("two-closed", [user("tidy", "c1")]))]
+        interrupts = list(first[-1].outcome.interrupts)
+        await server.threads["two-closed"].session.interrupt("Stopped by the operator.")
+        late = [e async for e in server.run(make("two-closed", [user("tidy", "c1")], answers(interrupts)))]
+        fresh = [e async for e in server.run(make("two-closed", [user("tidy", "c1"), user("again", "c2")]))]
+        return late, fresh
+
+    late, fresh = run(go())
+    assert late[-1].type.value == "RUN_ERROR" and late[-1].code == "interrupt_expired"
+    assert "Stopped by the operator." in late[-1].message
+    # the thread is usable again: new input starts a new reply (the script's report turn)
+    assert fresh[-1].outcome.type == "success"
+    assert fresh[-1].result == "No file was chosen (interrupted). The deletion did not happen (interrupted)."
