@@ -246,6 +246,9 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
       if (rec.state) {
         const st = e.state || "";
         if (rec.state.textContent !== st) rec.state.textContent = st;
+        // an external call's result "starts" before anyone answered it: show
+        // the entry once it has text or an end state
+        rec.el.hidden = st === "running" && !e.text;
       }
     }
   }
@@ -261,6 +264,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   // controls, and these act on every open card at once.
   function drawGroup(pauses: PauseView[]) {
     const open = pauses.filter((p) => canAct(p));
+    const groupNote = h("span", { class: "nbh-muted", "data-testid": "nbh-group-note" });
     clear(groupBar);
     groupBar.hidden = open.length < 2;
     if (open.length < 2) return;
@@ -279,14 +283,35 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
       confirms.length
         ? h("button", { "data-testid": "nbh-deny-all", onclick: () => sendAll(confirms, () => ({ action: "deny", payload: {} })) }, `Deny all (${confirms.length})`)
         : "",
-      h("button", { class: "nbh-primary", "data-testid": "nbh-submit-all", onclick: () => sendAll(open, (p) => (drafts.get(p.tool_call_id) || (() => null))()) }, "Submit all"),
+      h("button", {
+        class: "nbh-primary",
+        "data-testid": "nbh-submit-all",
+        onclick: async () => {
+          const ready = open.filter((p) => (drafts.get(p.tool_call_id) || (() => null))());
+          const waiting = open.filter((p) => !ready.includes(p)).map((p) => p.tool_name);
+          groupNote.textContent = ready.length
+            ? waiting.length ? `Sent what is filled in; still to answer: ${waiting.join(", ")}.` : ""
+            : `Nothing to send yet: answer ${waiting.join(", ")} first (confirmations: use their buttons, or Approve all / Deny all).`;
+          await sendAll(ready, (p) => (drafts.get(p.tool_call_id) || (() => null))());
+        },
+      }, "Submit all"),
+      groupNote,
     );
   }
 
   function redrawCard(p: PauseView, force: boolean) {
     const ui = uiFor(p.tool_call_id);
     const key = JSON.stringify([p.status, p.decision, p.reason, live, p.deadline]);
-    if (!force && ui.el && ui.key === key) return;
+    if (!force && ui.el && ui.key === key) {
+      // the pause may have arrived before its tool call's transcript entry:
+      // move the card under its call once that entry exists
+      const entry = entryEls.get("call:" + p.tool_call_id);
+      if (entry?.slot && ui.el.parentElement !== entry.slot) {
+        entry.slot.append(ui.el);
+        entry.body.hidden = true;
+      }
+      return;
+    }
     ui.key = key;
     const held = drafts.get(p.tool_call_id);
     const snapshot = held ? held() : null;
@@ -322,13 +347,15 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
       "data-status": p.status,
       "data-tool-call-id": p.tool_call_id,
     });
-    const kindText: Record<string, string> = {
-      confirm: "Needs your confirmation",
-      ask_user: "The agent asks you",
-      external: "Run this tool yourself",
-      form: "The agent asks for input",
-      review: "Review this result",
-    };
+    const kindText: Record<string, string> = open
+      ? {
+          confirm: "Needs your confirmation",
+          ask_user: "The agent asks you",
+          external: "Run this tool yourself",
+          form: "The agent asks for input",
+          review: "Review this result",
+        }
+      : { confirm: "Confirmation", ask_user: "AskUser", external: "External tool", form: "Form", review: "Review" };
     card.append(
       h(
         "div",

@@ -266,13 +266,30 @@ def parse_edited_input(text: str, input_schema: dict[str, Any] | None) -> dict[s
     Returns:
         the input as a dict.
 
+    Two checks are stricter than plain JSON / JSON Schema, because the edit
+    is run as typed: a key given twice is refused (``json`` would keep the
+    last one silently), and when the schema lists ``properties`` without
+    saying anything about ``additionalProperties``, keys it does not list are
+    refused (AgentScope passes the input as keyword arguments to a function
+    tool, which would fail on an unknown one).
+
     Raises:
         DecisionError: with ``field="input"`` for text that is not JSON
-            (line and column given) or not an object, or with the JSON path
-            of the value that breaks the schema (``jsonschema``'s message).
+            (line and column given), not an object, or has a duplicate key;
+            or with the JSON path of the value that breaks the schema
+            (``jsonschema``'s message).
     """
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, val in pairs:
+            if key in seen:
+                raise DecisionError(f"The key {key[:80]!r} is given twice in the input.", field="input")
+            seen[key] = val
+        return seen
+
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=no_duplicates)
     except json.JSONDecodeError as exc:
         raise DecisionError(
             f"The input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).",
@@ -281,6 +298,12 @@ def parse_edited_input(text: str, input_schema: dict[str, Any] | None) -> dict[s
     if not isinstance(value, dict):
         raise DecisionError("The input must be a JSON object ({...}).", field="input")
     if input_schema:
+        if (
+            isinstance(input_schema.get("properties"), dict)
+            and "additionalProperties" not in input_schema
+            and "patternProperties" not in input_schema
+        ):
+            input_schema = {**input_schema, "additionalProperties": False}
         validator_cls = jsonschema.validators.validator_for(input_schema)
         validator = validator_cls(input_schema)
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))

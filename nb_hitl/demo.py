@@ -142,8 +142,11 @@ def demo_script(sandbox: Path) -> list[Any]:
     first = Turn("Let me look at the sandbox first.", [tool_call("list_files")])
 
     def step(messages: list[Any]) -> Turn:
-        # decide from what the model was sent, as a real model would: a
-        # restored agent (new model, old history) picks up where it was
+        # decide from what the model was sent since the user's last message,
+        # as a real model would: a restored agent (new model, old history)
+        # picks up where it was, and a new request starts over
+        last_user = max((i for i, m in enumerate(messages) if getattr(m, "role", None) == "user"), default=-1)
+        messages = messages[last_user + 1 :]
         if not tool_results(messages, "list_files"):
             return first
         if not tool_results(messages, "AskUser"):
@@ -152,7 +155,7 @@ def demo_script(sandbox: Path) -> list[Any]:
             return delete(messages)
         return report(messages)
 
-    return [step] * 4
+    return [step] * 200  # a few turns per request: enough for many re-runs of a cell
 
 
 def demo_agent(

@@ -120,9 +120,11 @@ class ScriptedChatModel(ChatModelBase):
             or return it whole.
         chunk_delay: seconds to wait between streamed chunks (``0`` by
             default; a small value makes a demo visibly stream).
-        on_exhausted: ``"text"`` (default) answers further calls with a
-            short notice that the script is over; ``"raise"`` raises
-            :class:`ScriptExhaustedError`.
+        on_exhausted: ``"text"`` (default, forgiving for demos whose cells
+            get re-run) answers further calls with the text
+            ``"(The scripted model has no more turns.)"``; ``"raise"``
+            raises :class:`ScriptExhaustedError` (use it in tests, so a wrong
+            number of model calls fails loudly).
         model: the model name reported in AgentScope's events.
 
     Attributes:
@@ -151,6 +153,9 @@ class ScriptedChatModel(ChatModelBase):
             parameters=self.Parameters(),
             stream=stream,
             max_retries=0,
+            # no real context window: AgentScope's context compression (which
+            # calls the model, and would consume a scripted turn) never starts
+            context_size=1_000_000_000,
         )
         self.formatter = OpenAIChatFormatter()
         self.script: list[ScriptItem] = list(script)

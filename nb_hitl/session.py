@@ -235,6 +235,7 @@ class Session:
         self.superseded_by: Session | None = None
         self._lock = threading.Lock()
         self._listeners: list[Callable[[str, ReplyRun], None]] = []
+        self._event_listeners: list[Callable[[Any, ReplyRun], None]] = []
         # driving tasks of a superseded Session, still unwinding (cancelled)
         self._inherited: list[asyncio.Task] = []
         old = _SESSIONS.get(agent)
@@ -278,7 +279,10 @@ class Session:
                 is False (AgentScope would raise a bare ``ValueError``; C07).
             Exception: whatever the agent raised; the widget shows it too.
         """
-        return await self.start(message, interrupt_pending=interrupt_pending)
+        task = self.start(message, interrupt_pending=interrupt_pending)
+        # Shielded: interrupting the cell (Kernel > Interrupt) stops waiting
+        # here but does not cancel the reply, whose widget stays live.
+        return await asyncio.shield(task)
 
     def start(self, message: str | Msg | list[Msg], *, interrupt_pending: bool = False) -> asyncio.Task:
         """Like :meth:`run`, but return the driving ``asyncio.Task`` at once.
@@ -295,10 +299,15 @@ class Session:
         if (prior is not None and prior.task is not None and not prior.task.done()) or parked:
             if not interrupt_pending:
                 names = ", ".join(f"{tc.name} ({tc.id})" for tc in parked) or "a running reply"
+                shown = prior is not None and prior.live
                 raise PendingPauseError(
-                    f"The agent {self.agent.name!r} is still waiting on {names}. Answer the open "
-                    "pause(s) above, or call again with interrupt_pending=True to interrupt that "
-                    "reply first."
+                    f"The agent {self.agent.name!r} is still waiting on {names}. "
+                    + (
+                        "Answer the open pause(s) above"
+                        if shown
+                        else "No live widget shows them: `await session.resume()` shows them again"
+                    )
+                    + ", or call again with interrupt_pending=True to interrupt that reply first."
                 )
         msgs = UserMsg(name=self.user_name, content=message) if isinstance(message, str) else message
         prompt = message if isinstance(message, str) else _msg_text(msgs if isinstance(msgs, Msg) else None)
@@ -316,7 +325,7 @@ class Session:
         Raises:
             NbHitlError: the agent is not parked.
         """
-        return await self.start_resume()
+        return await asyncio.shield(self.start_resume())
 
     def start_resume(self) -> asyncio.Task:
         """Like :meth:`resume` but returns the driving task at once."""
@@ -414,6 +423,13 @@ class Session:
 
         return AuditLogTable(self.audit_log)
 
+    def on_event(self, listener: Callable[[Any, ReplyRun], None]) -> None:
+        """Call ``listener(event, run)`` for every item of ``agent.reply_stream``
+        this session consumes (AgentScope's ``AgentEvent``s and the final
+        ``Msg``), in order, before nb_hitl acts on it. Used by the AG-UI server
+        to translate the stream; a listener that raises is ignored."""
+        self._event_listeners.append(listener)
+
     def on_change(self, listener: Callable[[str, ReplyRun], None]) -> None:
         """Call ``listener(kind, run)`` on ``"pause"``, ``"decision"`` and
         ``"end"`` (used by the AG-UI server and the permission explorer)."""
@@ -451,9 +467,9 @@ class Session:
         """Send the run's view to its widget (trait assignment = one comm update)."""
         if run.widget is None:
             return
-        if "pauses" not in traits:
-            traits.setdefault("pauses", [p.to_view() for p in run.pauses.values()])
+        # transcript first: a pause card goes under its tool call's entry
         traits.setdefault("transcript", [dict(e) for e in run.transcript])
+        traits.setdefault("pauses", [p.to_view() for p in run.pauses.values()])
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:
@@ -615,10 +631,10 @@ class Session:
         context = getattr(engine, "context", None) or self.agent.state.permission_context
         return PermissionEngine(context)
 
-    def _audit(self, run: ReplyRun, pause: Pause, decision: Decision) -> None:
+    def _audit_pause(self, pause: Pause, **fields: Any) -> None:
+        """Append one audit record about ``pause`` (fsynced; see :class:`AuditLog`)."""
         if self.audit_log is None:
             return
-        summary = decision.summary()
         self.audit_log.append(
             {
                 "session_id": self.session_id,
@@ -628,14 +644,21 @@ class Session:
                 "tool_name": pause.tool_name,
                 "kind": pause.kind,
                 "original_input": pause.input if pause.input is not None else pause.tool_call.input,
-                "edited_input": decision.edited_input,
-                "decision": decision.action,
-                "confirmed": summary.get("confirmed"),
-                "accepted_rules": summary.get("accepted_rules", []),
-                "answers": summary.get("answers"),
-                "output": summary.get("output"),
                 "policy": pause.policy,
+                **fields,
             }
+        )
+
+    def _audit(self, run: ReplyRun, pause: Pause, decision: Decision) -> None:
+        summary = decision.summary()
+        self._audit_pause(
+            pause,
+            edited_input=decision.edited_input,
+            decision=decision.action,
+            confirmed=summary.get("confirmed"),
+            accepted_rules=summary.get("accepted_rules", []),
+            answers=summary.get("answers"),
+            output=summary.get("output"),
         )
 
     # ------------------------------------------------------------------
@@ -682,7 +705,17 @@ class Session:
                     break
         except asyncio.CancelledError:
             if run.live:  # a superseded run is already "expired": keep that
-                self._expire(run, "interrupted", run.reason or "The reply was cancelled.")
+                if self.agent.state.has_awaiting_tool_calls(self.agent.name) and not run.interrupt_requested:
+                    # cancelled while parked, not interrupted on purpose: the
+                    # agent still waits, and a new driver can adopt the reply
+                    self._expire(
+                        run,
+                        "expired",
+                        "The task driving this reply was cancelled while the agent waited; "
+                        "`await session.resume()` shows its open pauses again.",
+                    )
+                else:
+                    self._expire(run, "interrupted", run.reason or "The reply was cancelled.")
             self._notify("end", run)
             raise
         except BaseException as exc:
@@ -813,21 +846,7 @@ class Session:
         applied = "reply interrupted" if self.on_deadline == "interrupt" else (
             "denied" if pause.kind == "confirm" else "error returned to the agent"
         )
-        if self.audit_log is not None:
-            self.audit_log.append(
-                {
-                    "session_id": self.session_id,
-                    "agent": self.agent.name,
-                    "reply_id": pause.reply_id,
-                    "tool_call_id": pause.tool_call_id,
-                    "tool_name": pause.tool_name,
-                    "kind": pause.kind,
-                    "original_input": pause.input if pause.input is not None else pause.tool_call.input,
-                    "decision": "timeout",
-                    "applied": applied,
-                    "policy": pause.policy,
-                }
-            )
+        self._audit_pause(pause, decision="timeout", applied=applied)
         pause.decision = {"action": "timeout", "applied": applied}
         if self.on_deadline == "interrupt":
             pause.status = "expired"
@@ -853,6 +872,13 @@ class Session:
         dirty = False
         last_push = 0.0
 
+        def call_name(tool_call_id: str) -> str:
+            pause = run.pauses.get(tool_call_id)
+            if pause is not None:
+                return pause.tool_name
+            call = entries.get("call:" + tool_call_id)
+            return call.get("name", "") if call else ""
+
         def entry(kind: str, key: str, **fields: Any) -> dict[str, Any]:
             e = entries.get(key)
             if e is None:
@@ -862,6 +888,11 @@ class Session:
             return e
 
         async for ev in self.agent.reply_stream(inp, yield_final_msg=True):
+            for listener in self._event_listeners:
+                try:
+                    listener(ev, run)
+                except Exception:  # noqa: BLE001 - a listener never stops the agent
+                    pass
             if isinstance(ev, Msg):
                 run.final = ev
                 continue
@@ -889,10 +920,10 @@ class Session:
                 )
                 dirty = True
             elif isinstance(ev, ToolResultTextDeltaEvent):
-                entry("tool_result", "result:" + ev.tool_call_id, tool_call_id=ev.tool_call_id)["text"] += ev.delta
+                entry("tool_result", "result:" + ev.tool_call_id, tool_call_id=ev.tool_call_id, name=call_name(ev.tool_call_id))["text"] += ev.delta
                 dirty = True
             elif isinstance(ev, ToolResultEndEvent):
-                e = entry("tool_result", "result:" + ev.tool_call_id, tool_call_id=ev.tool_call_id)
+                e = entry("tool_result", "result:" + ev.tool_call_id, tool_call_id=ev.tool_call_id, name=call_name(ev.tool_call_id))
                 e["state"] = _state_value(ev.state)
                 pause = run.pauses.get(ev.tool_call_id)
                 if pause is not None and pause.status in ("decided", "resolved"):

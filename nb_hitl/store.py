@@ -57,7 +57,6 @@ class CheckpointStore:
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
 
     def path(self, session_id: str) -> Path:
         """The checkpoint file of ``session_id``."""
@@ -75,6 +74,7 @@ class CheckpointStore:
         Returns:
             the file written.
         """
+        self.folder.mkdir(parents=True, exist_ok=True)
         target = self.path(session_id)
         record = {
             "session_id": session_id,
@@ -107,11 +107,21 @@ class CheckpointStore:
 
         Raises:
             FileNotFoundError: no checkpoint for ``session_id``.
+            ValueError: the file is not a checkpoint (the message names it).
         """
-        return json.loads(self.path(session_id).read_text(encoding="utf-8"))
+        path = self.path(session_id)
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} is not a valid checkpoint: {exc}") from None
+        if not isinstance(record, dict) or "state" not in record:
+            raise ValueError(f"{path} is not a valid checkpoint: no 'state'")
+        return record
 
     def sessions(self) -> list[str]:
         """The session ids that have a checkpoint, newest first."""
+        if not self.folder.is_dir():
+            return []
         files = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
         return [p.stem for p in files]
 

@@ -44,17 +44,16 @@ class RunQuery(ToolBase):
         return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="Queries are run by a person.")
 
 
-def plain_agent(middlewares: list[Any]) -> Agent:
+def plain_agent() -> Agent:
     """Answers once, calls no tool."""
     return Agent(
         name="plain",
         system_prompt="Greet.",
         model=ScriptedChatModel([Turn("Hello there, nothing to do.")]),
-        middlewares=middlewares,
     )
 
 
-def external_agent(middlewares: list[Any]) -> Agent:
+def external_agent() -> Agent:
     """Calls the external ``run_query`` tool, then reports its output."""
 
     def report(messages: list[Any]) -> Turn:
@@ -67,7 +66,6 @@ def external_agent(middlewares: list[Any]) -> Agent:
         system_prompt="Query.",
         model=ScriptedChatModel([Turn("Let me query.", [tool_call("run_query", sql="select 1")]), report]),
         toolkit=Toolkit(tools=[RunQuery()]),
-        middlewares=middlewares,
     )
 
 
@@ -83,7 +81,7 @@ RAW = "Ana Lima, card 4111-1111-1111-1111"
 REDACTED = "Ana Lima, card [REDACTED]"
 
 
-def form_agent(middlewares: list[Any]) -> Agent:
+def form_agent() -> Agent:
     """Asks for a refund form (nb_hitl.forms.FormTool), then repeats the value."""
     from nb_hitl.forms import FormTool
 
@@ -99,11 +97,10 @@ def form_agent(middlewares: list[Any]) -> Agent:
             [Turn("I need the details.", [tool_call("AskForm", title="Refund details", message="For the refund.", schema=REFUND)]), report]
         ),
         toolkit=Toolkit(tools=[FormTool()]),
-        middlewares=middlewares,
     )
 
 
-def review_agent(middlewares: list[Any], runs: list[str]) -> Agent:
+def review_agent(runs: list[str]) -> Agent:
     """Looks a customer up with a reviewed tool (nb_hitl.review), then says what it read."""
     from nb_hitl.review import reviewed
 
@@ -125,7 +122,6 @@ def review_agent(middlewares: list[Any], runs: list[str]) -> Agent:
         system_prompt="CRM.",
         model=ScriptedChatModel([Turn("Looking up.", [tool_call("lookup_customer", customer="Ana")]), report]),
         toolkit=Toolkit(tools=[reviewed(lookup_customer, is_read_only=True)]),
-        middlewares=middlewares,
     )
 
 
@@ -140,17 +136,17 @@ class Factory:
         self.agents: dict[str, Agent] = {}
         self.tool_runs: list[str] = []
 
-    def __call__(self, thread_id: str, middlewares: list[Any]) -> Agent:
+    def __call__(self, thread_id: str) -> Agent:
         if thread_id.startswith("plain"):
-            agent = plain_agent(middlewares)
+            agent = plain_agent()
         elif thread_id.startswith("ext"):
-            agent = external_agent(middlewares)
+            agent = external_agent()
         elif thread_id.startswith("form"):
-            agent = form_agent(middlewares)
+            agent = form_agent()
         elif thread_id.startswith("review"):
-            agent = review_agent(middlewares, self.tool_runs)
+            agent = review_agent(self.tool_runs)
         else:
-            agent = two_pause_agent(self.root / thread_id, middlewares=middlewares)
+            agent = two_pause_agent(self.root / thread_id)
         self.agents[thread_id] = agent
         return agent
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+# the helpers' asserts (tests/support.py) report like the tests' own
+pytest.register_assert_rewrite("tests.support")
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: 1 if "/browser/" in str(item.fspath).replace("\\", "/") else 0)

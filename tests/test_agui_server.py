@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from ag_ui.core import ResumeEntry
+from agentscope.message import Msg
 
 from nb_hitl.agui import AguiServer, RemoteSession, ResumeError, interrupt_id, serve_in_background
 from nb_hitl.agui.client import AguiClient
@@ -468,3 +469,71 @@ def test_interrupts_closed_since_they_were_announced_are_refused(tmp_path):
     # the thread is usable again: new input starts a new reply (the script's report turn)
     assert fresh[-1].outcome.type == "success"
     assert fresh[-1].result == "No file was chosen (interrupted). The deletion did not happen (interrupted)."
+
+
+def test_async_factory_streams_what_the_session_consumes_in_order(tmp_path):
+    """The factory is ``(thread_id) -> Agent`` (here async) and wires nothing
+    into the agent: the stream comes from ``Session.on_event``. Over HTTP, on
+    a slowly streaming agent, each run is conformant, its agent events are
+    exactly the translation of what the Session consumed, in order, and they
+    all come between ``RUN_STARTED`` (and a resume's history snapshot) and
+    the closing snapshots."""
+    from nb_hitl.agui.demo import two_pause_agent
+    from nb_hitl.agui.events import EventTranslator
+
+    consumed: list[Any] = []
+    agents: dict[str, Any] = {}
+
+    async def factory(thread_id: str) -> Any:
+        await asyncio.sleep(0)
+        agents[thread_id] = agent = two_pause_agent(tmp_path / thread_id, chunk_delay=0.002)
+        return agent
+
+    server = AguiServer(factory, interrupt_ttl=600)
+    tid = "async-order"
+    with serve_in_background(server) as handle:
+        first = run(post_run(handle.url, make(tid, [user("tidy", "o1")])))
+        server.threads[tid].session.on_event(lambda ev, run_: consumed.append(ev))
+        interrupts = assert_interrupted(first, tid)
+        second = run(post_run(handle.url, make(tid, [user("tidy", "o1")], answers(interrupts))))
+
+    assert_conformant(first)
+    assert_conformant(second)
+    assert first.chunks > 3  # streamed while the agent ran, not in one piece
+    streamed = first.types[1:-3]
+    assert streamed and "MESSAGES_SNAPSHOT" not in streamed and "STATE_SNAPSHOT" not in streamed
+    assert streamed.count("TEXT_MESSAGE_CONTENT") > 5 and streamed.count("TOOL_CALL_START") == 2
+    text = "".join(e.delta for e in first.events if e.type.value == "TEXT_MESSAGE_CONTENT")
+    assert text == "Two things: which file to archive, and may I delete old_log.txt?"
+
+    assert_resumed_once(answers(interrupts), interrupts, second)
+    assert second.types[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+    assert second.types[-3:] == ["MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "RUN_FINISHED"]
+    translator = EventTranslator()
+    expected = [e.type.value for ev in consumed for e in translator.feed(ev)]
+    assert expected and second.types[2:-3] == expected
+    assert isinstance(consumed[-1], Msg)  # the final Msg ends the stream
+    assert second.last().result == "You chose to archive notes.txt. Deleted old_log.txt."
+    assert not (agents[tid].sandbox / "old_log.txt").exists()
+
+
+def test_items_queued_from_another_thread_reach_the_run_in_order():
+    """The Session's listeners only queue: on the server's loop directly, from
+    any other thread through ``call_soon_threadsafe`` (order kept); with no
+    run listening, items are dropped."""
+    import threading
+
+    from nb_hitl.agui.server import _Thread
+
+    async def go():
+        t = _Thread(thread_id="t", agent=None, session=None)
+        t.put(("event", "dropped"))  # nobody listens yet
+        t.listen()
+        worker = threading.Thread(target=lambda: [t.put(("event", i)) for i in range(200)])
+        worker.start()
+        await asyncio.to_thread(worker.join)
+        t.put(("event", 200))  # from the loop itself, after the worker's
+        return [(await t.queue.get())[1] for _ in range(201)], t.queue.empty()
+
+    items, empty = run(go())
+    assert items == list(range(201)) and empty

@@ -19,47 +19,19 @@ an ERROR ``ToolResultBlock`` to the agent.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import ToolResultBlock, ToolResultState
-from agentscope.middleware import MiddlewareBase
 from agentscope.tool import AskUser, AskUserParams, Toolkit
 from pydantic import ValidationError
 
 from nb_hitl import DecisionError, Session
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
-
-
-def run_async(coro: Any) -> Any:
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
-
-
-class InputRecorder(MiddlewareBase):
-    def __init__(self) -> None:
-        self.inputs: list[Any] = []
-
-    async def on_reply(self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any) -> Any:
-        self.inputs.append(input_kwargs.get("inputs"))
-        async for item in next_handler():
-            yield item
+from tests.support import InputRecorder, run_async, wait_until
 
 
 def opt(label: str, preview: str | None = None) -> dict[str, Any]:

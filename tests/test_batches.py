@@ -19,7 +19,6 @@ Resumes are counted by a real AgentScope ``MiddlewareBase.on_reply``.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 from pathlib import Path
 from typing import Any
@@ -35,54 +34,10 @@ from nb_hitl import DecisionError, PauseNotLiveError, Session
 from nb_hitl.demo import make_sandbox
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
+from tests.support import InputRecorder, parked, run_async, wait_until, widget_replies
 
 
 # ---------------------------------------------------------------- helpers
-def run_async(coro: Any) -> Any:
-    """``asyncio.run`` in a worker thread (safe whatever loop the main thread has)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
-
-
-async def parked(session: Session, resumes: int = 0) -> list[Any]:
-    """Wait until the current reply is parked after ``resumes`` resumes; its open pauses."""
-    run = await wait_until(
-        lambda: session.current is not None
-        and session.current.status == "paused"
-        and session.current.resumes == resumes
-        and session.current,
-        f"the reply parked after {resumes} resume(s)",
-    )
-    return run.open_pauses()
-
-
-class InputRecorder(MiddlewareBase):
-    """AgentScope ``on_reply`` middleware: records what each ``reply_stream`` call got."""
-
-    def __init__(self) -> None:
-        self.inputs: list[Any] = []
-
-    async def on_reply(self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any) -> Any:
-        self.inputs.append(input_kwargs.get("inputs"))
-        async for item in next_handler():
-            yield item
-
-    def kinds(self) -> list[str]:
-        return [type(i).__name__ for i in self.inputs]
-
-
 class Lookup(ToolBase):
     """An external tool (``is_external_tool=True``): whoever drives the agent runs it."""
 
@@ -162,13 +117,6 @@ def report(msgs: list[Any]) -> Turn:
 
 def question(text: str, labels: list[str], header: str = "Pick") -> dict[str, Any]:
     return {"question": text, "header": header, "options": [{"label": l, "description": f"option {l}"} for l in labels]}
-
-
-def widget_replies(widget: Any) -> list[dict[str, Any]]:
-    """Capture what the widget sends back to the page (``RequestWidget.send``)."""
-    sent: list[dict[str, Any]] = []
-    widget.send = sent.append  # type: ignore[method-assign]
-    return sent
 
 
 # ------------------------------------------------------------------- C03

@@ -15,7 +15,6 @@ deadline.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import time
 from pathlib import Path
 from typing import Any
@@ -33,23 +32,7 @@ from nb_hitl.forms import FormTool
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.review import reviewed
 from nb_hitl.store import AuditLog
-
-
-def run_async(coro: Any) -> Any:
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
+from tests.support import run_async, wait_until
 
 
 def report(msgs: list[Any]) -> Turn:

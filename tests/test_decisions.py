@@ -16,7 +16,6 @@ run), and an answer reaches the model's history.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 from pathlib import Path
 from typing import Any
@@ -44,12 +43,7 @@ from nb_hitl.demo import make_sandbox, sandbox_tools
 from nb_hitl.errors import DecisionError
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.pauses import Pause, build_pause
-
-
-def run_async(coro: Any) -> Any:
-    """``asyncio.run`` in a worker thread (safe even when a loop runs in the main thread)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+from tests.support import run_async, wait_until
 
 
 # ---------------------------------------------------------------------------
@@ -543,18 +537,6 @@ def test_C05b_recheck_permission_names_the_deny_rule(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------
 # C05 and C08 through a Session with a real Agent
 # ---------------------------------------------------------------------------
-async def _wait(predicate: Any, what: str, timeout: float = 10.0) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
-
-
 def _open(session: Session, kind: str) -> Any:
     return next((p for p in session.pending if p.kind == kind), None)
 
@@ -573,8 +555,8 @@ def test_C05_refused_edits_never_resume_the_agent(tmp_path: Path) -> None:
     async def scenario() -> None:
         session = Session(agent, display=False)
         task = session.start("delete notes.txt")
-        pause = await _wait(lambda: _open(session, "confirm"), "the confirmation")
-        await _wait(lambda: session.current.status == "paused", "the reply to park")
+        pause = await wait_until(lambda: _open(session, "confirm"), "the confirmation")
+        await wait_until(lambda: session.current.status == "paused", "the reply to park")
         calls_before = len(model.calls)
         base = {"tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id}
         attempts = [
@@ -623,8 +605,8 @@ def test_C05b_deny_rule_edit_refused_through_session(tmp_path: Path) -> None:
     async def scenario() -> None:
         session = Session(agent, display=False)
         task = session.start("write it")
-        pause = await _wait(lambda: _open(session, "confirm"), "the Write confirmation")
-        await _wait(lambda: session.current.status == "paused", "the reply to park")
+        pause = await wait_until(lambda: _open(session, "confirm"), "the Write confirmation")
+        await wait_until(lambda: session.current.status == "paused", "the reply to park")
         calls_before = len(model.calls)
         edited = json.dumps({"file_path": f"{tmp_path}/secret/key.txt", "content": "hello"})
         with pytest.raises(DecisionError) as info:
@@ -662,7 +644,7 @@ def test_C08_ask_user_single_select_through_session(tmp_path: Path) -> None:
     async def scenario() -> None:
         session = Session(agent, display=False)
         task = session.start("ask me")
-        pause = await _wait(lambda: _open(session, "ask_user"), "the AskUser pause")
+        pause = await wait_until(lambda: _open(session, "ask_user"), "the AskUser pause")
         assert pause.ask_user.questions[0].multi_select is False
         base = {"action": "answer", "tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id}
         with pytest.raises(DecisionError) as info:

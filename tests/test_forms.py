@@ -11,7 +11,6 @@ invalid schemas.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 from typing import Any
 
@@ -25,6 +24,7 @@ from nb_hitl import DecisionError, Session
 from nb_hitl.decisions import check_form_value, form_output
 from nb_hitl.forms import FORM_INPUT_SCHEMA, FormTool, schema_problem
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from tests.support import record_events, run_async, wait_until
 
 REFUND = {
     "type": "object",
@@ -37,23 +37,6 @@ REFUND = {
     "required": ["amount", "date", "reason"],
 }
 GOOD = {"amount": 42.5, "date": "2025-03-01", "reason": "damaged", "note": "box was crushed"}
-
-
-def run_async(coro: Any) -> Any:
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 def form_agent(schema: Any, events: list[Any] | None = None) -> Agent:
@@ -72,14 +55,7 @@ def form_agent(schema: Any, events: list[Any] | None = None) -> Agent:
         toolkit=Toolkit(tools=[FormTool()]),
     )
     if events is not None:
-        original = agent.reply_stream
-
-        async def recording(*a: Any, **k: Any):  # type: ignore[no-untyped-def]
-            async for ev in original(*a, **k):
-                events.append(ev)
-                yield ev
-
-        agent.reply_stream = recording  # type: ignore[method-assign]
+        record_events(agent, events)
     return agent
 
 

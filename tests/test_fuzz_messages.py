@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.agent import Agent
-from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import AskUser, ToolBase, Toolkit
 from hypothesis import HealthCheck, given, settings
@@ -39,22 +38,13 @@ from nb_hitl.decisions import MAX_SHORT, MAX_TEXT
 from nb_hitl.demo import make_sandbox, sandbox_tools
 from nb_hitl.models import ScriptedChatModel, Turn, tool_call, tool_results
 from nb_hitl.store import AuditLog
+from tests.support import InputRecorder
 
 CONFIRM, ASK, EXT = "c1", "q1", "x1"
 IDS = (CONFIRM, ASK, EXT)
 Q1, Q1_OPTS = "Pick one?", ["A", "B", "C"]
 Q2, Q2_OPTS = "Pick some?", ["X", "Y"]
 KNOWN_ACTIONS = {"approve", "deny", "modify", "answer", "external_result", "return_error", "interrupt", "ping"}
-
-
-class InputRecorder(MiddlewareBase):
-    def __init__(self) -> None:
-        self.inputs: list[Any] = []
-
-    async def on_reply(self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any) -> Any:
-        self.inputs.append(input_kwargs.get("inputs"))
-        async for item in next_handler():
-            yield item
 
 
 class Lookup(ToolBase):

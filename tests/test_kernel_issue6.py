@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests.harness import KernelHarness
-from tests.harness.kernel import CommRecord
+from tests.support import kernel_json, open_pause, reply_widget, wait_status
 
 pytestmark = pytest.mark.kernel
 
@@ -99,39 +99,6 @@ SETUP = textwrap.dedent(
         return "\\n".join(m.model_dump_json() for call in agent.model.calls for m in call)
     """
 )
-
-
-def reply_widget(k: KernelHarness, agent_name: str, timeout: float = 30.0) -> CommRecord:
-    """The latest ``ReplyWidget`` comm of ``agent_name``."""
-
-    def find() -> CommRecord | None:
-        found = [c for c in k.comms("AnyModel") if c.state.get("agent_name") == agent_name]
-        return found[-1] if found else None
-
-    return k.wait_for(find, timeout, what=f"the ReplyWidget of {agent_name!r}")
-
-
-def open_pause(k: KernelHarness, comm_id: str, kind: str, timeout: float = 30.0) -> dict[str, Any]:
-    def find() -> dict[str, Any] | None:
-        state = k.comm(comm_id).state
-        if state.get("status") != "paused":
-            return None
-        return next((p for p in state.get("pauses", []) if p["kind"] == kind and p["status"] == "open"), None)
-
-    return k.wait_for(find, timeout, what=f"an open {kind} pause in the widget state")
-
-
-def wait_status(k: KernelHarness, comm_id: str, status: str, timeout: float = 30.0) -> dict[str, Any]:
-    return k.wait_for(
-        lambda: k.comm(comm_id).state if k.comm(comm_id).state.get("status") == status else None,
-        timeout,
-        what=f"widget status {status!r}",
-    )
-
-
-def kernel_json(k: KernelHarness, expr: str) -> Any:
-    res = k.execute(f"print(json.dumps({expr}))").raise_for_error()
-    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def transcript_updates(k: KernelHarness, comm_id: str) -> list[Any]:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.harness import KernelHarness
-from tests.harness.kernel import CommRecord
+from tests.support import kernel_json, open_pause, reply_widget, wait_status
 
 pytestmark = pytest.mark.kernel
 
@@ -37,44 +37,6 @@ def kernel():
     with KernelHarness() as k:
         k.execute("from nb_hitl import Session\nfrom nb_hitl.demo import demo_agent\nimport json").raise_for_error()
         yield k
-
-
-def reply_widget(k: KernelHarness, agent_name: str, timeout: float = 30.0) -> CommRecord:
-    """The ``ReplyWidget`` comm (an anywidget: ``_model_name`` AnyModel) of ``agent_name``'s latest reply."""
-
-    def find() -> CommRecord | None:
-        found = [c for c in k.comms("AnyModel") if c.state.get("agent_name") == agent_name]
-        return found[-1] if found else None
-
-    rec = k.wait_for(find, timeout, what=f"the ReplyWidget of {agent_name!r}")
-    assert "reply" in rec.state.get("_esm", "") or rec.state.get("_esm"), "the widget carries its ES module"
-    return rec
-
-
-def open_pause(k: KernelHarness, comm_id: str, kind: str, timeout: float = 30.0) -> dict[str, Any]:
-    """Wait until the widget state shows the reply parked on an open pause of ``kind``."""
-
-    def find() -> dict[str, Any] | None:
-        state = k.comm(comm_id).state
-        if state.get("status") != "paused":
-            return None
-        return next((p for p in state.get("pauses", []) if p["kind"] == kind and p["status"] == "open"), None)
-
-    return k.wait_for(find, timeout, what=f"an open {kind} pause in the widget state")
-
-
-def wait_status(k: KernelHarness, comm_id: str, status: str, timeout: float = 30.0) -> dict[str, Any]:
-    return k.wait_for(
-        lambda: k.comm(comm_id).state if k.comm(comm_id).state.get("status") == status else None,
-        timeout,
-        what=f"widget status {status!r}",
-    )
-
-
-def kernel_json(k: KernelHarness, expr: str) -> Any:
-    """Evaluate ``expr`` in the kernel and return it (printed as JSON)."""
-    res = k.execute(f"print(json.dumps({expr}))").raise_for_error()
-    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 MODEL_SAW = textwrap.dedent(
@@ -135,7 +97,7 @@ def test_background_task_pattern(kernel: KernelHarness) -> None:
     ).raise_for_error()
     assert res.text.endswith("'started'")  # the cell returned while the reply goes on
     assert any("application/vnd.jupyter.widget-view+json" in d for d in res.data), res.describe()
-    rec = reply_widget(kernel, "bg")
+    rec = reply_widget(kernel, "bg", require_esm=True)
     assert rec.state["prompt"] == "Please tidy up my sandbox folder."
 
     answer_and_modify(kernel, rec.comm_id, pick="draft.md", edited_path="notes.txt")
@@ -175,7 +137,7 @@ def test_C10_top_level_await_pattern(kernel: KernelHarness) -> None:
         "reply_aw = await session_aw.run('Please tidy up my sandbox folder.')\n"
         "print('FINAL:', reply_aw.get_text_content())"
     )
-    rec = reply_widget(kernel, "aw")
+    rec = reply_widget(kernel, "aw", require_esm=True)
     answer_and_modify(kernel, rec.comm_id, pick="old_log.txt", edited_path="draft.md")
     res = kernel.wait_reply(msg_id, timeout=30).raise_for_error()
     assert "FINAL: Done. Deleted draft.md. The folder now holds: notes.txt, old_log.txt." in res.stdout
@@ -207,7 +169,7 @@ C15_AGENT = textwrap.dedent(
 
 def test_C15_approve_and_deny_back_to_back(kernel: KernelHarness) -> None:
     kernel.execute(C15_AGENT).raise_for_error()
-    rec = reply_widget(kernel, "c15")
+    rec = reply_widget(kernel, "c15", require_esm=True)
     confirm = open_pause(kernel, rec.comm_id, "confirm")
     ids = {"approve": "c15-approve", "deny": "c15-deny"}
     for action, rid in ids.items():  # no waiting in between
@@ -266,7 +228,7 @@ C13_AGENT = textwrap.dedent(
 
 def test_C13_markup_round_trips_as_plain_strings(kernel: KernelHarness) -> None:
     kernel.execute(C13_AGENT).raise_for_error()
-    rec = reply_widget(kernel, "c13")
+    rec = reply_widget(kernel, "c13", require_esm=True)
     both = XSS_IMG + XSS_SCRIPT
     assert rec.state["prompt"] == both
     ask = open_pause(kernel, rec.comm_id, "ask_user")

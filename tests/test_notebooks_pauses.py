@@ -12,56 +12,31 @@ agent object, and the audit log table.
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from tests.harness import REPO_ROOT
+from tests.support import assert_no_outputs, cell_text, run_notebook, widget_views
 
-import nbformat  # noqa: E402
-from nbclient import NotebookClient  # noqa: E402
-
-from tests.harness.kernel import kernel_env  # noqa: E402
-
-NOTEBOOK = REPO / "notebooks" / "pauses_in_practice.ipynb"
+NOTEBOOK = REPO_ROOT / "notebooks" / "pauses_in_practice.ipynb"
 
 pytestmark = pytest.mark.kernel
 
 
-def _cell_text(cell: nbformat.NotebookNode) -> str:
-    out = []
-    for o in cell.get("outputs", []):
-        if o.get("output_type") == "stream":
-            out.append(o.get("text", ""))
-        elif o.get("output_type") == "error":
-            out.append(f"ERROR {o.get('ename')}: {o.get('evalue')}")
-    return "".join(out)
-
-
 def test_committed_notebook_has_no_outputs() -> None:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            assert cell.outputs == [] and cell.execution_count is None
+    assert_no_outputs(NOTEBOOK)
 
 
-def test_pauses_in_practice_notebook_runs_headless(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in kernel_env().items():
-        monkeypatch.setenv(key, value)
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(NOTEBOOK.parent)}})
-    client.execute()  # raises CellExecutionError on the first failing cell
+def test_pauses_in_practice_notebook_runs_headless() -> None:
+    nb, _ = run_notebook(NOTEBOOK, timeout=180)  # raises CellExecutionError on the first failing cell
 
     code = [c for c in nb.cells if c.cell_type == "code"]
-    texts = [_cell_text(c) for c in code]
+    texts = [cell_text(c) for c in code]
     whole = "\n".join(texts)
     assert "ERROR" not in whole
 
     # a reply widget under every cell that started or resumed a reply, and the audit table
-    views = [c for c in code for o in c.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    views = widget_views(nb)
     assert len(views) == 5
 
     # 1. the batch: two calls open at once (the second deletion is pending), answered in part

@@ -21,7 +21,6 @@ from: relative paths are inside the process's cwd wherever it is, and
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import sys
 from pathlib import Path
@@ -49,17 +48,7 @@ from nb_hitl import permissions as perm  # noqa: E402
 from nb_hitl.errors import DecisionError  # noqa: E402
 from nb_hitl.models import ScriptedChatModel, Turn, tool_call  # noqa: E402
 from nb_hitl.widgets.permissions import PermissionExplorer  # noqa: E402
-
-
-def run_async(coro: Any) -> Any:
-    """``asyncio.run`` on a fresh loop in a worker thread.
-
-    Playwright's sync API (the session-scoped ``browser`` fixture of
-    tests/browser) keeps an event loop running in the main thread for the
-    rest of the session, and ``asyncio.run`` refuses to start there.
-    """
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+from tests.support import run_async  # noqa: E402
 
 
 # ---------------------------------------------------------------------------

@@ -10,7 +10,6 @@ the behaviour in each of AgentScope's five permission modes.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 from pathlib import Path
 from typing import Any
 
@@ -33,23 +32,7 @@ from nb_hitl.policy import (
 )
 from nb_hitl.session import POLICY_CONTEXT_KEY
 from nb_hitl.store import AuditLog, CheckpointStore
-
-
-def run_async(coro: Any) -> Any:
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
+from tests.support import run_async, wait_until
 
 
 class Mail:

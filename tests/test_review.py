@@ -11,7 +11,6 @@ files, and how many times the tool really ran.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import shutil
 from pathlib import Path
@@ -29,37 +28,11 @@ from nb_hitl.decisions import REVIEW_METADATA_KEY, decide
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.review import REVIEW_CONTEXT_KEY, ReviewedTool, reviewed
 from nb_hitl.store import AuditLog
+from tests.support import parked_on, record_events, run_async, wait_until
 
 RAW = "Ana Lima, card 4111-1111-1111-1111, ana@example.com"
 SECRET = "4111-1111-1111-1111"
 REDACTED = "Ana Lima, card [REDACTED], [REDACTED]"
-
-
-def run_async(coro: Any) -> Any:
-    """``asyncio.run`` in a worker thread (safe even when a loop runs in the main thread)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
-
-
-async def parked_on(session: Session, kind: str) -> Any:
-    return await wait_until(
-        lambda: session.current is not None
-        and session.current.status == "paused"
-        and next((p for p in session.pending if p.kind == kind), None),
-        f"an open {kind} pause",
-    )
 
 
 class Counter:
@@ -109,20 +82,6 @@ def echo_result(msgs: list[Msg]) -> Turn:
 
 
 SCRIPT = [Turn("Let me look.", [tool_call("lookup_customer", customer="Ana")]), echo_result]
-
-
-def record_events(agent: Agent) -> list[Any]:
-    """Wrap the agent's ``reply_stream`` so every event it yields is kept."""
-    events: list[Any] = []
-    original = agent.reply_stream
-
-    async def recording(*args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
-        async for ev in original(*args, **kwargs):
-            events.append(ev)
-            yield ev
-
-    agent.reply_stream = recording  # type: ignore[method-assign]
-    return events
 
 
 def dumped(items: list[Any]) -> str:

@@ -10,7 +10,6 @@ agent's history (``agent.state.context``) and how often the agent was resumed.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 from pathlib import Path
 from typing import Any
@@ -25,36 +24,9 @@ from nb_hitl import AlreadyDecidedError, PauseNotLiveError, PendingPauseError, S
 from nb_hitl.demo import demo_agent, make_sandbox, sandbox_tools
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
+from tests.support import parked_on, run_async
 
 QUESTION = "Which file should I delete?"
-
-
-def run_async(coro: Any) -> Any:
-    """``asyncio.run`` in a worker thread (safe even when a loop runs in the main thread)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
-
-
-async def parked_on(session: Session, kind: str) -> Any:
-    """Wait until the current reply is parked with an open pause of ``kind``."""
-    return await wait_until(
-        lambda: session.current is not None
-        and session.current.status == "paused"
-        and next((p for p in session.pending if p.kind == kind), None),
-        f"an open {kind} pause",
-    )
 
 
 def history_blocks(agent: Agent, cls: type) -> list[Any]:

@@ -23,7 +23,6 @@ Every click goes through the widget's comm handler
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,6 @@ import pytest
 from agentscope.agent import Agent
 from agentscope.event import UserInterruptEvent
 from agentscope.message import TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState, UserMsg
-from agentscope.middleware import MiddlewareBase
 from agentscope.state import AgentState
 from agentscope.tool import AskUser, FunctionTool, ToolChunk, Toolkit
 
@@ -40,58 +38,19 @@ from nb_hitl.demo import make_sandbox, sandbox_tools
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.session import close_dangling_tool_calls
 from nb_hitl.store import AuditLog, CheckpointStore
+from tests.support import InputRecorder, run_async, wait_until, widget_replies
+from tests.support import parked as _parked
 
 
 # ---------------------------------------------------------------- helpers
-def run_async(coro: Any) -> Any:
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
-
-
 async def parked(session: Session, resumes: int = 0) -> list[Any]:
-    run = await wait_until(
-        lambda: session.current is not None
-        and session.current.status == "paused"
-        and session.current.resumes == resumes
-        and session.current,
-        "a parked reply",
-    )
-    return run.open_pauses()
-
-
-class InputRecorder(MiddlewareBase):
-    """AgentScope ``on_reply`` middleware recording every input the agent got."""
-
-    def __init__(self) -> None:
-        self.inputs: list[Any] = []
-
-    async def on_reply(self, agent: Any, input_kwargs: dict[str, Any], next_handler: Any) -> Any:
-        self.inputs.append(input_kwargs.get("inputs"))
-        async for item in next_handler():
-            yield item
+    """:func:`tests.support.parked`, its wait named "a parked reply"."""
+    return await _parked(session, resumes, what="a parked reply")
 
 
 def click(widget: Any, message: dict[str, Any], sent: list[dict[str, Any]]) -> None:
     """What a click in the page does: one custom comm message to the widget."""
     widget._on_page_message(widget, {"request_id": f"r{len(sent)}-{message.get('action')}", **message}, [])
-
-
-def capture(widget: Any) -> list[dict[str, Any]]:
-    sent: list[dict[str, Any]] = []
-    widget.send = sent.append  # type: ignore[method-assign]
-    return sent
 
 
 def delete_agent(box: Path, script: list[Any], recorder: InputRecorder | None = None, state: AgentState | None = None) -> Agent:
@@ -143,7 +102,7 @@ def test_C01_new_prompt_with_interrupt_pending_expires_the_old_widget(tmp_path: 
         await parked(session)
         old_run = session.current
         old = old_run.widget
-        sent = capture(old)
+        sent = widget_replies(old)
 
         new_task = session.start("Actually, do something else.", interrupt_pending=True)
         await wait_until(lambda: old_run.status == "interrupted", "the old reply interrupted")
@@ -189,7 +148,7 @@ def test_C01_a_new_session_for_the_agent_expires_the_old_widget(tmp_path: Path) 
         await parked(first)
         old_run = first.current
         old = old_run.widget
-        sent = capture(old)
+        sent = widget_replies(old)
 
         second = Session(agent, display=True)
         await wait_until(lambda: old_run.task.done(), "the old driving task to stop")
@@ -375,7 +334,7 @@ def test_interrupt_from_the_widget_on_a_parked_reply(tmp_path: Path) -> None:
         task = session.start("Delete notes.")
         await parked(session)
         run = session.current
-        sent = capture(run.widget)
+        sent = widget_replies(run.widget)
         click(run.widget, {"action": "interrupt"}, sent)
         await wait_until(lambda: len(sent) == 1, "the interrupt to be answered")  # answered on the loop
         assert sent[-1]["ok"] is True and sent[-1]["status"] == "interrupting"
@@ -420,7 +379,7 @@ def test_interrupt_from_the_widget_on_a_running_reply() -> None:
         task = session.start("Index.")
         run = session.current
         await wait_until(lambda: started, "the slow tool to start")
-        sent = capture(run.widget)
+        sent = widget_replies(run.widget)
         click(run.widget, {"action": "interrupt"}, sent)
         await wait_until(lambda: len(sent) == 1, "the interrupt to be answered")
         assert sent[-1]["ok"] is True

@@ -13,13 +13,12 @@ client of any AG-UI agent.
 
 from .client import AguiClient, AguiClientError, RemoteRunError, RemoteSession
 from .mapping import ResumeError, interrupt_id, pause_to_interrupt, resume_to_message
-from .server import AguiServer, EventTap, ServerHandle, serve_in_background
+from .server import AguiServer, ServerHandle, serve_in_background
 
 __all__ = [
     "AguiServer",
     "AguiClient",
     "AguiClientError",
-    "EventTap",
     "RemoteRunError",
     "RemoteSession",
     "ResumeError",

@@ -76,7 +76,6 @@ def two_pause_script(delete: str = "old_log.txt") -> list[Any]:
 def two_pause_agent(
     sandbox: str | Path | None = None,
     *,
-    middlewares: list[Any] | None = None,
     name: str = "tidy",
     chunk_delay: float = 0.0,
 ) -> Agent:
@@ -88,27 +87,27 @@ def two_pause_agent(
         system_prompt="You tidy up a folder. Ask before deleting anything.",
         model=ScriptedChatModel(two_pause_script(), chunk_delay=chunk_delay),
         toolkit=Toolkit(tools=sandbox_tools(folder)),
-        middlewares=middlewares,
     )
     agent.sandbox = folder  # type: ignore[attr-defined]
     return agent
 
 
-def two_pause_factory(root: str | Path | None = None, **kwargs: Any) -> Callable[[str, list[Any]], Agent]:
-    """An :class:`~nb_hitl.agui.server.AguiServer` factory: one
-    :func:`two_pause_agent` per thread, each in its own sandbox folder (under
-    ``root`` when given: ``root/<thread_id>``).
+def two_pause_factory(root: str | Path | None = None, **kwargs: Any) -> Callable[[str], Agent]:
+    """An :class:`~nb_hitl.agui.server.AguiServer` factory, ``(thread_id) ->
+    Agent``: one :func:`two_pause_agent` per thread, each in its own sandbox
+    folder (under ``root`` when given: ``root/<thread_id>``). ``kwargs`` go
+    to :func:`two_pause_agent` (``name``, ``chunk_delay``).
 
     Attributes of the returned function: ``agents`` (thread id -> agent).
     """
     agents: dict[str, Agent] = {}
 
-    def factory(thread_id: str, middlewares: list[Any]) -> Agent:
+    def factory(thread_id: str) -> Agent:
         folder = None
         if root is not None:
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in thread_id)[:80]
             folder = Path(root) / safe
-        agent = two_pause_agent(folder, middlewares=middlewares, **kwargs)
+        agent = two_pause_agent(folder, **kwargs)
         agents[thread_id] = agent
         return agent
 

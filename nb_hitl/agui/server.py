@@ -49,11 +49,28 @@ The rules enforced (AG-UI "Interrupts", contract rules)
 
 The factory
 ===========
-``agent_factory(thread_id, middlewares) -> Agent`` (sync or async) must pass
-``middlewares`` to ``Agent(..., middlewares=middlewares)``, first in the
-list: it holds :class:`EventTap`, an AgentScope ``on_reply`` middleware (the
-hook AgentScope offers to see a reply's events, ``agentscope.middleware``)
-through which the server streams what the Session consumes.
+``agent_factory(thread_id) -> Agent`` (sync or async) builds a thread's
+agent, once, on the thread's first run. Nothing needs to be wired into the
+agent: the server listens to the thread's Session (below).
+
+How a run is streamed
+=====================
+The server subscribes to the thread's Session with
+:meth:`~nb_hitl.session.Session.on_event` (every item of
+``agent.reply_stream`` the Session consumes, AgentScope events and the final
+``Msg``, in order, before the Session acts on it) and
+:meth:`~nb_hitl.session.Session.on_change` (``"pause"``, ``"decision"``,
+``"end"``). Both listeners are called synchronously by the Session's
+driving task; they only append to the thread's queue (``put_nowait`` on the
+server's loop, ``call_soon_threadsafe`` from any other thread or loop), so
+the agent is never slowed by a client and the order is the Session's. The
+run's generator reads that queue and translates the events
+(:class:`~nb_hitl.agui.events.EventTranslator`) until the run settles: the
+reply ended (``"end"``), or its stream is over (AgentScope's final ``Msg``,
+the last item of every ``reply_stream`` that returns) and every tool call
+the agent parked has an open pause. Only then are the snapshots and the
+terminal event built from the Session's state, so they always follow the
+streamed events.
 """
 
 from __future__ import annotations
@@ -84,8 +101,7 @@ from ag_ui.core import (
     StateSnapshotEvent,
 )
 from ag_ui.encoder import EventEncoder
-from agentscope.message import UserMsg
-from agentscope.middleware import MiddlewareBase
+from agentscope.message import Msg, UserMsg
 from agentscope.permission import PermissionEngine
 from pydantic import ValidationError
 from starlette.applications import Starlette
@@ -100,49 +116,12 @@ from ..session import ReplyRun, Session
 from .events import EventTranslator, messages_snapshot, now_ms
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
 
-__all__ = ["AguiServer", "EventTap", "ServerHandle", "serve_in_background", "AgentFactory"]
+__all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
 
-AgentFactory = Callable[[str, list[MiddlewareBase]], Any]
-"""``(thread_id, middlewares) -> Agent`` (or an awaitable of one)."""
+AgentFactory = Callable[[str], Any]
+"""``(thread_id) -> Agent`` (or an awaitable of one)."""
 
 _MAX_BODY = 4 * 1024 * 1024
-
-
-class EventTap(MiddlewareBase):
-    """An AgentScope ``on_reply`` middleware that copies every event of the
-    reply stream to the AG-UI run currently listening (and passes it on
-    unchanged). One per agent; the server creates it.
-
-    Attributes:
-        active: how many reply streams are running through it now.
-        seen: whether any reply went through it (a factory that dropped
-            ``middlewares`` is reported instead of streaming nothing).
-    """
-
-    def __init__(self) -> None:
-        self.active = 0
-        self.seen = False
-        self.sink: Callable[[tuple[str, Any]], None] | None = None
-
-    def _emit(self, item: tuple[str, Any]) -> None:
-        sink = self.sink
-        if sink is not None:
-            sink(item)
-
-    async def on_reply(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> Any:
-        """AgentScope's ``on_reply`` hook (``MiddlewareBase.on_reply``):
-        yields every item of the reply unchanged, copying each to the sink as
-        ``("event", item)`` and ``("stream_end", None)`` when the stream
-        ends (normally, by an error, or cancelled)."""
-        self.active += 1
-        self.seen = True
-        try:
-            async for item in next_handler():
-                self._emit(("event", item))
-                yield item
-        finally:
-            self.active -= 1
-            self._emit(("stream_end", None))
 
 
 def _canonical(value: Any) -> str:
@@ -161,16 +140,50 @@ class _Thread:
     thread_id: str
     agent: Any
     session: Session
-    tap: EventTap
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     queue: asyncio.Queue | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    streaming: bool = False
+    """A ``reply_stream`` the Session consumes is between its first item and
+    its final ``Msg`` (set by the event listener, on the driving task)."""
     interrupts: dict[str, tuple[Interrupt, Pause]] = field(default_factory=dict)
     ledger: dict[str, _Answered] = field(default_factory=dict)
     seen_ids: set[str] = field(default_factory=set)
 
+    def listen(self) -> None:
+        """Open the queue of a run (on the loop that reads it)."""
+        self.loop = asyncio.get_running_loop()
+        self.queue = asyncio.Queue()
+
     def put(self, item: tuple[str, Any]) -> None:
-        if self.queue is not None:
-            self.queue.put_nowait(item)
+        """Queue an item for the run listening now, if any. Called
+        synchronously by the Session's driving task (the server's loop);
+        from another thread or loop it goes through ``call_soon_threadsafe``."""
+        queue, loop = self.queue, self.loop
+        if queue is None or loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            queue.put_nowait(item)
+            return
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:  # the loop is closed: nobody listens any more
+            pass
+
+    def on_event(self, event: Any, run: ReplyRun) -> None:
+        """The Session's event listener: one item of ``agent.reply_stream``."""
+        self.streaming = not isinstance(event, Msg)
+        self.put(("event", event))
+
+    def on_change(self, kind: str, run: ReplyRun) -> None:
+        """The Session's change listener: ``"pause"``, ``"decision"``, ``"end"``."""
+        if kind == "end":
+            self.streaming = False
+        self.put(("notify", (kind, run)))
 
 
 class _Refusal(Exception):
@@ -184,8 +197,8 @@ class AguiServer:
     """An AG-UI endpoint serving one AgentScope agent per thread.
 
     Args:
-        agent_factory: ``(thread_id, middlewares) -> Agent`` (sync or async);
-            see the module docstring.
+        agent_factory: ``(thread_id) -> Agent`` (sync or async), called
+            once per thread; see the module docstring.
         path: the endpoint's path (``POST``); ``GET <path>/health`` answers
             ``{"status": "ok"}``.
         interrupt_ttl: seconds an interrupt stays answerable after its pause
@@ -212,7 +225,7 @@ class AguiServer:
         user_name: str = "user",
     ) -> None:
         if not callable(agent_factory):
-            raise TypeError("agent_factory must be callable: (thread_id, middlewares) -> Agent")
+            raise TypeError("agent_factory must be callable: (thread_id) -> Agent")
         self.agent_factory = agent_factory
         self.path = "/" + path.strip("/") if path.strip("/") else "/"
         self.interrupt_ttl = interrupt_ttl
@@ -273,21 +286,13 @@ class AguiServer:
             thread = self.threads.get(thread_id)
             if thread is not None:
                 return thread
-            tap = EventTap()
-            agent = self.agent_factory(thread_id, [tap])
+            agent = self.agent_factory(thread_id)
             if inspect.isawaitable(agent):
                 agent = await agent
-            wired = getattr(agent, "_reply_middlewares", None)
-            if wired is not None and tap not in list(wired):
-                raise _Refusal(
-                    "agent_factory_failed",
-                    "The agent factory did not pass `middlewares` to Agent(...); the server cannot "
-                    "stream the agent's events without them.",
-                )
             session = Session(agent, display=False, **self.session_kwargs)
-            thread = _Thread(thread_id=thread_id, agent=agent, session=session, tap=tap)
-            tap.sink = thread.put
-            session.on_change(lambda kind, run, _t=thread: _t.put(("notify", (kind, run))))
+            thread = _Thread(thread_id=thread_id, agent=agent, session=session)
+            session.on_event(thread.on_event)
+            session.on_change(thread.on_change)
             self.threads[thread_id] = thread
             return thread
 
@@ -335,7 +340,7 @@ class AguiServer:
                     "thread_busy", f"Thread {inp.thread_id!r} is running another run; send this one when it ends."
                 )
             async with thread.lock:
-                thread.queue = asyncio.Queue()
+                thread.listen()
                 try:
                     async for event in self._run_locked(thread, inp, resume):
                         yield event
@@ -479,12 +484,18 @@ class AguiServer:
         return plan
 
     def _settled(self, thread: _Thread, run: ReplyRun | None, item: tuple[str, Any]) -> bool:
+        """Whether the run has nothing more to stream: its reply ended, or
+        no ``reply_stream`` is between its first item and its final ``Msg``
+        and every parked tool call has an open pause (a pause is added on
+        the driving task right after the event announcing it, or after the
+        stream by ``_sync_pauses``; each addition queues a ``"pause"``
+        notification, so the last one re-checks this)."""
         kind, value = item
         if run is None:
             return False
         if kind == "notify" and value[0] == "end" and value[1] is run:
             return True
-        if thread.tap.active or not run.live:
+        if thread.streaming or not run.live:
             return False
         awaiting = thread.session.parked_tool_calls()
         if not awaiting:
@@ -505,11 +516,6 @@ class AguiServer:
     async def _finish(
         self, thread: _Thread, inp: RunAgentInput, translator: EventTranslator, *, replayed: bool = False
     ) -> AsyncIterator[BaseEvent]:
-        if not thread.tap.seen and thread.session.current is not None:
-            raise _Refusal(
-                "agent_factory_failed",
-                "No event reached the server: the agent factory must pass `middlewares` to Agent(...).",
-            )
         for event in translator.close():
             yield event
         run = thread.session.current
