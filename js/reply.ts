@@ -124,10 +124,13 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   const banner = h("div", { class: "nbh-banner", "data-testid": "nbh-live-banner", hidden: true });
   const header = h("div", { class: "nbh-row" });
   const groupBar = h("div", { class: "nbh-row", "data-testid": "nbh-group", hidden: true });
+  // outside the bar: the bar is redrawn (and hidden with one call left) as
+  // the sent cards change state, and the note must stay readable
+  const groupNote = h("div", { class: "nbh-muted", "data-testid": "nbh-group-note" });
   const transcriptEl = h("div", { class: "nbh-transcript" });
   const looseCards = h("div", { class: "nbh-loose" });
   const finalEl = h("div", { class: "nbh-final", "data-testid": "nbh-final" });
-  root.append(banner, header, groupBar, transcriptEl, looseCards, finalEl);
+  root.append(banner, header, groupBar, groupNote, transcriptEl, looseCards, finalEl);
   el.append(style, root);
 
   const entryEls = new Map<string, { el: HTMLElement; body: HTMLElement; slot?: HTMLElement; state?: HTMLElement }>();
@@ -264,7 +267,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   // controls, and these act on every open card at once.
   function drawGroup(pauses: PauseView[]) {
     const open = pauses.filter((p) => canAct(p));
-    const groupNote = h("span", { class: "nbh-muted", "data-testid": "nbh-group-note" });
+    if (!open.length) groupNote.textContent = "";
     clear(groupBar);
     groupBar.hidden = open.length < 2;
     if (open.length < 2) return;
@@ -295,7 +298,6 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
           await sendAll(ready, (p) => (drafts.get(p.tool_call_id) || (() => null))());
         },
       }, "Submit all"),
-      groupNote,
     );
   }
 

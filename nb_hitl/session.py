@@ -515,6 +515,19 @@ class Session:
         run.wake.set()
         self._push(run)
 
+    def _discard_unapplied(self, run: ReplyRun) -> None:
+        """Decisions handed to the agent whose reply stopped before AgentScope
+        applied them: the call still waits in the agent's state, so the
+        decision never took effect. Say so in the audit log (``discarded``);
+        a Session that adopts the reply asks for the call again."""
+        awaiting = {tc.id for tc in self.parked_tool_calls()}
+        for pause in run.pauses.values():
+            if pause.status == "resolved" and pause.tool_call_id in awaiting:
+                pause.status = "expired"
+                pause.reason = "Decided, but the reply stopped before the agent applied the decision."
+                self._audit_pause(pause, decision="discarded", reason=pause.reason)
+        self._push(run)
+
     def _supersede(self, newer: "Session") -> None:
         self.superseded_by = newer
         newer._inherited.extend(r.task for r in self.runs if r.task is not None and not r.task.done())
@@ -704,6 +717,7 @@ class Session:
                 if inp is None:
                     break
         except asyncio.CancelledError:
+            self._discard_unapplied(run)
             if run.live:  # a superseded run is already "expired": keep that
                 if self.agent.state.has_awaiting_tool_calls(self.agent.name) and not run.interrupt_requested:
                     # cancelled while parked, not interrupted on purpose: the
@@ -719,6 +733,7 @@ class Session:
             self._notify("end", run)
             raise
         except BaseException as exc:
+            self._discard_unapplied(run)
             run.error = exc
             self._expire(run, "error", f"{type(exc).__name__}: {exc}")
             self._notify("end", run)

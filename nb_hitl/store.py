@@ -50,7 +50,8 @@ class CheckpointStore:
     """A folder of checkpoints, one file ``<session_id>.json`` per session.
 
     Args:
-        folder: where to write; created if missing.
+        folder: where to write; created by the first :meth:`save` (reading
+            never creates it).
 
     Each file holds ``{"session_id", "agent_name", "saved_at", "state": <AgentState JSON>}``.
     """

@@ -356,20 +356,31 @@ def test_stress_1000_random_comm_messages_exactly_once(tmp_path: Path) -> None:
     records = [json.loads(line) for line in audit.read_text().splitlines()]
     decisions = [r for r in records if r["decision"] in DECISIONS]
     per_call = Counter(r["tool_call_id"] for r in decisions)
-    assert per_call and max(per_call.values()) == 1, [c for c, n in per_call.items() if n > 1]
+    # At most one live decision per call: a second one is only accepted after
+    # the first was "discarded" (handed over, but its reply stopped before
+    # AgentScope applied it, so a Session adopting the reply asks again).
+    effective: dict[str, dict] = {}
+    for r in records:
+        if r["decision"] in DECISIONS:
+            assert r["tool_call_id"] not in effective, ("two live decisions", r["tool_call_id"])
+            effective[r["tool_call_id"]] = r
+        elif r["decision"] == "discarded":
+            effective.pop(r["tool_call_id"], None)
+    assert per_call and effective
     accepted = Counter(
         sent[rid][1]["tool_call_id"] for rid, a in flat.items() if a["ok"] and sent[rid][1].get("action") in DECISIONS
     )
     assert accepted == per_call
     discarded = {r["tool_call_id"] for r in records if r["decision"] == "discarded"}
     assert discarded <= set(per_call)
+    discarded -= set(effective)  # decided again after the discard: judged by that decision
 
     # -- every tool call in history has exactly one result, matching its decision
     calls = {c[0]: c for c in report["calls"]}
     results = report["results"]
     assert set(results) == set(calls)
     assert all(len(v) == 1 for v in results.values()), {k: v for k, v in results.items() if len(v) != 1}
-    decided = {r["tool_call_id"]: r for r in decisions}
+    decided = effective
     expected_state = {"approve": "success", "modify": "success", "deny": "denied", "answer": "success"}
     ended_early = {r["reply_id"] for r in report["runs"] if r["status"] in ("interrupted", "expired")}
     decided_but_interrupted = []
