@@ -357,7 +357,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
           form: "The agent asks for input",
           review: "Review this result",
         }
-      : { confirm: "Confirmation", ask_user: "AskUser", external: "External tool", form: "Form", review: "Review" };
+      : { confirm: "Confirmation", ask_user: "Question", external: "External tool", form: "Form", review: "Review" };
     card.append(
       h(
         "div",
