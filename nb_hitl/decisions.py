@@ -67,6 +67,7 @@ __all__ = [
     "decide",
     "parse_message",
     "parse_edited_input",
+    "parse_json_object",
     "recheck_permission",
     "check_external_result",
     "ask_user_output",
@@ -256,6 +257,39 @@ class Decision:
 
 
 # -- pure pieces -----------------------------------------------------------
+def parse_json_object(text: str, field: str = "input") -> dict[str, Any]:
+    """Parse JSON text a person typed into a tool input object.
+
+    Shared by every place a person types a tool input (Modify here, the
+    AG-UI client's edited args, the permission explorer's "try a call").
+    Stricter than ``json.loads``: a key given twice is refused instead of
+    silently keeping the last one, because the input runs as typed.
+
+    Raises:
+        DecisionError: with ``field`` for text that is not JSON (line and
+            column given), not an object, or has a duplicate key.
+    """
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, val in pairs:
+            if key in seen:
+                raise DecisionError(f"The key {key[:80]!r} is given twice in the input.", field=field)
+            seen[key] = val
+        return seen
+
+    try:
+        value = json.loads(text, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise DecisionError(
+            f"The input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).",
+            field=field,
+        ) from None
+    if not isinstance(value, dict):
+        raise DecisionError("The input must be a JSON object ({...}).", field=field)
+    return value
+
+
 def parse_edited_input(text: str, input_schema: dict[str, Any] | None) -> dict[str, Any]:
     """Parse the edited tool input and check it against the tool's schema.
 
@@ -279,24 +313,7 @@ def parse_edited_input(text: str, input_schema: dict[str, Any] | None) -> dict[s
             or with the JSON path of the value that breaks the schema
             (``jsonschema``'s message).
     """
-
-    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: dict[str, Any] = {}
-        for key, val in pairs:
-            if key in seen:
-                raise DecisionError(f"The key {key[:80]!r} is given twice in the input.", field="input")
-            seen[key] = val
-        return seen
-
-    try:
-        value = json.loads(text, object_pairs_hook=no_duplicates)
-    except json.JSONDecodeError as exc:
-        raise DecisionError(
-            f"The input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).",
-            field="input",
-        ) from None
-    if not isinstance(value, dict):
-        raise DecisionError("The input must be a JSON object ({...}).", field="input")
+    value = parse_json_object(text, field="input")
     if input_schema:
         if (
             isinstance(input_schema.get("properties"), dict)

@@ -71,6 +71,7 @@ from agentscope.permission import (
 )
 from agentscope.tool import Bash, Edit, Glob, Grep, Read, ToolBase, Toolkit, Write
 
+from .decisions import parse_json_object
 from .errors import DecisionError
 
 __all__ = [
@@ -632,12 +633,7 @@ def parse_input(tool: ToolBase, tool_input: Mapping[str, Any] | str, field: str 
             JSON path).
     """
     if isinstance(tool_input, str):
-        try:
-            value = json.loads(tool_input)
-        except json.JSONDecodeError as exc:
-            raise DecisionError(
-                f"The input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).", field=field
-            ) from None
+        value = parse_json_object(tool_input, field=field)
     else:
         value = tool_input
     if not isinstance(value, Mapping):

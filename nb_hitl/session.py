@@ -25,6 +25,7 @@ resumes the agent. Every page message is answered.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 import uuid
@@ -52,6 +53,7 @@ from agentscope.event import (
 )
 from agentscope.message import Msg, ToolCallBlock, ToolCallState, UserMsg
 from agentscope.permission import PermissionEngine
+from agentscope.state import AgentState
 
 from .decisions import Decision, check_external_result, decide, recheck_permission
 from .errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError, PendingPauseError
@@ -365,9 +367,6 @@ class Session:
         Raises:
             FileNotFoundError: no checkpoint.
         """
-        from agentscope.state import AgentState
-        import json
-
         store = checkpoints if isinstance(checkpoints, CheckpointStore) else CheckpointStore(checkpoints)
         if session_id is None:
             ids = store.sessions()
@@ -622,7 +621,7 @@ class Session:
                 raise PauseNotLiveError(
                     f"This pause is no longer live: {pause.reason or run.reason or 'the reply ended'}"
                 )
-            self._audit(run, pause, decision)
+            self._audit(pause, decision)
         except BaseException:
             if pause.status == "deciding":
                 pause.status = "open"
@@ -662,7 +661,7 @@ class Session:
             }
         )
 
-    def _audit(self, run: ReplyRun, pause: Pause, decision: Decision) -> None:
+    def _audit(self, pause: Pause, decision: Decision) -> None:
         summary = decision.summary()
         self._audit_pause(
             pause,
@@ -813,8 +812,6 @@ class Session:
         permission = None
         if _state_value(tool_call.state) == ToolCallState.ASKING.value and tool is not None:
             try:
-                import json
-
                 permission = await self._engine().check_permission(tool, json.loads(tool_call.input or "{}"))
             except Exception:  # noqa: BLE001 - the message is informative only
                 permission = None

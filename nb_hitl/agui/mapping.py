@@ -78,7 +78,7 @@ import jsonschema
 from ag_ui.core import Interrupt, ResumeEntry
 from agentscope.tool import AskUserMetadata
 
-from ..decisions import MAX_SHORT, MAX_TEXT
+from ..decisions import MAX_SHORT, MAX_TEXT, parse_json_object
 from ..errors import DecisionError, NbHitlError
 from ..pauses import Pause
 
@@ -807,15 +807,7 @@ def _parse_json_object(text: Any, field: str) -> dict[str, Any]:
         raise DecisionError("The edited input must be JSON text.", field=field)
     if len(text) > MAX_TEXT:
         raise DecisionError("The edited input is too long.", field=field)
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DecisionError(
-            f"The input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).", field=field
-        ) from None
-    if not isinstance(value, dict):
-        raise DecisionError("The input must be a JSON object ({...}).", field=field)
-    return value
+    return parse_json_object(text, field=field)
 
 
 def _rules_of(message: Mapping[str, Any]) -> list[int]:
