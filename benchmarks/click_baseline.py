@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._lab import (  # noqa: E402
+from benchmarks._lab import (
     JupyterLabServer,
     format_summary,
     lab_page,

@@ -40,7 +40,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: benchmarks/click_to_resume.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._lab import (  # noqa: E402
+from benchmarks._lab import (
     JupyterLabServer,
     format_summary,
     lab_page,
@@ -49,7 +49,7 @@ from benchmarks._lab import (  # noqa: E402
     summarize,
     write_notebook,
 )
-from benchmarks.click_baseline import measure_ipywidgets_button  # noqa: E402
+from benchmarks.click_baseline import measure_ipywidgets_button
 
 OUT = ".jp-OutputArea-output"
 OPEN_APPROVE = f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"] [data-testid="nbh-approve"]:not([disabled])'
@@ -64,8 +64,9 @@ def agent_cell(steps: int, pattern: str) -> str:
         if pattern == "await"
         else 'task = session.start("Run every step.")'
     )
-    return textwrap.dedent(
-        f"""
+    return (
+        textwrap.dedent(
+            f"""
         from agentscope.agent import Agent, ReActConfig
         from agentscope.message import TextBlock, ToolResultState
         from agentscope.tool import FunctionTool, ToolChunk, Toolkit
@@ -92,7 +93,9 @@ def agent_cell(steps: int, pattern: str) -> str:
         )
         session = Session(agent)
         """
-    ) + run
+        )
+        + run
+    )
 
 
 def measure_approve_to_resume(page: Any, lab: JupyterLabServer, n: int, pattern: str, warmup: int = 2) -> list[float]:

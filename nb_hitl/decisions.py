@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import jsonschema
 from agentscope.event import ConfirmResult
@@ -162,18 +162,16 @@ class SubmitMessage(_Msg):
 
 
 PageMessage = Annotated[
-    Union[
-        ApproveMessage,
-        DenyMessage,
-        ModifyMessage,
-        AnswerMessage,
-        ExternalResultMessage,
-        ReturnErrorMessage,
-        AcceptMessage,
-        EditMessage,
-        RejectMessage,
-        SubmitMessage,
-    ],
+    ApproveMessage
+    | DenyMessage
+    | ModifyMessage
+    | AnswerMessage
+    | ExternalResultMessage
+    | ReturnErrorMessage
+    | AcceptMessage
+    | EditMessage
+    | RejectMessage
+    | SubmitMessage,
     Field(discriminator="action"),
 ]
 _adapter: TypeAdapter[Any] = TypeAdapter(PageMessage)
@@ -429,8 +427,7 @@ def decide(pause: Pause, message: Any) -> Decision:
         )
     if pause.kind == "confirm" and msg.action not in CONFIRM_ACTIONS:
         raise DecisionError(
-            f"Tool call {pause.tool_call_id} waits for a confirmation (approve, deny or modify), "
-            f"not {msg.action!r}.",
+            f"Tool call {pause.tool_call_id} waits for a confirmation (approve, deny or modify), not {msg.action!r}.",
             field="action",
         )
     if pause.kind == "review":
@@ -626,7 +623,9 @@ def check_form_value(schema: dict[str, Any], value: Any) -> None:
     if error.validator == "required" and isinstance(error.instance, dict):
         missing = [r for r in (error.validator_value or []) if r not in error.instance]
         if missing and not path:
-            raise DecisionError(f"{_field_label(schema, missing[0])}: this field is required.", field=f"value.{missing[0]}")
+            raise DecisionError(
+                f"{_field_label(schema, missing[0])}: this field is required.", field=f"value.{missing[0]}"
+            )
     field = ".".join(["value", *path])
     label = _field_label(schema, path[0]) if path else "The answer"
     raise DecisionError(f"{label}: {error.message}", field=field)
@@ -644,7 +643,8 @@ def _decide_form(pause: Pause, msg: Any) -> Decision:
     if msg.action == "submit":
         if pause.form_error is not None or pause.response_schema is None:
             raise DecisionError(
-                "This form cannot be answered: " + (pause.form_error or "it has no schema.")
+                "This form cannot be answered: "
+                + (pause.form_error or "it has no schema.")
                 + " Return the error to the agent instead.",
                 field="action",
             )
@@ -672,7 +672,9 @@ def _decide_form(pause: Pause, msg: Any) -> Decision:
     return Decision(
         pause.tool_call_id,
         "return_error",
-        tool_result=ToolResultBlock(id=pause.tool_call_id, name=pause.tool_name, output=text, state=ToolResultState.ERROR),
+        tool_result=ToolResultBlock(
+            id=pause.tool_call_id, name=pause.tool_name, output=text, state=ToolResultState.ERROR
+        ),
     )
 
 
@@ -738,6 +740,8 @@ async def check_external_result(tool: ToolBase | None, result: ToolResultBlock) 
         return
     try:
         await tool.check_external_result(result)
-    except Exception as exc:  # jsonschema.ValidationError or the tool's own
+    except Exception as exc:  # noqa: BLE001 - jsonschema.ValidationError or the tool's own check
         text = getattr(exc, "message", None) or str(exc)
-        raise DecisionError(f"The result does not fit {tool.name}'s metadata schema: {text}", field="metadata") from None
+        raise DecisionError(
+            f"The result does not fit {tool.name}'s metadata schema: {text}", field="metadata"
+        ) from None

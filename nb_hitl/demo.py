@@ -97,7 +97,13 @@ def demo_script(sandbox: Path) -> list[Any]:
         if len(names) < 2:
             return Turn("There is not enough here to tidy up. I'll stop.")
         options = [
-            {"label": n, "description": next((l.split("\t")[1] for l in listing.splitlines() if l.startswith(n + "\t")), ""), "preview": _preview(sandbox, n)}
+            {
+                "label": n,
+                "description": next(
+                    (line.split("\t")[1] for line in listing.splitlines() if line.startswith(n + "\t")), ""
+                ),
+                "preview": _preview(sandbox, n),
+            }
             for n in names
         ]
         return Turn(
@@ -134,7 +140,9 @@ def demo_script(sandbox: Path) -> list[Any]:
         state = getattr(result.state, "value", result.state)
         remaining = ", ".join(sorted(p.name for p in sandbox.iterdir() if p.is_file())) or "nothing"
         if state == "denied":
-            return Turn(f"Understood: you denied the deletion, so I left every file in place. The folder holds: {remaining}.")
+            return Turn(
+                f"Understood: you denied the deletion, so I left every file in place. The folder holds: {remaining}."
+            )
         if state == "success":
             return Turn(f"Done. {result_text(result)} The folder now holds: {remaining}.")
         return Turn(f"The deletion did not happen ({state}): {result_text(result)} The folder holds: {remaining}.")

@@ -42,7 +42,7 @@ FORM_INPUT_SCHEMA: dict[str, Any] = {
     "properties": {
         "title": {
             "type": "string",
-            "description": "A short heading for the form, e.g. \"Refund details\".",
+            "description": 'A short heading for the form, e.g. "Refund details".',
         },
         "message": {
             "type": "string",
@@ -52,9 +52,9 @@ FORM_INPUT_SCHEMA: dict[str, Any] = {
             "type": "object",
             "description": (
                 "A JSON Schema (draft 2020-12) of the answer: an object whose `properties` are the fields. "
-                "Supported fields: {\"type\": \"number\"|\"integer\"} (minimum/maximum allowed), "
-                "{\"type\": \"string\", \"format\": \"date\"}, {\"type\": \"string\", \"enum\": [...]}, "
-                "{\"type\": \"boolean\"}, {\"type\": \"string\"} (free text). Give each field a `title`, "
+                'Supported fields: {"type": "number"|"integer"} (minimum/maximum allowed), '
+                '{"type": "string", "format": "date"}, {"type": "string", "enum": [...]}, '
+                '{"type": "boolean"}, {"type": "string"} (free text). Give each field a `title`, '
                 "list mandatory fields in `required`."
             ),
         },

@@ -29,7 +29,7 @@ import json
 import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from agentscope.credential import CredentialBase
 from agentscope.formatter import OpenAIChatFormatter
@@ -98,7 +98,7 @@ class Turn:
     tool_calls: Sequence[ToolCallSpec] = ()
 
 
-ScriptItem = Union[Turn, Callable[[list[Msg]], Turn]]
+ScriptItem = Turn | Callable[[list[Msg]], Turn]
 
 
 class ScriptedChatModel(ChatModelBase):
@@ -175,8 +175,7 @@ class ScriptedChatModel(ChatModelBase):
         if index >= len(self.script):
             if self.on_exhausted == "raise":
                 raise ScriptExhaustedError(
-                    f"ScriptedChatModel was called {index + 1} times but its script has "
-                    f"{len(self.script)} turns"
+                    f"ScriptedChatModel was called {index + 1} times but its script has {len(self.script)} turns"
                 )
             return Turn("(The scripted model has no more turns.)")
         item = self.script[index]
@@ -224,17 +223,13 @@ class ScriptedChatModel(ChatModelBase):
             return ChatResponse(content=[b for b in [text, *calls] if b is not None], is_last=True)
         return self._stream(text, calls)
 
-    async def _stream(
-        self, text: TextBlock | None, calls: list[ToolCallBlock]
-    ) -> AsyncGenerator[ChatResponse, None]:
+    async def _stream(self, text: TextBlock | None, calls: list[ToolCallBlock]) -> AsyncGenerator[ChatResponse, None]:
         response_id = f"resp_{uuid.uuid4().hex[:12]}"
         if text is not None:
             words = text.text.split(" ")
             for i, word in enumerate(words):
                 piece = word if i == len(words) - 1 else word + " "
-                yield ChatResponse(
-                    id=response_id, is_last=False, content=[TextBlock(id=text.id, text=piece)]
-                )
+                yield ChatResponse(id=response_id, is_last=False, content=[TextBlock(id=text.id, text=piece)])
                 if self.chunk_delay:
                     await asyncio.sleep(self.chunk_delay)
         for call in calls:

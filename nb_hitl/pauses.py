@@ -195,9 +195,7 @@ class Pause:
             "response_schema", "form_error"}``.
         """
         input_text = (
-            json.dumps(self.input, indent=2, ensure_ascii=False)
-            if self.input is not None
-            else self.tool_call.input
+            json.dumps(self.input, indent=2, ensure_ascii=False) if self.input is not None else self.tool_call.input
         )
         return {
             "tool_call_id": self.tool_call.id,

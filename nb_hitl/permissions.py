@@ -152,8 +152,7 @@ def engine_of(target: Any) -> PermissionEngine:
     if isinstance(engine, PermissionEngine):
         return engine
     raise TypeError(
-        "expected an agentscope Agent, a PermissionEngine or a PermissionContext, "
-        f"got {type(target).__name__}"
+        f"expected an agentscope Agent, a PermissionEngine or a PermissionContext, got {type(target).__name__}"
     )
 
 
@@ -257,7 +256,9 @@ def parse_rule(data: Any, *, default_source: str | None = None, field_prefix: st
         )
     tool_name = data.get("tool_name")
     if not isinstance(tool_name, str) or not tool_name.strip():
-        raise DecisionError("tool_name must be a non-empty string (the tool's name, e.g. 'Bash').", field=f"{p}tool_name")
+        raise DecisionError(
+            "tool_name must be a non-empty string (the tool's name, e.g. 'Bash').", field=f"{p}tool_name"
+        )
     if tool_name != tool_name.strip():
         raise DecisionError(
             f"tool_name {tool_name!r} has surrounding spaces: the engine looks rules up by the exact tool name.",
@@ -293,7 +294,9 @@ def parse_rule(data: Any, *, default_source: str | None = None, field_prefix: st
             field=f"{p}source",
         )
     try:
-        return PermissionRule(tool_name=tool_name, rule_content=content, behavior=PermissionBehavior(behavior), source=source)
+        return PermissionRule(
+            tool_name=tool_name, rule_content=content, behavior=PermissionBehavior(behavior), source=source
+        )
     except pydantic.ValidationError as exc:  # pragma: no cover - the checks above cover PermissionRule's fields
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err.get("loc", ()))
@@ -524,9 +527,7 @@ def describe_context(target: Any) -> dict[str, Any]:
         "mode": ctx.mode.value,
         "modes": list(MODES),
         "cwd": os.getcwd(),
-        "working_directories": [
-            {"path": w.path, "source": w.source} for w in ctx.working_directories.values()
-        ],
+        "working_directories": [{"path": w.path, "source": w.source} for w in ctx.working_directories.values()],
         "rules": rules,
         "by_tool": by_tool,
         "counts": counts,
@@ -663,7 +664,7 @@ def _decision_dict(d: PermissionDecision) -> dict[str, Any]:
 
 async def _rule_matches(engine: PermissionEngine, tool: ToolBase, rule: PermissionRule, tool_input: dict) -> bool:
     # The engine's own matcher: empty content -> True, else tool.match_rule.
-    return bool(await engine._rule_matches(tool, rule, tool_input))  # noqa: SLF001
+    return bool(await engine._rule_matches(tool, rule, tool_input))
 
 
 async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, decision: PermissionDecision) -> dict:
@@ -694,16 +695,31 @@ async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, dec
     steps: list[str] = []
     expected: str
     if matched["deny"]:
-        expected, step = "deny", f"Step 1: the deny rule {rule_label(matched['deny'][0])} matches; deny rules come first in every mode."
+        expected, step = (
+            "deny",
+            f"Step 1: the deny rule {rule_label(matched['deny'][0])} matches; deny rules come first in every mode.",
+        )
     elif matched["ask"]:
         if mode == PermissionMode.DONT_ASK:
-            expected, step = "deny", f"Step 2: the ask rule {rule_label(matched['ask'][0])} matches; dont_ask turns the ask into a deny (no user to ask)."
+            expected, step = (
+                "deny",
+                f"Step 2: the ask rule {rule_label(matched['ask'][0])} matches; dont_ask turns the ask into a deny (no user to ask).",
+            )
         else:
-            expected, step = "ask", f"Step 2: the ask rule {rule_label(matched['ask'][0])} matches; ask rules come before allow rules and the read-only fast path."
+            expected, step = (
+                "ask",
+                f"Step 2: the ask rule {rule_label(matched['ask'][0])} matches; ask rules come before allow rules and the read-only fast path.",
+            )
     elif read_only:
-        expected, step = "allow", f"Step 3: {tool.name}.check_read_only says this call is read-only; read-only calls are allowed in every mode before allow rules are consulted."
+        expected, step = (
+            "allow",
+            f"Step 3: {tool.name}.check_read_only says this call is read-only; read-only calls are allowed in every mode before allow rules are consulted.",
+        )
     elif mode == PermissionMode.EXPLORE:
-        expected, step = "deny", "Step 6: explore mode denies every call that is not read-only; it consults neither the tool's own check nor allow rules."
+        expected, step = (
+            "deny",
+            "Step 6: explore mode denies every call that is not read-only; it consults neither the tool's own check nor allow rules.",
+        )
     else:
         assert own is not None
         own_b = own.behavior.value
@@ -715,18 +731,38 @@ async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, dec
             + "."
         )
         if own.behavior in (PermissionBehavior.ALLOW, PermissionBehavior.DENY):
-            expected, step = own_b, f"Step 4: {tool.name}.check_permissions returned {own_b}, which the engine returns as is."
-        elif own.behavior == PermissionBehavior.ASK and own.bypass_immune and mode in (PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS):
-            expected, step = "ask", "Step 4: a bypass-immune safety ask from the tool; allow rules cannot silence it in this mode."
+            expected, step = (
+                own_b,
+                f"Step 4: {tool.name}.check_permissions returned {own_b}, which the engine returns as is.",
+            )
+        elif (
+            own.behavior == PermissionBehavior.ASK
+            and own.bypass_immune
+            and mode in (PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS)
+        ):
+            expected, step = (
+                "ask",
+                "Step 4: a bypass-immune safety ask from the tool; allow rules cannot silence it in this mode.",
+            )
         elif own.behavior == PermissionBehavior.ASK and own.bypass_immune and mode == PermissionMode.DONT_ASK:
-            expected, step = "deny", "Step 4: a bypass-immune safety ask from the tool, turned into a deny in dont_ask mode."
+            expected, step = (
+                "deny",
+                "Step 4: a bypass-immune safety ask from the tool, turned into a deny in dont_ask mode.",
+            )
         elif matched["allow"]:
             bypass_note = " (bypass mode ignores the tool's safety ask)" if own.bypass_immune else ""
             expected, step = "allow", f"Step 5: the allow rule {rule_label(matched['allow'][0])} matches{bypass_note}."
         elif mode == PermissionMode.BYPASS:
-            expected, step = "allow", "Step 6: nothing denied or asked, and bypass mode allows everything else" + (" (including the tool's safety ask)." if own.bypass_immune else ".")
+            expected, step = (
+                "allow",
+                "Step 6: nothing denied or asked, and bypass mode allows everything else"
+                + (" (including the tool's safety ask)." if own.bypass_immune else "."),
+            )
         elif mode == PermissionMode.DONT_ASK:
-            expected, step = "deny", "Step 6: no allow rule matches and dont_ask mode denies what it would otherwise ask."
+            expected, step = (
+                "deny",
+                "Step 6: no allow rule matches and dont_ask mode denies what it would otherwise ask.",
+            )
         else:
             expected, step = "ask", f"Step 6: no allow rule matches, so {mode.value} mode asks the user."
     steps.append(step)
@@ -750,7 +786,7 @@ async def try_call(
     agent_or_context: Any,
     toolkit: Any,
     tool_name: str,
-    input: Mapping[str, Any] | str,  # noqa: A002 - the field's own name
+    input: Mapping[str, Any] | str,
     *,
     mode: str | PermissionMode | None = None,
 ) -> dict[str, Any]:
@@ -915,7 +951,7 @@ def _explain_bash(content: str, tool_input: Mapping[str, Any], matched: bool | N
             f"equal to `{prefix}` or starting with `{prefix} ` (the prefix then a space)."
         )
         if matched:
-            rest = command[len(prefix):].strip()
+            rest = command[len(prefix) :].strip()
             text += (
                 f" The command is `{prefix}`, so the rule {verdict}."
                 if command == prefix
@@ -979,7 +1015,9 @@ def _is_abs(p: str) -> bool:
     return p.startswith("/") or p.startswith("~") or bool(re.match(r"^[A-Za-z]:[\\/]", p))
 
 
-def _explain_path(tool_name: str, content: str, tool_input: Mapping[str, Any], matched: bool | None, fields: tuple[str, ...]) -> str:
+def _explain_path(
+    tool_name: str, content: str, tool_input: Mapping[str, Any], matched: bool | None, fields: tuple[str, ...]
+) -> str:
     verdict = {True: "matches", False: "does not match", None: "may or may not match"}[matched]
     field = fields[0]
     path = tool_input.get(field)
@@ -1020,7 +1058,7 @@ def _explain_path(tool_name: str, content: str, tool_input: Mapping[str, Any], m
 def explain_match(
     rule: PermissionRule | Mapping[str, Any],
     tool_name: str,
-    input: Mapping[str, Any],  # noqa: A002
+    input: Mapping[str, Any],
     *,
     tool: ToolBase | None = None,
     matched: bool | None = None,
@@ -1068,7 +1106,7 @@ def explain_match(
             f"(context.allow_rules.get(tool.name)), so it does not apply to this call."
         )
     if matched is None and tool is not None:
-        matched = _run_sync(PermissionEngine(PermissionContext())._rule_matches(tool, r, dict(input)))  # noqa: SLF001
+        matched = _run_sync(PermissionEngine(PermissionContext())._rule_matches(tool, r, dict(input)))
     if not r.rule_content:
         what = "null" if r.rule_content is None else "an empty string"
         return (
@@ -1081,7 +1119,9 @@ def explain_match(
     if kind == "path":
         return _explain_path(tool_name, r.rule_content, input, matched, ("file_path",))
     if kind == "glob":
-        text = _explain_path(tool_name, r.rule_content, {"path": input.get("path") or input.get("pattern")}, matched, ("path",))
+        text = _explain_path(
+            tool_name, r.rule_content, {"path": input.get("path") or input.get("pattern")}, matched, ("path",)
+        )
         return text + " (Glob.match_rule tries the search `path` first, then the `pattern` itself.)"
     if kind == "grep":
         text = _explain_path(tool_name, r.rule_content, input, matched, ("path",))
@@ -1195,9 +1235,7 @@ def import_rules(
                 m = re.compile(r'"' + re.escape(key) + r'"\s*:').search(text, start, end)
                 if m:
                     line = _line_at(text, m.start())
-            raise RuleFileError(
-                f"line {line}, rule {i + 1}, field {key!r}: {exc}", line=line, field=field
-            ) from None
+            raise RuleFileError(f"line {line}, rule {i + 1}, field {key!r}: {exc}", line=line, field=field) from None
         rules.append(rule)
     if into is not None:
         engine = engine_of(into)

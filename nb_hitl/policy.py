@@ -187,17 +187,21 @@ class Policy:
         ``source="nb_hitl policy: NAME"``. Predicates have no rule form.
         See the module docstring for the caveats (EXPLORE, DONT_ASK)."""
         rules = [
-            PermissionRule(tool_name=t, rule_content=None, behavior=PermissionBehavior.ASK, source=rule_source(self.name))
+            PermissionRule(
+                tool_name=t, rule_content=None, behavior=PermissionBehavior.ASK, source=rule_source(self.name)
+            )
             for t in self.tools
         ]
         for tool_name, pats in self.patterns.items():
             rules += [
-                PermissionRule(tool_name=tool_name, rule_content=p, behavior=PermissionBehavior.ASK, source=rule_source(self.name))
+                PermissionRule(
+                    tool_name=tool_name, rule_content=p, behavior=PermissionBehavior.ASK, source=rule_source(self.name)
+                )
                 for p in pats
             ]
         return rules
 
-    def middleware(self) -> "PolicyMiddleware":
+    def middleware(self) -> PolicyMiddleware:
         """A :class:`PolicyMiddleware` with just this policy (for ``Agent(middlewares=[...])``)."""
         return PolicyMiddleware([self])
 

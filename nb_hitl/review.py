@@ -74,11 +74,12 @@ import asyncio
 import inspect
 import time
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from agentscope.message import DataBlock, TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState
 from agentscope.permission import PermissionContext, PermissionDecision, PermissionRule
-from agentscope.tool import FunctionTool, ToolBase, ToolResponse, Toolkit
+from agentscope.tool import FunctionTool, ToolBase, Toolkit, ToolResponse
 
 __all__ = ["ReviewedTool", "reviewed", "REVIEW_CONTEXT_KEY", "result_text"]
 
@@ -132,7 +133,7 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-_PRUNING: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_PRUNING: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _prune(session: Any, keep: str | None = None) -> bool:

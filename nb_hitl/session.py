@@ -67,7 +67,7 @@ forced its ask (and the mapping survives a checkpoint)."""
 
 __all__ = ["Session", "ReplyRun", "close_dangling_tool_calls", "POLICY_CONTEXT_KEY"]
 
-_SESSIONS: "weakref.WeakKeyDictionary[Any, Session]" = weakref.WeakKeyDictionary()
+_SESSIONS: weakref.WeakKeyDictionary[Any, Session] = weakref.WeakKeyDictionary()
 
 _TERMINAL = ("finished", "interrupted", "expired", "error")
 
@@ -223,7 +223,11 @@ class Session:
             raise TypeError(f"Session needs an agentscope.agent.Agent, got {type(agent).__name__}")
         self.agent = agent
         self.display = display
-        self.audit_log = AuditLog(audit_log) if isinstance(audit_log, (str, bytes)) or hasattr(audit_log, "__fspath__") else audit_log
+        self.audit_log = (
+            AuditLog(audit_log)
+            if isinstance(audit_log, (str, bytes)) or hasattr(audit_log, "__fspath__")
+            else audit_log
+        )
         self.checkpoints = (
             CheckpointStore(checkpoints)
             if isinstance(checkpoints, (str, bytes)) or hasattr(checkpoints, "__fspath__")
@@ -348,7 +352,7 @@ class Session:
         checkpoints: str | CheckpointStore,
         session_id: str | None = None,
         **kwargs: Any,
-    ) -> "Session":
+    ) -> Session:
         """Rebuild a session after a kernel restart from its last checkpoint.
 
         Args:
@@ -439,9 +443,7 @@ class Session:
     # ------------------------------------------------------------------
     def _check_current(self) -> None:
         if self.superseded_by is not None:
-            raise PauseNotLiveError(
-                "This Session was superseded by a newer Session for the same agent; use that one."
-            )
+            raise PauseNotLiveError("This Session was superseded by a newer Session for the same agent; use that one.")
 
     def _new_run(self, prompt: str) -> ReplyRun:
         run = ReplyRun(prompt=prompt)
@@ -527,7 +529,7 @@ class Session:
                 self._audit_pause(pause, decision="discarded", reason=pause.reason)
         self._push(run)
 
-    def _supersede(self, newer: "Session") -> None:
+    def _supersede(self, newer: Session) -> None:
         self.superseded_by = newer
         newer._inherited.extend(r.task for r in self.runs if r.task is not None and not r.task.done())
         for run in self.runs:
@@ -571,9 +573,7 @@ class Session:
         with self._lock:
             pause = run.pauses.get(tool_call_id)
             if pause is None:
-                raise DecisionError(
-                    f"This reply has no open tool call {tool_call_id[:80]!r}.", field="tool_call_id"
-                )
+                raise DecisionError(f"This reply has no open tool call {tool_call_id[:80]!r}.", field="tool_call_id")
             reply_id = message.get("reply_id")
             if reply_id is not None and reply_id != pause.reply_id:
                 raise DecisionError(
@@ -855,8 +855,10 @@ class Session:
                 )
                 decision = decide(pause, message)
                 pause.status = "deciding"
-        applied = "reply interrupted" if self.on_deadline == "interrupt" else (
-            "denied" if pause.kind == "confirm" else "error returned to the agent"
+        applied = (
+            "reply interrupted"
+            if self.on_deadline == "interrupt"
+            else ("denied" if pause.kind == "confirm" else "error returned to the agent")
         )
         self._audit_pause(pause, decision="timeout", applied=applied)
         pause.decision = {"action": "timeout", "applied": applied}
@@ -932,10 +934,20 @@ class Session:
                 )
                 dirty = True
             elif isinstance(ev, ToolResultTextDeltaEvent):
-                entry("tool_result", "result:" + ev.tool_call_id, tool_call_id=ev.tool_call_id, name=call_name(ev.tool_call_id))["text"] += ev.delta
+                entry(
+                    "tool_result",
+                    "result:" + ev.tool_call_id,
+                    tool_call_id=ev.tool_call_id,
+                    name=call_name(ev.tool_call_id),
+                )["text"] += ev.delta
                 dirty = True
             elif isinstance(ev, ToolResultEndEvent):
-                e = entry("tool_result", "result:" + ev.tool_call_id, tool_call_id=ev.tool_call_id, name=call_name(ev.tool_call_id))
+                e = entry(
+                    "tool_result",
+                    "result:" + ev.tool_call_id,
+                    tool_call_id=ev.tool_call_id,
+                    name=call_name(ev.tool_call_id),
+                )
                 e["state"] = _state_value(ev.state)
                 pause = run.pauses.get(ev.tool_call_id)
                 if pause is not None and pause.status in ("decided", "resolved"):
@@ -947,7 +959,13 @@ class Session:
                     await self._add_pause(run, tc)
                 dirty = True
             elif isinstance(ev, ExceedMaxItersEvent):
-                run.transcript.append({"kind": "note", "id": f"note:{len(run.transcript)}", "text": "The agent reached its iteration limit."})
+                run.transcript.append(
+                    {
+                        "kind": "note",
+                        "id": f"note:{len(run.transcript)}",
+                        "text": "The agent reached its iteration limit.",
+                    }
+                )
                 dirty = True
             elif isinstance(ev, ReplyEndEvent) and run.live:
                 reason = _state_value(ev.finished_reason)

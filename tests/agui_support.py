@@ -17,7 +17,7 @@ from ag_ui.core import BaseEvent, Event, RunAgentInput, UserMessage
 from ag_ui_validate.transport import TransportOptions, validate_body
 from agentscope.agent import Agent
 from agentscope.permission import PermissionBehavior, PermissionDecision
-from agentscope.tool import Toolkit, ToolBase
+from agentscope.tool import ToolBase, Toolkit
 from pydantic import TypeAdapter
 
 from nb_hitl.agui.demo import two_pause_agent
@@ -94,7 +94,13 @@ def form_agent() -> Agent:
         name="refunds",
         system_prompt="Refunds.",
         model=ScriptedChatModel(
-            [Turn("I need the details.", [tool_call("AskForm", title="Refund details", message="For the refund.", schema=REFUND)]), report]
+            [
+                Turn(
+                    "I need the details.",
+                    [tool_call("AskForm", title="Refund details", message="For the refund.", schema=REFUND)],
+                ),
+                report,
+            ]
         ),
         toolkit=Toolkit(tools=[FormTool()]),
     )

@@ -55,16 +55,20 @@ async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
 
 
 # ------------------------------------------------------- Session in-process
-async def parked(session: Session, resumes: int = 0, what: str = "the reply parked after {resumes} resume(s)") -> list[Any]:
+async def parked(
+    session: Session, resumes: int = 0, what: str = "the reply parked after {resumes} resume(s)"
+) -> list[Any]:
     """Wait until the current reply is parked after ``resumes`` resumes; its open pauses.
 
     ``what`` (formatted with ``resumes``) names the wait in the timeout message.
     """
     run = await wait_until(
-        lambda: session.current is not None
-        and session.current.status == "paused"
-        and session.current.resumes == resumes
-        and session.current,
+        lambda: (
+            session.current is not None
+            and session.current.status == "paused"
+            and session.current.resumes == resumes
+            and session.current
+        ),
         what.format(resumes=resumes),
     )
     return run.open_pauses()
@@ -73,9 +77,11 @@ async def parked(session: Session, resumes: int = 0, what: str = "the reply park
 async def parked_on(session: Session, kind: str) -> Any:
     """Wait until the current reply is parked with an open pause of ``kind``."""
     return await wait_until(
-        lambda: session.current is not None
-        and session.current.status == "paused"
-        and next((p for p in session.pending if p.kind == kind), None),
+        lambda: (
+            session.current is not None
+            and session.current.status == "paused"
+            and next((p for p in session.pending if p.kind == kind), None)
+        ),
         f"an open {kind} pause",
     )
 

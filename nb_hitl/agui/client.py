@@ -101,7 +101,9 @@ def parse_event(data: str) -> BaseEvent:
     try:
         return _EVENT.validate_json(data)
     except ValidationError as exc:
-        raise AguiClientError(f"The server sent a frame that is not an AG-UI event: {exc.errors()[0].get('msg')} in {data[:200]!r}") from None
+        raise AguiClientError(
+            f"The server sent a frame that is not an AG-UI event: {exc.errors()[0].get('msg')} in {data[:200]!r}"
+        ) from None
 
 
 class AguiClient:
@@ -475,7 +477,11 @@ class RemoteSession:
             entry = by_id.get(view["interrupt_id"])
             if entry is not None and view["status"] == "open":
                 view["status"] = "decided"
-                view["decision"] = {"action": "cancel"} if entry.status == "cancelled" else {"action": "submit", "value": entry.payload}
+                view["decision"] = (
+                    {"action": "cancel"}
+                    if entry.status == "cancelled"
+                    else {"action": "submit", "value": entry.payload}
+                )
         self._push(turn, force=True)
 
     # ------------------------------------------------------------ internals
@@ -517,7 +523,9 @@ class RemoteSession:
             raise DecisionError(f"The paused run has no interrupt {str(key)[:80]!r}.", field="tool_call_id")
         reply_id = message.get("reply_id")
         if reply_id is not None and reply_id != view["reply_id"]:
-            raise DecisionError(f"This answer names run {str(reply_id)[:80]!r}, not {view['reply_id']!r}.", field="reply_id")
+            raise DecisionError(
+                f"This answer names run {str(reply_id)[:80]!r}, not {view['reply_id']!r}.", field="reply_id"
+            )
         if view["status"] != "open":
             raise AlreadyDecidedError(f"Already answered: {view['tool_name']} ({view['interrupt_id']}).")
         if turn.outbox is not None or turn.resume_ready.is_set():
@@ -600,7 +608,7 @@ class RemoteSession:
         except asyncio.CancelledError:
             turn.status, turn.reason = "interrupted", "The turn was cancelled in the notebook."
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             turn.status, turn.reason = "error", f"{type(exc).__name__}: {exc}"
             raise
         finally:
@@ -660,7 +668,9 @@ class RemoteSession:
                         last_text = texts[mid]
                 elif t in (EventType.TOOL_CALL_START, EventType.TOOL_CALL_CHUNK) and ev.tool_call_id:
                     call = turn.tool_calls.setdefault(ev.tool_call_id, {"name": "", "args": ""})
-                    e = self._entry(turn, "tool_call", "call:" + ev.tool_call_id, name=call["name"], tool_call_id=ev.tool_call_id)
+                    e = self._entry(
+                        turn, "tool_call", "call:" + ev.tool_call_id, name=call["name"], tool_call_id=ev.tool_call_id
+                    )
                     if ev.tool_call_id not in calls_here:
                         # a peer may re-announce a call of an earlier run
                         # (ag-ui-langgraph does on resume): start it afresh
@@ -681,11 +691,24 @@ class RemoteSession:
                     calls_here.add(ev.tool_call_id)
                     call = turn.tool_calls.setdefault(ev.tool_call_id, {"name": "", "args": ""})
                     call["args"] += ev.delta
-                    self._entry(turn, "tool_call", "call:" + ev.tool_call_id, tool_call_id=ev.tool_call_id)["text"] += ev.delta
+                    self._entry(turn, "tool_call", "call:" + ev.tool_call_id, tool_call_id=ev.tool_call_id)["text"] += (
+                        ev.delta
+                    )
                 elif t == EventType.TOOL_CALL_RESULT:
-                    content = ev.content if isinstance(ev.content, str) else "".join(getattr(p, "text", "") for p in ev.content)
+                    content = (
+                        ev.content
+                        if isinstance(ev.content, str)
+                        else "".join(getattr(p, "text", "") for p in ev.content)
+                    )
                     name = turn.tool_calls.get(ev.tool_call_id, {}).get("name", "")
-                    e = self._entry(turn, "tool_result", "result:" + ev.tool_call_id, name=name, tool_call_id=ev.tool_call_id, state="done")
+                    e = self._entry(
+                        turn,
+                        "tool_result",
+                        "result:" + ev.tool_call_id,
+                        name=name,
+                        tool_call_id=ev.tool_call_id,
+                        state="done",
+                    )
                     e["text"] = content
                     streamed.append(ToolMessage(id=ev.message_id, tool_call_id=ev.tool_call_id, content=content))
                 elif t == EventType.MESSAGES_SNAPSHOT:
@@ -745,7 +768,9 @@ class RemoteSession:
             interrupts = list(outcome.interrupts)
             ids = [i.id for i in interrupts]
             if len(set(ids)) != len(ids):
-                raise AguiClientError("The server's interrupt outcome repeats an interrupt id; it cannot be answered safely.")
+                raise AguiClientError(
+                    "The server's interrupt outcome repeats an interrupt id; it cannot be answered safely."
+                )
             record.interrupts = interrupts
             for view in turn.pauses.values():
                 if view["status"] in ("open", "decided"):

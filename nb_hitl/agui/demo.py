@@ -38,7 +38,9 @@ def two_pause_script(delete: str = "old_log.txt") -> list[Any]:
             answers = (ask.metadata or {}).get("answers") or []
             chosen = ", ".join(answers[0].get("selected") or []) or (answers[0].get("other") or "") if answers else ""
             state = getattr(ask.state, "value", ask.state)
-            parts.append(f"You chose to archive {chosen}." if state == "success" and chosen else f"No file was chosen ({state}).")
+            parts.append(
+                f"You chose to archive {chosen}." if state == "success" and chosen else f"No file was chosen ({state})."
+            )
         if deleted is not None:
             state = getattr(deleted.state, "value", deleted.state)
             if state == "success":

@@ -223,7 +223,7 @@ def messages_snapshot(context: list[Msg]) -> list[Any]:
         calls: list[ToolCall] = []
         round_no = 0
 
-        def flush() -> None:
+        def flush(msg: Msg = msg) -> None:
             nonlocal texts, calls, round_no
             if not texts and not calls:
                 return
@@ -246,9 +246,7 @@ def messages_snapshot(context: list[Msg]) -> list[Any]:
                     flush()
                 texts.append((block.id, block.text))
             elif kind == "tool_call":
-                calls.append(
-                    ToolCall(id=block.id, function=FunctionCall(name=block.name, arguments=block.input or ""))
-                )
+                calls.append(ToolCall(id=block.id, function=FunctionCall(name=block.name, arguments=block.input or "")))
             elif kind == "tool_result":
                 flush()
                 state = _state(block.state)

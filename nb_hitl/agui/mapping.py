@@ -178,7 +178,7 @@ def interrupt_id(thread_id: str, reply_id: str, tool_call_id: str) -> str:
 def to_iso(epoch_seconds: float) -> str:
     """``time.time()`` seconds -> ISO 8601 UTC with milliseconds and ``Z``
     (AG-UI's documented convention for ``Interrupt.expires_at``)."""
-    moment = _dt.datetime.fromtimestamp(epoch_seconds, tz=_dt.timezone.utc)
+    moment = _dt.datetime.fromtimestamp(epoch_seconds, tz=_dt.UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -193,7 +193,7 @@ def parse_expires_at(value: str | None) -> float | None:
     except ValueError:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_dt.timezone.utc)
+        moment = moment.replace(tzinfo=_dt.UTC)
     return moment.timestamp()
 
 
@@ -879,7 +879,9 @@ def message_to_entry(interrupt: Interrupt, message: Mapping[str, Any]) -> Resume
             validate_payload(schema, payload)
         except DecisionError as exc:
             if exc.field and exc.field.startswith("editedArgs"):
-                raise DecisionError(str(exc).replace("at $.editedArgs", "at the input"), field="input" + exc.field[len("editedArgs"):]) from None
+                raise DecisionError(
+                    str(exc).replace("at $.editedArgs", "at the input"), field="input" + exc.field[len("editedArgs") :]
+                ) from None
             raise
         return ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload=payload)
     if kind == "form":
@@ -894,7 +896,9 @@ def message_to_entry(interrupt: Interrupt, message: Mapping[str, Any]) -> Resume
             if isinstance(message.get("reason"), str) and message["reason"].strip():
                 payload["reason"] = message["reason"]
         else:
-            raise DecisionError(f"A review is answered with accept, edit or reject, not {str(action)[:40]!r}.", field="action")
+            raise DecisionError(
+                f"A review is answered with accept, edit or reject, not {str(action)[:40]!r}.", field="action"
+            )
         validate_payload(schema, payload)
         return ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload=payload)
     if kind == "ask_user":

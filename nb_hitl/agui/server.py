@@ -359,7 +359,9 @@ class AguiServer:
     def _is_replay(self, thread: _Thread, resume: list[ResumeEntry]) -> bool:
         return all(e.interrupt_id in thread.ledger for e in resume)
 
-    async def _run_locked(self, thread: _Thread, inp: RunAgentInput, resume: list[ResumeEntry]) -> AsyncIterator[BaseEvent]:
+    async def _run_locked(
+        self, thread: _Thread, inp: RunAgentInput, resume: list[ResumeEntry]
+    ) -> AsyncIterator[BaseEvent]:
         session = thread.session
         if resume:
             if self._is_replay(thread, resume):
@@ -394,7 +396,7 @@ class AguiServer:
                 except NbHitlError as exc:
                     failed.append(f"{entry.interrupt_id}: {exc}")
             results = await asyncio.gather(*(c for _, c in acts), return_exceptions=True)
-            for (entry, _coro), result in zip(acts, results):
+            for (entry, _coro), result in zip(acts, results, strict=True):
                 if isinstance(result, BaseException):
                     failed.append(f"{entry.interrupt_id}: {result}")
                 else:
@@ -429,11 +431,15 @@ class AguiServer:
         async for event in self._finish(thread, inp, translator):
             yield event
 
-    async def _plan(self, thread: _Thread, inp: RunAgentInput, resume: list[ResumeEntry]) -> list[tuple[ResumeEntry, Pause, dict[str, Any]]]:
+    async def _plan(
+        self, thread: _Thread, inp: RunAgentInput, resume: list[ResumeEntry]
+    ) -> list[tuple[ResumeEntry, Pause, dict[str, Any]]]:
         """Turn every entry into a checked page message, or refuse them all."""
         open_now = self._open(thread)
         open_ids = {i.id for i, _ in open_now}
-        closed = [e.interrupt_id for e in resume if e.interrupt_id not in open_ids and e.interrupt_id in thread.interrupts]
+        closed = [
+            e.interrupt_id for e in resume if e.interrupt_id not in open_ids and e.interrupt_id in thread.interrupts
+        ]
         if closed:
             # announced earlier, closed since without this client: the pause's
             # deadline applied its default (Session deadline), or the reply ended
@@ -564,7 +570,9 @@ class AguiServer:
                 timestamp=now_ms(),
             )
             return
-        yield RunErrorEvent(message=run.reason or f"The reply ended: {run.status}", code="agent_error", timestamp=now_ms())
+        yield RunErrorEvent(
+            message=run.reason or f"The reply ended: {run.status}", code="agent_error", timestamp=now_ms()
+        )
 
 
 def _user_text(content: Any) -> str:
@@ -622,7 +630,7 @@ class ServerHandle:
         """True while the server thread serves."""
         return self.thread.is_alive() and bool(self.server.started)
 
-    def __enter__(self) -> "ServerHandle":
+    def __enter__(self) -> ServerHandle:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -672,7 +680,9 @@ def serve_in_background(
     bound_port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level=log_level, lifespan="off", loop="asyncio", access_log=False)
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"nb_hitl-agui-{bound_port}", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name=f"nb_hitl-agui-{bound_port}", daemon=True
+    )
     thread.start()
     deadline = time.monotonic() + startup_timeout
     while not server.started:

@@ -115,7 +115,7 @@ class RequestWidget(anywidget.AnyWidget):
             if self._handler is None:
                 raise NbHitlError("This widget is not connected to anything that can act on it.")
             result = self._handler(content)
-        except BaseException as exc:  # noqa: BLE001 - every message gets an answer
+        except BaseException as exc:
             if not isinstance(exc, Exception):
                 raise
             if not isinstance(exc, NbHitlError):
@@ -131,7 +131,7 @@ class RequestWidget(anywidget.AnyWidget):
         async def finish() -> None:
             try:
                 result = await awaitable
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 if not isinstance(exc, NbHitlError):
                     log.exception("nb_hitl widget handler failed")
                 self._reply(error_reply(request_id, exc))

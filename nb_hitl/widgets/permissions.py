@@ -198,7 +198,7 @@ class PermissionExplorer(RequestWidget):
             await asyncio.sleep(self.watch_interval)
             try:
                 await self.poll_once()
-            except Exception:  # noqa: BLE001 - a watcher must never take the kernel down
+            except Exception:
                 log.debug("permission explorer watch failed", exc_info=True)
 
     async def _handle(self, msg: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import textwrap
 
-from tests.harness.lab import ARTIFACTS, JupyterLabServer, open_notebook, output_locator, wait_execution_done, write_notebook
+from tests.harness.lab import (
+    ARTIFACTS,
+    JupyterLabServer,
+    open_notebook,
+    output_locator,
+    wait_execution_done,
+    write_notebook,
+)
 
 OUT = ".jp-OutputArea-output"
 
@@ -23,6 +30,7 @@ def start_all_cells(page) -> None:  # type: ignore[no-untyped-def]
     """Run All Cells without waiting for them: the cell awaits the person's
     clicks, and JupyterLab's run-all command resolves only when cells end."""
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); return true; }")
+
 
 OURS = textwrap.dedent(
     """

@@ -17,11 +17,9 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from pathlib import Path
 from typing import Any
 
 from tests.harness.lab import (
-    ARTIFACTS,
     REPO_ROOT,
     JupyterLabServer,
     open_notebook,
@@ -345,7 +343,9 @@ def test_C15_double_click_and_approve_then_deny_give_one_decision(page, lab: Jup
     first_id = first.get_attribute("data-tool-call-id")
     first.locator('[data-testid="nbh-approve"]').dblclick()
 
-    second = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]:not([data-tool-call-id="{first_id}"])')
+    second = page.locator(
+        f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]:not([data-tool-call-id="{first_id}"])'
+    )
     second.wait_for(timeout=60_000)
     # Approve then Deny within the same task (a few microseconds apart)
     second.evaluate(

@@ -63,8 +63,8 @@ def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def
 
 
 def test_form_fill_invalid_then_valid(page, lab: JupyterLabServer) -> None:
-    write_notebook(lab.root / "issue6_form.ipynb", [FORM_CELL])
-    open_notebook(page, lab, "issue6_form.ipynb")
+    write_notebook(lab.root / "rp_form.ipynb", [FORM_CELL])
+    open_notebook(page, lab, "rp_form.ipynb")
     run_all_cells(page)
 
     card = _card(page, "form")
@@ -98,7 +98,7 @@ def test_form_fill_invalid_then_valid(page, lab: JupyterLabServer) -> None:
     assert field_error.inner_text() == "Amount (EUR): 900 is greater than the maximum of 500"
     assert card.locator('[data-testid="nbh-error"]').count() == 0  # not repeated under the form
     assert card.locator('[data-testid="nbh-field-error"]').count() == 1
-    screenshot(page, "issue6-form-invalid")
+    screenshot(page, "rp-form-invalid")
     assert card.get_attribute("data-status") == "open"
     assert card.locator('[data-field="reason"]').evaluate("e => e.options[e.selectedIndex].text") == "late"
 
@@ -151,8 +151,8 @@ REVIEW_CELL = textwrap.dedent(
 
 
 def test_review_card_edit_and_send(page, lab: JupyterLabServer) -> None:
-    write_notebook(lab.root / "issue6_review.ipynb", [REVIEW_CELL])
-    open_notebook(page, lab, "issue6_review.ipynb")
+    write_notebook(lab.root / "rp_review.ipynb", [REVIEW_CELL])
+    open_notebook(page, lab, "rp_review.ipynb")
     run_all_cells(page)
 
     card = _card(page, "review")
@@ -165,9 +165,9 @@ def test_review_card_edit_and_send(page, lab: JupyterLabServer) -> None:
         assert card.locator(f'[data-testid="{testid}"]').is_enabled()
     # the transcript has the call and an empty result: nothing of the raw text
     result = page.locator(f'{OUT} [data-testid="nbh-tool-result"]')
-    assert "4111" not in page.locator(f'{OUT} .nbh-transcript').inner_text()
+    assert "4111" not in page.locator(f"{OUT} .nbh-transcript").inner_text()
     card.scroll_into_view_if_needed()
-    screenshot(page, "issue6-review")
+    screenshot(page, "rp-review")
 
     area.fill("Ana Lima, card [REDACTED]")
     card.locator('[data-testid="nbh-review-edit"]').click()
@@ -219,16 +219,17 @@ POLICY_CELL = textwrap.dedent(
 
 
 def test_policy_chip_and_deadline_countdown(page, lab: JupyterLabServer) -> None:
-    write_notebook(lab.root / "issue6_policy.ipynb", [POLICY_CELL])
-    open_notebook(page, lab, "issue6_policy.ipynb")
+    write_notebook(lab.root / "rp_policy.ipynb", [POLICY_CELL])
+    open_notebook(page, lab, "rp_policy.ipynb")
     run_all_cells(page)
 
     card = _card(page, "confirm")
     card.wait_for(timeout=60_000)
     assert card.locator('[data-testid="nbh-policy"]').inner_text() == "policy: payments"
-    assert "The policy 'payments' requires a person to confirm this call" in card.locator(
-        '[data-testid="nbh-permission-message"]'
-    ).inner_text()
+    assert (
+        "The policy 'payments' requires a person to confirm this call"
+        in card.locator('[data-testid="nbh-permission-message"]').inner_text()
+    )
     assert card.locator('[data-testid="nbh-always"]').count() == 0  # no "always allow" for a policy ask
     chip = card.locator('[data-testid="nbh-deadline"]')
     assert chip.inner_text().endswith("s left")

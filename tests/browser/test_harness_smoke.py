@@ -87,5 +87,7 @@ def test_inline_anywidget_renders_and_state_is_saved(page, lab: JupyterLabServer
     save_notebook(page)
     nb = lab.notebook_json("smoke_anywidget.ipynb")
     state = nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    assert any(m["model_name"] == "AnyModel" and m["state"].get("who") == "hello from the kernel" for m in state.values())
+    assert any(
+        m["model_name"] == "AnyModel" and m["state"].get("who") == "hello from the kernel" for m in state.values()
+    )
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

@@ -118,7 +118,10 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     final.wait_for(timeout=60_000)
     assert final.inner_text() == final_text
     decided = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"]')
-    assert 'Approved with edited input: {"path":"notes.txt"}' in decided.locator('[data-testid="nbh-decision"]').inner_text()
+    assert (
+        'Approved with edited input: {"path":"notes.txt"}'
+        in decided.locator('[data-testid="nbh-decision"]').inner_text()
+    )
     status = page.locator(f'{OUT} [data-testid="nbh-status"]')
     assert status.get_attribute("data-status") == "finished"
 

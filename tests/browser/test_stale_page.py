@@ -116,7 +116,10 @@ def test_C11_payload_set_before_the_js_loaded_renders_the_whole_pause(page, lab:
         assert ask.locator('[data-testid="nbh-header"]').inner_text() == "Order"
         assert ask.locator('[data-testid="nbh-question"]').get_attribute("data-question") == "Which file first?"
         assert ask.locator('[data-testid="nbh-context"]').inner_text() == "three files"
-        assert [o.get_attribute("data-label") for o in ask.locator('[data-testid="nbh-option"]').all()] == ["notes.txt", "draft.md"]
+        assert [o.get_attribute("data-label") for o in ask.locator('[data-testid="nbh-option"]').all()] == [
+            "notes.txt",
+            "draft.md",
+        ]
         assert ask.locator('[data-testid="nbh-answer-submit"]').is_visible()
         # the confirmation, whole: its input and its controls
         confirm = reply.locator(f'[data-testid="nbh-card"][data-kind="confirm"][data-tool-call-id="{reply_id}-del"]')
@@ -180,7 +183,10 @@ def test_C12_saved_pause_reopened_after_restart_is_a_readable_record(page, lab: 
     for testid in ("nbh-approve", "nbh-deny", "nbh-modify"):
         button = pending.locator(f'[data-testid="{testid}"]')
         assert button.count() == 0 or button.is_disabled()
-    assert root.locator('[data-testid="nbh-interrupt"]').count() == 0 or root.locator('[data-testid="nbh-interrupt"]').is_disabled()
+    assert (
+        root.locator('[data-testid="nbh-interrupt"]').count() == 0
+        or root.locator('[data-testid="nbh-interrupt"]').is_disabled()
+    )
     # the transcript is readable too
     assert "I found 3 files" in root.inner_text()
     assert output_locator(page, re.compile("model not found|Error displaying widget")).count() == 0
@@ -239,7 +245,10 @@ def test_C01_old_widget_refuses_a_click_after_a_new_prompt(page, lab: JupyterLab
     assert card.get_attribute("data-status") == "expired"
     assert f"No longer live: {reason}" in card.locator('[data-testid="nbh-decision"]').inner_text()
     assert old.locator('[data-testid="nbh-status"]').get_attribute("data-status") == "interrupted"
-    assert card.locator('[data-testid="nbh-approve"]').count() == 0 or card.locator('[data-testid="nbh-approve"]').is_disabled()
+    assert (
+        card.locator('[data-testid="nbh-approve"]').count() == 0
+        or card.locator('[data-testid="nbh-approve"]').is_disabled()
+    )
     screenshot(page, "C01-refused-click")
 
     # the new prompt's reply ran; the click started nothing and deleted nothing

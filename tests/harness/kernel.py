@@ -266,7 +266,7 @@ class KernelHarness:
         ipython_dir.mkdir(exist_ok=True)
         env = kernel_env({"IPYTHONDIR": str(ipython_dir), **self._extra_env})
         if self._log_file is None:
-            self._log_file = open(self.log_path, "ab")  # noqa: SIM115
+            self._log_file = open(self.log_path, "ab")
         self.km.start_kernel(env=env, cwd=str(self.cwd), stdout=self._log_file, stderr=subprocess.STDOUT)
         self._connect()
         return self

@@ -16,7 +16,7 @@ jupyterlab-manager/plugin.jupyterlab-settings`` (the ``LabApp.user_settings_dir`
 default); :meth:`JupyterLabServer.lab_setting` reads back what the server
 serves.
 
-Recipe and pitfalls: /work/shared/notes/notebook-kernel.md.
+Recipe and pitfalls: docs/design.md.
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ class JupyterLabServer:
             "--ServerApp.disable_check_xsrf=True",
             *self.extra_args,
         ]
-        self._log_file = open(self.log_path, "wb")  # noqa: SIM115
+        self._log_file = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             cmd,
             cwd=str(self.root),

@@ -106,7 +106,9 @@ def error_of(cap: Captured) -> Any:
     return last
 
 
-def answers(interrupts, *, delete: dict | None = None, pick: str = "notes.txt", status: str = "resolved") -> list[ResumeEntry]:
+def answers(
+    interrupts, *, delete: dict | None = None, pick: str = "notes.txt", status: str = "resolved"
+) -> list[ResumeEntry]:
     out = []
     for i in interrupts:
         kind = i.metadata[META_KEY]["kind"]
@@ -337,8 +339,13 @@ def test_remote_session_answers_two_interrupts_in_one_resume(served):
         with pytest.raises(ResumeError) as wrong:
             remote.resume([ResumeEntry(interrupt_id="nbh-nope", status="cancelled")])
         assert wrong.value.code == "unknown_interrupt"
-        first = await remote.act({"action": "answer", "tool_call_id": ask["tool_call_id"], "answers": [
-            {"question": "Which file should I archive?", "selected": ["draft.md"]}]})
+        first = await remote.act(
+            {
+                "action": "answer",
+                "tool_call_id": ask["tool_call_id"],
+                "answers": [{"question": "Which file should I archive?", "selected": ["draft.md"]}],
+            }
+        )
         assert first["sent"] is False and remote.client.posts == posts
         # the widget's own handler is the same path as act()
         second = await widget._handler({"action": "approve", "tool_call_id": confirm["tool_call_id"], "rules": [0]})
@@ -371,8 +378,14 @@ def test_remote_session_reopens_answers_the_server_refused(served):
         clock.offset = 3600  # the server's clock says the interrupts expired; the client's does not
         try:
             for v in views:
-                page = {"action": "approve"} if v["kind"] == "confirm" else {
-                    "action": "answer", "answers": [{"question": "Which file should I archive?", "selected": ["notes.txt"]}]}
+                page = (
+                    {"action": "approve"}
+                    if v["kind"] == "confirm"
+                    else {
+                        "action": "answer",
+                        "answers": [{"question": "Which file should I archive?", "selected": ["notes.txt"]}],
+                    }
+                )
                 await remote.act({**page, "tool_call_id": v["tool_call_id"]})
             again = await remote.until_paused()
         finally:

@@ -49,7 +49,13 @@ def form_agent(schema: Any, events: list[Any] | None = None) -> Agent:
         name="refunds",
         system_prompt="Handle refunds.",
         model=ScriptedChatModel(
-            [Turn("I need details.", [tool_call("AskForm", title="Refund details", message="For the refund request.", schema=schema)]), answer],
+            [
+                Turn(
+                    "I need details.",
+                    [tool_call("AskForm", title="Refund details", message="For the refund request.", schema=schema)],
+                ),
+                answer,
+            ],
             on_exhausted="raise",
         ),
         toolkit=Toolkit(tools=[FormTool()]),
@@ -66,7 +72,10 @@ def form_agent(schema: Any, events: list[Any] | None = None) -> Agent:
         (REFUND, None),
         ("not a dict", "The schema is not a JSON object."),
         ({"type": "nonsense", "properties": {"a": {}}}, "Not a valid JSON Schema at $.type"),
-        ({"type": "object", "properties": {"a": {"minimum": "zero"}}}, "Not a valid JSON Schema at $.properties.a.minimum"),
+        (
+            {"type": "object", "properties": {"a": {"minimum": "zero"}}},
+            "Not a valid JSON Schema at $.properties.a.minimum",
+        ),
         ({"type": "array", "items": {}}, 'A form schema must have "type": "object".'),
         ({"type": "object"}, 'A form schema needs "properties"'),
     ],
@@ -86,7 +95,11 @@ def test_schema_problem(schema: Any, problem: str | None) -> None:
         ({**GOOD, "amount": "ten"}, "value.amount", "Amount (EUR): 'ten' is not of type 'number'"),
         ({**GOOD, "date": "2025-02-30"}, "value.date", "Purchase date: '2025-02-30' is not a 'date'"),
         ({**GOOD, "date": "1 March"}, "value.date", "Purchase date: '1 March' is not a 'date'"),
-        ({**GOOD, "reason": "bored"}, "value.reason", "Reason: 'bored' is not one of ['damaged', 'late', 'wrong item']"),
+        (
+            {**GOOD, "reason": "bored"},
+            "value.reason",
+            "Reason: 'bored' is not one of ['damaged', 'late', 'wrong item']",
+        ),
         ({"amount": 1, "date": "2025-03-01"}, "value.reason", "Reason: this field is required."),
         ([1, 2], "value", "The answer: [1, 2] is not of type 'object'"),
     ],
@@ -132,11 +145,18 @@ def test_invalid_answer_refused_then_valid_answer_reaches_the_agent() -> None:
         )
         # an invalid value: refused with its field, the pause stays open, nothing reaches the agent
         with pytest.raises(DecisionError) as err:
-            session.act({"action": "submit", "tool_call_id": pause.tool_call_id, "value": {**GOOD, "date": "2025-13-01"}})
+            session.act(
+                {"action": "submit", "tool_call_id": pause.tool_call_id, "value": {**GOOD, "date": "2025-13-01"}}
+            )
         assert err.value.field == "value.date"
         assert pause.status == "open" and len(agent.model.calls) == 1
         # actions of other kinds do not fit a form (C06)
-        for action, extra in (("answer", {"answers": []}), ("external_result", {"output": "x"}), ("accept", {}), ("approve", {})):
+        for action, extra in (
+            ("answer", {"answers": []}),
+            ("external_result", {"output": "x"}),
+            ("accept", {}),
+            ("approve", {}),
+        ):
             with pytest.raises(DecisionError) as wrong:
                 session.act({"action": action, "tool_call_id": pause.tool_call_id, **extra})
             assert wrong.value.field == "action"
@@ -181,7 +201,9 @@ def test_declining_a_valid_form_needs_a_message() -> None:
         with pytest.raises(DecisionError) as err:
             session.act({"action": "return_error", "tool_call_id": pause.tool_call_id})
         assert err.value.field == "message"
-        await session.act({"action": "return_error", "tool_call_id": pause.tool_call_id, "message": "I'd rather call you."})
+        await session.act(
+            {"action": "return_error", "tool_call_id": pause.tool_call_id, "message": "I'd rather call you."}
+        )
         return await asyncio.wait_for(task, 10)
 
     assert run_async(scenario()).get_text_content() == "[error] value=null text=I'd rather call you."

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import textwrap
 import time
 from collections import Counter, defaultdict
@@ -39,10 +38,7 @@ from typing import Any
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.harness import KernelHarness  # noqa: E402
+from tests.harness import KernelHarness
 
 pytestmark = pytest.mark.kernel
 
@@ -188,7 +184,9 @@ class Stress:
 
     # -- what the page knows ------------------------------------------------
     def widgets(self) -> list[Any]:
-        return [c for c in self.k.comms("AnyModel", include_closed=True) if "pauses" in c.state and "transcript" in c.state]
+        return [
+            c for c in self.k.comms("AnyModel", include_closed=True) if "pauses" in c.state and "transcript" in c.state
+        ]
 
     def replies(self) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -206,7 +204,9 @@ class Stress:
             if not missing:
                 return got
             if time.monotonic() > end:
-                raise AssertionError(f"{len(missing)} of {len(self.sent)} messages got no answer, e.g. {self.sent[missing[0]]}")
+                raise AssertionError(
+                    f"{len(missing)} of {len(self.sent)} messages got no answer, e.g. {self.sent[missing[0]]}"
+                )
             time.sleep(0.05)
 
     # -- messages -----------------------------------------------------------
@@ -235,31 +235,47 @@ class Stress:
     def invalid_decision(self, pause: dict[str, Any]) -> dict[str, Any]:
         tcid, rng = pause["tool_call_id"], self.rng
         if pause["kind"] == "confirm":
-            return rng.choice([
-                {"action": "modify", "tool_call_id": tcid, "input": "{not json"},
-                {"action": "modify", "tool_call_id": tcid, "input": json.dumps({"n": "seven"})},
-                {"action": "modify", "tool_call_id": tcid, "input": json.dumps({"n": 1}), "name": "touch_z"},
-                {"action": "approve", "tool_call_id": tcid, "rules": [7]},
-                {"action": "answer", "tool_call_id": tcid, "answers": []},
-                {"action": "approve", "tool_call_id": tcid, "reply_id": "not-this-reply"},
-            ])
+            return rng.choice(
+                [
+                    {"action": "modify", "tool_call_id": tcid, "input": "{not json"},
+                    {"action": "modify", "tool_call_id": tcid, "input": json.dumps({"n": "seven"})},
+                    {"action": "modify", "tool_call_id": tcid, "input": json.dumps({"n": 1}), "name": "touch_z"},
+                    {"action": "approve", "tool_call_id": tcid, "rules": [7]},
+                    {"action": "answer", "tool_call_id": tcid, "answers": []},
+                    {"action": "approve", "tool_call_id": tcid, "reply_id": "not-this-reply"},
+                ]
+            )
         q = pause["ask_user"]["questions"][0]
-        return rng.choice([
-            {"action": "answer", "tool_call_id": tcid, "answers": [{"question": q["question"], "selected": ["middle"]}]},
-            {"action": "answer", "tool_call_id": tcid, "answers": [{"question": q["question"], "selected": ["left", "right"]}]},
-            {"action": "answer", "tool_call_id": tcid, "answers": [{"question": "Another?", "selected": ["left"]}]},
-            {"action": "approve", "tool_call_id": tcid},
-            {"action": "external_result", "tool_call_id": tcid, "output": "left"},
-        ])
+        return rng.choice(
+            [
+                {
+                    "action": "answer",
+                    "tool_call_id": tcid,
+                    "answers": [{"question": q["question"], "selected": ["middle"]}],
+                },
+                {
+                    "action": "answer",
+                    "tool_call_id": tcid,
+                    "answers": [{"question": q["question"], "selected": ["left", "right"]}],
+                },
+                {"action": "answer", "tool_call_id": tcid, "answers": [{"question": "Another?", "selected": ["left"]}]},
+                {"action": "approve", "tool_call_id": tcid},
+                {"action": "external_result", "tool_call_id": tcid, "output": "left"},
+            ]
+        )
 
     def one_message(self, widgets: list[Any]) -> None:
         rng = self.rng
-        live = [w for w in widgets if w.state.get("status") in ("running", "paused") and w.comm_id not in self.expired_comms]
+        live = [
+            w for w in widgets if w.state.get("status") in ("running", "paused") and w.comm_id not in self.expired_comms
+        ]
         dead = [w for w in widgets if w not in live]
         w = live[-1] if live and (rng.random() < 0.75 or not dead) else (rng.choice(dead) if dead else widgets[-1])
         pauses = w.state.get("pauses") or []
         open_ = [p for p in pauses if p.get("status") == "open"]
-        kind = rng.choices(["valid", "double", "conflict", "invalid", "garbage", "ping", "interrupt"], [42, 12, 10, 16, 10, 6, 1.2])[0]
+        kind = rng.choices(
+            ["valid", "double", "conflict", "invalid", "garbage", "ping", "interrupt"], [42, 12, 10, 16, 10, 6, 1.2]
+        )[0]
         if kind == "ping":
             self.send(w.comm_id, {"action": "ping"})
             return
@@ -267,13 +283,18 @@ class Stress:
             self.send(w.comm_id, {"action": "interrupt"})
             return
         if kind == "garbage" or not pauses:
-            self.send(w.comm_id, rng.choice([
-                {"action": "approve", "tool_call_id": f"call_{rng.randint(0, 10**6)}"},
-                {"action": rng.choice(["explode", "", "APPROVE"]), "tool_call_id": "x"},
-                {"action": "approve"},
-                {"action": "deny", "tool_call_id": 42},
-                {"no_action": True},
-            ]))
+            self.send(
+                w.comm_id,
+                rng.choice(
+                    [
+                        {"action": "approve", "tool_call_id": f"call_{rng.randint(0, 10**6)}"},
+                        {"action": rng.choice(["explode", "", "APPROVE"]), "tool_call_id": "x"},
+                        {"action": "approve"},
+                        {"action": "deny", "tool_call_id": 42},
+                        {"no_action": True},
+                    ]
+                ),
+            )
             return
         fresh = [p for p in open_ if p["tool_call_id"] not in self.targeted]
         if kind != "invalid" and fresh and rng.random() < 0.9:
@@ -317,7 +338,10 @@ class Stress:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             ws = self.widgets()
-            if ws and any(p.get("status") == "open" and p["tool_call_id"] not in self.targeted for p in ws[-1].state.get("pauses") or []):
+            if ws and any(
+                p.get("status") == "open" and p["tool_call_id"] not in self.targeted
+                for p in ws[-1].state.get("pauses") or []
+            ):
                 return
             time.sleep(0.005)
 
@@ -327,7 +351,11 @@ def test_stress_1000_random_comm_messages_exactly_once(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     with KernelHarness() as k:
         k.execute(f"AUDIT = {str(audit)!r}\n" + KERNEL_SETUP).raise_for_error()
-        k.wait_for(lambda: any(p.get("status") == "open" for c in k.comms("AnyModel") for p in c.state.get("pauses", [])), 60, what="the first pause")
+        k.wait_for(
+            lambda: any(p.get("status") == "open" for c in k.comms("AnyModel") for p in c.state.get("pauses", [])),
+            60,
+            what="the first pause",
+        )
         stress = Stress(k, rng)
         stress.run(N_MESSAGES, supersede_at=[300, 650, 950])
         answers = stress.wait_all_answered()
@@ -348,7 +376,9 @@ def test_stress_1000_random_comm_messages_exactly_once(tmp_path: Path) -> None:
     assert sum(r["answered"] for r in report["runs"]) == len(sent)
     codes = Counter(a.get("code") if not a["ok"] else "ok" for a in flat.values())
     # the scenario really covered each path
-    assert codes["ok"] > 100 and codes["already_decided"] > 50 and codes["expired"] > 20 and codes["invalid"] > 100, codes
+    assert codes["ok"] > 100 and codes["already_decided"] > 50 and codes["expired"] > 20 and codes["invalid"] > 100, (
+        codes
+    )
     assert report["driver_task_done"] and not report["driver_errors"], report["driver_errors"]
     assert report["parked"] == []
 

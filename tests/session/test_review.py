@@ -98,7 +98,11 @@ def test_the_wrapper_looks_like_the_tool_to_the_model_and_the_engine() -> None:
     inner = counter.tool()
     wrapped = reviewed(inner)
     assert isinstance(wrapped, ReviewedTool) and wrapped.inner is inner
-    assert (wrapped.name, wrapped.description, wrapped.input_schema) == (inner.name, inner.description, inner.input_schema)
+    assert (wrapped.name, wrapped.description, wrapped.input_schema) == (
+        inner.name,
+        inner.description,
+        inner.input_schema,
+    )
     assert wrapped.is_external_tool is True and inner.is_external_tool is False
     assert (wrapped.is_read_only, wrapped.is_concurrency_safe) == (inner.is_read_only, inner.is_concurrency_safe)
     with pytest.raises(TypeError):
@@ -136,7 +140,9 @@ def test_permission_behaviour_is_the_wrapped_tools(mode: str, rule: str | None, 
     if rule:
         target = state.permission_context.allow_rules if rule == "allow" else state.permission_context.deny_rules
         target["lookup_customer"] = [
-            PermissionRule(tool_name="lookup_customer", rule_content=None, behavior=PermissionBehavior(rule), source="t")
+            PermissionRule(
+                tool_name="lookup_customer", rule_content=None, behavior=PermissionBehavior(rule), source="t"
+            )
         ]
     agent = make_agent(counter, SCRIPT, state)
 
@@ -210,8 +216,20 @@ def test_edit_redacts_the_result_before_the_model_or_the_stream_sees_it(tmp_path
     ends = [e for e in events if type(e).__name__ == "ToolResultEndEvent"]
     assert [e.metadata for e in ends] == [{REVIEW_METADATA_KEY: "edited"}]
     # one call, one result in the history; the stored raw result is gone, also from the checkpoint
-    calls = [b for m in agent.state.context if not isinstance(m.content, str) for b in m.content if isinstance(b, ToolCallBlock)]
-    results = [b for m in agent.state.context if not isinstance(m.content, str) for b in m.content if isinstance(b, ToolResultBlock)]
+    calls = [
+        b
+        for m in agent.state.context
+        if not isinstance(m.content, str)
+        for b in m.content
+        if isinstance(b, ToolCallBlock)
+    ]
+    results = [
+        b
+        for m in agent.state.context
+        if not isinstance(m.content, str)
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+    ]
     assert [c.id for c in calls] == [r.id for r in results]
     assert agent.state.middle_context[REVIEW_CONTEXT_KEY] == {}
     assert SECRET not in (checkpoints / "s1.json").read_text()
@@ -405,8 +423,16 @@ def test_C06_review_actions_fit_only_review_pauses(kind: str, action: str, extra
     from nb_hitl.pauses import Pause
 
     call = ToolCallBlock(id="c1", name="lookup_customer", input='{"customer": "Ana"}')
-    pause = Pause(reply_id="r1", tool_call=call, kind=kind, review_output=RAW, review_state="success",
-                  review_result=ToolResultBlock(id="c1", name="lookup_customer", output=RAW, state="success").model_dump(mode="json"))
+    pause = Pause(
+        reply_id="r1",
+        tool_call=call,
+        kind=kind,
+        review_output=RAW,
+        review_state="success",
+        review_result=ToolResultBlock(id="c1", name="lookup_customer", output=RAW, state="success").model_dump(
+            mode="json"
+        ),
+    )
     with pytest.raises(DecisionError) as err:
         decide(pause, {"action": action, "tool_call_id": "c1", **extra})
     assert err.value.field == "action"
@@ -417,8 +443,14 @@ def test_review_decisions_are_agentscope_results() -> None:
 
     raw = ToolResultBlock(id="c1", name="lookup_customer", output=RAW, state="success", metadata={"rows": 1})
     call = ToolCallBlock(id="c1", name="lookup_customer", input='{"customer": "Ana"}')
-    pause = Pause(reply_id="r1", tool_call=call, kind="review", review_output=RAW, review_state="success",
-                  review_result=raw.model_dump(mode="json"))
+    pause = Pause(
+        reply_id="r1",
+        tool_call=call,
+        kind="review",
+        review_output=RAW,
+        review_state="success",
+        review_result=raw.model_dump(mode="json"),
+    )
     acc = decide(pause, {"action": "accept", "tool_call_id": "c1"}).tool_result
     assert (acc.output, acc.state, acc.metadata) == (RAW, "success", {"rows": 1, REVIEW_METADATA_KEY: "accepted"})
     ed = decide(pause, {"action": "edit", "tool_call_id": "c1", "output": REDACTED}).tool_result

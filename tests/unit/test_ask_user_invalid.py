@@ -90,7 +90,10 @@ def test_C02_invalid_askuser_shows_the_error_and_returns_it_to_the_agent(tmp_pat
     agent = Agent(
         name="asker",
         system_prompt="Ask before acting.",
-        model=ScriptedChatModel([Turn("A question.", [tool_call("AskUser", id="ask_bad", questions=questions)]), retry, done], on_exhausted="raise"),
+        model=ScriptedChatModel(
+            [Turn("A question.", [tool_call("AskUser", id="ask_bad", questions=questions)]), retry, done],
+            on_exhausted="raise",
+        ),
         toolkit=Toolkit(tools=[AskUser()]),
         middlewares=[recorder],
     )
@@ -113,8 +116,16 @@ def test_C02_invalid_askuser_shows_the_error_and_returns_it_to_the_agent(tmp_pat
         # nothing ambiguous is ever submitted: any answer is refused, through the widget too
         first_q = questions[0]
         attempts = [
-            {"action": "answer", "tool_call_id": "ask_bad", "answers": [{"question": first_q["question"], "selected": [first_q["options"][0]["label"]]}]},
-            {"action": "answer", "tool_call_id": "ask_bad", "answers": [{"question": q["question"], "selected": [q["options"][0]["label"]]} for q in questions]},
+            {
+                "action": "answer",
+                "tool_call_id": "ask_bad",
+                "answers": [{"question": first_q["question"], "selected": [first_q["options"][0]["label"]]}],
+            },
+            {
+                "action": "answer",
+                "tool_call_id": "ask_bad",
+                "answers": [{"question": q["question"], "selected": [q["options"][0]["label"]]} for q in questions],
+            },
             {"action": "external_result", "tool_call_id": "ask_bad", "output": "Yes"},
         ]
         sent: list[dict[str, Any]] = []
@@ -123,19 +134,31 @@ def test_C02_invalid_askuser_shows_the_error_and_returns_it_to_the_agent(tmp_pat
             with pytest.raises(DecisionError):
                 session.act(message)
             run.widget._on_page_message(run.widget, {"request_id": f"a{i}", **message}, [])
-        assert [(s["request_id"], s["ok"], s["code"]) for s in sent] == [(f"a{i}", False, "invalid") for i in range(len(attempts))]
+        assert [(s["request_id"], s["ok"], s["code"]) for s in sent] == [
+            (f"a{i}", False, "invalid") for i in range(len(attempts))
+        ]
         assert "return the error to the agent" in sent[0]["error"]
         assert len(recorder.inputs) == 1 and run.resumes == 0 and pause.status == "open"
 
         # "Return this error to the agent" (the widget's button sends return_error)
-        run.widget._on_page_message(run.widget, {"request_id": "ret", "action": "return_error", "tool_call_id": "ask_bad"}, [])
+        run.widget._on_page_message(
+            run.widget, {"request_id": "ret", "action": "return_error", "tool_call_id": "ask_bad"}, []
+        )
         await wait_until(lambda: any(s["request_id"] == "ret" for s in sent), "the return_error reply")
         assert [s for s in sent if s["request_id"] == "ret"][0]["ok"] is True
 
         # the agent reads the error, asks properly, and the valid question is answered
-        await wait_until(lambda: "ask_ok" in run.pauses and run.pauses["ask_ok"].status == "open", "the corrected AskUser")
+        await wait_until(
+            lambda: "ask_ok" in run.pauses and run.pauses["ask_ok"].status == "open", "the corrected AskUser"
+        )
         assert run.pauses["ask_ok"].ask_user is not None
-        await session.act({"action": "answer", "tool_call_id": "ask_ok", "answers": [{"question": "Deploy now?", "selected": ["No, wait"]}]})
+        await session.act(
+            {
+                "action": "answer",
+                "tool_call_id": "ask_ok",
+                "answers": [{"question": "Deploy now?", "selected": ["No, wait"]}],
+            }
+        )
         return (await asyncio.wait_for(task, 10)).get_text_content()
 
     final = run_async(scenario())
@@ -160,7 +183,9 @@ def test_C02_return_error_with_the_persons_own_words(tmp_path: Path) -> None:
     agent = Agent(
         name="asker",
         system_prompt="s",
-        model=ScriptedChatModel([Turn("", [tool_call("AskUser", id="ask_bad", questions=DUPLICATE_LABELS)]), read], on_exhausted="raise"),
+        model=ScriptedChatModel(
+            [Turn("", [tool_call("AskUser", id="ask_bad", questions=DUPLICATE_LABELS)]), read], on_exhausted="raise"
+        ),
         toolkit=Toolkit(tools=[AskUser()]),
     )
 
@@ -168,20 +193,41 @@ def test_C02_return_error_with_the_persons_own_words(tmp_path: Path) -> None:
         session = Session(agent, display=False)
         task = session.start("Go.")
         await wait_until(lambda: session.pending, "the pause")
-        await session.act({"action": "return_error", "tool_call_id": "ask_bad", "message": "Both options say Yes; which one means deploy?"})
+        await session.act(
+            {
+                "action": "return_error",
+                "tool_call_id": "ask_bad",
+                "message": "Both options say Yes; which one means deploy?",
+            }
+        )
         await asyncio.wait_for(task, 10)
 
     run_async(scenario())
-    assert [(r.state, result_text(r)) for r in seen] == [(ToolResultState.ERROR, "Both options say Yes; which one means deploy?")]
+    assert [(r.state, result_text(r)) for r in seen] == [
+        (ToolResultState.ERROR, "Both options say Yes; which one means deploy?")
+    ]
 
 
 def test_C02_valid_multi_select_without_preview_is_answered_normally() -> None:
     """The control case: a multi-select question without preview is valid and answerable."""
-    questions = [{"question": "Which checks should run?", "header": "Checks", "multi_select": True, "options": [opt("lint"), opt("tests")]}]
+    questions = [
+        {
+            "question": "Which checks should run?",
+            "header": "Checks",
+            "multi_select": True,
+            "options": [opt("lint"), opt("tests")],
+        }
+    ]
     agent = Agent(
         name="asker",
         system_prompt="s",
-        model=ScriptedChatModel([Turn("", [tool_call("AskUser", id="ask", questions=questions)]), lambda m: Turn(result_text(tool_results(m, "AskUser")[-1]))], on_exhausted="raise"),
+        model=ScriptedChatModel(
+            [
+                Turn("", [tool_call("AskUser", id="ask", questions=questions)]),
+                lambda m: Turn(result_text(tool_results(m, "AskUser")[-1])),
+            ],
+            on_exhausted="raise",
+        ),
         toolkit=Toolkit(tools=[AskUser()]),
     )
 
@@ -190,7 +236,13 @@ def test_C02_valid_multi_select_without_preview_is_answered_normally() -> None:
         task = session.start("Go.")
         pause = (await wait_until(lambda: session.pending, "the pause"))[0]
         assert pause.ask_user_error is None and pause.ask_user is not None
-        await session.act({"action": "answer", "tool_call_id": "ask", "answers": [{"question": "Which checks should run?", "selected": ["lint", "tests"]}]})
+        await session.act(
+            {
+                "action": "answer",
+                "tool_call_id": "ask",
+                "answers": [{"question": "Which checks should run?", "selected": ["lint", "tests"]}],
+            }
+        )
         return (await asyncio.wait_for(task, 10)).get_text_content()
 
     assert run_async(scenario()).endswith('"Which checks should run?" -> lint, tests')

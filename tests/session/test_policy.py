@@ -60,7 +60,9 @@ class Mail:
 def allow_all(mode: PermissionMode = PermissionMode.DEFAULT) -> AgentState:
     state = AgentState(permission_context=PermissionContext(mode=mode))
     state.permission_context.allow_rules["send_payment"] = [
-        PermissionRule(tool_name="send_payment", rule_content=None, behavior=PermissionBehavior.ALLOW, source="userSettings")
+        PermissionRule(
+            tool_name="send_payment", rule_content=None, behavior=PermissionBehavior.ALLOW, source="userSettings"
+        )
     ]
     return state
 
@@ -69,7 +71,9 @@ def report(msgs: list[Any]) -> Turn:
     return Turn(" | ".join(f"{r.name} {r.state}: {result_text(r)}" for r in tool_results(msgs)))
 
 
-def agent_for(mail: Mail, script: list[Any], *, state: AgentState | None = None, middlewares: list[Any] | None = None) -> Agent:
+def agent_for(
+    mail: Mail, script: list[Any], *, state: AgentState | None = None, middlewares: list[Any] | None = None
+) -> Agent:
     return Agent(
         name="payer",
         system_prompt="Pay invoices.",
@@ -122,7 +126,11 @@ def test_a_policy_asks_even_when_an_allow_rule_would_allow(tmp_path: Path) -> No
 
 def test_deny_stays_deny_and_the_model_is_told() -> None:
     mail = Mail()
-    agent = agent_for(mail, [Turn("", [tool_call("send_payment", to="ACME", amount=1.0)]), report], middlewares=[policy_middleware(PAYMENTS)])
+    agent = agent_for(
+        mail,
+        [Turn("", [tool_call("send_payment", to="ACME", amount=1.0)]), report],
+        middlewares=[policy_middleware(PAYMENTS)],
+    )
 
     async def scenario() -> Any:
         session = Session(agent, display=False)
@@ -177,7 +185,9 @@ def test_each_permission_mode(mode: str, tool: str, expect: str) -> None:
     else:
         assert f"{tool} denied" in final
         if mode == "dont_ask":
-            assert "the policy 'finance' requires a person to confirm it, and dont_ask mode has no person to ask" in final
+            assert (
+                "the policy 'finance' requires a person to confirm it, and dont_ask mode has no person to ask" in final
+            )
         assert mail.sent == []
 
 
@@ -295,8 +305,11 @@ def test_ask_rules_alone_keep_asking_after_a_restore_without_the_middleware(tmp_
     agent = agent_for(mail, [Turn("ok")])
     apply_policy(agent, PAYMENTS, add_rules=True)
     blob = agent.state.model_dump_json()
-    restored = agent_for(mail, [Turn("", [tool_call("send_payment", to="Z", amount=9.0)]), report],
-                         state=AgentState.model_validate_json(blob))
+    restored = agent_for(
+        mail,
+        [Turn("", [tool_call("send_payment", to="Z", amount=9.0)]), report],
+        state=AgentState.model_validate_json(blob),
+    )
     assert not any(isinstance(m, PolicyMiddleware) for m in restored._check_permission_middlewares)
 
     async def scenario() -> Any:

@@ -1,6 +1,6 @@
 """A reply parked on several calls at once: batches, partial answers, wrong decisions.
 
-Cases C03, C04 and C06 of ``/work/shared/cases/pauses.md``, plus the two
+Cases C03, C04 and C06 of the field cases, plus the two
 AgentScope 2.0.11 behaviours a batch depends on (``agentscope/agent/_agent.py``):
 
 * after a partial answer the reply parks again and **no event is re-sent**
@@ -19,14 +19,12 @@ Resumes are counted by a real AgentScope ``MiddlewareBase.on_reply``.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState
-from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import AskUser, FunctionTool, ToolBase, ToolChunk, Toolkit
 
@@ -80,7 +78,9 @@ def file_tools(box: Path, *, concurrent: bool = True) -> list[Any]:
     ]
 
 
-def make_agent(script: list[Any], tools: list[Any], recorder: InputRecorder | None = None, name: str = "batcher") -> Agent:
+def make_agent(
+    script: list[Any], tools: list[Any], recorder: InputRecorder | None = None, name: str = "batcher"
+) -> Agent:
     return Agent(
         name=name,
         system_prompt="Work through the batch.",
@@ -116,7 +116,11 @@ def report(msgs: list[Any]) -> Turn:
 
 
 def question(text: str, labels: list[str], header: str = "Pick") -> dict[str, Any]:
-    return {"question": text, "header": header, "options": [{"label": l, "description": f"option {l}"} for l in labels]}
+    return {
+        "question": text,
+        "header": header,
+        "options": [{"label": label, "description": f"option {label}"} for label in labels],
+    }
 
 
 # ------------------------------------------------------------------- C03
@@ -133,7 +137,16 @@ def test_C03_two_askuser_calls_keep_their_answers_apart(tmp_path: Path, timing: 
     same = question("Which letter?", ["A", "B"])
     recorder = InputRecorder()
     agent = make_agent(
-        [Turn("Two questions.", [tool_call("AskUser", id="ask_1", questions=[same]), tool_call("AskUser", id="ask_2", questions=[same])]), final],
+        [
+            Turn(
+                "Two questions.",
+                [
+                    tool_call("AskUser", id="ask_1", questions=[same]),
+                    tool_call("AskUser", id="ask_2", questions=[same]),
+                ],
+            ),
+            final,
+        ],
         [AskUser()],
         recorder,
     )
@@ -144,8 +157,16 @@ def test_C03_two_askuser_calls_keep_their_answers_apart(tmp_path: Path, timing: 
         task = session.start("Ask me twice.")
         pauses = await parked(session)
         assert [(p.tool_call_id, p.kind) for p in pauses] == [("ask_1", "ask_user"), ("ask_2", "ask_user")]
-        first = {"action": "answer", "tool_call_id": "ask_1", "answers": [{"question": "Which letter?", "selected": ["A"]}]}
-        second = {"action": "answer", "tool_call_id": "ask_2", "answers": [{"question": "Which letter?", "selected": ["B"]}]}
+        first = {
+            "action": "answer",
+            "tool_call_id": "ask_1",
+            "answers": [{"question": "Which letter?", "selected": ["A"]}],
+        }
+        second = {
+            "action": "answer",
+            "tool_call_id": "ask_2",
+            "answers": [{"question": "Which letter?", "selected": ["B"]}],
+        }
         if timing == "one_at_a_time":
             await session.act(first)
             still = await parked(session, resumes=1)
@@ -189,7 +210,10 @@ def test_C04_deny_first_approve_second(tmp_path: Path, order: str) -> None:
         [
             Turn(
                 "Cleaning up.",
-                [tool_call("delete_file", id="del", path="notes.txt"), tool_call("archive_file", id="arc", path="draft.md")],
+                [
+                    tool_call("delete_file", id="del", path="notes.txt"),
+                    tool_call("archive_file", id="arc", path="draft.md"),
+                ],
             ),
             report,
         ],
@@ -232,12 +256,21 @@ def test_C04_deny_first_approve_second(tmp_path: Path, order: str) -> None:
 
 
 def test_C04_both_decided_before_the_agent_resumes(tmp_path: Path) -> None:
-    """"Submit all": both decisions land before the driving task wakes; each
+    """ "Submit all": both decisions land before the driving task wakes; each
     reaches the agent once and every call gets a result."""
     box = make_sandbox(tmp_path / "box")
     recorder = InputRecorder()
     agent = make_agent(
-        [Turn("", [tool_call("delete_file", id="del", path="notes.txt"), tool_call("archive_file", id="arc", path="draft.md")]), report],
+        [
+            Turn(
+                "",
+                [
+                    tool_call("delete_file", id="del", path="notes.txt"),
+                    tool_call("archive_file", id="arc", path="draft.md"),
+                ],
+            ),
+            report,
+        ],
         file_tools(box),
         recorder,
     )
@@ -269,7 +302,16 @@ def test_same_tool_twice_sequential_second_asked_after_first_answered(tmp_path: 
     at the first ASK; the second call is asked in the resumed stream."""
     box = make_sandbox(tmp_path / "box")
     agent = make_agent(
-        [Turn("", [tool_call("delete_file", id="d1", path="notes.txt"), tool_call("delete_file", id="d2", path="draft.md")]), report],
+        [
+            Turn(
+                "",
+                [
+                    tool_call("delete_file", id="d1", path="notes.txt"),
+                    tool_call("delete_file", id="d2", path="draft.md"),
+                ],
+            ),
+            report,
+        ],
         file_tools(box, concurrent=False),
     )
 
@@ -300,7 +342,16 @@ def test_same_tool_twice_concurrent_dedup(tmp_path: Path, accept_rule: bool) -> 
     without the rule asks the second; accepting the rule runs it unasked."""
     box = make_sandbox(tmp_path / "box")
     agent = make_agent(
-        [Turn("", [tool_call("delete_file", id="d1", path="notes.txt"), tool_call("delete_file", id="d2", path="draft.md")]), report],
+        [
+            Turn(
+                "",
+                [
+                    tool_call("delete_file", id="d1", path="notes.txt"),
+                    tool_call("delete_file", id="d2", path="draft.md"),
+                ],
+            ),
+            report,
+        ],
         file_tools(box, concurrent=True),
     )
 
@@ -309,7 +360,9 @@ def test_same_tool_twice_concurrent_dedup(tmp_path: Path, accept_rule: bool) -> 
         task = session.start("Delete two files.")
         first = await parked(session)
         assert [p.tool_call_id for p in first] == ["d1"]
-        states = {b.id: getattr(b.state, "value", b.state) for b in agent.state.context[-1].get_content_blocks("tool_call")}
+        states = {
+            b.id: getattr(b.state, "value", b.state) for b in agent.state.context[-1].get_content_blocks("tool_call")
+        }
         assert states == {"d1": "asking", "d2": "pending"}
         await session.act({"action": "approve", "tool_call_id": "d1", "rules": [0] if accept_rule else []})
         if not accept_rule:
@@ -354,14 +407,20 @@ def test_partial_answers_group_keeps_the_others_open_from_agent_state(tmp_path: 
 
     async def scenario() -> None:
         session = Session(agent, display=True)
-        task = session.start("Do three things.")
+        session.start("Do three things.")
         pauses = await parked(session)
         assert sorted(p.tool_call_id for p in pauses) == awaiting() == ["c1", "q1", "x1"]
         assert {p.tool_call_id: p.kind for p in pauses} == {"c1": "confirm", "q1": "ask_user", "x1": "external"}
         widget = session.current.widget
         events_before = len(recorder.inputs)
 
-        await session.act({"action": "answer", "tool_call_id": "q1", "answers": [{"question": "Keep the draft?", "selected": ["Yes"]}]})
+        await session.act(
+            {
+                "action": "answer",
+                "tool_call_id": "q1",
+                "answers": [{"question": "Keep the draft?", "selected": ["Yes"]}],
+            }
+        )
         left = await parked(session, resumes=1)
         assert sorted(p.tool_call_id for p in left) == awaiting() == ["c1", "x1"]
         assert {p["tool_call_id"]: p["status"] for p in widget.pauses} == {"c1": "open", "q1": "resolved", "x1": "open"}
@@ -429,7 +488,14 @@ def test_C06_wrong_decisions_are_refused_and_the_pause_stays_live(tmp_path: Path
         wrong = [
             # an external result for a call waiting for confirmation
             ({"action": "external_result", "tool_call_id": "c1", "output": "I ran it myself"}, "action"),
-            ({"action": "answer", "tool_call_id": "c1", "answers": [{"question": "Keep the draft?", "selected": ["Yes"]}]}, "action"),
+            (
+                {
+                    "action": "answer",
+                    "tool_call_id": "c1",
+                    "answers": [{"question": "Keep the draft?", "selected": ["Yes"]}],
+                },
+                "action",
+            ),
             # a confirmation for an external call / an AskUser
             ({"action": "approve", "tool_call_id": "x1"}, "action"),
             ({"action": "deny", "tool_call_id": "q1"}, "action"),
@@ -442,7 +508,10 @@ def test_C06_wrong_decisions_are_refused_and_the_pause_stays_live(tmp_path: Path
             ({"action": "approve"}, "tool_call_id"),
             # the right id under the wrong reply_id (AgentScope does not check it)
             ({"action": "approve", "tool_call_id": "c1", "reply_id": "another-reply"}, "reply_id"),
-            ({"action": "external_result", "tool_call_id": "x1", "reply_id": reply_id + "x", "output": "x"}, "reply_id"),
+            (
+                {"action": "external_result", "tool_call_id": "x1", "reply_id": reply_id + "x", "output": "x"},
+                "reply_id",
+            ),
         ]
         for i, (message, field) in enumerate(wrong):
             widget._on_page_message(widget, {"request_id": f"w{i}", **message}, [])
@@ -451,7 +520,7 @@ def test_C06_wrong_decisions_are_refused_and_the_pause_stays_live(tmp_path: Path
             assert err.value.field == field, (message, err.value)
         await asyncio.sleep(0.05)
         assert [s["request_id"] for s in sent] == [f"w{i}" for i in range(len(wrong))]
-        for s, (message, field) in zip(sent, wrong):
+        for s, (message, field) in zip(sent, wrong, strict=True):
             assert s["ok"] is False and s["code"] == "invalid" and s["field"] == field, (message, s)
             assert s["error"]
         # the messages are clear about what is wrong
@@ -469,7 +538,14 @@ def test_C06_wrong_decisions_are_refused_and_the_pause_stays_live(tmp_path: Path
 
         # and the right decisions still work
         await session.act({"action": "approve", "tool_call_id": "c1", "reply_id": reply_id})
-        await session.act({"action": "answer", "tool_call_id": "q1", "reply_id": reply_id, "answers": [{"question": "Keep the draft?", "selected": ["No"]}]})
+        await session.act(
+            {
+                "action": "answer",
+                "tool_call_id": "q1",
+                "reply_id": reply_id,
+                "answers": [{"question": "Keep the draft?", "selected": ["No"]}],
+            }
+        )
         await session.act({"action": "external_result", "tool_call_id": "x1", "reply_id": reply_id, "output": "ok"})
         await asyncio.wait_for(task, 10)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from ag_ui.core import Interrupt, ResumeEntry, RunStartedEvent, RunFinishedEvent
+from ag_ui.core import Interrupt, ResumeEntry, RunFinishedEvent, RunStartedEvent
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 from agentscope import event as ase
 from agentscope.message import ToolResultState
@@ -143,7 +143,9 @@ def test_expires_at_comes_from_the_deadline_and_the_earlier_bound_wins(two):
 
 
 def _entry(pause, payload=None, status="resolved"):
-    return ResumeEntry(interrupt_id=interrupt_id(THREAD, pause.reply_id, pause.tool_call_id), status=status, payload=payload)
+    return ResumeEntry(
+        interrupt_id=interrupt_id(THREAD, pause.reply_id, pause.tool_call_id), status=status, payload=payload
+    )
 
 
 def test_resolved_entries_become_the_page_messages_decide_accepts(two):
@@ -153,16 +155,22 @@ def test_resolved_entries_become_the_page_messages_decide_accepts(two):
     d = decide(confirm, msg)
     assert d.confirm_result.confirmed and d.confirm_result.rules is None
 
-    d = decide(confirm, resume_to_message(confirm, _entry(confirm, {"approved": True, "acceptedRules": [0]}), thread_id=THREAD))
+    d = decide(
+        confirm, resume_to_message(confirm, _entry(confirm, {"approved": True, "acceptedRules": [0]}), thread_id=THREAD)
+    )
     assert [r.tool_name for r in d.confirm_result.rules] == ["delete_file"]
 
     d = decide(confirm, resume_to_message(confirm, _entry(confirm, {"approved": False}), thread_id=THREAD))
     assert d.confirm_result.confirmed is False
 
-    msg = resume_to_message(confirm, _entry(confirm, {"approved": True, "editedArgs": {"path": "draft.md"}}), thread_id=THREAD)
+    msg = resume_to_message(
+        confirm, _entry(confirm, {"approved": True, "editedArgs": {"path": "draft.md"}}), thread_id=THREAD
+    )
     assert msg["action"] == "modify"
     d = decide(confirm, msg)
-    assert d.edited_input == {"path": "draft.md"} and json.loads(d.confirm_result.tool_call.input) == {"path": "draft.md"}
+    assert d.edited_input == {"path": "draft.md"} and json.loads(d.confirm_result.tool_call.input) == {
+        "path": "draft.md"
+    }
     assert json.loads(confirm.tool_call.input) == {"path": "old_log.txt"}  # the pause's copy is untouched
 
     payload = {"answers": [{"question": "Which file should I archive?", "selected": ["draft.md"], "other": None}]}
@@ -182,7 +190,9 @@ def test_cancelled_is_a_denial_for_a_confirmation_and_an_error_result_otherwise(
     entry = ResumeEntry(interrupt_id=interrupt_id("ext-1", pause.reply_id, pause.tool_call_id), status="cancelled")
     d = decide(pause, resume_to_message(pause, entry, thread_id="ext-1"))
     assert d.tool_result.state == ToolResultState.ERROR and "run_query produced no result" in d.tool_result.output
-    entry = ResumeEntry(interrupt_id=entry.interrupt_id, status="resolved", payload={"output": "boom", "state": "error"})
+    entry = ResumeEntry(
+        interrupt_id=entry.interrupt_id, status="resolved", payload={"output": "boom", "state": "error"}
+    )
     d = decide(pause, resume_to_message(pause, entry, thread_id="ext-1"))
     assert d.tool_result.state == ToolResultState.ERROR and d.tool_result.output == "boom"
 
@@ -190,7 +200,11 @@ def test_cancelled_is_a_denial_for_a_confirmation_and_an_error_result_otherwise(
 def test_resume_entries_that_do_not_fit_are_refused(two):
     confirm = two["confirm"]
     with pytest.raises(ResumeError) as wrong:
-        resume_to_message(confirm, ResumeEntry(interrupt_id="nbh-other", status="resolved", payload={"approved": True}), thread_id=THREAD)
+        resume_to_message(
+            confirm,
+            ResumeEntry(interrupt_id="nbh-other", status="resolved", payload={"approved": True}),
+            thread_id=THREAD,
+        )
     assert wrong.value.code == "unknown_interrupt"
     with pytest.raises(ResumeError):  # the right triple in another thread is another id
         resume_to_message(confirm, _entry(confirm, {"approved": True}), thread_id="another-thread")
@@ -245,7 +259,14 @@ def test_client_views_and_entries_round_trip_to_the_server_mapping(two):
         (i1, confirm, {"action": "approve", "rules": [0]}),
         (i1, confirm, {"action": "deny"}),
         (i1, confirm, {"action": "modify", "input": '{"path": "draft.md"}'}),
-        (i2, ask, {"action": "answer", "answers": [{"question": "Which file should I archive?", "selected": [], "other": " my notes "}]}),
+        (
+            i2,
+            ask,
+            {
+                "action": "answer",
+                "answers": [{"question": "Which file should I archive?", "selected": [], "other": " my notes "}],
+            },
+        ),
         (i2, ask, {"action": "return_error"}),
     ]
     for interrupt, pause, page in pages:
@@ -276,7 +297,9 @@ def test_client_refuses_answers_before_they_are_sent(two):
         message_to_entry(i1, {"action": "answer", "answers": []})
     assert wrong_kind.value.field == "action"
     with pytest.raises(DecisionError):
-        message_to_entry(i2, {"action": "answer", "answers": [{"question": "Which file should I archive?", "selected": ["x"]}]})
+        message_to_entry(
+            i2, {"action": "answer", "answers": [{"question": "Which file should I archive?", "selected": ["x"]}]}
+        )
 
 
 def test_foreign_interrupts_are_forms_checked_against_their_schema():
@@ -285,10 +308,18 @@ def test_foreign_interrupts_are_forms_checked_against_their_schema():
         "properties": {"approved": {"type": "boolean"}, "when": {"type": "string", "format": "date"}},
         "required": ["approved"],
     }
-    foreign = Interrupt(id="lg-1", reason="tool_call", message="Delete a.txt?", tool_call_id="call_1", response_schema=schema,
-                        metadata={"langgraph": {"raw": {}}})
+    foreign = Interrupt(
+        id="lg-1",
+        reason="tool_call",
+        message="Delete a.txt?",
+        tool_call_id="call_1",
+        response_schema=schema,
+        metadata={"langgraph": {"raw": {}}},
+    )
     assert our_kind(foreign) is None
-    view = interrupt_view(foreign, key="call_1", run_id="r", tool_call_name="delete_file", tool_call_text='{"path": "a.txt"}')
+    view = interrupt_view(
+        foreign, key="call_1", run_id="r", tool_call_name="delete_file", tool_call_text='{"path": "a.txt"}'
+    )
     assert view["kind"] == "form" and view["response_schema"] == schema and view["message"] == "Delete a.txt?"
     assert view["tool_name"] == "delete_file" and view["input_text"] == '{"path": "a.txt"}'
     entry = message_to_entry(foreign, {"action": "submit", "value": {"approved": True, "when": "2026-03-01"}})
@@ -385,9 +416,8 @@ def test_messages_snapshot_cuts_a_reply_at_its_tool_results(tmp_path):
 
 
 def test_form_and_review_pauses_map_both_ways(tmp_path):
-    from tests.agui_support import RAW, REDACTED, REFUND
-
     from nb_hitl.agui.client import AguiClient
+    from tests.agui_support import RAW, REDACTED, REFUND
 
     server = AguiServer(Factory(tmp_path))
 
@@ -418,8 +448,12 @@ def test_form_and_review_pauses_map_both_ways(tmp_path):
 
     rv = interrupt_view(ri, key=review.tool_call_id, run_id="r")
     assert rv["kind"] == "review" and rv["review_output"] == RAW
-    for page, action in (({"action": "accept"}, "accept"), ({"action": "edit", "output": REDACTED}, "edit"),
-                         ({"action": "reject", "reason": "private"}, "reject"), ({"action": "cancel"}, "return_error")):
+    for page, action in (
+        ({"action": "accept"}, "accept"),
+        ({"action": "edit", "output": REDACTED}, "edit"),
+        ({"action": "reject", "reason": "private"}, "reject"),
+        ({"action": "cancel"}, "return_error"),
+    ):
         entry = message_to_entry(ri, page)
         d = decide(review, resume_to_message(review, entry, thread_id="review-map"))
         assert d.action == action

@@ -24,9 +24,14 @@ import pytest
 from agentscope.agent import Agent
 from agentscope.event import ConfirmResult
 from agentscope.message import ToolCallBlock, ToolResultBlock, ToolResultState
-from agentscope.permission import PermissionBehavior, PermissionContext, PermissionEngine, PermissionRule
+from agentscope.permission import (
+    PermissionBehavior,
+    PermissionContext,
+    PermissionDecision,
+    PermissionEngine,
+    PermissionRule,
+)
 from agentscope.tool import AskUser, AskUserMetadata, FunctionTool, ToolBase, Toolkit, Write
-from agentscope.permission import PermissionDecision
 
 from nb_hitl import Session
 from nb_hitl.decisions import (
@@ -84,7 +89,9 @@ class RunOnLaptop(ToolBase):
 DELETE_TOOL = FunctionTool(delete_file)
 SUGGESTED = [
     PermissionRule(tool_name="delete_file", rule_content=None, behavior=PermissionBehavior.ALLOW, source="suggested"),
-    PermissionRule(tool_name="delete_file", rule_content="*.tmp", behavior=PermissionBehavior.ALLOW, source="suggested"),
+    PermissionRule(
+        tool_name="delete_file", rule_content="*.tmp", behavior=PermissionBehavior.ALLOW, source="suggested"
+    ),
 ]
 
 QUESTIONS = [
@@ -139,7 +146,13 @@ def external_pause() -> Pause:
 
 def msg(pause: Pause, action: str, **payload: Any) -> dict[str, Any]:
     """A message exactly as js/reply.ts sends it."""
-    return {"request_id": "r1", "action": action, "tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id, **payload}
+    return {
+        "request_id": "r1",
+        "action": action,
+        "tool_call_id": pause.tool_call_id,
+        "reply_id": pause.reply_id,
+        **payload,
+    }
 
 
 def refused(pause: Pause, message: Any) -> DecisionError:
@@ -250,7 +263,11 @@ def test_C05c_schema_break_refused_with_the_field(text: str, field: str, words: 
 
 @pytest.mark.parametrize(
     "text, where",
-    [('{"path": "notes.txt"', "line 1, column 21"), ('{\n  "path": notes.txt\n}', "line 2, column 11"), ("", "line 1, column 1")],
+    [
+        ('{"path": "notes.txt"', "line 1, column 21"),
+        ('{\n  "path": notes.txt\n}', "line 2, column 11"),
+        ("", "line 1, column 1"),
+    ],
 )
 def test_C05d_non_json_refused_with_line_and_column(text: str, where: str) -> None:
     pause = confirm_pause()
@@ -471,7 +488,9 @@ def test_external_result_for_ask_user_refused() -> None:
 # ---------------------------------------------------------------------------
 # wrong action for the kind (C06-like), unknown ids, shapes
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("action, payload", [("external_result", {"output": "x"}), ("answer", {"answers": []}), ("return_error", {})])
+@pytest.mark.parametrize(
+    "action, payload", [("external_result", {"output": "x"}), ("answer", {"answers": []}), ("return_error", {})]
+)
 def test_external_actions_on_a_confirmation_refused(action: str, payload: dict[str, Any]) -> None:
     pause = confirm_pause()
     err = refused(pause, msg(pause, action, **payload))
@@ -524,7 +543,9 @@ def test_non_object_refused(message: Any) -> None:
 def test_C05b_recheck_permission_names_the_deny_rule(tmp_path: Path) -> None:
     secret = f"{tmp_path}/secret/*"
     engine = PermissionEngine(PermissionContext())
-    engine.add_rule(PermissionRule(tool_name="Write", rule_content=secret, behavior=PermissionBehavior.DENY, source="test"))
+    engine.add_rule(
+        PermissionRule(tool_name="Write", rule_content=secret, behavior=PermissionBehavior.DENY, source="test")
+    )
     write = Write()
     ok = run_async(recheck_permission(engine, write, {"file_path": f"{tmp_path}/out.txt", "content": "x"}))
     assert ok.behavior == PermissionBehavior.ASK

@@ -70,15 +70,27 @@ class Parked:
         self.audit = tmp / "audit.jsonl"
         self.recorder = InputRecorder()
         questions = [
-            {"question": Q1, "header": "One", "options": [{"label": l, "description": l} for l in Q1_OPTS]},
-            {"question": Q2, "header": "Some", "multi_select": True, "options": [{"label": l, "description": l} for l in Q2_OPTS]},
+            {"question": Q1, "header": "One", "options": [{"label": label, "description": label} for label in Q1_OPTS]},
+            {
+                "question": Q2,
+                "header": "Some",
+                "multi_select": True,
+                "options": [{"label": label, "description": label} for label in Q2_OPTS],
+            },
         ]
         self.agent = Agent(
             name="fuzzed",
             system_prompt="s",
             model=ScriptedChatModel(
                 [
-                    Turn("", [tool_call("delete_file", id=CONFIRM, path="notes.txt"), tool_call("AskUser", id=ASK, questions=questions), tool_call("lookup", id=EXT, word="w")]),
+                    Turn(
+                        "",
+                        [
+                            tool_call("delete_file", id=CONFIRM, path="notes.txt"),
+                            tool_call("AskUser", id=ASK, questions=questions),
+                            tool_call("lookup", id=EXT, word="w"),
+                        ],
+                    ),
                     lambda msgs: Turn(f"{len(tool_results(msgs))} results"),
                 ],
                 on_exhausted="raise",
@@ -134,15 +146,22 @@ class Parked:
 
 # ------------------------------------------------------------ strategies
 junk = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=20),
-    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=20),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
 )
 non_str = junk.filter(lambda v: not isinstance(v, str))
 unknown_id = st.text(min_size=1, max_size=80).filter(lambda s: s not in IDS)
 
 
 def huge(limit: int) -> st.SearchStrategy[str]:
-    return st.builds(lambda ch, extra: ch * (limit + 1 + extra), st.sampled_from(["x", "é", "<", "{", "\u2028"]), st.integers(0, 50))
+    return st.builds(
+        lambda ch, extra: ch * (limit + 1 + extra), st.sampled_from(["x", "é", "<", "{", "\u2028"]), st.integers(0, 50)
+    )
 
 
 def not_valid_edit(text: str) -> bool:
@@ -167,9 +186,22 @@ def bad_answers(draw: Any) -> dict[str, Any]:
     answers = valid_answers(draw)
     how = draw(
         st.sampled_from(
-            ["label_not_in_question", "too_many_single", "option_and_other_single", "unknown_question", "missing_question",
-             "duplicate_question", "duplicate_selection", "empty", "selected_not_list", "answers_not_list", "extra_field",
-             "too_many_answers", "huge_other", "other_not_str"]
+            [
+                "label_not_in_question",
+                "too_many_single",
+                "option_and_other_single",
+                "unknown_question",
+                "missing_question",
+                "duplicate_question",
+                "duplicate_selection",
+                "empty",
+                "selected_not_list",
+                "answers_not_list",
+                "extra_field",
+                "too_many_answers",
+                "huge_other",
+                "other_not_str",
+            ]
         )
     )
     if how == "label_not_in_question":
@@ -195,9 +227,21 @@ def bad_answers(draw: Any) -> dict[str, Any]:
     elif how == "selected_not_list":
         answers[0]["selected"] = draw(st.one_of(st.sampled_from(Q1_OPTS), non_str))
     elif how == "answers_not_list":
-        return {"action": "answer", "tool_call_id": ASK, "answers": draw(st.one_of(st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2), st.text(max_size=10), st.integers()))}
+        return {
+            "action": "answer",
+            "tool_call_id": ASK,
+            "answers": draw(
+                st.one_of(
+                    st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2),
+                    st.text(max_size=10),
+                    st.integers(),
+                )
+            ),
+        }
     elif how == "extra_field":
-        answers[0][draw(st.text(min_size=1, max_size=10).filter(lambda k: k not in ("question", "selected", "other")))] = 1
+        answers[0][
+            draw(st.text(min_size=1, max_size=10).filter(lambda k: k not in ("question", "selected", "other")))
+        ] = 1
     elif how == "too_many_answers":
         answers = answers * 9
     elif how == "huge_other":
@@ -209,17 +253,31 @@ def bad_answers(draw: Any) -> dict[str, Any]:
 
 @st.composite
 def bad_modify(draw: Any) -> dict[str, Any]:
-    how = draw(st.sampled_from(["not_json", "not_object", "schema", "rename", "huge", "input_not_str", "missing_input", "bad_rules"]))
+    how = draw(
+        st.sampled_from(
+            ["not_json", "not_object", "schema", "rename", "huge", "input_not_str", "missing_input", "bad_rules"]
+        )
+    )
     msg: dict[str, Any] = {"action": "modify", "tool_call_id": CONFIRM}
     if how == "not_json":
         msg["input"] = draw(st.text(max_size=200).filter(not_valid_edit))
     elif how == "not_object":
-        msg["input"] = json.dumps(draw(st.one_of(st.lists(st.integers(), max_size=3), st.text(max_size=20), st.integers(), st.none(), st.booleans())))
+        msg["input"] = json.dumps(
+            draw(
+                st.one_of(
+                    st.lists(st.integers(), max_size=3), st.text(max_size=20), st.integers(), st.none(), st.booleans()
+                )
+            )
+        )
     elif how == "schema":
-        msg["input"] = json.dumps(draw(st.one_of(
-            st.fixed_dictionaries({"path": non_str}),
-            st.dictionaries(st.text(max_size=8).filter(lambda k: k != "path"), st.text(max_size=8), max_size=3),
-        )))
+        msg["input"] = json.dumps(
+            draw(
+                st.one_of(
+                    st.fixed_dictionaries({"path": non_str}),
+                    st.dictionaries(st.text(max_size=8).filter(lambda k: k != "path"), st.text(max_size=8), max_size=3),
+                )
+            )
+        )
         if not not_valid_edit(msg["input"]):  # non_str can't yield a str, but keep it certain
             msg["input"] = "{}"
     elif how == "rename":
@@ -233,7 +291,15 @@ def bad_modify(draw: Any) -> dict[str, Any]:
         pass
     elif how == "bad_rules":
         msg["input"] = json.dumps({"path": "notes.txt"})
-        msg["rules"] = draw(st.one_of(st.lists(st.integers(1, 64), min_size=1, max_size=3), st.lists(st.integers(max_value=-1), min_size=1, max_size=2), st.lists(st.integers(65, 10**6), min_size=1, max_size=2), st.text(max_size=4), st.lists(st.text(max_size=3), min_size=1, max_size=2)))
+        msg["rules"] = draw(
+            st.one_of(
+                st.lists(st.integers(1, 64), min_size=1, max_size=3),
+                st.lists(st.integers(max_value=-1), min_size=1, max_size=2),
+                st.lists(st.integers(65, 10**6), min_size=1, max_size=2),
+                st.text(max_size=4),
+                st.lists(st.text(max_size=3), min_size=1, max_size=2),
+            )
+        )
     return msg
 
 
@@ -242,26 +308,46 @@ def bad_confirm(draw: Any) -> dict[str, Any]:
     action = draw(st.sampled_from(["approve", "deny"]))
     how = draw(st.sampled_from(["rules_out_of_range", "rules_wrong_type"] if action == "approve" else ["wrong_kind"]))
     if how == "rules_out_of_range":
-        return {"action": "approve", "tool_call_id": CONFIRM, "rules": draw(st.lists(st.integers(1, 64), min_size=1, max_size=4))}
+        return {
+            "action": "approve",
+            "tool_call_id": CONFIRM,
+            "rules": draw(st.lists(st.integers(1, 64), min_size=1, max_size=4)),
+        }
     if how == "rules_wrong_type":
-        return {"action": "approve", "tool_call_id": CONFIRM, "rules": draw(st.one_of(st.lists(st.one_of(st.text(max_size=3), st.booleans(), st.floats(), st.none()), min_size=1, max_size=3), st.integers(), st.text(max_size=3)))}
+        return {
+            "action": "approve",
+            "tool_call_id": CONFIRM,
+            "rules": draw(
+                st.one_of(
+                    st.lists(
+                        st.one_of(st.text(max_size=3), st.booleans(), st.floats(), st.none()), min_size=1, max_size=3
+                    ),
+                    st.integers(),
+                    st.text(max_size=3),
+                )
+            ),
+        }
     return {"action": "deny", "tool_call_id": draw(st.sampled_from([ASK, EXT]))}
 
 
 @st.composite
 def wrong_kind(draw: Any) -> dict[str, Any]:
     """C06: a decision of the wrong kind for the call it names."""
-    return draw(st.sampled_from([
-        {"action": "external_result", "tool_call_id": CONFIRM, "output": "ran it"},
-        {"action": "answer", "tool_call_id": CONFIRM, "answers": [{"question": Q1, "selected": ["A"]}]},
-        {"action": "return_error", "tool_call_id": CONFIRM, "message": "no"},
-        {"action": "approve", "tool_call_id": ASK},
-        {"action": "modify", "tool_call_id": EXT, "input": '{"word": "x"}'},
-        {"action": "external_result", "tool_call_id": ASK, "output": "A"},
-        {"action": "answer", "tool_call_id": EXT, "answers": [{"question": Q1, "selected": ["A"]}]},
-        {"action": "return_error", "tool_call_id": ASK},
-        {"action": "return_error", "tool_call_id": ASK, "message": ""},
-    ]))
+    return draw(
+        st.sampled_from(
+            [
+                {"action": "external_result", "tool_call_id": CONFIRM, "output": "ran it"},
+                {"action": "answer", "tool_call_id": CONFIRM, "answers": [{"question": Q1, "selected": ["A"]}]},
+                {"action": "return_error", "tool_call_id": CONFIRM, "message": "no"},
+                {"action": "approve", "tool_call_id": ASK},
+                {"action": "modify", "tool_call_id": EXT, "input": '{"word": "x"}'},
+                {"action": "external_result", "tool_call_id": ASK, "output": "A"},
+                {"action": "answer", "tool_call_id": EXT, "answers": [{"question": Q1, "selected": ["A"]}]},
+                {"action": "return_error", "tool_call_id": ASK},
+                {"action": "return_error", "tool_call_id": ASK, "message": ""},
+            ]
+        )
+    )
 
 
 @st.composite
@@ -281,8 +367,16 @@ def bad_external(draw: Any) -> dict[str, Any]:
 @st.composite
 def wrong_ids(draw: Any) -> dict[str, Any]:
     action = draw(st.sampled_from(["approve", "deny", "modify", "answer", "external_result", "return_error"]))
-    base: dict[str, Any] = {"action": action, "input": '{"path": "a"}', "output": "x", "message": "m", "answers": [{"question": Q1, "selected": ["A"]}]}
-    how = draw(st.sampled_from(["unknown_id", "id_not_str", "missing_id", "huge_id", "wrong_reply_id", "reply_id_not_str"]))
+    base: dict[str, Any] = {
+        "action": action,
+        "input": '{"path": "a"}',
+        "output": "x",
+        "message": "m",
+        "answers": [{"question": Q1, "selected": ["A"]}],
+    }
+    how = draw(
+        st.sampled_from(["unknown_id", "id_not_str", "missing_id", "huge_id", "wrong_reply_id", "reply_id_not_str"])
+    )
     if how == "unknown_id":
         base["tool_call_id"] = draw(unknown_id)
     elif how == "id_not_str":
@@ -307,8 +401,12 @@ def unknown_action(draw: Any) -> dict[str, Any]:
     return msg
 
 
-page_messages = st.one_of(bad_answers(), bad_modify(), bad_confirm(), wrong_kind(), bad_external(), wrong_ids(), unknown_action())
-not_an_object = st.one_of(st.lists(junk, max_size=3), st.text(max_size=50), st.integers(), st.none(), st.floats(allow_nan=False))
+page_messages = st.one_of(
+    bad_answers(), bad_modify(), bad_confirm(), wrong_kind(), bad_external(), wrong_ids(), unknown_action()
+)
+not_an_object = st.one_of(
+    st.lists(junk, max_size=3), st.text(max_size=50), st.integers(), st.none(), st.floats(allow_nan=False)
+)
 
 
 # ------------------------------------------------------------------ test
@@ -328,7 +426,12 @@ def test_fuzz_every_hostile_page_message_is_refused_and_never_reaches_the_agent(
             assert len(replies) == before + 1, "more than one answer to one message"
             return replies[-1]
 
-        @settings(max_examples=350, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+        @settings(
+            max_examples=350,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )
         @given(message=page_messages, request_id=st.text(min_size=1, max_size=12), with_reply_id=st.booleans())
         def check_message(message: dict[str, Any], request_id: str, with_reply_id: bool) -> None:
             content = dict(message)
@@ -367,7 +470,12 @@ def test_fuzz_every_hostile_page_message_is_refused_and_never_reaches_the_agent(
         # and the pause still takes valid decisions afterwards
         for content in (
             {"request_id": "ok1", "action": "deny", "tool_call_id": CONFIRM, "reply_id": reply_id},
-            {"request_id": "ok2", "action": "answer", "tool_call_id": ASK, "answers": [{"question": Q1, "selected": ["B"]}, {"question": Q2, "selected": ["X", "Y"]}]},
+            {
+                "request_id": "ok2",
+                "action": "answer",
+                "tool_call_id": ASK,
+                "answers": [{"question": Q1, "selected": ["B"]}, {"question": Q2, "selected": ["X", "Y"]}],
+            },
             {"request_id": "ok3", "action": "external_result", "tool_call_id": EXT, "output": "w: a word"},
         ):
             parked.widget._on_page_message(parked.widget, content, [])

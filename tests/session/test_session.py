@@ -112,7 +112,11 @@ def test_deny_flow_keeps_the_file(tmp_path: Path) -> None:
         task = session.start("tidy")
         ask = await parked_on(session, "ask_user")
         await session.act(
-            {"action": "answer", "tool_call_id": ask.tool_call_id, "answers": [{"question": QUESTION, "selected": ["notes.txt"]}]}
+            {
+                "action": "answer",
+                "tool_call_id": ask.tool_call_id,
+                "answers": [{"question": QUESTION, "selected": ["notes.txt"]}],
+            }
         )
         confirm = await parked_on(session, "confirm")
         await session.act({"action": "deny", "tool_call_id": confirm.tool_call_id})
@@ -166,12 +170,16 @@ def test_edited_input_runs_on_a_copy(tmp_path: Path) -> None:
         confirm = await parked_on(session, "confirm")
         live = next(b for b in history_blocks(agent, ToolCallBlock) if b.id == confirm.tool_call_id)
         assert confirm.tool_call is not live
-        pending = session.act({"action": "modify", "tool_call_id": confirm.tool_call_id, "input": '{"path": "draft.md"}'})
+        pending = session.act(
+            {"action": "modify", "tool_call_id": confirm.tool_call_id, "input": '{"path": "draft.md"}'}
+        )
         await pending  # recorded and queued; the driving task has not resumed the agent yet
         decision = session.current.queue[0]
         assert decision.confirm_result.tool_call is not live
         assert json.loads(decision.confirm_result.tool_call.input) == {"path": "draft.md"}
-        assert json.loads(live.input) == {"path": "notes.txt"}, "the live history block changed before the agent applied the edit"
+        assert json.loads(live.input) == {"path": "notes.txt"}, (
+            "the live history block changed before the agent applied the edit"
+        )
         assert json.loads(confirm.tool_call.input) == {"path": "notes.txt"}
         await asyncio.wait_for(task, 10)
         # AgentScope applied the edit to its own history when it resumed

@@ -1,6 +1,6 @@
 """Stale widgets, new messages while parked, interrupts and dangling tool calls.
 
-Cases C01 and C07 of ``/work/shared/cases/pauses.md``, the widget's Interrupt
+Cases C01 and C07 of the field cases, the widget's Interrupt
 action on a parked and on a running reply, and a tool call left ``allowed``
 without a result (a crash mid-tool, then a restored state).
 
@@ -28,10 +28,9 @@ from typing import Any
 
 import pytest
 from agentscope.agent import Agent
-from agentscope.event import UserInterruptEvent
 from agentscope.message import TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState, UserMsg
 from agentscope.state import AgentState
-from agentscope.tool import AskUser, FunctionTool, ToolChunk, Toolkit
+from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 
 from nb_hitl import PauseNotLiveError, PendingPauseError, Session
 from nb_hitl.demo import make_sandbox, sandbox_tools
@@ -53,7 +52,9 @@ def click(widget: Any, message: dict[str, Any], sent: list[dict[str, Any]]) -> N
     widget._on_page_message(widget, {"request_id": f"r{len(sent)}-{message.get('action')}", **message}, [])
 
 
-def delete_agent(box: Path, script: list[Any], recorder: InputRecorder | None = None, state: AgentState | None = None) -> Agent:
+def delete_agent(
+    box: Path, script: list[Any], recorder: InputRecorder | None = None, state: AgentState | None = None
+) -> Agent:
     return Agent(
         name="tidy",
         system_prompt="tidy",
@@ -109,13 +110,19 @@ def test_C01_new_prompt_with_interrupt_pending_expires_the_old_widget(tmp_path: 
         # the old widget is visibly expired, with a reason
         assert old.status == "interrupted"
         assert old.status_reason == "Interrupted: a new message was sent to the agent."
-        assert [(p["status"], p["reason"]) for p in old.pauses] == [("expired", "Interrupted: a new message was sent to the agent.")]
+        assert [(p["status"], p["reason"]) for p in old.pauses] == [
+            ("expired", "Interrupted: a new message was sent to the agent.")
+        ]
         final = await asyncio.wait_for(new_task, 10)
         assert final.get_text_content() == "Fine, something else then."
 
         runs_before, inputs_before, calls_before = len(session.runs), len(recorder.inputs), len(agent.model.calls)
         state_before = agent.state.model_dump_json()
-        for action in ({"action": "approve", "tool_call_id": "del_1"}, {"action": "deny", "tool_call_id": "del_1"}, {"action": "interrupt"}):
+        for action in (
+            {"action": "approve", "tool_call_id": "del_1"},
+            {"action": "deny", "tool_call_id": "del_1"},
+            {"action": "interrupt"},
+        ):
             click(old, action, sent)
         await asyncio.sleep(0.05)
         assert [s["ok"] for s in sent] == [False, False, False]
@@ -222,10 +229,20 @@ def test_C07_interrupt_pending_interrupts_the_parked_reply_first(tmp_path: Path)
         seen.append([(r.id, getattr(r.state, "value", r.state)) for r in tool_results(msgs)])
         return Turn("OK, new topic.")
 
-    q = {"question": "Really?", "header": "Check", "options": [{"label": "Yes", "description": "y"}, {"label": "No", "description": "n"}]}
+    q = {
+        "question": "Really?",
+        "header": "Check",
+        "options": [{"label": "Yes", "description": "y"}, {"label": "No", "description": "n"}],
+    }
     agent = delete_agent(
         box,
-        [Turn("", [tool_call("AskUser", id="ask", questions=[q]), tool_call("delete_file", id="del", path="notes.txt")]), answer],
+        [
+            Turn(
+                "",
+                [tool_call("AskUser", id="ask", questions=[q]), tool_call("delete_file", id="del", path="notes.txt")],
+            ),
+            answer,
+        ],
         recorder,
     )
 
@@ -256,6 +273,7 @@ def test_C07_new_message_while_a_reply_runs(tmp_path: Path) -> None:
     """Not parked but running (a slow tool): refused by default; with
     ``interrupt_pending=True`` the running reply is cancelled, ends
     ``interrupted``, and the new one runs."""
+
     async def slow_index() -> ToolChunk:
         """Index the folder (slow)."""
         await asyncio.sleep(30)
@@ -264,7 +282,9 @@ def test_C07_new_message_while_a_reply_runs(tmp_path: Path) -> None:
     agent = Agent(
         name="runner",
         system_prompt="s",
-        model=ScriptedChatModel([Turn("Indexing.", [tool_call("slow_index", id="slow")]), Turn("Stopped; new topic.")], on_exhausted="raise"),
+        model=ScriptedChatModel(
+            [Turn("Indexing.", [tool_call("slow_index", id="slow")]), Turn("Stopped; new topic.")], on_exhausted="raise"
+        ),
         toolkit=Toolkit(tools=[FunctionTool(slow_index, is_read_only=True)]),
     )
 
@@ -302,7 +322,9 @@ def test_C01_a_new_session_while_a_reply_runs_never_overlaps_two_replies() -> No
     agent = Agent(
         name="runner",
         system_prompt="s",
-        model=ScriptedChatModel([Turn("Indexing.", [tool_call("slow_index", id="slow")]), Turn("Next topic.")], on_exhausted="raise"),
+        model=ScriptedChatModel(
+            [Turn("Indexing.", [tool_call("slow_index", id="slow")]), Turn("Next topic.")], on_exhausted="raise"
+        ),
         toolkit=Toolkit(tools=[FunctionTool(slow_index, is_read_only=True)]),
         middlewares=[recorder],
     )
@@ -415,7 +437,7 @@ def _crashed_state() -> str:
         task.cancel()
         try:
             await task
-        except (asyncio.CancelledError, Exception):  # noqa: BLE001
+        except (asyncio.CancelledError, Exception):
             pass
 
     run_async(crash())
@@ -441,8 +463,19 @@ def _restored_agent(state_json: str, seen: list[Any]) -> Agent:
 
 
 def _model_saw(msgs: list[Any], call_id: str) -> tuple[bool, list[ToolResultBlock]]:
-    has_call = any(isinstance(b, ToolCallBlock) and b.id == call_id for m in msgs if not isinstance(m.content, str) for b in m.content)
-    results = [b for m in msgs if not isinstance(m.content, str) for b in m.content if isinstance(b, ToolResultBlock) and b.id == call_id]
+    has_call = any(
+        isinstance(b, ToolCallBlock) and b.id == call_id
+        for m in msgs
+        if not isinstance(m.content, str)
+        for b in m.content
+    )
+    results = [
+        b
+        for m in msgs
+        if not isinstance(m.content, str)
+        for b in m.content
+        if isinstance(b, ToolResultBlock) and b.id == call_id
+    ]
     return has_call, results
 
 
@@ -450,7 +483,9 @@ def test_dangling_allowed_call_is_closed_before_new_input() -> None:
     state_json = _crashed_state()
     state = AgentState.model_validate_json(state_json)
     last = state.context[-1]
-    assert [(b.id, getattr(b.state, "value", b.state)) for b in last.get_content_blocks("tool_call")] == [("slow", "allowed")]
+    assert [(b.id, getattr(b.state, "value", b.state)) for b in last.get_content_blocks("tool_call")] == [
+        ("slow", "allowed")
+    ]
     assert last.get_content_blocks("tool_result") == []
     assert not state.has_awaiting_tool_calls("runner")  # AgentScope sees nothing waiting
 
@@ -498,7 +533,13 @@ def test_restore_keeps_a_pending_call_of_a_parked_reply(tmp_path: Path) -> None:
 
     def script() -> list[Any]:
         return [
-            Turn("", [tool_call("delete_file", id="d1", path="notes.txt"), tool_call("delete_file", id="d2", path="draft.md")]),
+            Turn(
+                "",
+                [
+                    tool_call("delete_file", id="d1", path="notes.txt"),
+                    tool_call("delete_file", id="d2", path="draft.md"),
+                ],
+            ),
             lambda msgs: Turn(" | ".join(f"{r.id}={getattr(r.state, 'value', r.state)}" for r in tool_results(msgs))),
         ]
 
@@ -516,7 +557,10 @@ def test_restore_keeps_a_pending_call_of_a_parked_reply(tmp_path: Path) -> None:
 
     async def second_kernel() -> str:
         session = Session.restore(lambda state: delete_agent(box, script()[1:], state=state), str(ckpt), display=False)
-        restored = {b.id: getattr(b.state, "value", b.state) for b in session.agent.state.context[-1].get_content_blocks("tool_call")}
+        restored = {
+            b.id: getattr(b.state, "value", b.state)
+            for b in session.agent.state.context[-1].get_content_blocks("tool_call")
+        }
         assert restored == {"d1": "asking", "d2": "pending"}
         task = session.start_resume()
         assert [p.tool_call_id for p in await parked(session)] == ["d1"]

@@ -251,7 +251,9 @@ def test_running_result_of_an_open_askuser_is_hidden(page, lab: JupyterLabServer
 
     confirm.locator('[data-testid="nbh-deny"]').click()
     reply.locator('[data-testid="nbh-final-text"]').wait_for(timeout=60_000)
-    assert reply.locator('[data-testid="nbh-final-text"]').inner_text().startswith("Understood: you denied the deletion")
+    assert (
+        reply.locator('[data-testid="nbh-final-text"]').inner_text().startswith("Understood: you denied the deletion")
+    )
     assert all(r["shown"] for r in page.evaluate(RESULTS_JS))
     screenshot(page, "review-fixes-running-result-hidden")
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

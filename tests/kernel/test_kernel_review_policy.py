@@ -116,7 +116,7 @@ def transcript_updates(k: KernelHarness, comm_id: str) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory):
-    with KernelHarness(cwd=tmp_path_factory.mktemp("issue6-kernel")) as k:
+    with KernelHarness(cwd=tmp_path_factory.mktemp("rp-kernel")) as k:
         k.execute(SETUP).raise_for_error()
         yield k
 
@@ -144,10 +144,14 @@ def test_review_edit_in_a_kernel(kernel: KernelHarness) -> None:
     # a click of the wrong kind is refused (C06); then the edit
     wrong = kernel.request(rec.comm_id, "approve", tool_call_id=pause["tool_call_id"])
     assert wrong["ok"] is False and wrong["field"] == "action"
-    reply = kernel.request(rec.comm_id, "edit", tool_call_id=pause["tool_call_id"], reply_id=pause["reply_id"], output=REDACTED)
+    reply = kernel.request(
+        rec.comm_id, "edit", tool_call_id=pause["tool_call_id"], reply_id=pause["reply_id"], output=REDACTED
+    )
     assert reply["ok"] is True and reply["decision"] == {"action": "edit", "state": "success", "output": REDACTED}
     wait_status(kernel, rec.comm_id, "finished")
-    kernel.wait_for(lambda: kernel.comm(rec.comm_id).state.get("final_text") == f"[success] {REDACTED}", 10, what="final_text")
+    kernel.wait_for(
+        lambda: kernel.comm(rec.comm_id).state.get("final_text") == f"[success] {REDACTED}", 10, what="final_text"
+    )
 
     state = kernel.comm(rec.comm_id).state
     done = state["pauses"][0]
@@ -199,7 +203,9 @@ def test_review_survives_a_kernel_restart_without_running_the_tool_again(tmp_pat
         reply = k.request(rec.comm_id, "edit", tool_call_id=after["tool_call_id"], output=REDACTED)
         assert reply["ok"] is True, reply
         wait_status(k, rec.comm_id, "finished")
-        k.wait_for(lambda: k.comm(rec.comm_id).state.get("final_text") == f"[success] {REDACTED}", 10, what="final_text")
+        k.wait_for(
+            lambda: k.comm(rec.comm_id).state.get("final_text") == f"[success] {REDACTED}", 10, what="final_text"
+        )
 
         assert (tmp_path / "runs.log").read_text().splitlines() == ["Ana"]  # exactly once, across both kernels
         assert kernel_json(k, f"{SECRET!r} in events_text() or {SECRET!r} in model_input(crm)") is False
@@ -248,7 +254,11 @@ def test_policy_forced_ask_in_a_kernel(kernel: KernelHarness) -> None:
     reply = kernel.request(rec.comm_id, "approve", tool_call_id=pause["tool_call_id"])
     assert reply["ok"] is True
     wait_status(kernel, rec.comm_id, "finished")
-    kernel.wait_for(lambda: kernel.comm(rec.comm_id).state.get("final_text") == "[success] paid 120.0 to ACME", 10, what="final_text")
+    kernel.wait_for(
+        lambda: kernel.comm(rec.comm_id).state.get("final_text") == "[success] paid 120.0 to ACME",
+        10,
+        what="final_text",
+    )
     assert kernel_json(kernel, "SENT") == [["ACME", 120.0]]
     assert kernel_json(kernel, "[(r['decision'], r['policy']) for r in AuditLog('pay-audit.jsonl').records()]") == [
         ["approve", "payments"]
@@ -277,7 +287,9 @@ DEADLINE_AGENT = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("on_deadline, status, applied", [("deny", "finished", "denied"), ("interrupt", "interrupted", "reply interrupted")])
+@pytest.mark.parametrize(
+    "on_deadline, status, applied", [("deny", "finished", "denied"), ("interrupt", "interrupted", "reply interrupted")]
+)
 def test_deadline_in_a_kernel(kernel: KernelHarness, on_deadline: str, status: str, applied: str) -> None:
     name = f"late-{on_deadline}"
     kernel.execute(DEADLINE_AGENT).raise_for_error()
@@ -297,7 +309,9 @@ def test_deadline_in_a_kernel(kernel: KernelHarness, on_deadline: str, status: s
     records = kernel_json(kernel, f"[(r['decision'], r['applied']) for r in AuditLog({name + '.jsonl'!r}).records()]")
     assert records == [["timeout", applied]]
     if on_deadline == "deny":
-        kernel.wait_for(lambda: kernel.comm(rec.comm_id).state.get("final_text", "").startswith("[denied]"), 10, what="final_text")
+        kernel.wait_for(
+            lambda: kernel.comm(rec.comm_id).state.get("final_text", "").startswith("[denied]"), 10, what="final_text"
+        )
 
 
 def test_form_in_a_kernel(kernel: KernelHarness) -> None:
@@ -327,10 +341,20 @@ def test_form_in_a_kernel(kernel: KernelHarness) -> None:
     pause = open_pause(kernel, rec.comm_id, "form")
     assert (pause["title"], pause["message"], pause["form_error"]) == ("Refund", "Details please.", None)
     assert set(pause["response_schema"]["properties"]) == {"amount", "date", "reason", "note"}
-    bad = kernel.request(rec.comm_id, "submit", tool_call_id=pause["tool_call_id"], value={"amount": 900, "date": "2025-03-01", "reason": "late"})
+    bad = kernel.request(
+        rec.comm_id,
+        "submit",
+        tool_call_id=pause["tool_call_id"],
+        value={"amount": 900, "date": "2025-03-01", "reason": "late"},
+    )
     assert bad["ok"] is False and bad["field"] == "value.amount" and "maximum of 500" in bad["error"]
     assert kernel.comm(rec.comm_id).state["pauses"][0]["status"] == "open"
-    good = kernel.request(rec.comm_id, "submit", tool_call_id=pause["tool_call_id"], value={"amount": 45, "date": "2025-03-01", "reason": "late"})
+    good = kernel.request(
+        rec.comm_id,
+        "submit",
+        tool_call_id=pause["tool_call_id"],
+        value={"amount": 45, "date": "2025-03-01", "reason": "late"},
+    )
     assert good["ok"] is True
     wait_status(kernel, rec.comm_id, "finished")
     kernel.wait_for(

@@ -1,6 +1,6 @@
 """The kernel harness against a real ipykernel: comm traffic both ways.
 
-Proves what nb_hitl relies on (see /work/shared/notes/notebook-kernel.md):
+Proves what nb_hitl relies on (see docs/design.md):
 a page message reaches the widget's ``on_msg`` and its answer reaches the
 page; and on ipykernel 7.4 comm messages are dispatched while a cell is
 suspended in a top-level ``await``.
@@ -8,21 +8,16 @@ suspended in a top-level ``await``.
 
 from __future__ import annotations
 
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:  # until pytest `pythonpath = ["."]`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.harness import KernelHarness  # noqa: E402
+from tests.harness import KernelHarness
 
 pytestmark = pytest.mark.kernel
 
 ECHO_WIDGET = textwrap.dedent(
-    '''
+    """
     import asyncio
     import anywidget
     import traitlets
@@ -44,7 +39,7 @@ ECHO_WIDGET = textwrap.dedent(
 
     w = Echo(label="hello")
     w
-    '''
+    """
 )
 
 

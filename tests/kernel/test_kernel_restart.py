@@ -19,17 +19,13 @@ Every widget message goes through the kernel exactly as JupyterLab sends it
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-if str(Path(__file__).resolve().parents[1]) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.harness import KernelHarness  # noqa: E402
+from tests.harness import KernelHarness
 
 pytestmark = pytest.mark.kernel
 
@@ -109,8 +105,11 @@ def test_checkpoint_restore_in_a_second_kernel(tmp_path: Path) -> None:
         assert checkpoint["agent_name"] == "tidy"
     assert not any(audit_lines(audit)), "nothing was decided in kernel A"
     awaiting = [
-        b for m in checkpoint["state"]["context"] if m["role"] == "assistant" and not isinstance(m["content"], str)
-        for b in m["content"] if b.get("type") == "tool_call" and b.get("state") == "submitted"
+        b
+        for m in checkpoint["state"]["context"]
+        if m["role"] == "assistant" and not isinstance(m["content"], str)
+        for b in m["content"]
+        if b.get("type") == "tool_call" and b.get("state") == "submitted"
     ]
     assert [b["id"] for b in awaiting] == [pause_a["tool_call_id"]]
     assert sorted(p.name for p in sandbox.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
@@ -141,8 +140,13 @@ def test_checkpoint_restore_in_a_second_kernel(tmp_path: Path) -> None:
         assert [o["label"] for o in question["options"]] == ["draft.md", "notes.txt", "old_log.txt"]
         assert pause["ask_user"] == pause_a["ask_user"]
 
-        reply = b.request(comm_id, "answer", tool_call_id=pause["tool_call_id"], reply_id=pause["reply_id"],
-                          answers=[{"question": QUESTION, "selected": ["old_log.txt"], "other": None}])
+        reply = b.request(
+            comm_id,
+            "answer",
+            tool_call_id=pause["tool_call_id"],
+            reply_id=pause["reply_id"],
+            answers=[{"question": QUESTION, "selected": ["old_log.txt"], "other": None}],
+        )
         assert reply["ok"] is True, reply
         _, confirm = open_pause(b, "confirm", comm_id)
         assert confirm["tool_name"] == "delete_file" and json.loads(confirm["input_text"]) == {"path": "old_log.txt"}
@@ -181,8 +185,12 @@ def test_sigkill_right_after_the_click_loses_no_decision(tmp_path: Path) -> None
             )
         ).raise_for_error()
         comm_id, ask = open_pause(k, "ask_user")
-        reply = k.request(comm_id, "answer", tool_call_id=ask["tool_call_id"],
-                          answers=[{"question": QUESTION, "selected": ["notes.txt"]}])
+        reply = k.request(
+            comm_id,
+            "answer",
+            tool_call_id=ask["tool_call_id"],
+            answers=[{"question": QUESTION, "selected": ["notes.txt"]}],
+        )
         assert reply["ok"] is True
         _, confirm = open_pause(k, "confirm", comm_id)
 
@@ -201,7 +209,10 @@ def test_sigkill_right_after_the_click_loses_no_decision(tmp_path: Path) -> None
     # and the checkpoint written at the last pause still restores that pause
     checkpoint = json.loads((ckpt / "killed.json").read_text())
     asking = [
-        b["id"] for m in checkpoint["state"]["context"] if m["role"] == "assistant" and not isinstance(m["content"], str)
-        for b in m["content"] if b.get("type") == "tool_call" and b.get("state") == "asking"
+        b["id"]
+        for m in checkpoint["state"]["context"]
+        if m["role"] == "assistant" and not isinstance(m["content"], str)
+        for b in m["content"]
+        if b.get("type") == "tool_call" and b.get("state") == "asking"
     ]
     assert asking == [confirm["tool_call_id"]]

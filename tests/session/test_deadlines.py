@@ -43,7 +43,9 @@ def delete_agent(folder: Path) -> Agent:
     return Agent(
         name="deleter",
         system_prompt="tidy",
-        model=ScriptedChatModel([Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report], on_exhausted="raise"),
+        model=ScriptedChatModel(
+            [Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report], on_exhausted="raise"
+        ),
         toolkit=Toolkit(tools=sandbox_tools(folder)),
     )
 
@@ -153,7 +155,11 @@ def test_non_confirm_pauses_get_an_error_result(tmp_path: Path) -> None:
                     "",
                     [
                         tool_call("AskUser", **_question()),
-                        tool_call("AskForm", title="Refund", schema={"type": "object", "properties": {"n": {"type": "number"}}}),
+                        tool_call(
+                            "AskForm",
+                            title="Refund",
+                            schema={"type": "object", "properties": {"n": {"type": "number"}}},
+                        ),
                         tool_call("lookup", customer="Ana"),
                     ],
                 ),

@@ -52,6 +52,7 @@ async def open_pause(session: Session, kind: str) -> Any:
 
     Fails at once (with what the reply did) if the reply ends instead.
     """
+
     def found() -> Any:
         run = session.current
         if run is None:
@@ -217,7 +218,10 @@ def test_modify_accepts_extra_keys_when_the_schema_allows_them(tmp_path: Path) -
     def tag_file(path: str, **labels: Any) -> ToolChunk:
         """Tag a file with labels."""
         got.append({"path": path, **labels})
-        return ToolChunk(content=[TextBlock(text=json.dumps({"path": path, **labels}, sort_keys=True))], state=ToolResultState.SUCCESS)
+        return ToolChunk(
+            content=[TextBlock(text=json.dumps({"path": path, **labels}, sort_keys=True))],
+            state=ToolResultState.SUCCESS,
+        )
 
     schema = {
         "type": "object",
@@ -246,7 +250,9 @@ def test_modify_accepts_extra_keys_when_the_schema_allows_them(tmp_path: Path) -
         # still no duplicate keys, whatever the schema
         with pytest.raises(DecisionError, match="twice"):
             session.act({"action": "modify", "tool_call_id": "tag", "input": '{"path": "a", "path": "b"}'})
-        out = await session.act({"action": "modify", "tool_call_id": "tag", "input": '{"path": "notes.txt", "colour": "red"}'})
+        out = await session.act(
+            {"action": "modify", "tool_call_id": "tag", "input": '{"path": "notes.txt", "colour": "red"}'}
+        )
         assert out["decision"]["edited_input"] == {"path": "notes.txt", "colour": "red"}
         final = await asyncio.wait_for(task, 10)
         assert json.loads(final.get_text_content()) == {"colour": "red", "path": "notes.txt"}
@@ -420,7 +426,9 @@ def test_checkpoints_are_still_written_into_a_missing_folder_and_restore(tmp_pat
     assert [p.name for p in folder.iterdir()] == ["tidy-1.json"]
 
     async def second() -> str:
-        session = Session.restore(lambda state: demo_agent(agent.sandbox, chunk_delay=0, state=state), str(folder), display=False)
+        session = Session.restore(
+            lambda state: demo_agent(agent.sandbox, chunk_delay=0, state=state), str(folder), display=False
+        )
         assert session.session_id == "tidy-1"
         task = session.start_resume()
         ask = await open_pause(session, "ask_user")

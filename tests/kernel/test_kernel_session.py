@@ -107,7 +107,10 @@ def test_background_task_pattern(kernel: KernelHarness) -> None:
     kernel.wait_for(lambda: kernel.comm(rec.comm_id).state.get("final_text") == final, 10, what="final_text")
     state = kernel.comm(rec.comm_id).state
     assert [p["status"] for p in state["pauses"]] == ["resolved", "resolved"]
-    assert any(e["kind"] == "tool_result" and e.get("state") == "success" and "Deleted notes.txt." in e["text"] for e in state["transcript"])
+    assert any(
+        e["kind"] == "tool_result" and e.get("state") == "success" and "Deleted notes.txt." in e["text"]
+        for e in state["transcript"]
+    )
 
     assert kernel_json(kernel, "task_bg.done() and task_bg.result().get_text_content()") == final
     assert kernel_json(kernel, "sorted(p.name for p in agent_bg.sandbox.iterdir())") == ["draft.md", "old_log.txt"]
@@ -175,11 +178,20 @@ def test_C15_approve_and_deny_back_to_back(kernel: KernelHarness) -> None:
     for action, rid in ids.items():  # no waiting in between
         kernel.send_custom(
             rec.comm_id,
-            {"request_id": rid, "action": action, "tool_call_id": confirm["tool_call_id"], "reply_id": confirm["reply_id"]},
+            {
+                "request_id": rid,
+                "action": action,
+                "tool_call_id": confirm["tool_call_id"],
+                "reply_id": confirm["reply_id"],
+            },
         )
 
     def replies() -> dict[str, Any] | None:
-        got = {c["request_id"]: c for c in kernel.comm(rec.comm_id).custom if isinstance(c, dict) and c.get("request_id") in ids.values()}
+        got = {
+            c["request_id"]: c
+            for c in kernel.comm(rec.comm_id).custom
+            if isinstance(c, dict) and c.get("request_id") in ids.values()
+        }
         return got if len(got) == 2 else None
 
     got = kernel.wait_for(replies, 30, what="both replies")
@@ -187,12 +199,14 @@ def test_C15_approve_and_deny_back_to_back(kernel: KernelHarness) -> None:
     assert approve["ok"] is True and approve["decision"]["action"] == "approve"
     assert deny["ok"] is False and deny["code"] == "already_decided" and "Already decided" in deny["error"]
     wait_status(kernel, rec.comm_id, "finished")
-    kernel.wait_for(lambda: kernel.comm(rec.comm_id).state.get("final_text") == "Result: success", 10, what="final_text")
+    kernel.wait_for(
+        lambda: kernel.comm(rec.comm_id).state.get("final_text") == "Result: success", 10, what="final_text"
+    )
     assert kernel_json(kernel, "session15.current.resumes") == 1
     assert kernel_json(kernel, "sorted(p.name for p in box15.iterdir())") == ["draft.md", "old_log.txt"]
-    assert kernel_json(
-        kernel, "[str(r.state) for r in tool_results(agent15.state.context, 'delete_file')]"
-    ) == ["success"]
+    assert kernel_json(kernel, "[str(r.state) for r in tool_results(agent15.state.context, 'delete_file')]") == [
+        "success"
+    ]
 
 
 C13_AGENT = textwrap.dedent(
@@ -243,7 +257,10 @@ def test_C13_markup_round_trips_as_plain_strings(kernel: KernelHarness) -> None:
     assert text["text"] == f"Text {both}"
 
     reply = kernel.request(
-        rec.comm_id, "answer", tool_call_id=ask["tool_call_id"], answers=[{"question": q["question"], "selected": [XSS_IMG]}]
+        rec.comm_id,
+        "answer",
+        tool_call_id=ask["tool_call_id"],
+        answers=[{"question": q["question"], "selected": [XSS_IMG]}],
     )
     assert reply["ok"] is True and reply["decision"]["answers"][0]["selected"] == [XSS_IMG]
     confirm = open_pause(kernel, rec.comm_id, "confirm")

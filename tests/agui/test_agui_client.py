@@ -21,9 +21,9 @@ from ag_ui.core import (
     RunStartedEvent,
     TextMessageChunkEvent,
     TextMessageContentEvent,
-    ToolCallChunkEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
+    ToolCallChunkEvent,
 )
 from ag_ui.encoder import EventEncoder
 from starlette.applications import Starlette
@@ -48,8 +48,11 @@ def _events(mode: str, inp: RunAgentInput) -> list:
         outcome = RunFinishedInterruptOutcome(interrupts=[twice, twice.model_copy(update={"message": "again"})])
         return [start, *text, RunFinishedEvent(thread_id=inp.thread_id, run_id=inp.run_id, outcome=outcome)]
     if mode == "other-thread":
-        return [RunStartedEvent(thread_id="someone-else", run_id=inp.run_id), *text,
-                RunFinishedEvent(thread_id="someone-else", run_id=inp.run_id)]
+        return [
+            RunStartedEvent(thread_id="someone-else", run_id=inp.run_id),
+            *text,
+            RunFinishedEvent(thread_id="someone-else", run_id=inp.run_id),
+        ]
     if mode == "no-terminal":
         return [start, *text]
     if mode == "chunks":
@@ -77,7 +80,7 @@ async def endpoint(request: Request):
         for event in _events(mode, inp):
             yield encoder.encode(event)
         if mode == "garbage":
-            yield "data: {\"type\": \"NOT_AN_EVENT\"}\n\n"
+            yield 'data: {"type": "NOT_AN_EVENT"}\n\n'
 
     return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -136,7 +139,12 @@ def test_the_raw_client_raises_on_transport_faults(hostile):
         asyncio.run(go("not-sse"))
     events = asyncio.run(go("ok"))
     assert [e.type.value for e in events] == [
-        "RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"]
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
 
 
 def test_chunk_events_are_assembled(hostile):

@@ -79,10 +79,20 @@ class ScriptedLangChainModel(BaseChatModel):
         if message.tool_calls:
             call = message.tool_calls[0]
             # the name first, then the arguments: the server streams TOOL_CALL_ARGS from the second chunk
-            yield ChatGenerationChunk(message=AIMessageChunk(content="", id=message.id, tool_call_chunks=[
-                {"name": call["name"], "args": "", "id": call["id"], "index": 0}]))
-            yield ChatGenerationChunk(message=AIMessageChunk(content="", id=message.id, tool_call_chunks=[
-                {"name": None, "args": json.dumps(call["args"]), "id": None, "index": 0}]))
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content="",
+                    id=message.id,
+                    tool_call_chunks=[{"name": call["name"], "args": "", "id": call["id"], "index": 0}],
+                )
+            )
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content="",
+                    id=message.id,
+                    tool_call_chunks=[{"name": None, "args": json.dumps(call["args"]), "id": None, "index": 0}],
+                )
+            )
             return
         for word in message.content.split(" "):
             yield ChatGenerationChunk(message=AIMessageChunk(content=word + " ", id=message.id))
@@ -143,7 +153,9 @@ def test_client_answers_a_langgraph_interrupt_through_the_form(langgraph_server)
             if field:
                 assert err.value.field == field
         assert remote.client.posts == posts and paused_on_interrupt(graph, "lg-form")
-        out = await widget._handler({"action": "submit", "tool_call_id": view["tool_call_id"], "value": {"approved": True, "note": "ok"}})
+        out = await widget._handler(
+            {"action": "submit", "tool_call_id": view["tool_call_id"], "value": {"approved": True, "note": "ok"}}
+        )
         assert out["sent"] is True
         final = await task
         turn = remote.current

@@ -1,0 +1,182 @@
+"""The one place that knows AgentScope 2.0.11's internals.
+
+Everything nb_hitl reads from an agent beyond its public API lives here, so
+that an AgentScope upgrade is checked in one file:
+
+* the live permission engine and context of an agent (``Agent._engine``,
+  built once in ``Agent.__init__``; not ``agent.state.permission_context``);
+* enum values (``ToolCallState``, ``PermissionBehavior``...) as plain strings;
+* the text of messages and of blocks (``TextBlock``, ``DataBlock``, dicts);
+* the tool calls a parked reply waits on (``AgentState.get_awaiting_tool_calls``);
+* the keys nb_hitl writes into ``AgentState.middle_context``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentscope.message import DataBlock, Msg, TextBlock, ToolCallBlock
+from agentscope.permission import PermissionContext, PermissionEngine
+
+__all__ = [
+    "POLICY_CONTEXT_KEY",
+    "POLICY_DETAIL_KEY",
+    "REVIEW_CONTEXT_KEY",
+    "enum_value",
+    "permission_engine",
+    "permission_context",
+    "permission_context_in_sync",
+    "blocks_text",
+    "msg_text",
+    "awaiting_tool_calls",
+    "is_parked",
+]
+
+POLICY_CONTEXT_KEY = "nb_hitl.policy"
+"""Key in ``AgentState.middle_context``: ``{tool_call_id: policy name}``,
+written by nb_hitl's permission policies so a pause can say which policy
+forced its ask (and the mapping survives a checkpoint)."""
+
+POLICY_DETAIL_KEY = "nb_hitl.policy_detail"
+"""Key in ``AgentState.middle_context``: ``{tool_call_id: {"message",
+"reason"}}``: what the policy said when it forced the ask."""
+
+REVIEW_CONTEXT_KEY = "nb_hitl.review"
+"""Key in ``AgentState.middle_context``: ``{tool_call_id: {"status":
+"running" | "done", "tool": name, "started_at": float, "result":
+ToolResultBlock JSON | None}}``."""
+
+
+def enum_value(value: Any) -> Any:
+    """``value.value`` for an enum member (``ToolCallState.ASKING`` -> ``"asking"``), else ``value``.
+
+    AgentScope's pydantic models keep enums as members or, after a JSON
+    round trip, as plain strings; comparing ``enum_value(x) == "asking"``
+    works for both.
+    """
+    return getattr(value, "value", value)
+
+
+def permission_engine(target: Any) -> PermissionEngine:
+    """The ``PermissionEngine`` that decides for ``target``.
+
+    Args:
+        target: an ``agentscope.agent.Agent`` (its ``_engine``, built in
+            ``Agent.__init__``), a ``PermissionEngine``, or a
+            ``PermissionContext`` (wrapped in a new engine over *the same*
+            context object, so rules added through it land in that context).
+
+    Returns:
+        PermissionEngine: the engine.
+
+    Raises:
+        TypeError: for anything else.
+    """
+    if isinstance(target, PermissionEngine):
+        return target
+    if isinstance(target, PermissionContext):
+        return PermissionEngine(target)
+    engine = getattr(target, "_engine", None)
+    if isinstance(engine, PermissionEngine):
+        return engine
+    raise TypeError(
+        f"expected an agentscope Agent, a PermissionEngine or a PermissionContext, got {type(target).__name__}"
+    )
+
+
+def permission_context(target: Any) -> PermissionContext:
+    """The ``PermissionContext`` the next permission check of ``target`` reads.
+
+    For an agent this is ``agent._engine.context`` and not
+    ``agent.state.permission_context``: ``Agent.__init__`` builds the engine
+    from the state's context once, and a state replaced afterwards is not
+    consulted (``Agent._check_permission_impl`` calls
+    ``self._engine.check_permission``).
+
+    Raises:
+        TypeError: see :func:`permission_engine`.
+    """
+    return permission_engine(target).context
+
+
+def permission_context_in_sync(target: Any) -> bool | None:
+    """Whether ``target.state.permission_context`` is the engine's context.
+
+    Returns:
+        ``None`` when ``target`` is not an agent with both; ``False`` when
+        the state was replaced after construction (its rules are then not
+        the ones the engine applies).
+    """
+    state = getattr(target, "state", None)
+    engine = getattr(target, "_engine", None)
+    if state is None or not isinstance(engine, PermissionEngine):
+        return None
+    return getattr(state, "permission_context", None) is engine.context
+
+
+def blocks_text(content: Any, *, data_label: bool = True) -> str:
+    """The text of a message's or a tool result's content.
+
+    Args:
+        content: a string, or a list of ``TextBlock`` / ``DataBlock`` / other
+            blocks (their JSON dicts accepted too), as in ``Msg.content`` and
+            ``ToolResultBlock.output``.
+        data_label: show a data block as ``[data: <media type> <name>]``
+            (otherwise data blocks are skipped).
+
+    Returns:
+        the text blocks joined with no separator.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "text":
+                parts.append(str(block.get("text", "")))
+            elif kind == "data" and data_label:
+                source = block.get("source") or {}
+                parts.append(_data_label(source.get("media_type", "?"), block.get("name")))
+        elif isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, DataBlock):
+            if data_label:
+                parts.append(_data_label(getattr(block.source, "media_type", "?"), block.name))
+        else:
+            text = getattr(block, "text", None)
+            if isinstance(text, str) and getattr(block, "type", None) == "text":
+                parts.append(text)
+    return "".join(parts)
+
+
+def _data_label(media_type: Any, name: Any) -> str:
+    return f"[data: {media_type} {name or ''}]".replace(" ]", "]")
+
+
+def msg_text(msg: Msg | None) -> str:
+    """The text of a ``Msg`` (``Msg.get_text_content``), ``""`` for ``None``."""
+    if msg is None:
+        return ""
+    try:
+        return msg.get_text_content() or ""
+    except (AttributeError, TypeError, ValueError):
+        return blocks_text(getattr(msg, "content", None))
+
+
+def awaiting_tool_calls(agent: Any) -> list[ToolCallBlock]:
+    """The live tool calls a parked reply of ``agent`` waits on.
+
+    Read from the agent's state (``AgentState.get_awaiting_tool_calls``):
+    after a partial answer AgentScope re-sends no event for the calls left
+    open, so the state, not memory of events, is the truth. The blocks are
+    the agent's own: copy before changing them.
+    """
+    return list(agent.state.get_awaiting_tool_calls(agent.name))
+
+
+def is_parked(agent: Any) -> bool:
+    """Whether ``agent`` has a reply parked on calls (``AgentState.has_awaiting_tool_calls``)."""
+    return bool(agent.state.has_awaiting_tool_calls(agent.name))
