@@ -50,7 +50,7 @@ PauseKind = Literal["confirm", "ask_user", "external", "review", "form"]
 JSON value that fits ``response_schema`` (:mod:`nb_hitl.forms`, AG-UI
 interrupts). Both are set by the tool's ``prepare_pause`` (or the AG-UI
 client), never by :func:`pause_kind`."""
-PauseStatus = Literal["open", "deciding", "decided", "resolved", "expired"]
+PauseStatus = Literal["open", "deciding", "decided", "delivered", "expired"]
 
 
 def rule_label(rule: PermissionRule) -> str:
@@ -117,7 +117,7 @@ class Pause:
         deadline: when it expires (``time.time()`` seconds), or ``None``.
         policy: the name of the nb_hitl policy that forced this ask, if any.
         status: ``open`` -> ``deciding`` (checks running) -> ``decided``
-            (recorded, queued for the agent) -> ``resolved`` (the agent got
+            (recorded, queued for the agent) -> ``delivered`` (the agent got
             it); or ``expired`` with ``reason``.
         decision: a JSON summary of the decision taken (for the widget and
             the saved notebook), or ``None``.

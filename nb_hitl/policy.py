@@ -72,7 +72,7 @@ from agentscope.permission import (
     PermissionRule,
 )
 
-from .session import POLICY_CONTEXT_KEY
+from ._agentscope import POLICY_CONTEXT_KEY, POLICY_DETAIL_KEY
 
 __all__ = [
     "Policy",
@@ -84,10 +84,6 @@ __all__ = [
     "POLICY_DETAIL_KEY",
     "rule_source",
 ]
-
-POLICY_DETAIL_KEY = "nb_hitl.policy_detail"
-"""Key in ``AgentState.middle_context``: ``{tool_call_id: {"message",
-"reason"}}``: what the policy said when it forced the ask."""
 
 
 def rule_source(name: str) -> str:

@@ -55,15 +55,11 @@ from agentscope.message import Msg, ToolCallBlock, ToolCallState, UserMsg
 from agentscope.permission import PermissionEngine
 from agentscope.state import AgentState
 
+from ._agentscope import POLICY_CONTEXT_KEY
 from .decisions import Decision, check_external_result, decide, recheck_permission
 from .errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError, PendingPauseError
 from .pauses import Pause, build_pause
 from .store import AuditLog, CheckpointStore
-
-POLICY_CONTEXT_KEY = "nb_hitl.policy"
-"""Key in ``AgentState.middle_context``: ``{tool_call_id: policy name}``,
-written by nb_hitl's permission policies so a pause can say which policy
-forced its ask (and the mapping survives a checkpoint)."""
 
 __all__ = ["Session", "ReplyRun", "close_dangling_tool_calls", "POLICY_CONTEXT_KEY"]
 
@@ -523,7 +519,7 @@ class Session:
         a Session that adopts the reply asks for the call again."""
         awaiting = {tc.id for tc in self.parked_tool_calls()}
         for pause in run.pauses.values():
-            if pause.status == "resolved" and pause.tool_call_id in awaiting:
+            if pause.status == "delivered" and pause.tool_call_id in awaiting:
                 pause.status = "expired"
                 pause.reason = "Decided, but the reply stopped before the agent applied the decision."
                 self._audit_pause(pause, decision="discarded", reason=pause.reason)
@@ -585,7 +581,7 @@ class Session:
                 raise PauseNotLiveError(
                     f"The deadline of this pause passed; {pause.decision.get('applied') or 'the default was applied'}."
                 )
-            if pause.status in ("deciding", "decided", "resolved"):
+            if pause.status in ("deciding", "decided", "delivered"):
                 raise AlreadyDecidedError(
                     f"Already decided: {pause.tool_name} ({tool_call_id}) has its decision"
                     + (f" ({pause.decision.get('action')})." if pause.decision else ".")
@@ -777,7 +773,7 @@ class Session:
                 batch = confirms or externals
                 run.queue = [d for d in run.queue if d not in batch]
                 for d in batch:
-                    run.pauses[d.tool_call_id].status = "resolved"
+                    run.pauses[d.tool_call_id].status = "delivered"
                 run.resumes += 1
                 if confirms:
                     return UserConfirmResultEvent(
@@ -801,7 +797,7 @@ class Session:
         if awaiting and not run.reply_id:
             run.reply_id = self.agent.state.reply_id
         for tc in awaiting:
-            if tc.id not in run.pauses or run.pauses[tc.id].status in ("resolved",):
+            if tc.id not in run.pauses or run.pauses[tc.id].status in ("delivered",):
                 await self._add_pause(run, tc)
         run.status = "paused"
         self._checkpoint()
@@ -950,8 +946,8 @@ class Session:
                 )
                 e["state"] = _state_value(ev.state)
                 pause = run.pauses.get(ev.tool_call_id)
-                if pause is not None and pause.status in ("decided", "resolved"):
-                    pause.status = "resolved"
+                if pause is not None and pause.status in ("decided", "delivered"):
+                    pause.status = "delivered"
                 dirty = True
             elif isinstance(ev, (RequireUserConfirmEvent, RequireExternalExecutionEvent)):
                 run.reply_id = ev.reply_id

@@ -774,7 +774,7 @@ class RemoteSession:
             record.interrupts = interrupts
             for view in turn.pauses.values():
                 if view["status"] in ("open", "decided"):
-                    view["status"] = "resolved" if view["status"] == "decided" else "expired"
+                    view["status"] = "delivered" if view["status"] == "decided" else "expired"
                     if view["status"] == "expired":
                         view["reason"] = "The server no longer waits for this answer."
             turn.interrupts = {i.id: i for i in interrupts}
@@ -799,7 +799,7 @@ class RemoteSession:
             return
         for view in turn.pauses.values():
             if view["status"] == "decided":
-                view["status"] = "resolved"
+                view["status"] = "delivered"
         if kind == "cancelled":
             turn.status, turn.reason = "interrupted", "The agent cancelled the run."
             return

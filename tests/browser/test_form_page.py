@@ -109,7 +109,7 @@ def test_form_fill_invalid_then_valid(page, lab: JupyterLabServer) -> None:
     final.wait_for(timeout=30_000)
     assert final.inner_text() == "Refund of 45.5 EUR (late, bought 2025-03-01) filed. Note: <b>box</b> was crushed"
     done = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="form"]')
-    assert done.get_attribute("data-status") == "resolved"
+    assert done.get_attribute("data-status") == "delivered"
     assert done.locator('[data-testid="nbh-decision"]').inner_text() == "Form submitted"
     assert page.locator(f"{OUT} b").count() == 0  # markup from the page stays text
     wait_execution_done(page)

@@ -164,7 +164,7 @@ def test_C12_saved_pause_reopened_after_restart_is_a_readable_record(page, lab: 
     saved = lab.notebook_json("c12.ipynb")
     models = saved["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     replies = [m["state"] for m in models.values() if "pauses" in m["state"]]
-    assert len(replies) == 1 and [p["status"] for p in replies[0]["pauses"]] == ["resolved", "open"]
+    assert len(replies) == 1 and [p["status"] for p in replies[0]["pauses"]] == ["delivered", "open"]
 
     restart_kernel(page, lab)
     open_notebook(page, lab, "c12.ipynb")  # reopen: a new page load over the restarted kernel

@@ -288,7 +288,7 @@ def test_C04_both_decided_before_the_agent_resumes(tmp_path: Path) -> None:
         await asyncio.wait_for(task, 10)
         run = session.current
         assert run.resumes == len(recorder.inputs) - 1
-        assert [p["status"] for p in widget.pauses] == ["resolved", "resolved"]
+        assert [p["status"] for p in widget.pauses] == ["delivered", "delivered"]
 
     run_async(scenario())
     results = assert_every_call_has_one_result(agent)
@@ -423,7 +423,11 @@ def test_partial_answers_group_keeps_the_others_open_from_agent_state(tmp_path: 
         )
         left = await parked(session, resumes=1)
         assert sorted(p.tool_call_id for p in left) == awaiting() == ["c1", "x1"]
-        assert {p["tool_call_id"]: p["status"] for p in widget.pauses} == {"c1": "open", "q1": "resolved", "x1": "open"}
+        assert {p["tool_call_id"]: p["status"] for p in widget.pauses} == {
+            "c1": "open",
+            "q1": "delivered",
+            "x1": "open",
+        }
         assert len(agent.model.calls) == 1
 
         # a re-run cell makes a new Session: it adopts the parked reply from the

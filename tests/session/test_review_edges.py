@@ -123,7 +123,7 @@ def test_cancelling_the_cell_awaiting_run_leaves_the_reply_parked_and_answerable
         assert sent[1]["ok"] is True, sent
         assert final.get_text_content() == "Done. Deleted old_log.txt. The folder now holds: draft.md, notes.txt."
         assert run.status == "finished" and widget.status == "finished"
-        assert [p["status"] for p in widget.pauses] == ["resolved", "resolved"]
+        assert [p["status"] for p in widget.pauses] == ["delivered", "delivered"]
 
     run_async(scenario())
     assert files(agent.sandbox) == ["draft.md", "notes.txt"]

@@ -83,7 +83,7 @@ def test_demo_flow_answer_then_approve(tmp_path: Path) -> None:
         assert files(agent.sandbox) == ["draft.md", "notes.txt"]
         run = session.current
         assert run.status == "finished" and run.resumes == 2
-        assert [p.status for p in run.pauses.values()] == ["resolved", "resolved"]
+        assert [p.status for p in run.pauses.values()] == ["delivered", "delivered"]
         assert session.pending == []
 
     run_async(scenario())
