@@ -79,7 +79,9 @@ class AguiClient:
 
     Args:
         url: the endpoint (``POST``).
-        headers: extra request headers (e.g. authorization).
+        token: sent as ``Authorization: Bearer <token>`` (the token an
+            :class:`~nb_hitl.agui.server.AguiServer` prints or was given).
+        headers: extra request headers.
         timeout: connect/write timeout in seconds; reads wait up to
             ``read_timeout`` between two frames.
         read_timeout: seconds between frames before giving up.
@@ -94,6 +96,7 @@ class AguiClient:
         self,
         url: str,
         *,
+        token: str | None = None,
         headers: dict[str, str] | None = None,
         timeout: float = 30.0,
         read_timeout: float = 300.0,
@@ -101,6 +104,8 @@ class AguiClient:
     ) -> None:
         self.url = url
         self.headers = dict(headers or {})
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
         self.timeout = httpx.Timeout(timeout, read=read_timeout)
         self.http = http
         self.posts = 0

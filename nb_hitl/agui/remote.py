@@ -68,7 +68,8 @@ class RemoteSession:
         auto_send: send the resume as soon as every interrupt of the paused
             run is answered.
         agent_name: the name shown in the widget.
-        client: an :class:`AguiClient` (else one for ``url``).
+        token: the server's token (``Authorization: Bearer``).
+        client: an :class:`AguiClient` (else one for ``url`` and ``token``).
         clock: ``() -> epoch seconds``, for ``expires_at``.
         user_name: the ``name`` of the user messages sent.
 
@@ -90,6 +91,7 @@ class RemoteSession:
         display: bool = True,
         auto_send: bool = True,
         agent_name: str = "remote agent",
+        token: str | None = None,
         client: AguiClient | None = None,
         view: ViewFactory | None = None,
         clock: Callable[[], float] = time.time,
@@ -100,7 +102,7 @@ class RemoteSession:
         self.display = display
         self.auto_send = auto_send
         self.agent_name = agent_name
-        self.client = client or AguiClient(url)
+        self.client = client or AguiClient(url, token=token)
         self.view = view
         self.clock = clock
         self.user_name = user_name
