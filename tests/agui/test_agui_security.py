@@ -67,13 +67,23 @@ def body_of(thread_id: str, text: str = "hi") -> dict[str, Any]:
 
 
 def raw_post(port: int, headers: dict[str, str], body: bytes, timeout: float = 10.0) -> tuple[int, bytes]:
-    """One HTTP/1.1 request over a plain socket (any Host:, any header)."""
+    """One HTTP/1.1 request over a plain socket (any Host:, any header); reads
+    the response body, or an SSE stream up to its terminal event."""
     lines = ["POST / HTTP/1.1", *(f"{k}: {v}" for k, v in headers.items()), f"Content-Length: {len(body)}", "", ""]
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         s.sendall("\r\n".join(lines).encode() + body)
         data = b""
         deadline = time.monotonic() + timeout
-        while b"\r\n\r\n" not in data and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            head, sep, rest = data.partition(b"\r\n\r\n")
+            if sep:
+                length = [
+                    int(v)
+                    for k, _, v in (h.partition(b":") for h in head.split(b"\r\n"))
+                    if k.lower() == b"content-length"
+                ]
+                if (length and len(rest) >= length[0]) or b'"RUN_FINISHED"' in rest or b'"RUN_ERROR"' in rest:
+                    break
             chunk = s.recv(65536)
             if not chunk:
                 break
