@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.agent import Agent
+from agentscope.state import AgentState
 from agentscope.tool import Toolkit
 
 from ..demo import make_sandbox, sandbox_tools
@@ -80,23 +81,27 @@ def two_pause_agent(
     *,
     name: str = "tidy",
     chunk_delay: float = 0.0,
+    state: AgentState | None = None,
 ) -> Agent:
     """A real ``agentscope.agent.Agent`` on the scripted model (see the
-    module docstring); ``agent.sandbox`` is its folder."""
-    folder = make_sandbox(sandbox)
+    module docstring); ``agent.sandbox`` is its folder. ``state``: an
+    ``AgentState`` to continue from (a checkpoint; the folder is kept)."""
+    folder = Path(sandbox) if state is not None and sandbox is not None else make_sandbox(sandbox)
     agent = Agent(
         name=name,
         system_prompt="You tidy up a folder. Ask before deleting anything.",
-        model=ScriptedChatModel(two_pause_script(), chunk_delay=chunk_delay),
+        # continuing from a checkpoint, the first (parked) turn was played already
+        model=ScriptedChatModel(two_pause_script()[1 if state is not None else 0 :], chunk_delay=chunk_delay),
         toolkit=Toolkit(tools=sandbox_tools(folder)),
+        **({"state": state} if state is not None else {}),
     )
     agent.sandbox = folder  # type: ignore[attr-defined]
     return agent
 
 
 def two_pause_factory(root: str | Path | None = None, **kwargs: Any) -> Callable[[str], Agent]:
-    """An :class:`~nb_hitl.agui.server.AguiServer` factory, ``(thread_id) ->
-    Agent``: one :func:`two_pause_agent` per thread, each in its own sandbox
+    """An :class:`~nb_hitl.agui.server.AguiServer` factory, ``(thread_id,
+    state=None) -> Agent`` (``state`` when the server restores a checkpoint): one :func:`two_pause_agent` per thread, each in its own sandbox
     folder (under ``root`` when given: ``root/<thread_id>``). ``kwargs`` go
     to :func:`two_pause_agent` (``name``, ``chunk_delay``).
 
@@ -104,12 +109,12 @@ def two_pause_factory(root: str | Path | None = None, **kwargs: Any) -> Callable
     """
     agents: dict[str, Agent] = {}
 
-    def factory(thread_id: str) -> Agent:
+    def factory(thread_id: str, state: AgentState | None = None) -> Agent:
         folder = None
         if root is not None:
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in thread_id)[:80]
             folder = Path(root) / safe
-        agent = two_pause_agent(folder, **kwargs)
+        agent = two_pause_agent(folder, state=state, **kwargs)
         agents[thread_id] = agent
         return agent
 
