@@ -93,7 +93,7 @@ def two_pause_agent(
         # continuing from a checkpoint, the first (parked) turn was played already
         model=ScriptedChatModel(two_pause_script()[1 if state is not None else 0 :], chunk_delay=chunk_delay),
         toolkit=Toolkit(tools=sandbox_tools(folder)),
-        **({"state": state} if state is not None else {}),
+        state=state,
     )
     agent.sandbox = folder  # type: ignore[attr-defined]
     return agent
