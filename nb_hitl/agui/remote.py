@@ -25,7 +25,8 @@ from ag_ui.core import ResumeEntry, UserMessage
 
 from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError, PendingPauseError
 from .client import AguiClient, AguiClientError, RemoteRunError
-from .mapping import check_resume, message_to_entry, parse_expires_at
+from .mapping import ResumeError, check_resume, message_to_entry, parse_expires_at
+from .schema_guard import safe_validate
 from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, view_data
 
 __all__ = ["RemoteSession", "TurnView", "ViewFactory"]
@@ -224,10 +225,20 @@ class RemoteSession:
 
         Raises:
             ResumeError: the check failed (``code`` says which rule).
+            AlreadyDecidedError: an entry answers an interrupt that already
+                has a different answer in this turn (a later cell cannot
+                silently change a choice made in the widget).
             PauseNotLiveError: the turn is not paused.
         """
         turn = self._paused_turn()
         entries = list(entries)
+        for e in entries:
+            kept = turn.answers.get(e.interrupt_id)
+            if kept is not None and (kept.status, kept.payload) != (e.status, e.payload):
+                raise AlreadyDecidedError(
+                    f"Interrupt {e.interrupt_id[:80]} already has an answer in this turn ({kept.status}); "
+                    "a resume cannot send a different one. Answer the open interrupts instead."
+                )
         self._queue_resume(turn, entries)
         by_id = {e.interrupt_id: e for e in entries}
         for view in turn.pauses.values():
@@ -250,8 +261,32 @@ class RemoteSession:
             raise AlreadyDecidedError("A resume for this run is already on its way.")
         return turn
 
+    def _check(self, turn: RemoteTurn, entries: list[ResumeEntry]) -> None:
+        """The resume contract (against the checked interrupts), then each
+        resolved payload against its full schema, evaluated safely."""
+        check_resume(list(turn.checked.values()), entries, now=self.clock())
+        for e in entries:
+            if e.status != "resolved":
+                continue
+            view = next((v for v in turn.pauses.values() if v["interrupt_id"] == e.interrupt_id), None)
+            if view is not None and view.get("unanswerable"):
+                raise ResumeError(
+                    f"Interrupt {e.interrupt_id} cannot be answered, only cancelled: {view['form_error']}",
+                    code="invalid_payload",
+                    interrupt_ids=[e.interrupt_id],
+                )
+            try:
+                safe_validate(turn.interrupts[e.interrupt_id].response_schema, e.payload)
+            except DecisionError as exc:
+                raise ResumeError(
+                    f"Interrupt {e.interrupt_id}: {exc}",
+                    code="invalid_payload",
+                    field=f"{e.interrupt_id}:{exc.field or ''}",
+                    interrupt_ids=[e.interrupt_id],
+                ) from None
+
     def _queue_resume(self, turn: RemoteTurn, entries: list[ResumeEntry]) -> None:
-        check_resume(list(turn.interrupts.values()), entries, now=self.clock())
+        self._check(turn, entries)
         turn.outbox = entries
         turn.settled.clear()
         turn.resume_ready.set()
@@ -287,18 +322,22 @@ class RemoteSession:
             raise AlreadyDecidedError(f"Already answered: {view['tool_name']} ({view['interrupt_id']}).")
         if turn.outbox is not None or turn.resume_ready.is_set():
             raise AlreadyDecidedError("The answers of this run are already being sent.")
-        interrupt = turn.interrupts[view["interrupt_id"]]
+        interrupt = turn.checked[view["interrupt_id"]]
+        cancelling = action in ("cancel", "return_error")
+        if view.get("unanswerable") and not cancelling:
+            raise DecisionError(view["form_error"])
         deadline = parse_expires_at(interrupt.expires_at)
-        if deadline is not None and self.clock() > deadline and action not in ("cancel", "return_error"):
+        if deadline is not None and self.clock() > deadline and not cancelling:
             raise PauseNotLiveError(
                 f"This interrupt expired at {interrupt.expires_at}; it can only be cancelled now.", field=None
             )
         entry = message_to_entry(interrupt, message)
+        if entry.status == "resolved":
+            safe_validate(turn.interrupts[interrupt.id].response_schema, entry.payload)
         answers = {**turn.answers, interrupt.id: entry}
         complete = all(i in answers for i in turn.interrupts)
         if complete and self.auto_send:
-            ordered = [answers[i] for i in turn.interrupts]
-            check_resume(list(turn.interrupts.values()), ordered, now=self.clock())
+            self._check(turn, [answers[i] for i in turn.interrupts])
         turn.answers = answers
         view["status"] = "decided"
         view["decision"] = answer_summary(entry, message, view)
