@@ -108,7 +108,8 @@ def without_patterns(schema: dict[str, Any] | None) -> dict[str, Any] | None:
             del node["pattern"]
         if isinstance(node.get("patternProperties"), dict):
             del node["patternProperties"]
-    return out
+    # an empty schema would read as "no schema" (and get AG-UI's default)
+    return out or {"$comment": "patterns are checked separately"}
 
 
 def _pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
