@@ -349,7 +349,7 @@ class AguiServer:
         try:
             check_resume([i for i, _ in open_now], resume, now=self.clock())
         except ResumeError as exc:
-            raise Refusal(exc.code, str(exc)) from None
+            raise Refusal(exc.code, str(exc), _at(exc.interrupt_ids, exc.field)) from None
         by_id = {i.id: p for i, p in open_now}
         engine = permission_engine(thread.agent)
         plan = []
@@ -364,10 +364,14 @@ class AguiServer:
                 if decision.tool_result is not None and decision.tool_result.state == "success":
                     await check_external_result(tool, decision.tool_result)
             except ResumeError as exc:
-                raise Refusal(exc.code, str(exc)) from None
+                raise Refusal(exc.code, str(exc), _at([entry.interrupt_id], exc.field)) from None
             except DecisionError as exc:
                 where = f" (at {exc.field})" if exc.field else ""
-                raise Refusal("invalid_payload", f"Interrupt {entry.interrupt_id}{where}: {exc}") from None
+                raise Refusal(
+                    "invalid_payload",
+                    f"Interrupt {entry.interrupt_id}{where}: {exc}",
+                    _at([entry.interrupt_id], exc.field),
+                ) from None
             plan.append((entry, pause, message))
         return plan
 
@@ -455,3 +459,9 @@ class AguiServer:
         yield RunErrorEvent(
             message=run.reason or f"The reply ended: {run.status}", code="agent_error", timestamp=now_ms()
         )
+
+
+def _at(interrupt_ids: list[str], field: str | None) -> dict[str, Any]:
+    """``RUN_ERROR.metadata.nb_hitl`` of a refused resume: which of the
+    client's own interrupts is at fault, and where (for its card)."""
+    return {"interrupt_ids": list(interrupt_ids), "field": field}

@@ -101,6 +101,8 @@ class RemoteTurn:
     settled: asyncio.Event = field(default_factory=asyncio.Event)
     resume_ready: asyncio.Event = field(default_factory=asyncio.Event)
     outbox: list[ResumeEntry] | None = None
+    verdict: asyncio.Future[str | None] | None = None
+    """Set when a resume run's first answer is in: the refusal text, or None."""
     tool_calls: dict[str, dict[str, str]] = field(default_factory=dict)
     last_push: float = 0.0
 

@@ -152,7 +152,9 @@ def test_C27_a_pattern_re2_cannot_compile_is_refused_clearly(hostile):
     assert "RE2" in card["form_error"] and "backreferences" in card["form_error"] and final == "resumed"
 
 
-@pytest.mark.parametrize("mode, needle", [("badmeta", "metadata could not be read"), ("version", "version is '99', not 1")])
+@pytest.mark.parametrize(
+    "mode, needle", [("badmeta", "metadata could not be read"), ("version", "version is '99', not 1")]
+)
 def test_malformed_interrupt_metadata_gives_a_card_that_says_why_and_offers_cancel(hostile, mode, needle):
     async def go():
         remote, task, card = await _paused(f"{hostile}/{mode}")
