@@ -29,6 +29,7 @@ from agentscope.state import AgentState
 
 from .._agentscope import is_parked
 from ..pauses import Pause
+from ..session import _SESSIONS as session_registry
 from ..session import ReplyRun, Session, close_dangling_tool_calls
 from ..store import AuditLog, CheckpointStore
 
@@ -257,6 +258,11 @@ class ThreadRegistry:
     def _evict(self, thread: ThreadState) -> None:
         self.threads.pop(thread.thread_id, None)
         self.evicted += 1
+        # nb_hitl.session keeps agent -> Session in a WeakKeyDictionary whose
+        # value holds its key (Session.agent), so the entry never dies alone;
+        # drop it, or every evicted thread's agent stays in memory
+        if session_registry.get(thread.agent) is thread.session:
+            del session_registry[thread.agent]
 
     def _make_room(self) -> None:
         self.sweep()

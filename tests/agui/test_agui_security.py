@@ -268,6 +268,9 @@ def test_sse_keepalive_pings_while_the_agent_is_slow(tmp_path):
 
 
 def test_finished_threads_are_evicted(tmp_path):
+    import gc
+    import weakref
+
     factory = CountingFactory(tmp_path)
     server = AguiServer(factory, max_threads=3, thread_ttl=3600)
 
@@ -279,3 +282,6 @@ def test_finished_threads_are_evicted(tmp_path):
     asyncio.run(go())
     assert len(server.threads) <= 3 and server.registry.evicted == 3
     assert "plain-5" in server.threads and "plain-0" not in server.threads
+    gone = [weakref.ref(factory.agents.pop(f"plain-{n}")) for n in range(3)]
+    gc.collect()
+    assert all(r() is None for r in gone)  # an evicted thread's agent and Session are freed
