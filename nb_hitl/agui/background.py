@@ -4,7 +4,9 @@ in a background thread, from a notebook or a test.
 :func:`serve_in_background` binds a loopback socket, starts uvicorn on its
 own event loop in a daemon thread (the caller's loop, e.g. a kernel's, is
 never touched) and returns a :class:`ServerHandle` with the endpoint's
-``url`` and ``stop()``.
+``url``, ``token`` and ``stop()``. :func:`serve` runs in the foreground (a
+command line). Both use uvicorn's h11 protocol with a header-read timeout
+(:func:`timed_h11`) and ``timeout_keep_alive`` against slow clients.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ServerHandle", "serve_in_background"]
+__all__ = ["ServerHandle", "serve", "serve_in_background", "timed_h11", "uvicorn_config"]
 
 
 @dataclass
@@ -139,6 +141,37 @@ def serve_in_background(
     if announce and token and getattr(app, "token_generated", False):
         print(f"AG-UI server at {handle.url} (token: {token}; send it as 'Authorization: Bearer <token>')")
     return handle
+
+
+def serve(
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    log_level: str = "info",
+    header_timeout: float = 10.0,
+    keep_alive: int = 5,
+) -> None:
+    """Serve ``app`` with uvicorn in the foreground (a command line), with
+    the slow-client limits of :func:`uvicorn_config`.
+
+    Raises:
+        ValueError: ``host`` is not loopback and the app checks no token
+            and has no auth hook (anyone on the network could run the agent).
+    """
+    import uvicorn
+
+    access = getattr(app, "access", None)
+    guarded = access is not None and (access.token is not None or access.auth is not None)
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback and not guarded:
+        raise ValueError(f"Refusing to serve on {host!r} without a token or an auth hook.")
+    config = uvicorn_config(app, log_level=log_level, header_timeout=header_timeout, keep_alive=keep_alive)
+    config.host, config.port = host, port
+    uvicorn.Server(config).run()
 
 
 def uvicorn_config(app: Any, *, log_level: str = "warning", header_timeout: float = 10.0, keep_alive: int = 5) -> Any:

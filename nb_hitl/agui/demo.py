@@ -120,3 +120,53 @@ def two_pause_factory(root: str | Path | None = None, **kwargs: Any) -> Callable
 
     factory.agents = agents  # type: ignore[attr-defined]
     return factory
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the two-pause demo agent over AG-UI from the command line::
+
+        python -m nb_hitl.agui.demo --port 8000
+        python -m nb_hitl.agui.demo --host 0.0.0.0 --allow-host agent.example.org \\
+            --allow-origin https://app.example.org --token "$NB_HITL_AGUI_TOKEN"
+
+    A token is generated and printed unless ``--token`` (or the environment
+    variable ``NB_HITL_AGUI_TOKEN``) gives one.
+    """
+    import argparse
+    import os
+
+    from .background import serve
+    from .server import AguiServer
+
+    parser = argparse.ArgumentParser(prog="python -m nb_hitl.agui.demo", description=main.__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--path", default="/")
+    parser.add_argument("--token", default=os.environ.get("NB_HITL_AGUI_TOKEN"))
+    parser.add_argument("--allow-host", action="append", default=[], help="a Host: name to accept (repeat)")
+    parser.add_argument("--allow-origin", action="append", default=[], help="a browser origin to accept (repeat)")
+    parser.add_argument("--root", help="folder for the threads' sandboxes")
+    parser.add_argument("--checkpoints", help="folder for checkpoints (threads survive a restart)")
+    parser.add_argument("--max-body", type=int, default=1024 * 1024, help="request body limit, bytes")
+    parser.add_argument("--max-threads", type=int, default=1000)
+    parser.add_argument("--thread-ttl", type=float, default=3600.0, help="seconds a finished thread is kept")
+    parser.add_argument("--header-timeout", type=float, default=10.0)
+    args = parser.parse_args(argv)
+    server = AguiServer(
+        two_pause_factory(args.root),
+        path=args.path,
+        token=args.token,
+        allowed_hosts=args.allow_host,
+        allowed_origins=args.allow_origin,
+        max_body=args.max_body,
+        max_threads=args.max_threads,
+        thread_ttl=args.thread_ttl,
+        session_kwargs={"checkpoints": args.checkpoints} if args.checkpoints else None,
+    )
+    if server.token_generated:
+        print(f"AG-UI token: {server.token}  (send 'Authorization: Bearer <token>')", flush=True)
+    serve(server, args.host, args.port, header_timeout=args.header_timeout)
+
+
+if __name__ == "__main__":
+    main()
