@@ -265,7 +265,7 @@ class RemoteSession:
     def _refused(self, turn: RemoteTurn, record: RunRecord) -> None:
         """A resume refused at once (``RUN_STARTED``, ``RUN_ERROR``): the
         server resumed nothing. The interrupts it names reopen with the
-        reason on their card; the other answers are kept (C22), so only the
+        reason on their card; the other answers are kept, so only the
         refused ones need answering again before the next resume."""
         turn.status = "paused"
         code = f" ({record.error_code})" if record.error_code else ""
