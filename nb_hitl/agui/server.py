@@ -37,6 +37,8 @@ from ag_ui.core import (
 )
 from agentscope.message import UserMsg
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -137,11 +139,26 @@ class AguiServer:
         self.user_name = user_name
         self.registry = ThreadRegistry(agent_factory, self.session_kwargs, max_threads=max_threads, ttl=thread_ttl)
         health = self.path.rstrip("/") + "/health"
+        # a browser app on an allowed origin sends a CORS preflight first
+        # (Authorization and application/json are not "simple"); answer it
+        cors = (
+            [
+                Middleware(
+                    CORSMiddleware,
+                    allow_origins=sorted(self.access.allowed_origins),
+                    allow_methods=["POST", "GET"],
+                    allow_headers=["authorization", "content-type", "accept"],
+                )
+            ]
+            if self.access.allowed_origins
+            else []
+        )
         self.app = Starlette(
             routes=[
                 Route(self.path, self._endpoint, methods=["POST"]),
                 Route(health, self._health, methods=["GET"]),
-            ]
+            ],
+            middleware=cors,
         )
 
     @property

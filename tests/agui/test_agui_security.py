@@ -285,3 +285,27 @@ def test_finished_threads_are_evicted(tmp_path):
     gone = [weakref.ref(factory.agents.pop(f"plain-{n}")) for n in range(3)]
     gc.collect()
     assert all(r() is None for r in gone)  # an evicted thread's agent and Session are freed
+
+
+def test_an_allowed_origin_gets_cors_and_others_do_not(tmp_path):
+    app_origin = "https://app.example"
+    server = AguiServer(CountingFactory(tmp_path), allowed_origins=[app_origin])
+    with serve_in_background(server, announce=False) as handle:
+
+        async def go():
+            preflight = {
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization,content-type",
+            }
+            async with httpx.AsyncClient() as http:
+                ok = await http.options(handle.url, headers={"Origin": app_origin, **preflight})
+                bad = await http.options(handle.url, headers={"Origin": "https://evil.example", **preflight})
+            cap = await post_run(handle, body_of("plain-cors"), headers={"Origin": app_origin})
+            evil = await post_run(handle, body_of("plain-cors-2"), headers={"Origin": "https://evil.example"})
+            return ok, bad, cap, evil
+
+        ok, bad, cap, evil = asyncio.run(go())
+    assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == app_origin
+    assert bad.status_code == 400 and "access-control-allow-origin" not in bad.headers
+    assert cap.status == 200 and cap.types[-1] == "RUN_FINISHED"
+    assert evil.status == 403
