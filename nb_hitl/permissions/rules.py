@@ -208,7 +208,7 @@ def add_rule(
 
     Goes through ``PermissionEngine.add_rule`` (the same call
     ``Agent._handle_incoming_event`` makes for "Always allow"), on the
-    agent's own engine (see :func:`context_of`).
+    agent's own engine (see :func:`nb_hitl._agentscope.permission_context`).
 
     Args:
         target: agent, engine or context.
@@ -364,7 +364,7 @@ def describe_context(target: Any) -> dict[str, Any]:
 
     Args:
         target: agent, engine or context (for an agent, the engine's
-            context, see :func:`context_of`).
+            context, see :func:`nb_hitl._agentscope.permission_context`).
 
     Returns:
         ``{"mode": str, "modes": [5 str], "cwd": str,
