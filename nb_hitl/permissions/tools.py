@@ -24,6 +24,27 @@ __all__ = ["list_tools", "get_tool", "parse_input", "tool_kind", "default_tool"]
 
 _PATH_TOOLS = (Read, Write, Edit)
 
+MAX_INPUT_DEPTH = 64
+"""Deepest nesting of lists / objects accepted in a typed tool input."""
+
+
+def nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether lists / dicts in ``value`` nest deeper than ``limit`` levels
+    (walked without recursion, so any depth is safe to measure)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
 
 def _tools_of(toolkit: Any) -> dict[str, ToolBase]:
     """Python tools of a ``Toolkit`` (all groups), a list of tools, or a dict."""
@@ -116,12 +137,24 @@ def parse_input(tool: ToolBase, tool_input: Mapping[str, Any] | str, field: str 
 
     Raises:
         DecisionError: ``field`` (default ``"input"``) for bad JSON (with
-            line and column), a non-object, or a schema violation (with the
-            JSON path).
+            line and column), a non-object, nesting deeper than
+            :data:`MAX_INPUT_DEPTH` (which would otherwise end in a
+            ``RecursionError`` in the JSON reader or in ``jsonschema``), or a
+            schema violation (with the JSON path).
     """
-    raw: Any = parse_json_object(tool_input, field=field) if isinstance(tool_input, str) else tool_input
+    too_deep = DecisionError(
+        f"The input is nested more than {MAX_INPUT_DEPTH} levels deep ([ or {{ inside each other); "
+        "no tool input needs that, and it cannot be checked safely.",
+        field=field,
+    )
+    try:
+        raw: Any = parse_json_object(tool_input, field=field) if isinstance(tool_input, str) else tool_input
+    except RecursionError:
+        raise too_deep from None
     if not isinstance(raw, Mapping):
         raise DecisionError(f"The input of {tool.name} must be a JSON object.", field=field)
+    if nesting_exceeds(raw, MAX_INPUT_DEPTH):
+        raise too_deep
     value = dict(raw)
     try:
         jsonschema.validate(value, tool.input_schema)

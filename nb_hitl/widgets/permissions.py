@@ -48,6 +48,7 @@ import traitlets
 from .. import permissions as perm
 from .._agentscope import permission_engine
 from ..errors import DecisionError
+from ..permissions.tools import MAX_INPUT_DEPTH, nesting_exceeds
 from ._base import RequestWidget
 
 __all__ = ["PermissionExplorer"]
@@ -278,11 +279,16 @@ def _str(msg: dict[str, Any], key: str) -> str:
 
 
 def _input_dict(value: Any) -> dict[str, Any]:
+    too_deep = DecisionError(f"The input is nested more than {MAX_INPUT_DEPTH} levels deep.", field="input")
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             raise DecisionError(f"The input is not valid JSON: {exc.msg}.", field="input") from None
+        except RecursionError:
+            raise too_deep from None
     if not isinstance(value, dict):
         raise DecisionError("The input must be a JSON object.", field="input")
+    if nesting_exceeds(value, MAX_INPUT_DEPTH):
+        raise too_deep
     return value
