@@ -150,6 +150,8 @@ def _parse_rule(
         raise DecisionError(
             "tool_name must be a non-empty string (the tool's name, e.g. 'Bash').", field=f"{p}tool_name"
         )
+    if check_text and not tool_name.isascii():  # name the code point of a no-break space and the like
+        check_tool_name(tool_name, known_tools, field=f"{p}tool_name")
     if tool_name != tool_name.strip():
         raise DecisionError(
             f"tool_name {tool_name!r} has surrounding spaces: the engine looks rules up by the exact tool name.",
