@@ -37,6 +37,7 @@ __all__ = [
     "add_working_directory",
     "remove_working_directory",
     "describe_context",
+    "context_fingerprint",
 ]
 
 MODES: list[str] = [m.value for m in PermissionMode]
@@ -447,3 +448,27 @@ def describe_context(target: Any) -> dict[str, Any]:
         "state_in_sync": permission_context_in_sync(target),
         "permission_middlewares": len(mws) if isinstance(mws, list) else 0,
     }
+
+
+def context_fingerprint(target: Any) -> tuple[Any, ...]:
+    """A cheap value that changes whenever :func:`describe_context` would:
+    mode, cwd, every rule (tool, content, behavior, source, in engine
+    order), working directories, ``state_in_sync`` and the middleware
+    count. Used to poll an agent's context several times a second without
+    building (and serialising) the full view of thousands of rules."""
+    ctx = permission_context(target)
+    rules = tuple(
+        (name, r.tool_name, r.rule_content, r.behavior.value, r.source)
+        for attr in ("deny_rules", "ask_rules", "allow_rules")
+        for name, tool_rules in getattr(ctx, attr).items()
+        for r in tool_rules
+    )
+    mws = getattr(target, "_check_permission_middlewares", None)
+    return (
+        ctx.mode.value,
+        os.getcwd(),
+        rules,
+        tuple((w.path, w.source) for w in ctx.working_directories.values()),
+        permission_context_in_sync(target),
+        len(mws) if isinstance(mws, list) else 0,
+    )

@@ -48,6 +48,7 @@ import traitlets
 from .. import permissions as perm
 from .._agentscope import permission_engine
 from ..errors import DecisionError
+from ..permissions.rules import context_fingerprint
 from ..permissions.tools import MAX_INPUT_DEPTH, nesting_exceeds
 from ._base import RequestWidget
 
@@ -100,7 +101,7 @@ class PermissionExplorer(RequestWidget):
         permission_engine(agent)  # TypeError early for anything without an engine
         self._agent = agent
         self._last_try_request: dict[str, Any] | None = None
-        self._fingerprint = ""
+        self._fingerprint: tuple[Any, ...] = ()
         super().__init__(
             handler=self._handle,
             agent_name=str(getattr(agent, "name", "") or ""),
@@ -130,7 +131,7 @@ class PermissionExplorer(RequestWidget):
             dict: the new :func:`nb_hitl.permissions.describe_context` view.
         """
         view = perm.describe_context(self._agent)
-        self._fingerprint = json.dumps(view, sort_keys=True, default=str)
+        self._fingerprint = context_fingerprint(self._agent)
         tools = perm.list_tools(getattr(self._agent, "toolkit", None))
         if tools != self.tools:  # tools added to the toolkit after construction
             self.tools = tools
@@ -183,8 +184,7 @@ class PermissionExplorer(RequestWidget):
         Returns:
             bool: whether something changed.
         """
-        view = perm.describe_context(self._agent)
-        if json.dumps(view, sort_keys=True, default=str) == self._fingerprint:
+        if context_fingerprint(self._agent) == self._fingerprint:
             return False
         await self.refresh_all()
         return True
