@@ -83,8 +83,27 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   const addBtn = h("button", { class: "nbh-primary", "data-testid": "perm-add-rule" }, "Add rule");
   const cancelEdit = h("button", { "data-testid": "perm-cancel-edit", hidden: true }, "Cancel");
   const ruleError = h("div", { class: "nbh-error", "data-testid": "perm-rule-error", hidden: true });
+  const reachHint = h("div", { class: "nbh-muted", "data-testid": "perm-new-reach", hidden: true });
   let editing: Rule | null = null;
   newWhole.addEventListener("change", () => { newContent.disabled = newWhole.checked; });
+  // What else the rule being typed lets through (nb_hitl.permissions.rule_reach), asked
+  // of the kernel once typing pauses; an invalid rule just hides the hint.
+  let reachTimer: number | undefined;
+  let reachSeq = 0;
+  function askReach() {
+    window.clearTimeout(reachTimer);
+    reachTimer = window.setTimeout(async () => {
+      const seq = ++reachSeq;
+      const tool = newTool.value.trim();
+      const content = newWhole.checked ? null : newContent.value;
+      if (!tool || content === "") { reachHint.hidden = true; return; }
+      const reply = await rpc.request("reach", { rule: { tool_name: tool, rule_content: content, behavior: newBehavior.value } }).catch(() => null);
+      if (seq !== reachSeq) return;
+      reachHint.textContent = reply && reply.ok ? `This rule ${reply.text}` : "";
+      reachHint.hidden = !(reply && reply.ok);
+    }, 250);
+  }
+  for (const input of [newTool, newContent, newWhole, newBehavior]) input.addEventListener(input === newWhole || input === newBehavior ? "change" : "input", askReach);
 
   const wdInput = h("input", { type: "text", "data-testid": "perm-new-workdir", placeholder: "/absolute/path", size: 30 }) as HTMLInputElement;
   const wdBtn = h("button", { "data-testid": "perm-add-workdir" }, "Add working directory");
@@ -96,6 +115,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
       ruleList.el,
       h("div", { class: "nbh-row" }, newBehavior, newTool, toolList, newContent,
         h("label", { class: "nbh-muted" }, newWhole, " whole tool (rule_content null)"), addBtn, cancelEdit),
+      reachHint,
       ruleError,
     ),
     h("section", {},
@@ -382,6 +402,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     if (reply) {
       stopEdit();
       newContent.value = "";
+      askReach();
     }
   });
   wdBtn.addEventListener("click", async () => {

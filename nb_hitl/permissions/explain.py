@@ -293,15 +293,15 @@ def _path_reach(content: str, verb: str, home: str) -> str:
         if fnmatch.fnmatch(example, content) and _star_crossed_slash(content, example):
             relative = "" if _is_abs(content) else " (and, being relative, never an absolute path)"
             return (
-                f"`*` crosses `/`: also {verb} files in every subfolder below `{base}` (e.g. `{example}`), "
-                f"unlike a shell glob{relative}."
+                f"also {verb} files in every subfolder below `{base}` (e.g. `{example}`): `*` crosses `/`, "
+                f"unlike in a shell glob{relative}."
             )
     if not _is_abs(content):
         return (
-            f"only paths written relatively, as the pattern is: `{content}` never matches an absolute path "
+            f"matches only paths written relatively, as the pattern is: `{content}` never matches an absolute path "
             "(fnmatch compares the strings as written)."
         )
-    return f"only paths matching `{content}` as written (no `~` expansion, no `..` clean-up)."
+    return f"matches only `{content}` as written (no `~` expansion, no `..` clean-up)."
 
 
 def rule_reach(rule: PermissionRule, *, tool: ToolBase | None = None, home: str | None = None) -> str:

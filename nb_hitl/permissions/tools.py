@@ -20,7 +20,7 @@ from agentscope.tool import Bash, Edit, Glob, Grep, Read, ToolBase, Toolkit, Wri
 from ..decisions import parse_json_object
 from ..errors import DecisionError
 
-__all__ = ["list_tools", "get_tool", "parse_input", "tool_kind", "default_tool"]
+__all__ = ["list_tools", "get_tool", "tools_of", "parse_input", "tool_kind", "default_tool", "nesting_exceeds"]
 
 _PATH_TOOLS = (Read, Write, Edit)
 
@@ -46,7 +46,7 @@ def nesting_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-def _tools_of(toolkit: Any) -> dict[str, ToolBase]:
+def tools_of(toolkit: Any) -> dict[str, ToolBase]:
     """Python tools of a ``Toolkit`` (all groups), a list of tools, or a dict."""
     if toolkit is None:
         return {}
@@ -79,7 +79,7 @@ def list_tools(toolkit: Any) -> list[dict[str, Any]]:
         per call (``Bash.check_read_only``).
     """
     out = []
-    for name, tool in _tools_of(toolkit).items():
+    for name, tool in tools_of(toolkit).items():
         out.append(
             {
                 "name": name,
@@ -102,14 +102,20 @@ async def get_tool(toolkit: Any, tool_name: str) -> ToolBase:
     if isinstance(toolkit, Toolkit):
         tool = await toolkit.get_tool(tool_name)
     else:
-        tool = _tools_of(toolkit).get(tool_name)
+        tool = tools_of(toolkit).get(tool_name)
     if tool is None:
-        names = ", ".join(_tools_of(toolkit)) or "none"
+        names = ", ".join(tools_of(toolkit)) or "none"
         raise DecisionError(f"No tool named {tool_name!r} (tools: {names}).", field="tool_name")
     return tool
 
 
 def tool_kind(tool: ToolBase | None, tool_name: str = "") -> str:
+    """How ``tool`` matches rules: ``"bash"`` (``Bash.match_rule``),
+    ``"path"`` (Read / Write / Edit, ``fnmatch`` on ``file_path``), ``"glob"``,
+    ``"grep"``, ``"function"`` (``ToolBase.match_rule``: whole-tool rules
+    only; function and MCP tools) or ``"custom"`` (its own ``match_rule``).
+    With ``tool=None``, guessed from a builtin ``tool_name``, else
+    ``"function"``."""
     if tool is None:
         return {"Bash": "bash", "Read": "path", "Write": "path", "Edit": "path", "Glob": "glob", "Grep": "grep"}.get(
             tool_name, "function"
@@ -169,6 +175,8 @@ _DEFAULT_TOOLS: dict[str, ToolBase] = {}
 
 
 def default_tool(tool_name: str) -> ToolBase | None:
+    """A shared default instance of AgentScope's builtin tool called
+    ``tool_name`` (Bash, Read, Write, Edit, Glob, Grep), or ``None``."""
     factory = {"Bash": Bash, "Read": Read, "Write": Write, "Edit": Edit, "Glob": Glob, "Grep": Grep}.get(tool_name)
     if factory is None:
         return None

@@ -26,6 +26,8 @@ action                        fields                                      answer
                               optional ``mode``                           :func:`nb_hitl.permissions.try_call`)
 ``matrix``                    ``calls`` ([{tool_name, input}])            ``matrix``
 ``explain``                   ``rule``, ``tool_name``, ``input``          ``text``
+``reach``                     ``rule``                                    ``text`` (one line,
+                                                                          :func:`nb_hitl.permissions.rule_reach`)
 ``export``                    --                                          ``text``
 ``import``                    ``text``, optional ``replace``              ``count``, ``context``
 ============================  ==========================================  ============================
@@ -49,7 +51,7 @@ from .. import permissions as perm
 from .._agentscope import permission_engine
 from ..errors import DecisionError
 from ..permissions.rules import context_fingerprint
-from ..permissions.tools import MAX_INPUT_DEPTH, nesting_exceeds
+from ..permissions.tools import MAX_INPUT_DEPTH, nesting_exceeds, tools_of
 from ._base import RequestWidget
 
 __all__ = ["PermissionExplorer"]
@@ -251,6 +253,10 @@ class PermissionExplorer(RequestWidget):
                 tool=await perm.get_tool(getattr(agent, "toolkit", None), _str(msg, "tool_name")),
             )
             return {"text": text}
+        if action == "reach":
+            rule = perm.parse_rule(_dict(msg, "rule"), default_source=_SOURCE, known_tools=self.known_tools)
+            tool = tools_of(getattr(agent, "toolkit", None)).get(rule.tool_name)
+            return {"text": perm.rule_reach(rule, tool=tool)}
         if action == "export":
             return {"text": perm.export_rules(agent)}
         if action == "import":

@@ -88,6 +88,13 @@ def test_add_rule_try_call_switch_mode_read_decision(page, lab: JupyterLabServer
     page.locator("[data-testid=perm-new-behavior]").select_option("allow")
     page.locator("[data-testid=perm-new-tool]").fill("Bash")
     page.locator("[data-testid=perm-new-content]").fill("git:*")
+    # before adding, the page says what else the rule lets through (rule_reach, from the kernel)
+    reach = page.locator("[data-testid=perm-new-reach]")
+    reach.wait_for(state="visible", timeout=30_000)
+    page.wait_for_function(
+        "() => (document.querySelector('[data-testid=perm-new-reach]')?.textContent || '').includes('chained after `git`')",
+        timeout=30_000,
+    )
     page.locator("[data-testid=perm-add-rule]").click()
     page.locator('[data-testid=perm-rule][data-label="allow Bash(git:*)"]').wait_for(timeout=30_000)
 

@@ -354,3 +354,22 @@ def test_validate_rule_edit_whole_tool_and_function_tool():
     r = perm.validate_rule_edit(make_tools()[4], None, call_input={"path": "/x"})
     assert r.rule_content is None and r.tool_name == "delete_file"
     assert engine_matches(make_tools()[4], r, {"path": "/x"})
+
+
+def test_widget_reach_action_uses_the_agents_tool():
+    async def run() -> None:
+        agent = make_agent()
+        widget = PermissionExplorer(agent, watch=False)
+        page = Page(widget)
+        try:
+            reply = await page.send("reach", rule={"tool_name": "Bash", "rule_content": "git:*", "behavior": "allow"})
+            assert reply["ok"] and reply["text"].startswith("also allows anything chained after `git`")
+            reply = await page.send("reach", rule={"tool_name": "delete_file", "rule_content": "x", "behavior": "allow"})
+            assert reply["ok"] and reply["text"].startswith("matches nothing")
+            reply = await page.send("reach", rule={"tool_name": "B\u0430sh", "rule_content": "x", "behavior": "allow"})
+            assert reply["ok"] is False and reply["field"] == "tool_name" and "U+0430" in reply["error"]
+            assert perm.describe_context(agent)["rules"] == []  # asking changes nothing
+        finally:
+            widget.close()
+
+    run_async(run())
