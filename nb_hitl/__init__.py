@@ -15,21 +15,23 @@ Public pieces:
   shows each pause, resumes exactly once per decision.
 * :class:`ScriptedChatModel`, :class:`Turn`, :func:`tool_call`
   (``nb_hitl.models``): the offline model of demos and tests.
-* :mod:`nb_hitl.decisions`: page message -> AgentScope objects (pure).
-* :mod:`nb_hitl.pauses`: what a pause is.
+* :mod:`nb_hitl.decisions`: page message -> AgentScope objects (pure);
+  :mod:`nb_hitl.messages`: the page messages.
+* :mod:`nb_hitl.pauses`: what a pause is; :mod:`nb_hitl.kinds`: one module
+  per pause kind (``confirm``, ``ask_user``, ``external``, ``review``, ``form``).
 * :mod:`nb_hitl.store`: checkpoints and the audit log.
-* :func:`reviewed` (``nb_hitl.review``): a tool whose result a person reviews
-  before the model sees it; :class:`Policy` (``nb_hitl.policy``): tools that
-  always ask; :class:`FormTool` (``nb_hitl.forms``): structured questions.
+* :func:`reviewed` (``nb_hitl.kinds.review_tool``): a tool whose result a
+  person reviews before the model sees it; :class:`Policy`
+  (``nb_hitl.policy``): tools that always ask; :class:`FormTool`
+  (``nb_hitl.kinds.form``): structured questions.
 * :mod:`nb_hitl.permissions`: the permission explorer; :mod:`nb_hitl.agui`:
   AG-UI interrupts and resumes.
 """
 
 from .errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError, PendingPauseError
-from .forms import FormTool
+from .kinds import FormTool, reviewed
 from .models import ScriptedChatModel, Turn, tool_call
 from .policy import Policy, apply_policy, policy_middleware
-from .review import reviewed
 from .session import Session
 
 __all__ = [

@@ -874,6 +874,8 @@ class Session:
             return
         self.checkpoints.save(self.session_id, self.agent.name, self.agent.state.model_dump_json())
 
+    checkpoint = _checkpoint  # PauseHost.checkpoint (nb_hitl.kinds); the session branch makes it public
+
     async def _consume(self, run: ReplyRun, inp: Any) -> None:
         """Consume one ``reply_stream`` call into the transcript and pauses."""
         run.status = "running"
