@@ -146,8 +146,8 @@ def parse_message(message: Any) -> Any:
     try:
         return _adapter.validate_python(message)
     except ValidationError as exc:
-        first = exc.errors()[0] if exc.errors() else {}
-        loc = [str(p) for p in first.get("loc", ())]
+        errors = exc.errors()
+        loc = [str(p) for p in errors[0].get("loc", ())] if errors else []
         # drop the discriminator tag pydantic puts first
         if loc and loc[0] == message.get("action"):
             loc = loc[1:]

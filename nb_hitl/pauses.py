@@ -1,25 +1,16 @@
 """What a pause is: one tool call of a parked AgentScope reply that waits for
 a person.
 
-AgentScope 2.0.11 parks a reply in two ways (``agentscope/agent/_agent.py``,
-``_execute_tool_call``):
-
-* ``RequireUserConfirmEvent``: the permission engine answered ASK; the call's
-  state is ``asking``. The person approves, denies, edits the input or
-  accepts ``suggested_rules``. Kind ``"confirm"``.
-* ``RequireExternalExecutionEvent``: the tool is external
-  (``ToolBase.is_external_tool``); the call's state is ``submitted``. For the
-  built-in ``AskUser`` the person answers its questions (kind
-  ``"ask_user"``); for any other external tool the person supplies the
-  output (kind ``"external"``).
-
-A :class:`Pause` holds a *deep copy* of the tool call: the blocks inside the
-events are the live blocks of the agent's history, and editing one in place
-would change what the model sees even after a denial.
-
-The set of open pauses is always read from the agent's state
-(``AgentState.get_awaiting_tool_calls``), not from memory of events: after a
-partial answer AgentScope re-sends no event for the calls left open.
+AgentScope 2.0.11 parks a reply with ``RequireUserConfirmEvent`` (the
+permission engine answered ASK; call state ``asking``; kind ``confirm``) or
+``RequireExternalExecutionEvent`` (an external tool; state ``submitted``;
+kind ``ask_user`` for AgentScope's ``AskUser``, ``external`` otherwise; a
+tool may shape it into ``review`` or ``form``). A :class:`Pause` holds a
+*deep copy* of the call: the events carry the live blocks of the agent's
+history. The open pauses are always read from the agent's state
+(``AgentState.get_awaiting_tool_calls``): after a partial answer AgentScope
+re-sends no event for the calls left open. What varies by kind lives in
+:mod:`nb_hitl.kinds`; :class:`PauseView` is the widget's view of a pause.
 """
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ def pause_to_interrupt(
         "policy": pause.policy,
     }
     for key in ("title", "message", "form_error", "review_output", "review_state", "review_error"):
-        meta[key] = view[key]  # type: ignore[literal-required]
+        meta[key] = view[key]
     spec = kind_spec(pause.kind)
     return Interrupt(
         id=interrupt_id(thread_id, pause.reply_id, pause.tool_call_id),

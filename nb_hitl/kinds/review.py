@@ -59,7 +59,7 @@ def _decide_review(pause: Pause, msg: Any) -> Decision:
             + " Reject it instead.",
             field="action",
         )
-    state = pause.review_state or ToolResultState.SUCCESS.value
+    state = ToolResultState(pause.review_state or ToolResultState.SUCCESS.value)
     if msg.action == "accept":
         raw = ToolResultBlock.model_validate(pause.review_result)
         metadata = dict(raw.metadata or {})
