@@ -162,7 +162,7 @@ def _ensure_pruning(session: Any) -> None:
         if s is None or kind != "end":
             return
         if _prune(s) and getattr(s, "checkpoints", None) is not None:
-            s._checkpoint()
+            s.checkpoint()
 
     session.on_change(on_change)
 
@@ -284,12 +284,12 @@ class ReviewedTool(ToolBase):
         fut = loop.create_future()
         self._running[call_id] = fut
         store[call_id] = {"status": "running", "tool": self.name, "started_at": time.time(), "result": None}
-        session._checkpoint()  # a crash from here on must not lead to a second run
+        session.checkpoint()  # a crash from here on must not lead to a second run
         try:
             result = await self._run_inner(pause.tool_call, agent)
             dumped = self._dump(result)
             store[call_id] = {**store[call_id], "status": "done", "result": dumped}
-            session._checkpoint()
+            session.checkpoint()
             fut.set_result(dumped)
         except BaseException as exc:
             # the entry stays "running": the outcome is unknown, never re-run
