@@ -155,7 +155,7 @@ def test_review_edit_in_a_kernel(kernel: KernelHarness) -> None:
 
     state = kernel.comm(rec.comm_id).state
     done = state["pauses"][0]
-    assert done["status"] == "resolved" and done["decision"]["action"] == "edit"
+    assert done["status"] == "delivered" and done["decision"]["action"] == "edit"
     assert done["review_output"] is None  # the unreviewed text left the widget (and a saved notebook)
     result_entry = next(e for e in state["transcript"] if e["kind"] == "tool_result")
     assert result_entry["text"] == REDACTED and result_entry["state"] == "success"
