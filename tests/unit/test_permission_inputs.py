@@ -364,7 +364,9 @@ def test_widget_reach_action_uses_the_agents_tool():
         try:
             reply = await page.send("reach", rule={"tool_name": "Bash", "rule_content": "git:*", "behavior": "allow"})
             assert reply["ok"] and reply["text"].startswith("also allows anything chained after `git`")
-            reply = await page.send("reach", rule={"tool_name": "delete_file", "rule_content": "x", "behavior": "allow"})
+            reply = await page.send(
+                "reach", rule={"tool_name": "delete_file", "rule_content": "x", "behavior": "allow"}
+            )
             assert reply["ok"] and reply["text"].startswith("matches nothing")
             reply = await page.send("reach", rule={"tool_name": "B\u0430sh", "rule_content": "x", "behavior": "allow"})
             assert reply["ok"] is False and reply["field"] == "tool_name" and "U+0430" in reply["error"]
