@@ -161,3 +161,51 @@ def test_the_wrong_way_is_told_the_right_way(tmp_path: Path) -> None:
         assert k.execute("print((await task).get_text_content())").raise_for_error().stdout.strip() == "Done."
     assert runs(tmp_path) == ["a"]
     assert json.dumps(runs(tmp_path))
+
+
+def test_a_kernel_killed_while_the_tool_runs_never_runs_it_again(tmp_path: Path) -> None:
+    head = setup(tmp_path) + textwrap.dedent(
+        """
+        import time
+        def slow_touch(label: str) -> ToolChunk:
+            '''Record one run of the tool, then take a while.
+
+            Args:
+                label (str): what to record.
+            '''
+            with open(RUNS, "a") as fh:
+                fh.write(label + "\\n")
+            time.sleep(30)
+            return ToolChunk(content=[TextBlock(text="touched " + label)], state=ToolResultState.SUCCESS)
+
+        def make_slow_agent(script, state=None):
+            return Agent(name="toucher", system_prompt="x", model=ScriptedChatModel(script, on_exhausted="raise"),
+                         toolkit=Toolkit(tools=[FunctionTool(slow_touch, name="touch")]), state=state)
+        """
+    )
+    with KernelHarness() as a:
+        a.execute(
+            head + 'session = Session(make_slow_agent(SCRIPT), display=False, checkpoints=CKPT, session_id="t",'
+            ' audit_log=CKPT + "/../audit.jsonl")\ntask = session.start("touch a")'
+        ).raise_for_error()
+        a.wait_for(lambda: kernel_json(a, "[p.tool_call_id for p in session.pending]") == ["t1"], 30, what="pause")
+        a.execute_async_start('await session.act({"action": "approve", "tool_call_id": "t1"})')
+        a.wait_for(lambda: runs(tmp_path) == ["a"], 30, what="the tool to start")
+        a.kill()  # mid-tool: the checkpoint still has the call parked, with its delivered mark
+
+    record = json.loads((tmp_path / "ckpt" / "t.json").read_text())
+    assert record["state"]["middle_context"]["nb_hitl.delivered"]["t1"]["action"] == "approve"
+    with KernelHarness() as b:
+        b.execute(
+            head + 'session = Session.restore(lambda st: make_slow_agent([Turn("Ok.")], st), CKPT, display=False)'
+        ).raise_for_error()
+        assert kernel_json(b, "[tc.id for tc in session.parked_tool_calls()]") == []
+        closed = kernel_json(
+            b,
+            "[(blk.id, blk.state) for m in session.agent.state.context if not isinstance(m.content, str)"
+            " for blk in m.content if blk.type == 'tool_result']",
+        )
+        assert closed == [["t1", "interrupted"]]
+        out = b.execute('print((await session.run("and now?")).get_text_content())').raise_for_error()
+        assert out.stdout.strip() == "Ok."
+    assert runs(tmp_path) == ["a"]

@@ -361,6 +361,7 @@ def test_audit_lines_say_who_decided(tmp_path: Path) -> None:
         ("t1", current_user()),
         ("t2", "reviewer@example.org"),
     ]
+    assert [row["who"] for row in AuditLogTable(audit).rows] == [current_user(), "reviewer@example.org"]
 
 
 def test_a_deadline_whose_audit_fails_leaves_the_pause_open(tmp_path: Path) -> None:
