@@ -21,6 +21,7 @@ from typing import Any
 from .._agentscope import permission_engine
 from ..decisions import Decision, check_external_result, decide, recheck_permission
 from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError
+from ..kinds import kind_spec
 from ..pauses import Pause
 from ._core import SessionCore
 from ._run import ReplyRun, transition
@@ -130,22 +131,10 @@ class Actions(SessionCore):
             if self.on_deadline == "interrupt":
                 transition(pause, "deciding")
             else:
-                message = (
-                    {"action": "deny", "tool_call_id": pause.tool_call_id}
-                    if pause.kind == "confirm"
-                    else {
-                        "action": "return_error",
-                        "tool_call_id": pause.tool_call_id,
-                        "message": "The user did not answer before the deadline.",
-                    }
-                )
+                message = kind_spec(pause.kind).timeout_message(pause)
                 decision = decide(pause, message)
                 transition(pause, "deciding")
-        applied = (
-            "reply interrupted"
-            if self.on_deadline == "interrupt"
-            else ("denied" if pause.kind == "confirm" else "error returned to the agent")
-        )
+        applied = "reply interrupted" if self.on_deadline == "interrupt" else kind_spec(pause.kind).timeout_applied
         try:
             self._audit_pause(pause, decision="timeout", applied=applied, decided_by="deadline")
         except Exception as exc:

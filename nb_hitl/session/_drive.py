@@ -306,10 +306,12 @@ class Driver(Actions):
 
             describe_policy_pause(self.agent, pause)
         # An external tool may take over its pause (nb_hitl's reviewed tools
-        # and structured questions): ``async prepare_pause(pause, session)``
-        # may set the kind, the result to review or a response schema.
+        # and structured questions, ``nb_hitl.kinds.PauseShaper``):
+        # ``async prepare_pause(pause, host)`` may set the kind, the result to
+        # review or a response schema. A confirmation (state ``asking``) is
+        # the engine's, never the tool's.
         prepare = getattr(tool, "prepare_pause", None)
-        if prepare is not None and pause.kind != "confirm":
+        if prepare is not None and enum_value(tool_call.state) == ToolCallState.SUBMITTED.value:
             await prepare(pause, self)
         if self.deadline is not None:
             pause.deadline = pause.created_at + self.deadline

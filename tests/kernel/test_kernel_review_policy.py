@@ -42,10 +42,10 @@ SETUP = textwrap.dedent(
     from agentscope.state import AgentState
     from agentscope.tool import FunctionTool, Toolkit
     from nb_hitl import Session
-    from nb_hitl.forms import FormTool
+    from nb_hitl.kinds.form import FormTool
     from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
     from nb_hitl.policy import Policy, policy_middleware
-    from nb_hitl.review import reviewed
+    from nb_hitl.kinds.review_tool import reviewed
     from nb_hitl.store import AuditLog
 
     RAW = {RAW!r}
