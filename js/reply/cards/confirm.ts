@@ -1,6 +1,7 @@
 // A confirmation (AgentScope's permission engine asked): approve, deny,
 // approve with an edited input, or approve and add suggested rules.
 import { h, prettyJson } from "../../lib/dom";
+import { enterPresses } from "../../lib/a11y";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -39,32 +40,29 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   card.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, prettyJson(p.input_text)));
   if (ui.mode === "rules") {
     const boxes: HTMLInputElement[] = [];
-    const list = h("div", { class: "nbh-rules" });
+    const list = h("div", { class: "nbh-rules", role: "group", "aria-label": "Rules to add" });
     for (const r of p.suggested_rules) {
       const cb = h("input", { type: "checkbox", "data-testid": "nbh-rule", "data-index": r.index });
       cb.checked = true;
       boxes.push(cb);
       list.append(h("label", { class: "nbh-row" }, cb, h("code", {}, r.label)));
     }
+    const submit = h(
+      "button",
+      {
+        class: "nbh-primary",
+        "data-testid": "nbh-rules-submit",
+        disabled: dis,
+        onclick: () => ctx.send("approve", { rules: boxes.filter((b) => b.checked).map((b) => Number(b.dataset.index)) }),
+      },
+      "Approve and add the chosen rules",
+    );
+    enterPresses(list, submit);
     card.append(
       h("div", { class: "nbh-muted" }, "Always allow: the chosen rules are added to the agent's permission rules, so matching calls run without asking."),
       list,
       ctx.errorBox() || "",
-      h(
-        "div",
-        { class: "nbh-row" },
-        h(
-          "button",
-          {
-            class: "nbh-primary",
-            "data-testid": "nbh-rules-submit",
-            disabled: dis,
-            onclick: () => ctx.send("approve", { rules: boxes.filter((b) => b.checked).map((b) => Number(b.dataset.index)) }),
-          },
-          "Approve and add the chosen rules",
-        ),
-        h("button", { disabled: ui.pending, onclick: toMode("view") }, "Cancel"),
-      ),
+      h("div", { class: "nbh-row" }, submit, h("button", { "data-testid": "nbh-rules-cancel", disabled: ui.pending, onclick: toMode("view") }, "Cancel")),
     );
     return;
   }
