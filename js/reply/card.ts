@@ -45,6 +45,8 @@ export interface CardCtx {
   /** a value a card keeps for itself across redraws (a form's last value) */
   remember(value: unknown): void;
   remembered(): unknown;
+  /** move the keyboard to the control with this data-testid in the (redrawn) card */
+  focus(testid: string): void;
 }
 
 /** Where a pause's card goes: under its tool call entry when there is one. */
@@ -249,8 +251,12 @@ export class CardSet {
       // the pause may have arrived before its tool call's transcript entry:
       // move the card under its call once that entry exists
       if (entry && ui.el.parentElement !== entry.slot) {
+        // moving a node drops the focus inside it: put it back
+        const active = document.activeElement;
+        const keep = active instanceof HTMLElement && ui.el.contains(active) ? active : null;
         entry.slot.append(ui.el);
         entry.body.hidden = true;
+        keep?.focus();
       }
       return false;
     }
@@ -362,6 +368,10 @@ export class CardSet {
       errorBox: (field) => this.errorBox(ui, field),
       remember: (value) => void this.memo.set(id, value),
       remembered: () => this.memo.get(id),
+      focus: (testid) => {
+        const target = ui.el?.querySelector<HTMLElement>(`[data-testid="${CSS.escape(testid)}"]`);
+        if (target && !(target as HTMLButtonElement).disabled) target.focus();
+      },
     };
     kind.build(card, p, ctx);
     if (ui.pending) card.append(h("div", { class: "nbh-muted" }, "Sending…"));

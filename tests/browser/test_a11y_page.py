@@ -199,6 +199,23 @@ def test_axe_finds_no_serious_violation_in_any_card(page, lab: JupyterLabServer)
     assert invalid.get_attribute("aria-describedby")
     assert axe_violations(page, 5) == []
 
+    # a multi-select question by keyboard: Space ticks, Enter submits, and the
+    # keyboard moves on to the reply's other open question
+    multi.focus()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Space")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Space")
+    page.keyboard.press("Enter")
+    done = card(page, "ask_user", "decided").or_(card(page, "ask_user", "delivered"))
+    done.wait_for(timeout=30_000)
+    assert "csv, json" in done.locator('[data-testid="nbh-decision"]').inner_text()
+    page.wait_for_function(
+        "() => { const c = document.activeElement && document.activeElement.closest('[data-testid=nbh-card]');"
+        " return !!c && c.dataset.status === 'open' && c.querySelector('[role=radiogroup]') !== null; }",
+        timeout=15_000,
+    )
+
     # and the check can fail: a button without a name inside a widget is caught
     page.evaluate(
         "(sel) => { const b = document.createElement('button'); b.id = 'nbh-unnamed';"
@@ -281,10 +298,21 @@ def test_keyboard_alone_answers_askuser_and_approves(page, lab: JupyterLabServer
     page.wait_for_function(
         "() => document.activeElement && document.activeElement.dataset.kind === 'confirm'", timeout=15_000
     )
+    # Tab reaches the buttons: Modify… opens the edit with the keyboard in it,
+    # Escape goes back to the buttons (on Modify…), and Approve is two Shift+Tabs away
     for _ in range(4):
         page.keyboard.press("Tab")
-        if page.evaluate(ACTIVE)["testid"] == "nbh-approve":
+        if page.evaluate(ACTIVE)["testid"] == "nbh-modify":
             break
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-modify", page.evaluate(ACTIVE)
+    page.keyboard.press("Enter")
+    confirm.locator('[data-testid="nbh-modify-input"]').wait_for(timeout=5_000)
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-modify-input", page.evaluate(ACTIVE)
+    page.keyboard.press("Escape")
+    confirm.locator('[data-testid="nbh-approve"]').wait_for(timeout=5_000)
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-modify", page.evaluate(ACTIVE)
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Shift+Tab")
     assert page.evaluate(ACTIVE)["testid"] == "nbh-approve", page.evaluate(ACTIVE)
     page.keyboard.press("Enter")
 
@@ -298,3 +326,59 @@ def test_keyboard_alone_answers_askuser_and_approves(page, lab: JupyterLabServer
     assert after["card"] in ("confirm:decided", "confirm:delivered"), after
     screenshot(page, "a11y-keyboard")
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+# ---------------------------------------------------------------------------
+# hosts without JupyterLab's theme: the fallback palette, light and dark
+# ---------------------------------------------------------------------------
+THEME = Path(__file__).resolve().parents[2] / "nb_hitl" / "static" / "theme.css"
+MARKUP = """
+<div class="nbh nbh-reply" id="root">
+  <div class="nbh-row"><span class="nbh-title">agent</span><span class="nbh-muted">← a prompt</span>
+    <span class="nbh-chip">waiting for you</span><button>Interrupt</button></div>
+  <div class="nbh-entry"><div class="nbh-text">Some text from the model.</div></div>
+  <div class="nbh-card nbh-open" role="group" aria-label="Needs your confirmation: delete_file">
+    <div class="nbh-row"><span class="nbh-chip">Needs your confirmation</span><span class="nbh-title">delete_file</span></div>
+    <div class="nbh-muted">The engine asks.</div><div class="nbh-info">A message.</div>
+    <pre class="nbh-pre">{"path": "notes.txt"}</pre>
+    <div class="nbh-error" role="alert">Refused: not JSON.</div>
+    <label>Reason <input type="text" value="typed"></label>
+    <label>Output <textarea>out</textarea></label>
+    <label>Pick <select><option>a</option></select></label>
+    <div class="nbh-row"><button class="nbh-primary">Approve</button><button class="nbh-danger">Deny</button>
+      <button>Modify…</button></div>
+  </div>
+  <div class="nbh-card nbh-closed"><div class="nbh-ok">Approved</div><div class="nbh-warn">No longer live</div></div>
+  <table class="nbh-table"><tr><th scope="col">time</th></tr><tr><td>now</td></tr></table>
+</div>
+"""
+
+FALLBACK_AXE = """
+async () => {
+  const r = await axe.run(document.getElementById("root"), { runOnly: ["color-contrast"] });
+  return {
+    bad: r.violations.map((v) => v.nodes.map((n) => n.target.join(" ") + ": " + n.failureSummary)),
+    checked: r.passes.reduce((n, v) => n + v.nodes.length, 0),
+    bg: getComputedStyle(document.getElementById("root")).backgroundColor,
+  };
+}
+"""
+
+
+def test_fallback_palette_outside_jupyterlab(page) -> None:  # type: ignore[no-untyped-def]
+    """theme.css alone (no --jp-* variables, as in a host without JupyterLab's
+    theme): readable in light and dark, following the system's colour scheme."""
+    css = THEME.read_text(encoding="utf-8")
+    seen = {}
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.set_content(
+            f"<!doctype html><html lang=en><head><title>t</title><style>{css}</style></head>"
+            f"<body><main>{MARKUP}</main></body></html>"
+        )
+        page.add_script_tag(path=str(AXE))
+        report = page.evaluate(FALLBACK_AXE)
+        assert report["bad"] == [], (scheme, report)
+        assert report["checked"] >= 10, (scheme, report)
+        seen[scheme] = report["bg"]
+    assert seen["light"] == "rgb(255, 255, 255)" and seen["dark"] == "rgb(30, 30, 30)", seen

@@ -15,10 +15,22 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   const dis = !open || ui.pending;
   const toMode = (mode: typeof ui.mode) => () => {
+    const from = ui.mode;
     ui.mode = mode;
     ui.error = "";
     ctx.redraw();
+    // back in the buttons, the keyboard returns to the one that opened the edit
+    if (mode === "view") ctx.focus(from === "rules" ? "nbh-always" : "nbh-modify");
   };
+  if (ui.mode !== "view") {
+    // Escape leaves the edit, like its Cancel button
+    card.addEventListener("keydown", (event: KeyboardEvent) => {
+      if (event.key !== "Escape" || ui.pending) return;
+      event.preventDefault();
+      event.stopPropagation();
+      toMode("view")();
+    });
+  }
   if (ui.mode === "modify") {
     const area = h("textarea", { "data-testid": "nbh-modify-input", spellcheck: "false", "aria-label": "Edited tool input (JSON)" });
     const kept = ctx.kept;
