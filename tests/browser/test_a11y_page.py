@@ -144,6 +144,23 @@ async (sel) => {
 """
 
 
+ACTIVE = """
+() => {
+  const a = document.activeElement;
+  const cardEl = a && a.closest('[data-testid="nbh-card"]');
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  return {
+    testid: a && a.dataset ? a.dataset.testid || null : null,
+    tag: a ? a.tagName : null,
+    value: a && "value" in a ? a.value : null,
+    checked: a && "checked" in a ? a.checked : null,
+    card: cardEl ? cardEl.dataset.kind + ":" + cardEl.dataset.status : null,
+    activeCell: nb.activeCellIndex,
+  };
+}
+"""
+
+
 def axe_violations(page, roots: int) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
     if not page.evaluate("() => typeof window.axe === 'object'"):
         page.add_script_tag(path=str(AXE))
@@ -197,7 +214,41 @@ def test_axe_finds_no_serious_violation_in_any_card(page, lab: JupyterLabServer)
     invalid.wait_for(timeout=15_000)
     assert form.locator('[role="alert"]').count() >= 1
     assert invalid.get_attribute("aria-describedby")
+    # the keyboard lands on the field the refusal is about
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.getAttribute('aria-invalid') === 'true'"
+        " && document.activeElement.dataset.field === 'amount'",
+        timeout=5_000,
+    )
     assert axe_violations(page, 5) == []
+
+    # the external tool and the review, by keyboard alone
+    external = card(page, "external")
+    external.focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-external-output", page.evaluate(ACTIVE)
+    page.keyboard.type("no such word")
+    page.keyboard.press("Tab")
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-state-success", page.evaluate(ACTIVE)
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-state-error", page.evaluate(ACTIVE)
+    page.keyboard.press("Tab")
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-external-submit", page.evaluate(ACTIVE)
+    page.keyboard.press("Enter")
+    sent = card(page, "external", "decided").or_(card(page, "external", "delivered"))
+    sent.wait_for(timeout=30_000)
+    assert sent.locator('[data-testid="nbh-decision"]').inner_text() == "Result sent (error)"
+
+    review = card(page, "review")
+    review.focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-review-output", page.evaluate(ACTIVE)
+    page.keyboard.press("Tab")
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-review-accept", page.evaluate(ACTIVE)
+    page.keyboard.press("Space")
+    accepted = card(page, "review", "decided").or_(card(page, "review", "delivered"))
+    accepted.wait_for(timeout=30_000)
+    assert accepted.locator('[data-testid="nbh-decision"]').inner_text() == "Result accepted"
 
     # a multi-select question by keyboard: Space ticks, Enter submits, and the
     # keyboard moves on to the reply's other open question
@@ -244,22 +295,6 @@ KEYBOARD_CELLS = [
     ),
     "print('second cell')",
 ]
-
-ACTIVE = """
-() => {
-  const a = document.activeElement;
-  const cardEl = a && a.closest('[data-testid="nbh-card"]');
-  const nb = window.jupyterapp.shell.currentWidget.content;
-  return {
-    testid: a && a.dataset ? a.dataset.testid || null : null,
-    tag: a ? a.tagName : null,
-    value: a && "value" in a ? a.value : null,
-    checked: a && "checked" in a ? a.checked : null,
-    card: cardEl ? cardEl.dataset.kind + ":" + cardEl.dataset.status : null,
-    activeCell: nb.activeCellIndex,
-  };
-}
-"""
 
 
 def test_keyboard_alone_answers_askuser_and_approves(page, lab: JupyterLabServer) -> None:
