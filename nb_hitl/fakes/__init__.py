@@ -16,9 +16,14 @@ model class to talk to it, and answers from a script of
 Modes: a wrong API key gets HTTP 401 (``api_key=``); ``delay=`` /
 ``chunk_delay=`` slow answers down; :class:`RawToolCall` / :func:`truncated`
 send a malformed argument string. As a subprocess:
-``python -m nb_hitl.fakes.openai --port 8765 --script module:name``.
+``python -m nb_hitl.fakes.openai --port 8765 --script module:name``
+(also ``.dashscope`` and ``.ollama``: :class:`FakeDashScopeServer` serves
+DashScope's OpenAI-compatible mode, :class:`FakeOllamaServer` Ollama's
+``/api/chat``; AgentScope's ``OllamaChatModel`` needs ``nb_hitl[ollama]``).
 """
 
+from .dashscope import FakeDashScopeServer
+from .ollama import FakeOllamaServer
 from .openai import FakeOpenAIServer
 from .script import FakeScriptItem, RawToolCall, ScriptPlayer, arguments_of, truncated, wire_tool_results
 from .server import FakeModelServer, load_script
@@ -26,6 +31,8 @@ from .server import FakeModelServer, load_script
 __all__ = [
     "FakeModelServer",
     "FakeOpenAIServer",
+    "FakeDashScopeServer",
+    "FakeOllamaServer",
     "FakeScriptItem",
     "RawToolCall",
     "ScriptPlayer",

@@ -202,7 +202,12 @@ def load_script(spec: str) -> list[FakeScriptItem]:
     return list(obj)
 
 
-def serve_main(server_cls: type[FakeModelServer], argv: Sequence[str] | None = None, default_port: int = 0) -> int:
+def serve_main(
+    server_cls: type[FakeModelServer],
+    argv: Sequence[str] | None = None,
+    default_port: int = 0,
+    default_api_key: str = "sk-fake",
+) -> int:
     """``python -m nb_hitl.fakes.<provider>``: serve a script until stopped.
 
     Prints one line, ``<base_url>``, on stdout once the port is bound, so a
@@ -212,7 +217,7 @@ def serve_main(server_cls: type[FakeModelServer], argv: Sequence[str] | None = N
     parser.add_argument("--host", default="127.0.0.1", help="loopback address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=default_port, help="port; 0 picks a free one")
     parser.add_argument("--script", default="nb_hitl.fakes.examples:hello", help="module:name of the script")
-    parser.add_argument("--api-key", default="sk-fake", help="the only key accepted ('' accepts any)")
+    parser.add_argument("--api-key", default=default_api_key, help="the only key accepted ('' accepts any)")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed chunks")
     parser.add_argument("--model", default="fake-model", help="model name reported in responses")
