@@ -151,6 +151,11 @@ def _build(spec: ModelSpec, env: Mapping[str, str], stream: bool, kwargs: dict[s
     from agentscope.credential import OllamaCredential
     from agentscope.model import OllamaChatModel
 
+    api_key = _optional(env, "OLLAMA_API_KEY")
+    if api_key and env is not os.environ:  # the ollama client reads os.environ itself; an env= mapping is passed on
+        client_kwargs = dict(kwargs.pop("client_kwargs", None) or {})
+        client_kwargs["headers"] = {"Authorization": f"Bearer {api_key}", **(client_kwargs.get("headers") or {})}
+        kwargs["client_kwargs"] = client_kwargs
     return OllamaChatModel(OllamaCredential(host=_optional(env, "OLLAMA_HOST")), spec.model, stream=stream, **kwargs)
 
 
