@@ -11,6 +11,16 @@ client of any AG-UI agent.
   :class:`RemoteSession` (a ReplyWidget over a remote agent).
 """
 
+try:  # the AG-UI pieces are an extra: pip install "nb_hitl[agui]"
+    import ag_ui  # noqa: F401
+    import httpx_sse  # noqa: F401
+    import starlette  # noqa: F401
+    import uvicorn  # noqa: F401
+except ImportError as _exc:
+    raise ImportError(
+        f'nb_hitl.agui needs the "agui" extra ({_exc.name} is not installed): pip install "nb_hitl[agui]"'
+    ) from _exc
+
 from .client import AguiClient, AguiClientError, RemoteRunError, RemoteSession
 from .mapping import ResumeError, interrupt_id, pause_to_interrupt, resume_to_message
 from .server import AguiServer, ServerHandle, serve_in_background

@@ -22,6 +22,14 @@ DashScope's OpenAI-compatible mode, :class:`FakeOllamaServer` Ollama's
 ``/api/chat``; AgentScope's ``OllamaChatModel`` needs ``nb_hitl[ollama]``).
 """
 
+try:  # the servers are an extra: pip install "nb_hitl[fakes]"
+    import starlette  # noqa: F401
+    import uvicorn  # noqa: F401
+except ImportError as _exc:
+    raise ImportError(
+        f'nb_hitl.fakes needs the "fakes" extra ({_exc.name} is not installed): pip install "nb_hitl[fakes]"'
+    ) from _exc
+
 from .dashscope import FakeDashScopeServer
 from .ollama import FakeOllamaServer
 from .openai import FakeOpenAIServer
