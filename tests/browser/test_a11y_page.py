@@ -221,6 +221,13 @@ def test_axe_finds_no_serious_violation_in_any_card(page, lab: JupyterLabServer)
         timeout=5_000,
     )
     assert axe_violations(page, 5) == []
+    # fixed by keyboard: the field is selected-all and retyped, Enter submits the form
+    page.keyboard.press("Control+a")
+    page.keyboard.type("42")
+    page.keyboard.press("Enter")
+    submitted = card(page, "form", "decided").or_(card(page, "form", "delivered"))
+    submitted.wait_for(timeout=30_000)
+    assert submitted.locator('[data-testid="nbh-decision"]').inner_text() == "Form submitted"
 
     # the external tool and the review, by keyboard alone
     external = card(page, "external")
