@@ -53,7 +53,7 @@ from .events import EventTranslator, messages_snapshot, now_ms
 from .guard import Access, AuthHook
 from .http import Limits, handle_run
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
-from .threads import DECIDED_BY, Answered, AttributedAuditLog, Refusal, ThreadRegistry, ThreadState, canonical
+from .threads import Answered, Refusal, ThreadRegistry, ThreadState, canonical
 
 __all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
 
@@ -133,9 +133,6 @@ class AguiServer:
         self.interrupt_ttl = interrupt_ttl
         self.clock = clock
         self.session_kwargs = {k: v for k, v in (session_kwargs or {}).items() if k != "display"}
-        audit = self.session_kwargs.get("audit_log")
-        if audit is not None:
-            self.session_kwargs["audit_log"] = AttributedAuditLog(audit)
         self.user_name = user_name
         self.registry = ThreadRegistry(agent_factory, self.session_kwargs, max_threads=max_threads, ttl=thread_ttl)
         health = self.path.rstrip("/") + "/health"
@@ -283,14 +280,10 @@ class AguiServer:
             failed: list[str] = []
             for entry, _pause, message in plan:
                 try:
-                    acts.append((entry, session.act(message)))
+                    acts.append((entry, session.act(message, decided_by=principal)))
                 except NbHitlError as exc:
                     failed.append(f"{entry.interrupt_id}: {exc}")
-            marker = DECIDED_BY.set(principal)  # read by the audit log (AttributedAuditLog)
-            try:
-                results = await asyncio.gather(*(c for _, c in acts), return_exceptions=True)
-            finally:
-                DECIDED_BY.reset(marker)
+            results = await asyncio.gather(*(c for _, c in acts), return_exceptions=True)
             for (entry, _coro), result in zip(acts, results, strict=True):
                 if isinstance(result, BaseException):
                     failed.append(f"{entry.interrupt_id}: {result}")

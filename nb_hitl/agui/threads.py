@@ -13,7 +13,6 @@ finished ones (TTL, then least recently used), so memory stays bounded.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hashlib
 import inspect
 import json
@@ -31,12 +30,10 @@ from .._agentscope import is_parked
 from ..pauses import Pause
 from ..session import _SESSIONS as session_registry
 from ..session import ReplyRun, Session, close_dangling_tool_calls
-from ..store import AuditLog, CheckpointStore
+from ..store import CheckpointStore
 
 __all__ = [
-    "DECIDED_BY",
     "OWNER_KEY",
-    "AttributedAuditLog",
     "Answered",
     "Refusal",
     "ThreadRegistry",
@@ -146,30 +143,6 @@ class ThreadState:
             return True
         current = getattr(self.session, "current", None)
         return bool(current is not None and getattr(current, "live", False))
-
-
-DECIDED_BY: contextvars.ContextVar[str | None] = contextvars.ContextVar("nb_hitl_agui_decided_by", default=None)
-"""The principal whose resume is being applied (set by the server around
-the Session's decisions, read by :class:`AttributedAuditLog`)."""
-
-
-class AttributedAuditLog:
-    """An audit log that adds ``decided_by`` (:data:`DECIDED_BY`) to each
-    record: who answered, as the server authenticated them.
-
-    Args:
-        inner: an :class:`~nb_hitl.store.AuditLog` or a path for one.
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner if hasattr(inner, "append") else AuditLog(inner)
-
-    def append(self, record: dict[str, Any]) -> dict[str, Any]:
-        """Append ``record`` with ``decided_by`` set (``None`` outside a server run)."""
-        return self.inner.append({**record, "decided_by": DECIDED_BY.get()})
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 OWNER_KEY = "nb_hitl.agui.owner"

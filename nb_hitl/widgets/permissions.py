@@ -26,6 +26,8 @@ action                        fields                                      answer
                               optional ``mode``                           :func:`nb_hitl.permissions.try_call`)
 ``matrix``                    ``calls`` ([{tool_name, input}])            ``matrix``
 ``explain``                   ``rule``, ``tool_name``, ``input``          ``text``
+``reach``                     ``rule``                                    ``text`` (one line,
+                                                                          :func:`nb_hitl.permissions.rule_reach`)
 ``export``                    --                                          ``text``
 ``import``                    ``text``, optional ``replace``              ``count``, ``context``
 ============================  ==========================================  ============================
@@ -46,7 +48,10 @@ from typing import Any
 import traitlets
 
 from .. import permissions as perm
+from .._agentscope import permission_engine
 from ..errors import DecisionError
+from ..permissions.rules import context_fingerprint
+from ..permissions.tools import MAX_INPUT_DEPTH, nesting_exceeds, tools_of
 from ._base import RequestWidget
 
 __all__ = ["PermissionExplorer"]
@@ -62,7 +67,7 @@ class PermissionExplorer(RequestWidget):
     Args:
         agent: an ``agentscope.agent.Agent``. Its own engine's context
             (``agent._engine.context``, see
-            :func:`nb_hitl.permissions.context_of`) is shown and changed;
+            :func:`nb_hitl._agentscope.permission_context`) is shown and changed;
             tools come from ``agent.toolkit``.
         watch: re-read the context every ``watch_interval`` seconds while
             a loop runs (the kernel's), so changes made elsewhere (an
@@ -86,19 +91,19 @@ class PermissionExplorer(RequestWidget):
 
     agent_name = traitlets.Unicode("").tag(sync=True)
     context = traitlets.Dict().tag(sync=True)
-    tools = traitlets.List().tag(sync=True)
+    tools: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     last_try = traitlets.Dict().tag(sync=True)
     matrix = traitlets.Dict().tag(sync=True)
-    matrix_calls = traitlets.List().tag(sync=True)
+    matrix_calls: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     revision = traitlets.Int(0).tag(sync=True)
 
     _watch_task: asyncio.Task | None = None
 
     def __init__(self, agent: Any, *, watch: bool = True, watch_interval: float = 0.5) -> None:
-        perm.engine_of(agent)  # TypeError early for anything without an engine
+        permission_engine(agent)  # TypeError early for anything without an engine
         self._agent = agent
         self._last_try_request: dict[str, Any] | None = None
-        self._fingerprint = ""
+        self._fingerprint: tuple[Any, ...] = ()
         super().__init__(
             handler=self._handle,
             agent_name=str(getattr(agent, "name", "") or ""),
@@ -128,7 +133,7 @@ class PermissionExplorer(RequestWidget):
             dict: the new :func:`nb_hitl.permissions.describe_context` view.
         """
         view = perm.describe_context(self._agent)
-        self._fingerprint = json.dumps(view, sort_keys=True, default=str)
+        self._fingerprint = context_fingerprint(self._agent)
         tools = perm.list_tools(getattr(self._agent, "toolkit", None))
         if tools != self.tools:  # tools added to the toolkit after construction
             self.tools = tools
@@ -181,8 +186,7 @@ class PermissionExplorer(RequestWidget):
         Returns:
             bool: whether something changed.
         """
-        view = perm.describe_context(self._agent)
-        if json.dumps(view, sort_keys=True, default=str) == self._fingerprint:
+        if context_fingerprint(self._agent) == self._fingerprint:
             return False
         await self.refresh_all()
         return True
@@ -207,7 +211,7 @@ class PermissionExplorer(RequestWidget):
         if action == "refresh":
             return {"context": await self.refresh_all()}
         if action == "set_mode":
-            perm.set_mode(agent, msg.get("mode"))
+            perm.set_mode(agent, msg.get("mode", ""))
             return {"context": await self.refresh_all()}
         if action == "add_rule":
             rule = perm.add_rule(agent, _dict(msg, "rule"), known_tools=self.known_tools, default_source=_SOURCE)
@@ -219,10 +223,10 @@ class PermissionExplorer(RequestWidget):
             rule = perm.edit_rule(agent, _dict(msg, "old"), _dict(msg, "new"), known_tools=self.known_tools)
             return {"context": await self.refresh_all(), "rule": perm.rule_to_dict(rule)}
         if action == "add_working_directory":
-            perm.add_working_directory(agent, msg.get("path"), source=_SOURCE)
+            perm.add_working_directory(agent, msg.get("path", ""), source=_SOURCE)
             return {"context": await self.refresh_all()}
         if action == "remove_working_directory":
-            perm.remove_working_directory(agent, msg.get("path"))
+            perm.remove_working_directory(agent, msg.get("path", ""))
             return {"context": await self.refresh_all()}
         if action == "try_call":
             request = {"tool_name": _str(msg, "tool_name"), "input": msg.get("input", {})}
@@ -249,13 +253,19 @@ class PermissionExplorer(RequestWidget):
                 tool=await perm.get_tool(getattr(agent, "toolkit", None), _str(msg, "tool_name")),
             )
             return {"text": text}
+        if action == "reach":
+            rule = perm.parse_rule(_dict(msg, "rule"), default_source=_SOURCE, known_tools=self.known_tools)
+            tool = tools_of(getattr(agent, "toolkit", None)).get(rule.tool_name)
+            return {"text": perm.rule_reach(rule, tool=tool)}
         if action == "export":
             return {"text": perm.export_rules(agent)}
         if action == "import":
-            text = msg.get("text")
-            if not isinstance(text, str):
+            file_text = msg.get("text")
+            if not isinstance(file_text, str):
                 raise DecisionError("Paste or choose a rules file first.", field="text")
-            rules = perm.import_rules(text, into=agent, replace=bool(msg.get("replace")), known_tools=self.known_tools)
+            rules = perm.import_rules(
+                file_text, into=agent, replace=bool(msg.get("replace")), known_tools=self.known_tools
+            )
             return {"count": len(rules), "context": await self.refresh_all()}
         raise DecisionError(f"Unknown action {action!r}.", field="action")
 
@@ -275,11 +285,16 @@ def _str(msg: dict[str, Any], key: str) -> str:
 
 
 def _input_dict(value: Any) -> dict[str, Any]:
+    too_deep = DecisionError(f"The input is nested more than {MAX_INPUT_DEPTH} levels deep.", field="input")
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             raise DecisionError(f"The input is not valid JSON: {exc.msg}.", field="input") from None
+        except RecursionError:
+            raise too_deep from None
     if not isinstance(value, dict):
         raise DecisionError("The input must be a JSON object.", field="input")
+    if nesting_exceeds(value, MAX_INPUT_DEPTH):
+        raise too_deep
     return value
