@@ -70,6 +70,9 @@ def main() -> None:
     tracemalloc.start()
     print(f"{n} finished threads per server; eviction on keeps at most {m}")
     print(f"RSS at start: {rss_mb():.1f} MB")
+    warm = AguiServer(agent, token=False, max_threads=5)  # imports, caches, first-run costs: not counted
+    asyncio.run(soak(warm, 20, "warm"))
+    del warm
     rows = []
     on = AguiServer(agent, token=False, max_threads=m, thread_ttl=3600)
     rows.append(("eviction on", asyncio.run(soak(on, n, "on"))))
