@@ -49,9 +49,9 @@ SETUP = textwrap.dedent(
     from agentscope.tool import FunctionTool, ToolBase, Toolkit
     from nb_hitl import Session
     from nb_hitl.demo import make_sandbox, sandbox_tools
-    from nb_hitl.forms import FormTool
+    from nb_hitl import FormTool
     from nb_hitl.models import ScriptedChatModel, Turn, tool_call
-    from nb_hitl.review import reviewed
+    from nb_hitl import reviewed
 
     class Lookup(ToolBase):
         name = "lookup"
