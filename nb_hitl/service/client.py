@@ -43,8 +43,9 @@ class ServiceClient:
     """The console of one user on one AgentScope service.
 
     Args:
-        base_url: the service, e.g. ``"http://127.0.0.1:8000"`` (any worker
-            of a scaled-out service: they share state).
+        base_url: the service, e.g. ``"http://127.0.0.1:8000"``, or a list of
+            workers of one scaled-out service (they share state; a worker
+            that cannot be reached is skipped).
         user_id: the service user (``X-User-ID``).
         headers: extra HTTP headers (e.g. ``Authorization``).
         auth: an ``httpx.Auth`` or a ``(httpx.Request) -> httpx.Request`` hook.
@@ -54,6 +55,8 @@ class ServiceClient:
         stranded_after: seconds ``running`` before a session is shown stranded.
         outcome_timeout: seconds to wait for the service's verdict on an answer.
         transport: an ``httpx.AsyncBaseTransport`` (tests).
+        service_id: the name answers are recorded under in the ledger
+            (default: the first base URL); give one service's workers the same.
 
     Attributes:
         http: the :class:`~nb_hitl.service.http.ServiceHTTP`.
@@ -64,7 +67,7 @@ class ServiceClient:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | list[str],
         user_id: str,
         *,
         headers: dict[str, str] | None = None,
@@ -74,10 +77,11 @@ class ServiceClient:
         stranded_after: float = 60.0,
         outcome_timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        service_id: str | None = None,
     ) -> None:
         self.http = ServiceHTTP(base_url, user_id, headers=headers, auth=auth, transport=transport)
         path = audit_path or os.environ.get("NB_HITL_SERVICE_AUDIT") or Path.cwd() / "nb_hitl_service_audit.jsonl"
-        self.ledger = AnswerLedger(path, self.http.base_url, user_id)
+        self.ledger = AnswerLedger(path, service_id or self.http.base_urls[0], user_id)
         self.state = InboxState(self.http, stranded_after=stranded_after)
         self.state.flagger = self._flag_entry
         self.poll_interval = poll_interval

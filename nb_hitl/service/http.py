@@ -73,7 +73,9 @@ class ServiceHTTP:
     """Async calls to one AgentScope service as one user.
 
     Args:
-        base_url: e.g. ``"http://127.0.0.1:8000"``.
+        base_url: e.g. ``"http://127.0.0.1:8000"``, or several workers of one
+            scaled-out service: a call that cannot connect is retried on the
+            next one (each once), and the one that answered is used from then on.
         user_id: sent as ``X-User-ID`` on every call.
         headers: extra headers (e.g. ``{"Authorization": "Bearer ..."}``).
         auth: an ``httpx.Auth`` or a hook ``(httpx.Request) -> httpx.Request``
@@ -84,7 +86,7 @@ class ServiceHTTP:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | Sequence[str],
         user_id: str,
         *,
         headers: dict[str, str] | None = None,
@@ -92,7 +94,11 @@ class ServiceHTTP:
         timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        urls = [base_url] if isinstance(base_url, str) else list(base_url)
+        if not urls:
+            raise ValueError("ServiceHTTP needs at least one base URL.")
+        self.base_urls = [u.rstrip("/") for u in urls]
+        self.base_url = self.base_urls[0]
         self.user_id = user_id
         self._headers = {"X-User-ID": user_id, **(headers or {})}
         self._auth = auth
@@ -105,7 +111,6 @@ class ServiceHTTP:
         """The shared ``httpx.AsyncClient`` (created on first use, on the running loop)."""
         if self._client is None or self._client.is_closed:
             self._client = httpx.AsyncClient(
-                base_url=self.base_url,
                 headers=self._headers,
                 auth=self._auth,  # type: ignore[arg-type]
                 timeout=self._timeout,
@@ -125,13 +130,26 @@ class ServiceHTTP:
         Raises:
             ServiceError: transport failure or a non-2xx status.
         """
-        try:
-            resp = await self.client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise ServiceError(f"The service at {self.base_url} could not be reached: {exc}") from None
+        resp = None
+        for url in self._failover():
+            try:
+                resp = await self.client.request(method, url + path, **kwargs)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                failure: Exception = exc
+                continue
+            except httpx.HTTPError as exc:
+                raise ServiceError(f"{method} {path} at {url} failed: {exc}") from None
+            self.base_url = url
+            break
+        if resp is None:
+            raise ServiceError(f"The service could not be reached at {', '.join(self.base_urls)}: {failure}") from None
         if resp.status_code >= 400:
             raise ServiceError(f"{method} {path}: {resp.status_code} {_detail(resp)}", status=resp.status_code)
         return resp.json() if resp.content else None
+
+    def _failover(self) -> list[str]:
+        i = self.base_urls.index(self.base_url) if self.base_url in self.base_urls else 0
+        return self.base_urls[i:] + self.base_urls[:i]
 
     # -- reading -------------------------------------------------------------
     async def list_agents(self) -> list[dict[str, Any]]:
@@ -167,7 +185,7 @@ class ServiceHTTP:
         timeout = httpx.Timeout(self._timeout, read=None)
         try:
             async with aconnect_sse(
-                self.client, "GET", f"/sessions/{session_id}/stream", params=params, timeout=timeout
+                self.client, "GET", f"{self.base_url}/sessions/{session_id}/stream", params=params, timeout=timeout
             ) as source:
                 if source.response.status_code >= 400:
                     await source.response.aread()

@@ -52,7 +52,8 @@ def clients(cluster: Cluster, tmp_path: Path, **kw: Any) -> tuple[ServiceClient,
     audit = tmp_path / "audit.jsonl"
     return (
         ServiceClient(cluster.a.url, user, audit_path=tmp_path / "a-audit.jsonl", **kw),
-        ServiceClient(cluster.b.url, user, audit_path=audit, **kw),
+        # the console talks to B, and falls back to A when B is gone
+        ServiceClient([cluster.b.url, cluster.a.url], user, audit_path=audit, service_id="cluster", **kw),
     )
 
 
