@@ -8,7 +8,7 @@ and are judged by what the service does next.
 Modules: ``http`` (calls), ``inbox`` (rows), ``outcome`` (verdicts from the
 stream), ``ledger`` (answers remembered), ``console`` (one session),
 ``client`` (the whole), ``app`` / ``embedded`` (a local service to try it),
-``fake_openai`` (an offline model server).
+``script`` (what the offline model says).
 """
 
 from __future__ import annotations

@@ -43,9 +43,9 @@ def fake_model_url(service_url: str) -> str:
 
 
 def _fake_model_app() -> object:
-    from .fake_openai import create_fake_openai_app
+    from .script import fake_model_app
 
-    return create_fake_openai_app()
+    return fake_model_app()
 
 
 class ServiceProcess:

@@ -112,7 +112,7 @@ class PostgresServer:
 
 
 class FakeModel:
-    """``python -m nb_hitl.service.fake_openai`` on a free port."""
+    """nb_hitl's fake OpenAI server playing the service script, on a free port."""
 
     def __init__(self) -> None:
         self.port = free_port()
@@ -121,7 +121,10 @@ class FakeModel:
 
     def start(self) -> FakeModel:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "nb_hitl.service.fake_openai", "--port", str(self.port)],
+            [
+                sys.executable, "-m", "nb_hitl.fakes.openai", "--port", str(self.port),
+                "--script", "nb_hitl.service.script:directives", "--api-key", "",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
