@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -61,12 +62,39 @@ def _block_text(block: dict[str, Any]) -> str:
     return str(out or "")
 
 
+def _background_result(block: dict[str, Any]) -> dict[str, Any] | None:
+    """A hint block carrying the late output of a tool AgentScope moved to the
+    background (``ToolOffloadMiddleware``: source label ``tool_output``,
+    sublabel ``"<tool> · <tool_call_id>"``) as a tool-result entry, else None."""
+    if block.get("type") != "hint":
+        return None
+    try:
+        source = json.loads(block.get("source") or "{}")
+    except ValueError:
+        return None
+    if not isinstance(source, dict) or source.get("label") != "tool_output":
+        return None
+    name, _sep, call_id = str(source.get("sublabel") or "").partition(" · ")
+    hint = block.get("hint")
+    text = _block_text({"output": hint}) if isinstance(hint, list) else str(hint or "")
+    text = text.replace("<system-notification>", "").replace("</system-notification>", "").strip()
+    return {
+        "kind": "tool_result",
+        "id": f"late:{block.get('id')}",
+        "text": f"(finished in the background) {text}",
+        "name": name,
+        "tool_call_id": call_id,
+        "state": "success",
+    }
+
+
 def transcript_entries(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``/messages`` -> ReplyWidget transcript entries
     (``{"kind": "text"|"tool_call"|"tool_result"|"note", "id", "text", ...}``).
 
-    User messages become notes (``"<name>: <text>"``); hint blocks (system
-    reminders) are left out.
+    User messages become notes (``"<name>: <text>"``); the late output of a
+    tool the service moved to the background becomes a tool-result entry
+    where it arrived; other hint blocks (system reminders) are left out.
     """
     entries: list[dict[str, Any]] = []
     for msg in messages:
@@ -77,7 +105,10 @@ def transcript_entries(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         for b in blocks:
             kind = b.get("type")
-            if kind == "text":
+            late = _background_result(b)
+            if late is not None:
+                entries.append(late)
+            elif kind == "text":
                 entries.append({"kind": "text", "id": str(b.get("id")), "text": str(b.get("text") or "")})
             elif kind == "tool_call":
                 entries.append(

@@ -118,7 +118,28 @@ class ServiceProcess:
                 self.log_path = self.data_dir / f"service-{self.port}.log"
         raise AssertionError("unreachable")
 
-    def _start(self, timeout: float) -> ServiceProcess:
+    async def astart(self, timeout: float = 60.0) -> ServiceProcess:
+        """:meth:`start` without blocking the event loop (for a notebook cell:
+        ``await ServiceProcess(...).astart()``); same errors."""
+        import asyncio
+
+        self._spawn()
+        deadline = time.monotonic() + timeout
+        async with httpx.AsyncClient(timeout=2) as client:
+            while time.monotonic() < deadline:
+                assert self.proc is not None
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the service exited ({self.proc.returncode}):\n{self.log_tail()}")
+                try:
+                    if (await client.get(self.url + "/health", headers={"X-User-ID": "health"})).status_code < 500:
+                        return self
+                except httpx.HTTPError:
+                    pass
+                await asyncio.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"the service did not answer /health within {timeout} s:\n{self.log_tail()}")
+
+    def _spawn(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         env = {
             **os.environ,
@@ -132,6 +153,10 @@ class ServiceProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env)
         log.close()
+
+    def _start(self, timeout: float) -> ServiceProcess:
+        self._spawn()
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
