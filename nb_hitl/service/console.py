@@ -256,7 +256,9 @@ class SessionConsole:
             self._flag(pause)
             fresh[tcid] = pause
         for tcid, old in self.pauses.items():
-            if tcid not in fresh and old.status in ("open", "deciding") and tcid not in self._sending:
+            if tcid not in fresh and status == "running":
+                fresh[tcid] = old  # a run is on: the stored state says nothing yet
+            elif tcid not in fresh and old.status in ("open", "deciding") and tcid not in self._sending:
                 old.status = "expired"
                 old.reason = "No longer waiting on the service (answered elsewhere, or the reply ended)."
                 fresh[tcid] = old
