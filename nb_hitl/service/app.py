@@ -22,7 +22,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 __all__ = ["build_app", "app_from_env", "demo_tools", "make_storage", "make_bus"]
@@ -73,8 +73,10 @@ async def demo_tools(_user_id: str, _agent_id: str, _session_id: str) -> list[An
 
     return [
         AskUser(),
-        FunctionTool(write_note, is_concurrency_safe=False),
-        FunctionTool(slow_job),
+        # FunctionTool turns a plain ``str`` return into its ToolChunk (its
+        # annotations name only ToolChunk returns)
+        FunctionTool(cast(Any, write_note), is_concurrency_safe=False),
+        FunctionTool(cast(Any, slow_job)),
     ]
 
 

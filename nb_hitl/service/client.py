@@ -180,7 +180,9 @@ class ServiceClient:
             entry = self.state.entries.get(session_id)
             agent_id = agent_id or (entry.agent_id if entry else None)
             if agent_id is None:
-                raise DecisionError(f"Session {session_id[:80]!r} is not in the inbox; give its agent_id.", field="session_id")
+                raise DecisionError(
+                    f"Session {session_id[:80]!r} is not in the inbox; give its agent_id.", field="session_id"
+                )
             name = entry.agent_name if entry else self.state.agents.get(agent_id, "")
             console = SessionConsole(
                 self.http,

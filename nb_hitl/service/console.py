@@ -101,7 +101,9 @@ def transcript_entries(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         blocks = [b for b in msg.get("content") or [] if isinstance(b, dict)]
         if msg.get("role") == "user":
             text = " ".join(_block_text(b) for b in blocks if b.get("type") == "text")
-            entries.append({"kind": "note", "id": f"msg:{msg.get('id')}", "text": f"{msg.get('name') or 'user'}: {text}"})
+            entries.append(
+                {"kind": "note", "id": f"msg:{msg.get('id')}", "text": f"{msg.get('name') or 'user'}: {text}"}
+            )
             continue
         for b in blocks:
             kind = b.get("type")
@@ -201,7 +203,9 @@ class SessionConsole:
         if self.widget is None:
             from ..widgets.reply import ReplyWidget
 
-            self.widget = ReplyWidget(handler=self.handle, agent_name=self.agent_name, prompt=f"session {self.session_id}")
+            self.widget = ReplyWidget(
+                handler=self.handle, agent_name=self.agent_name, prompt=f"session {self.session_id}"
+            )
             self._push()
         return self.widget
 

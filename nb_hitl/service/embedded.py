@@ -92,9 +92,15 @@ class ServiceProcess:
 
     def command(self) -> list[str]:
         """The command line of the child process."""
-        return [sys.executable, "-m", "nb_hitl.service.embedded", "--port", str(self.port), "--data-dir", str(self.data_dir)] + (
-            [] if self.embedded else ["--no-fake-model"]
-        )
+        return [
+            sys.executable,
+            "-m",
+            "nb_hitl.service.embedded",
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
+        ] + ([] if self.embedded else ["--no-fake-model"])
 
     def start(self, timeout: float = 60.0) -> ServiceProcess:
         """Start the process and wait for ``GET /health``.
@@ -150,7 +156,7 @@ class ServiceProcess:
             "NB_HITL_SERVICE_LEDGER": str(self.ledger),
             **self.extra_env,
         }
-        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env)
         log.close()
 

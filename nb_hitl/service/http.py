@@ -112,7 +112,7 @@ class ServiceHTTP:
         if self._client is None or self._client.is_closed:
             self._client = httpx.AsyncClient(
                 headers=self._headers,
-                auth=self._auth,  # type: ignore[arg-type]
+                auth=self._auth,
                 timeout=self._timeout,
                 transport=self._transport,
                 limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
@@ -155,7 +155,8 @@ class ServiceHTTP:
     async def list_agents(self) -> list[dict[str, Any]]:
         """``GET /agent/``: the user's agents (``AgentView`` JSON)."""
         body = await self.request("GET", "/agent/")
-        return list(body.get("agents", body.get("items", [])) if isinstance(body, dict) else body or [])
+        agents = body.get("agents", []) if isinstance(body, dict) else body
+        return [a for a in agents or [] if isinstance(a, dict)]
 
     async def list_sessions(self, agent_id: str) -> list[dict[str, Any]]:
         """``GET /sessions/?agent_id=``: ``SessionView`` JSON, each with ``status``."""
@@ -219,7 +220,9 @@ class ServiceHTTP:
     async def create_credential(self, base_url: str, api_key: str = "offline") -> str:
         """``POST /credential/`` an ``openai_credential`` with ``base_url``; its id."""
         body = await self.request(
-            "POST", "/credential/", json={"data": {"type": "openai_credential", "api_key": api_key, "base_url": base_url}}
+            "POST",
+            "/credential/",
+            json={"data": {"type": "openai_credential", "api_key": api_key, "base_url": base_url}},
         )
         return str(body.get("credential_id") or body.get("id"))
 

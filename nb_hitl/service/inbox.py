@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
 from .http import ServiceError, ServiceHTTP
@@ -133,14 +134,14 @@ def _msg_time(msg: dict[str, Any] | None) -> float | None:
     stamp = (msg or {}).get("timestamp") or (msg or {}).get("created_at")
     if not isinstance(stamp, str):
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     try:
         dt = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     except ValueError:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 
@@ -237,7 +238,9 @@ class InboxState:
                     seen.add(sid)
                     old = self.entries.get(sid)
                     if old is None or old.status != "running" or old.stranded != stranded:
-                        self.entries[sid] = InboxEntry(aid, self.agents[aid], sid, name, "running", since=started, stranded=stranded)
+                        self.entries[sid] = InboxEntry(
+                            aid, self.agents[aid], sid, name, "running", since=started, stranded=stranded
+                        )
                         changed = True
                     continue
                 self._running_since.pop(sid, None)

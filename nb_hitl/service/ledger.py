@@ -81,8 +81,6 @@ class AnswerLedger:
     def records(self, session_id: str | None = None) -> list[dict[str, Any]]:
         """This service's and user's records, oldest first (one session's if given)."""
         out = [
-            r
-            for r in self.log.records()
-            if r.get("service") == self.service_url and r.get("user_id") == self.user_id
+            r for r in self.log.records() if r.get("service") == self.service_url and r.get("user_id") == self.user_id
         ]
         return [r for r in out if session_id is None or r.get("session_id") == session_id]

@@ -161,7 +161,9 @@ async def await_outcome(
             if status == "running" or verdict.done():
                 continue
             if not still_open:
-                verdict.set_result(Outcome("applied", f"Applied by the service (session now {status}).", dict(judge.states)))
+                verdict.set_result(
+                    Outcome("applied", f"Applied by the service (session now {status}).", dict(judge.states))
+                )
             elif judge.started:
                 verdict.set_result(
                     Outcome(
@@ -170,10 +172,14 @@ async def await_outcome(
                         "(it gives no reason on the stream; its log may). The call can be answered again.",
                     )
                 )
-        out = verdict.result() if verdict.done() else Outcome(
-            "unknown",
-            f"No verdict from the service within {timeout:g} s: the answer is queued and may still be applied. "
-            "It is recorded; a second approval of this call will be asked for explicitly.",
+        out = (
+            verdict.result()
+            if verdict.done()
+            else Outcome(
+                "unknown",
+                f"No verdict from the service within {timeout:g} s: the answer is queued and may still be applied. "
+                "It is recorded; a second approval of this call will be asked for explicitly.",
+            )
         )
     finally:
         reader.cancel()

@@ -97,7 +97,9 @@ def test_inbox_and_cards_answered_by_clicks(page, lab: JupyterLabServer, service
     card.wait_for(timeout=30_000)
     assert "write_note" in card.inner_text()
     card.locator('[data-testid="nbh-approve"]').click()
-    page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="delivered"]').wait_for(timeout=30_000)
+    page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="delivered"]').wait_for(
+        timeout=30_000
+    )
     writer_row.wait_for(state="detached", timeout=30_000)
 
     # the AskUser question of the other session
@@ -107,7 +109,9 @@ def test_inbox_and_cards_answered_by_clicks(page, lab: JupyterLabServer, service
     ask.wait_for(timeout=30_000)
     ask.locator('[data-testid="nbh-option"][data-label="orange"]').click()
     ask.locator('[data-testid="nbh-answer-submit"]').click()
-    page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="ask_user"][data-status="delivered"]').wait_for(timeout=30_000)
+    page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="ask_user"][data-status="delivered"]').wait_for(
+        timeout=30_000
+    )
     asker_row.wait_for(state="detached", timeout=30_000)
     page.locator(f'{OUT} [data-testid="nbh-inbox-empty"]').wait_for(state="visible", timeout=30_000)
 

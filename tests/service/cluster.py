@@ -46,7 +46,19 @@ class RedisServer:
         if exe is None:
             raise RuntimeError("redis-server is not installed: run .ci/install-services")
         self.proc = subprocess.Popen(
-            [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(self.folder)],
+            [
+                exe,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -95,7 +107,9 @@ class PostgresServer:
             shutil.chown(self.folder, user="postgres")
         self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
         opts = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"
-        self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l", str(self.folder / "log"), "-w", "start")
+        self._run(
+            str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l", str(self.folder / "log"), "-w", "start"
+        )
         subprocess.run(
             [str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "nbhitl"],
             check=True,
@@ -122,8 +136,15 @@ class FakeModel:
     def start(self) -> FakeModel:
         self.proc = subprocess.Popen(
             [
-                sys.executable, "-m", "nb_hitl.fakes.openai", "--port", str(self.port),
-                "--script", "nb_hitl.service.script:directives", "--api-key", "",
+                sys.executable,
+                "-m",
+                "nb_hitl.fakes.openai",
+                "--port",
+                str(self.port),
+                "--script",
+                "nb_hitl.service.script:directives",
+                "--api-key",
+                "",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -184,8 +205,12 @@ class Cluster:
     def start(self) -> Cluster:
         # one after the other: the first creates the tables (two at once race
         # on PostgreSQL's CREATE TABLE)
-        self.a.start(timeout=120)
-        self.b.start(timeout=120)
+        try:
+            self.a.start(timeout=120)
+            self.b.start(timeout=120)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def revive(self) -> None:

@@ -196,12 +196,22 @@ def test_wrong_answers_reach_the_card_and_session_stays_answerable(workers: Clus
         assert pause.kind == "ask_user"
         # refused by the console itself: nothing is sent
         with pytest.raises(DecisionError):
-            await session.answer({"action": "answer", "tool_call_id": tcid, "answers": [{"question": "Which colour?", "selected": ["green"]}]})
+            await session.answer(
+                {
+                    "action": "answer",
+                    "tool_call_id": tcid,
+                    "answers": [{"question": "Which colour?", "selected": ["green"]}],
+                }
+            )
         assert console.ledger.records(sid) == []
         # sent, and refused by the service (metadata breaks AskUser's schema)
         bad = external_body(
             pause.reply_id,
-            [ToolResultBlock(id=tcid, name="AskUser", output="x", state=ToolResultState.SUCCESS, metadata={"bogus": 1})],
+            [
+                ToolResultBlock(
+                    id=tcid, name="AskUser", output="x", state=ToolResultState.SUCCESS, metadata={"bogus": 1}
+                )
+            ],
         )
         out = await session.send_raw(bad, [tcid])
         assert out.status == "refused", out
@@ -219,9 +229,18 @@ def test_wrong_answers_reach_the_card_and_session_stays_answerable(workers: Clus
         assert await console.http.status(agent_id, sid) == "awaiting_external_result"
         # a stale reply id on the page message is refused at the card
         with pytest.raises(DecisionError):
-            await session.answer({"action": "answer", "tool_call_id": tcid, "reply_id": "other", "answers": [{"question": "Which colour?", "selected": ["red"]}]})
+            await session.answer(
+                {
+                    "action": "answer",
+                    "tool_call_id": tcid,
+                    "reply_id": "other",
+                    "answers": [{"question": "Which colour?", "selected": ["red"]}],
+                }
+            )
         # still answerable
-        result = await session.answer({"action": "answer", "tool_call_id": tcid, "answers": [{"question": "Which colour?", "selected": ["red"]}]})
+        result = await session.answer(
+            {"action": "answer", "tool_call_id": tcid, "answers": [{"question": "Which colour?", "selected": ["red"]}]}
+        )
         assert result["status"] == "delivered"
         await until(lambda: _idle(console, agent_id, sid), "the session to finish")
         phases = [r["phase"] for r in console.ledger.records(sid) if r["phase"] != "sending"]
