@@ -68,9 +68,20 @@ async def park_all(cluster: Cluster, user: str, n: int, agents: int) -> list[tup
     return sessions, t0  # type: ignore[return-value]
 
 
+async def statuses_of(http: ServiceHTTP, sessions: list[tuple[str, str]]) -> list[str]:
+    """Every session's status, at most 8 calls in flight (the console's own limit)."""
+    limit = asyncio.Semaphore(8)
+
+    async def one(a: str, s: str) -> str:
+        async with limit:
+            return await http.status(a, s)
+
+    return list(await asyncio.gather(*(one(a, s) for a, s in sessions)))
+
+
 async def all_parked(http: ServiceHTTP, sessions: list[tuple[str, str]], t0: float, limit: float) -> float:
     while time.perf_counter() - t0 < limit:
-        statuses = await asyncio.gather(*(http.status(a, s) for a, s in sessions))
+        statuses = await statuses_of(http, sessions)
         if all(st == "awaiting_permission" for st in statuses):
             return time.perf_counter() - t0
         await asyncio.sleep(0.2)
@@ -88,7 +99,7 @@ async def inbox_full(svc: ServiceClient, n: int, t0: float, limit: float) -> flo
 async def wait_idle(http: ServiceHTTP, sessions: list[tuple[str, str]], limit: float = 300) -> float:
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < limit:
-        statuses = await asyncio.gather(*(http.status(a, s) for a, s in sessions))
+        statuses = await statuses_of(http, sessions)
         if all(st == "idle" for st in statuses):
             return time.perf_counter() - t0
         await asyncio.sleep(0.2)

@@ -260,14 +260,16 @@ class SessionConsole:
             self._flag(pause)
             fresh[tcid] = pause
         for tcid, old in self.pauses.items():
-            if tcid not in fresh and status == "running":
+            if tcid in fresh:
+                continue
+            if status == "running":
                 fresh[tcid] = old  # a run is on: the stored state says nothing yet
-            elif tcid not in fresh and old.status in ("open", "deciding") and tcid not in self._sending:
+            elif old.status in ("open", "deciding") and tcid not in self._sending:
                 old.status = "expired"
                 old.reason = "No longer waiting on the service (answered elsewhere, or the reply ended)."
                 fresh[tcid] = old
-            elif tcid not in fresh and old.status == "delivered":
-                fresh[tcid] = old
+            elif old.status in ("delivered", "expired") and old.reply_id == self.reply_id:
+                fresh[tcid] = old  # the record of the last parked reply stays on its card
         self.pauses = fresh
         if status != "running":
             self._running_since = None
@@ -428,16 +430,24 @@ class SessionConsole:
         self.status = "running"
         self._push()
 
-    async def interrupt(self) -> dict[str, Any]:
-        """``POST /sessions/{id}/interrupt`` and wait (bounded) until the session is no longer running."""
+    async def interrupt(self, timeout: float = 12.0) -> dict[str, Any]:
+        """``POST /sessions/{id}/interrupt`` (AgentScope closes the open calls
+        as interrupted), then wait at most ``timeout`` s for the session to
+        settle. Returns ``{"status": <session status>}``."""
         await self.http.interrupt(self.agent_id, self.session_id)
-        for _ in range(20):
-            status = await self.http.status(self.agent_id, self.session_id)
-            if status != "running":
-                break
+        open_before = [p for p in self.pauses.values() if p.status == "open"]
+        status = ""
+        for _ in range(int(timeout / 0.25)):
             await asyncio.sleep(0.25)
+            status = await self.http.status(self.agent_id, self.session_id)
+            if status == "idle":
+                break
         await self.refresh()
-        return {"status": self.status}
+        for p in open_before:
+            if p.status == "expired":
+                p.reason = "Interrupted from the console."
+        self._push()
+        return {"status": status}
 
     # -- following the stream ----------------------------------------------
     def follow(self) -> asyncio.Task[None]:

@@ -25,16 +25,17 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import Any
+from typing import Any, TypeVar
 
 from .http import ServiceError, ServiceHTTP
 
 __all__ = ["InboxEntry", "InboxState", "PARKED", "parked_calls", "summary_line"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PARKED = ("awaiting_permission", "awaiting_external_result")
 """``SessionStatus`` values of a session waiting for a person (AgentScope)."""
@@ -154,6 +155,7 @@ class InboxState:
             shown as stranded.
         include_running: list running sessions too (they become rows only
             once stranded when False).
+        max_in_flight: most HTTP calls one poll has open at once.
 
     Attributes:
         entries: ``{session_id: InboxEntry}``.
@@ -162,7 +164,14 @@ class InboxState:
         polls: number of completed polls.
     """
 
-    def __init__(self, http: ServiceHTTP, *, stranded_after: float = 60.0, include_running: bool = False) -> None:
+    def __init__(
+        self,
+        http: ServiceHTTP,
+        *,
+        stranded_after: float = 60.0,
+        include_running: bool = False,
+        max_in_flight: int = 8,
+    ) -> None:
         self.http = http
         self.stranded_after = stranded_after
         self.include_running = include_running
@@ -174,6 +183,9 @@ class InboxState:
         self._listeners: list[Callable[[InboxState], None]] = []
         self._poll_lock = asyncio.Lock()
         self.flagger: Callable[[InboxEntry], None] | None = None
+        # a poll never has more than this many calls in flight: each costs
+        # the service a storage read and a bus round trip
+        self._requests = asyncio.Semaphore(max_in_flight)
 
     def on_change(self, listener: Callable[[InboxState], None]) -> None:
         """Call ``listener(state)`` after every poll that changed a row."""
@@ -212,6 +224,10 @@ class InboxState:
             n += 1
             await asyncio.sleep(interval)
 
+    async def _limited(self, call: Awaitable[T]) -> T:
+        async with self._requests:
+            return await call
+
     async def _poll(self) -> bool:
         agents = await self.http.list_agents()
         self.agents = {
@@ -219,7 +235,7 @@ class InboxState:
             for a in agents
             if a.get("id")
         }
-        views = await asyncio.gather(*(self.http.list_sessions(aid) for aid in self.agents))
+        views = await asyncio.gather(*(self._limited(self.http.list_sessions(aid)) for aid in self.agents))
         seen: set[str] = set()
         changed = False
         fetch: list[tuple[str, dict[str, Any], str]] = []
@@ -255,7 +271,8 @@ class InboxState:
                 del self.entries[sid]
                 changed = True
         results = await asyncio.gather(
-            *(self.http.messages(aid, str(rec.get("id")), limit=5) for aid, rec, _ in fetch), return_exceptions=True
+            *(self._limited(self.http.messages(aid, str(rec.get("id")), limit=5)) for aid, rec, _ in fetch),
+            return_exceptions=True,
         )
         for (aid, rec, status), res in zip(fetch, results, strict=True):
             if isinstance(res, BaseException):
