@@ -54,15 +54,15 @@ async def park_all(cluster: Cluster, user: str, n: int, agents: int) -> list[tup
         sessions.append((aid, sid))
     if len({s for _a, s in sessions}) != n:
         raise SystemExit("the service gave fewer sessions than asked (one per user, agent and workspace)")
+    limit = asyncio.Semaphore(8)
+
+    async def start(i: int, aid: str, sid: str) -> None:
+        async with limit:
+            prompt = "call: write_note " + json.dumps({"text": f"bench-{sid}"})
+            await (a if i % 2 == 0 else b).chat(aid, sid, user_msg_body(prompt))
+
     t0 = time.perf_counter()
-    await asyncio.gather(
-        *(
-            (a if i % 2 == 0 else b).chat(
-                aid, sid, user_msg_body("call: write_note " + json.dumps({"text": f"bench-{sid}"}))
-            )
-            for i, (aid, sid) in enumerate(sessions)
-        )
-    )
+    await asyncio.gather(*(start(i, aid, sid) for i, (aid, sid) in enumerate(sessions)))
     await a.aclose()
     await b.aclose()
     return sessions, t0  # type: ignore[return-value]
