@@ -6,7 +6,8 @@ its pauses with nb_hitl's cards; answers go out as AgentScope's own events
 and are judged by what the service does next.
 
 Modules: ``http`` (calls), ``inbox`` (rows), ``outcome`` (verdicts from the
-stream), ``ledger`` (answers remembered), ``console`` (one session),
+stream), ``ledger`` (answers remembered), ``transcript`` (messages as entries),
+``console`` (one session),
 ``client`` (the whole), ``app`` / ``embedded`` (a local service to try it),
 ``script`` (what the offline model says).
 """

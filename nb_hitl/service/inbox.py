@@ -99,6 +99,8 @@ class InboxEntry:
             ``time.time()`` seconds).
         stranded: ``running`` for longer than the inbox's ``stranded_after``.
         flags: per tool call id, a note the console adds (e.g. approved before).
+        updated_at: the session record's ``updated_at`` when read (a change
+            means another run ended: the parked calls are read again).
     """
 
     agent_id: str
@@ -111,6 +113,7 @@ class InboxEntry:
     since: float = field(default_factory=time.time)
     stranded: bool = False
     flags: dict[str, str] = field(default_factory=dict)
+    updated_at: str = ""
 
     def to_view(self) -> dict[str, Any]:
         """The JSON the inbox page renders (every string shown as text)."""
@@ -264,7 +267,7 @@ class InboxState:
                     continue
                 seen.add(sid)
                 old = self.entries.get(sid)
-                if old is None or old.status != status:
+                if old is None or old.status != status or old.updated_at != str(record.get("updated_at", "")):
                     fetch.append((aid, record, status))
         for sid in list(self.entries):
             if sid not in seen:
@@ -283,6 +286,7 @@ class InboxState:
             sid = str(rec.get("id"))
             name = str(((rec.get("config") or {}).get("name")) or sid)
             entry = InboxEntry(aid, self.agents[aid], sid, name, status, reply_id, calls, since=_msg_time(msg) or now)
+            entry.updated_at = str(rec.get("updated_at", ""))
             if self.flagger is not None:
                 self.flagger(entry)
             self.entries[sid] = entry

@@ -9,7 +9,7 @@ from pathlib import Path
 from agentscope.event import ConfirmResult, UserConfirmResultEvent
 from agentscope.message import ToolCallBlock
 
-from nb_hitl.service.console import transcript_entries
+from nb_hitl.service.transcript import transcript_entries
 from nb_hitl.service.http import confirm_body
 from nb_hitl.service.inbox import InboxEntry, parked_calls, summary_line
 from nb_hitl.service.ledger import AnswerLedger
