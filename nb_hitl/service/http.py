@@ -138,7 +138,7 @@ class ServiceHTTP:
                 failure: Exception = exc
                 continue
             except httpx.HTTPError as exc:
-                raise ServiceError(f"{method} {path} at {url} failed: {exc}") from None
+                raise ServiceError(f"{method} {path} at {url} failed: {type(exc).__name__} {exc}".rstrip()) from None
             self.base_url = url
             break
         if resp is None:
@@ -204,7 +204,9 @@ class ServiceHTTP:
                     if isinstance(frame, dict):
                         yield frame
         except httpx.HTTPError as exc:
-            raise ServiceError(f"The stream of session {session_id} broke: {exc}") from None
+            raise ServiceError(
+                f"The stream of session {session_id} broke: {type(exc).__name__} {exc}".rstrip()
+            ) from None
 
     # -- acting --------------------------------------------------------------
     async def chat(self, agent_id: str, session_id: str, inp: Any) -> dict[str, Any]:
