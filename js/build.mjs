@@ -15,6 +15,7 @@ const widgets = {
   reply: "reply/index.ts",
   permissions: "permissions.ts",
   audit: "audit.ts",
+  inbox: "inbox.ts",
 };
 await Promise.all([
   ...Object.entries(widgets).map(([name, entry]) =>

@@ -1,0 +1,34 @@
+"""The notebook as the HITL console of AgentScope's own service.
+
+``ServiceClient(url, user_id).inbox()`` lists every parked session of the
+user's agents (live, across workers); opening one shows its transcript and
+its pauses with nb_hitl's cards; answers go out as AgentScope's own events
+and are judged by what the service does next.
+
+Modules: ``http`` (calls), ``inbox`` (rows), ``outcome`` (verdicts from the
+stream), ``ledger`` (answers remembered), ``transcript`` (messages as entries),
+``console`` (one session),
+``client`` (the whole), ``app`` / ``embedded`` (a local service to try it),
+``script`` (what the offline model says).
+"""
+
+from __future__ import annotations
+
+from .client import ServiceClient
+from .console import AlreadyApprovedError, SessionConsole
+from .http import ServiceError, ServiceHTTP
+from .inbox import InboxEntry, InboxState
+from .ledger import AnswerLedger
+from .outcome import Outcome
+
+__all__ = [
+    "ServiceClient",
+    "SessionConsole",
+    "AlreadyApprovedError",
+    "ServiceHTTP",
+    "ServiceError",
+    "InboxEntry",
+    "InboxState",
+    "AnswerLedger",
+    "Outcome",
+]

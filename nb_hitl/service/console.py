@@ -1,0 +1,392 @@
+"""One session of the service, opened in the notebook: transcript and pause cards.
+
+:class:`SessionConsole` reads ``/messages`` into the transcript entries and
+the pauses of nb_hitl's :class:`~nb_hitl.widgets.reply.ReplyWidget` (the same
+cards as a local pause: each parked tool-call block becomes a
+:class:`~nb_hitl.pauses.Pause` through :func:`~nb_hitl.pauses.build_pause`),
+and answers the card's messages:
+
+1. :func:`~nb_hitl.decisions.decide` turns the page message into AgentScope's
+   ``ConfirmResult`` / ``ToolResultBlock`` or refuses it at the card;
+2. a call this console already approved (see
+   :class:`~nb_hitl.service.ledger.AnswerLedger`) is refused once with the time
+   of the first approval; the next Approve on that card is the explicit
+   second approval;
+3. the answer is recorded, sent as ``UserConfirmResultEvent`` /
+   ``ExternalExecutionResultEvent`` JSON, and judged on the stream
+   (:func:`~nb_hitl.service.outcome.await_outcome`): the card says
+   ``delivered`` only once the service applied it, and shows the error
+   otherwise, the call staying answerable.
+
+While open it follows the session's stream and re-reads ``/messages`` when a
+reply ends, so late output of a tool the service moved to the background
+shows up in the transcript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agentscope.message import ToolCallBlock
+from agentscope.tool import AskUser
+
+from ..decisions import decide
+from ..errors import DecisionError, NbHitlError, PauseNotLiveError
+from ..pauses import Pause, build_pause
+from .http import ServiceError, ServiceHTTP, confirm_body, external_body, user_msg_body
+from .inbox import parked_calls
+from .ledger import APPROVING, AnswerLedger
+from .outcome import Outcome, await_outcome
+from .transcript import transcript_entries
+
+__all__ = ["SessionConsole", "transcript_entries", "AlreadyApprovedError"]
+
+log = logging.getLogger(__name__)
+
+
+class AlreadyApprovedError(NbHitlError):
+    """The console already approved this call; the next approval is the explicit second one."""
+
+    code = "already_approved"
+
+
+def _tool_for(name: str) -> Any:
+    # AskUser is AgentScope's own tool: its schemas make the AskUser card
+    return AskUser() if name == "AskUser" else None
+
+
+class SessionConsole:
+    """The console of one service session.
+
+    Args:
+        http: the user's :class:`~nb_hitl.service.http.ServiceHTTP`.
+        ledger: where answers are recorded.
+        agent_id, session_id: the session.
+        agent_name: shown in the card header.
+        outcome_timeout: seconds to wait for the service's verdict on an answer.
+        on_answered: called with ``(session_id, outcome)`` after every answer.
+        stranded_after: seconds ``running`` before the header says the
+            session looks stranded (a worker died mid-turn).
+
+    Attributes:
+        pauses: ``{tool_call_id: Pause}`` of the parked reply.
+        transcript: the entries shown.
+        status: AgentScope's session status at the last refresh.
+        cursor: the stream cursor from the last ``/messages``.
+        outcomes: every :class:`Outcome`, in order.
+    """
+
+    def __init__(
+        self,
+        http: ServiceHTTP,
+        ledger: AnswerLedger,
+        agent_id: str,
+        session_id: str,
+        *,
+        agent_name: str = "",
+        outcome_timeout: float = 10.0,
+        on_answered: Callable[[str, Outcome], None] | None = None,
+        stranded_after: float = 60.0,
+    ) -> None:
+        self.http = http
+        self.ledger = ledger
+        self.agent_id = agent_id
+        self.session_id = session_id
+        self.agent_name = agent_name
+        self.outcome_timeout = outcome_timeout
+        self.on_answered = on_answered
+        self.pauses: dict[str, Pause] = {}
+        self.transcript: list[dict[str, Any]] = []
+        self.status = ""
+        self.reply_id: str | None = None
+        self.cursor: str | None = None
+        self.outcomes: list[Outcome] = []
+        self.widget: Any = None
+        self._armed: set[str] = set()
+        self._watch: asyncio.Task[None] | None = None
+        self._sending: set[str] = set()
+        self.stranded_after = stranded_after
+        self._running_since: float | None = None
+
+    # -- view --------------------------------------------------------------
+    def make_widget(self) -> Any:
+        """The :class:`~nb_hitl.widgets.reply.ReplyWidget` showing this session (created once)."""
+        if self.widget is None:
+            from ..widgets.reply import ReplyWidget
+
+            self.widget = ReplyWidget(
+                handler=self.handle, agent_name=self.agent_name, prompt=f"session {self.session_id}"
+            )
+            self._push()
+        return self.widget
+
+    def _push(self) -> None:
+        if self.widget is None:
+            return
+        status = {"awaiting_permission": "paused", "awaiting_external_result": "paused", "idle": "finished"}.get(
+            self.status, self.status or "running"
+        )
+        reason = ""
+        if self.stranded:
+            status = "stranded"
+            reason = (
+                "Stranded: a worker holds this session's run lock but nothing moves (it may have died mid-turn). "
+                "AgentScope frees the lock when its TTL (600 s) runs out; then the session can be answered again."
+            )
+        try:
+            with self.widget.hold_sync():
+                self.widget.transcript = [dict(e) for e in self.transcript]
+                self.widget.pauses = [p.to_view() for p in self.pauses.values()]
+                self.widget.reply_id = self.reply_id or ""
+                self.widget.status = status
+                self.widget.status_reason = reason
+        except Exception:  # a closed comm must not stop the console
+            log.debug("could not update the session widget", exc_info=True)
+
+    # -- reading -----------------------------------------------------------
+    async def refresh(self) -> None:
+        """Re-read ``/status`` and ``/messages``; rebuild transcript and pauses.
+
+        Pauses keep their local status while an answer is in flight; a call
+        this console approved before is flagged with the time of that approval.
+        """
+        status, body = await asyncio.gather(
+            self.http.status(self.agent_id, self.session_id),
+            self.http.messages(self.agent_id, self.session_id, limit=50),
+        )
+        messages = body.get("messages") or []
+        self.status = status
+        self.cursor = body.get("event_cursor") or self.cursor
+        self.transcript = transcript_entries(messages)
+        reply_id, calls, _msg = parked_calls(messages) if status != "running" else (None, [], None)
+        self.reply_id = reply_id or self.reply_id
+        fresh: dict[str, Pause] = {}
+        for block in calls:
+            tcid = str(block.get("id"))
+            old = self.pauses.get(tcid)
+            if old is not None and old.reply_id == reply_id and old.status != "delivered":
+                fresh[tcid] = old
+                continue
+            pause = build_pause(str(reply_id), ToolCallBlock.model_validate(block), _tool_for(str(block.get("name"))))
+            self._flag(pause)
+            fresh[tcid] = pause
+        for tcid, old in self.pauses.items():
+            if tcid in fresh:
+                continue
+            if status == "running":
+                fresh[tcid] = old  # a run is on: the stored state says nothing yet
+            elif old.status in ("open", "deciding") and tcid not in self._sending:
+                old.status = "expired"
+                old.reason = "No longer waiting on the service (answered elsewhere, or the reply ended)."
+                fresh[tcid] = old
+            elif old.status in ("delivered", "expired") and old.reply_id == self.reply_id:
+                fresh[tcid] = old  # the record of the last parked reply stays on its card
+        self.pauses = fresh
+        if status != "running":
+            self._running_since = None
+        elif self._running_since is None:
+            self._running_since = time.monotonic()
+        self._push()
+
+    @property
+    def stranded(self) -> bool:
+        """``running`` for longer than ``stranded_after`` seconds (as seen by this console)."""
+        return self._running_since is not None and time.monotonic() - self._running_since >= self.stranded_after
+
+    def _flag(self, pause: Pause) -> None:
+        first = self.ledger.approved(self.session_id, pause.tool_call_id)
+        if first is None or pause.kind != "confirm":
+            return
+        pause.message = (
+            f"Already approved from this console at {first.get('time')} ({first.get('phase')}), and asking again: "
+            "the service keeps state only at the end of a run, so the tool may have run already. "
+            "Approving again may run it a second time."
+        )
+
+    # -- acting ------------------------------------------------------------
+    def handle(self, message: Any) -> Any:
+        """The ReplyWidget handler (page message -> awaitable answer)."""
+        if not isinstance(message, dict):
+            raise DecisionError("A page message must be a JSON object.")
+        if message.get("action") == "interrupt":
+            return self.interrupt()
+        return self.answer(message)
+
+    async def answer(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Decide, record, send and judge one page message.
+
+        Returns:
+            ``{"status": "delivered", "decision": {...}, "outcome": str}``.
+
+        Raises:
+            DecisionError: the message does not fit the pause (nothing sent).
+            AlreadyApprovedError: the call was approved before; send the
+                approval again to confirm a second run.
+            PauseNotLiveError: the call no longer waits.
+            NbHitlError: the service refused the answer or gave no verdict.
+        """
+        tcid = message.get("tool_call_id")
+        pause = self.pauses.get(tcid) if isinstance(tcid, str) else None
+        if pause is None:
+            raise DecisionError(f"This session has no open tool call {str(tcid)[:80]!r}.", field="tool_call_id")
+        if message.get("reply_id") not in (None, pause.reply_id):
+            raise DecisionError(
+                f"This answer names reply {str(message.get('reply_id'))[:80]!r}, but the call belongs to "
+                f"reply {pause.reply_id!r}.",
+                field="reply_id",
+            )
+        if pause.status != "open" or tcid in self._sending:
+            raise PauseNotLiveError(f"This call is {pause.status}: {pause.reason or 'an answer is on its way'}.")
+        decision = decide(pause, message)
+        first = self.ledger.approved(self.session_id, pause.tool_call_id)
+        second = False
+        if first is not None and decision.action in APPROVING:
+            if pause.tool_call_id not in self._armed:
+                self._armed.add(pause.tool_call_id)
+                raise AlreadyApprovedError(
+                    f"Already approved at {first.get('time')} from this console; the service asks again because it "
+                    "lost the end of that run. Approve again to run the tool a second time.",
+                    field="action",
+                )
+            second = True
+        if decision.confirm_result is not None:
+            body = confirm_body(pause.reply_id, [decision.confirm_result])
+        else:
+            assert decision.tool_result is not None
+            body = external_body(pause.reply_id, [decision.tool_result])
+        outcome = await self._send(pause, body, decision.action, decision.summary(), second_approval=second)
+        if outcome.status != "applied":
+            raise NbHitlError(outcome.detail)
+        return {"status": "delivered", "decision": pause.decision, "outcome": outcome.detail}
+
+    async def send_raw(self, body: dict[str, Any], tool_call_ids: list[str], action: str = "raw") -> Outcome:
+        """Send an answer body as given (no :func:`decide`) and judge it; the
+        verdict is shown on the cards of ``tool_call_ids``. For operators and tests."""
+        pauses = [self.pauses[t] for t in tool_call_ids if t in self.pauses]
+        if not pauses:
+            raise DecisionError("None of these tool calls is open in this session.", field="tool_call_id")
+        return await self._send(pauses[0], body, action, {"action": action}, extra=pauses[1:])
+
+    async def _send(
+        self,
+        pause: Pause,
+        body: dict[str, Any],
+        action: str,
+        summary: dict[str, Any],
+        *,
+        second_approval: bool = False,
+        extra: list[Pause] | None = None,
+    ) -> Outcome:
+        group = [pause, *(extra or [])]
+        ids = [p.tool_call_id for p in group]
+        self._sending.update(ids)
+        for p in group:
+            p.status = "deciding"
+        self._push()
+        base = {
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
+            "reply_id": pause.reply_id,
+            "tool_call_id": pause.tool_call_id,
+            "tool_name": pause.tool_name,
+            "decision": action,
+            "event_id": body.get("id"),
+            "second_approval": second_approval,
+        }
+        self.ledger.record(**base, phase="sending", summary=summary)
+        try:
+            try:
+                outcome = await await_outcome(
+                    self.http,
+                    self.agent_id,
+                    self.session_id,
+                    body,
+                    ids,
+                    after=self.cursor,
+                    send=lambda: self.http.chat(self.agent_id, self.session_id, body),
+                    timeout=self.outcome_timeout,
+                )
+            except ServiceError as exc:
+                outcome = Outcome("refused", f"Not sent: {exc}")
+            self.ledger.record(**base, phase=outcome.status, detail=outcome.detail)
+        finally:
+            self._sending.difference_update(ids)
+        self.outcomes.append(outcome)
+        for p in group:
+            if outcome.status == "applied":
+                p.status = "delivered"
+                p.decision = summary
+                p.message = None
+                self._armed.discard(p.tool_call_id)
+            else:
+                p.status = "open"
+                p.message = f"Last answer not applied: {outcome.detail}"
+        self._push()
+        if self.on_answered is not None:
+            self.on_answered(self.session_id, outcome)
+        with contextlib.suppress(ServiceError):
+            await self.refresh()
+        return outcome
+
+    async def say(self, text: str) -> None:
+        """Send a new user message; the session must be ``idle``.
+
+        Raises:
+            PauseNotLiveError: the session is running or waits for an answer.
+        """
+        status = await self.http.status(self.agent_id, self.session_id)
+        if status != "idle":
+            raise PauseNotLiveError(f"The session is {status}; a new message can go only to an idle session.")
+        await self.http.chat(self.agent_id, self.session_id, user_msg_body(text))
+        self.status = "running"
+        self._push()
+
+    async def interrupt(self, timeout: float = 12.0) -> dict[str, Any]:
+        """``POST /sessions/{id}/interrupt`` (AgentScope closes the open calls
+        as interrupted), then wait at most ``timeout`` s for the session to
+        settle. Returns ``{"status": <session status>}``."""
+        await self.http.interrupt(self.agent_id, self.session_id)
+        open_before = [p for p in self.pauses.values() if p.status == "open"]
+        status = ""
+        for _ in range(int(timeout / 0.25)):
+            await asyncio.sleep(0.25)
+            status = await self.http.status(self.agent_id, self.session_id)
+            if status == "idle":
+                break
+        await self.refresh()
+        for p in open_before:
+            if p.status == "expired":
+                p.reason = "Interrupted from the console."
+        self._push()
+        return {"status": status}
+
+    # -- following the stream ----------------------------------------------
+    def follow(self) -> asyncio.Task[None]:
+        """Follow the session's stream on the running loop: refresh when a
+        reply starts, parks, ends or the session changes (background tool
+        output arrives as a new reply). Returns the task (cancel to stop)."""
+        if self._watch is None or self._watch.done():
+            self._watch = asyncio.get_running_loop().create_task(self._follow())
+        return self._watch
+
+    async def _follow(self) -> None:
+        triggers = {"REPLY_START", "REPLY_END", "REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION", "CUSTOM"}
+        for _attempt in range(1000):
+            try:
+                async for frame in self.http.stream(self.agent_id, self.session_id, after=self.cursor):
+                    if frame.get("type") in triggers and not self._sending:
+                        with contextlib.suppress(ServiceError):
+                            await self.refresh()
+            except ServiceError:
+                pass
+            await asyncio.sleep(1.0)
+
+    def close(self) -> None:
+        """Stop following the stream."""
+        if self._watch is not None:
+            self._watch.cancel()

@@ -1,0 +1,234 @@
+"""Real servers for the service-console tests: Redis, PostgreSQL 15, the fake
+model and AgentScope workers, each a child process on a free loopback port.
+
+PostgreSQL refuses to run as root: when the tests run as root the cluster is
+made and started as the ``postgres`` user (``runuser``) in a folder that
+user owns; otherwise as the current user.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from nb_hitl.service.embedded import ServiceProcess, free_port
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def _wait(predicate, what: str, timeout: float) -> None:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+class RedisServer:
+    """``redis-server`` without persistence on 127.0.0.1."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port = free_port()
+        self.folder = folder
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> RedisServer:
+        exe = shutil.which("redis-server")
+        if exe is None:
+            raise RuntimeError("redis-server is not installed: run .ci/install-services")
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=self.port)
+
+        def up() -> bool:
+            try:
+                return bool(client.ping())
+            except redis.RedisError:
+                return False
+
+        _wait(up, "redis-server", 20)
+        return self
+
+    def client(self):  # type: ignore[no-untyped-def]
+        import redis
+
+        return redis.Redis(host="127.0.0.1", port=self.port)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+class PostgresServer:
+    """A throw-away PostgreSQL 15 cluster (``initdb`` + ``pg_ctl``) with database ``nbhitl``."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.folder = Path(tempfile.mkdtemp(prefix="nbh-pg-"))
+        self.data = self.folder / "data"
+        self.as_postgres = os.geteuid() == 0
+        self.url = f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/nbhitl"
+
+    def _run(self, *args: str) -> None:
+        cmd = (["runuser", "-u", "postgres", "--"] if self.as_postgres else []) + list(args)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+
+    def start(self) -> PostgresServer:
+        if not (PG_BIN / "initdb").exists():
+            raise RuntimeError("PostgreSQL 15 is not installed: run .ci/install-services")
+        if self.as_postgres:
+            shutil.chown(self.folder, user="postgres")
+        self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
+        opts = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"
+        self._run(
+            str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l", str(self.folder / "log"), "-w", "start"
+        )
+        subprocess.run(
+            [str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "nbhitl"],
+            check=True,
+            timeout=60,
+        )
+        return self
+
+    def stop(self) -> None:
+        try:
+            self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop")
+        except subprocess.SubprocessError:
+            pass
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class FakeModel:
+    """nb_hitl's fake OpenAI server playing the service script, on a free port."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> FakeModel:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "nb_hitl.fakes.openai",
+                "--port",
+                str(self.port),
+                "--script",
+                "nb_hitl.service.script:directives",
+                "--api-key",
+                "",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+        def up() -> bool:
+            try:
+                return httpx.get(self.base_url + "/models", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        _wait(up, "the fake model", 120)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+class Cluster:
+    """Two AgentScope workers (A with the scheduler, B without) on one Redis bus,
+    storage in PostgreSQL, one shared data folder (workspaces, tool ledger)."""
+
+    def __init__(self, redis: RedisServer, pg: PostgresServer, model: FakeModel, folder: Path) -> None:
+        self.redis = redis
+        self.pg = pg
+        self.model = model
+        self.folder = folder
+        self.a = self._worker(scheduler=True)
+        self.b = self._worker(scheduler=False)
+
+    def _worker(self, scheduler: bool) -> ServiceProcess:
+        return ServiceProcess(
+            data_dir=self.folder, storage=self.pg.url, bus=self.redis.url, scheduler=scheduler, embedded=False
+        )
+
+    @property
+    def ledger(self) -> Path:
+        return self.a.ledger
+
+    def notes(self, text: str) -> list[dict]:
+        """Runs of ``write_note`` with this text (one JSON line each)."""
+        import json
+
+        if not self.ledger.exists():
+            return []
+        out = []
+        for line in self.ledger.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("text") == text:
+                out.append(rec)
+        return out
+
+    def start(self) -> Cluster:
+        # one after the other: the first creates the tables (two at once race
+        # on PostgreSQL's CREATE TABLE)
+        try:
+            self.a.start(timeout=120)
+            self.b.start(timeout=120)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def revive(self) -> None:
+        """Restart a worker that a test killed (same port, same settings)."""
+        for name in ("a", "b"):
+            w = getattr(self, name)
+            if not w.alive:
+                fresh = ServiceProcess(
+                    w.port, self.folder, storage=w.storage, bus=w.bus, scheduler=w.scheduler, embedded=False
+                )
+                setattr(self, name, fresh.start(timeout=120))
+
+    def worker_by_pid(self, pid: int) -> ServiceProcess | None:
+        for w in (self.a, self.b):
+            if w.proc is not None and w.proc.pid == pid:
+                return w
+        return None
+
+    def stop(self) -> None:
+        for w in (self.a, self.b):
+            w.stop()

@@ -1,0 +1,35 @@
+"""notebooks/service_console.ipynb runs headless, top to bottom, in a real kernel:
+it starts the embedded service (SQLite, in-memory bus, fake model), parks two
+chats, lists them in the inbox, answers both through the console and stops."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.harness import REPO_ROOT
+from tests.support import assert_no_outputs, run_notebook, widget_views
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "service_console.ipynb"
+
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(400)]
+
+
+def test_committed_notebook_has_no_outputs() -> None:
+    assert_no_outputs(NOTEBOOK)
+
+
+def test_service_console_notebook_runs_headless() -> None:
+    nb, text = run_notebook(NOTEBOOK, timeout=240)
+    assert "service up: True" in text
+    assert "writer  awaiting_permission" in text and 'text="v2.0 ships on Friday"' in text
+    assert "asker   awaiting_external_result" in text and "Which colour for the release banner?" in text
+    assert "confirm write_note {'text': 'v2.0 ships on Friday'}" in text
+    assert "delivered - Applied by the service" in text
+    assert "ask_user -> delivered" in text
+    assert "DecisionError" in text
+    assert "inbox now: []" in text
+    assert "writer said: Done: Wrote note 'v2.0 ships on Friday'." in text
+    assert "approve applied write_note" in text and "answer applied AskUser" in text
+    assert "You said: Thanks, that is all." in text
+    assert "service stopped: True" in text
+    assert widget_views(nb)

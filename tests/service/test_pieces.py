@@ -1,0 +1,122 @@
+"""The service console's pure pieces, on frames and messages as AgentScope's
+service sends them (shapes seen on its stream and ``/messages``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentscope.event import ConfirmResult, UserConfirmResultEvent
+from agentscope.message import ToolCallBlock
+
+from nb_hitl.service.http import confirm_body
+from nb_hitl.service.inbox import InboxEntry, parked_calls, summary_line
+from nb_hitl.service.ledger import AnswerLedger
+from nb_hitl.service.outcome import OutcomeJudge
+from nb_hitl.service.transcript import transcript_entries
+
+CALL = {
+    "type": "tool_call",
+    "id": "call_1",
+    "name": "write_note",
+    "input": '{"text": "hello"}',
+    "state": "asking",
+    "suggested_rules": [{"tool_name": "write_note", "rule_content": None, "behavior": "allow", "source": "suggested"}],
+}
+PARKED = [
+    {"role": "user", "name": "user", "id": "m1", "content": [{"type": "text", "text": "call: write_note"}]},
+    {
+        "role": "assistant",
+        "name": "writer",
+        "id": "reply-1",
+        "content": [{"type": "hint", "hint": "<system-reminder>x</system-reminder>", "id": "h", "source": "{}"}, CALL],
+    },
+]
+
+
+def test_parked_calls_reads_the_last_assistant_message() -> None:
+    reply_id, calls, msg = parked_calls(PARKED)
+    assert reply_id == "reply-1" and [c["id"] for c in calls] == ["call_1"] and msg is PARKED[1]
+    finished = [PARKED[0], {**PARKED[1], "content": [{**CALL, "state": "finished"}]}]
+    assert parked_calls(finished) == (None, [], None)
+    assert parked_calls(PARKED[:1]) == (None, [], None)
+
+
+def test_summary_line() -> None:
+    assert summary_line(CALL) == 'text="hello"'
+    ask = {"name": "AskUser", "input": json.dumps({"questions": [{"question": "Which?"}, {"question": "Why?"}]})}
+    assert summary_line(ask) == "Which? (+1 more)"
+    long = {"name": "x", "input": json.dumps({"text": "a" * 300})}
+    assert len(summary_line(long)) == 100 and summary_line(long).endswith("…")
+    assert summary_line({"name": "x", "input": "not json"}) == "not json"
+
+
+def test_inbox_entry_view_marks_stranded() -> None:
+    entry = InboxEntry("a", "writer", "s", "notes", "running", stranded=True)
+    assert entry.to_view()["status"] == "stranded" and entry.to_view()["tool"] == ""
+    parked = InboxEntry("a", "writer", "s", "notes", "awaiting_permission", "reply-1", [CALL])
+    view = parked.to_view()
+    assert (view["tool"], view["tool_call_id"], view["summary"]) == ("write_note", "call_1", 'text="hello"')
+
+
+def test_judge_applied_only_after_its_own_echo() -> None:
+    body = confirm_body("reply-1", [ConfirmResult(confirmed=True, tool_call=ToolCallBlock.model_validate(CALL))])
+    assert UserConfirmResultEvent.model_validate(body).reply_id == "reply-1"
+    judge = OutcomeJudge(body["id"], ["call_1"])
+    # replayed frames of the parked reply come before the echo and say nothing
+    assert judge.feed({"type": "TOOL_RESULT_START", "tool_call_id": "call_1"}) is None
+    assert judge.feed({"type": "USER_CONFIRM_RESULT", "id": body["id"]}) is None
+    assert judge.feed({"type": "REPLY_START"}) is None and judge.started
+    out = judge.feed({"type": "TOOL_RESULT_START", "tool_call_id": "call_1"})
+    assert out is not None and out.status == "applied"
+
+
+def test_judge_refusals() -> None:
+    judge = OutcomeJudge("ev", ["call_1"])
+    judge.feed({"id": "ev"})
+    out = judge.feed({"type": "REPLY_END", "finished_reason": "error", "error": {"message": "bad metadata"}})
+    assert out is not None and out.status == "refused" and "bad metadata" in out.detail
+    judge = OutcomeJudge("ev", ["call_1"])
+    judge.feed({"id": "ev"})
+    again = judge.feed({"type": "REQUIRE_USER_CONFIRM", "tool_calls": [CALL]})
+    assert again is not None and again.status == "refused"
+    assert judge.feed({"type": "TOOL_RESULT_END", "tool_call_id": "call_other"}) is None
+
+
+def test_transcript_shows_background_output_where_it_arrived() -> None:
+    late = {
+        "role": "assistant",
+        "id": "reply-2",
+        "content": [
+            {
+                "type": "hint",
+                "id": "h2",
+                "hint": [{"type": "text", "text": "<system-notification>Result: done</system-notification>"}],
+                "source": json.dumps({"label": "tool_output", "sublabel": "slow_job · call_9"}),
+            },
+            {"type": "text", "id": "t", "text": "All done."},
+        ],
+    }
+    entries = transcript_entries([*PARKED, late])
+    kinds = [(e["kind"], e.get("name")) for e in entries]
+    assert kinds == [("note", None), ("tool_call", "write_note"), ("tool_result", "slow_job"), ("text", None)]
+    assert entries[2]["tool_call_id"] == "call_9" and "Result: done" in entries[2]["text"]
+    assert "<system-notification>" not in entries[2]["text"]
+
+
+def test_ledger_remembers_approvals_across_instances(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    ledger = AnswerLedger(path, "svc", "ana")
+    base = {"session_id": "s", "tool_call_id": "call_1", "event_id": "e1"}
+    ledger.record(**base, decision="approve", phase="sending")
+    assert ledger.approved("s", "call_1") is not None
+    ledger.record(**base, decision="approve", phase="refused")
+    assert ledger.approved("s", "call_1") is None  # a refused approval never reached the tool
+    ledger.record(**{**base, "event_id": "e2"}, decision="approve", phase="sending")
+    ledger.record(**{**base, "event_id": "e2"}, decision="approve", phase="unknown")
+    again = AnswerLedger(path, "svc", "ana")
+    assert again.approved("s", "call_1")["event_id"] == "e2"  # type: ignore[index]
+    assert AnswerLedger(path, "svc", "bob").approved("s", "call_1") is None
+    assert AnswerLedger(path, "other", "ana").approved("s", "call_1") is None
+    ledger.record(session_id="s", tool_call_id="call_2", event_id="e3", decision="deny", phase="applied")
+    assert again.approved("s", "call_2") is None
