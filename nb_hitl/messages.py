@@ -61,6 +61,10 @@ class ApproveMessage(_Msg):
 
 class DenyMessage(_Msg):
     action: Literal["deny"]
+    # the person's reason, told to the model with the denial
+    reason: str | None = Field(default=None, max_length=MAX_SHORT)
+    # who decided: the person, the session's deadline, or an AG-UI "cancelled" entry
+    cause: Literal["person", "timeout", "cancelled"] = "person"
 
 
 class ModifyMessage(_Msg):

@@ -26,6 +26,7 @@ from agentscope.tool import AskUser, AskUserParams, ToolBase
 
 from ._agentscope import enum_value, rule_label
 from .kinds import kind_spec
+from .kinds._reading import InputReading, read_input, visible_text
 from .messages import format_validation_error
 
 __all__ = [
@@ -63,6 +64,10 @@ class PauseView(TypedDict):
 
     Every string is shown by the page as text. ``review_output`` is ``None``
     once the pause is decided (an edit may have redacted it).
+    ``input_text`` is the input the tool will receive (AgentScope's reading),
+    with invisible characters escaped; ``sent_text`` is the model's own text
+    when it differs (``input_changes`` says how), ``approve_refused`` why
+    Approve is refused (ambiguous arguments), else ``None``.
     """
 
     tool_call_id: str
@@ -70,6 +75,9 @@ class PauseView(TypedDict):
     kind: PauseKind
     tool_name: str
     input_text: str
+    sent_text: str | None
+    input_changes: list[str]
+    approve_refused: str | None
     input_schema: dict[str, Any] | None
     permission_message: str | None
     decision_reason: str | None
@@ -119,8 +127,11 @@ class Pause:
         tool_call: a deep copy of the parked ``ToolCallBlock``.
         kind: ``"confirm"``, ``"ask_user"``, ``"external"``, ``"review"``
             or ``"form"``.
-        input: the parsed tool input (``dict``), or ``None`` when the model's
-            JSON could not be parsed.
+        input: the tool input as AgentScope will run it (its own
+            json_repair reading with the tool's schema), or ``None`` when
+            AgentScope cannot read the model's text.
+        reading: how ``input`` was read from the model's text
+            (:class:`~nb_hitl.kinds._reading.InputReading`).
         input_schema: the tool's JSON Schema (``ToolBase.input_schema``).
         metadata_schema: the external tool's ``metadata_schema`` or ``None``.
         permission_message: the engine's message for a confirmation
@@ -161,6 +172,7 @@ class Pause:
     tool_call: ToolCallBlock
     kind: PauseKind
     input: dict[str, Any] | None = None
+    reading: InputReading | None = None
     input_schema: dict[str, Any] | None = None
     metadata_schema: dict[str, Any] | None = None
     permission_message: str | None = None
@@ -206,15 +218,23 @@ class Pause:
         Returns:
             a :class:`PauseView`.
         """
-        input_text = (
-            json.dumps(self.input, indent=2, ensure_ascii=False) if self.input is not None else self.tool_call.input
-        )
+        reading = self.reading
+        if reading is not None:
+            input_text = reading.shown_text()
+        elif self.input is not None:
+            input_text = json.dumps(self.input, indent=2, ensure_ascii=False)
+        else:
+            input_text = self.tool_call.input
+        differs = reading is not None and reading.differs
         return PauseView(
             tool_call_id=self.tool_call.id,
             reply_id=self.reply_id,
             kind=self.kind,
             tool_name=self.tool_call.name,
             input_text=input_text,
+            sent_text=visible_text(reading.sent) if differs and reading is not None else None,
+            input_changes=list(reading.changes) if reading is not None else [],
+            approve_refused=reading.refusal if reading is not None else None,
             input_schema=self.input_schema,
             permission_message=self.permission_message,
             decision_reason=self.decision_reason,
@@ -249,14 +269,6 @@ class Pause:
         )
 
 
-def _parse_input(raw: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(raw) if raw else {}
-    except (TypeError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def build_pause(
     reply_id: str,
     tool_call: ToolCallBlock,
@@ -282,13 +294,15 @@ def build_pause(
     """
     call = tool_call.model_copy(deep=True)
     kind = pause_kind(call, tool)
-    parsed = _parse_input(call.input)
+    schema = getattr(tool, "input_schema", None)
+    reading = read_input(call.input, schema)
     pause = Pause(
         reply_id=reply_id,
         tool_call=call,
         kind=kind,
-        input=parsed,
-        input_schema=getattr(tool, "input_schema", None),
+        input=reading.executed,
+        reading=reading,
+        input_schema=schema,
         metadata_schema=getattr(tool, "metadata_schema", None),
         suggested_rules=[r.model_copy(deep=True) for r in (call.suggested_rules or [])],
     )

@@ -3,7 +3,7 @@
 // "Sending…" line, and the group actions of a reply parked on several calls.
 // What sits between header and footer comes from the card module of the
 // pause's kind (cards/index.ts); nothing here looks at the kind itself.
-import { h, clear, prettyJson } from "../lib/dom";
+import { h, clear } from "../lib/dom";
 import type { Rpc, Reply } from "../lib/rpc";
 import type { AnyModel } from "@anywidget/types";
 import type { DecisionView, PauseView, ReplyModel } from "../types";
@@ -11,7 +11,7 @@ import { cardFor, kindLabel, bulkActions } from "./cards/index";
 
 /** Per-card state kept across redraws. */
 export interface CardUi {
-  mode: "view" | "modify" | "rules";
+  mode: "view" | "modify" | "rules" | "deny";
   error: string;
   errorField: string;
   pending: boolean;
@@ -58,9 +58,11 @@ export function decisionText(d: DecisionView | null): string {
         ? `Approved, and always allow: ${dec.accepted_rules.join(", ")}`
         : "Approved";
     case "deny":
+      if (dec.cause === "timeout") return "Not answered before the deadline: did not run";
+      if (dec.cause === "cancelled") return "Cancelled without an answer: did not run";
       return "Denied";
     case "modify":
-      return `Approved with edited input: ${JSON.stringify(dec.edited_input)}`;
+      return "Approved with edited input";
     case "answer":
       return (
         "Answered: " +
@@ -85,6 +87,12 @@ export function decisionText(d: DecisionView | null): string {
     default:
       return dec.action ? String(dec.action) : "Decided";
   }
+}
+
+// a decision that refused something (not drawn in the approval colour)
+function refusal(d: DecisionView | null): boolean {
+  const a = d ? d.action : undefined;
+  return a === "deny" || a === "reject" || a === "cancelled" || a === "return_error" || a === "timeout";
 }
 
 export function timeLeft(deadline: number): string {
@@ -306,7 +314,7 @@ export class CardSet {
 
   // a decided or expired pause: what was decided (or why it expired), and the input it was about
   private appendRecord(card: HTMLElement, p: PauseView, ui: CardUi, showInput: boolean): void {
-    const cls = p.status === "expired" ? "nbh-warn" : "nbh-ok";
+    const cls = p.status === "expired" || refusal(p.decision) ? "nbh-warn" : "nbh-ok";
     const text =
       p.status === "expired"
         ? `No longer live: ${p.reason || "the reply ended"}`
@@ -317,13 +325,15 @@ export class CardSet {
     if (p.decision && p.decision.edited_input !== undefined) {
       card.append(
         h("div", { class: "nbh-muted" }, "Asked for:"),
-        h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)),
+        h("pre", { class: "nbh-pre" }, p.input_text),
         h("div", { class: "nbh-muted" }, "Ran with your edit:"),
-        h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, JSON.stringify(p.decision.edited_input, null, 2)),
+        h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, p.decision.edited_input_text ?? JSON.stringify(p.decision.edited_input, null, 2)),
       );
     } else if (showInput) {
-      card.append(h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)));
+      card.append(h("pre", { class: "nbh-pre" }, p.input_text));
     }
+    if (p.decision && typeof p.decision.note === "string" && p.decision.note)
+      card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-decision-note" }, `The agent was told: ${p.decision.note}`));
     const err = this.errorBox(ui);
     if (err) card.append(err);
   }

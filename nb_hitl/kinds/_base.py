@@ -21,6 +21,7 @@ from agentscope.tool import AskUserMetadata
 
 from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
+from ._reading import visible_json
 from ._schema import REASON_INPUT_REQUIRED, compact
 
 if TYPE_CHECKING:
@@ -53,6 +54,16 @@ class Decision:
         edited_input: the new input for ``modify``, else ``None``.
         accepted_rules: the suggested rules accepted with an approval.
         answers: the ``AskUserMetadata`` of an AskUser answer.
+        approved_input: for an approval (``approve`` / ``modify``), exactly
+            the input approved; the approval guard refuses to run the call
+            with any other input.
+        note: what the model reads in the call's tool result besides
+            AgentScope's own text (who edited the call, the reason of a
+            denial, that nobody answered), or ``None``.
+        note_replaces: the note replaces AgentScope's text instead of
+            following it (AgentScope's "denied by user" is not true of a
+            deadline or a cancelled pause).
+        cause: who decided: ``"person"``, ``"timeout"`` or ``"cancelled"``.
     """
 
     tool_call_id: str
@@ -62,6 +73,10 @@ class Decision:
     edited_input: dict[str, Any] | None = None
     accepted_rules: tuple[PermissionRule, ...] = field(default_factory=tuple)
     answers: AskUserMetadata | None = None
+    approved_input: dict[str, Any] | None = None
+    note: str | None = None
+    note_replaces: bool = False
+    cause: str = "person"
 
     @property
     def is_confirmation(self) -> bool:
@@ -75,6 +90,11 @@ class Decision:
             out["confirmed"] = self.confirm_result.confirmed
         if self.edited_input is not None:
             out["edited_input"] = self.edited_input
+            out["edited_input_text"] = visible_json(self.edited_input)
+        if self.cause != "person":
+            out["cause"] = self.cause
+        if self.note is not None:
+            out["note"] = self.note
         if self.accepted_rules:
             out["accepted_rules"] = [rule_label(r) for r in self.accepted_rules]
         if self.answers is not None:

@@ -20,6 +20,7 @@ from .._agentscope import rule_label
 from ..errors import DecisionError
 from ..messages import MAX_TEXT, parse_edited_input, parse_json_object
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
+from ._reading import InputReading, read_input, same_value, visible_json
 from ._schema import META_KEY, REASON_TOOL_CALL, SCHEMA_DIALECT, embed_schema, validate_payload
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["ConfirmKind", "CONFIRM_ACTIONS"]
 
 CONFIRM_ACTIONS = frozenset({"approve", "deny", "modify"})
+"""The page actions of a confirmation."""
 
 
 def _rules(pause: Pause, indices: list[int]) -> tuple[PermissionRule, ...]:
@@ -47,6 +49,61 @@ def _parse_json_text(text: Any, field: str) -> dict[str, Any]:
     if len(text) > MAX_TEXT:
         raise DecisionError("The edited input is too long.", field=field)
     return parse_json_object(text, field=field)
+
+
+def approved_reading(pause: Pause) -> InputReading:
+    """The reading of the call's input an Approve runs (AgentScope's own).
+
+    Raises:
+        DecisionError: ``field="action"`` when the model's arguments are
+            ambiguous or unreadable (deny or modify instead), or when
+            AgentScope would not re-read its own reading the same way.
+    """
+    runs = pause.reading or read_input(pause.tool_call.input, pause.input_schema)
+    if not runs.approvable or runs.executed is None:
+        raise DecisionError(runs.refusal or "This input cannot be approved as it is.", field="action")
+    if runs.changes:
+        again = read_input(json.dumps(runs.executed, ensure_ascii=False), pause.input_schema)
+        if again.executed is None or not same_value(again.executed, runs.executed):
+            raise DecisionError(
+                "AgentScope does not read the repaired input the same way twice; deny the call or modify its input.",
+                field="action",
+            )
+    return runs
+
+
+def modify_note(pause: Pause, edited: dict[str, Any]) -> str:
+    """What the model reads after an edited call's result: a person changed the call, from what to what."""
+    sent = pause.input if pause.input is not None else pause.tool_call.input
+    return (
+        f"[Note: a person edited this call before it ran. You asked for {pause.tool_name}"
+        f"({visible_json(sent, None)}); it ran as {pause.tool_name}({visible_json(edited, None)}). "
+        "The result above is for the edited input.]"
+    )
+
+
+DENY_TEXT = {
+    "timeout": (
+        "The call to {tool} did not run: nobody answered the confirmation before the deadline. "
+        "The user did not deny it; you may ask again later or do something else."
+    ),
+    "cancelled": (
+        "The call to {tool} did not run: the confirmation was cancelled without an answer "
+        "(AG-UI resume status 'cancelled'). The user did not deny it."
+    ),
+}
+"""What the model reads instead of AgentScope's "denied by user!" when no person denied the call."""
+
+
+def _deny(pause: Pause, call: Any, msg: Any) -> Decision:
+    cause = getattr(msg, "cause", "person")
+    reason = (getattr(msg, "reason", None) or "").strip() or None
+    result = ConfirmResult(confirmed=False, tool_call=call)
+    if cause in DENY_TEXT:
+        note = DENY_TEXT[cause].format(tool=pause.tool_name)
+        return Decision(pause.tool_call_id, "deny", confirm_result=result, note=note, note_replaces=True, cause=cause)
+    told = f"The user's reason: {reason}" if reason else None
+    return Decision(pause.tool_call_id, "deny", confirm_result=result, note=told)
 
 
 def _rules_of(message: Mapping[str, Any]) -> list[int]:
@@ -68,15 +125,21 @@ class ConfirmKind(PauseKindSpec):
     def _decide(self, pause: Pause, msg: Any) -> Decision:
         call = pause.tool_call.model_copy(deep=True)
         if msg.action == "approve":
+            runs = approved_reading(pause)
+            if runs.changes:
+                # bind the approval to the reading shown: AgentScope re-reads
+                # this canonical text to the same input right before the call
+                call.input = json.dumps(runs.executed, ensure_ascii=False)
             rules = _rules(pause, msg.rules)
             return Decision(
                 pause.tool_call_id,
                 "approve",
                 confirm_result=ConfirmResult(confirmed=True, tool_call=call, rules=list(rules) or None),
                 accepted_rules=rules,
+                approved_input=runs.executed,
             )
         if msg.action == "deny":
-            return Decision(pause.tool_call_id, "deny", confirm_result=ConfirmResult(confirmed=False, tool_call=call))
+            return _deny(pause, call, msg)
         if msg.name is not None and msg.name != pause.tool_name:
             raise DecisionError(
                 f"The tool name cannot be changed (from {pause.tool_name!r} to {msg.name[:80]!r}): "
@@ -86,21 +149,33 @@ class ConfirmKind(PauseKindSpec):
         edited = parse_edited_input(msg.input, pause.input_schema)
         rules = _rules(pause, msg.rules)
         call.input = json.dumps(edited, ensure_ascii=False)
+        runs = read_input(call.input, pause.input_schema)
+        if runs.executed is None or not same_value(runs.executed, edited):
+            shown = visible_json(runs.executed, None) if runs.executed is not None else runs.error
+            raise DecisionError(
+                f"AgentScope would run this edit as {shown}, not as typed; write the values with the "
+                "types the tool's schema gives.",
+                field="input",
+            )
         return Decision(
             pause.tool_call_id,
             "modify",
             confirm_result=ConfirmResult(confirmed=True, tool_call=call, rules=list(rules) or None),
             edited_input=edited,
             accepted_rules=rules,
+            approved_input=edited,
+            note=modify_note(pause, edited),
         )
 
     def timeout_message(self, pause: Pause) -> dict[str, Any]:
-        """A denial: the call must not run without a yes."""
-        return {"action": "deny", "tool_call_id": pause.tool_call_id}
+        """The call does not run (no yes): AgentScope's denial, but the model
+        is told nobody answered before the deadline, not that the user denied it."""
+        return {"action": "deny", "tool_call_id": pause.tool_call_id, "cause": "timeout"}
 
     def cancel_message(self, pause: Pause) -> dict[str, Any]:
-        """A denial: AgentScope gives the model a fixed reminder for it, and the reply continues."""
-        return {**base_message(pause), "action": "deny"}
+        """The call does not run: AgentScope's denial path, but the model is
+        told the pause was cancelled without an answer, not that the user denied it."""
+        return {**base_message(pause), "action": "deny", "cause": "cancelled"}
 
     def response_schema(self, pause: Pause) -> dict[str, Any]:
         defs: dict[str, Any] = {}

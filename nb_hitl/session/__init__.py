@@ -35,6 +35,7 @@ from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointStore
 from ._drive import Driver, close_dangling_tool_calls
+from ._promise import install_guard
 from ._run import PauseTransitionError, ReplyRun, transition
 from ._transcript import Transcript
 
@@ -101,6 +102,7 @@ class Session(Driver):
         if not hasattr(agent, "reply_stream") or not hasattr(agent, "state"):
             raise TypeError(f"Session needs an agentscope.agent.Agent, got {type(agent).__name__}")
         self.agent = agent
+        install_guard(agent)  # an approval binds to the input shown (_promise.py)
         self.display = display
         self.audit_log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
         self.checkpoints = (

@@ -207,7 +207,8 @@ class SessionCore:
         self._audit_pause(
             pause,
             edited_input=decision.edited_input,
-            decision=decision.action,
+            # a denial nobody gave is audited as what it was ("timeout", "cancelled")
+            decision=decision.action if decision.cause == "person" else decision.cause,
             confirmed=summary.get("confirmed"),
             accepted_rules=summary.get("accepted_rules", []),
             answers=summary.get("answers"),

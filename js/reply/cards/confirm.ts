@@ -1,9 +1,30 @@
 // A confirmation (AgentScope's permission engine asked): approve, deny,
 // approve with an edited input, or approve and add suggested rules.
-import { h, prettyJson } from "../../lib/dom";
+import { h } from "../../lib/dom";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
+
+// What runs, exactly as the kernel computed it (AgentScope's own reading of
+// the model's arguments; invisible characters escaped, big integers exact):
+// never re-parsed here, JSON.parse would round integers beyond 2^53.
+function appendInput(card: HTMLElement, p: PauseView): void {
+  const changed = p.sent_text !== null && p.sent_text !== undefined;
+  if (changed) card.append(h("div", { class: "nbh-muted" }, "The tool will receive:"));
+  card.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, p.input_text));
+  if (!changed) return;
+  const changes = p.input_changes || [];
+  card.append(
+    h(
+      "div",
+      { class: "nbh-warn", "data-testid": "nbh-input-differs" },
+      "This is not exactly what the model sent: AgentScope repairs the model's arguments before the tool runs.",
+      changes.length ? h("ul", {}, changes.map((c) => h("li", {}, c))) : null,
+    ),
+    h("div", { class: "nbh-muted" }, "The model sent:"),
+    h("pre", { class: "nbh-pre", "data-testid": "nbh-sent-input" }, p.sent_text),
+  );
+}
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
@@ -36,7 +57,26 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     );
     return;
   }
-  card.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, prettyJson(p.input_text)));
+  appendInput(card, p);
+  const refused = p.approve_refused;
+  if (ui.mode === "deny") {
+    const reason = h("textarea", { "data-testid": "nbh-deny-reason", "aria-label": "Reason for the denial (optional)", rows: 2 });
+    const kept = ctx.kept;
+    reason.value = kept && kept.action === "deny" ? String(kept.payload.reason || "") : "";
+    ctx.setDraft(() => ({ action: "deny", payload: { reason: reason.value } }));
+    card.append(
+      h("div", { class: "nbh-muted" }, `Deny ${p.tool_name}. The agent reads your reason, if you give one.`),
+      reason,
+      ctx.errorBox() || "",
+      h(
+        "div",
+        { class: "nbh-row" },
+        h("button", { class: "nbh-danger", "data-testid": "nbh-deny-submit", disabled: dis, onclick: () => ctx.send("deny", { reason: reason.value }) }, "Deny"),
+        h("button", { "data-testid": "nbh-deny-cancel", disabled: ui.pending, onclick: toMode("view") }, "Cancel"),
+      ),
+    );
+    return;
+  }
   if (ui.mode === "rules") {
     const boxes: HTMLInputElement[] = [];
     const list = h("div", { class: "nbh-rules" });
@@ -58,7 +98,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
           {
             class: "nbh-primary",
             "data-testid": "nbh-rules-submit",
-            disabled: dis,
+            disabled: dis || !!refused,
             onclick: () => ctx.send("approve", { rules: boxes.filter((b) => b.checked).map((b) => Number(b.dataset.index)) }),
           },
           "Approve and add the chosen rules",
@@ -68,15 +108,17 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     );
     return;
   }
+  if (refused) card.append(h("div", { class: "nbh-warn", "data-testid": "nbh-approve-refused" }, refused));
   card.append(
     ctx.errorBox() || "",
     h(
       "div",
       { class: "nbh-row" },
-      h("button", { class: "nbh-primary", "data-testid": "nbh-approve", disabled: dis, onclick: () => ctx.send("approve") }, "Approve"),
+      h("button", { class: "nbh-primary", "data-testid": "nbh-approve", disabled: dis || !!refused, onclick: () => ctx.send("approve") }, "Approve"),
       h("button", { class: "nbh-danger", "data-testid": "nbh-deny", disabled: dis, onclick: () => ctx.send("deny") }, "Deny"),
+      h("button", { "data-testid": "nbh-deny-reason-open", disabled: dis, onclick: toMode("deny") }, "Deny with reason…"),
       h("button", { "data-testid": "nbh-modify", disabled: dis, onclick: toMode("modify") }, "Modify…"),
-      p.suggested_rules.length ? h("button", { "data-testid": "nbh-always", disabled: dis, onclick: toMode("rules") }, "Always allow…") : null,
+      p.suggested_rules.length ? h("button", { "data-testid": "nbh-always", disabled: dis || !!refused, onclick: toMode("rules") }, "Always allow…") : null,
     ),
   );
 }
