@@ -1,0 +1,102 @@
+"""The confirm card shows what will execute: real JupyterLab, real kernel, Debian Chromium.
+
+C25 in the page: the model sends ``{"path": "notes.txt"} {"path": "pre\\u202ecious.txt"}``
+(two objects, the second with a bidi override). The card shows the input
+AgentScope would run (the last object) with the override escaped, shows
+what the model sent, says why Approve is refused and disables it; the
+person denies with a reason, which the model reads. The denial is not drawn
+in the approval colour.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from tests.harness.lab import (
+    JupyterLabServer,
+    open_notebook,
+    output_locator,
+    screenshot,
+    wait_execution_done,
+    write_notebook,
+)
+
+OUT = ".jp-OutputArea-output"
+
+CELL = textwrap.dedent(
+    """
+    import json
+    from agentscope.agent import Agent
+    from agentscope.message import TextBlock, ToolResultState
+    from agentscope.tool import FunctionTool, ToolChunk, Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+
+    class RawArgs(ScriptedChatModel):
+        @staticmethod
+        def _blocks(turn):
+            text, calls = ScriptedChatModel._blocks(turn)
+            for c in calls:
+                c.input = json.loads(c.input).get("__raw__", c.input)
+            return text, calls
+
+    got = []
+
+    def write_note(path: str, count: int = 1) -> ToolChunk:
+        '''Write a note.
+
+        Args:
+            path (str): the file.
+            count (int): copies.
+        '''
+        got.append(path)
+        return ToolChunk(content=[TextBlock(text="wrote " + path)], state=ToolResultState.SUCCESS)
+
+    RAW = '{"path": "notes.txt"} {"path": "pre\\u202ecious.txt"}'
+    agent = Agent(
+        name="c25", system_prompt="x",
+        model=RawArgs([
+            Turn("Writing.", [tool_call("write_note", __raw__=RAW)]),
+            lambda msgs: Turn("Told: " + result_text(tool_results(msgs)[-1])),
+        ], on_exhausted="raise"),
+        toolkit=Toolkit(tools=[FunctionTool(write_note)]),
+    )
+    session = Session(agent)
+    reply = await session.run("go")
+    print("GOT", got)
+    """
+)
+
+
+def test_C25_card_shows_what_runs_refuses_approve_and_denies_with_a_reason(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "c25.ipynb", [CELL])
+    open_notebook(page, lab, "c25.ipynb")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+    card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
+    card.wait_for(timeout=60_000)
+    page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
+    shown = card.locator('[data-testid="nbh-input"]').inner_text()
+    assert "pre\\u202ecious.txt" in shown and "\u202e" not in shown and "notes.txt" not in shown
+    sent = card.locator('[data-testid="nbh-sent-input"]').inner_text()
+    assert "notes.txt" in sent and "\\u202e" in sent and "\u202e" not in sent
+    assert "not exactly what the model sent" in card.locator('[data-testid="nbh-input-differs"]').inner_text()
+    assert "several JSON values" in card.locator('[data-testid="nbh-approve-refused"]').inner_text()
+    assert card.locator('[data-testid="nbh-approve"]').is_disabled()
+    assert card.locator('[data-testid="nbh-always"]').is_disabled()
+    screenshot(page, "C25-card-refuses-approve")
+
+    card.locator('[data-testid="nbh-deny-reason-open"]').click()
+    card.locator('[data-testid="nbh-deny-reason"]').fill("Neither file, please.")
+    card.locator('[data-testid="nbh-deny-submit"]').click()
+
+    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
+    final.wait_for(timeout=60_000)
+    assert "The user's reason: Neither file, please." in final.inner_text()
+    decided = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"] [data-testid="nbh-decision"]')
+    assert decided.inner_text() == "Denied"
+    assert "nbh-warn" in (decided.get_attribute("class") or "")
+    wait_execution_done(page)
+    output_locator(page, "GOT []").wait_for(timeout=30_000)
+    screenshot(page, "C25-denied-with-reason")
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
