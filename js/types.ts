@@ -16,6 +16,8 @@ export interface SuggestedRuleView {
   tool_name: string;
   rule_content: string | null;
   behavior: string;
+  /** what else the rule lets through, in one line */
+  reach: string;
 }
 
 /** An AskUser option (AgentScope's `AskUserParams` question option). */
@@ -45,6 +47,8 @@ export interface DecisionView {
   cause?: string;
   /** what the model read about this decision besides AgentScope's own text */
   note?: string;
+  /** "Always deny": the rules added as deny rules with the denial */
+  denied_rules?: string[];
   answers?: { question: string; selected?: string[]; other?: string | null }[];
   state?: string;
   applied?: string;
@@ -68,6 +72,8 @@ export interface PauseView {
   input_changes: string[];
   /** why Approve is refused (ambiguous arguments), or null */
   approve_refused: string | null;
+  /** the decisions offered for this call (Session(decisions=...)): approve, deny, modify, always_allow, always_deny */
+  decisions: string[];
   input_schema: JsonSchema | null;
   permission_message: string | null;
   decision_reason: string | null;

@@ -65,6 +65,8 @@ class DenyMessage(_Msg):
     reason: str | None = Field(default=None, max_length=MAX_SHORT)
     # who decided: the person, the session's deadline, or an AG-UI "cancelled" entry
     cause: Literal["person", "timeout", "cancelled"] = "person"
+    # "Always deny": indices of the pause's suggested_rules to add as deny rules
+    deny_rules: list[Annotated[int, Field(ge=0, le=64)]] = Field(default_factory=list, max_length=64)
 
 
 class ModifyMessage(_Msg):

@@ -27,6 +27,7 @@ from agentscope.tool import AskUser, AskUserParams, ToolBase
 from ._agentscope import enum_value, rule_label
 from .kinds import kind_spec
 from .kinds._reading import InputReading, read_input, visible_text
+from .kinds.confirm import CONFIRM_DECISIONS, rule_reach_line
 from .messages import format_validation_error
 
 __all__ = [
@@ -57,6 +58,7 @@ class SuggestedRuleView(TypedDict):
     tool_name: str
     rule_content: str | None
     behavior: str
+    reach: str
 
 
 class PauseView(TypedDict):
@@ -78,6 +80,7 @@ class PauseView(TypedDict):
     sent_text: str | None
     input_changes: list[str]
     approve_refused: str | None
+    decisions: list[str]
     input_schema: dict[str, Any] | None
     permission_message: str | None
     decision_reason: str | None
@@ -145,6 +148,10 @@ class Pause:
         created_at: when nb_hitl saw the pause (``time.time()``, seconds).
         deadline: when it expires (``time.time()`` seconds), or ``None``.
         policy: the name of the nb_hitl policy that forced this ask, if any.
+        decisions: for a confirmation, the decisions the person may take
+            (``Session(decisions={tool: [...]})``, LangGraph's
+            ``allowed_decisions``): some of ``approve``, ``deny``, ``modify``,
+            ``always_allow``, ``always_deny``.
         status: ``open`` -> ``deciding`` (checks running) -> ``decided``
             (recorded, queued for the agent) -> ``delivered`` (the agent got
             it); or ``expired`` with ``reason``.
@@ -184,6 +191,7 @@ class Pause:
     created_at: float = field(default_factory=time.time)
     deadline: float | None = None
     policy: str | None = None
+    decisions: tuple[str, ...] = CONFIRM_DECISIONS
     status: PauseStatus = "open"
     decision: dict[str, Any] | None = None
     reason: str | None = None
@@ -235,6 +243,7 @@ class Pause:
             sent_text=visible_text(reading.sent) if differs and reading is not None else None,
             input_changes=list(reading.changes) if reading is not None else [],
             approve_refused=reading.refusal if reading is not None else None,
+            decisions=list(self.decisions),
             input_schema=self.input_schema,
             permission_message=self.permission_message,
             decision_reason=self.decision_reason,
@@ -246,6 +255,7 @@ class Pause:
                     tool_name=r.tool_name,
                     rule_content=r.rule_content,
                     behavior=enum_value(r.behavior),
+                    reach=rule_reach_line(r),
                 )
                 for i, r in enumerate(self.suggested_rules)
             ],

@@ -64,6 +64,10 @@ class Decision:
             following it (AgentScope's "denied by user" is not true of a
             deadline or a cancelled pause).
         cause: who decided: ``"person"``, ``"timeout"`` or ``"cancelled"``.
+        deny_rules: "Always deny": deny rules (``PermissionBehavior.DENY``
+            copies of suggested rules) the driver adds through the agent's
+            permission engine with the denial (AgentScope ignores rules sent
+            in a denied ``ConfirmResult``).
     """
 
     tool_call_id: str
@@ -77,6 +81,7 @@ class Decision:
     note: str | None = None
     note_replaces: bool = False
     cause: str = "person"
+    deny_rules: tuple[PermissionRule, ...] = field(default_factory=tuple)
 
     @property
     def is_confirmation(self) -> bool:
@@ -91,6 +96,8 @@ class Decision:
         if self.edited_input is not None:
             out["edited_input"] = self.edited_input
             out["edited_input_text"] = visible_json(self.edited_input)
+        if self.deny_rules:
+            out["denied_rules"] = [rule_label(r) for r in self.deny_rules]
         if self.cause != "person":
             out["cause"] = self.cause
         if self.note is not None:

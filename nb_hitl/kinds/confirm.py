@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentscope.event import ConfirmResult
-from agentscope.permission import PermissionRule
+from agentscope.permission import PermissionBehavior, PermissionRule
 
-from .._agentscope import rule_label
+from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
 from ..messages import MAX_TEXT, parse_edited_input, parse_json_object
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
@@ -32,6 +32,80 @@ __all__ = ["ConfirmKind", "CONFIRM_ACTIONS"]
 
 CONFIRM_ACTIONS = frozenset({"approve", "deny", "modify"})
 """The page actions of a confirmation."""
+
+CONFIRM_DECISIONS: tuple[str, ...] = ("approve", "deny", "modify", "always_allow", "always_deny")
+"""The decisions a confirmation offers; ``Session(decisions={tool: [...]})`` narrows them per tool
+(like LangGraph's ``allowed_decisions``). ``always_allow`` is Approve with suggested rules added as
+allow rules, ``always_deny`` Deny with them added as deny rules."""
+
+
+def allowed_decisions(spec: Mapping[str, Any] | None) -> dict[str, tuple[str, ...]]:
+    """Check ``Session(decisions=...)``: ``{tool_name: [decision, ...]}``.
+
+    Returns:
+        ``{tool_name: decisions}`` in :data:`CONFIRM_DECISIONS` order.
+
+    Raises:
+        ValueError: not a mapping of tool names to lists, an unknown
+            decision, or a list without ``deny`` (a call must always be
+            refusable: deadlines and cancelled AG-UI entries deny).
+    """
+    if spec is None:
+        return {}
+    if not isinstance(spec, Mapping):
+        raise ValueError("decisions must map tool names to lists of decisions")
+    out: dict[str, tuple[str, ...]] = {}
+    for tool, names in spec.items():
+        if not isinstance(tool, str) or isinstance(names, str) or not isinstance(names, (list, tuple, set, frozenset)):
+            raise ValueError(f"decisions[{tool!r}] must be a list of decisions, e.g. ['approve', 'deny']")
+        unknown = sorted(str(n) for n in names if n not in CONFIRM_DECISIONS)
+        if unknown:
+            raise ValueError(f"decisions[{tool!r}]: unknown {unknown}; choose from {list(CONFIRM_DECISIONS)}")
+        if "deny" not in names:
+            raise ValueError(f"decisions[{tool!r}] must include 'deny': every call can be refused")
+        out[tool] = tuple(d for d in CONFIRM_DECISIONS if d in names)
+    return out
+
+
+def _check_allowed(pause: Pause, msg: Any) -> None:
+    wanted = msg.action
+    if msg.action == "approve" and msg.rules:
+        wanted = "always_allow"
+    elif msg.action == "deny" and getattr(msg, "deny_rules", None):
+        wanted = "always_deny"
+    if msg.action == "deny" and getattr(msg, "cause", "person") != "person":
+        return  # a deadline or a cancelled entry always denies
+    if wanted not in pause.decisions or (wanted == "always_allow" and "approve" not in pause.decisions):
+        offered = ", ".join(d.replace("_", " ") for d in pause.decisions)
+        raise DecisionError(
+            f"{wanted.replace('_', ' ').capitalize()} is not offered for {pause.tool_name} in this session "
+            f"(offered: {offered}).",
+            field="action",
+        )
+
+
+def rule_reach_line(rule: PermissionRule) -> str:
+    """One line saying what else ``rule`` lets through, for the "Always allow" list.
+
+    ``nb_hitl.permissions.rule_reach`` when the package provides it (the
+    semantics of each tool's ``match_rule``); otherwise a short line from
+    AgentScope's rule shape.
+    """
+    from .. import permissions
+
+    reach = getattr(permissions, "rule_reach", None)
+    if reach is not None:
+        try:
+            return str(reach(rule))
+        except Exception:  # noqa: BLE001 - a description must never stop a card from being drawn
+            pass
+    verb = "denies" if enum_value(rule.behavior) == "deny" else "allows"
+    if not rule.rule_content:
+        return f"{verb} every call of {rule.tool_name}, whatever its input (a whole-tool rule)."
+    return (
+        f"{verb} every call of {rule.tool_name} whose input matches {rule.rule_content!r} "
+        f"({rule.tool_name}'s own match_rule), not only this one."
+    )
 
 
 def _rules(pause: Pause, indices: list[int]) -> tuple[PermissionRule, ...]:
@@ -103,7 +177,10 @@ def _deny(pause: Pause, call: Any, msg: Any) -> Decision:
         note = DENY_TEXT[cause].format(tool=pause.tool_name)
         return Decision(pause.tool_call_id, "deny", confirm_result=result, note=note, note_replaces=True, cause=cause)
     told = f"The user's reason: {reason}" if reason else None
-    return Decision(pause.tool_call_id, "deny", confirm_result=result, note=told)
+    deny_rules = tuple(
+        r.model_copy(update={"behavior": PermissionBehavior.DENY}) for r in _rules(pause, list(msg.deny_rules))
+    )
+    return Decision(pause.tool_call_id, "deny", confirm_result=result, note=told, deny_rules=deny_rules)
 
 
 def _rules_of(message: Mapping[str, Any]) -> list[int]:
@@ -123,6 +200,7 @@ class ConfirmKind(PauseKindSpec):
     timeout_applied = "denied"
 
     def _decide(self, pause: Pause, msg: Any) -> Decision:
+        _check_allowed(pause, msg)
         call = pause.tool_call.model_copy(deep=True)
         if msg.action == "approve":
             runs = approved_reading(pause)

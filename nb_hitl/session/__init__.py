@@ -24,7 +24,7 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentscope.message import Msg, UserMsg
@@ -35,7 +35,7 @@ from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointStore
 from ._drive import Driver, close_dangling_tool_calls
-from ._promise import install_guard
+from ._promise import allowed_decisions, install_guard
 from ._run import PauseTransitionError, ReplyRun, transition
 from ._transcript import Transcript
 
@@ -74,6 +74,12 @@ class Session(Driver):
             is denied, an external call gets an ERROR result) or
             ``"interrupt"`` (the whole reply is interrupted). Either way the
             audit log records it and the widget says what happened.
+        decisions: per tool, the decisions a confirmation offers
+            (LangGraph's ``allowed_decisions``), e.g.
+            ``{"send_payment": ["approve", "deny"]}`` removes Modify and the
+            "Always" choices for that tool, on the page and in the kernel.
+            Choose from ``approve``, ``deny`` (required), ``modify``,
+            ``always_allow``, ``always_deny``; unlisted tools offer all.
 
     A new ``Session`` for an agent that already has one supersedes it: the
     old session's open pauses expire ("superseded") and refuse clicks, and
@@ -81,6 +87,7 @@ class Session(Driver):
 
     Raises:
         TypeError: ``agent`` does not look like an AgentScope ``Agent``.
+        ValueError: a bad ``on_deadline``, ``deadline`` or ``decisions``.
     """
 
     def __init__(
@@ -94,6 +101,7 @@ class Session(Driver):
         user_name: str = "user",
         deadline: float | None = None,
         on_deadline: str = "deny",
+        decisions: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         if on_deadline not in ("deny", "interrupt"):
             raise ValueError(f"on_deadline must be 'deny' or 'interrupt', got {on_deadline!r}")
@@ -101,6 +109,7 @@ class Session(Driver):
             raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
         if not hasattr(agent, "reply_stream") or not hasattr(agent, "state"):
             raise TypeError(f"Session needs an agentscope.agent.Agent, got {type(agent).__name__}")
+        self.decisions = allowed_decisions(decisions)
         self.agent = agent
         install_guard(agent)  # an approval binds to the input shown (_promise.py)
         self.display = display

@@ -43,6 +43,7 @@ class SessionCore:
     user_name: str
     deadline: float | None
     on_deadline: str
+    decisions: dict[str, tuple[str, ...]]
     runs: list[ReplyRun]
     superseded_by: Session | None
     _lock: threading.Lock

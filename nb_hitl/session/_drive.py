@@ -237,12 +237,14 @@ class Driver(Actions):
         if enum_value(tool_call.state) == ToolCallState.ASKING.value and tool is not None:
             try:
                 permission = await permission_engine(self.agent).check_permission(
-                    tool, agentscope_tool_input(tool_call.input or "", tool.input_schema)  # AgentScope's reading
+                    tool,
+                    agentscope_tool_input(tool_call.input or "", tool.input_schema),  # AgentScope's reading
                 )
             except Exception:  # the engine's message is informative only
                 log.debug("no permission message for %s", tool_call.id, exc_info=True)
                 permission = None
         pause = build_pause(run.reply_id or self.agent.state.reply_id, tool_call, tool, permission)
+        pause.decisions = self.decisions.get(pause.tool_name, pause.decisions)  # Session(decisions=...)
         policies = self.agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
         if isinstance(policies, dict) and tool_call.id in policies:
             pause.policy = str(policies[tool_call.id])

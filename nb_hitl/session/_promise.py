@@ -34,12 +34,21 @@ from .._agentscope import (
     blocks_text,
     find_tool_result,
     install_innermost_acting,
+    permission_engine,
     strip_system_reminders,
 )
 from ..kinds import Decision
 from ..kinds._reading import canonical, visible_json
+from ..kinds.confirm import allowed_decisions
 
-__all__ = ["ApprovalGuard", "install_guard", "record_decision", "apply_note", "REFUSED_KEY"]
+__all__ = [
+    "ApprovalGuard",
+    "install_guard",
+    "record_decision",
+    "apply_note",
+    "allowed_decisions",
+    "REFUSED_KEY",
+]
 
 REFUSED_KEY = "nb_hitl.refused"
 """``ToolResultEndEvent.metadata`` key set when the guard refused to run a call."""
@@ -64,13 +73,17 @@ def record_decision(agent: Any, decision: Decision, tool_name: str) -> None:
 
     Called when the decision is handed to the agent. Writes
     ``middle_context["nb_hitl.approved"][id] = {"tool", "input"}`` (canonical
-    JSON) for an approval and ``middle_context["nb_hitl.notes"][id]`` for a note.
+    JSON) for an approval and ``middle_context["nb_hitl.notes"][id]`` for a note;
+    adds "Always deny" rules through the agent's permission engine
+    (``PermissionEngine.add_rule``).
     """
     if decision.approved_input is not None:
         _entries(agent, APPROVAL_CONTEXT_KEY)[decision.tool_call_id] = {
             "tool": tool_name,
             "input": canonical(decision.approved_input),
         }
+    for rule in decision.deny_rules:  # "Always deny": AgentScope ignores rules sent with a denial
+        permission_engine(agent).add_rule(rule.model_copy(deep=True))
     if decision.note:
         _entries(agent, NOTES_CONTEXT_KEY)[decision.tool_call_id] = {
             "text": decision.note,

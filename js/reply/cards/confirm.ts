@@ -26,6 +26,12 @@ function appendInput(card: HTMLElement, p: PauseView): void {
   );
 }
 
+function alwaysLabel(p: PauseView): string {
+  const d = p.decisions || [];
+  if (d.includes("always_allow") && d.includes("always_deny")) return "Always allow / deny…";
+  return d.includes("always_allow") ? "Always allow…" : "Always deny…";
+}
+
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
   if (p.permission_message)
@@ -34,6 +40,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     );
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   const dis = !open || ui.pending;
+  const offers = (d: string) => (p.decisions || []).includes(d);
   const toMode = (mode: typeof ui.mode) => () => {
     ui.mode = mode;
     ui.error = "";
@@ -78,31 +85,63 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     return;
   }
   if (ui.mode === "rules") {
+    // No rule is pre-ticked (C18): each says what else it lets through.
     const boxes: HTMLInputElement[] = [];
     const list = h("div", { class: "nbh-rules" });
+    const ticked = ctx.remembered();
     for (const r of p.suggested_rules) {
       const cb = h("input", { type: "checkbox", "data-testid": "nbh-rule", "data-index": r.index });
-      cb.checked = true;
+      cb.checked = Array.isArray(ticked) && ticked.includes(r.index);
+      cb.addEventListener("change", () => ctx.remember(chosen()));
       boxes.push(cb);
-      list.append(h("label", { class: "nbh-row" }, cb, h("code", {}, r.label)));
+      list.append(
+        h(
+          "label",
+          { class: "nbh-row" },
+          cb,
+          h("code", {}, r.label),
+          h("span", { class: "nbh-muted", "data-testid": "nbh-rule-reach" }, r.reach || ""),
+        ),
+      );
     }
+    const chosen = () => boxes.filter((b) => b.checked).map((b) => Number(b.dataset.index));
+    const none = () => {
+      ui.error = "No rule is ticked, so nothing was sent: tick the rules to add, or use Approve / Deny for this call only.";
+      ui.errorField = "rules";
+      ctx.redraw();
+    };
+    const can = (d: string) => (p.decisions || []).includes(d);
     card.append(
-      h("div", { class: "nbh-muted" }, "Always allow: the chosen rules are added to the agent's permission rules, so matching calls run without asking."),
+      h("div", { class: "nbh-muted" }, "Always: the ticked rules are added to the agent's permission rules, so matching calls run (or are refused) without asking."),
       list,
       ctx.errorBox() || "",
       h(
         "div",
         { class: "nbh-row" },
-        h(
-          "button",
-          {
-            class: "nbh-primary",
-            "data-testid": "nbh-rules-submit",
-            disabled: dis || !!refused,
-            onclick: () => ctx.send("approve", { rules: boxes.filter((b) => b.checked).map((b) => Number(b.dataset.index)) }),
-          },
-          "Approve and add the chosen rules",
-        ),
+        can("always_allow")
+          ? h(
+              "button",
+              {
+                class: "nbh-primary",
+                "data-testid": "nbh-rules-submit",
+                disabled: dis || !!refused,
+                onclick: () => (chosen().length ? ctx.send("approve", { rules: chosen() }) : none()),
+              },
+              "Approve and always allow the ticked rules",
+            )
+          : null,
+        can("always_deny")
+          ? h(
+              "button",
+              {
+                class: "nbh-danger",
+                "data-testid": "nbh-deny-rules-submit",
+                disabled: dis,
+                onclick: () => (chosen().length ? ctx.send("deny", { deny_rules: chosen() }) : none()),
+              },
+              "Deny and always deny the ticked rules",
+            )
+          : null,
         h("button", { disabled: ui.pending, onclick: toMode("view") }, "Cancel"),
       ),
     );
@@ -114,11 +153,15 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     h(
       "div",
       { class: "nbh-row" },
-      h("button", { class: "nbh-primary", "data-testid": "nbh-approve", disabled: dis || !!refused, onclick: () => ctx.send("approve") }, "Approve"),
+      offers("approve")
+        ? h("button", { class: "nbh-primary", "data-testid": "nbh-approve", disabled: dis || !!refused, onclick: () => ctx.send("approve") }, "Approve")
+        : null,
       h("button", { class: "nbh-danger", "data-testid": "nbh-deny", disabled: dis, onclick: () => ctx.send("deny") }, "Deny"),
       h("button", { "data-testid": "nbh-deny-reason-open", disabled: dis, onclick: toMode("deny") }, "Deny with reason…"),
-      h("button", { "data-testid": "nbh-modify", disabled: dis, onclick: toMode("modify") }, "Modify…"),
-      p.suggested_rules.length ? h("button", { "data-testid": "nbh-always", disabled: dis || !!refused, onclick: toMode("rules") }, "Always allow…") : null,
+      offers("modify") ? h("button", { "data-testid": "nbh-modify", disabled: dis, onclick: toMode("modify") }, "Modify…") : null,
+      p.suggested_rules.length && (offers("always_allow") || offers("always_deny"))
+        ? h("button", { "data-testid": "nbh-always", disabled: dis, onclick: toMode("rules") }, alwaysLabel(p))
+        : null,
     ),
   );
 }
