@@ -108,12 +108,34 @@ def rule_reach_line(rule: PermissionRule) -> str:
     )
 
 
-def _rules(pause: Pause, indices: list[int]) -> tuple[PermissionRule, ...]:
+EDITED_RULE_SOURCE = "nb_hitl: edited by the user"
+"""``PermissionRule.source`` of a suggested rule the person edited before adding it."""
+
+
+def _rules(pause: Pause, indices: list[int], edits: Any = ()) -> tuple[PermissionRule, ...]:
+    """Copies of the chosen suggested rules, with the person's edits of their ``rule_content`` (C18).
+
+    Raises:
+        DecisionError: ``field="rules"``: no such rule, an edit of a rule not
+            chosen, or an empty ``rule_content`` (``null`` is a whole-tool rule).
+    """
+    changed: dict[int, str | None] = {}
+    for edit in edits:
+        if edit.index not in indices:
+            raise DecisionError(f"Rule {edit.index} is edited but not ticked.", field="rules")
+        if edit.rule_content is not None and not edit.rule_content.strip():
+            raise DecisionError(
+                "An edited rule cannot be empty; leave it out, or use the whole-tool rule on purpose.", field="rules"
+            )
+        changed[edit.index] = edit.rule_content
     chosen = []
     for i in sorted(set(indices)):
         if i >= len(pause.suggested_rules):
             raise DecisionError(f"There is no suggested rule number {i}.", field="rules")
-        chosen.append(pause.suggested_rules[i].model_copy(deep=True))
+        rule = pause.suggested_rules[i].model_copy(deep=True)
+        if i in changed:
+            rule = rule.model_copy(update={"rule_content": changed[i], "source": EDITED_RULE_SOURCE})
+        chosen.append(rule)
     return tuple(chosen)
 
 
@@ -208,7 +230,7 @@ class ConfirmKind(PauseKindSpec):
                 # bind the approval to the reading shown: AgentScope re-reads
                 # this canonical text to the same input right before the call
                 call.input = json.dumps(runs.executed, ensure_ascii=False)
-            rules = _rules(pause, msg.rules)
+            rules = _rules(pause, msg.rules, msg.rule_edits)
             return Decision(
                 pause.tool_call_id,
                 "approve",

@@ -1,6 +1,6 @@
 """The confirm card shows what will execute: real JupyterLab, real kernel, Debian Chromium.
 
-C25 in the page: the model sends ``{"path": "notes.txt"} {"path": "pre\\u202ecious.txt"}``
+C25 and C18 in the page: the model sends ``{"path": "notes.txt"} {"path": "pre\\u202ecious.txt"}``
 (two objects, the second with a bidi override). The card shows the input
 AgentScope would run (the last object) with the override escaped, shows
 what the model sent, says why Approve is refused and disables it; the
@@ -84,6 +84,17 @@ def test_C25_card_shows_what_runs_refuses_approve_and_denies_with_a_reason(page,
     assert "several JSON values" in card.locator('[data-testid="nbh-approve-refused"]').inner_text()
     assert card.locator('[data-testid="nbh-approve"]').is_disabled()
     screenshot(page, "C25-card-refuses-approve")
+
+    # C18: "Always…" ticks no rule by default, says what each rule lets through, and pressing
+    # with nothing ticked says that nothing was sent
+    card.locator('[data-testid="nbh-always"]').click()
+    rule = card.locator('[data-testid="nbh-rule"]')
+    assert rule.count() == 1 and not rule.is_checked()
+    assert "every call of write_note" in card.locator('[data-testid="nbh-rule-reach"]').inner_text()
+    assert card.locator('[data-testid="nbh-rules-submit"]').is_disabled()  # Approve is refused here
+    card.locator('[data-testid="nbh-deny-rules-submit"]').click()
+    assert "No rule is ticked, so nothing was sent" in card.locator('[data-testid="nbh-error"]').inner_text()
+    card.get_by_role("button", name="Cancel").click()
 
     card.locator('[data-testid="nbh-deny-reason-open"]').click()
     card.locator('[data-testid="nbh-deny-reason"]').fill("Neither file, please.")

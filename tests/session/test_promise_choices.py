@@ -121,3 +121,33 @@ def test_C18_each_suggested_rule_says_what_else_it_lets_through(tmp_path: Path) 
 
     run_async(scenario())
     assert not permission_context(agent).allow_rules.get("delete_file")
+
+
+def test_C18_an_edited_rule_is_validated_before_it_is_added(tmp_path: Path) -> None:
+    """An edited "Always allow" rule that does not match the call it is accepted for is refused
+    (the tool's own match_rule), and so is an edit of a rule that is not ticked or is empty; nothing
+    is added and the pause stays open."""
+    folder = make_sandbox(tmp_path / "box")
+    agent = delete_agent(folder)
+
+    async def scenario() -> None:
+        session = Session(agent, display=False)
+        task = session.start("tidy")
+        pause = await parked_on(session, "confirm")
+        with pytest.raises(DecisionError, match="does not match this call") as err:
+            await session.act(
+                {**base(pause), "action": "approve", "rules": [0], "rule_edits": [{"index": 0, "rule_content": "x"}]}
+            )
+        assert err.value.field == "rules"
+        with pytest.raises(DecisionError, match="not ticked"):
+            await session.act({**base(pause), "action": "approve", "rule_edits": [{"index": 0, "rule_content": "x"}]})
+        with pytest.raises(DecisionError, match="cannot be empty"):
+            await session.act(
+                {**base(pause), "action": "approve", "rules": [0], "rule_edits": [{"index": 0, "rule_content": " "}]}
+            )
+        assert pause.status == "open" and not permission_context(agent).allow_rules.get("delete_file")
+        await session.act({**base(pause), "action": "approve", "rules": [0]})
+        await asyncio.wait_for(task, 10)
+
+    run_async(scenario())
+    assert [r.rule_content for r in permission_context(agent).allow_rules["delete_file"]] == [None]

@@ -87,6 +87,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (ui.mode === "rules") {
     // No rule is pre-ticked (C18): each says what else it lets through.
     const boxes: HTMLInputElement[] = [];
+    const contents: HTMLInputElement[] = [];
     const list = h("div", { class: "nbh-rules" });
     const ticked = ctx.remembered();
     for (const r of p.suggested_rules) {
@@ -94,17 +95,32 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       cb.checked = Array.isArray(ticked) && ticked.includes(r.index);
       cb.addEventListener("change", () => ctx.remember(chosen()));
       boxes.push(cb);
+      // the rule's content can be narrowed or edited; the kernel checks it still matches this call
+      const content = h("input", {
+        type: "text",
+        "data-testid": "nbh-rule-content",
+        "aria-label": `Rule content for ${r.tool_name}`,
+        placeholder: "(whole tool)",
+        disabled: r.rule_content === null,
+      });
+      content.value = r.rule_content ?? "";
+      contents.push(content);
       list.append(
         h(
-          "label",
-          { class: "nbh-row" },
-          cb,
-          h("code", {}, r.label),
-          h("span", { class: "nbh-muted", "data-testid": "nbh-rule-reach" }, r.reach || ""),
+          "div",
+          { class: "nbh-rule" },
+          h("label", { class: "nbh-row" }, cb, h("code", {}, r.label)),
+          r.rule_content === null ? null : content,
+          h("div", { class: "nbh-muted", "data-testid": "nbh-rule-reach" }, r.reach || ""),
         ),
       );
     }
     const chosen = () => boxes.filter((b) => b.checked).map((b) => Number(b.dataset.index));
+    const edits = () =>
+      p.suggested_rules
+        .map((r, i) => ({ index: r.index, rule_content: contents[i].value, was: r.rule_content, on: boxes[i].checked }))
+        .filter((e) => e.on && e.was !== null && e.rule_content !== e.was)
+        .map((e) => ({ index: e.index, rule_content: e.rule_content }));
     const none = () => {
       ui.error = "No rule is ticked, so nothing was sent: tick the rules to add, or use Approve / Deny for this call only.";
       ui.errorField = "rules";
@@ -125,7 +141,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
                 class: "nbh-primary",
                 "data-testid": "nbh-rules-submit",
                 disabled: dis || !!refused,
-                onclick: () => (chosen().length ? ctx.send("approve", { rules: chosen() }) : none()),
+                onclick: () => (chosen().length ? ctx.send("approve", { rules: chosen(), rule_edits: edits() }) : none()),
               },
               "Approve and always allow the ticked rules",
             )
