@@ -110,3 +110,107 @@ def test_C25_card_shows_what_runs_refuses_approve_and_denies_with_a_reason(page,
     output_locator(page, "GOT []").wait_for(timeout=30_000)
     screenshot(page, "C25-denied-with-reason")
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+REVIEW_CELL = textwrap.dedent(
+    """
+    from agentscope.agent import Agent
+    from agentscope.permission import PermissionBehavior, PermissionRule
+    from agentscope.state import AgentState
+    from agentscope.tool import FunctionTool, Toolkit
+    from nb_hitl import Session
+    from nb_hitl.kinds.review_tool import reviewed
+    from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+
+    def lookup_customer(customer: str) -> str:
+        '''Look up a customer.
+
+        Args:
+            customer (str): the name.
+        '''
+        return "Ana Lima, card 4111-1111-1111-1111"
+
+    state = AgentState()
+    state.permission_context.allow_rules["lookup_customer"] = [
+        PermissionRule(tool_name="lookup_customer", rule_content=None, behavior=PermissionBehavior.ALLOW, source="t")]
+    agent = Agent(
+        name="crm", system_prompt="x", state=state,
+        model=ScriptedChatModel([Turn("Looking.", [tool_call("lookup_customer", customer="Ana")]),
+                                 lambda msgs: Turn("The model read: " + result_text(tool_results(msgs)[-1]))]),
+        toolkit=Toolkit(tools=[reviewed(FunctionTool(lookup_customer))]),
+    )
+    session = Session(agent)
+    reply = await session.run("Who is Ana?")
+    """
+)
+
+
+def test_C21_review_edit_then_accept_is_not_thrown_away(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "c21.ipynb", [REVIEW_CELL])
+    open_notebook(page, lab, "c21.ipynb")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="review"][data-status="open"]')
+    card.wait_for(timeout=60_000)
+    page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
+    card.locator('[data-testid="nbh-review-output"]').fill("Ana Lima, card ****")
+    card.locator('[data-testid="nbh-review-accept"]').click()
+    asked = card.locator('[data-testid="nbh-ask-first"]')
+    asked.wait_for(timeout=10_000)
+    assert "Accept sends the original result, not your edit" in asked.inner_text()
+    assert card.get_attribute("data-status") == "open"  # nothing was sent yet
+    card.locator('[data-testid="nbh-review-send-edit"]').click()
+    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
+    final.wait_for(timeout=60_000)
+    assert final.inner_text() == "The model read: Ana Lima, card ****"
+    wait_execution_done(page)
+
+
+ASK_CELL = textwrap.dedent(
+    """
+    from agentscope.agent import Agent
+    from agentscope.tool import Toolkit
+    from nb_hitl import Session
+    from nb_hitl.demo import make_sandbox, sandbox_tools
+    from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+
+    agent = Agent(
+        name="asker", system_prompt="x",
+        model=ScriptedChatModel([
+            Turn("Asking.", [tool_call("AskUser", questions=[{
+                "question": "Which file?", "header": "File",
+                "options": [{"label": "a.txt", "description": "A", "preview": "AAA"},
+                            {"label": "b.txt", "description": "B", "preview": "BBB"}],
+            }])]),
+            lambda msgs: Turn("The model read: " + result_text(tool_results(msgs)[-1])),
+        ], on_exhausted="raise"),
+        toolkit=Toolkit(tools=sandbox_tools(make_sandbox())),
+    )
+    session = Session(agent)
+    reply = await session.run("ask me")
+    """
+)
+
+
+def test_askuser_other_text_is_not_dropped_silently_preview_says_whose_and_decline(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "ask.ipynb", [ASK_CELL])
+    open_notebook(page, lab, "ask.ipynb")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="ask_user"][data-status="open"]')
+    card.wait_for(timeout=60_000)
+    page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
+    card.locator('[data-testid="nbh-other-text"]').fill("c.txt please")
+    kept = card.locator('[data-testid="nbh-other-kept"]')
+    assert kept.is_hidden()  # "Other" is the choice while its text is typed
+    card.locator('[data-testid="nbh-option"][data-label="b.txt"] input').click()
+    assert 'Your "Other" answer is kept but not sent: "c.txt please"' in kept.inner_text()
+    label = card.locator('[data-testid="nbh-preview-label"]')
+    assert label.inner_text() == "Preview of your choice: b.txt"
+    card.locator('[data-testid="nbh-option"][data-label="a.txt"]').hover()
+    assert label.inner_text() == "Preview of a.txt (hover; not selected)"
+    assert card.locator('[data-testid="nbh-preview"]').inner_text() == "AAA"
+    card.locator('[data-testid="nbh-decline"]').click()
+    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
+    final.wait_for(timeout=60_000)
+    assert final.inner_text() == "The model read: The user declined to answer these questions."
+    wait_execution_done(page)
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
