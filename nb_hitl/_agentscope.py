@@ -38,6 +38,7 @@ __all__ = [
     "agentscope_tool_input",
     "strip_system_reminders",
     "install_innermost_acting",
+    "install_reasoning",
     "find_tool_result",
 ]
 
@@ -210,9 +211,10 @@ tool runs."""
 
 NOTES_CONTEXT_KEY = "nb_hitl.notes"
 """Key in ``AgentState.middle_context``: ``{tool_call_id: {"text": note,
-"replace": bool}}``: what nb_hitl adds to (or puts instead of) the text of a
-call's tool result once AgentScope saved it, so the model reads what a
-person did (edited, denied with a reason, did not answer in time)."""
+"replace": bool}}``: what the model must read about a call once AgentScope
+saved its result: instead of the result's text (``replace``: a deadline or a
+cancelled pause is not "denied by user") or as a ``HintBlock`` before the
+next model call (a person edited the call, a denial's reason)."""
 
 
 def agentscope_tool_input(raw: str, schema: dict[str, Any] | None) -> dict[str, Any]:
@@ -272,6 +274,16 @@ def install_innermost_acting(agent: Any, middleware: Any) -> None:
     chain = getattr(agent, "_acting_middlewares", None)
     if not isinstance(chain, list):
         raise TypeError(f"expected an agentscope Agent with on_acting middlewares, got {type(agent).__name__}")
+    chain[:] = [mw for mw in chain if type(mw) is not type(middleware)]
+    chain.append(middleware)
+
+
+def install_reasoning(agent: Any, middleware: Any) -> None:
+    """Add ``middleware`` to ``agent``'s ``on_reasoning`` chain (``Agent._reasoning_middlewares``,
+    filtered once in ``Agent.__init__``); idempotent, as :func:`install_innermost_acting`."""
+    chain = getattr(agent, "_reasoning_middlewares", None)
+    if not isinstance(chain, list):
+        raise TypeError(f"expected an agentscope Agent with on_reasoning middlewares, got {type(agent).__name__}")
     chain[:] = [mw for mw in chain if type(mw) is not type(middleware)]
     chain.append(middleware)
 

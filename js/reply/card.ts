@@ -332,6 +332,8 @@ export class CardSet {
     } else if (showInput) {
       card.append(h("pre", { class: "nbh-pre" }, p.input_text));
     }
+    if (p.decision && p.decision.action === "submit" && typeof p.decision.output === "string")
+      card.append(h("div", { class: "nbh-muted" }, "Submitted:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-submitted" }, p.decision.output));
     if (p.decision && typeof p.decision.note === "string" && p.decision.note)
       card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-decision-note" }, `The agent was told: ${p.decision.note}`));
     const err = this.errorBox(ui);

@@ -110,7 +110,7 @@ class Decision:
             out["state"] = enum_value(self.tool_result.state)
             if self.answers is None:
                 text = self.tool_result.output if isinstance(self.tool_result.output, str) else ""
-                out["output"] = text[:2000]
+                out["output"] = text if len(text) <= 2000 else text[:1999] + "…"  # marked, not silently cut
         return out
 
 

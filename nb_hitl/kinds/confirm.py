@@ -4,7 +4,11 @@ The person approves (with chosen ``suggested_rules``), denies or edits the
 input; the answer is AgentScope's ``ConfirmResult``. The deadline default
 and an AG-UI ``cancelled`` entry are a denial. The AG-UI payload is AG-UI's
 approve-with-edits shape ``{"approved", "editedArgs"?, "acceptedRules"?}``,
-``reason = "tool_call"``.
+``reason = "tool_call"``, plus an optional ``reason`` the agent reads with
+a denial. What Approve runs is AgentScope's own reading of the arguments
+(:mod:`nb_hitl.kinds._reading`); ambiguous arguments refuse Approve. A
+deadline or a cancelled entry denies, but the model is told nobody answered
+/ the pause was cancelled, not that the user denied it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from agentscope.permission import PermissionBehavior, PermissionRule
 
 from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
-from ..messages import MAX_TEXT, parse_edited_input, parse_json_object
+from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
 from ._reading import InputReading, read_input, same_value, visible_json
 from ._schema import META_KEY, REASON_TOOL_CALL, SCHEMA_DIALECT, embed_schema, validate_payload
@@ -172,9 +176,9 @@ def modify_note(pause: Pause, edited: dict[str, Any]) -> str:
     """What the model reads after an edited call's result: a person changed the call, from what to what."""
     sent = pause.input if pause.input is not None else pause.tool_call.input
     return (
-        f"[Note: a person edited this call before it ran. You asked for {pause.tool_name}"
+        f"A person edited your tool call {pause.tool_call_id} before it ran. You asked for {pause.tool_name}"
         f"({visible_json(sent, None)}); it ran as {pause.tool_name}({visible_json(edited, None)}). "
-        "The result above is for the edited input.]"
+        "Its result is for the edited input."
     )
 
 
@@ -198,7 +202,7 @@ def _deny(pause: Pause, call: Any, msg: Any) -> Decision:
     if cause in DENY_TEXT:
         note = DENY_TEXT[cause].format(tool=pause.tool_name)
         return Decision(pause.tool_call_id, "deny", confirm_result=result, note=note, note_replaces=True, cause=cause)
-    told = f"The user's reason: {reason}" if reason else None
+    told = f"The user denied your call {pause.tool_call_id} to {pause.tool_name}, saying: {reason}" if reason else None
     deny_rules = tuple(
         r.model_copy(update={"behavior": PermissionBehavior.DENY}) for r in _rules(pause, list(msg.deny_rules))
     )
@@ -295,6 +299,12 @@ class ConfirmKind(PauseKindSpec):
                 "description": f"true runs {pause.tool_name} (with editedArgs when given); false denies it.",
             },
             "editedArgs": edited,
+            "reason": {
+                "type": "string",
+                "maxLength": MAX_SHORT,
+                "title": "Reason",
+                "description": "Only with approved = false: why the call is denied; the agent reads it.",
+            },
         }
         if pause.suggested_rules:
             labels = "; ".join(f"{i}: {rule_label(r)}" for i, r in enumerate(pause.suggested_rules))
@@ -338,7 +348,9 @@ class ConfirmKind(PauseKindSpec):
                     "and AgentScope ignores rules sent with a denial.",
                     field="approved",
                 )
-            return {**base, "action": "deny"}
+            return {**base, "action": "deny", **({"reason": payload["reason"]} if payload.get("reason") else {})}
+        if "reason" in payload:
+            raise DecisionError("reason only goes with approved: false.", field="reason")
         if "editedArgs" in payload:
             return {
                 **base,
@@ -369,6 +381,8 @@ class ConfirmKind(PauseKindSpec):
                 payload["acceptedRules"] = rules
         elif action == "deny":
             payload = {"approved": False}
+            if isinstance(message.get("reason"), str) and message["reason"].strip():
+                payload["reason"] = message["reason"]
         elif action == "modify":
             edited = _parse_json_text(message.get("input"), "input")
             name = message.get("name")

@@ -10,11 +10,12 @@
 * :func:`record_decision` writes the approved input and the note for the
   model into ``AgentState.middle_context`` when a confirmation is handed
   to the agent (so both survive a checkpoint).
-* :func:`apply_note` adds the note to (or puts it instead of) the call's
-  tool result in the agent's history once AgentScope saved it, before the
-  next model call: after Modify the model reads that a person changed the
-  call and from what to what; a denial carries the person's reason; a
-  deadline or a cancelled pause is not reported as the user's denial.
+* :func:`apply_note` puts a note instead of the call's saved tool result
+  text (a deadline or a cancelled pause is not reported as the user's
+  denial); :func:`flush_hints` (the guard's ``on_reasoning``) adds the other
+  notes as a ``HintBlock`` before the next model call: after Modify the
+  model reads that a person changed the call and from what to what; a
+  denial carries the person's reason.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import json
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from agentscope.message import TextBlock, ToolResultState
+from agentscope.message import HintBlock, TextBlock, ToolResultState
 from agentscope.middleware import MiddlewareBase
 from agentscope.tool import ToolChunk, ToolResponse
 
@@ -34,6 +35,7 @@ from .._agentscope import (
     blocks_text,
     find_tool_result,
     install_innermost_acting,
+    install_reasoning,
     permission_engine,
     strip_system_reminders,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "install_guard",
     "record_decision",
     "apply_note",
+    "flush_hints",
     "allowed_decisions",
     "REFUSED_KEY",
 ]
@@ -64,8 +67,11 @@ def _entries(agent: Any, key: str) -> dict[str, Any]:
 
 
 def install_guard(agent: Any) -> None:
-    """Install :class:`ApprovalGuard` as ``agent``'s innermost ``on_acting`` middleware (idempotent)."""
-    install_innermost_acting(agent, ApprovalGuard())
+    """Install :class:`ApprovalGuard` as ``agent``'s innermost ``on_acting`` middleware and as an
+    ``on_reasoning`` middleware (idempotent)."""
+    guard = ApprovalGuard()
+    install_innermost_acting(agent, guard)
+    install_reasoning(agent, guard)
 
 
 def record_decision(agent: Any, decision: Decision, tool_name: str) -> None:
@@ -92,32 +98,54 @@ def record_decision(agent: Any, decision: Decision, tool_name: str) -> None:
 
 
 def apply_note(agent: Any, tool_call_id: str) -> str | None:
-    """Put the note recorded for ``tool_call_id`` into its saved tool result.
+    """Handle the note recorded for ``tool_call_id`` once its result is saved.
 
     Call it on the call's ``ToolResultEndEvent`` (AgentScope saved the
-    result just before; the next model call has not happened yet).
+    result just before; the next model call has not happened yet). A
+    ``replace`` note becomes the result's text (what the model reads instead
+    of AgentScope's "denied by user!"); any other note stays recorded until
+    :meth:`ApprovalGuard.on_reasoning` adds it as a ``HintBlock`` before the
+    next model call (after every result of the round, where AgentScope puts
+    its own hints).
 
     Returns:
-        the whole text of the result as the model now reads it (AgentScope's
-        ``<system-reminder>`` tags removed, for the transcript), or ``None``
+        the result's text as the model will read it, note included
+        (``<system-reminder>`` tags removed), for the transcript; ``None``
         when there is no note (or no saved result).
     """
     notes = _entries(agent, NOTES_CONTEXT_KEY)
     entry = notes.get(tool_call_id)
-    if not isinstance(entry, dict):
-        return None
     block = find_tool_result(agent, tool_call_id)
-    if block is None:
+    if not isinstance(entry, dict) or block is None:
         return None
-    notes.pop(tool_call_id, None)
     text = str(entry.get("text", ""))
     if entry.get("replace"):
+        notes.pop(tool_call_id, None)
         block.output = text
-    elif isinstance(block.output, str):
-        block.output = f"{block.output}\n\n{text}" if block.output else text
-    else:
-        block.output = [*block.output, TextBlock(text=f"\n\n{text}")]
-    return strip_system_reminders(blocks_text(block.output))
+        return strip_system_reminders(blocks_text(block.output))
+    shown = strip_system_reminders(blocks_text(block.output))
+    return f"{shown}\n\n{text}" if shown else text
+
+
+def flush_hints(agent: Any) -> list[str]:
+    """Add every recorded note whose call has a saved result to the context as a ``HintBlock``.
+
+    AgentScope sends a ``HintBlock`` to the model as a user message
+    (``agentscope.message.HintBlock``); it stays in the history.
+
+    Returns:
+        the texts added.
+    """
+    notes = _entries(agent, NOTES_CONTEXT_KEY)
+    added = []
+    for tool_call_id, entry in list(notes.items()):
+        if not isinstance(entry, dict) or entry.get("replace") or find_tool_result(agent, tool_call_id) is None:
+            continue
+        notes.pop(tool_call_id, None)
+        text = str(entry.get("text", ""))
+        agent.state.append_context(agent.name, [HintBlock(hint=text, source="nb_hitl")])
+        added.append(text)
+    return added
 
 
 def _refusal(tool_name: str, approved: str, runs: str) -> str:
@@ -134,6 +162,16 @@ class ApprovalGuard(MiddlewareBase):
     It must be the innermost ``on_acting`` middleware (:func:`install_guard`).
     Calls nobody approved (allowed by a rule, or by the mode) pass through.
     """
+
+    async def on_reasoning(
+        self,
+        agent: Any,
+        input_kwargs: dict,
+        next_handler: Callable[..., AsyncGenerator],
+    ) -> AsyncGenerator:
+        flush_hints(agent)  # what a person did, read before the next model call
+        async for item in next_handler():
+            yield item
 
     async def on_acting(
         self,

@@ -39,6 +39,15 @@ def told(agent: Agent) -> Any:
     return results[0]
 
 
+def hints(agent: Agent) -> list[str]:
+    """nb_hitl's ``HintBlock`` texts the model read in its last call (AgentScope sends hints as user messages)."""
+    out = []
+    for m in agent.model.calls[-1]:
+        if not isinstance(m.content, str):
+            out.extend(str(b.hint) for b in m.content if getattr(b, "type", None) == "hint" and b.source == "nb_hitl")
+    return out
+
+
 def base(pause: Any) -> dict[str, Any]:
     return {"tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id}
 
@@ -70,14 +79,16 @@ def test_C16_after_modify_the_model_reads_that_a_person_changed_the_call(tmp_pat
 
     agent, session = run_with(folder, modify)
     result = told(agent)
-    text = result_text(result)
-    assert result.state == ToolResultState.SUCCESS
-    assert text.startswith("Deleted draft.md.")
-    assert "a person edited this call before it ran" in text
-    assert 'delete_file({"path": "old_log.txt"})' in text and 'delete_file({"path": "draft.md"})' in text
-    # the history keeps the note (later model calls read it too), and the person sees it
+    assert result.state == ToolResultState.SUCCESS and result_text(result) == "Deleted draft.md."
+    # a hint right before the next model call, after the round's results
+    (hint,) = hints(agent)
+    assert hint.startswith("A person edited your tool call call_del before it ran.")
+    assert 'delete_file({"path": "old_log.txt"})' in hint and 'delete_file({"path": "draft.md"})' in hint
+    last = agent.model.calls[-1][-1]
+    assert [getattr(b, "type", None) for b in last.content][-2:] == ["tool_result", "hint"]
+    # the history keeps it (later model calls read it too), and the person sees it
     entry = next(e for e in session.runs[-1].transcript if e["kind"] == "tool_result")
-    assert "a person edited this call" in entry["text"]
+    assert entry["text"] == "Deleted draft.md.\n\n" + hint
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "old_log.txt"]
 
 
@@ -86,13 +97,13 @@ def test_deny_with_a_reason_the_model_reads_it(tmp_path: Path) -> None:
 
     async def deny(session: Session, pause: Any) -> None:
         out = await session.act({**base(pause), "action": "deny", "reason": "Keep the logs until Friday."})
-        assert out["decision"]["note"] == "The user's reason: Keep the logs until Friday."
+        assert out["decision"]["note"].endswith("saying: Keep the logs until Friday.")
 
     agent, _ = run_with(folder, deny)
     result = told(agent)
     assert result.state == ToolResultState.DENIED
-    text = result_text(result)
-    assert "denied by user" in text and text.endswith("The user's reason: Keep the logs until Friday.")
+    assert "denied by user" in result_text(result)
+    assert hints(agent) == ["The user denied your call call_del to delete_file, saying: Keep the logs until Friday."]
     assert "old_log.txt" in [p.name for p in folder.iterdir()]
 
 
@@ -107,6 +118,7 @@ def test_deny_without_a_reason_keeps_agentscopes_text_and_the_transcript_has_no_
         result_text(told(agent))
         == '<system-reminder>The execution of tool "delete_file" is denied by user!</system-reminder>'
     )
+    assert hints(agent) == []
     entry = next(e for e in session.runs[-1].transcript if e["kind"] == "tool_result")
     assert entry["text"] == 'The execution of tool "delete_file" is denied by user!'
     assert entry["state"] == "denied"
@@ -147,15 +159,15 @@ def test_C17_an_agui_cancelled_entry_is_not_reported_as_the_users_denial(tmp_pat
 
 
 def test_notes_survive_in_the_history_for_later_model_calls(tmp_path: Path) -> None:
-    """The note is written into the saved tool result, not only into one model call."""
+    """The note is in the agent's history (a HintBlock after the result), not only in one model call."""
     folder = make_sandbox(tmp_path / "box")
 
     async def deny(session: Session, pause: Any) -> None:
         await session.act({**base(pause), "action": "deny", "reason": "no"})
 
     agent, _ = run_with(folder, deny)
-    saved = [
-        b for m in agent.state.context if not isinstance(m.content, str) for b in m.content if b.type == "tool_result"
-    ]
-    assert len(saved) == 1 and result_text(saved[0]).endswith("The user's reason: no")
+    saved = [b for m in agent.state.context if not isinstance(m.content, str) for b in m.content]
+    ours = [b for b in saved if b.type == "tool_result" or (b.type == "hint" and b.source == "nb_hitl")]
+    assert [b.type for b in ours] == ["tool_result", "hint"]
+    assert str(ours[1].hint).endswith("saying: no")
     assert json.loads(agent.state.model_dump_json())["middle_context"].get("nb_hitl.notes") == {}

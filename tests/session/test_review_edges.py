@@ -207,9 +207,7 @@ def test_modify_refuses_a_duplicate_key_and_an_unlisted_key(tmp_path: Path) -> N
         assert files(agent.sandbox) == ["draft.md", "notes.txt", "old_log.txt"]
         await session.act({**base, "input": '{"path": "draft.md"}'})
         final = await asyncio.wait_for(task, 10)
-        text = final.get_text_content()  # the result, then the note that a person edited the call (C16)
-        assert text.startswith("Done. Deleted draft.md.\n\n[Note: a person edited this call")
-        assert text.endswith("The folder now holds: notes.txt, old_log.txt.")
+        assert final.get_text_content() == "Done. Deleted draft.md. The folder now holds: notes.txt, old_log.txt."
 
     run_async(scenario())
 
@@ -257,8 +255,7 @@ def test_modify_accepts_extra_keys_when_the_schema_allows_them(tmp_path: Path) -
         )
         assert out["decision"]["edited_input"] == {"path": "notes.txt", "colour": "red"}
         final = await asyncio.wait_for(task, 10)
-        result, note = final.get_text_content().split("\n\n[Note: a person edited", 1)  # C16
-        assert json.loads(result) == {"colour": "red", "path": "notes.txt"}
+        assert json.loads(final.get_text_content()) == {"colour": "red", "path": "notes.txt"}
 
     run_async(scenario())
     assert got == [{"path": "notes.txt", "colour": "red"}]

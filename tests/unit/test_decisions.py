@@ -593,8 +593,7 @@ def test_C05_refused_edits_never_resume_the_agent(tmp_path: Path) -> None:
         out = await session.act({**base, "action": "modify", "input": '{"path": "draft.md"}'})
         assert out["decision"]["edited_input"] == {"path": "draft.md"}
         final = await asyncio.wait_for(task, 10)
-        # the tool's own result, then the note that a person edited the call (C16)
-        assert final.get_text_content().startswith("Result: Deleted draft.md.\n\n[Note: a person edited")
+        assert final.get_text_content() == "Result: Deleted draft.md."
         assert session.current.resumes == 1
         assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "old_log.txt"]
 
