@@ -10,6 +10,7 @@ the protocol of tools that shape their own pause (a reviewed tool, a form).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -95,12 +96,14 @@ class Decision:
             out["confirmed"] = self.confirm_result.confirmed
         if self.edited_input is not None:
             out["edited_input"] = self.edited_input
-            out["edited_input_text"] = visible_json(self.edited_input)
+            text = visible_json(self.edited_input)
+            if _needs_text(self.edited_input, text):  # the page cannot show it faithfully from JSON
+                out["edited_input_text"] = text
         if self.deny_rules:
             out["denied_rules"] = [rule_label(r) for r in self.deny_rules]
         if self.cause != "person":
             out["cause"] = self.cause
-        if self.note is not None:
+        if self.note is not None and self.action != "modify":  # the card shows an edit itself
             out["note"] = self.note
         if self.accepted_rules:
             out["accepted_rules"] = [rule_label(r) for r in self.accepted_rules]
@@ -142,6 +145,24 @@ class PauseShaper(Protocol):
 
     async def prepare_pause(self, pause: Pause, host: PauseHost) -> None:
         """Shape ``pause`` in place."""
+
+
+def _big_int(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) > 2**53
+    if isinstance(value, dict):
+        return any(_big_int(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_big_int(v) for v in value)
+    return False
+
+
+def _needs_text(value: Any, shown: str) -> bool:
+    """Whether ``value`` must reach the page as text: an integer beyond 2**53 (a JSON number
+    would be rounded) or an invisible character (``shown`` escapes it)."""
+    return _big_int(value) or shown != json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def base_message(pause: Pause) -> dict[str, Any]:

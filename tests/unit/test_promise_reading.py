@@ -162,3 +162,14 @@ def test_visible_json_escapes_invisible_characters_and_keeps_big_integers() -> N
     assert "\\u202e" in text and "😀" in text and str(2**80 + 3) in text
     assert json.loads(text) == value
     assert visible_text("tab\there\u202e") == "tab\\u0009here\\u202e"
+
+
+def test_an_edit_reaches_the_page_as_text_when_json_would_not_show_it_faithfully() -> None:
+    pause = pause_for('{"path": "a"}')
+    plain = decide(pause, {"action": "modify", "tool_call_id": "call_1", "input": '{"path": "b"}'}).summary()
+    assert "edited_input_text" not in plain and plain["edited_input"] == {"path": "b"}
+    big = 2**60 + 1
+    edit = json.dumps({"path": "b\u202e", "count": big}, ensure_ascii=False)
+    summary = decide(pause, {"action": "modify", "tool_call_id": "call_1", "input": edit}).summary()
+    assert str(big) in summary["edited_input_text"] and "\\u202e" in summary["edited_input_text"]
+    assert json.loads(summary["edited_input_text"]) == {"path": "b\u202e", "count": big}
