@@ -62,7 +62,8 @@ export function decisionText(d: DecisionView | null): string {
       if (dec.cause === "cancelled") return "Cancelled without an answer: did not run";
       return "Denied";
     case "modify":
-      return "Approved with edited input";
+      // edited_input_text: an input JSON would not show faithfully (big integers, invisible characters)
+      return dec.edited_input_text ? "Approved with edited input (below)" : `Approved with edited input: ${JSON.stringify(dec.edited_input)}`;
     case "answer":
       return (
         "Answered: " +

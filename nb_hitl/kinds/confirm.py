@@ -4,8 +4,7 @@ The person approves (with chosen ``suggested_rules``), denies or edits the
 input; the answer is AgentScope's ``ConfirmResult``. The deadline default
 and an AG-UI ``cancelled`` entry are a denial. The AG-UI payload is AG-UI's
 approve-with-edits shape ``{"approved", "editedArgs"?, "acceptedRules"?}``,
-``reason = "tool_call"``, plus an optional ``reason`` the agent reads with
-a denial. What Approve runs is AgentScope's own reading of the arguments
+``reason = "tool_call"``. What Approve runs is AgentScope's own reading of the arguments
 (:mod:`nb_hitl.kinds._reading`); ambiguous arguments refuse Approve. A
 deadline or a cancelled entry denies, but the model is told nobody answered
 / the pause was cancelled, not that the user denied it.
@@ -22,7 +21,7 @@ from agentscope.permission import PermissionBehavior, PermissionRule
 
 from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
-from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object
+from ..messages import MAX_TEXT, parse_edited_input, parse_json_object
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
 from ._reading import InputReading, read_input, same_value, visible_json
 from ._schema import META_KEY, REASON_TOOL_CALL, SCHEMA_DIALECT, embed_schema, validate_payload
@@ -299,12 +298,6 @@ class ConfirmKind(PauseKindSpec):
                 "description": f"true runs {pause.tool_name} (with editedArgs when given); false denies it.",
             },
             "editedArgs": edited,
-            "reason": {
-                "type": "string",
-                "maxLength": MAX_SHORT,
-                "title": "Reason",
-                "description": "Only with approved = false: why the call is denied; the agent reads it.",
-            },
         }
         if pause.suggested_rules:
             labels = "; ".join(f"{i}: {rule_label(r)}" for i, r in enumerate(pause.suggested_rules))
@@ -348,9 +341,7 @@ class ConfirmKind(PauseKindSpec):
                     "and AgentScope ignores rules sent with a denial.",
                     field="approved",
                 )
-            return {**base, "action": "deny", **({"reason": payload["reason"]} if payload.get("reason") else {})}
-        if "reason" in payload:
-            raise DecisionError("reason only goes with approved: false.", field="reason")
+            return {**base, "action": "deny"}
         if "editedArgs" in payload:
             return {
                 **base,
@@ -381,8 +372,6 @@ class ConfirmKind(PauseKindSpec):
                 payload["acceptedRules"] = rules
         elif action == "deny":
             payload = {"approved": False}
-            if isinstance(message.get("reason"), str) and message["reason"].strip():
-                payload["reason"] = message["reason"]
         elif action == "modify":
             edited = _parse_json_text(message.get("input"), "input")
             name = message.get("name")

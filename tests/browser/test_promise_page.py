@@ -57,7 +57,9 @@ CELL = textwrap.dedent(
         name="c25", system_prompt="x",
         model=RawArgs([
             Turn("Writing.", [tool_call("write_note", __raw__=RAW)]),
-            lambda msgs: Turn("Told: " + result_text(tool_results(msgs)[-1])),
+            lambda msgs: Turn("Told: " + result_text(tool_results(msgs)[-1]) + " | " + " ".join(
+                str(b.hint) for m in msgs if not isinstance(m.content, str)
+                for b in m.content if b.type == "hint" and b.source == "nb_hitl")),
         ], on_exhausted="raise"),
         toolkit=Toolkit(tools=[FunctionTool(write_note)]),
     )
@@ -102,7 +104,7 @@ def test_C25_card_shows_what_runs_refuses_approve_and_denies_with_a_reason(page,
 
     final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
     final.wait_for(timeout=60_000)
-    assert "The user's reason: Neither file, please." in final.inner_text()
+    assert "saying: Neither file, please." in final.inner_text()  # a hint before the next model call
     decided = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"] [data-testid="nbh-decision"]')
     assert decided.inner_text() == "Denied"
     assert "nbh-warn" in (decided.get_attribute("class") or "")

@@ -27,7 +27,7 @@ function appendInput(card: HTMLElement, p: PauseView): void {
 }
 
 function alwaysLabel(p: PauseView): string {
-  const d = p.decisions || [];
+  const d = p.decisions && p.decisions.length ? p.decisions : ["always_allow", "always_deny"];
   if (d.includes("always_allow") && d.includes("always_deny")) return "Always allow / deny…";
   return d.includes("always_allow") ? "Always allow…" : "Always deny…";
 }
@@ -40,7 +40,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     );
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   const dis = !open || ui.pending;
-  const offers = (d: string) => (p.decisions || []).includes(d);
+  // a view without `decisions` (an older kernel, a remote interrupt) offers everything
+  const offers = (d: string) => !p.decisions || !p.decisions.length || p.decisions.includes(d);
   const toMode = (mode: typeof ui.mode) => () => {
     ui.mode = mode;
     ui.error = "";
@@ -126,7 +127,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       ui.errorField = "rules";
       ctx.redraw();
     };
-    const can = (d: string) => (p.decisions || []).includes(d);
+    const can = (d: string) => !p.decisions || !p.decisions.length || p.decisions.includes(d);
     card.append(
       h("div", { class: "nbh-muted" }, "Always: the ticked rules are added to the agent's permission rules, so matching calls run (or are refused) without asking."),
       list,
@@ -175,7 +176,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       h("button", { class: "nbh-danger", "data-testid": "nbh-deny", disabled: dis, onclick: () => ctx.send("deny") }, "Deny"),
       h("button", { "data-testid": "nbh-deny-reason-open", disabled: dis, onclick: toMode("deny") }, "Deny with reason…"),
       offers("modify") ? h("button", { "data-testid": "nbh-modify", disabled: dis, onclick: toMode("modify") }, "Modify…") : null,
-      p.suggested_rules.length && (offers("always_allow") || offers("always_deny"))
+      (p.suggested_rules || []).length && (offers("always_allow") || offers("always_deny"))
         ? h("button", { "data-testid": "nbh-always", disabled: dis, onclick: toMode("rules") }, alwaysLabel(p))
         : null,
     ),
