@@ -16,6 +16,8 @@ export interface SuggestedRuleView {
   tool_name: string;
   rule_content: string | null;
   behavior: string;
+  /** what else the rule lets through, in one line */
+  reach: string;
 }
 
 /** An AskUser option (AgentScope's `AskUserParams` question option). */
@@ -39,6 +41,14 @@ export interface DecisionView {
   action?: string;
   accepted_rules?: string[];
   edited_input?: unknown;
+  /** the edited input as JSON text (exact: integers beyond 2^53, invisible characters escaped) */
+  edited_input_text?: string;
+  /** who decided when it was not the person: "timeout" or "cancelled" */
+  cause?: string;
+  /** what the model read about this decision besides AgentScope's own text */
+  note?: string;
+  /** "Always deny": the rules added as deny rules with the denial */
+  denied_rules?: string[];
   answers?: { question: string; selected?: string[]; other?: string | null }[];
   state?: string;
   applied?: string;
@@ -54,7 +64,16 @@ export interface PauseView {
   reply_id: string;
   kind: PauseKind;
   tool_name: string;
+  /** the input the tool will receive (AgentScope's reading), invisible characters escaped */
   input_text: string;
+  /** the model's own argument text, when it differs from input_text */
+  sent_text: string | null;
+  /** how input_text differs from what the model sent, one line each */
+  input_changes: string[];
+  /** why Approve is refused (ambiguous arguments), or null */
+  approve_refused: string | null;
+  /** the decisions offered for this call (Session(decisions=...)): approve, deny, modify, always_allow, always_deny */
+  decisions: string[];
   input_schema: JsonSchema | null;
   permission_message: string | null;
   decision_reason: string | null;

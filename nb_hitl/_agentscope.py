@@ -8,7 +8,9 @@ that an AgentScope upgrade is checked in one file:
 * enum values (``ToolCallState``, ``PermissionBehavior``...) as plain strings;
 * the text of messages and of blocks (``TextBlock``, ``DataBlock``, dicts);
 * the tool calls a parked reply waits on (``AgentState.get_awaiting_tool_calls``);
-* the keys nb_hitl writes into ``AgentState.middle_context``.
+* the keys nb_hitl writes into ``AgentState.middle_context``;
+* how AgentScope reads a tool call's input (``_json_loads_with_repair``) and
+  where an ``on_acting`` middleware sits in the chain.
 """
 
 from __future__ import annotations
@@ -31,6 +33,13 @@ __all__ = [
     "awaiting_tool_calls",
     "is_parked",
     "rule_label",
+    "APPROVAL_CONTEXT_KEY",
+    "NOTES_CONTEXT_KEY",
+    "agentscope_tool_input",
+    "strip_system_reminders",
+    "install_innermost_acting",
+    "install_reasoning",
+    "find_tool_result",
 ]
 
 POLICY_CONTEXT_KEY = "nb_hitl.policy"
@@ -191,3 +200,100 @@ def rule_label(rule: Any) -> str:
     """
     content = rule.rule_content if rule.rule_content is not None else "*"
     return f"{enum_value(rule.behavior)} {rule.tool_name}({content})"
+
+
+# -- what runs: AgentScope's own reading of a tool call's input -------------
+APPROVAL_CONTEXT_KEY = "nb_hitl.approved"
+"""Key in ``AgentState.middle_context``: ``{tool_call_id: {"input": canonical
+JSON of the approved input, "tool": name}}``, written when a confirmation is
+delivered and read (then removed) by the approval guard right before the
+tool runs."""
+
+NOTES_CONTEXT_KEY = "nb_hitl.notes"
+"""Key in ``AgentState.middle_context``: ``{tool_call_id: {"text": note,
+"replace": bool}}``: what the model must read about a call once AgentScope
+saved its result: instead of the result's text (``replace``: a deadline or a
+cancelled pause is not "denied by user") or as a ``HintBlock`` before the
+next model call (a person edited the call, a denial's reason)."""
+
+
+def agentscope_tool_input(raw: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The input AgentScope 2.0.11 passes to a tool for the model's argument text ``raw``.
+
+    Both ``Agent._execute_tool_call`` (before the permission check) and
+    ``Toolkit.call_tool`` (right before the tool runs) read
+    ``ToolCallBlock.input`` with
+    ``agentscope._utils._common._json_loads_with_repair(input, tool.input_schema)``:
+    ``json.loads``, then ``json_repair.repair_json(..., stream_stable=True,
+    schema=schema, return_objects=True)``, which repairs truncated or
+    malformed JSON, keeps the *last* of several top-level objects and
+    coerces values to the schema's types (``"5"`` -> ``5``).
+
+    Args:
+        raw: the call's ``input`` text.
+        schema: the tool's ``input_schema`` (or ``None``).
+
+    Returns:
+        the dict the tool would receive.
+
+    Raises:
+        ValueError: AgentScope cannot read it (its ``ToolJSONDecodeError``
+            message, ``<system-reminder>`` wrapper removed).
+    """
+    from agentscope._utils._common import _json_loads_with_repair
+    from agentscope.exception import AgentOrientedException
+
+    try:
+        value = _json_loads_with_repair(raw, schema)
+    except (AgentOrientedException, ValueError, TypeError, RecursionError) as exc:  # ToolJSONDecodeError
+        text = str(getattr(exc, "message", None) or exc)
+        raise ValueError(strip_system_reminders(text)) from None
+    if not isinstance(value, dict):  # pragma: no cover - AgentScope guarantees a dict
+        raise ValueError(f"AgentScope read the input as {type(value).__name__}, not an object")
+    return value
+
+
+def strip_system_reminders(text: str) -> str:
+    """``text`` without AgentScope's ``<system-reminder>`` / ``</system-reminder>`` tags (their content kept)."""
+    return text.replace("<system-reminder>", "").replace("</system-reminder>", "").strip()
+
+
+def install_innermost_acting(agent: Any, middleware: Any) -> None:
+    """Make ``middleware`` the innermost ``on_acting`` middleware of ``agent``.
+
+    AgentScope 2.0.11 filters an agent's middlewares by hook once, in
+    ``Agent.__init__`` (``self._acting_middlewares``), and ``Agent._acting``
+    chains them in list order: the last one wraps ``_acting_impl``
+    (``Toolkit.call_tool``) directly, after every other middleware could
+    rewrite ``tool_call``. Idempotent: a middleware of the same class is
+    replaced, so it stays last.
+
+    Raises:
+        TypeError: ``agent`` has no ``_acting_middlewares`` list (not an AgentScope 2.0.x ``Agent``).
+    """
+    chain = getattr(agent, "_acting_middlewares", None)
+    if not isinstance(chain, list):
+        raise TypeError(f"expected an agentscope Agent with on_acting middlewares, got {type(agent).__name__}")
+    chain[:] = [mw for mw in chain if type(mw) is not type(middleware)]
+    chain.append(middleware)
+
+
+def install_reasoning(agent: Any, middleware: Any) -> None:
+    """Add ``middleware`` to ``agent``'s ``on_reasoning`` chain (``Agent._reasoning_middlewares``,
+    filtered once in ``Agent.__init__``); idempotent, as :func:`install_innermost_acting`."""
+    chain = getattr(agent, "_reasoning_middlewares", None)
+    if not isinstance(chain, list):
+        raise TypeError(f"expected an agentscope Agent with on_reasoning middlewares, got {type(agent).__name__}")
+    chain[:] = [mw for mw in chain if type(mw) is not type(middleware)]
+    chain.append(middleware)
+
+
+def find_tool_result(agent: Any, tool_call_id: str) -> Any:
+    """The ``ToolResultBlock`` of call ``tool_call_id`` in the agent's history (newest first), or ``None``."""
+    for msg in reversed(agent.state.context):
+        if isinstance(msg.content, str):
+            continue
+        for block in msg.content:
+            if getattr(block, "type", None) == "tool_result" and block.id == tool_call_id:
+                return block
+    return None

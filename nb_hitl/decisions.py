@@ -22,6 +22,7 @@ from agentscope.tool import ToolBase
 from ._agentscope import rule_label
 from .errors import DecisionError
 from .kinds import Decision, kind_spec
+from .kinds.confirm import EDITED_RULE_SOURCE
 from .messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object, parse_message
 from .pauses import Pause
 
@@ -29,6 +30,7 @@ __all__ = [
     "Decision",
     "decide",
     "recheck_permission",
+    "check_rules_match",
     "check_external_result",
     # kept here for code written against them; their home is nb_hitl.messages
     "parse_message",
@@ -104,6 +106,30 @@ async def recheck_permission(engine: Any, tool: ToolBase, edited: dict[str, Any]
             field="input",
         )
     return decision
+
+
+async def check_rules_match(tool: ToolBase, rules: Any, tool_input: dict[str, Any] | None) -> None:
+    """Check that every rule the person *edited* matches the call approved (C18).
+
+    Uses the tool's own ``match_rule`` (what AgentScope's
+    ``PermissionEngine._rule_matches`` calls; a rule with no content matches
+    every call). A rule edited so it does not even match the call it was
+    accepted for would never apply as the person meant (a function tool's
+    ``match_rule`` matches whole-tool rules only, a narrowed Bash prefix may
+    miss the command).
+
+    Raises:
+        DecisionError: ``field="rules"``, naming the rule.
+    """
+    for rule in rules:
+        if not rule.rule_content or rule.source != EDITED_RULE_SOURCE:
+            continue
+        if not await tool.match_rule(rule.rule_content, tool_input or {}):
+            raise DecisionError(
+                f"The rule {rule_label(rule)} does not match this call, so it would not allow it "
+                f"({tool.name}'s match_rule); narrow it so it still covers this call.",
+                field="rules",
+            )
 
 
 def _deny_rule(engine: Any, tool: ToolBase, decision: PermissionDecision) -> PermissionRule | None:

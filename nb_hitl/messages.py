@@ -54,13 +54,28 @@ class _Msg(BaseModel):
     reply_id: str | None = Field(default=None, max_length=512)
 
 
+class RuleEditIn(BaseModel):
+    """A suggested rule narrowed or edited before "Always allow" adds it (C18)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    index: int = Field(ge=0, le=64)
+    rule_content: str | None = Field(max_length=2000)
+
+
 class ApproveMessage(_Msg):
     action: Literal["approve"]
     rules: list[Annotated[int, Field(ge=0, le=64)]] = Field(default_factory=list, max_length=64)
+    rule_edits: list[RuleEditIn] = Field(default_factory=list, max_length=64)
 
 
 class DenyMessage(_Msg):
     action: Literal["deny"]
+    # the person's reason, told to the model with the denial
+    reason: str | None = Field(default=None, max_length=MAX_SHORT)
+    # who decided: the person, the session's deadline, or an AG-UI "cancelled" entry
+    cause: Literal["person", "timeout", "cancelled"] = "person"
+    # "Always deny": indices of the pause's suggested_rules to add as deny rules
+    deny_rules: list[Annotated[int, Field(ge=0, le=64)]] = Field(default_factory=list, max_length=64)
 
 
 class ModifyMessage(_Msg):

@@ -26,6 +26,8 @@ from agentscope.tool import AskUser, AskUserParams, ToolBase
 
 from ._agentscope import enum_value, rule_label
 from .kinds import kind_spec
+from .kinds._reading import InputReading, read_input, visible_text
+from .kinds.confirm import CONFIRM_DECISIONS, rule_reach_line
 from .messages import format_validation_error
 
 __all__ = [
@@ -56,6 +58,7 @@ class SuggestedRuleView(TypedDict):
     tool_name: str
     rule_content: str | None
     behavior: str
+    reach: str
 
 
 class PauseView(TypedDict):
@@ -63,6 +66,10 @@ class PauseView(TypedDict):
 
     Every string is shown by the page as text. ``review_output`` is ``None``
     once the pause is decided (an edit may have redacted it).
+    ``input_text`` is the input the tool will receive (AgentScope's reading),
+    with invisible characters escaped; ``sent_text`` is the model's own text
+    when it differs (``input_changes`` says how), ``approve_refused`` why
+    Approve is refused (ambiguous arguments), else ``None``.
     """
 
     tool_call_id: str
@@ -70,6 +77,10 @@ class PauseView(TypedDict):
     kind: PauseKind
     tool_name: str
     input_text: str
+    sent_text: str | None
+    input_changes: list[str]
+    approve_refused: str | None
+    decisions: list[str]
     input_schema: dict[str, Any] | None
     permission_message: str | None
     decision_reason: str | None
@@ -119,8 +130,11 @@ class Pause:
         tool_call: a deep copy of the parked ``ToolCallBlock``.
         kind: ``"confirm"``, ``"ask_user"``, ``"external"``, ``"review"``
             or ``"form"``.
-        input: the parsed tool input (``dict``), or ``None`` when the model's
-            JSON could not be parsed.
+        input: the tool input as AgentScope will run it (its own
+            json_repair reading with the tool's schema), or ``None`` when
+            AgentScope cannot read the model's text.
+        reading: how ``input`` was read from the model's text
+            (:class:`~nb_hitl.kinds._reading.InputReading`).
         input_schema: the tool's JSON Schema (``ToolBase.input_schema``).
         metadata_schema: the external tool's ``metadata_schema`` or ``None``.
         permission_message: the engine's message for a confirmation
@@ -134,6 +148,10 @@ class Pause:
         created_at: when nb_hitl saw the pause (``time.time()``, seconds).
         deadline: when it expires (``time.time()`` seconds), or ``None``.
         policy: the name of the nb_hitl policy that forced this ask, if any.
+        decisions: for a confirmation, the decisions the person may take
+            (``Session(decisions={tool: [...]})``, LangGraph's
+            ``allowed_decisions``): some of ``approve``, ``deny``, ``modify``,
+            ``always_allow``, ``always_deny``.
         status: ``open`` -> ``deciding`` (checks running) -> ``decided``
             (recorded, queued for the agent) -> ``delivered`` (the agent got
             it); or ``expired`` with ``reason``.
@@ -161,6 +179,7 @@ class Pause:
     tool_call: ToolCallBlock
     kind: PauseKind
     input: dict[str, Any] | None = None
+    reading: InputReading | None = None
     input_schema: dict[str, Any] | None = None
     metadata_schema: dict[str, Any] | None = None
     permission_message: str | None = None
@@ -172,6 +191,7 @@ class Pause:
     created_at: float = field(default_factory=time.time)
     deadline: float | None = None
     policy: str | None = None
+    decisions: tuple[str, ...] = CONFIRM_DECISIONS
     status: PauseStatus = "open"
     decision: dict[str, Any] | None = None
     reason: str | None = None
@@ -206,15 +226,24 @@ class Pause:
         Returns:
             a :class:`PauseView`.
         """
-        input_text = (
-            json.dumps(self.input, indent=2, ensure_ascii=False) if self.input is not None else self.tool_call.input
-        )
+        reading = self.reading
+        if reading is not None:
+            input_text = reading.shown_text()
+        elif self.input is not None:
+            input_text = json.dumps(self.input, indent=2, ensure_ascii=False)
+        else:
+            input_text = self.tool_call.input
+        differs = reading is not None and reading.differs
         return PauseView(
             tool_call_id=self.tool_call.id,
             reply_id=self.reply_id,
             kind=self.kind,
             tool_name=self.tool_call.name,
             input_text=input_text,
+            sent_text=visible_text(reading.sent) if differs and reading is not None else None,
+            input_changes=list(reading.changes) if reading is not None else [],
+            approve_refused=reading.refusal if reading is not None else None,
+            decisions=list(self.decisions),
             input_schema=self.input_schema,
             permission_message=self.permission_message,
             decision_reason=self.decision_reason,
@@ -226,6 +255,7 @@ class Pause:
                     tool_name=r.tool_name,
                     rule_content=r.rule_content,
                     behavior=enum_value(r.behavior),
+                    reach=rule_reach_line(r),
                 )
                 for i, r in enumerate(self.suggested_rules)
             ],
@@ -247,14 +277,6 @@ class Pause:
             response_schema=self.response_schema,
             form_error=self.form_error,
         )
-
-
-def _parse_input(raw: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(raw) if raw else {}
-    except (TypeError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def build_pause(
@@ -282,13 +304,15 @@ def build_pause(
     """
     call = tool_call.model_copy(deep=True)
     kind = pause_kind(call, tool)
-    parsed = _parse_input(call.input)
+    schema = getattr(tool, "input_schema", None)
+    reading = read_input(call.input, schema)
     pause = Pause(
         reply_id=reply_id,
         tool_call=call,
         kind=kind,
-        input=parsed,
-        input_schema=getattr(tool, "input_schema", None),
+        input=reading.executed,
+        reading=reading,
+        input_schema=schema,
         metadata_schema=getattr(tool, "metadata_schema", None),
         suggested_rules=[r.model_copy(deep=True) for r in (call.suggested_rules or [])],
     )

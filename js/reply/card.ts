@@ -3,7 +3,7 @@
 // "Sending…" line, and the group actions of a reply parked on several calls.
 // What sits between header and footer comes from the card module of the
 // pause's kind (cards/index.ts); nothing here looks at the kind itself.
-import { h, clear, prettyJson } from "../lib/dom";
+import { h, clear } from "../lib/dom";
 import type { Rpc, Reply } from "../lib/rpc";
 import type { AnyModel } from "@anywidget/types";
 import type { DecisionView, PauseView, ReplyModel } from "../types";
@@ -12,7 +12,7 @@ import { controlKey, findControl, firstControl, focusableScrollers } from "../li
 
 /** Per-card state kept across redraws. */
 export interface CardUi {
-  mode: "view" | "modify" | "rules";
+  mode: "view" | "modify" | "rules" | "deny";
   error: string;
   errorField: string;
   pending: boolean;
@@ -63,9 +63,12 @@ export function decisionText(d: DecisionView | null): string {
         ? `Approved, and always allow: ${dec.accepted_rules.join(", ")}`
         : "Approved";
     case "deny":
+      if (dec.cause === "timeout") return "Not answered before the deadline: did not run";
+      if (dec.cause === "cancelled") return "Cancelled without an answer: did not run";
       return "Denied";
     case "modify":
-      return `Approved with edited input: ${JSON.stringify(dec.edited_input)}`;
+      // edited_input_text: an input JSON would not show faithfully (big integers, invisible characters)
+      return dec.edited_input_text ? "Approved with edited input (below)" : `Approved with edited input: ${JSON.stringify(dec.edited_input)}`;
     case "answer":
       return (
         "Answered: " +
@@ -90,6 +93,12 @@ export function decisionText(d: DecisionView | null): string {
     default:
       return dec.action ? String(dec.action) : "Decided";
   }
+}
+
+// a decision that refused something (not drawn in the approval colour)
+function refusal(d: DecisionView | null): boolean {
+  const a = d ? d.action : undefined;
+  return a === "deny" || a === "reject" || a === "cancelled" || a === "return_error" || a === "timeout";
 }
 
 export function timeLeft(deadline: number): string {
@@ -380,7 +389,7 @@ export class CardSet {
 
   // a decided or expired pause: what was decided (or why it expired), and the input it was about
   private appendRecord(card: HTMLElement, p: PauseView, ui: CardUi, showInput: boolean): void {
-    const cls = p.status === "expired" ? "nbh-warn" : "nbh-ok";
+    const cls = p.status === "expired" || refusal(p.decision) ? "nbh-warn" : "nbh-ok";
     const text =
       p.status === "expired"
         ? `No longer live: ${p.reason || "the reply ended"}`
@@ -391,13 +400,17 @@ export class CardSet {
     if (p.decision && p.decision.edited_input !== undefined) {
       card.append(
         h("div", { class: "nbh-muted" }, "Asked for:"),
-        h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)),
+        h("pre", { class: "nbh-pre" }, p.input_text),
         h("div", { class: "nbh-muted" }, "Ran with your edit:"),
-        h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, JSON.stringify(p.decision.edited_input, null, 2)),
+        h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, p.decision.edited_input_text ?? JSON.stringify(p.decision.edited_input, null, 2)),
       );
     } else if (showInput) {
-      card.append(h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)));
+      card.append(h("pre", { class: "nbh-pre" }, p.input_text));
     }
+    if (p.decision && p.decision.action === "submit" && typeof p.decision.output === "string")
+      card.append(h("div", { class: "nbh-muted" }, "Submitted:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-submitted" }, p.decision.output));
+    if (p.decision && typeof p.decision.note === "string" && p.decision.note)
+      card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-decision-note" }, `The agent was told: ${p.decision.note}`));
     const err = this.errorBox(ui);
     if (err) card.append(err);
   }

@@ -10,6 +10,7 @@ the protocol of tools that shape their own pause (a reviewed tool, a form).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -21,6 +22,7 @@ from agentscope.tool import AskUserMetadata
 
 from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
+from ._reading import visible_json
 from ._schema import REASON_INPUT_REQUIRED, compact
 
 if TYPE_CHECKING:
@@ -53,6 +55,20 @@ class Decision:
         edited_input: the new input for ``modify``, else ``None``.
         accepted_rules: the suggested rules accepted with an approval.
         answers: the ``AskUserMetadata`` of an AskUser answer.
+        approved_input: for an approval (``approve`` / ``modify``), exactly
+            the input approved; the approval guard refuses to run the call
+            with any other input.
+        note: what the model reads in the call's tool result besides
+            AgentScope's own text (who edited the call, the reason of a
+            denial, that nobody answered), or ``None``.
+        note_replaces: the note replaces AgentScope's text instead of
+            following it (AgentScope's "denied by user" is not true of a
+            deadline or a cancelled pause).
+        cause: who decided: ``"person"``, ``"timeout"`` or ``"cancelled"``.
+        deny_rules: "Always deny": deny rules (``PermissionBehavior.DENY``
+            copies of suggested rules) the driver adds through the agent's
+            permission engine with the denial (AgentScope ignores rules sent
+            in a denied ``ConfirmResult``).
     """
 
     tool_call_id: str
@@ -62,6 +78,11 @@ class Decision:
     edited_input: dict[str, Any] | None = None
     accepted_rules: tuple[PermissionRule, ...] = field(default_factory=tuple)
     answers: AskUserMetadata | None = None
+    approved_input: dict[str, Any] | None = None
+    note: str | None = None
+    note_replaces: bool = False
+    cause: str = "person"
+    deny_rules: tuple[PermissionRule, ...] = field(default_factory=tuple)
 
     @property
     def is_confirmation(self) -> bool:
@@ -75,6 +96,15 @@ class Decision:
             out["confirmed"] = self.confirm_result.confirmed
         if self.edited_input is not None:
             out["edited_input"] = self.edited_input
+            text = visible_json(self.edited_input)
+            if _needs_text(self.edited_input, text):  # the page cannot show it faithfully from JSON
+                out["edited_input_text"] = text
+        if self.deny_rules:
+            out["denied_rules"] = [rule_label(r) for r in self.deny_rules]
+        if self.cause != "person":
+            out["cause"] = self.cause
+        if self.note is not None and self.action != "modify":  # the card shows an edit itself
+            out["note"] = self.note
         if self.accepted_rules:
             out["accepted_rules"] = [rule_label(r) for r in self.accepted_rules]
         if self.answers is not None:
@@ -83,7 +113,7 @@ class Decision:
             out["state"] = enum_value(self.tool_result.state)
             if self.answers is None:
                 text = self.tool_result.output if isinstance(self.tool_result.output, str) else ""
-                out["output"] = text[:2000]
+                out["output"] = text if len(text) <= 2000 else text[:1999] + "…"  # marked, not silently cut
         return out
 
 
@@ -115,6 +145,24 @@ class PauseShaper(Protocol):
 
     async def prepare_pause(self, pause: Pause, host: PauseHost) -> None:
         """Shape ``pause`` in place."""
+
+
+def _big_int(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) > 2**53
+    if isinstance(value, dict):
+        return any(_big_int(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_big_int(v) for v in value)
+    return False
+
+
+def _needs_text(value: Any, shown: str) -> bool:
+    """Whether ``value`` must reach the page as text: an integer beyond 2**53 (a JSON number
+    would be rounded) or an invisible character (``shown`` escapes it)."""
+    return _big_int(value) or shown != json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def base_message(pause: Pause) -> dict[str, Any]:

@@ -4,7 +4,10 @@ The person approves (with chosen ``suggested_rules``), denies or edits the
 input; the answer is AgentScope's ``ConfirmResult``. The deadline default
 and an AG-UI ``cancelled`` entry are a denial. The AG-UI payload is AG-UI's
 approve-with-edits shape ``{"approved", "editedArgs"?, "acceptedRules"?}``,
-``reason = "tool_call"``.
+``reason = "tool_call"``. What Approve runs is AgentScope's own reading of the arguments
+(:mod:`nb_hitl.kinds._reading`); ambiguous arguments refuse Approve. A
+deadline or a cancelled entry denies, but the model is told nobody answered
+/ the pause was cancelled, not that the user denied it.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentscope.event import ConfirmResult
-from agentscope.permission import PermissionRule
+from agentscope.permission import PermissionBehavior, PermissionRule
 
-from .._agentscope import rule_label
+from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
 from ..messages import MAX_TEXT, parse_edited_input, parse_json_object
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
+from ._reading import InputReading, read_input, same_value, visible_json
 from ._schema import META_KEY, REASON_TOOL_CALL, SCHEMA_DIALECT, embed_schema, validate_payload
 
 if TYPE_CHECKING:
@@ -30,14 +34,111 @@ if TYPE_CHECKING:
 __all__ = ["ConfirmKind", "CONFIRM_ACTIONS"]
 
 CONFIRM_ACTIONS = frozenset({"approve", "deny", "modify"})
+"""The page actions of a confirmation."""
+
+CONFIRM_DECISIONS: tuple[str, ...] = ("approve", "deny", "modify", "always_allow", "always_deny")
+"""The decisions a confirmation offers; ``Session(decisions={tool: [...]})`` narrows them per tool
+(like LangGraph's ``allowed_decisions``). ``always_allow`` is Approve with suggested rules added as
+allow rules, ``always_deny`` Deny with them added as deny rules."""
 
 
-def _rules(pause: Pause, indices: list[int]) -> tuple[PermissionRule, ...]:
+def allowed_decisions(spec: Mapping[str, Any] | None) -> dict[str, tuple[str, ...]]:
+    """Check ``Session(decisions=...)``: ``{tool_name: [decision, ...]}``.
+
+    Returns:
+        ``{tool_name: decisions}`` in :data:`CONFIRM_DECISIONS` order.
+
+    Raises:
+        ValueError: not a mapping of tool names to lists, an unknown
+            decision, or a list without ``deny`` (a call must always be
+            refusable: deadlines and cancelled AG-UI entries deny).
+    """
+    if spec is None:
+        return {}
+    if not isinstance(spec, Mapping):
+        raise ValueError("decisions must map tool names to lists of decisions")
+    out: dict[str, tuple[str, ...]] = {}
+    for tool, names in spec.items():
+        if not isinstance(tool, str) or isinstance(names, str) or not isinstance(names, (list, tuple, set, frozenset)):
+            raise ValueError(f"decisions[{tool!r}] must be a list of decisions, e.g. ['approve', 'deny']")
+        unknown = sorted(str(n) for n in names if n not in CONFIRM_DECISIONS)
+        if unknown:
+            raise ValueError(f"decisions[{tool!r}]: unknown {unknown}; choose from {list(CONFIRM_DECISIONS)}")
+        if "deny" not in names:
+            raise ValueError(f"decisions[{tool!r}] must include 'deny': every call can be refused")
+        out[tool] = tuple(d for d in CONFIRM_DECISIONS if d in names)
+    return out
+
+
+def _check_allowed(pause: Pause, msg: Any) -> None:
+    wanted = msg.action
+    if msg.action == "approve" and msg.rules:
+        wanted = "always_allow"
+    elif msg.action == "deny" and getattr(msg, "deny_rules", None):
+        wanted = "always_deny"
+    if msg.action == "deny" and getattr(msg, "cause", "person") != "person":
+        return  # a deadline or a cancelled entry always denies
+    if wanted not in pause.decisions or (wanted == "always_allow" and "approve" not in pause.decisions):
+        offered = ", ".join(d.replace("_", " ") for d in pause.decisions)
+        raise DecisionError(
+            f"{wanted.replace('_', ' ').capitalize()} is not offered for {pause.tool_name} in this session "
+            f"(offered: {offered}).",
+            field="action",
+        )
+
+
+def rule_reach_line(rule: PermissionRule) -> str:
+    """One line saying what else ``rule`` lets through, for the "Always allow" list.
+
+    ``nb_hitl.permissions.rule_reach`` when the package provides it (the
+    semantics of each tool's ``match_rule``); otherwise a short line from
+    AgentScope's rule shape.
+    """
+    from .. import permissions
+
+    reach = getattr(permissions, "rule_reach", None)
+    if reach is not None:
+        try:
+            return str(reach(rule))
+        except Exception:  # noqa: BLE001 - a description must never stop a card from being drawn
+            pass
+    verb = "denies" if enum_value(rule.behavior) == "deny" else "allows"
+    if not rule.rule_content:
+        return f"{verb} every call of {rule.tool_name}, whatever its input (a whole-tool rule)."
+    return (
+        f"{verb} every call of {rule.tool_name} whose input matches {rule.rule_content!r} "
+        f"({rule.tool_name}'s own match_rule), not only this one."
+    )
+
+
+EDITED_RULE_SOURCE = "nb_hitl: edited by the user"
+"""``PermissionRule.source`` of a suggested rule the person edited before adding it."""
+
+
+def _rules(pause: Pause, indices: list[int], edits: Any = ()) -> tuple[PermissionRule, ...]:
+    """Copies of the chosen suggested rules, with the person's edits of their ``rule_content`` (C18).
+
+    Raises:
+        DecisionError: ``field="rules"``: no such rule, an edit of a rule not
+            chosen, or an empty ``rule_content`` (``null`` is a whole-tool rule).
+    """
+    changed: dict[int, str | None] = {}
+    for edit in edits:
+        if edit.index not in indices:
+            raise DecisionError(f"Rule {edit.index} is edited but not ticked.", field="rules")
+        if edit.rule_content is not None and not edit.rule_content.strip():
+            raise DecisionError(
+                "An edited rule cannot be empty; leave it out, or use the whole-tool rule on purpose.", field="rules"
+            )
+        changed[edit.index] = edit.rule_content
     chosen = []
     for i in sorted(set(indices)):
         if i >= len(pause.suggested_rules):
             raise DecisionError(f"There is no suggested rule number {i}.", field="rules")
-        chosen.append(pause.suggested_rules[i].model_copy(deep=True))
+        rule = pause.suggested_rules[i].model_copy(deep=True)
+        if i in changed:
+            rule = rule.model_copy(update={"rule_content": changed[i], "source": EDITED_RULE_SOURCE})
+        chosen.append(rule)
     return tuple(chosen)
 
 
@@ -47,6 +148,64 @@ def _parse_json_text(text: Any, field: str) -> dict[str, Any]:
     if len(text) > MAX_TEXT:
         raise DecisionError("The edited input is too long.", field=field)
     return parse_json_object(text, field=field)
+
+
+def approved_reading(pause: Pause) -> InputReading:
+    """The reading of the call's input an Approve runs (AgentScope's own).
+
+    Raises:
+        DecisionError: ``field="action"`` when the model's arguments are
+            ambiguous or unreadable (deny or modify instead), or when
+            AgentScope would not re-read its own reading the same way.
+    """
+    runs = pause.reading or read_input(pause.tool_call.input, pause.input_schema)
+    if not runs.approvable or runs.executed is None:
+        raise DecisionError(runs.refusal or "This input cannot be approved as it is.", field="action")
+    if runs.changes:
+        again = read_input(json.dumps(runs.executed, ensure_ascii=False), pause.input_schema)
+        if again.executed is None or not same_value(again.executed, runs.executed):
+            raise DecisionError(
+                "AgentScope does not read the repaired input the same way twice; deny the call or modify its input.",
+                field="action",
+            )
+    return runs
+
+
+def modify_note(pause: Pause, edited: dict[str, Any]) -> str:
+    """What the model reads after an edited call's result: a person changed the call, from what to what."""
+    sent = pause.input if pause.input is not None else pause.tool_call.input
+    return (
+        f"A person edited your tool call {pause.tool_call_id} before it ran. You asked for {pause.tool_name}"
+        f"({visible_json(sent, None)}); it ran as {pause.tool_name}({visible_json(edited, None)}). "
+        "Its result is for the edited input."
+    )
+
+
+DENY_TEXT = {
+    "timeout": (
+        "The call to {tool} did not run: nobody answered the confirmation before the deadline. "
+        "The user did not deny it; you may ask again later or do something else."
+    ),
+    "cancelled": (
+        "The call to {tool} did not run: the confirmation was cancelled without an answer "
+        "(AG-UI resume status 'cancelled'). The user did not deny it."
+    ),
+}
+"""What the model reads instead of AgentScope's "denied by user!" when no person denied the call."""
+
+
+def _deny(pause: Pause, call: Any, msg: Any) -> Decision:
+    cause = getattr(msg, "cause", "person")
+    reason = (getattr(msg, "reason", None) or "").strip() or None
+    result = ConfirmResult(confirmed=False, tool_call=call)
+    if cause in DENY_TEXT:
+        note = DENY_TEXT[cause].format(tool=pause.tool_name)
+        return Decision(pause.tool_call_id, "deny", confirm_result=result, note=note, note_replaces=True, cause=cause)
+    told = f"The user denied your call {pause.tool_call_id} to {pause.tool_name}, saying: {reason}" if reason else None
+    deny_rules = tuple(
+        r.model_copy(update={"behavior": PermissionBehavior.DENY}) for r in _rules(pause, list(msg.deny_rules))
+    )
+    return Decision(pause.tool_call_id, "deny", confirm_result=result, note=told, deny_rules=deny_rules)
 
 
 def _rules_of(message: Mapping[str, Any]) -> list[int]:
@@ -66,17 +225,24 @@ class ConfirmKind(PauseKindSpec):
     timeout_applied = "denied"
 
     def _decide(self, pause: Pause, msg: Any) -> Decision:
+        _check_allowed(pause, msg)
         call = pause.tool_call.model_copy(deep=True)
         if msg.action == "approve":
-            rules = _rules(pause, msg.rules)
+            runs = approved_reading(pause)
+            if runs.changes:
+                # bind the approval to the reading shown: AgentScope re-reads
+                # this canonical text to the same input right before the call
+                call.input = json.dumps(runs.executed, ensure_ascii=False)
+            rules = _rules(pause, msg.rules, msg.rule_edits)
             return Decision(
                 pause.tool_call_id,
                 "approve",
                 confirm_result=ConfirmResult(confirmed=True, tool_call=call, rules=list(rules) or None),
                 accepted_rules=rules,
+                approved_input=runs.executed,
             )
         if msg.action == "deny":
-            return Decision(pause.tool_call_id, "deny", confirm_result=ConfirmResult(confirmed=False, tool_call=call))
+            return _deny(pause, call, msg)
         if msg.name is not None and msg.name != pause.tool_name:
             raise DecisionError(
                 f"The tool name cannot be changed (from {pause.tool_name!r} to {msg.name[:80]!r}): "
@@ -86,21 +252,33 @@ class ConfirmKind(PauseKindSpec):
         edited = parse_edited_input(msg.input, pause.input_schema)
         rules = _rules(pause, msg.rules)
         call.input = json.dumps(edited, ensure_ascii=False)
+        runs = read_input(call.input, pause.input_schema)
+        if runs.executed is None or not same_value(runs.executed, edited):
+            shown = visible_json(runs.executed, None) if runs.executed is not None else runs.error
+            raise DecisionError(
+                f"AgentScope would run this edit as {shown}, not as typed; write the values with the "
+                "types the tool's schema gives.",
+                field="input",
+            )
         return Decision(
             pause.tool_call_id,
             "modify",
             confirm_result=ConfirmResult(confirmed=True, tool_call=call, rules=list(rules) or None),
             edited_input=edited,
             accepted_rules=rules,
+            approved_input=edited,
+            note=modify_note(pause, edited),
         )
 
     def timeout_message(self, pause: Pause) -> dict[str, Any]:
-        """A denial: the call must not run without a yes."""
-        return {"action": "deny", "tool_call_id": pause.tool_call_id}
+        """The call does not run (no yes): AgentScope's denial, but the model
+        is told nobody answered before the deadline, not that the user denied it."""
+        return {"action": "deny", "tool_call_id": pause.tool_call_id, "cause": "timeout"}
 
     def cancel_message(self, pause: Pause) -> dict[str, Any]:
-        """A denial: AgentScope gives the model a fixed reminder for it, and the reply continues."""
-        return {**base_message(pause), "action": "deny"}
+        """The call does not run: AgentScope's denial path, but the model is
+        told the pause was cancelled without an answer, not that the user denied it."""
+        return {**base_message(pause), "action": "deny", "cause": "cancelled"}
 
     def response_schema(self, pause: Pause) -> dict[str, Any]:
         defs: dict[str, Any] = {}

@@ -25,7 +25,7 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentscope.message import Msg, UserMsg
@@ -37,6 +37,7 @@ from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore, current_user
 from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
 from ._drive import Driver, close_dangling_tool_calls, close_delivered_tool_calls
+from ._promise import allowed_decisions, install_guard
 from ._run import PauseTransitionError, ReplyRun, pending_message, transition
 from ._transcript import Transcript
 
@@ -82,6 +83,12 @@ class Session(Driver):
             audit log records it and the widget says what happened.
         decided_by: who answers this session's pauses, recorded as
             ``decided_by`` on every audit line; the OS user when omitted.
+        decisions: per tool, the decisions a confirmation offers
+            (LangGraph's ``allowed_decisions``), e.g.
+            ``{"send_payment": ["approve", "deny"]}`` removes Modify and the
+            "Always" choices for that tool, on the page and in the kernel.
+            Choose from ``approve``, ``deny`` (required), ``modify``,
+            ``always_allow``, ``always_deny``; unlisted tools offer all.
 
     A new ``Session`` for an agent, or for a checkpoint, that already has one
     in this process supersedes it: the old session's open pauses expire
@@ -93,6 +100,7 @@ class Session(Driver):
     Raises:
         TypeError: ``agent`` does not look like an AgentScope ``Agent``.
         CheckpointLockedError: another process drives this checkpoint.
+        ValueError: a bad ``on_deadline``, ``deadline`` or ``decisions``.
     """
 
     def __init__(
@@ -107,6 +115,7 @@ class Session(Driver):
         deadline: float | None = None,
         on_deadline: str = "deny",
         decided_by: str | None = None,
+        decisions: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         if on_deadline not in ("deny", "interrupt"):
             raise ValueError(f"on_deadline must be 'deny' or 'interrupt', got {on_deadline!r}")
@@ -114,7 +123,9 @@ class Session(Driver):
             raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
         if not hasattr(agent, "reply_stream") or not hasattr(agent, "state"):
             raise TypeError(f"Session needs an agentscope.agent.Agent, got {type(agent).__name__}")
+        self.decisions = allowed_decisions(decisions)
         self.agent = agent
+        install_guard(agent)  # an approval binds to the input shown (_promise.py)
         self.display = display
         self.audit_log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
         self.checkpoints = (

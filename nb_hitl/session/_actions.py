@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from .._agentscope import permission_engine
-from ..decisions import Decision, check_external_result, decide, recheck_permission
+from ..decisions import Decision, check_external_result, check_rules_match, decide, recheck_permission
 from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError
 from ..kinds import kind_spec
 from ..pauses import Pause
@@ -103,6 +103,8 @@ class Actions(SessionCore):
                 # the agent's own engine: it holds every rule added since the
                 # agent was built, including rules accepted through "Always allow"
                 await recheck_permission(permission_engine(self.agent), tool, decision.edited_input)
+            if decision.accepted_rules and tool is not None:  # edited "Always allow" rules (C18)
+                await check_rules_match(tool, decision.accepted_rules, decision.approved_input)
             if decision.tool_result is not None and decision.tool_result.state == "success":
                 await check_external_result(tool, decision.tool_result)
             if not run.live or pause.status != "deciding":

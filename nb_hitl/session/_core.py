@@ -45,6 +45,7 @@ class SessionCore:
     on_deadline: str
     decided_by: str
     _checkpoint_lock: CheckpointLock | None
+    decisions: dict[str, tuple[str, ...]]
     runs: list[ReplyRun]
     superseded_by: Session | None
     _lock: threading.Lock
@@ -227,7 +228,8 @@ class SessionCore:
             pause,
             decided_by=decided_by or self.decided_by,
             edited_input=decision.edited_input,
-            decision=decision.action,
+            # a denial nobody gave is audited as what it was ("timeout", "cancelled")
+            decision=decision.action if decision.cause == "person" else decision.cause,
             confirmed=summary.get("confirmed"),
             accepted_rules=summary.get("accepted_rules", []),
             answers=summary.get("answers"),

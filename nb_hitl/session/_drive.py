@@ -14,7 +14,6 @@ after each stream (AgentScope re-sends no event for calls left open).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Any
@@ -38,9 +37,10 @@ from agentscope.event import (
 )
 from agentscope.message import Msg, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState
 
-from .._agentscope import POLICY_CONTEXT_KEY, enum_value, is_parked, msg_text, permission_engine
+from .._agentscope import POLICY_CONTEXT_KEY, agentscope_tool_input, enum_value, is_parked, msg_text, permission_engine
 from ..pauses import Pause, build_pause
 from ._actions import Actions
+from ._promise import apply_note, record_decision
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun, transition
 
 __all__ = ["Driver", "close_dangling_tool_calls", "close_delivered_tool_calls"]
@@ -253,6 +253,7 @@ class Driver(Actions):
                 for d in batch:
                     transition(run.pauses[d.tool_call_id], "delivered")
                     marks[d.tool_call_id] = {"action": d.action, "reply_id": run.reply_id, "at": time.time()}
+                    record_decision(self.agent, d, run.pauses[d.tool_call_id].tool_name)
                 # on disk before the agent gets it: a restore never asks again
                 # for a call that may already have run
                 self.checkpoint()
@@ -293,12 +294,14 @@ class Driver(Actions):
         if enum_value(tool_call.state) == ToolCallState.ASKING.value and tool is not None:
             try:
                 permission = await permission_engine(self.agent).check_permission(
-                    tool, json.loads(tool_call.input or "{}")
+                    tool,
+                    agentscope_tool_input(tool_call.input or "", tool.input_schema),  # AgentScope's reading
                 )
             except Exception:  # the engine's message is informative only
                 log.debug("no permission message for %s", tool_call.id, exc_info=True)
                 permission = None
         pause = build_pause(run.reply_id or self.agent.state.reply_id, tool_call, tool, permission)
+        pause.decisions = self.decisions.get(pause.tool_name, pause.decisions)  # Session(decisions=...)
         policies = self.agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
         if isinstance(policies, dict) and tool_call.id in policies:
             pause.policy = str(policies[tool_call.id])
@@ -370,6 +373,9 @@ class Driver(Actions):
             elif isinstance(ev, ToolResultTextDeltaEvent):
                 tr.tool_result(ev.tool_call_id, ev.delta, name=call_name(ev.tool_call_id))
             elif isinstance(ev, ToolResultEndEvent):
+                told = apply_note(self.agent, ev.tool_call_id)  # before the next model call (_promise.py)
+                if told is not None:  # the result text as the model now reads it
+                    tr.tool_result(ev.tool_call_id, name=call_name(ev.tool_call_id))["text"] = told
                 tr.tool_result(ev.tool_call_id, state=enum_value(ev.state), name=call_name(ev.tool_call_id))
                 pause = run.pauses.get(ev.tool_call_id)
                 if pause is not None and pause.status in ("decided", "delivered"):

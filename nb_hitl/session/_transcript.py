@@ -16,7 +16,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._agentscope import strip_system_reminders
+
 __all__ = ["Transcript"]
+
+
+def _no_reminder_tags(text: str) -> str:
+    """A finished result's text without AgentScope's ``<system-reminder>`` wrappers: the
+    person reads what the model was told, not markup meant for the model."""
+    if "<system-reminder>" not in text:
+        return text
+    return strip_system_reminders(text)
 
 
 class Transcript(list[dict[str, Any]]):
@@ -91,6 +101,8 @@ class Transcript(list[dict[str, Any]]):
         e["text"] += delta
         if state is not None:
             e["state"] = state
+            if state != "running":
+                e["text"] = _no_reminder_tags(e["text"])
         return e
 
     def note(self, text: str) -> dict[str, Any]:

@@ -71,7 +71,10 @@ def test_deny_is_applied_when_the_deadline_passes(tmp_path: Path) -> None:
         assert view["deadline"] == pytest.approx(view["created_at"] + 0.4)
         assert view["decision"] is None and view["status"] == "open"
         final = await asyncio.wait_for(task, 10)  # no click: the deadline decides
-        assert final.get_text_content().startswith("delete_file denied: <system-reminder>")
+        # C17: the model reads that nobody answered, not that the user denied it
+        text = final.get_text_content()
+        assert text.startswith("delete_file denied: The call to delete_file did not run: nobody answered")
+        assert "denied by user" not in text
         view = widget_pause(session)
         assert view["decision"] == {"action": "timeout", "applied": "denied"}
         assert session.current.widget.status == "finished"

@@ -86,7 +86,7 @@ def test_pause_view_type_describes_to_view() -> None:
     pause = _pause("confirm")
     view = pause.to_view()
     assert list(view) == list(PauseView.__annotations__)
-    rule = {"index": 0, "label": "x", "tool_name": "t", "rule_content": None, "behavior": "allow"}
+    rule = {"index": 0, "label": "x", "tool_name": "t", "rule_content": None, "behavior": "allow", "reach": "r"}
     assert set(rule) == set(SuggestedRuleView.__annotations__)
 
 

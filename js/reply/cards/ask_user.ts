@@ -1,7 +1,7 @@
 // AgentScope's AskUser tool: one panel per question (single or multi
 // select, an "Other" answer, an option's preview beside the list), or, when
 // the model's questions break AskUserParams, the error to return to it.
-import { h, prettyJson } from "../../lib/dom";
+import { h } from "../../lib/dom";
 import { enterPresses, uid } from "../../lib/a11y";
 import type { AskUserOption, PauseView } from "../../types";
 import type { CardCtx } from "../card";
@@ -16,7 +16,7 @@ interface Answer {
 function buildInvalid(card: HTMLElement, p: PauseView, ctx: CardCtx, dis: boolean): void {
   card.append(
     h("div", { class: "nbh-error", "data-testid": "nbh-askuser-invalid" }, "The agent's questions are invalid and cannot be shown as asked:\n" + (p.ask_user_error || "")),
-    h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)),
+    h("pre", { class: "nbh-pre" }, p.input_text),
     ctx.errorBox() || "",
     h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send("return_error") }, "Return this error to the agent"),
   );
@@ -38,19 +38,29 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     qEl.append(h("legend", { id: legendId }, h("span", { class: "nbh-chip", "data-testid": "nbh-header" }, q.header), " ", h("span", { class: "nbh-title" }, q.question)));
     if (q.context) qEl.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-context" }, q.context));
     const hasPreview = !multi && q.options.some((o) => o.preview);
-    const preview = h("pre", { class: "nbh-pre nbh-preview", "data-testid": "nbh-preview" });
+    const previewText = h("pre", { class: "nbh-pre nbh-preview", "data-testid": "nbh-preview" });
+    const previewHead = h("div", { class: "nbh-muted", "data-testid": "nbh-preview-label" });
+    const preview = h("div", {}, previewHead, previewText);
+    // the preview says whose it is: the selected option, or one only hovered
     const showPreview = (o?: AskUserOption) => {
-      preview.textContent = o && o.preview ? o.preview : "";
-      preview.hidden = !(o && o.preview);
+      const picked = inputs.find((i) => i.input.checked);
+      const shown = o || (picked ? q.options.find((x) => x.label === picked.label) : undefined);
+      previewText.textContent = shown && shown.preview ? shown.preview : "";
+      const selected = !!(shown && picked && picked.label === shown.label);
+      previewHead.textContent = shown ? (selected ? `Preview of your choice: ${shown.label}` : `Preview of ${shown.label} (hover; not selected)`) : "";
+      preview.hidden = !(shown && shown.preview);
     };
-    showPreview(undefined);
     // one radio group per single-select question (arrow keys move and pick),
     // a group of checkboxes per multi-select one; both named by the question
     const optsEl = h("div", { class: "nbh-options", role: multi ? "group" : "radiogroup", "aria-labelledby": legendId });
     const inputs: { input: HTMLInputElement; label: string }[] = [];
+    const otherNote = h("div", { class: "nbh-warn", "data-testid": "nbh-other-kept", hidden: true });
     for (const o of q.options) {
       const input = h("input", { type: multi ? "checkbox" : "radio", name, value: o.label, disabled: dis, "data-testid": "nbh-option-input" });
-      input.addEventListener("change", () => showPreview(o));
+      input.addEventListener("change", () => {
+        showPreview(o);
+        noteOther();
+      });
       input.addEventListener("focus", () => showPreview(o));
       inputs.push({ input, label: o.label });
       const label = h(
@@ -61,14 +71,24 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
         h("span", { class: "nbh-muted" }, o.description),
       );
       label.addEventListener("mouseenter", () => showPreview(o));
+      label.addEventListener("mouseleave", () => showPreview(undefined));
       optsEl.append(label);
     }
     const otherToggle = h("input", { type: multi ? "checkbox" : "radio", name, value: "__other__", disabled: dis, "data-testid": "nbh-other-toggle" });
     const otherText = h("input", { type: "text", placeholder: "Other: your own answer", disabled: dis, "data-testid": "nbh-other-text", "aria-label": "Other answer" });
+    // single select: picking an option after typing "Other" keeps the text but says it is not sent
+    const noteOther = () => {
+      const dropped = !multi && !!otherText.value.trim() && !otherToggle.checked;
+      otherNote.textContent = dropped ? `Your "Other" answer is kept but not sent: "${otherText.value}" (an option is picked; pick Other to send it).` : "";
+      otherNote.hidden = !dropped;
+    };
     otherText.addEventListener("input", () => {
       if (otherText.value) otherToggle.checked = true;
+      noteOther();
     });
-    optsEl.append(h("label", { class: "nbh-row" }, otherToggle, h("span", {}, "Other"), otherText));
+    otherToggle.addEventListener("change", noteOther);
+    optsEl.append(h("label", { class: "nbh-row" }, otherToggle, h("span", {}, "Other"), otherText), otherNote);
+    showPreview(undefined);
     const kept = ctx.kept;
     const keptAnswer = kept && kept.action === "answer" ? (kept.payload.answers as Answer[]).find((a) => a.question === q.question) : undefined;
     if (keptAnswer) {
@@ -98,7 +118,23 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const submit = h("button", { class: "nbh-primary", "data-testid": "nbh-answer-submit", disabled: dis, onclick: () => ctx.send("answer", { answers: collectors.map((c) => c()) }) }, "Submit answers");
   // Enter on an option (or in "Other") submits, as in a form
   enterPresses(card, submit);
-  card.append(general || "", h("div", { class: "nbh-row" }, submit));
+  card.append(
+    general || "",
+    h(
+      "div",
+      { class: "nbh-row" },
+      submit,
+      h(
+        "button",
+        {
+          "data-testid": "nbh-decline",
+          disabled: dis,
+          onclick: () => ctx.send("return_error", { message: "The user declined to answer these questions." }),
+        },
+        "Decline to answer",
+      ),
+    ),
+  );
 }
 
 export const askUserCard: CardKind = {

@@ -1,10 +1,37 @@
 // A confirmation (AgentScope's permission engine asked): approve, deny,
 // approve with an edited input, or approve and add suggested rules.
-import { h, prettyJson } from "../../lib/dom";
+import { h } from "../../lib/dom";
 import { enterPresses } from "../../lib/a11y";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
+
+// What runs, exactly as the kernel computed it (AgentScope's own reading of
+// the model's arguments; invisible characters escaped, big integers exact):
+// never re-parsed here, JSON.parse would round integers beyond 2^53.
+function appendInput(card: HTMLElement, p: PauseView): void {
+  const changed = p.sent_text !== null && p.sent_text !== undefined;
+  if (changed) card.append(h("div", { class: "nbh-muted" }, "The tool will receive:"));
+  card.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, p.input_text));
+  if (!changed) return;
+  const changes = p.input_changes || [];
+  card.append(
+    h(
+      "div",
+      { class: "nbh-warn", "data-testid": "nbh-input-differs" },
+      "This is not exactly what the model sent: AgentScope repairs the model's arguments before the tool runs.",
+      changes.length ? h("ul", {}, changes.map((c) => h("li", {}, c))) : null,
+    ),
+    h("div", { class: "nbh-muted" }, "The model sent:"),
+    h("pre", { class: "nbh-pre", "data-testid": "nbh-sent-input" }, p.sent_text),
+  );
+}
+
+function alwaysLabel(p: PauseView): string {
+  const d = p.decisions && p.decisions.length ? p.decisions : ["always_allow", "always_deny"];
+  if (d.includes("always_allow") && d.includes("always_deny")) return "Always allow / deny…";
+  return d.includes("always_allow") ? "Always allow…" : "Always deny…";
+}
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
@@ -14,6 +41,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     );
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   const dis = !open || ui.pending;
+  // a view without `decisions` (an older kernel, a remote interrupt) offers everything
+  const offers = (d: string) => !p.decisions || !p.decisions.length || p.decisions.includes(d);
   const toMode = (mode: typeof ui.mode) => () => {
     const from = ui.mode;
     ui.mode = mode;
@@ -49,44 +78,123 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     );
     return;
   }
-  card.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, prettyJson(p.input_text)));
-  if (ui.mode === "rules") {
-    const boxes: HTMLInputElement[] = [];
-    const list = h("div", { class: "nbh-rules", role: "group", "aria-label": "Rules to add" });
-    for (const r of p.suggested_rules) {
-      const cb = h("input", { type: "checkbox", "data-testid": "nbh-rule", "data-index": r.index });
-      cb.checked = true;
-      boxes.push(cb);
-      list.append(h("label", { class: "nbh-row" }, cb, h("code", {}, r.label)));
-    }
-    const submit = h(
-      "button",
-      {
-        class: "nbh-primary",
-        "data-testid": "nbh-rules-submit",
-        disabled: dis,
-        onclick: () => ctx.send("approve", { rules: boxes.filter((b) => b.checked).map((b) => Number(b.dataset.index)) }),
-      },
-      "Approve and add the chosen rules",
-    );
-    enterPresses(list, submit);
+  appendInput(card, p);
+  const refused = p.approve_refused;
+  if (ui.mode === "deny") {
+    const reason = h("textarea", { "data-testid": "nbh-deny-reason", "aria-label": "Reason for the denial (optional)", rows: 2 });
+    const kept = ctx.kept;
+    reason.value = kept && kept.action === "deny" ? String(kept.payload.reason || "") : "";
+    ctx.setDraft(() => ({ action: "deny", payload: { reason: reason.value } }));
     card.append(
-      h("div", { class: "nbh-muted" }, "Always allow: the chosen rules are added to the agent's permission rules, so matching calls run without asking."),
-      list,
+      h("div", { class: "nbh-muted" }, `Deny ${p.tool_name}. The agent reads your reason, if you give one.`),
+      reason,
       ctx.errorBox() || "",
-      h("div", { class: "nbh-row" }, submit, h("button", { "data-testid": "nbh-rules-cancel", disabled: ui.pending, onclick: toMode("view") }, "Cancel")),
+      h(
+        "div",
+        { class: "nbh-row" },
+        h("button", { class: "nbh-danger", "data-testid": "nbh-deny-submit", disabled: dis, onclick: () => ctx.send("deny", { reason: reason.value }) }, "Deny"),
+        h("button", { "data-testid": "nbh-deny-cancel", disabled: ui.pending, onclick: toMode("view") }, "Cancel"),
+      ),
     );
     return;
   }
+  if (ui.mode === "rules") {
+    // No rule is pre-ticked (C18): each says what else it lets through.
+    const boxes: HTMLInputElement[] = [];
+    const contents: HTMLInputElement[] = [];
+    const list = h("div", { class: "nbh-rules", role: "group", "aria-label": "Rules to add" });
+    const ticked = ctx.remembered();
+    for (const r of p.suggested_rules) {
+      const cb = h("input", { type: "checkbox", "data-testid": "nbh-rule", "data-index": r.index });
+      cb.checked = Array.isArray(ticked) && ticked.includes(r.index);
+      cb.addEventListener("change", () => ctx.remember(chosen()));
+      boxes.push(cb);
+      // the rule's content can be narrowed or edited; the kernel checks it still matches this call
+      const content = h("input", {
+        type: "text",
+        "data-testid": "nbh-rule-content",
+        "aria-label": `Rule content for ${r.tool_name}`,
+        placeholder: "(whole tool)",
+        disabled: r.rule_content === null,
+      });
+      content.value = r.rule_content ?? "";
+      contents.push(content);
+      list.append(
+        h(
+          "div",
+          { class: "nbh-rule" },
+          h("label", { class: "nbh-row" }, cb, h("code", {}, r.label)),
+          r.rule_content === null ? null : content,
+          h("div", { class: "nbh-muted", "data-testid": "nbh-rule-reach" }, r.reach || ""),
+        ),
+      );
+    }
+    const chosen = () => boxes.filter((b) => b.checked).map((b) => Number(b.dataset.index));
+    const edits = () =>
+      p.suggested_rules
+        .map((r, i) => ({ index: r.index, rule_content: contents[i].value, was: r.rule_content, on: boxes[i].checked }))
+        .filter((e) => e.on && e.was !== null && e.rule_content !== e.was)
+        .map((e) => ({ index: e.index, rule_content: e.rule_content }));
+    const none = () => {
+      ui.error = "No rule is ticked, so nothing was sent: tick the rules to add, or use Approve / Deny for this call only.";
+      ui.errorField = "rules";
+      ctx.redraw();
+    };
+    const can = (d: string) => !p.decisions || !p.decisions.length || p.decisions.includes(d);
+    const allow = can("always_allow")
+      ? h(
+          "button",
+          {
+            class: "nbh-primary",
+            "data-testid": "nbh-rules-submit",
+            disabled: dis || !!refused,
+            onclick: () => (chosen().length ? ctx.send("approve", { rules: chosen(), rule_edits: edits() }) : none()),
+          },
+          "Approve and always allow the ticked rules",
+        )
+      : null;
+    // Enter on a rule (or its content) presses the allow button, as in a form
+    if (allow) enterPresses(list, allow);
+    card.append(
+      h("div", { class: "nbh-muted" }, "Always: the ticked rules are added to the agent's permission rules, so matching calls run (or are refused) without asking."),
+      list,
+      ctx.errorBox() || "",
+      h(
+        "div",
+        { class: "nbh-row" },
+        allow,
+        can("always_deny")
+          ? h(
+              "button",
+              {
+                class: "nbh-danger",
+                "data-testid": "nbh-deny-rules-submit",
+                disabled: dis,
+                onclick: () => (chosen().length ? ctx.send("deny", { deny_rules: chosen() }) : none()),
+              },
+              "Deny and always deny the ticked rules",
+            )
+          : null,
+        h("button", { "data-testid": "nbh-rules-cancel", disabled: ui.pending, onclick: toMode("view") }, "Cancel"),
+      ),
+    );
+    return;
+  }
+  if (refused) card.append(h("div", { class: "nbh-warn", "data-testid": "nbh-approve-refused" }, refused));
   card.append(
     ctx.errorBox() || "",
     h(
       "div",
       { class: "nbh-row" },
-      h("button", { class: "nbh-primary", "data-testid": "nbh-approve", disabled: dis, onclick: () => ctx.send("approve") }, "Approve"),
+      offers("approve")
+        ? h("button", { class: "nbh-primary", "data-testid": "nbh-approve", disabled: dis || !!refused, onclick: () => ctx.send("approve") }, "Approve")
+        : null,
       h("button", { class: "nbh-danger", "data-testid": "nbh-deny", disabled: dis, onclick: () => ctx.send("deny") }, "Deny"),
-      h("button", { "data-testid": "nbh-modify", disabled: dis, onclick: toMode("modify") }, "Modify…"),
-      p.suggested_rules.length ? h("button", { "data-testid": "nbh-always", disabled: dis, onclick: toMode("rules") }, "Always allow…") : null,
+      h("button", { "data-testid": "nbh-deny-reason-open", disabled: dis, onclick: toMode("deny") }, "Deny with reason…"),
+      offers("modify") ? h("button", { "data-testid": "nbh-modify", disabled: dis, onclick: toMode("modify") }, "Modify…") : null,
+      (p.suggested_rules || []).length && (offers("always_allow") || offers("always_deny"))
+        ? h("button", { "data-testid": "nbh-always", disabled: dis, onclick: toMode("rules") }, alwaysLabel(p))
+        : null,
     ),
   );
 }

@@ -1,6 +1,6 @@
 // An external tool (AgentScope's external execution): the person runs it
 // and sends its output back, marked success or error.
-import { h, prettyJson } from "../../lib/dom";
+import { h } from "../../lib/dom";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -11,7 +11,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   card.append(
     h("div", { class: "nbh-muted" }, `${p.tool_name} runs outside the agent. Run it, then give its output.`),
-    h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, prettyJson(p.input_text)),
+    h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, p.input_text),
   );
   const area = h("textarea", { "data-testid": "nbh-external-output", "aria-label": "Tool output", disabled: dis });
   if (p.review_output != null) area.value = p.review_output;
@@ -24,13 +24,38 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     bad.checked = kept.payload.state === "error";
     ok.checked = !bad.checked;
   }
+  const question = h("div", { class: "nbh-warn", "data-testid": "nbh-ask-first", hidden: true });
   const payload = () => ({ output: area.value, state: bad.checked ? "error" : "success" });
   ctx.setDraft(() => (area.value ? { action: "external_result", payload: payload() } : null));
   card.append(
     area,
     h("div", { class: "nbh-row", role: "radiogroup", "aria-label": "Result state" }, h("label", {}, ok, " success"), h("label", {}, bad, " error")),
     ctx.errorBox() || "",
-    h("button", { class: "nbh-primary", "data-testid": "nbh-external-submit", disabled: dis, onclick: () => ctx.send("external_result", payload()) }, "Send result"),
+    question,
+    h(
+      "button",
+      {
+        class: "nbh-primary",
+        "data-testid": "nbh-external-submit",
+        disabled: dis,
+        onclick: () => {
+          const out = payload();
+          if (out.output.trim() || out.state === "error") return ctx.send("external_result", out);
+          // an empty output reported as success is asked about first
+          question.replaceChildren(
+            h("div", {}, `The output is empty: the model would read that ${p.tool_name} succeeded and returned nothing. Send it anyway?`),
+            h(
+              "div",
+              { class: "nbh-row" },
+              h("button", { "data-testid": "nbh-confirm-empty", onclick: () => ctx.send("external_result", payload()) }, "Send the empty output"),
+              h("button", { onclick: () => (question.hidden = true) }, "Cancel"),
+            ),
+          );
+          question.hidden = false;
+        },
+      },
+      "Send result",
+    ),
   );
 }
 

@@ -1,6 +1,6 @@
 // A structured question: a form drawn from the agent's JSON Schema
 // (lib/form.ts); the kernel validates the answer before the agent sees it.
-import { h, prettyJson } from "../../lib/dom";
+import { h } from "../../lib/dom";
 import { renderSchemaForm } from "../../lib/form";
 import { enterPresses } from "../../lib/a11y";
 import type { JsonSchema, PauseView } from "../../types";
@@ -34,7 +34,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (p.form_error) {
     card.append(
       h("div", { class: "nbh-error", "data-testid": "nbh-form-invalid" }, "The agent's form cannot be shown: " + p.form_error),
-      h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)),
+      h("pre", { class: "nbh-pre" }, p.input_text),
       ctx.errorBox() || "",
       h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send("return_error") }, "Return this error to the agent"),
     );

@@ -1,6 +1,6 @@
 // A reviewed tool's result, held back from the model until a person
 // accepts it, edits it (e.g. redacts a value) or rejects it (nb_hitl/review.py).
-import { h, prettyJson } from "../../lib/dom";
+import { h } from "../../lib/dom";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -9,7 +9,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
   const dis = !open || ui.pending;
   if (p.message) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-review-message" }, p.message));
-  card.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, prettyJson(p.input_text)));
+  card.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, p.input_text));
   const reason = h("input", { type: "text", placeholder: "Reason (optional, the agent reads it)", disabled: dis, "data-testid": "nbh-review-reason", "aria-label": "Reason for rejecting" });
   const reject = h("button", { class: "nbh-danger", "data-testid": "nbh-review-reject", disabled: dis, onclick: () => ctx.send("reject", reason.value.trim() ? { reason: reason.value } : {}) }, "Reject");
   if (p.review_error || p.review_output == null) {
@@ -24,16 +24,57 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const area = h("textarea", { "data-testid": "nbh-review-output", "aria-label": `Result of ${p.tool_name}`, spellcheck: "false", disabled: dis });
   area.value = p.review_output;
   const original = p.review_output;
+  const question = h("div", { class: "nbh-warn", "data-testid": "nbh-ask-first", hidden: true });
+  const ask = (text: string, choices: { label: string; testid: string; run: () => void }[]) => {
+    question.replaceChildren(
+      h("div", {}, text),
+      h("div", { class: "nbh-row" }, ...choices.map((c) => h("button", { "data-testid": c.testid, onclick: c.run }, c.label)), h("button", { onclick: () => (question.hidden = true) }, "Cancel")),
+    );
+    question.hidden = false;
+  };
   ctx.setDraft(() => (area.value === original ? { action: "accept", payload: {} } : { action: "edit", payload: { output: area.value } }));
   card.append(
     h("div", { class: "nbh-muted" }, "The model has not seen this result. Edit the text to change what it reads."),
     area,
     ctx.errorBox("output") || ctx.errorBox() || "",
+    question,
     h(
       "div",
       { class: "nbh-row" },
-      h("button", { class: "nbh-primary", "data-testid": "nbh-review-accept", disabled: dis, onclick: () => ctx.send("accept") }, "Accept"),
-      h("button", { "data-testid": "nbh-review-edit", disabled: dis, onclick: () => ctx.send("edit", { output: area.value }) }, "Edit & send"),
+      h(
+        "button",
+        {
+          class: "nbh-primary",
+          "data-testid": "nbh-review-accept",
+          disabled: dis,
+          // C21: an edit is never thrown away without a word
+          onclick: () =>
+            area.value === original
+              ? ctx.send("accept")
+              : ask(
+                  "You edited the result. Accept sends the original result, not your edit. Which one do you mean?",
+                  [
+                    { label: "Send my edit", testid: "nbh-review-send-edit", run: () => ctx.send("edit", { output: area.value }) },
+                    { label: "Discard my edit, accept the original", testid: "nbh-review-accept-original", run: () => ctx.send("accept") },
+                  ],
+                ),
+        },
+        "Accept",
+      ),
+      h(
+        "button",
+        {
+          "data-testid": "nbh-review-edit",
+          disabled: dis,
+          onclick: () =>
+            area.value.trim()
+              ? ctx.send("edit", { output: area.value })
+              : ask("The edited result is empty: the model would read an empty result. Send it anyway?", [
+                  { label: "Send the empty result", testid: "nbh-confirm-empty", run: () => ctx.send("edit", { output: area.value }) },
+                ]),
+        },
+        "Edit & send",
+      ),
       reject,
       reason,
     ),

@@ -1,0 +1,173 @@
+"""The model hears the truth about what a person did (or did not do).
+
+Real agents on :class:`~nb_hitl.models.ScriptedChatModel`; what is checked is
+what the model was sent next (``ScriptedChatModel.calls``), the agent's
+history, the audit log and the transcript the person sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from agentscope.agent import Agent
+from agentscope.message import ToolResultState
+from agentscope.tool import Toolkit
+
+from nb_hitl import Session
+from nb_hitl.demo import make_sandbox, sandbox_tools
+from nb_hitl.kinds import kind_spec
+from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from nb_hitl.store import AuditLog
+from tests.support import parked_on, run_async
+
+
+def delete_agent(folder: Path) -> Agent:
+    model = ScriptedChatModel(
+        [Turn("Deleting.", [tool_call("delete_file", id="call_del", path="old_log.txt")]), Turn("ok")],
+        on_exhausted="raise",
+    )
+    return Agent(name="deleter", system_prompt="tidy", model=model, toolkit=Toolkit(tools=sandbox_tools(folder)))
+
+
+def told(agent: Agent) -> Any:
+    """The delete_file result the model read in its last call."""
+    results = tool_results(agent.model.calls[-1], "delete_file")
+    assert len(results) == 1
+    return results[0]
+
+
+def hints(agent: Agent) -> list[str]:
+    """nb_hitl's ``HintBlock`` texts the model read in its last call (AgentScope sends hints as user messages)."""
+    out = []
+    for m in agent.model.calls[-1]:
+        if not isinstance(m.content, str):
+            out.extend(str(b.hint) for b in m.content if getattr(b, "type", None) == "hint" and b.source == "nb_hitl")
+    return out
+
+
+def base(pause: Any) -> dict[str, Any]:
+    return {"tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id}
+
+
+def run_with(folder: Path, decide: Any, **session_kw: Any) -> tuple[Agent, Session]:
+    agent = delete_agent(folder)
+
+    async def scenario() -> Session:
+        session = Session(agent, display=False, **session_kw)
+        task = session.start("tidy")
+        pause = await parked_on(session, "confirm")
+        await decide(session, pause)
+        await asyncio.wait_for(task, 10)
+        return session
+
+    return agent, run_async(scenario())
+
+
+def audit_rows(path: Path) -> list[dict[str, Any]]:
+    return [r for r in AuditLog(path).records() if r.get("tool_call_id") == "call_del"]
+
+
+# ---------------------------------------------------------------------------
+def test_C16_after_modify_the_model_reads_that_a_person_changed_the_call(tmp_path: Path) -> None:
+    folder = make_sandbox(tmp_path / "box")
+
+    async def modify(session: Session, pause: Any) -> None:
+        await session.act({**base(pause), "action": "modify", "input": '{"path": "draft.md"}'})
+
+    agent, session = run_with(folder, modify)
+    result = told(agent)
+    assert result.state == ToolResultState.SUCCESS and result_text(result) == "Deleted draft.md."
+    # a hint right before the next model call, after the round's results
+    (hint,) = hints(agent)
+    assert hint.startswith("A person edited your tool call call_del before it ran.")
+    assert 'delete_file({"path": "old_log.txt"})' in hint and 'delete_file({"path": "draft.md"})' in hint
+    last = agent.model.calls[-1][-1]
+    assert [getattr(b, "type", None) for b in last.content][-2:] == ["tool_result", "hint"]
+    # the history keeps it (later model calls read it too), and the person sees it
+    entry = next(e for e in session.runs[-1].transcript if e["kind"] == "tool_result")
+    assert entry["text"] == "Deleted draft.md.\n\n" + hint
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "old_log.txt"]
+
+
+def test_deny_with_a_reason_the_model_reads_it(tmp_path: Path) -> None:
+    folder = make_sandbox(tmp_path / "box")
+
+    async def deny(session: Session, pause: Any) -> None:
+        out = await session.act({**base(pause), "action": "deny", "reason": "Keep the logs until Friday."})
+        assert out["decision"]["note"].endswith("saying: Keep the logs until Friday.")
+
+    agent, _ = run_with(folder, deny)
+    result = told(agent)
+    assert result.state == ToolResultState.DENIED
+    assert "denied by user" in result_text(result)
+    assert hints(agent) == ["The user denied your call call_del to delete_file, saying: Keep the logs until Friday."]
+    assert "old_log.txt" in [p.name for p in folder.iterdir()]
+
+
+def test_deny_without_a_reason_keeps_agentscopes_text_and_the_transcript_has_no_reminder_tags(tmp_path: Path) -> None:
+    folder = make_sandbox(tmp_path / "box")
+
+    async def deny(session: Session, pause: Any) -> None:
+        await session.act({**base(pause), "action": "deny"})
+
+    agent, session = run_with(folder, deny)
+    assert (
+        result_text(told(agent))
+        == '<system-reminder>The execution of tool "delete_file" is denied by user!</system-reminder>'
+    )
+    assert hints(agent) == []
+    entry = next(e for e in session.runs[-1].transcript if e["kind"] == "tool_result")
+    assert entry["text"] == 'The execution of tool "delete_file" is denied by user!'
+    assert entry["state"] == "denied"
+
+
+def test_C17_a_deadline_is_not_reported_as_the_users_denial(tmp_path: Path) -> None:
+    folder = make_sandbox(tmp_path / "box")
+    audit = tmp_path / "audit.jsonl"
+
+    async def wait(session: Session, pause: Any) -> None:
+        return None  # nobody answers: the deadline decides
+
+    agent, session = run_with(folder, wait, deadline=0.3, audit_log=str(audit))
+    result = told(agent)
+    text = result_text(result)
+    assert "nobody answered the confirmation before the deadline" in text
+    assert "denied by user" not in text and "The user did not deny it" in text
+    assert [r["decision"] for r in audit_rows(audit)] == ["timeout"]
+    assert session.runs[-1].pauses["call_del"].decision == {"action": "timeout", "applied": "denied"}
+    entry = next(e for e in session.runs[-1].transcript if e["kind"] == "tool_result")
+    assert "nobody answered" in entry["text"] and "denied by user" not in entry["text"]
+
+
+def test_C17_an_agui_cancelled_entry_is_not_reported_as_the_users_denial(tmp_path: Path) -> None:
+    folder = make_sandbox(tmp_path / "box")
+    audit = tmp_path / "audit.jsonl"
+
+    async def cancel(session: Session, pause: Any) -> None:
+        out = await session.act(kind_spec("confirm").cancel_message(pause))
+        assert out["decision"]["cause"] == "cancelled"
+
+    agent, _ = run_with(folder, cancel, audit_log=str(audit))
+    text = result_text(told(agent))
+    assert "cancelled without an answer" in text and "The user did not deny it" in text
+    assert "denied by user" not in text
+    assert [r["decision"] for r in audit_rows(audit)] == ["cancelled"]
+    assert "old_log.txt" in [p.name for p in folder.iterdir()]
+
+
+def test_notes_survive_in_the_history_for_later_model_calls(tmp_path: Path) -> None:
+    """The note is in the agent's history (a HintBlock after the result), not only in one model call."""
+    folder = make_sandbox(tmp_path / "box")
+
+    async def deny(session: Session, pause: Any) -> None:
+        await session.act({**base(pause), "action": "deny", "reason": "no"})
+
+    agent, _ = run_with(folder, deny)
+    saved = [b for m in agent.state.context if not isinstance(m.content, str) for b in m.content]
+    ours = [b for b in saved if b.type == "tool_result" or (b.type == "hint" and b.source == "nb_hitl")]
+    assert [b.type for b in ours] == ["tool_result", "hint"]
+    assert str(ours[1].hint).endswith("saying: no")
+    assert json.loads(agent.state.model_dump_json())["middle_context"].get("nb_hitl.notes") == {}
