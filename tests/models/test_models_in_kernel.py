@@ -189,15 +189,9 @@ def test_truncated_arguments_are_repaired_and_run_by_agentscope(kernel: KernelHa
     assert kernel_json(kernel, f"files({name!r})") == ["draft.md", "notes.txt", "old_log.txt"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="nb_hitl.pauses shows the model's raw argument string (json.loads fails, Pause.input is None), "
-    "while AgentScope runs json_repair's reading of it (_json_loads_with_repair with the tool's schema): "
-    "the pause must show the input AgentScope will run",
-)
 @pytest.mark.parametrize("provider", ["openai", "dashscope"])
 def test_truncated_arguments_pause_shows_the_input_agentscope_runs(kernel: KernelHarness, provider: str) -> None:
+    """The card shows json_repair's reading, the input AgentScope will run (case C25), and says it differs."""
     name = f"cutview_{provider}"
     with _server(provider, [Turn("Deleting.", [CUT]), _report]) as srv:
         rec = _start(kernel, provider, srv, name)
