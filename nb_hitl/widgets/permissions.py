@@ -32,6 +32,9 @@ action                        fields                                      answer
 ``import``                    ``text``, optional ``replace``              ``count``, ``context``
 ============================  ==========================================  ============================
 
+``context`` in an answer is the view without its rule lists (the rules
+reach the page through the ``rules_json`` trait).
+
 After a change (rule, mode, working directory, import) the last "Try a
 call" and the matrix are decided again, so the page shows at once what
 the change does to the agent's next call.
@@ -79,8 +82,13 @@ class PermissionExplorer(RequestWidget):
         TypeError: for an object without a permission engine, or unknown
             keyword arguments.
 
-    Traits (synced to the page):
-        agent_name (str); context (dict, :func:`nb_hitl.permissions.describe_context`);
+    Traits:
+        context (dict, :func:`nb_hitl.permissions.describe_context`; kept in
+        the kernel, not synced). Synced to the page: agent_name (str);
+        context_view (``context`` without its ``rules`` and ``by_tool``);
+        rules_json (str: ``context["rules"]`` as JSON text: one string
+        instead of thousands of dicts, which ipywidgets would walk one by one
+        when syncing);
         tools (list, :func:`nb_hitl.permissions.list_tools`);
         last_try (dict, a :func:`nb_hitl.permissions.try_call` result or {});
         matrix (dict, a :func:`nb_hitl.permissions.mode_matrix` result or {});
@@ -90,7 +98,9 @@ class PermissionExplorer(RequestWidget):
     _esm = pathlib.Path(__file__).parent.parent / "static" / "permissions.js"
 
     agent_name = traitlets.Unicode("").tag(sync=True)
-    context = traitlets.Dict().tag(sync=True)
+    context = traitlets.Dict()
+    context_view = traitlets.Dict().tag(sync=True)
+    rules_json = traitlets.Unicode("[]").tag(sync=True)
     tools: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     last_try = traitlets.Dict().tag(sync=True)
     matrix = traitlets.Dict().tag(sync=True)
@@ -126,8 +136,9 @@ class PermissionExplorer(RequestWidget):
         return [t["name"] for t in self.tools]
 
     def refresh(self) -> dict[str, Any]:
-        """Re-read the agent's live permission context into the ``context``
-        trait (and the toolkit's tools into ``tools``).
+        """Re-read the agent's live permission context into the ``context``,
+        ``context_view`` and ``rules_json`` traits (and the toolkit's tools
+        into ``tools``).
 
         Returns:
             dict: the new :func:`nb_hitl.permissions.describe_context` view.
@@ -138,6 +149,8 @@ class PermissionExplorer(RequestWidget):
         if tools != self.tools:  # tools added to the toolkit after construction
             self.tools = tools
         self.context = view
+        self.rules_json = json.dumps(view["rules"], ensure_ascii=False)
+        self.context_view = _summary(view)
         self.revision = self.revision + 1
         return view
 
@@ -209,25 +222,25 @@ class PermissionExplorer(RequestWidget):
         action = msg.get("action")
         agent = self._agent
         if action == "refresh":
-            return {"context": await self.refresh_all()}
+            return {"context": _summary(await self.refresh_all())}
         if action == "set_mode":
             perm.set_mode(agent, msg.get("mode", ""))
-            return {"context": await self.refresh_all()}
+            return {"context": _summary(await self.refresh_all())}
         if action == "add_rule":
             rule = perm.add_rule(agent, _dict(msg, "rule"), known_tools=self.known_tools, default_source=_SOURCE)
-            return {"context": await self.refresh_all(), "rule": perm.rule_to_dict(rule)}
+            return {"context": _summary(await self.refresh_all()), "rule": perm.rule_to_dict(rule)}
         if action == "remove_rule":
             perm.remove_rule(agent, _dict(msg, "rule"))
-            return {"context": await self.refresh_all()}
+            return {"context": _summary(await self.refresh_all())}
         if action == "edit_rule":
             rule = perm.edit_rule(agent, _dict(msg, "old"), _dict(msg, "new"), known_tools=self.known_tools)
-            return {"context": await self.refresh_all(), "rule": perm.rule_to_dict(rule)}
+            return {"context": _summary(await self.refresh_all()), "rule": perm.rule_to_dict(rule)}
         if action == "add_working_directory":
             perm.add_working_directory(agent, msg.get("path", ""), source=_SOURCE)
-            return {"context": await self.refresh_all()}
+            return {"context": _summary(await self.refresh_all())}
         if action == "remove_working_directory":
             perm.remove_working_directory(agent, msg.get("path", ""))
-            return {"context": await self.refresh_all()}
+            return {"context": _summary(await self.refresh_all())}
         if action == "try_call":
             request = {"tool_name": _str(msg, "tool_name"), "input": msg.get("input", {})}
             if msg.get("mode"):
@@ -266,8 +279,14 @@ class PermissionExplorer(RequestWidget):
             rules = perm.import_rules(
                 file_text, into=agent, replace=bool(msg.get("replace")), known_tools=self.known_tools
             )
-            return {"count": len(rules), "context": await self.refresh_all()}
+            return {"count": len(rules), "context": _summary(await self.refresh_all())}
         raise DecisionError(f"Unknown action {action!r}.", field="action")
+
+
+def _summary(view: dict[str, Any]) -> dict[str, Any]:
+    """The context view without its rule lists (mode, working directories,
+    counts, ...): what replies carry and ``context_view`` syncs."""
+    return {k: v for k, v in view.items() if k not in ("rules", "by_tool")}
 
 
 def _dict(msg: dict[str, Any], key: str) -> dict[str, Any]:
