@@ -458,7 +458,7 @@ def context_fingerprint(target: Any) -> tuple[Any, ...]:
     building (and serialising) the full view of thousands of rules."""
     ctx = permission_context(target)
     rules = tuple(
-        (name, r.tool_name, r.rule_content, r.behavior.value, r.source)
+        (name, r.tool_name, r.rule_content, r.behavior, r.source)
         for attr in ("deny_rules", "ask_rules", "allow_rules")
         for name, tool_rules in getattr(ctx, attr).items()
         for r in tool_rules

@@ -46,6 +46,7 @@ import asyncio
 import json
 import logging
 import pathlib
+import time
 from typing import Any
 
 import traitlets
@@ -62,6 +63,9 @@ __all__ = ["PermissionExplorer"]
 log = logging.getLogger(__name__)
 
 _SOURCE = "nb_hitl"
+
+WATCH_BUSY_FACTOR = 10
+"""The watch loop waits at least this many times as long as its last read took."""
 
 
 class PermissionExplorer(RequestWidget):
@@ -211,12 +215,18 @@ class PermissionExplorer(RequestWidget):
 
     # -- internals -----------------------------------------------------------
     async def _watch_loop(self) -> None:
+        # With tens of thousands of rules one read takes a noticeable time:
+        # wait at least 10 times as long as the last read took, so watching
+        # never keeps the kernel busy more than a tenth of the time.
+        pause = self.watch_interval
         while True:
-            await asyncio.sleep(self.watch_interval)
+            await asyncio.sleep(pause)
+            started = time.perf_counter()
             try:
                 await self.poll_once()
             except Exception:
                 log.debug("permission explorer watch failed", exc_info=True)
+            pause = max(self.watch_interval, WATCH_BUSY_FACTOR * (time.perf_counter() - started))
 
     async def _handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         action = msg.get("action")
