@@ -7,37 +7,8 @@ re-reads the agent's context afterwards, so rules accepted through "Always
 allow" in a confirmation (``Agent._handle_incoming_event`` ->
 ``PermissionEngine.add_rule``) show up on the next action or refresh, and,
 with ``watch=True`` (the default inside a running kernel), by themselves
-within ``watch_interval`` seconds.
-
-Page actions (``{"request_id", "action", ...}``) and their answers
-(besides ``request_id`` and ``ok``):
-
-============================  ==========================================  ============================
-action                        fields                                      answer
-============================  ==========================================  ============================
-``refresh``                   --                                          ``context``
-``set_mode``                  ``mode``                                    ``context``
-``add_rule``                  ``rule`` (PermissionRule dict)              ``context``, ``rule``
-``remove_rule``               ``rule``                                    ``context``
-``edit_rule``                 ``old``, ``new``                            ``context``, ``rule``
-``add_working_directory``     ``path``                                    ``context``
-``remove_working_directory``  ``path``                                    ``context``
-``try_call``                  ``tool_name``, ``input`` (dict or JSON),    ``result`` (see
-                              optional ``mode``                           :func:`nb_hitl.permissions.try_call`)
-``matrix``                    ``calls`` ([{tool_name, input}])            ``matrix``
-``explain``                   ``rule``, ``tool_name``, ``input``          ``text``
-``reach``                     ``rule``                                    ``text`` (one line,
-                                                                          :func:`nb_hitl.permissions.rule_reach`)
-``export``                    --                                          ``text``
-``import``                    ``text``, optional ``replace``              ``count``, ``context``
-============================  ==========================================  ============================
-
-``context`` in an answer is the view without its rule lists (the rules
-reach the page through the ``rules_json`` trait).
-
-After a change (rule, mode, working directory, import) the last "Try a
-call" and the matrix are decided again, so the page shows at once what
-the change does to the agent's next call.
+within ``watch_interval`` seconds. The page actions and their answers are
+listed on :class:`PermissionExplorer`.
 """
 
 from __future__ import annotations
@@ -70,6 +41,36 @@ WATCH_BUSY_FACTOR = 10
 
 class PermissionExplorer(RequestWidget):
     """Explore and edit an AgentScope agent's permission rules, live.
+
+    Page actions (``{"request_id", "action", ...}``) and their answers
+    (besides ``request_id`` and ``ok``):
+
+    ============================  ==========================================  ============================
+    action                        fields                                      answer
+    ============================  ==========================================  ============================
+    ``refresh``                   --                                          ``context``
+    ``set_mode``                  ``mode``                                    ``context``
+    ``add_rule``                  ``rule`` (PermissionRule dict)              ``context``, ``rule``
+    ``remove_rule``               ``rule``                                    ``context``
+    ``edit_rule``                 ``old``, ``new``                            ``context``, ``rule``
+    ``add_working_directory``     ``path``                                    ``context``
+    ``remove_working_directory``  ``path``                                    ``context``
+    ``try_call``                  ``tool_name``, ``input`` (dict or JSON),    ``result`` (see
+                                  optional ``mode``                           :func:`nb_hitl.permissions.try_call`)
+    ``matrix``                    ``calls`` ([{tool_name, input}])            ``matrix``
+    ``explain``                   ``rule``, ``tool_name``, ``input``          ``text``
+    ``reach``                     ``rule``                                    ``text`` (one line,
+                                                                              :func:`nb_hitl.permissions.rule_reach`)
+    ``export``                    --                                          ``text``
+    ``import``                    ``text``, optional ``replace``              ``count``, ``context``
+    ============================  ==========================================  ============================
+
+    ``context`` in an answer is the view without its rule lists (the rules
+    reach the page through the ``rules_json`` trait).
+
+    After a change (rule, mode, working directory, import) the last "Try a
+    call" and the matrix are decided again, so the page shows at once what
+    the change does to the agent's next call.
 
     Args:
         agent: an ``agentscope.agent.Agent``. Its own engine's context
