@@ -22,9 +22,14 @@ from confusable_homoglyphs import confusables
 
 from ..errors import DecisionError
 
-__all__ = ["check_tool_name", "check_rule_text", "describe_char"]
+__all__ = ["check_tool_name", "check_rule_text", "describe_char", "is_plain_name"]
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/@-]*")
+
+
+def is_plain_name(name: object) -> bool:
+    """Whether ``name`` is a plain ASCII tool name (``[A-Za-z0-9_][A-Za-z0-9_.:/@-]*``)."""
+    return isinstance(name, str) and _PLAIN_NAME.fullmatch(name) is not None
 
 
 def describe_char(ch: str) -> str:
