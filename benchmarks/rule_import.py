@@ -8,13 +8,11 @@ path globs, allow / deny / ask), prints:
   import must do at least);
 * import: ``nb_hitl.permissions.import_rules(text, into=context,
   known_tools=...)`` (validation, confusable checks, duplicate checks);
-* view: ``describe_context`` of the result (what the explorer sends to the
-  page after an import);
+* view: ``describe_context`` of the result (what the explorer shows);
 * the ratio import / baseline.
 
-Run: ``python benchmarks/rule_import.py [sizes...]``. Target: 20k rules
-import in at most 2 s on a 2-core machine; the ratio should stay flat as
-the size grows (near-linear).
+Run: ``python benchmarks/rule_import.py [sizes...]``. Target: 20k rules in
+at most 2 s on a 2-core machine, a ratio that stays flat as sizes grow.
 """
 
 from __future__ import annotations

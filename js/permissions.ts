@@ -6,7 +6,7 @@
 const css = ""; // the theme ships once as every widget's _css (nb_hitl/widgets/_base.py)
 import { h, clear } from "./lib/dom";
 import { Rpc, Reply, AnyModelLike, isLive } from "./lib/rpc";
-import { Rule, RuleList, badge, ruleText } from "./permissions/rule_list";
+import { Rule, RuleList, badge, groupByTool, ruleText } from "./permissions/rule_list";
 
 const PERM_CSS = `
 .nbh-perm section { margin: 8px 0; }
@@ -29,8 +29,6 @@ type Ctx = {
   modes?: string[];
   cwd?: string;
   working_directories?: { path: string; source: string }[];
-  rules?: Rule[];
-  by_tool?: Record<string, Rule[]>;
   state_in_sync?: boolean | null;
   permission_middlewares?: number;
 };
@@ -215,7 +213,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
 
   // ---- rendering --------------------------------------------------------
   function renderHeader() {
-    const ctx: Ctx = model.get("context") || {};
+    const ctx: Ctx = model.get("context_view") || {};
     title.textContent = `Permissions of ${model.get("agent_name") || "agent"}`;
     const modes = ctx.modes || MODES_FALLBACK;
     clear(modeSelect);
@@ -242,12 +240,14 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   // The context view is only rebuilt when the kernel sent a new one (a
   // refresh that changed nothing keeps the same object): thousands of rules
   // are not laid out again on every revision.
-  let shownCtx: Ctx | null = null;
+  let shownRules: string | null = null;
   function renderRules() {
-    const ctx: Ctx = model.get("context") || {};
-    if (ctx === shownCtx) return;
-    shownCtx = ctx;
-    ruleList.setRules(ctx.by_tool || {});
+    const ctx: Ctx = model.get("context_view") || {};
+    const rulesJson: string = model.get("rules_json") || "[]";
+    if (rulesJson !== shownRules) {
+      shownRules = rulesJson;
+      ruleList.setRules(groupByTool(JSON.parse(rulesJson)));
+    }
     clear(wdBox);
     wdBox.append(h("div", { class: "nbh-muted" }, `process cwd (always a working directory): ${ctx.cwd || "?"}`));
     for (const wd of ctx.working_directories || []) {
@@ -351,7 +351,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
 
   function renderMatrix() {
     const m = model.get("matrix") || {};
-    const ctx: Ctx = model.get("context") || {};
+    const ctx: Ctx = model.get("context_view") || {};
     clear(matrixBox);
     if (!m || !m.rows) {
       if (m && m.error) matrixBox.append(h("div", { class: "nbh-error" }, m.error));
@@ -459,7 +459,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   root.addEventListener("pointerenter", onEnter);
 
   const onChange = () => renderAll();
-  for (const name of ["context", "tools", "last_try", "matrix", "revision", "agent_name"]) model.on(`change:${name}`, onChange);
+  for (const name of ["context_view", "rules_json", "tools", "last_try", "matrix", "revision", "agent_name"]) model.on(`change:${name}`, onChange);
   renderAll();
   // A notebook reopened after its kernel stopped shows the saved view; say so.
   isLive(rpc).then((live) => {
@@ -473,7 +473,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   });
 
   return () => {
-    for (const name of ["context", "tools", "last_try", "matrix", "revision", "agent_name"]) model.off(`change:${name}`, onChange);
+    for (const name of ["context_view", "rules_json", "tools", "last_try", "matrix", "revision", "agent_name"]) model.off(`change:${name}`, onChange);
     root.removeEventListener("pointerenter", onEnter);
     if (downloadLink.href) URL.revokeObjectURL(downloadLink.href);
     rpc.dispose();

@@ -18,6 +18,13 @@ export function badge(behavior: string, testid?: string): HTMLElement {
   return h("span", { class: `perm-b perm-b-${behavior}`, "data-testid": testid, "data-behavior": behavior }, behavior);
 }
 
+/** Rules in the engine's order (deny, ask, allow), grouped by tool, keeping that order in each group. */
+export function groupByTool(rules: Rule[]): Record<string, Rule[]> {
+  const out: Record<string, Rule[]> = {};
+  for (const r of rules) (out[r.tool_name] ||= []).push(r);
+  return out;
+}
+
 export type RuleListOptions = {
   onRemove: (r: Rule) => void;
   onEdit: (r: Rule) => void;

@@ -1,21 +1,18 @@
 """Explore AgentScope's permission rules on the real ``PermissionEngine``.
 
-Everything that *decides* is AgentScope's own code
-(``PermissionEngine.check_permission``, ``PermissionEngine._rule_matches``,
-``PermissionEngine.add_rule``); nothing here re-implements the matching.
+Everything that *decides* is AgentScope's own ``PermissionEngine``.
 
 * :mod:`.rules`: rules as data on the agent's live context (parse, label,
   add, remove, edit, mode, working directories, the page's view);
 * :mod:`.rulefile`: export / import of rules files, all or nothing;
 * :mod:`.tools`: the agent's tools and their inputs;
-* :mod:`.engine`: :func:`try_call` and :func:`mode_matrix`, with a trace in
-  the engine's evaluation order;
+* :mod:`.engine`: :func:`try_call`, :func:`mode_matrix`, traced in order;
 * :mod:`.explain`: why a rule matches, in words; what else a rule lets
   through (:func:`rule_reach`), checking an edited rule (:func:`validate_rule_edit`);
 * :mod:`.names`: refusing look-alike, invisible and bidi characters.
 
-:func:`explore` builds the widget (:mod:`nb_hitl.widgets.permissions`),
-imported lazily: the widget imports this package, never the reverse.
+:func:`explore` builds the widget, imported lazily: the widget imports this
+package, never the reverse.
 """
 
 from __future__ import annotations

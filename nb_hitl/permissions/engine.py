@@ -54,6 +54,15 @@ async def _rule_matches(engine: PermissionEngine, tool: ToolBase, rule: Permissi
     return bool(await engine._rule_matches(tool, rule, tool_input))
 
 
+def _copy(ctx: PermissionContext, mode: PermissionMode) -> PermissionContext:
+    """A new ``PermissionContext`` in ``mode`` that shares the rule and
+    working-directory dicts of ``ctx`` (``model_copy(update=...)``, no deep
+    copy: copying 20,000 rules took seconds per mode). The engine and the
+    builtin tools' ``check_permissions`` only read them; the agent's own
+    context object keeps its mode."""
+    return ctx.model_copy(update={"mode": mode})
+
+
 async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, decision: PermissionDecision) -> dict:
     """Facts from AgentScope's own helpers, in the engine's evaluation order,
     then a sentence on which step produced the decision. The decision itself
@@ -82,7 +91,7 @@ async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, dec
     read_only = bool(await tool.check_read_only(tool_input))
     own: PermissionDecision | None = None
     if mode != PermissionMode.EXPLORE and not matched["deny"] and not matched["ask"] and not read_only:
-        own = await tool.check_permissions(tool_input, ctx.model_copy(deep=True))
+        own = await tool.check_permissions(tool_input, _copy(ctx, mode))
     steps: list[str] = []
     expected: str
     if matched["deny"]:
@@ -193,8 +202,8 @@ async def try_call(
         tool_name: the tool to try.
         input: the tool input (dict or JSON text), validated against the
             tool's ``input_schema`` with ``jsonschema`` first.
-        mode: decide in this mode instead of the live one, on a deep copy of
-            the context (the agent is untouched).
+        mode: decide in this mode instead of the live one, on a copy of
+            the context in that mode (the agent's context is untouched).
 
     Returns:
         ``{"tool_name", "input": dict, "mode": str, "behavior":
@@ -224,9 +233,7 @@ async def try_call(
             mode_value = PermissionMode(mode)
         except ValueError:
             raise DecisionError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.", field="mode") from None
-        ctx = engine.context.model_copy(deep=True)
-        ctx.mode = mode_value
-        engine = PermissionEngine(ctx)
+        engine = PermissionEngine(_copy(engine.context, mode_value))
     decision = await engine.check_permission(tool, dict(tool_input))
     trace = await _trace(engine, tool, dict(tool_input), decision)
     return {
@@ -251,8 +258,9 @@ def _call_spec(call: Any, i: int) -> tuple[str, Any]:
 async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any) -> dict[str, Any]:
     """Each call decided by the real engine in each of the five modes.
 
-    Every cell uses ``PermissionEngine(ctx.model_copy(deep=True))`` with the
-    mode changed, so the agent's live context is never touched.
+    Every cell uses a ``PermissionEngine`` over a copy of the context with
+    the mode changed (see :func:`_copy`), so the agent's live context is
+    never touched.
 
     Args:
         calls: ``[{"tool_name": str, "input": dict | JSON text}]`` or
@@ -285,9 +293,7 @@ async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any) -> dict[
     for tool, tool_input in prepared:
         cells = {}
         for mode in PermissionMode:
-            ctx = base.model_copy(deep=True)
-            ctx.mode = mode
-            decision = await PermissionEngine(ctx).check_permission(tool, dict(tool_input))
+            decision = await PermissionEngine(_copy(base, mode)).check_permission(tool, dict(tool_input))
             cells[mode.value] = _decision_dict(decision)
         rows.append({"tool_name": tool.name, "input": tool_input, "cells": cells})
     return {"modes": list(MODES), "live_mode": base.mode.value, "rows": rows}

@@ -22,9 +22,14 @@ from confusable_homoglyphs import confusables
 
 from ..errors import DecisionError
 
-__all__ = ["check_tool_name", "check_rule_text", "describe_char"]
+__all__ = ["check_tool_name", "check_rule_text", "describe_char", "is_plain_name"]
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/@-]*")
+
+
+def is_plain_name(name: object) -> bool:
+    """Whether ``name`` is a plain ASCII tool name (``[A-Za-z0-9_][A-Za-z0-9_.:/@-]*``)."""
+    return isinstance(name, str) and _PLAIN_NAME.fullmatch(name) is not None
 
 
 def describe_char(ch: str) -> str:
@@ -94,6 +99,9 @@ def check_tool_name(name: str, known_tools: Iterable[str] | None = None, *, fiel
         hint = ""
         if skeleton != name and skeleton in known:
             hint = f" Did you mean the tool {skeleton!r}?"
+        elif "(" in name and name.endswith(")"):
+            tool, _, pattern = name[:-1].partition("(")
+            hint = f" Put the pattern in rule_content: tool_name {tool!r}, rule_content {pattern!r}."
         raise DecisionError(
             f"tool_name {name!r} contains {describe_char(ch)} at position {i}: {what}. The engine looks rules up "
             f"by the exact tool name, so such a rule could look like it covers a tool it never applies to.{hint}",

@@ -22,7 +22,7 @@ from agentscope.permission import PermissionBehavior, PermissionContext, Permiss
 
 from .._agentscope import permission_context, permission_context_in_sync, permission_engine
 from ..errors import DecisionError
-from .names import check_rule_text, check_tool_name
+from .names import check_rule_text, check_tool_name, is_plain_name
 
 __all__ = [
     "MODES",
@@ -50,6 +50,8 @@ RULE_BEHAVIORS: list[str] = ["allow", "deny", "ask"]
 
 _RULE_FIELDS = ("tool_name", "rule_content", "behavior", "source")
 _BUCKETS = {"allow": "allow_rules", "deny": "deny_rules", "ask": "ask_rules"}
+_FIELD_SET = frozenset(_RULE_FIELDS)
+_BEHAVIORS = {b: PermissionBehavior(b) for b in RULE_BEHAVIORS}
 
 
 def rule_label(rule: PermissionRule) -> str:
@@ -135,31 +137,33 @@ def _parse_rule(
     check_text: bool,
 ) -> PermissionRule:
     p = field_prefix
-    if not isinstance(data, Mapping):
+    if not isinstance(data, (dict, Mapping)):
         raise DecisionError(
             f"A rule must be a JSON object with {', '.join(_RULE_FIELDS)}; got {type(data).__name__}.",
             field=p.rstrip(".") or None,
         )
-    unknown = [k for k in data if k not in _RULE_FIELDS]
-    if unknown:
+    if not _FIELD_SET.issuperset(data):
+        unknown = [k for k in data if k not in _RULE_FIELDS]
         raise DecisionError(
             f"Unknown field {unknown[0]!r} in a rule: a PermissionRule has {', '.join(_RULE_FIELDS)}.",
             field=f"{p}{unknown[0]}",
         )
-    tool_name = data.get("tool_name")
-    if not isinstance(tool_name, str) or not tool_name.strip():
+    tool_name: Any = data.get("tool_name")
+    plain_name = is_plain_name(tool_name)
+    if not plain_name and (not isinstance(tool_name, str) or not tool_name.strip()):
         raise DecisionError(
             "tool_name must be a non-empty string (the tool's name, e.g. 'Bash').", field=f"{p}tool_name"
         )
-    if check_text and not tool_name.isascii():  # name the code point of a no-break space and the like
-        check_tool_name(tool_name, known_tools, field=f"{p}tool_name")
-    if tool_name != tool_name.strip():
-        raise DecisionError(
-            f"tool_name {tool_name!r} has surrounding spaces: the engine looks rules up by the exact tool name.",
-            field=f"{p}tool_name",
-        )
-    if check_text:
-        check_tool_name(tool_name, known_tools, field=f"{p}tool_name")
+    if not plain_name:
+        if check_text and not tool_name.isascii():  # name the code point of a no-break space and the like
+            check_tool_name(tool_name, known_tools, field=f"{p}tool_name")
+        if tool_name != tool_name.strip():
+            raise DecisionError(
+                f"tool_name {tool_name!r} has surrounding spaces: the engine looks rules up by the exact tool name.",
+                field=f"{p}tool_name",
+            )
+        if check_text:
+            check_tool_name(tool_name, known_tools, field=f"{p}tool_name")
     if "rule_content" not in data:
         raise DecisionError(
             "rule_content is required (use null for a rule on the whole tool).", field=f"{p}rule_content"
@@ -175,10 +179,10 @@ def _parse_rule(
             "treats '' as no content). Use null to mean the whole tool, or type a pattern.",
             field=f"{p}rule_content",
         )
-    if content is not None and check_text:
+    if check_text and content is not None and not (content.isascii() and content.isprintable()):
         check_rule_text(content, field=f"{p}rule_content")
     behavior = data.get("behavior")
-    if behavior not in RULE_BEHAVIORS:
+    if behavior not in _BEHAVIORS:
         extra = (
             " PermissionEngine.add_rule keeps only allow, deny and ask rules; a passthrough rule would be dropped."
             if behavior == "passthrough"
@@ -192,9 +196,7 @@ def _parse_rule(
             field=f"{p}source",
         )
     try:
-        return PermissionRule(
-            tool_name=tool_name, rule_content=content, behavior=PermissionBehavior(behavior), source=source
-        )
+        return PermissionRule(tool_name=tool_name, rule_content=content, behavior=_BEHAVIORS[behavior], source=source)
     except pydantic.ValidationError as exc:  # pragma: no cover - the checks above cover PermissionRule's fields
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err.get("loc", ()))
@@ -458,7 +460,7 @@ def context_fingerprint(target: Any) -> tuple[Any, ...]:
     building (and serialising) the full view of thousands of rules."""
     ctx = permission_context(target)
     rules = tuple(
-        (name, r.tool_name, r.rule_content, r.behavior.value, r.source)
+        (name, r.tool_name, r.rule_content, r.behavior, r.source)
         for attr in ("deny_rules", "ask_rules", "allow_rules")
         for name, tool_rules in getattr(ctx, attr).items()
         for r in tool_rules

@@ -7,34 +7,8 @@ re-reads the agent's context afterwards, so rules accepted through "Always
 allow" in a confirmation (``Agent._handle_incoming_event`` ->
 ``PermissionEngine.add_rule``) show up on the next action or refresh, and,
 with ``watch=True`` (the default inside a running kernel), by themselves
-within ``watch_interval`` seconds.
-
-Page actions (``{"request_id", "action", ...}``) and their answers
-(besides ``request_id`` and ``ok``):
-
-============================  ==========================================  ============================
-action                        fields                                      answer
-============================  ==========================================  ============================
-``refresh``                   --                                          ``context``
-``set_mode``                  ``mode``                                    ``context``
-``add_rule``                  ``rule`` (PermissionRule dict)              ``context``, ``rule``
-``remove_rule``               ``rule``                                    ``context``
-``edit_rule``                 ``old``, ``new``                            ``context``, ``rule``
-``add_working_directory``     ``path``                                    ``context``
-``remove_working_directory``  ``path``                                    ``context``
-``try_call``                  ``tool_name``, ``input`` (dict or JSON),    ``result`` (see
-                              optional ``mode``                           :func:`nb_hitl.permissions.try_call`)
-``matrix``                    ``calls`` ([{tool_name, input}])            ``matrix``
-``explain``                   ``rule``, ``tool_name``, ``input``          ``text``
-``reach``                     ``rule``                                    ``text`` (one line,
-                                                                          :func:`nb_hitl.permissions.rule_reach`)
-``export``                    --                                          ``text``
-``import``                    ``text``, optional ``replace``              ``count``, ``context``
-============================  ==========================================  ============================
-
-After a change (rule, mode, working directory, import) the last "Try a
-call" and the matrix are decided again, so the page shows at once what
-the change does to the agent's next call.
+within ``watch_interval`` seconds. The page actions and their answers are
+listed on :class:`PermissionExplorer`.
 """
 
 from __future__ import annotations
@@ -43,6 +17,7 @@ import asyncio
 import json
 import logging
 import pathlib
+import time
 from typing import Any
 
 import traitlets
@@ -60,9 +35,42 @@ log = logging.getLogger(__name__)
 
 _SOURCE = "nb_hitl"
 
+WATCH_BUSY_FACTOR = 10
+"""The watch loop waits at least this many times as long as its last read took."""
+
 
 class PermissionExplorer(RequestWidget):
     """Explore and edit an AgentScope agent's permission rules, live.
+
+    Page actions (``{"request_id", "action", ...}``) and their answers
+    (besides ``request_id`` and ``ok``):
+
+    ============================  ==========================================  ============================
+    action                        fields                                      answer
+    ============================  ==========================================  ============================
+    ``refresh``                   --                                          ``context``
+    ``set_mode``                  ``mode``                                    ``context``
+    ``add_rule``                  ``rule`` (PermissionRule dict)              ``context``, ``rule``
+    ``remove_rule``               ``rule``                                    ``context``
+    ``edit_rule``                 ``old``, ``new``                            ``context``, ``rule``
+    ``add_working_directory``     ``path``                                    ``context``
+    ``remove_working_directory``  ``path``                                    ``context``
+    ``try_call``                  ``tool_name``, ``input`` (dict or JSON),    ``result`` (see
+                                  optional ``mode``                           :func:`nb_hitl.permissions.try_call`)
+    ``matrix``                    ``calls`` ([{tool_name, input}])            ``matrix``
+    ``explain``                   ``rule``, ``tool_name``, ``input``          ``text``
+    ``reach``                     ``rule``                                    ``text`` (one line,
+                                                                              :func:`nb_hitl.permissions.rule_reach`)
+    ``export``                    --                                          ``text``
+    ``import``                    ``text``, optional ``replace``              ``count``, ``context``
+    ============================  ==========================================  ============================
+
+    ``context`` in an answer is the view without its rule lists (the rules
+    reach the page through the ``rules_json`` trait).
+
+    After a change (rule, mode, working directory, import) the last "Try a
+    call" and the matrix are decided again, so the page shows at once what
+    the change does to the agent's next call.
 
     Args:
         agent: an ``agentscope.agent.Agent``. Its own engine's context
@@ -79,8 +87,13 @@ class PermissionExplorer(RequestWidget):
         TypeError: for an object without a permission engine, or unknown
             keyword arguments.
 
-    Traits (synced to the page):
-        agent_name (str); context (dict, :func:`nb_hitl.permissions.describe_context`);
+    Traits:
+        context (dict, :func:`nb_hitl.permissions.describe_context`; kept in
+        the kernel, not synced). Synced to the page: agent_name (str);
+        context_view (``context`` without its ``rules`` and ``by_tool``);
+        rules_json (str: ``context["rules"]`` as JSON text: one string
+        instead of thousands of dicts, which ipywidgets would walk one by one
+        when syncing);
         tools (list, :func:`nb_hitl.permissions.list_tools`);
         last_try (dict, a :func:`nb_hitl.permissions.try_call` result or {});
         matrix (dict, a :func:`nb_hitl.permissions.mode_matrix` result or {});
@@ -90,7 +103,9 @@ class PermissionExplorer(RequestWidget):
     _esm = pathlib.Path(__file__).parent.parent / "static" / "permissions.js"
 
     agent_name = traitlets.Unicode("").tag(sync=True)
-    context = traitlets.Dict().tag(sync=True)
+    context = traitlets.Dict()
+    context_view = traitlets.Dict().tag(sync=True)
+    rules_json = traitlets.Unicode("[]").tag(sync=True)
     tools: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     last_try = traitlets.Dict().tag(sync=True)
     matrix = traitlets.Dict().tag(sync=True)
@@ -126,8 +141,9 @@ class PermissionExplorer(RequestWidget):
         return [t["name"] for t in self.tools]
 
     def refresh(self) -> dict[str, Any]:
-        """Re-read the agent's live permission context into the ``context``
-        trait (and the toolkit's tools into ``tools``).
+        """Re-read the agent's live permission context into the ``context``,
+        ``context_view`` and ``rules_json`` traits (and the toolkit's tools
+        into ``tools``).
 
         Returns:
             dict: the new :func:`nb_hitl.permissions.describe_context` view.
@@ -138,6 +154,8 @@ class PermissionExplorer(RequestWidget):
         if tools != self.tools:  # tools added to the toolkit after construction
             self.tools = tools
         self.context = view
+        self.rules_json = json.dumps(view["rules"], ensure_ascii=False)
+        self.context_view = _summary(view)
         self.revision = self.revision + 1
         return view
 
@@ -198,36 +216,42 @@ class PermissionExplorer(RequestWidget):
 
     # -- internals -----------------------------------------------------------
     async def _watch_loop(self) -> None:
+        # With tens of thousands of rules one read takes a noticeable time:
+        # wait at least 10 times as long as the last read took, so watching
+        # never keeps the kernel busy more than a tenth of the time.
+        pause = self.watch_interval
         while True:
-            await asyncio.sleep(self.watch_interval)
+            await asyncio.sleep(pause)
+            started = time.perf_counter()
             try:
                 await self.poll_once()
             except Exception:
                 log.debug("permission explorer watch failed", exc_info=True)
+            pause = max(self.watch_interval, WATCH_BUSY_FACTOR * (time.perf_counter() - started))
 
     async def _handle(self, msg: dict[str, Any]) -> dict[str, Any]:
         action = msg.get("action")
         agent = self._agent
         if action == "refresh":
-            return {"context": await self.refresh_all()}
+            return {"context": _summary(await self.refresh_all())}
         if action == "set_mode":
             perm.set_mode(agent, msg.get("mode", ""))
-            return {"context": await self.refresh_all()}
+            return {"context": _summary(await self.refresh_all())}
         if action == "add_rule":
             rule = perm.add_rule(agent, _dict(msg, "rule"), known_tools=self.known_tools, default_source=_SOURCE)
-            return {"context": await self.refresh_all(), "rule": perm.rule_to_dict(rule)}
+            return {"context": _summary(await self.refresh_all()), "rule": perm.rule_to_dict(rule)}
         if action == "remove_rule":
             perm.remove_rule(agent, _dict(msg, "rule"))
-            return {"context": await self.refresh_all()}
+            return {"context": _summary(await self.refresh_all())}
         if action == "edit_rule":
             rule = perm.edit_rule(agent, _dict(msg, "old"), _dict(msg, "new"), known_tools=self.known_tools)
-            return {"context": await self.refresh_all(), "rule": perm.rule_to_dict(rule)}
+            return {"context": _summary(await self.refresh_all()), "rule": perm.rule_to_dict(rule)}
         if action == "add_working_directory":
             perm.add_working_directory(agent, msg.get("path", ""), source=_SOURCE)
-            return {"context": await self.refresh_all()}
+            return {"context": _summary(await self.refresh_all())}
         if action == "remove_working_directory":
             perm.remove_working_directory(agent, msg.get("path", ""))
-            return {"context": await self.refresh_all()}
+            return {"context": _summary(await self.refresh_all())}
         if action == "try_call":
             request = {"tool_name": _str(msg, "tool_name"), "input": msg.get("input", {})}
             if msg.get("mode"):
@@ -266,8 +290,14 @@ class PermissionExplorer(RequestWidget):
             rules = perm.import_rules(
                 file_text, into=agent, replace=bool(msg.get("replace")), known_tools=self.known_tools
             )
-            return {"count": len(rules), "context": await self.refresh_all()}
+            return {"count": len(rules), "context": _summary(await self.refresh_all())}
         raise DecisionError(f"Unknown action {action!r}.", field="action")
+
+
+def _summary(view: dict[str, Any]) -> dict[str, Any]:
+    """The context view without its rule lists (mode, working directories,
+    counts, ...): what replies carry and ``context_view`` syncs."""
+    return {k: v for k, v in view.items() if k not in ("rules", "by_tool")}
 
 
 def _dict(msg: dict[str, Any], key: str) -> dict[str, Any]:

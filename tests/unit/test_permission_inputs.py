@@ -375,3 +375,11 @@ def test_widget_reach_action_uses_the_agents_tool():
             widget.close()
 
     run_async(run())
+
+
+def test_rule_written_as_a_label_in_tool_name_gets_a_hint():
+    with pytest.raises(DecisionError) as err:
+        perm.parse_rule(R("Bash(git:*)", None, "allow"))
+    assert err.value.field == "tool_name"
+    assert "U+0028 LEFT PARENTHESIS" in str(err.value)
+    assert "tool_name 'Bash', rule_content 'git:*'" in str(err.value)
