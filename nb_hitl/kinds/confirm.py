@@ -13,6 +13,7 @@ deadline or a cancelled entry denies, but the model is told nobody answered
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from ag_ui.core import Interrupt
 
     from ..pauses import Pause
+
+log = logging.getLogger("nb_hitl.kinds")
 
 __all__ = ["ConfirmKind", "CONFIRM_ACTIONS"]
 
@@ -90,25 +93,21 @@ def _check_allowed(pause: Pause, msg: Any) -> None:
 def rule_reach_line(rule: PermissionRule) -> str:
     """One line saying what else ``rule`` lets through, for the "Always allow" list.
 
-    ``nb_hitl.permissions.rule_reach`` when the package provides it (the
-    semantics of each tool's ``match_rule``); otherwise a short line from
-    AgentScope's rule shape.
+    The permission explorer's own explanation
+    (:func:`nb_hitl.permissions.rule_reach`, the semantics of each tool's
+    ``match_rule``); a plain line from AgentScope's rule shape if that fails,
+    since a description must never stop a card from being drawn.
     """
-    from .. import permissions
+    from ..permissions import rule_reach  # lazy: the explorer imports the decisions
 
-    reach = getattr(permissions, "rule_reach", None)
-    if reach is not None:
-        try:
-            return str(reach(rule))
-        except Exception:  # noqa: BLE001 - a description must never stop a card from being drawn
-            pass
+    try:
+        return rule_reach(rule)
+    except Exception:
+        log.warning("rule_reach failed for %r", rule, exc_info=True)
     verb = "denies" if enum_value(rule.behavior) == "deny" else "allows"
     if not rule.rule_content:
         return f"{verb} every call of {rule.tool_name}, whatever its input (a whole-tool rule)."
-    return (
-        f"{verb} every call of {rule.tool_name} whose input matches {rule.rule_content!r} "
-        f"({rule.tool_name}'s own match_rule), not only this one."
-    )
+    return f"{verb} every call of {rule.tool_name} whose input matches {rule.rule_content!r}, not only this one."
 
 
 EDITED_RULE_SOURCE = "nb_hitl: edited by the user"
