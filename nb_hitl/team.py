@@ -244,26 +244,35 @@ class Team:
         """``reply_stream(inputs)`` of the target, ending with the leader's final ``Msg``.
 
         An ``Agent`` is asked for its final message (``yield_final_msg``). A
-        pipeline accepts no ``yield_final_msg`` and yields only events: once
-        the leader's ``ReplyEndEvent`` has passed, the final ``Msg`` is read
-        from the leader's state (the last message it wrote, with the
-        ``finished_reason`` of that event) and yielded last.
+        ``TeamPipeline`` accepts no ``yield_final_msg`` and yields only
+        events: once the leader's ``ReplyEndEvent`` has passed, the final
+        ``Msg`` is read from the leader's state (see :meth:`final_msg`) and
+        yielded last. A ``GoalPipeline`` yields every executor ``Msg``
+        (parked ones too): only the executor's last finished one is kept and
+        yielded once the stream ends with no agent parked.
         """
         if not self.is_pipeline:
             async for item in self.target.reply_stream(inputs, yield_final_msg=True):
                 yield item
             return
         ended: ReplyEndEvent | None = None
+        last: Msg | None = None
         async for item in self.target.reply_stream(inputs):
+            if isinstance(item, Msg):
+                if item.name == self.leader.name and item.finished_reason is not None:
+                    last = item
+                continue
             if isinstance(item, ReplyStartEvent):
                 self.reply_owners[item.reply_id] = item.name
             if self.ends_reply(item):
                 ended = item
             yield item
-        if ended is not None or (self.kind == "goal" and not self.is_parked()):
+        if self.kind == "team" and ended is not None:
             final = self.final_msg(ended)
             if final is not None:
                 yield final
+        elif self.kind == "goal" and last is not None and (ended is not None or not self.is_parked()):
+            yield last
 
     def final_msg(self, end: ReplyEndEvent | None = None) -> Msg | None:
         """A copy of the last message the leader wrote, with ``finished_reason``
