@@ -71,11 +71,11 @@ def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     confirm.locator('[data-testid="nbh-approve"]').click()
 
     # -- the leader's final message ends the reply
-    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]').first
+    final = reply.locator('[data-testid="nbh-final-text"]')
     final.wait_for(timeout=60_000)
     assert final.inner_text().endswith(FINAL)
-    assert page.locator(f'{OUT} [data-testid="nbh-status"]').first.get_attribute("data-status") == "finished"
-    assert page.locator(f'{OUT} [data-testid="nbh-card"]').count() == 2
+    assert reply.locator('[data-testid="nbh-status"]').get_attribute("data-status") == "finished"
+    assert reply.locator('[data-testid="nbh-card"]').count() == 2
 
     wait_execution_done(page, timeout=120)
     output_locator(page, "delete_file ran: ['draft.md']").first.wait_for(timeout=30_000)
