@@ -87,6 +87,8 @@ class Team:
             the agent itself.
         members: the other agents by name (the team members, or the verifier).
         reply_owners: ``reply_id -> agent name`` seen in ``ReplyStartEvent``s.
+        assignments: ``TeamAssign`` calls seen, by tool call id:
+            ``{"input": JSON text, "output": the member's reply text}``.
     """
 
     target: Any
@@ -94,6 +96,7 @@ class Team:
     leader: Agent
     members: dict[str, Agent] = field(default_factory=dict)
     reply_owners: dict[str, str] = field(default_factory=dict)
+    assignments: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, target: Any) -> Team:
@@ -352,3 +355,97 @@ def states_from_checkpoint(state: dict[str, Any]) -> AgentState | dict[str, Agen
     if isinstance(state, dict) and state.get("format") == CHECKPOINT_FORMAT:
         return {name: AgentState.model_validate_json(json.dumps(s)) for name, s in state["agents"].items()}
     return AgentState.model_validate_json(json.dumps(state))
+
+
+# ---------------------------------------------------------------- transcript
+_ENTRY_KEYS = {
+    "TextBlockStartEvent": ("block_id", ""),
+    "TextBlockDeltaEvent": ("block_id", ""),
+    "ToolCallStartEvent": ("tool_call_id", "call:"),
+    "ToolCallDeltaEvent": ("tool_call_id", "call:"),
+    "ToolResultStartEvent": ("tool_call_id", "result:"),
+    "ToolResultTextDeltaEvent": ("tool_call_id", "result:"),
+    "ToolResultEndEvent": ("tool_call_id", "result:"),
+}
+
+
+def plumbing_step(team: Team, transcript: list[dict[str, Any]], event: Any) -> bool:
+    """Show the pipeline's ``TeamAssign`` as steps, not as a tool call.
+
+    The leader's ``TeamAssign`` call and result events become two notes in
+    ``transcript``: ``"lead assigned “task” to worker"`` when the pipeline
+    starts the member (the call's ``ToolResultStartEvent``), and
+    ``"worker reported back to lead (success): ..."`` when the member's
+    reply came back as the result. Entry ids: ``assign:<tool_call_id>`` and
+    ``report:<tool_call_id>``; each carries ``agent`` (the leader),
+    ``member`` and ``tool_call_id``.
+
+    Returns:
+        True when ``event`` was a ``TeamAssign`` event (the caller shows
+        nothing else for it), False for any other event.
+    """
+    name = type(event).__name__
+    tool_call_id = getattr(event, "tool_call_id", None)
+    if tool_call_id is None or name not in _ENTRY_KEYS and name != "ToolCallEndEvent":
+        return False
+    if name == "ToolCallStartEvent":
+        if not team.is_plumbing(name=event.tool_call_name) or not team.is_leader_event(event):
+            return False
+        team.assignments[tool_call_id] = {"input": "", "output": ""}
+        return True
+    seen = team.assignments.get(tool_call_id)
+    if seen is None:
+        return False
+    if name == "ToolCallDeltaEvent":
+        seen["input"] += event.delta
+    elif name == "ToolResultStartEvent":
+        member, _prompt, text = assignment_text(team.leader.name, seen["input"] or _call_input(team, tool_call_id))
+        seen["member"] = member
+        transcript.append(
+            {
+                "kind": "note",
+                "id": f"assign:{tool_call_id}",
+                "text": text,
+                "agent": team.leader.name,
+                "member": member,
+                "tool_call_id": tool_call_id,
+            }
+        )
+    elif name == "ToolResultTextDeltaEvent":
+        seen["output"] += event.delta
+    elif name == "ToolResultEndEvent":
+        member = seen.get("member") or assignment_text(team.leader.name, seen["input"])[0] or "the member"
+        state = str(getattr(event.state, "value", event.state))
+        transcript.append(
+            {
+                "kind": "note",
+                "id": f"report:{tool_call_id}",
+                "text": f"{member} reported back to {team.leader.name} ({state})"
+                + (f": {seen['output']}" if seen["output"] else ""),
+                "agent": member,
+                "member": member,
+                "tool_call_id": tool_call_id,
+            }
+        )
+    return True
+
+
+def _call_input(team: Team, tool_call_id: str) -> str:
+    for tool_call in team.leader.state.get_awaiting_tool_calls(team.leader.name):
+        if tool_call.id == tool_call_id:
+            return str(tool_call.input)
+    return ""
+
+
+def tag_entry(team: Team, transcript: list[dict[str, Any]], event: Any) -> None:
+    """Mark the transcript entry ``event`` wrote with the agent it came from
+    (``entry["agent"]``), so the page can say which agent said or called
+    what. Looks at the newest entries first; does nothing when not found."""
+    key = _ENTRY_KEYS.get(type(event).__name__)
+    if key is None:
+        return
+    entry_id = key[1] + str(getattr(event, key[0], ""))
+    for entry in reversed(transcript):
+        if entry.get("id") == entry_id:
+            entry.setdefault("agent", team.owner_name(event))
+            return
