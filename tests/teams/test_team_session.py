@@ -295,3 +295,54 @@ def test_goal_pipeline_executor_pause(tmp_path: Path) -> None:
     assert session.current.status == "finished"
     assert final.name == "maker"
     assert len(verifier.model.calls) == 1
+
+
+def test_interrupt_while_the_member_runs_a_tool() -> None:
+    from agentscope.message import TextBlock
+    from agentscope.pipeline import TeamMember, TeamPipeline
+    from agentscope.tool import FunctionTool, ToolChunk
+
+    started: list[int] = []
+
+    async def slow_scan() -> ToolChunk:
+        """Scan slowly (read-only)."""
+        started.append(1)
+        await asyncio.sleep(30)
+        return ToolChunk(content=[TextBlock(text="scanned")], state=ToolResultState.SUCCESS)
+
+    member = Agent(
+        name="scanner",
+        system_prompt="scan",
+        model=ScriptedChatModel([Turn("", [tool_call("slow_scan")]), Turn("scanned")], on_exhausted="raise"),
+        toolkit=Toolkit(tools=[FunctionTool(slow_scan, is_read_only=True)]),
+    )
+    leader = Agent(
+        name="boss",
+        system_prompt="lead",
+        model=ScriptedChatModel([Turn("", [tool_call("TeamAssign", member="scanner", prompt="scan")])]),
+        toolkit=Toolkit(),
+    )
+    pipe = TeamPipeline(leader, [TeamMember(agent=member, description="scans")])
+    ends: list[tuple[str, str]] = []
+
+    async def scenario() -> Any:
+        session = Session(pipe, display=False)
+        session.on_event(
+            lambda ev, run: (
+                ends.append((session.team.owner_name(ev), str(ev.finished_reason)))
+                if isinstance(ev, ReplyEndEvent)
+                else None
+            )
+        )
+        task = session.start("scan")
+        await wait_until(lambda: started, "the member's tool running")
+        assert session.current.status == "running"
+        await asyncio.wait_for(session.interrupt("Stop."), 10)
+        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 10)
+        return session
+
+    session = run_async(scenario())
+    assert session.current.status == "interrupted" and session.current.reason == "Stop."
+    assert ends == [("scanner", "interrupted"), ("boss", "interrupted")]
+    assert not session.team.is_parked()
+    assert len(leader.model.calls) == 1 and len(member.model.calls) == 1
