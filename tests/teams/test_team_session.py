@@ -346,3 +346,59 @@ def test_interrupt_while_the_member_runs_a_tool() -> None:
     assert ends == [("scanner", "interrupted"), ("boss", "interrupted")]
     assert not session.team.is_parked()
     assert len(leader.model.calls) == 1 and len(member.model.calls) == 1
+
+
+def goal_pipeline(runs: list[tuple[str, str]], states: dict[str, Any] | None = None) -> GoalPipeline:
+    """An executor that deletes a.txt (asks first) and reports; a verifier that passes it."""
+    from tests.teams.team_support import deleter, since_last_user
+
+    states = states or {}
+    executor = deleter("maker", "a.txt", runs, states.get("maker"))
+
+    def step(messages: list[Any]) -> Turn:
+        if not tool_results(since_last_user(messages), "delete_file"):
+            return Turn("Deleting a.txt.", [tool_call("delete_file", path="a.txt")])
+        return Turn("", [tool_call("GenerateStructuredOutput", report="deleted a.txt")])
+
+    executor.model.script = [step] * 10
+    verifier = Agent(
+        name="checker",
+        system_prompt="Verify.",
+        model=ScriptedChatModel(
+            [Turn("", [tool_call("GenerateStructuredOutput", result="pass", message="ok")])], on_exhausted="raise"
+        ),
+        toolkit=Toolkit(),
+        state=states.get("checker"),
+    )
+    return GoalPipeline(executor, verifier)
+
+
+def test_goal_pipeline_restored_keeps_its_goal(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    runs: list[tuple[str, str]] = []
+    first = goal_pipeline(runs)
+
+    async def park() -> str:
+        session = Session(first, display=False, checkpoints=str(ckpt))
+        session.start("Please delete a.txt")
+        await parked_on(session, "confirm")
+        session.current.task.cancel()
+        return session.session_id
+
+    sid = run_async(park())
+    built: list[GoalPipeline] = []
+
+    async def resume() -> Any:
+        session = Session.restore(
+            lambda states: built.append(goal_pipeline(runs, states)) or built[-1], str(ckpt), sid, display=False
+        )
+        task = session.start_resume()
+        confirm = await parked_on(session, "confirm")
+        assert confirm.agent == "maker"
+        await session.act({"action": "approve", "tool_call_id": confirm.tool_call_id})
+        return await asyncio.wait_for(task, 10)
+
+    final = run_async(resume())
+    assert runs == [("maker", "a.txt")] and final.name == "maker"
+    verifier_saw = built[0].verifier.model.calls[0]
+    assert "Please delete a.txt" in "".join(m.get_text_content() or "" for m in verifier_saw)
