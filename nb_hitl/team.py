@@ -32,7 +32,7 @@ __all__ = [
     "ASSIGN_TOOL",
     "CHECKPOINT_FORMAT",
     "Team",
-    "TeamKind",
+    "TeamShape",
     "assignment_text",
     "states_from_checkpoint",
 ]
@@ -43,7 +43,7 @@ ASSIGN_TOOL = "TeamAssign"
 #: The key that marks a checkpoint ``state`` holding several agents.
 CHECKPOINT_FORMAT = "nb_hitl.team/1"
 
-TeamKind = Literal["agent", "team", "goal"]
+TeamShape = Literal["agent", "team", "goal"]
 
 
 def assignment_text(leader: str, tool_input: str | dict[str, Any] | None) -> tuple[str, str, str]:
@@ -80,7 +80,7 @@ class Team:
 
     Attributes:
         target: what ``reply_stream`` is called on (the agent or the pipeline).
-        kind: ``"agent"``, ``"team"`` (``TeamPipeline``) or ``"goal"``
+        shape: ``"agent"``, ``"team"`` (``TeamPipeline``) or ``"goal"``
             (``GoalPipeline``).
         leader: the agent whose reply is the Session's reply: the
             ``TeamPipeline``'s leader, the ``GoalPipeline``'s executor, or
@@ -92,7 +92,7 @@ class Team:
     """
 
     target: Any
-    kind: TeamKind
+    shape: TeamShape
     leader: Agent
     members: dict[str, Agent] = field(default_factory=dict)
     reply_owners: dict[str, str] = field(default_factory=dict)
@@ -111,13 +111,13 @@ class Team:
         """
         if isinstance(target, TeamPipeline):
             members = {name: m.agent for name, m in target.members.items()}
-            return cls(target=target, kind="team", leader=target.leader, members=members)
+            return cls(target=target, shape="team", leader=target.leader, members=members)
         if isinstance(target, GoalPipeline):
             return cls(
-                target=target, kind="goal", leader=target.executor, members={target.verifier.name: target.verifier}
+                target=target, shape="goal", leader=target.executor, members={target.verifier.name: target.verifier}
             )
         if isinstance(target, Agent) or (hasattr(target, "reply_stream") and hasattr(target, "state")):
-            return cls(target=target, kind="agent", leader=target)
+            return cls(target=target, shape="agent", leader=target)
         raise TypeError(
             f"Session needs an agentscope.agent.Agent, a TeamPipeline or a GoalPipeline, got {type(target).__name__}"
         )
@@ -126,7 +126,7 @@ class Team:
     @property
     def is_pipeline(self) -> bool:
         """True for a ``TeamPipeline`` or ``GoalPipeline``."""
-        return self.kind != "agent"
+        return self.shape != "agent"
 
     @property
     def agents(self) -> dict[str, Agent]:
@@ -185,7 +185,7 @@ class Team:
         """
         if not isinstance(event, ReplyEndEvent):
             return False
-        if self.kind == "goal":
+        if self.shape == "goal":
             return str(getattr(event.finished_reason, "value", event.finished_reason)) in ("interrupted", "error")
         return self.is_leader_event(event)
 
@@ -206,7 +206,7 @@ class Team:
         out: list[tuple[Agent, ToolCallBlock]] = []
         for agent in self.agents.values():
             for tool_call in agent.state.get_awaiting_tool_calls(agent.name):
-                if self.kind == "team" and agent is self.leader and self.is_plumbing(tool_call):
+                if self.shape == "team" and agent is self.leader and self.is_plumbing(tool_call):
                     continue
                 out.append((agent, tool_call))
         return out
@@ -227,7 +227,7 @@ class Team:
         """The ``reply_id`` the Session's reply is parked on: the leader's
         (a ``GoalPipeline``: the parked agent's, the pipeline has no leader
         reply of its own)."""
-        if self.kind == "goal":
+        if self.shape == "goal":
             for agent in self.agents.values():
                 if agent.state.has_awaiting_tool_calls(agent.name):
                     return agent.state.reply_id
@@ -270,11 +270,11 @@ class Team:
             if self.ends_reply(item):
                 ended = item
             yield item
-        if self.kind == "team" and ended is not None:
+        if self.shape == "team" and ended is not None:
             final = self.final_msg(ended)
             if final is not None:
                 yield final
-        elif self.kind == "goal" and last is not None and (ended is not None or not self.is_parked()):
+        elif self.shape == "goal" and last is not None and (ended is not None or not self.is_parked()):
             yield last
 
     def final_msg(self, end: ReplyEndEvent | None = None) -> Msg | None:
@@ -298,7 +298,7 @@ class Team:
 
         A single agent gives its ``AgentState.model_dump_json()`` unchanged
         (older checkpoints stay readable); a pipeline gives
-        ``{"format": CHECKPOINT_FORMAT, "kind", "leader", "agents": {name: state}}``
+        ``{"format": CHECKPOINT_FORMAT, "shape", "leader", "agents": {name: state}}``
         plus ``"goal"`` (a ``GoalPipeline``'s goal and round counters, kept
         on the pipeline object, not in any state).
         """
@@ -306,11 +306,11 @@ class Team:
             return str(self.leader.state.model_dump_json())
         record: dict[str, Any] = {
             "format": CHECKPOINT_FORMAT,
-            "kind": self.kind,
+            "shape": self.shape,
             "leader": self.leader.name,
             "agents": {name: json.loads(a.state.model_dump_json()) for name, a in self.agents.items()},
         }
-        if self.kind == "goal":
+        if self.shape == "goal":
             pipe = self.target
             record["goal"] = {
                 "goal": [b.model_dump(mode="json") for b in pipe._goal] if pipe._goal is not None else None,
@@ -322,9 +322,9 @@ class Team:
 
     def load_pipeline_extras(self, state: dict[str, Any]) -> None:
         """Put back what a ``GoalPipeline`` keeps outside the agents' states
-        (see :meth:`state_json`); nothing for other kinds."""
+        (see :meth:`state_json`); nothing for other shapes."""
         extras = state.get("goal") if isinstance(state, dict) else None
-        if self.kind != "goal" or not isinstance(extras, dict):
+        if self.shape != "goal" or not isinstance(extras, dict):
             return
         from agentscope.message import DataBlock, TextBlock
 

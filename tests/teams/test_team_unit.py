@@ -50,13 +50,13 @@ def test_team_of_rejects_what_is_not_an_agent_or_pipeline() -> None:
     with pytest.raises(TypeError, match="TeamPipeline or a GoalPipeline, got int"):
         Team.of(3)
     solo = Team.of(plain_agent())
-    assert solo.kind == "agent" and not solo.is_pipeline and list(solo.agents) == ["solo"]
+    assert solo.shape == "agent" and not solo.is_pipeline and list(solo.agents) == ["solo"]
 
 
 def test_parked_team_owners_and_checkpoint(tmp_path: Path) -> None:
     pipe = team_demo(tmp_path / "box", chunk_delay=0)
     team = Team.of(pipe)
-    assert team.kind == "team" and list(team.agents) == [LEADER, WORKER]
+    assert team.shape == "team" and list(team.agents) == [LEADER, WORKER]
 
     async def park() -> None:
         async for _ in team.stream(UserMsg(name="user", content="clean up")):
@@ -120,6 +120,6 @@ def test_goal_pipeline_view() -> None:
 
     ex, ver = plain_agent(), Agent(name="ver", system_prompt="v", model=ScriptedChatModel([]), toolkit=Toolkit())
     team = Team.of(GoalPipeline(ex, ver))
-    assert team.kind == "goal" and team.leader is ex and list(team.members) == ["ver"]
+    assert team.shape == "goal" and team.leader is ex and list(team.members) == ["ver"]
     blob = json.loads(team.state_json())
     assert blob["goal"] == {"goal": None, "iters": 0, "executor_retries": 0, "verifier_retries": 0}
