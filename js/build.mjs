@@ -1,26 +1,39 @@
-// Bundles every top-level js/*.ts entry (one per widget) into
-// nb_hitl/static/<name>.js, the file anywidget loads as the widget's _esm.
+// Bundles each widget's page code into nb_hitl/static/<name>.js, the file
+// anywidget loads as the widget's _esm, and the shared theme into
+// nb_hitl/static/theme.css, loaded once as the base widget's _css.
 import { build } from "esbuild";
-import { readdirSync, mkdirSync } from "node:fs";
-import { dirname, join, basename } from "node:path";
+import { mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const outdir = join(here, "..", "nb_hitl", "static");
 mkdirSync(outdir, { recursive: true });
-const entries = readdirSync(here).filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"));
-await Promise.all(
-  entries.map((f) =>
+const minify = process.env.NB_HITL_DEV ? false : true;
+// output name -> entry point
+const widgets = {
+  reply: "reply/index.ts",
+  permissions: "permissions.ts",
+  audit: "audit.ts",
+};
+await Promise.all([
+  ...Object.entries(widgets).map(([name, entry]) =>
     build({
-      entryPoints: [join(here, f)],
+      entryPoints: [join(here, entry)],
       bundle: true,
       format: "esm",
-      minify: process.env.NB_HITL_DEV ? false : true,
+      minify,
       sourcemap: false,
       target: "es2020",
-      loader: { ".css": "text" },
-      outfile: join(outdir, basename(f, ".ts") + ".js"),
+      outfile: join(outdir, `${name}.js`),
     }),
   ),
-);
-console.log(`built ${entries.length} widget bundle(s) into ${outdir}`);
+  build({
+    entryPoints: [join(here, "lib", "theme.css")],
+    bundle: true,
+    minify,
+    target: "chrome100",
+    outfile: join(outdir, "theme.css"),
+  }),
+]);
+console.log(`built ${Object.keys(widgets).length} widget bundle(s) and theme.css into ${outdir}`);

@@ -3,7 +3,7 @@
 // decision comes from the kernel, which asks AgentScope's PermissionEngine.
 // Text from the agent (rules, tool inputs, messages) reaches the page only
 // through h() / textContent.
-import css from "./lib/theme.css";
+const css = ""; // the theme ships once as every widget's _css (nb_hitl/widgets/_base.py)
 import { h, clear } from "./lib/dom";
 import { Rpc, Reply, AnyModelLike, isLive } from "./lib/rpc";
 

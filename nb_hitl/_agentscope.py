@@ -30,6 +30,7 @@ __all__ = [
     "msg_text",
     "awaiting_tool_calls",
     "is_parked",
+    "rule_label",
 ]
 
 POLICY_CONTEXT_KEY = "nb_hitl.policy"
@@ -180,3 +181,13 @@ def awaiting_tool_calls(agent: Any) -> list[ToolCallBlock]:
 def is_parked(agent: Any) -> bool:
     """Whether ``agent`` has a reply parked on calls (``AgentState.has_awaiting_tool_calls``)."""
     return bool(agent.state.has_awaiting_tool_calls(agent.name))
+
+
+def rule_label(rule: Any) -> str:
+    """``behavior tool(rule_content)``, the way AgentScope's TUI lists a ``PermissionRule``.
+
+    Example: ``allow Bash(git push:*)``; a whole-tool rule has no brackets
+    content: ``allow delete_file(*)``.
+    """
+    content = rule.rule_content if rule.rule_content is not None else "*"
+    return f"{enum_value(rule.behavior)} {rule.tool_name}({content})"

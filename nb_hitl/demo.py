@@ -22,6 +22,7 @@ from agentscope.message import TextBlock, ToolResultState
 from agentscope.state import AgentState
 from agentscope.tool import AskUser, FunctionTool, ToolChunk, Toolkit
 
+from ._agentscope import enum_value
 from .models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 
 __all__ = ["make_sandbox", "sandbox_tools", "demo_script", "demo_agent"]
@@ -137,7 +138,7 @@ def demo_script(sandbox: Path) -> list[Any]:
         result = (tool_results(messages, "delete_file") or [None])[-1]
         if result is None:
             return Turn("Nothing was deleted.")
-        state = getattr(result.state, "value", result.state)
+        state = enum_value(result.state)
         remaining = ", ".join(sorted(p.name for p in sandbox.iterdir() if p.is_file())) or "nothing"
         if state == "denied":
             return Turn(

@@ -37,6 +37,8 @@ from agentscope.message import Msg, TextBlock, ToolCallBlock
 from agentscope.model import ChatModelBase, ChatResponse
 from pydantic import BaseModel
 
+from ._agentscope import blocks_text
+
 __all__ = [
     "ScriptedChatModel",
     "Turn",
@@ -269,7 +271,4 @@ def result_text(block: Any) -> str:
     """The text of a ``ToolResultBlock.output`` (a string or a list of blocks)."""
     if block is None:
         return ""
-    output = block.output
-    if isinstance(output, str):
-        return output
-    return "".join(getattr(b, "text", "") for b in output)
+    return blocks_text(block.output, data_label=False)

@@ -1,25 +1,16 @@
 """What a pause is: one tool call of a parked AgentScope reply that waits for
 a person.
 
-AgentScope 2.0.11 parks a reply in two ways (``agentscope/agent/_agent.py``,
-``_execute_tool_call``):
-
-* ``RequireUserConfirmEvent``: the permission engine answered ASK; the call's
-  state is ``asking``. The person approves, denies, edits the input or
-  accepts ``suggested_rules``. Kind ``"confirm"``.
-* ``RequireExternalExecutionEvent``: the tool is external
-  (``ToolBase.is_external_tool``); the call's state is ``submitted``. For the
-  built-in ``AskUser`` the person answers its questions (kind
-  ``"ask_user"``); for any other external tool the person supplies the
-  output (kind ``"external"``).
-
-A :class:`Pause` holds a *deep copy* of the tool call: the blocks inside the
-events are the live blocks of the agent's history, and editing one in place
-would change what the model sees even after a denial.
-
-The set of open pauses is always read from the agent's state
-(``AgentState.get_awaiting_tool_calls``), not from memory of events: after a
-partial answer AgentScope re-sends no event for the calls left open.
+AgentScope 2.0.11 parks a reply with ``RequireUserConfirmEvent`` (the
+permission engine answered ASK; call state ``asking``; kind ``confirm``) or
+``RequireExternalExecutionEvent`` (an external tool; state ``submitted``;
+kind ``ask_user`` for AgentScope's ``AskUser``, ``external`` otherwise; a
+tool may shape it into ``review`` or ``form``). A :class:`Pause` holds a
+*deep copy* of the call: the events carry the live blocks of the agent's
+history. The open pauses are always read from the agent's state
+(``AgentState.get_awaiting_tool_calls``): after a partial answer AgentScope
+re-sends no event for the calls left open. What varies by kind lives in
+:mod:`nb_hitl.kinds`; :class:`PauseView` is the widget's view of a pause.
 """
 
 from __future__ import annotations
@@ -27,17 +18,22 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from agentscope.message import ToolCallBlock
 from agentscope.permission import PermissionDecision, PermissionRule
 from agentscope.tool import AskUser, AskUserParams, ToolBase
-from pydantic import ValidationError
+
+from ._agentscope import enum_value, rule_label
+from .kinds import kind_spec
+from .messages import format_validation_error
 
 __all__ = [
     "Pause",
     "PauseKind",
     "PauseStatus",
+    "PauseView",
+    "SuggestedRuleView",
     "pause_kind",
     "build_pause",
     "rule_label",
@@ -45,33 +41,55 @@ __all__ = [
 ]
 
 PauseKind = Literal["confirm", "ask_user", "external", "review", "form"]
-"""``review``: a reviewed tool ran and its result waits for a person
-(:mod:`nb_hitl.review`); ``form``: a structured question answered with a
-JSON value that fits ``response_schema`` (:mod:`nb_hitl.forms`, AG-UI
-interrupts). Both are set by the tool's ``prepare_pause`` (or the AG-UI
-client), never by :func:`pause_kind`."""
+"""One module each in :mod:`nb_hitl.kinds`. ``review`` (a reviewed tool ran
+and its result waits for a person) and ``form`` (a structured question) are
+set by the tool's ``prepare_pause`` (or the AG-UI client), never by
+:func:`pause_kind`."""
 PauseStatus = Literal["open", "deciding", "decided", "delivered", "expired"]
 
 
-def rule_label(rule: PermissionRule) -> str:
-    """``behavior tool(rule_content)``, the way AgentScope's TUI lists a rule.
+class SuggestedRuleView(TypedDict):
+    """One of AgentScope's ``suggested_rules`` as the page shows it."""
 
-    Example: ``allow Bash(git push:*)``; a whole-tool rule has no brackets
-    content: ``allow delete_file(*)``.
+    index: int
+    label: str
+    tool_name: str
+    rule_content: str | None
+    behavior: str
+
+
+class PauseView(TypedDict):
+    """Exactly the dict :meth:`Pause.to_view` returns (the widget's pause).
+
+    Every string is shown by the page as text. ``review_output`` is ``None``
+    once the pause is decided (an edit may have redacted it).
     """
-    behavior = getattr(rule.behavior, "value", rule.behavior)
-    content = rule.rule_content if rule.rule_content is not None else "*"
-    return f"{behavior} {rule.tool_name}({content})"
 
-
-def format_validation_error(exc: ValidationError) -> str:
-    """One line per pydantic error: ``questions.0.options: labels must be unique``."""
-    lines = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "(input)"
-        msg = err.get("msg", "invalid")
-        lines.append(f"{loc}: {msg}")
-    return "\n".join(lines)
+    tool_call_id: str
+    reply_id: str
+    kind: PauseKind
+    tool_name: str
+    input_text: str
+    input_schema: dict[str, Any] | None
+    permission_message: str | None
+    decision_reason: str | None
+    bypass_immune: bool
+    suggested_rules: list[SuggestedRuleView]
+    ask_user: dict[str, Any] | None
+    ask_user_error: str | None
+    created_at: float
+    deadline: float | None
+    policy: str | None
+    status: PauseStatus
+    decision: dict[str, Any] | None
+    reason: str | None
+    title: str | None
+    message: str | None
+    review_output: str | None
+    review_state: str | None
+    review_error: str | None
+    response_schema: dict[str, Any] | None
+    form_error: str | None
 
 
 def pause_kind(tool_call: ToolCallBlock, tool: ToolBase | None) -> PauseKind:
@@ -85,8 +103,7 @@ def pause_kind(tool_call: ToolCallBlock, tool: ToolBase | None) -> PauseKind:
         ``"confirm"`` for ``asking``; ``"ask_user"`` for a submitted call of
         AgentScope's ``AskUser`` tool; ``"external"`` otherwise.
     """
-    state = getattr(tool_call.state, "value", tool_call.state)
-    if state == "asking":
+    if enum_value(tool_call.state) == "asking":
         return "confirm"
     if isinstance(tool, AskUser) or (tool is None and tool_call.name == "AskUser"):
         return "ask_user"
@@ -100,7 +117,8 @@ class Pause:
     Attributes:
         reply_id: AgentScope's ``reply_id`` of the parked reply.
         tool_call: a deep copy of the parked ``ToolCallBlock``.
-        kind: ``"confirm"``, ``"ask_user"`` or ``"external"``.
+        kind: ``"confirm"``, ``"ask_user"``, ``"external"``, ``"review"``
+            or ``"form"``.
         input: the parsed tool input (``dict``), or ``None`` when the model's
             JSON could not be parsed.
         input_schema: the tool's JSON Schema (``ToolBase.input_schema``).
@@ -157,7 +175,7 @@ class Pause:
     status: PauseStatus = "open"
     decision: dict[str, Any] | None = None
     reason: str | None = None
-    # -- issue 6: reviewed results and structured questions -------------
+    # -- kind detail: review and form ------------------------------------
     title: str | None = None
     message: str | None = None
     review_output: str | None = None
@@ -182,59 +200,53 @@ class Pause:
         """True while a decision can still be taken (status ``open``)."""
         return self.status == "open"
 
-    def to_view(self) -> dict[str, Any]:
+    def to_view(self) -> PauseView:
         """The JSON the widget renders (every string is shown as text).
 
         Returns:
-            ``{"tool_call_id", "reply_id", "kind", "tool_name", "input_text",
-            "input_schema", "permission_message", "decision_reason",
-            "bypass_immune", "suggested_rules": [{"index", "label", ...}],
-            "ask_user": dict | None, "ask_user_error", "deadline",
-            "policy", "status", "decision", "reason", "title", "message",
-            "review_output", "review_state", "review_error",
-            "response_schema", "form_error"}``.
+            a :class:`PauseView`.
         """
         input_text = (
             json.dumps(self.input, indent=2, ensure_ascii=False) if self.input is not None else self.tool_call.input
         )
-        return {
-            "tool_call_id": self.tool_call.id,
-            "reply_id": self.reply_id,
-            "kind": self.kind,
-            "tool_name": self.tool_call.name,
-            "input_text": input_text,
-            "input_schema": self.input_schema,
-            "permission_message": self.permission_message,
-            "decision_reason": self.decision_reason,
-            "bypass_immune": self.bypass_immune,
-            "suggested_rules": [
-                {
-                    "index": i,
-                    "label": rule_label(r),
-                    "tool_name": r.tool_name,
-                    "rule_content": r.rule_content,
-                    "behavior": getattr(r.behavior, "value", r.behavior),
-                }
+        return PauseView(
+            tool_call_id=self.tool_call.id,
+            reply_id=self.reply_id,
+            kind=self.kind,
+            tool_name=self.tool_call.name,
+            input_text=input_text,
+            input_schema=self.input_schema,
+            permission_message=self.permission_message,
+            decision_reason=self.decision_reason,
+            bypass_immune=self.bypass_immune,
+            suggested_rules=[
+                SuggestedRuleView(
+                    index=i,
+                    label=rule_label(r),
+                    tool_name=r.tool_name,
+                    rule_content=r.rule_content,
+                    behavior=enum_value(r.behavior),
+                )
                 for i, r in enumerate(self.suggested_rules)
             ],
-            "ask_user": self.ask_user.model_dump(mode="json") if self.ask_user else None,
-            "ask_user_error": self.ask_user_error,
-            "created_at": self.created_at,
-            "deadline": self.deadline,
-            "policy": self.policy,
-            "status": self.status,
-            "decision": self.decision,
-            "reason": self.reason,
-            "title": self.title,
-            "message": self.message,
+            ask_user=self.ask_user.model_dump(mode="json") if self.ask_user else None,
+            ask_user_error=self.ask_user_error,
+            created_at=self.created_at,
+            deadline=self.deadline,
+            policy=self.policy,
+            status=self.status,
+            decision=self.decision,
+            reason=self.reason,
+            title=self.title,
+            message=self.message,
             # the unreviewed result leaves the view (and the saved notebook)
             # once decided: an edit may have redacted it
-            "review_output": self.review_output if self.status in ("open", "deciding") else None,
-            "review_state": self.review_state,
-            "review_error": self.review_error,
-            "response_schema": self.response_schema,
-            "form_error": self.form_error,
-        }
+            review_output=self.review_output if self.status in ("open", "deciding") else None,
+            review_state=self.review_state,
+            review_error=self.review_error,
+            response_schema=self.response_schema,
+            form_error=self.form_error,
+        )
 
 
 def _parse_input(raw: str) -> dict[str, Any] | None:
@@ -262,9 +274,11 @@ def build_pause(
             them).
 
     Returns:
-        Pause: an ``open`` pause. For ``AskUser`` the input is validated with
-        ``AskUserParams``; a failure is kept in ``ask_user_error`` (case C02)
-        and the pause can only be answered with an ERROR result.
+        Pause: an ``open`` pause, completed by its kind
+        (:meth:`PauseKindSpec.complete <nb_hitl.kinds.PauseKindSpec.complete>`):
+        for ``AskUser`` the input is validated with ``AskUserParams``; a
+        failure is kept in ``ask_user_error`` (case C02) and the pause can
+        only be answered with an ERROR result.
     """
     call = tool_call.model_copy(deep=True)
     kind = pause_kind(call, tool)
@@ -282,26 +296,5 @@ def build_pause(
         pause.permission_message = permission.message
         pause.decision_reason = permission.decision_reason
         pause.bypass_immune = bool(permission.bypass_immune)
-    if kind == "ask_user":
-        if parsed is None:
-            pause.ask_user_error = "The AskUser input is not a JSON object."
-        else:
-            try:
-                pause.ask_user = AskUserParams.model_validate(parsed)
-            except ValidationError as exc:
-                pause.ask_user_error = format_validation_error(exc)
-            else:
-                # AskUser's own contract ("preview ... Only supported in
-                # single-select questions"): AskUserParams 2.0.11 states it in
-                # the field description but does not enforce it (case C02)
-                problems = [
-                    f"questions.{qi}.options.{oi}.preview: preview is only supported on single-select questions"
-                    for qi, q in enumerate(pause.ask_user.questions)
-                    if q.multi_select
-                    for oi, o in enumerate(q.options)
-                    if o.preview is not None
-                ]
-                if problems:
-                    pause.ask_user = None
-                    pause.ask_user_error = "\n".join(problems)
+    kind_spec(kind).complete(pause)
     return pause

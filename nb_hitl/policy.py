@@ -67,12 +67,13 @@ from agentscope.message import ToolCallState
 from agentscope.middleware import MiddlewareBase
 from agentscope.permission import (
     PermissionBehavior,
+    PermissionContext,
     PermissionDecision,
     PermissionMode,
     PermissionRule,
 )
 
-from ._agentscope import POLICY_CONTEXT_KEY, POLICY_DETAIL_KEY
+from ._agentscope import POLICY_CONTEXT_KEY, POLICY_DETAIL_KEY, enum_value, permission_context, permission_engine
 
 __all__ = [
     "Policy",
@@ -91,8 +92,13 @@ def rule_source(name: str) -> str:
     return f"nb_hitl policy: {name}"
 
 
-def _state_value(state: Any) -> str:
-    return getattr(state, "value", state)
+def _context(agent: Any) -> PermissionContext:
+    """The agent's live permission context (its engine's); the state's for an
+    object without an engine."""
+    try:
+        return permission_context(agent)
+    except TypeError:
+        return agent.state.permission_context
 
 
 @dataclass(frozen=True)
@@ -251,7 +257,7 @@ class PolicyMiddleware(MiddlewareBase):
             return decision
         # Approved by the person: AgentScope's _check_permission_impl answers
         # ALLOW for it; asking again would loop forever.
-        if _state_value(tool_call.state) == ToolCallState.ALLOWED.value:
+        if enum_value(tool_call.state) == ToolCallState.ALLOWED.value:
             return decision
         if decision.behavior == PermissionBehavior.DENY:
             return decision
@@ -263,8 +269,7 @@ class PolicyMiddleware(MiddlewareBase):
             text = f"The policy {policy.name!r} requires a person to confirm this call ({why})."
             if policy.message:
                 text += f" {policy.message}"
-            engine = getattr(agent, "_engine", None)
-            context = getattr(engine, "context", None) or agent.state.permission_context
+            context = _context(agent)
             if context.mode == PermissionMode.DONT_ASK:
                 return PermissionDecision(
                     behavior=PermissionBehavior.DENY,
@@ -339,7 +344,7 @@ def apply_policy(agent: Any, policy: Policy, *, add_rules: bool = False) -> Poli
         chain.insert(0, mw)
     mw.add(policy)
     if add_rules:
-        engine = agent._engine
+        engine = permission_engine(agent)
         existing = {
             (r.tool_name, r.rule_content, r.source) for rules in engine.context.ask_rules.values() for r in rules
         }
@@ -361,8 +366,7 @@ def remove_policy(agent: Any, name: str) -> bool:
     for mw in _permission_chain(agent):
         if isinstance(mw, PolicyMiddleware):
             removed = mw.remove(name) or removed
-    engine = getattr(agent, "_engine", None)
-    context = getattr(engine, "context", None) or agent.state.permission_context
+    context = _context(agent)
     for tool_name in list(context.ask_rules):
         kept = [r for r in context.ask_rules[tool_name] if r.source != rule_source(name)]
         if len(kept) != len(context.ask_rules[tool_name]):

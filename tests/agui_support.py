@@ -82,8 +82,8 @@ REDACTED = "Ana Lima, card [REDACTED]"
 
 
 def form_agent() -> Agent:
-    """Asks for a refund form (nb_hitl.forms.FormTool), then repeats the value."""
-    from nb_hitl.forms import FormTool
+    """Asks for a refund form (nb_hitl.kinds.form.FormTool), then repeats the value."""
+    from nb_hitl.kinds.form import FormTool
 
     def report(messages: list[Any]) -> Turn:
         r = (tool_results(messages, "AskForm") or [None])[-1]
@@ -107,8 +107,8 @@ def form_agent() -> Agent:
 
 
 def review_agent(runs: list[str]) -> Agent:
-    """Looks a customer up with a reviewed tool (nb_hitl.review), then says what it read."""
-    from nb_hitl.review import reviewed
+    """Looks a customer up with a reviewed tool (nb_hitl.kinds.review_tool), then says what it read."""
+    from nb_hitl.kinds.review_tool import reviewed
 
     def lookup_customer(customer: str) -> str:
         """Look up a customer record.

@@ -3,14 +3,13 @@
 // {request_id, ok, error?, code?, field?}. A message left unanswered is
 // reported to the person, never dropped silently.
 
-export interface AnyModelLike {
-  get(name: string): any;
-  set(name: string, value: any): void;
-  save_changes(): void;
-  send(content: any, callbacks?: any, buffers?: any): void;
-  on(event: string, cb: (...args: any[]) => void): void;
-  off(event?: string, cb?: (...args: any[]) => void): void;
-}
+import type { AnyModel } from "@anywidget/types";
+
+/** A widget model whose traits are not typed (see types.ts for typed ones). */
+export type AnyModelLike = AnyModel;
+
+/** What the channel needs of a model: anywidget's send / msg:custom. */
+export type ChannelModel = Pick<AnyModel, "send" | "on" | "off">;
 
 export interface Reply {
   request_id: string;
@@ -34,7 +33,7 @@ export class Rpc {
     entry.resolve(msg as Reply);
   };
 
-  constructor(private model: AnyModelLike, private timeoutMs = 15000) {
+  constructor(private model: ChannelModel, private timeoutMs = 15000) {
     model.on("msg:custom", this.handler);
   }
 

@@ -1,19 +1,21 @@
 """AG-UI interop: a notebook agent served over AG-UI, and the notebook as the
 client of any AG-UI agent.
 
-* :mod:`nb_hitl.agui.mapping`: pauses <-> interrupts, resume entries <->
-  page messages (pure).
-* :mod:`nb_hitl.agui.events`: AgentScope events and history -> AG-UI events
-  and messages (pure).
-* :mod:`nb_hitl.agui.server`: :class:`AguiServer` (ASGI, Starlette) and
-  :func:`serve_in_background` (uvicorn in a thread, loopback only).
-* :mod:`nb_hitl.agui.client`: :class:`AguiClient` (httpx + httpx-sse) and
-  :class:`RemoteSession` (a ReplyWidget over a remote agent).
+* :mod:`~nb_hitl.agui.mapping`: pauses <-> interrupts (pure);
+  :mod:`~nb_hitl.agui.events`: AgentScope events and history -> AG-UI (pure).
+* :mod:`~nb_hitl.agui.server`: :class:`AguiServer` (ASGI, Starlette), its
+  per-thread state in :mod:`~nb_hitl.agui.threads`;
+  :mod:`~nb_hitl.agui.background`: :func:`serve_in_background` (uvicorn).
+* :mod:`~nb_hitl.agui.client`: :class:`AguiClient` (httpx + httpx-sse);
+  :mod:`~nb_hitl.agui.remote`: :class:`RemoteSession` (a conversation whose
+  view data a display layer draws; :mod:`~nb_hitl.agui.turn` folds events).
 """
 
-from .client import AguiClient, AguiClientError, RemoteRunError, RemoteSession
+from .background import ServerHandle, serve_in_background
+from .client import AguiClient, AguiClientError, RemoteRunError
 from .mapping import ResumeError, interrupt_id, pause_to_interrupt, resume_to_message
-from .server import AguiServer, ServerHandle, serve_in_background
+from .remote import RemoteSession
+from .server import AguiServer
 
 __all__ = [
     "AguiServer",

@@ -1,32 +1,14 @@
 """AgentScope's event stream and history as AG-UI events and messages (pure).
 
 :class:`EventTranslator` turns the events of ``Agent.reply_stream``
-(``agentscope.event``) into AG-UI events (``ag_ui.core``):
-
-==================================  ==========================================
-AgentScope                          AG-UI
-==================================  ==========================================
-``TextBlockStart/Delta/End``        ``TEXT_MESSAGE_START/CONTENT/END``
-                                    (``messageId`` = the block id, role
-                                    ``assistant``; empty deltas dropped)
-``ThinkingBlockStart/Delta/End``    ``REASONING_START``,
-                                    ``REASONING_MESSAGE_START/CONTENT/END``,
-                                    ``REASONING_END``
-``ToolCallStart/Delta/End``         ``TOOL_CALL_START/ARGS/END``
-``ToolResultStart/TextDelta/End``   one ``TOOL_CALL_RESULT`` at the end
-                                    (``messageId`` = ``<reply_id>:result:<id>``,
-                                    the text, or ``(<state>)`` when empty)
-others                              nothing (pauses become the run's
-                                    interrupt outcome, see the server)
-==================================  ==========================================
-
-:func:`messages_snapshot` turns the agent's history
-(``AgentState.context``) into AG-UI messages for ``MESSAGES_SNAPSHOT``.
-AgentScope keeps a whole reply in one assistant ``Msg`` (text, tool calls and
-tool results in order); AG-UI wants an assistant message per round followed
-by one tool message per result, so each reply is cut at its tool results.
-Ids line up with the streamed events: a round's message id is its first text
-block's id, a tool message's id is ``<reply_id>:result:<tool_call_id>``.
+(``agentscope.event``) into AG-UI events (``ag_ui.core``): text blocks into
+``TEXT_MESSAGE_*``, thinking blocks into ``REASONING_*``, tool calls into
+``TOOL_CALL_START/ARGS/END`` and each tool result into one
+``TOOL_CALL_RESULT``; pauses become the run's interrupt outcome (server).
+:func:`messages_snapshot` turns the agent's history (``AgentState.context``)
+into AG-UI messages for ``MESSAGES_SNAPSHOT``, one assistant message per
+round and one tool message per result, with ids that match the stream.
+The full table is in ``docs/design.md`` ("AG-UI").
 """
 
 from __future__ import annotations
@@ -56,7 +38,9 @@ from ag_ui.core import (
     UserMessage,
 )
 from agentscope import event as ase
-from agentscope.message import Msg
+from agentscope.message import Msg, TextBlock, ToolCallBlock, ToolResultBlock
+
+from .._agentscope import blocks_text, enum_value
 
 __all__ = ["EventTranslator", "messages_snapshot", "result_message_id", "now_ms"]
 
@@ -70,10 +54,6 @@ def now_ms() -> int:
 def result_message_id(reply_id: str, tool_call_id: str) -> str:
     """The AG-UI message id of one tool result (stream and snapshot agree)."""
     return f"{reply_id}:result:{tool_call_id}"
-
-
-def _state(value: Any) -> str:
-    return str(getattr(value, "value", value))
 
 
 class EventTranslator:
@@ -143,7 +123,7 @@ class EventTranslator:
                 ToolCallResultEvent(
                     message_id=result_message_id(ev.reply_id, ev.tool_call_id),
                     tool_call_id=ev.tool_call_id,
-                    content=text or f"({_state(ev.state)})",
+                    content=text or f"({enum_value(ev.state)})",
                     role="tool",
                 )
             )
@@ -181,19 +161,6 @@ class EventTranslator:
         return [self._stamp(e) for e in out]
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        kind = getattr(block, "type", None)
-        if kind == "text":
-            parts.append(block.text)
-        elif kind == "data":
-            parts.append(f"[{getattr(getattr(block, 'source', None), 'media_type', 'data')}]")
-    return "".join(parts)
-
-
 def messages_snapshot(context: list[Msg]) -> list[Any]:
     """AG-UI messages for an AgentScope history (``AgentState.context``).
 
@@ -211,10 +178,10 @@ def messages_snapshot(context: list[Msg]) -> list[Any]:
     out: list[Any] = []
     for msg in context:
         if msg.role == "user":
-            out.append(UserMessage(id=msg.id, content=_text_of(msg.content), name=msg.name or None))
+            out.append(UserMessage(id=msg.id, content=blocks_text(msg.content), name=msg.name or None))
             continue
         if msg.role == "system":
-            out.append(SystemMessage(id=msg.id, content=_text_of(msg.content)))
+            out.append(SystemMessage(id=msg.id, content=blocks_text(msg.content)))
             continue
         if isinstance(msg.content, str):
             out.append(AssistantMessage(id=msg.id, content=msg.content, name=msg.name or None))
@@ -240,21 +207,20 @@ def messages_snapshot(context: list[Msg]) -> list[Any]:
             round_no += 1
 
         for block in msg.content:
-            kind = getattr(block, "type", None)
-            if kind == "text":
+            if isinstance(block, TextBlock):
                 if calls:  # text after tool calls starts a new round
                     flush()
                 texts.append((block.id, block.text))
-            elif kind == "tool_call":
+            elif isinstance(block, ToolCallBlock):
                 calls.append(ToolCall(id=block.id, function=FunctionCall(name=block.name, arguments=block.input or "")))
-            elif kind == "tool_result":
+            elif isinstance(block, ToolResultBlock):
                 flush()
-                state = _state(block.state)
+                state = str(enum_value(block.state))
                 out.append(
                     ToolMessage(
                         id=result_message_id(msg.id, block.id),
                         tool_call_id=block.id,
-                        content=_text_of(block.output) or f"({state})",
+                        content=blocks_text(block.output) or f"({state})",
                         error=None if state == "success" else state,
                     )
                 )

@@ -2,88 +2,24 @@
 
 :class:`AguiServer` is an ASGI app (Starlette). ``POST <path>`` takes a
 ``RunAgentInput`` (``ag_ui.core``) and answers with a ``text/event-stream``
-of AG-UI events written by ``ag_ui.encoder.EventEncoder``. Each
-``threadId`` is one conversation with its own agent, built by the factory
-you pass, driven by its own headless :class:`~nb_hitl.session.Session`:
-pause handling, validation, the permission re-check of edited input and the
-exactly-once resume are the Session's, shared with the notebook widgets.
-
-A run's events
-==============
-``RUN_STARTED``; on a resume, a ``MESSAGES_SNAPSHOT`` of the history (the
-resumed tool calls were started in the earlier run); the agent's stream
-(``TEXT_MESSAGE_*``, ``TOOL_CALL_*``, ``TOOL_CALL_RESULT``, ``REASONING_*``,
-see :mod:`nb_hitl.agui.events`); then ``MESSAGES_SNAPSHOT`` and
-``STATE_SNAPSHOT`` (AG-UI: the state a client needs comes *before* the
-interrupt outcome) and one terminal event:
-
-* the reply parked on open pauses: ``RUN_FINISHED`` with ``outcome =
-  {type: "interrupt", interrupts: [...]}`` (:func:`~nb_hitl.agui.mapping.pause_to_interrupt`);
-* the reply completed: ``RUN_FINISHED`` with ``outcome = {type: "success"}``
-  and ``result`` = the final text;
-* the reply was interrupted: ``RUN_FINISHED`` with ``{type: "cancelled"}``;
-* the agent failed, or the input is refused: ``RUN_ERROR`` with a ``code``.
-
-The rules enforced (AG-UI "Interrupts", contract rules)
-=======================================================
-* Every open interrupt must be answered in one resume (``missing_interrupt``);
-  entries must name open interrupts (``unknown_interrupt``), each once
-  (``duplicate_interrupt``). On any refusal nothing is resumed: every entry
-  is turned into a page message and checked (:func:`nb_hitl.decisions.decide`,
-  the permission re-check, the tool's external-result check) before the
-  first one reaches the Session.
-* New input on a thread with open interrupts is refused
-  (``interrupts_pending``; ``RUN_ERROR.metadata.nb_hitl.open_interrupts``
-  repeats them so a client that lost the stream can answer), and so is a
-  resume that also carries new user messages (``input_with_resume``).
-* A ``resolved`` entry past its interrupt's ``expires_at`` is refused
-  (``interrupt_expired``); a ``cancelled`` one is accepted, so a thread
-  whose interrupt expired is never stuck. An interrupt closed since it was
-  announced (the Session's ``deadline`` applied its default, the reply
-  ended) is refused as ``interrupt_expired`` / ``interrupt_closed``.
-* Replaying the same resume (same ids, statuses and payloads) is harmless:
-  nothing is decided twice, and the run reports the thread's current
-  outcome (``RUN_FINISHED.metadata.nb_hitl.replayed = true``). The same ids
-  with other answers are refused (``conflicting_replay``).
-* One run at a time per thread (``thread_busy``).
-
-The factory
-===========
-``agent_factory(thread_id) -> Agent`` (sync or async) builds a thread's
-agent, once, on the thread's first run. Nothing needs to be wired into the
-agent: the server listens to the thread's Session (below).
-
-How a run is streamed
-=====================
-The server subscribes to the thread's Session with
-:meth:`~nb_hitl.session.Session.on_event` (every item of
-``agent.reply_stream`` the Session consumes, AgentScope events and the final
-``Msg``, in order, before the Session acts on it) and
-:meth:`~nb_hitl.session.Session.on_change` (``"pause"``, ``"decision"``,
-``"end"``). Both listeners are called synchronously by the Session's
-driving task; they only append to the thread's queue (``put_nowait`` on the
-server's loop, ``call_soon_threadsafe`` from any other thread or loop), so
-the agent is never slowed by a client and the order is the Session's. The
-run's generator reads that queue and translates the events
-(:class:`~nb_hitl.agui.events.EventTranslator`) until the run settles: the
-reply ended (``"end"``), or its stream is over (AgentScope's final ``Msg``,
-the last item of every ``reply_stream`` that returns) and every tool call
-the agent parked has an open pause. Only then are the snapshots and the
-terminal event built from the Session's state, so they always follow the
-streamed events.
+of AG-UI events (``ag_ui.encoder.EventEncoder``). Each ``threadId`` is one
+conversation with its own agent, built by the factory you pass and driven by
+its own headless :class:`~nb_hitl.session.Session`: pause handling,
+validation, the permission re-check and the exactly-once resume are the
+Session's. A paused reply ends its run with ``RUN_FINISHED`` and an
+``interrupt`` outcome; a resume run answers every open interrupt at once.
+The rules a resume must follow, the order of a run's events and how the
+Session's listeners feed the stream are described in ``docs/design.md``
+("AG-UI"). Running it: :func:`~nb_hitl.agui.background.serve_in_background`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import ipaddress
 import json
-import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ag_ui.core import (
@@ -101,20 +37,22 @@ from ag_ui.core import (
     StateSnapshotEvent,
 )
 from ag_ui.encoder import EventEncoder
-from agentscope.message import Msg, UserMsg
-from agentscope.permission import PermissionEngine
+from agentscope.message import UserMsg
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .._agentscope import blocks_text, msg_text, permission_engine
 from ..decisions import check_external_result, decide, recheck_permission
 from ..errors import DecisionError, NbHitlError, PendingPauseError
 from ..pauses import Pause
 from ..session import ReplyRun, Session
+from .background import ServerHandle, serve_in_background
 from .events import EventTranslator, messages_snapshot, now_ms
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
+from .threads import Answered, Refusal, ThreadState, canonical
 
 __all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
 
@@ -122,75 +60,6 @@ AgentFactory = Callable[[str], Any]
 """``(thread_id) -> Agent`` (or an awaitable of one)."""
 
 _MAX_BODY = 4 * 1024 * 1024
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-@dataclass
-class _Answered:
-    status: str
-    payload: str
-    run_id: str
-
-
-@dataclass
-class _Thread:
-    thread_id: str
-    agent: Any
-    session: Session
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    queue: asyncio.Queue | None = None
-    loop: asyncio.AbstractEventLoop | None = None
-    streaming: bool = False
-    """A ``reply_stream`` the Session consumes is between its first item and
-    its final ``Msg`` (set by the event listener, on the driving task)."""
-    interrupts: dict[str, tuple[Interrupt, Pause]] = field(default_factory=dict)
-    ledger: dict[str, _Answered] = field(default_factory=dict)
-    seen_ids: set[str] = field(default_factory=set)
-
-    def listen(self) -> None:
-        """Open the queue of a run (on the loop that reads it)."""
-        self.loop = asyncio.get_running_loop()
-        self.queue = asyncio.Queue()
-
-    def put(self, item: tuple[str, Any]) -> None:
-        """Queue an item for the run listening now, if any. Called
-        synchronously by the Session's driving task (the server's loop);
-        from another thread or loop it goes through ``call_soon_threadsafe``."""
-        queue, loop = self.queue, self.loop
-        if queue is None or loop is None:
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            queue.put_nowait(item)
-            return
-        try:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
-        except RuntimeError:  # the loop is closed: nobody listens any more
-            pass
-
-    def on_event(self, event: Any, run: ReplyRun) -> None:
-        """The Session's event listener: one item of ``agent.reply_stream``."""
-        self.streaming = not isinstance(event, Msg)
-        self.put(("event", event))
-
-    def on_change(self, kind: str, run: ReplyRun) -> None:
-        """The Session's change listener: ``"pause"``, ``"decision"``, ``"end"``."""
-        if kind == "end":
-            self.streaming = False
-        self.put(("notify", (kind, run)))
-
-
-class _Refusal(Exception):
-    def __init__(self, code: str, message: str, metadata: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.metadata = metadata
 
 
 class AguiServer:
@@ -232,7 +101,7 @@ class AguiServer:
         self.clock = clock
         self.session_kwargs = {k: v for k, v in (session_kwargs or {}).items() if k != "display"}
         self.user_name = user_name
-        self.threads: dict[str, _Thread] = {}
+        self.threads: dict[str, ThreadState] = {}
         self._creating: dict[str, asyncio.Lock] = {}
         health = self.path.rstrip("/") + "/health"
         self.app = Starlette(
@@ -264,7 +133,7 @@ class AguiServer:
                 {"error": "The body is not an AG-UI RunAgentInput.", "detail": json.loads(exc.json())[:5]},
                 status_code=422,
             )
-        encoder = EventEncoder(accept=request.headers.get("accept"))
+        encoder = EventEncoder(accept=request.headers.get("accept") or "text/event-stream")
 
         async def stream() -> AsyncIterator[str]:
             async for event in self.run(inp):
@@ -277,7 +146,7 @@ class AguiServer:
         )
 
     # --------------------------------------------------------------- threads
-    async def _thread(self, thread_id: str) -> _Thread:
+    async def _thread(self, thread_id: str) -> ThreadState:
         thread = self.threads.get(thread_id)
         if thread is not None:
             return thread
@@ -290,13 +159,13 @@ class AguiServer:
             if inspect.isawaitable(agent):
                 agent = await agent
             session = Session(agent, display=False, **self.session_kwargs)
-            thread = _Thread(thread_id=thread_id, agent=agent, session=session)
+            thread = ThreadState(thread_id=thread_id, agent=agent, session=session)
             session.on_event(thread.on_event)
             session.on_change(thread.on_change)
             self.threads[thread_id] = thread
             return thread
 
-    def _open(self, thread: _Thread) -> list[tuple[Interrupt, Pause]]:
+    def _open(self, thread: ThreadState) -> list[tuple[Interrupt, Pause]]:
         """The thread's open interrupts, in pause order (ids and expiry stay
         the same each time they are announced)."""
         run = thread.session.current
@@ -315,7 +184,7 @@ class AguiServer:
             out.append((interrupt, pause))
         return out
 
-    def _new_user_messages(self, thread: _Thread, messages: list[Any]) -> list[Any]:
+    def _new_user_messages(self, thread: ThreadState, messages: list[Any]) -> list[Any]:
         known = set(thread.seen_ids) | {m.id for m in thread.agent.state.context}
         return [m for m in messages if getattr(m, "role", None) == "user" and m.id not in known]
 
@@ -336,7 +205,7 @@ class AguiServer:
             resume = list(inp.resume or [])
             replay = bool(resume) and self._is_replay(thread, resume)
             if thread.lock.locked() and not replay:
-                raise _Refusal(
+                raise Refusal(
                     "thread_busy", f"Thread {inp.thread_id!r} is running another run; send this one when it ends."
                 )
             async with thread.lock:
@@ -346,7 +215,7 @@ class AguiServer:
                         yield event
                 finally:
                     thread.queue = None
-        except _Refusal as exc:
+        except Refusal as exc:
             yield RunErrorEvent(
                 message=str(exc),
                 code=exc.code,
@@ -356,19 +225,19 @@ class AguiServer:
         except Exception as exc:  # noqa: BLE001 - a run always ends with a terminal event
             yield RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="internal", timestamp=now_ms())
 
-    def _is_replay(self, thread: _Thread, resume: list[ResumeEntry]) -> bool:
+    def _is_replay(self, thread: ThreadState, resume: list[ResumeEntry]) -> bool:
         return all(e.interrupt_id in thread.ledger for e in resume)
 
     async def _run_locked(
-        self, thread: _Thread, inp: RunAgentInput, resume: list[ResumeEntry]
+        self, thread: ThreadState, inp: RunAgentInput, resume: list[ResumeEntry]
     ) -> AsyncIterator[BaseEvent]:
         session = thread.session
         if resume:
             if self._is_replay(thread, resume):
                 for e in resume:
                     done = thread.ledger[e.interrupt_id]
-                    if done.status != e.status or done.payload != _canonical(e.payload):
-                        raise _Refusal(
+                    if done.status != e.status or done.payload != canonical(e.payload):
+                        raise Refusal(
                             "conflicting_replay",
                             f"Interrupt {e.interrupt_id} was already answered (run {done.run_id}) with another "
                             "answer; an interrupt is decided once.",
@@ -378,7 +247,7 @@ class AguiServer:
                 return
             answered = [e.interrupt_id for e in resume if e.interrupt_id in thread.ledger]
             if answered:
-                raise _Refusal(
+                raise Refusal(
                     "conflicting_replay",
                     f"This resume mixes interrupts answered earlier ({', '.join(answered)}) with open ones.",
                 )
@@ -400,13 +269,13 @@ class AguiServer:
                 if isinstance(result, BaseException):
                     failed.append(f"{entry.interrupt_id}: {result}")
                 else:
-                    thread.ledger[entry.interrupt_id] = _Answered(entry.status, _canonical(entry.payload), inp.run_id)
+                    thread.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), inp.run_id)
             if failed:
-                raise _Refusal("resume_failed", "Some answers could not be applied: " + "; ".join(failed))
+                raise Refusal("resume_failed", "Some answers could not be applied: " + "; ".join(failed))
         else:
             open_now = self._open(thread)
             if open_now:
-                raise _Refusal(
+                raise Refusal(
                     "interrupts_pending",
                     "This thread waits for answers to its open interrupts ("
                     + ", ".join(i.id for i, _ in open_now)
@@ -415,16 +284,20 @@ class AguiServer:
                 )
             new = self._new_user_messages(thread, inp.messages)
             if not new:
-                raise _Refusal("no_input", "The run carries no new user message for the agent.")
+                raise Refusal("no_input", "The run carries no new user message for the agent.")
             msgs = [
-                UserMsg(name=getattr(m, "name", None) or self.user_name, content=_user_text(m.content), id=m.id)
+                UserMsg(
+                    name=getattr(m, "name", None) or self.user_name,
+                    content=blocks_text(m.content, data_label=False),
+                    id=m.id,
+                )
                 for m in new
             ]
             thread.seen_ids.update(m.id for m in inp.messages)
             try:
                 session.start(msgs if len(msgs) > 1 else msgs[0])
             except PendingPauseError as exc:
-                raise _Refusal("thread_busy", str(exc)) from None
+                raise Refusal("thread_busy", str(exc)) from None
         translator = EventTranslator()
         async for event in self._pump(thread, translator):
             yield event
@@ -432,7 +305,7 @@ class AguiServer:
             yield event
 
     async def _plan(
-        self, thread: _Thread, inp: RunAgentInput, resume: list[ResumeEntry]
+        self, thread: ThreadState, inp: RunAgentInput, resume: list[ResumeEntry]
     ) -> list[tuple[ResumeEntry, Pause, dict[str, Any]]]:
         """Turn every entry into a checked page message, or refuse them all."""
         open_now = self._open(thread)
@@ -444,22 +317,22 @@ class AguiServer:
             # announced earlier, closed since without this client: the pause's
             # deadline applied its default (Session deadline), or the reply ended
             pause = thread.interrupts[closed[0]][1]
-            decision = pause.decision or {}
-            applied = decision.get("applied") if decision.get("action") == "timeout" else None
+            recorded = pause.decision or {}
+            applied = recorded.get("applied") if recorded.get("action") == "timeout" else None
             why = applied or pause.reason or f"it is {pause.status}"
-            raise _Refusal(
+            raise Refusal(
                 "interrupt_expired" if applied or pause.status == "expired" else "interrupt_closed",
                 f"Interrupt {closed[0]} is no longer open: {why}.",
             )
         if not open_now:
-            raise _Refusal(
+            raise Refusal(
                 "unknown_interrupt",
                 "This thread has no open interrupt to resume: "
                 + ", ".join(e.interrupt_id[:80] for e in resume)
                 + " matches nothing.",
             )
         if self._new_user_messages(thread, inp.messages):
-            raise _Refusal(
+            raise Refusal(
                 "input_with_resume",
                 "A resume must not carry new user messages: answer the open interrupts first, then send "
                 "the message in its own run.",
@@ -467,9 +340,9 @@ class AguiServer:
         try:
             check_resume([i for i, _ in open_now], resume, now=self.clock())
         except ResumeError as exc:
-            raise _Refusal(exc.code, str(exc)) from None
+            raise Refusal(exc.code, str(exc)) from None
         by_id = {i.id: p for i, p in open_now}
-        engine = PermissionEngine(thread.agent.state.permission_context)
+        engine = permission_engine(thread.agent)
         plan = []
         for entry in resume:
             pause = by_id[entry.interrupt_id]
@@ -482,14 +355,14 @@ class AguiServer:
                 if decision.tool_result is not None and decision.tool_result.state == "success":
                     await check_external_result(tool, decision.tool_result)
             except ResumeError as exc:
-                raise _Refusal(exc.code, str(exc)) from None
+                raise Refusal(exc.code, str(exc)) from None
             except DecisionError as exc:
                 where = f" (at {exc.field})" if exc.field else ""
-                raise _Refusal("invalid_payload", f"Interrupt {entry.interrupt_id}{where}: {exc}") from None
+                raise Refusal("invalid_payload", f"Interrupt {entry.interrupt_id}{where}: {exc}") from None
             plan.append((entry, pause, message))
         return plan
 
-    def _settled(self, thread: _Thread, run: ReplyRun | None, item: tuple[str, Any]) -> bool:
+    def _settled(self, thread: ThreadState, run: ReplyRun | None, item: tuple[str, Any]) -> bool:
         """Whether the run has nothing more to stream: its reply ended, or
         no ``reply_stream`` is between its first item and its final ``Msg``
         and every parked tool call has an open pause (a pause is added on
@@ -508,7 +381,7 @@ class AguiServer:
             return False
         return all(tc.id in run.pauses and run.pauses[tc.id].status == "open" for tc in awaiting)
 
-    async def _pump(self, thread: _Thread, translator: EventTranslator) -> AsyncIterator[BaseEvent]:
+    async def _pump(self, thread: ThreadState, translator: EventTranslator) -> AsyncIterator[BaseEvent]:
         assert thread.queue is not None
         run = thread.session.current
         while True:
@@ -520,7 +393,7 @@ class AguiServer:
                 return
 
     async def _finish(
-        self, thread: _Thread, inp: RunAgentInput, translator: EventTranslator, *, replayed: bool = False
+        self, thread: ThreadState, inp: RunAgentInput, translator: EventTranslator, *, replayed: bool = False
     ) -> AsyncIterator[BaseEvent]:
         for event in translator.close():
             yield event
@@ -551,7 +424,7 @@ class AguiServer:
             )
             return
         if run is None or run.status == "finished":
-            final = _final_text(run)
+            final = msg_text(run.final) if run is not None and run.final is not None else None
             yield RunFinishedEvent(
                 thread_id=inp.thread_id,
                 run_id=inp.run_id,
@@ -573,128 +446,3 @@ class AguiServer:
         yield RunErrorEvent(
             message=run.reason or f"The reply ended: {run.status}", code="agent_error", timestamp=now_ms()
         )
-
-
-def _user_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for part in content or []:
-        text = getattr(part, "text", None)
-        if isinstance(text, str):
-            parts.append(text)
-    return "\n".join(parts)
-
-
-def _final_text(run: ReplyRun | None) -> str | None:
-    if run is None or run.final is None:
-        return None
-    try:
-        return run.final.get_text_content() or ""
-    except Exception:  # noqa: BLE001
-        return None
-
-
-# ---------------------------------------------------------------------------
-# running it
-# ---------------------------------------------------------------------------
-@dataclass
-class ServerHandle:
-    """A uvicorn server running in a background thread.
-
-    Attributes:
-        url: the AG-UI endpoint, ``http://127.0.0.1:<port><path>``.
-        host: the loopback address served.
-        port: the port (chosen by the OS when 0 was asked).
-    """
-
-    url: str
-    host: str
-    port: int
-    server: Any
-    thread: threading.Thread
-    sock: socket.socket
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Ask uvicorn to exit and wait for its thread (idempotent)."""
-        self.server.should_exit = True
-        if self.thread.is_alive():
-            self.thread.join(timeout)
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-    @property
-    def running(self) -> bool:
-        """True while the server thread serves."""
-        return self.thread.is_alive() and bool(self.server.started)
-
-    def __enter__(self) -> ServerHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def serve_in_background(
-    app: Any,
-    port: int = 0,
-    *,
-    host: str = "127.0.0.1",
-    log_level: str = "warning",
-    startup_timeout: float = 30.0,
-) -> ServerHandle:
-    """Serve an ASGI app with uvicorn in a daemon thread (its own event loop;
-    the caller's loop, e.g. a notebook kernel's, is never touched).
-
-    Args:
-        app: the ASGI app (an :class:`AguiServer`, or any other).
-        port: the TCP port; 0 lets the OS choose a free one.
-        host: a loopback address (``127.0.0.1``, ``::1``): the endpoint has
-            no authentication and drives an agent that may run tools.
-        log_level: uvicorn's log level.
-        startup_timeout: seconds to wait for uvicorn to start.
-
-    Returns:
-        ServerHandle: ``.url`` (with the app's ``path`` when it is an
-        :class:`AguiServer`) and ``.stop()``.
-
-    Raises:
-        ValueError: ``host`` is not a loopback address.
-        RuntimeError: uvicorn did not start in time (its thread died or hung).
-    """
-    import uvicorn
-
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = host == "localhost"
-    if not loopback:
-        raise ValueError(f"serve_in_background only serves on loopback, not {host!r}.")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    bound_port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level=log_level, lifespan="off", loop="asyncio", access_log=False)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name=f"nb_hitl-agui-{bound_port}", daemon=True
-    )
-    thread.start()
-    deadline = time.monotonic() + startup_timeout
-    while not server.started:
-        if not thread.is_alive():
-            sock.close()
-            raise RuntimeError("uvicorn stopped before it started serving; see its log.")
-        if time.monotonic() > deadline:
-            server.should_exit = True
-            raise RuntimeError(f"uvicorn did not start within {startup_timeout} s.")
-        time.sleep(0.01)
-    path = getattr(app, "path", "/")
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
-    return ServerHandle(
-        url=f"http://{shown}:{bound_port}{path}", host=host, port=bound_port, server=server, thread=thread, sock=sock
-    )

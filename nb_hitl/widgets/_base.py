@@ -10,6 +10,9 @@ person clicked, and the kernel keeps running.
 
 A handler may be synchronous or return an awaitable; an awaitable is run
 as a task on the loop that owns the widget and answered when it ends.
+
+Every nb_hitl widget shares one stylesheet, ``static/theme.css`` (built from
+``js/lib/theme.css``), set once here as anywidget's ``_css``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import pathlib
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -79,6 +83,10 @@ class RequestWidget(anywidget.AnyWidget):
         answered: number of page messages answered so far (for tests and the
             stress benchmark).
     """
+
+    # anywidget reads the file when the class is defined and injects it once
+    # per widget class into the page (a <style> keyed by the class name)
+    _css = pathlib.Path(__file__).parent.parent / "static" / "theme.css"
 
     def __init__(self, handler: Handler | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -46,6 +46,7 @@ from typing import Any
 import traitlets
 
 from .. import permissions as perm
+from .._agentscope import permission_engine
 from ..errors import DecisionError
 from ._base import RequestWidget
 
@@ -62,7 +63,7 @@ class PermissionExplorer(RequestWidget):
     Args:
         agent: an ``agentscope.agent.Agent``. Its own engine's context
             (``agent._engine.context``, see
-            :func:`nb_hitl.permissions.context_of`) is shown and changed;
+            :func:`nb_hitl._agentscope.permission_context`) is shown and changed;
             tools come from ``agent.toolkit``.
         watch: re-read the context every ``watch_interval`` seconds while
             a loop runs (the kernel's), so changes made elsewhere (an
@@ -86,16 +87,16 @@ class PermissionExplorer(RequestWidget):
 
     agent_name = traitlets.Unicode("").tag(sync=True)
     context = traitlets.Dict().tag(sync=True)
-    tools = traitlets.List().tag(sync=True)
+    tools: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     last_try = traitlets.Dict().tag(sync=True)
     matrix = traitlets.Dict().tag(sync=True)
-    matrix_calls = traitlets.List().tag(sync=True)
+    matrix_calls: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     revision = traitlets.Int(0).tag(sync=True)
 
     _watch_task: asyncio.Task | None = None
 
     def __init__(self, agent: Any, *, watch: bool = True, watch_interval: float = 0.5) -> None:
-        perm.engine_of(agent)  # TypeError early for anything without an engine
+        permission_engine(agent)  # TypeError early for anything without an engine
         self._agent = agent
         self._last_try_request: dict[str, Any] | None = None
         self._fingerprint = ""
@@ -207,7 +208,7 @@ class PermissionExplorer(RequestWidget):
         if action == "refresh":
             return {"context": await self.refresh_all()}
         if action == "set_mode":
-            perm.set_mode(agent, msg.get("mode"))
+            perm.set_mode(agent, msg.get("mode", ""))
             return {"context": await self.refresh_all()}
         if action == "add_rule":
             rule = perm.add_rule(agent, _dict(msg, "rule"), known_tools=self.known_tools, default_source=_SOURCE)
@@ -219,10 +220,10 @@ class PermissionExplorer(RequestWidget):
             rule = perm.edit_rule(agent, _dict(msg, "old"), _dict(msg, "new"), known_tools=self.known_tools)
             return {"context": await self.refresh_all(), "rule": perm.rule_to_dict(rule)}
         if action == "add_working_directory":
-            perm.add_working_directory(agent, msg.get("path"), source=_SOURCE)
+            perm.add_working_directory(agent, msg.get("path", ""), source=_SOURCE)
             return {"context": await self.refresh_all()}
         if action == "remove_working_directory":
-            perm.remove_working_directory(agent, msg.get("path"))
+            perm.remove_working_directory(agent, msg.get("path", ""))
             return {"context": await self.refresh_all()}
         if action == "try_call":
             request = {"tool_name": _str(msg, "tool_name"), "input": msg.get("input", {})}
@@ -252,10 +253,12 @@ class PermissionExplorer(RequestWidget):
         if action == "export":
             return {"text": perm.export_rules(agent)}
         if action == "import":
-            text = msg.get("text")
-            if not isinstance(text, str):
+            file_text = msg.get("text")
+            if not isinstance(file_text, str):
                 raise DecisionError("Paste or choose a rules file first.", field="text")
-            rules = perm.import_rules(text, into=agent, replace=bool(msg.get("replace")), known_tools=self.known_tools)
+            rules = perm.import_rules(
+                file_text, into=agent, replace=bool(msg.get("replace")), known_tools=self.known_tools
+            )
             return {"count": len(rules), "context": await self.refresh_all()}
         raise DecisionError(f"Unknown action {action!r}.", field="action")
 

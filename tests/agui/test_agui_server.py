@@ -358,7 +358,7 @@ def test_remote_session_answers_two_interrupts_in_one_resume(served):
         assert sorted(e.interrupt_id for e in sent) == sorted(v["interrupt_id"] for v in views)
         assert {e.status for e in sent} == {"resolved"}
         assert widget.status == "finished" and widget.final_text == final
-        assert all(p["status"] == "resolved" for p in widget.pauses)
+        assert all(p["status"] == "delivered" for p in widget.pauses)
         return final
 
     assert run(go()) == "You chose to archive draft.md. Deleted old_log.txt."
@@ -536,7 +536,7 @@ def test_items_queued_from_another_thread_reach_the_run_in_order():
     run listening, items are dropped."""
     import threading
 
-    from nb_hitl.agui.server import _Thread
+    from nb_hitl.agui.threads import ThreadState as _Thread
 
     async def go():
         t = _Thread(thread_id="t", agent=None, session=None)

@@ -53,7 +53,7 @@ LANGGRAPH = textwrap.dedent(
     from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
     from fastapi import FastAPI
     from nb_hitl.agui import RemoteSession, serve_in_background
-    from tests.test_agui_langgraph import RECEIVED, build_graph
+    from tests.agui.test_agui_langgraph import RECEIVED, build_graph
 
     app = FastAPI()
     add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="lg", graph=build_graph(), enable_legacy_on_interrupt_event=False), "/agent")

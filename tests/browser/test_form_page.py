@@ -32,7 +32,7 @@ FORM_CELL = textwrap.dedent(
     from agentscope.agent import Agent
     from agentscope.tool import Toolkit
     from nb_hitl import Session
-    from nb_hitl.forms import FormTool
+    from nb_hitl.kinds.form import FormTool
     from nb_hitl.models import ScriptedChatModel, Turn, tool_call, tool_results
 
     REFUND = {"type": "object", "properties": {
@@ -124,7 +124,7 @@ REVIEW_CELL = textwrap.dedent(
     from agentscope.tool import FunctionTool, Toolkit
     from nb_hitl import Session
     from nb_hitl.models import ScriptedChatModel, Turn, tool_call, tool_results, result_text
-    from nb_hitl.review import reviewed
+    from nb_hitl.kinds.review_tool import reviewed
 
     RAW = 'Ana Lima <img src=x onerror="window.__nbhReviewX=1">, card 4111-1111-1111-1111'
     def lookup_customer(customer: str) -> str:

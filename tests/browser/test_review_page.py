@@ -1,7 +1,7 @@
-"""Pins for the page side of the fresh-eyes review fixes (js/reply.ts).
+"""Pins for the page side of the fresh-eyes review fixes (js/reply/).
 
 Real JupyterLab, real kernel, Debian Chromium; each test fails on the
-``reply.ts`` before that commit:
+page code (then ``js/reply.ts``) before that commit:
 
 * a pause that reaches the page before its tool call's transcript entry
   (``pauses`` set before ``transcript``, in separate statements after

@@ -42,10 +42,10 @@ SETUP = textwrap.dedent(
     from agentscope.state import AgentState
     from agentscope.tool import FunctionTool, Toolkit
     from nb_hitl import Session
-    from nb_hitl.forms import FormTool
+    from nb_hitl.kinds.form import FormTool
     from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
     from nb_hitl.policy import Policy, policy_middleware
-    from nb_hitl.review import reviewed
+    from nb_hitl.kinds.review_tool import reviewed
     from nb_hitl.store import AuditLog
 
     RAW = {RAW!r}
@@ -155,7 +155,7 @@ def test_review_edit_in_a_kernel(kernel: KernelHarness) -> None:
 
     state = kernel.comm(rec.comm_id).state
     done = state["pauses"][0]
-    assert done["status"] == "resolved" and done["decision"]["action"] == "edit"
+    assert done["status"] == "delivered" and done["decision"]["action"] == "edit"
     assert done["review_output"] is None  # the unreviewed text left the widget (and a saved notebook)
     result_entry = next(e for e in state["transcript"] if e["kind"] == "tool_result")
     assert result_entry["text"] == REDACTED and result_entry["state"] == "success"

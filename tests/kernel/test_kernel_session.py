@@ -106,7 +106,7 @@ def test_background_task_pattern(kernel: KernelHarness) -> None:
     final = "Done. Deleted notes.txt. The folder now holds: draft.md, old_log.txt."
     kernel.wait_for(lambda: kernel.comm(rec.comm_id).state.get("final_text") == final, 10, what="final_text")
     state = kernel.comm(rec.comm_id).state
-    assert [p["status"] for p in state["pauses"]] == ["resolved", "resolved"]
+    assert [p["status"] for p in state["pauses"]] == ["delivered", "delivered"]
     assert any(
         e["kind"] == "tool_result" and e.get("state") == "success" and "Deleted notes.txt." in e["text"]
         for e in state["transcript"]

@@ -28,9 +28,9 @@ from agentscope.tool import AskUser, FunctionTool, Toolkit
 
 from nb_hitl import PauseNotLiveError, Session
 from nb_hitl.demo import make_sandbox, sandbox_tools
-from nb_hitl.forms import FormTool
+from nb_hitl.kinds.form import FormTool
+from nb_hitl.kinds.review_tool import reviewed
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
-from nb_hitl.review import reviewed
 from nb_hitl.store import AuditLog
 from tests.support import run_async, wait_until
 

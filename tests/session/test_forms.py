@@ -1,4 +1,4 @@
-"""Structured questions (nb_hitl.forms: the ``AskForm`` external tool), in-process.
+"""Structured questions (nb_hitl.kinds.form: the ``AskForm`` external tool), in-process.
 
 Real AgentScope ``Agent`` s call ``AskForm`` with a JSON Schema; the Session
 turns the parked call into a ``form`` pause; answers go through
@@ -21,8 +21,7 @@ from agentscope.message import ToolResultBlock, ToolResultState
 from agentscope.tool import Toolkit
 
 from nb_hitl import DecisionError, Session
-from nb_hitl.decisions import check_form_value, form_output
-from nb_hitl.forms import FORM_INPUT_SCHEMA, FormTool, schema_problem
+from nb_hitl.kinds.form import FORM_INPUT_SCHEMA, FormTool, check_form_value, form_output, schema_problem
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from tests.support import record_events, run_async, wait_until
 

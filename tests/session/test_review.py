@@ -1,4 +1,4 @@
-"""Review a tool's result before the model sees it (nb_hitl.review), in-process.
+"""Review a tool's result before the model sees it (nb_hitl.kinds.review_tool), in-process.
 
 Real AgentScope ``Agent`` s on :class:`~nb_hitl.models.ScriptedChatModel`,
 driven by a :class:`~nb_hitl.Session` (``display=False``); decisions go
@@ -24,9 +24,10 @@ from agentscope.state import AgentState
 from agentscope.tool import FunctionTool, Toolkit
 
 from nb_hitl import DecisionError, Session
-from nb_hitl.decisions import REVIEW_METADATA_KEY, decide
+from nb_hitl.decisions import decide
+from nb_hitl.kinds.review import REVIEW_METADATA_KEY
+from nb_hitl.kinds.review_tool import REVIEW_CONTEXT_KEY, ReviewedTool, reviewed
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
-from nb_hitl.review import REVIEW_CONTEXT_KEY, ReviewedTool, reviewed
 from nb_hitl.store import AuditLog
 from tests.support import parked_on, record_events, run_async, wait_until
 

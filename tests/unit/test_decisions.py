@@ -34,18 +34,11 @@ from agentscope.permission import (
 from agentscope.tool import AskUser, AskUserMetadata, FunctionTool, ToolBase, Toolkit, Write
 
 from nb_hitl import Session
-from nb_hitl.decisions import (
-    MAX_TEXT,
-    Decision,
-    ask_user_output,
-    check_external_result,
-    decide,
-    parse_edited_input,
-    parse_message,
-    recheck_permission,
-)
+from nb_hitl.decisions import Decision, check_external_result, decide, recheck_permission
 from nb_hitl.demo import make_sandbox, sandbox_tools
 from nb_hitl.errors import DecisionError
+from nb_hitl.kinds.ask_user import ask_user_output
+from nb_hitl.messages import MAX_TEXT, parse_edited_input, parse_message
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.pauses import Pause, build_pause
 from tests.support import run_async, wait_until

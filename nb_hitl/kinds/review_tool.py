@@ -1,71 +1,13 @@
-"""Review a tool's result before the model sees it.
+"""Review a tool's result before the model sees it: :func:`reviewed`.
 
-AgentScope 2.0.11 has no hook that parks a reply *after* a tool ran (see
-``/work/shared/notes/agentscope-hitl.md``, "No review after a tool ran"): an
-``on_acting`` middleware sees the tool's chunks only after the agent has
-already streamed them out as ``TOOL_RESULT_TEXT_DELTA`` events. So nb_hitl
-builds review on AgentScope's *external execution* mechanics instead:
-
-1. :func:`reviewed` wraps a ``ToolBase`` in a :class:`ReviewedTool`: same
-   ``name``, ``description`` and ``input_schema`` (the model sees the same
-   tool), ``is_external_tool=True``, and ``check_permissions``,
-   ``check_read_only``, ``match_rule`` and ``generate_suggestions``
-   delegated to the wrapped tool, so rules, modes and confirmations behave
-   exactly as before (a call that asks is confirmed first, as usual).
-2. Once the call is allowed, AgentScope parks the reply with
-   ``RequireExternalExecutionEvent`` (call state ``submitted``); nothing of
-   the result exists yet, so no event and no transcript entry can carry it.
-3. nb_hitl's :class:`~nb_hitl.session.Session` builds the pause and calls
-   :meth:`ReviewedTool.prepare_pause`, which runs the wrapped tool **once**
-   through a private ``agentscope.tool.Toolkit`` (``Toolkit.call_tool``:
-   AgentScope's own argument repair, state injection and exception ->
-   ERROR-result handling), outside the agent's stream. The raw result is
-   stored in ``agent.state.middle_context["nb_hitl.review"][tool_call_id]``
-   and a checkpoint is written at once, so a restarted kernel restores the
-   pause with that result and never runs the tool again.
-4. The person accepts the result, edits it (e.g. redacts a value) or
-   rejects it (:mod:`nb_hitl.decisions`: ``accept`` / ``edit`` /
-   ``reject``). The decision goes back as AgentScope's own
-   ``ExternalExecutionResultEvent``; the agent streams *that* text, saves it
-   to its context and the model reads only the reviewed result. The
-   history stays consistent: one tool call, one result, as for any
-   external tool.
-
-Exactly once, also across a restart: before running, the entry is marked
-``running`` and checkpointed; after, the result is stored and checkpointed.
-A kernel restored from a checkpoint taken while the tool was running finds
-``running`` without a result: the tool may or may not have taken effect, so
-it is *not* run again (at most once); the pause says so and can only be
-rejected (the model is told the result was withheld).
-
-A rejected result is sent with state ``DENIED``: it is AgentScope's state
-for "a person refused" (its own denial path uses it), it does not count as
-a tool failure in AgentScope's repeated-tool-error detection (which counts
-``ERROR`` only) and, unlike ``SUCCESS``, it does not pass a refusal off as
-the tool's output to programs reading ``ToolResultEndEvent.state``. The text
-tells the model the tool *did* run and that calling it again will not
-reveal the result.
-
-Limits:
-
-* the wrapped tool runs in the kernel when the pause is prepared, outside
-  ``reply_stream``: its streaming progress is not shown, the agent's
-  ``on_acting`` middlewares do not wrap it, and AgentScope's truncation of
-  long tool results (``_split_tool_result_for_compression``) does not apply
-  to the reviewed result (external results are stored as sent);
-* the review shows the result as text; non-text blocks (images, files) are
-  listed by media type. ``accept`` sends the original blocks; ``edit`` sends
-  only the edited text and drops the tool's ``metadata`` (it may hold what
-  the edit redacted); every reviewed result carries
-  ``metadata["nb_hitl.review"]`` (``accepted`` / ``edited`` / ``rejected`` /
-  ``not_reviewed``);
-* until the review is decided the raw result lives in the agent's state and
-  in the checkpoint file; it is removed (and the checkpoint rewritten) when
-  the reply ends. After a decision the widget no longer carries it;
-* the reply is parked as for any external tool: a driver other than
-  nb_hitl's Session sees a plain ``RequireExternalExecutionEvent`` and must
-  call :meth:`ReviewedTool.prepare_pause` itself (or it would be asked to run
-  the tool).
+AgentScope 2.0.11 has no hook that parks a reply *after* a tool ran, so a
+:class:`ReviewedTool` is the wrapped tool to the model and the permission
+engine, and an *external* tool to AgentScope: the reply parks once the call
+is allowed, and :meth:`ReviewedTool.prepare_pause` runs the wrapped tool
+once (``Toolkit.call_tool``), stores its raw result in the agent's state
+(``middle_context["nb_hitl.review"]``), checkpoints, and makes the pause a
+``review`` (:mod:`nb_hitl.kinds.review`). Exactly once, also across a
+restart. Design notes and limits: ``docs/design.md``, "Pause kinds".
 """
 
 from __future__ import annotations
@@ -75,56 +17,25 @@ import inspect
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentscope.message import DataBlock, TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState
+from agentscope.message import TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState
 from agentscope.permission import PermissionContext, PermissionDecision, PermissionRule
 from agentscope.tool import FunctionTool, ToolBase, Toolkit, ToolResponse
 
-__all__ = ["ReviewedTool", "reviewed", "REVIEW_CONTEXT_KEY", "result_text"]
+from .._agentscope import REVIEW_CONTEXT_KEY, awaiting_tool_calls, blocks_text, enum_value
+from ._base import PauseHost
 
-REVIEW_CONTEXT_KEY = "nb_hitl.review"
-"""Key in ``AgentState.middle_context``: ``{tool_call_id: {"status":
-"running" | "done", "tool": name, "started_at": float, "result":
-ToolResultBlock JSON | None}}``."""
+if TYPE_CHECKING:
+    from ..pauses import Pause
+
+__all__ = ["ReviewedTool", "reviewed", "REVIEW_CONTEXT_KEY"]
 
 _UNKNOWN_OUTCOME = (
     "The kernel stopped while {name} was running, before its result was saved. "
     "It may or may not have taken effect, and it is not run again. "
     "Reject to tell the agent the result is unavailable."
 )
-
-
-def result_text(output: Any) -> str:
-    """A tool result's output as text for the person reviewing it.
-
-    Args:
-        output: ``ToolResultBlock.output``: a string or a list of
-            ``TextBlock`` / ``DataBlock`` (JSON dicts accepted too).
-
-    Returns:
-        the text blocks joined; a data block appears as
-        ``[data: <media type> <name>]``.
-    """
-    if isinstance(output, str):
-        return output
-    parts: list[str] = []
-    for block in output or []:
-        if isinstance(block, dict):
-            kind = block.get("type")
-            if kind == "text":
-                parts.append(str(block.get("text", "")))
-            else:
-                source = block.get("source") or {}
-                parts.append(f"[data: {source.get('media_type', '?')} {block.get('name') or ''}]".replace(" ]", "]"))
-        elif isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, DataBlock):
-            media = getattr(block.source, "media_type", "?")
-            parts.append(f"[data: {media} {block.name or ''}]".replace(" ]", "]"))
-        else:
-            parts.append(str(block))
-    return "".join(parts)
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -136,35 +47,35 @@ async def _maybe_await(value: Any) -> Any:
 _PRUNING: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-def _prune(session: Any, keep: str | None = None) -> bool:
+def _prune(host: PauseHost, keep: str | None = None) -> bool:
     """Drop stored raw results of calls that no longer wait (the reviewed
     result reached the agent, or the reply was interrupted). Returns True
     when something was removed."""
-    agent = session.agent
+    agent = host.agent
     store = agent.state.middle_context.get(REVIEW_CONTEXT_KEY)
     if not isinstance(store, dict) or not store:
         return False
-    awaiting = {tc.id for tc in agent.state.get_awaiting_tool_calls(agent.name)}
+    awaiting = {tc.id for tc in awaiting_tool_calls(agent)}
     stale = [k for k in store if k not in awaiting and k != keep]
     for k in stale:
         del store[k]
     return bool(stale)
 
 
-def _ensure_pruning(session: Any) -> None:
-    if session in _PRUNING:
+def _ensure_pruning(host: PauseHost) -> None:
+    if host in _PRUNING:
         return
-    _PRUNING.add(session)
-    ref = weakref.ref(session)
+    _PRUNING.add(host)
+    ref = weakref.ref(host)
 
     def on_change(kind: str, run: Any) -> None:
         s = ref()
         if s is None or kind != "end":
             return
-        if _prune(s) and getattr(s, "checkpoints", None) is not None:
-            s._checkpoint()
+        if _prune(s):
+            s.checkpoint()
 
-    session.on_change(on_change)
+    host.on_change(on_change)
 
 
 class ReviewedTool(ToolBase):
@@ -173,7 +84,7 @@ class ReviewedTool(ToolBase):
     Build it with :func:`reviewed`. To the model and the permission engine
     it is the wrapped tool; to AgentScope it is an external tool, so the
     reply parks after the call is allowed and nb_hitl runs the wrapped tool
-    itself (see the module docstring).
+    itself (see ``docs/design.md``, "Pause kinds").
 
     Args:
         inner: the tool to run (any ``ToolBase``, not itself external).
@@ -264,9 +175,9 @@ class ReviewedTool(ToolBase):
             result.metadata = {}
             return result.model_dump(mode="json")
 
-    async def _result_for(self, pause: Any, session: Any) -> dict[str, Any] | None:
+    async def _result_for(self, pause: Pause, host: PauseHost) -> dict[str, Any] | None:
         """The stored raw result of this call, running the tool if it never ran."""
-        agent = session.agent
+        agent = host.agent
         context = agent.state.middle_context
         store = context.get(REVIEW_CONTEXT_KEY)
         if not isinstance(store, dict):
@@ -284,12 +195,12 @@ class ReviewedTool(ToolBase):
         fut = loop.create_future()
         self._running[call_id] = fut
         store[call_id] = {"status": "running", "tool": self.name, "started_at": time.time(), "result": None}
-        session._checkpoint()  # a crash from here on must not lead to a second run
+        host.checkpoint()  # a crash from here on must not lead to a second run
         try:
             result = await self._run_inner(pause.tool_call, agent)
             dumped = self._dump(result)
             store[call_id] = {**store[call_id], "status": "done", "result": dumped}
-            session._checkpoint()
+            host.checkpoint()
             fut.set_result(dumped)
         except BaseException as exc:
             # the entry stays "running": the outcome is unknown, never re-run
@@ -309,24 +220,24 @@ class ReviewedTool(ToolBase):
             raise asyncio.CancelledError()
         return dumped
 
-    async def prepare_pause(self, pause: Any, session: Any) -> None:
+    async def prepare_pause(self, pause: Pause, host: PauseHost) -> None:
         """Turn the parked call's pause into a review (called by the Session).
 
-        Runs the wrapped tool if this call never ran (see the module
-        docstring), then sets ``pause.kind = "review"``,
+        Runs the wrapped tool if this call never ran (see ``docs/design.md``,
+        "Pause kinds"), then sets ``pause.kind = "review"``,
         ``review_output`` (the result as text), ``review_state``,
         ``review_result`` (the raw ``ToolResultBlock`` JSON) or
         ``review_error`` when the outcome is unknown after a restart.
 
         Args:
             pause: the :class:`~nb_hitl.pauses.Pause` being built.
-            session: the :class:`~nb_hitl.session.Session` driving the agent
-                (its agent's state holds the stored result; its checkpoint
-                store, if any, is written).
+            host: the driver (nb_hitl's ``Session``): its agent's state holds
+                the stored result; ``host.checkpoint()`` is written before and
+                after the tool runs.
         """
-        _ensure_pruning(session)
-        _prune(session, keep=pause.tool_call_id)
-        result = await self._result_for(pause, session)
+        _ensure_pruning(host)
+        _prune(host, keep=pause.tool_call_id)
+        result = await self._result_for(pause, host)
         # the person sees the pause from now on: a deadline counts from here,
         # not from before the tool ran
         pause.created_at = time.time()
@@ -339,9 +250,8 @@ class ReviewedTool(ToolBase):
             pause.review_state = None
             return
         pause.review_result = result
-        pause.review_output = result_text(result.get("output"))
-        state = result.get("state")
-        pause.review_state = getattr(state, "value", state)
+        pause.review_output = blocks_text(result.get("output"))
+        pause.review_state = enum_value(result.get("state"))
         pause.message = (
             f"{self.name} ran. Its result is held back from the model until you accept, edit or reject it."
             if pause.review_state == ToolResultState.SUCCESS.value

@@ -1,4 +1,0 @@
-declare module "*.css" {
-  const text: string;
-  export default text;
-}

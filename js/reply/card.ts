@@ -1,0 +1,330 @@
+// The part of a pause card every kind shares: the header (kind, title,
+// policy, safety check, deadline), the decided or expired record, the
+// "Sending…" line, and the group actions of a reply parked on several calls.
+// What sits between header and footer comes from the card module of the
+// pause's kind (cards/index.ts); nothing here looks at the kind itself.
+import { h, clear, prettyJson } from "../lib/dom";
+import type { Rpc, Reply } from "../lib/rpc";
+import type { AnyModel } from "@anywidget/types";
+import type { DecisionView, PauseView, ReplyModel } from "../types";
+import { cardFor, kindLabel, bulkActions } from "./cards/index";
+
+/** Per-card state kept across redraws. */
+export interface CardUi {
+  mode: "view" | "modify" | "rules";
+  error: string;
+  errorField: string;
+  pending: boolean;
+  el: HTMLElement | null;
+  key: string;
+}
+
+/** An action the card would send (its draft, for "Submit all"). */
+export interface Draft {
+  action: string;
+  payload: Record<string, any>;
+}
+
+/** What a card module gets to draw one open pause. */
+export interface CardCtx {
+  ui: CardUi;
+  /** the pause is open and the kernel is (as far as known) live */
+  open: boolean;
+  /** what this card held before it was redrawn, if anything */
+  kept: Draft | undefined;
+  send(action: string, payload?: Record<string, any>): Promise<void>;
+  /** rebuild this card now (after a mode change or a local error) */
+  redraw(): void;
+  /** what "Submit all" sends for this card (null: nothing yet) */
+  setDraft(draft: () => Draft | null): void;
+  /** the refusal to show, when it belongs to `field` (or to any field when omitted) */
+  errorBox(field?: string): HTMLElement | null;
+  /** a value a card keeps for itself across redraws (a form's last value) */
+  remember(value: unknown): void;
+  remembered(): unknown;
+}
+
+/** Where a pause's card goes: under its tool call entry when there is one. */
+export interface CardHost {
+  slotFor(toolCallId: string): { slot: HTMLElement; body: HTMLElement } | undefined;
+  loose: HTMLElement;
+}
+
+export function decisionText(d: DecisionView | null): string {
+  const dec = d || {};
+  switch (dec.action) {
+    case "approve":
+      return dec.accepted_rules && dec.accepted_rules.length
+        ? `Approved, and always allow: ${dec.accepted_rules.join(", ")}`
+        : "Approved";
+    case "deny":
+      return "Denied";
+    case "modify":
+      return `Approved with edited input: ${JSON.stringify(dec.edited_input)}`;
+    case "answer":
+      return (
+        "Answered: " +
+        (dec.answers || [])
+          .map((a) => `${a.question} → ${[...(a.selected || []), ...(a.other ? [`"${a.other}"`] : [])].join(", ")}`)
+          .join("; ")
+      );
+    case "external_result":
+      return `Result sent (${dec.state})`;
+    case "return_error":
+      return "Error returned to the agent";
+    case "accept":
+      return "Result accepted";
+    case "edit":
+      return "Result edited before the model saw it";
+    case "reject":
+      return "Result rejected";
+    case "submit":
+      return "Form submitted";
+    case "timeout":
+      return `Deadline passed: ${dec.applied || "default applied"}`;
+    default:
+      return dec.action ? String(dec.action) : "Decided";
+  }
+}
+
+export function timeLeft(deadline: number): string {
+  const s = Math.max(0, Math.round(deadline - Date.now() / 1000));
+  return s > 0 ? `${s}s left` : "deadline passed";
+}
+
+function deadlineEl(p: PauseView): HTMLElement | null {
+  if (!p.deadline || p.status !== "open") return null;
+  const span = h("span", { class: "nbh-chip", "data-testid": "nbh-deadline", "data-deadline": String(p.deadline) });
+  span.textContent = timeLeft(p.deadline);
+  return span;
+}
+
+/** The cards of one reply: one per pause, redrawn when its pause changes. */
+export class CardSet {
+  /** null: not known yet */
+  live: boolean | null = null;
+  private cards = new Map<string, CardUi>();
+  // What "Submit all" would send for each open card (filled AskUser panels,
+  // external outputs, edited inputs); confirmations in view mode have none.
+  private drafts = new Map<string, () => Draft | null>();
+  // What each open card held (its draft) when it was last redrawn: a refusal,
+  // "Sending…" or a status change rebuilds the card, and what the person typed
+  // or picked must survive it (an edit refused as invalid JSON is fixed, not retyped).
+  private typed = new Map<string, Draft>();
+  // Values a card keeps for itself (a form's last submitted value).
+  private memo = new Map<string, unknown>();
+
+  constructor(
+    private model: AnyModel<ReplyModel>,
+    private rpc: Rpc,
+    private host: CardHost,
+    private groupBar: HTMLElement,
+    private groupNote: HTMLElement,
+  ) {}
+
+  private uiFor(id: string): CardUi {
+    let ui = this.cards.get(id);
+    if (!ui) {
+      ui = { mode: "view", error: "", errorField: "", pending: false, el: null, key: "" };
+      this.cards.set(id, ui);
+    }
+    return ui;
+  }
+
+  private pauses(): PauseView[] {
+    return this.model.get("pauses") || [];
+  }
+
+  private current(id: string): PauseView | undefined {
+    return this.pauses().find((p) => p.tool_call_id === id);
+  }
+
+  canAct(p: PauseView): boolean {
+    return p.status === "open" && this.live !== false;
+  }
+
+  /** Forget what each card was drawn from, so the next draw rebuilds them all. */
+  invalidate(): void {
+    for (const ui of this.cards.values()) ui.key = "";
+  }
+
+  async send(p: PauseView, action: string, payload: Record<string, any> = {}): Promise<void> {
+    const ui = this.uiFor(p.tool_call_id);
+    if (ui.pending) return;
+    ui.pending = true;
+    ui.error = "";
+    ui.errorField = "";
+    this.redraw(p, true);
+    const reply: Reply = await this.rpc.request(action, { tool_call_id: p.tool_call_id, reply_id: p.reply_id, ...payload });
+    ui.pending = false;
+    if (!reply.ok) {
+      ui.error = reply.error || "Refused.";
+      ui.errorField = reply.field || "";
+    } else {
+      ui.mode = "view";
+    }
+    this.redraw(this.current(p.tool_call_id) || p, true);
+  }
+
+  drawAll(): void {
+    const pauses = this.pauses();
+    for (const p of pauses) this.redraw(p, false);
+    this.drawGroup(pauses);
+  }
+
+  // A reply parked on several calls is one group: each card keeps its own
+  // controls, and these act on every open card at once.
+  private drawGroup(pauses: PauseView[]): void {
+    const open = pauses.filter((p) => this.canAct(p));
+    const { groupBar, groupNote } = this;
+    if (!open.length) groupNote.textContent = "";
+    clear(groupBar);
+    groupBar.hidden = open.length < 2;
+    if (open.length < 2) return;
+    const sendAll = async (items: PauseView[], pick: (p: PauseView) => Draft | null) => {
+      for (const p of items) {
+        const d = pick(p);
+        if (d) await this.send(p, d.action, d.payload);
+      }
+    };
+    const draftOf = (p: PauseView) => (this.drafts.get(p.tool_call_id) || (() => null))();
+    groupBar.append(h("span", { class: "nbh-muted" }, `${open.length} open calls in this reply`));
+    for (const bulk of bulkActions()) {
+      const items = open.filter((p) => p.kind === bulk.kind);
+      if (!items.length) continue;
+      groupBar.append(
+        h(
+          "button",
+          { "data-testid": bulk.testid, onclick: () => sendAll(items, () => ({ action: bulk.action, payload: {} })) },
+          `${bulk.label} (${items.length})`,
+        ),
+      );
+    }
+    groupBar.append(
+      h(
+        "button",
+        {
+          class: "nbh-primary",
+          "data-testid": "nbh-submit-all",
+          onclick: async () => {
+            const ready = open.filter((p) => draftOf(p));
+            const waiting = open.filter((p) => !ready.includes(p)).map((p) => p.tool_name);
+            groupNote.textContent = ready.length
+              ? waiting.length
+                ? `Sent what is filled in; still to answer: ${waiting.join(", ")}.`
+                : ""
+              : `Nothing to send yet: answer ${waiting.join(", ")} first (confirmations: use their buttons, or Approve all / Deny all).`;
+            await sendAll(ready, draftOf);
+          },
+        },
+        "Submit all",
+      ),
+    );
+  }
+
+  redraw(p: PauseView, force: boolean): void {
+    const ui = this.uiFor(p.tool_call_id);
+    const key = JSON.stringify([p.status, p.decision, p.reason, this.live, p.deadline]);
+    const entry = this.host.slotFor(p.tool_call_id);
+    if (!force && ui.el && ui.key === key) {
+      // the pause may have arrived before its tool call's transcript entry:
+      // move the card under its call once that entry exists
+      if (entry && ui.el.parentElement !== entry.slot) {
+        entry.slot.append(ui.el);
+        entry.body.hidden = true;
+      }
+      return;
+    }
+    ui.key = key;
+    const held = this.drafts.get(p.tool_call_id);
+    const snapshot = held ? held() : null;
+    if (snapshot) this.typed.set(p.tool_call_id, snapshot);
+    else this.typed.delete(p.tool_call_id);
+    this.drafts.delete(p.tool_call_id);
+    const card = this.build(p, ui);
+    // The card shows the call's input (or its questions): the raw JSON of
+    // the streamed tool call above it would only repeat it.
+    if (entry) entry.body.hidden = true;
+    if (ui.el && ui.el.parentElement) {
+      ui.el.replaceWith(card);
+    } else {
+      (entry ? entry.slot : this.host.loose).append(card);
+    }
+    ui.el = card;
+  }
+
+  private errorBox(ui: CardUi, field?: string): HTMLElement | null {
+    if (!ui.error) return null;
+    if (field !== undefined && !(ui.errorField || "").startsWith(field)) return null;
+    return h("div", { class: "nbh-error", "data-testid": "nbh-error", role: "alert" }, ui.error);
+  }
+
+  private build(p: PauseView, ui: CardUi): HTMLElement {
+    const open = this.canAct(p);
+    const kind = cardFor(p.kind);
+    const card = h("div", {
+      class: `nbh-card ${open ? "nbh-open" : "nbh-closed"}`,
+      "data-testid": "nbh-card",
+      "data-kind": p.kind,
+      "data-status": p.status,
+      "data-tool-call-id": p.tool_call_id,
+    });
+    card.append(
+      h(
+        "div",
+        { class: "nbh-row" },
+        h("span", { class: "nbh-chip" }, kindLabel(p.kind, open)),
+        h("span", { class: "nbh-title" }, p.title || p.tool_name),
+        p.policy ? h("span", { class: "nbh-chip", "data-testid": "nbh-policy" }, `policy: ${p.policy}`) : null,
+        p.bypass_immune ? h("span", { class: "nbh-chip" }, "safety check") : null,
+        deadlineEl(p),
+      ),
+    );
+    if (p.status !== "open") {
+      this.appendRecord(card, p, ui, kind.showsInputWhenClosed ? kind.showsInputWhenClosed(p) : true);
+      return card;
+    }
+    if (this.live === false) {
+      card.append(h("div", { class: "nbh-warn" }, "No longer live: the kernel that ran this reply is gone."));
+    }
+    const id = p.tool_call_id;
+    const ctx: CardCtx = {
+      ui,
+      open,
+      kept: this.typed.get(id),
+      send: (action, payload) => this.send(p, action, payload),
+      redraw: () => this.redraw(p, true),
+      setDraft: (draft) => void this.drafts.set(id, draft),
+      errorBox: (field) => this.errorBox(ui, field),
+      remember: (value) => void this.memo.set(id, value),
+      remembered: () => this.memo.get(id),
+    };
+    kind.build(card, p, ctx);
+    if (ui.pending) card.append(h("div", { class: "nbh-muted" }, "Sending…"));
+    return card;
+  }
+
+  // a decided or expired pause: what was decided (or why it expired), and the input it was about
+  private appendRecord(card: HTMLElement, p: PauseView, ui: CardUi, showInput: boolean): void {
+    const cls = p.status === "expired" ? "nbh-warn" : "nbh-ok";
+    const text =
+      p.status === "expired"
+        ? `No longer live: ${p.reason || "the reply ended"}`
+        : p.status === "deciding"
+          ? "Recording your decision…"
+          : decisionText(p.decision);
+    card.append(h("div", { class: cls, "data-testid": "nbh-decision" }, text));
+    if (p.decision && p.decision.edited_input !== undefined) {
+      card.append(
+        h("div", { class: "nbh-muted" }, "Asked for:"),
+        h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)),
+        h("div", { class: "nbh-muted" }, "Ran with your edit:"),
+        h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, JSON.stringify(p.decision.edited_input, null, 2)),
+      );
+    } else if (showInput) {
+      card.append(h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)));
+    }
+    const err = this.errorBox(ui);
+    if (err) card.append(err);
+  }
+}

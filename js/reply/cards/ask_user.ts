@@ -1,0 +1,110 @@
+// AgentScope's AskUser tool: one panel per question (single or multi
+// select, an "Other" answer, an option's preview beside the list), or, when
+// the model's questions break AskUserParams, the error to return to it.
+import { h, prettyJson } from "../../lib/dom";
+import type { AskUserOption, PauseView } from "../../types";
+import type { CardCtx } from "../card";
+import type { CardKind } from "./index";
+
+interface Answer {
+  question: string;
+  selected: string[];
+  other: string | null;
+}
+
+function buildInvalid(card: HTMLElement, p: PauseView, ctx: CardCtx, dis: boolean): void {
+  card.append(
+    h("div", { class: "nbh-error", "data-testid": "nbh-askuser-invalid" }, "The agent's questions are invalid and cannot be shown as asked:\n" + (p.ask_user_error || "")),
+    h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)),
+    ctx.errorBox() || "",
+    h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send("return_error") }, "Return this error to the agent"),
+  );
+}
+
+function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
+  const { ui, open } = ctx;
+  const dis = !open || ui.pending;
+  if (!p.ask_user) {
+    buildInvalid(card, p, ctx, dis);
+    return;
+  }
+  const collectors: (() => Answer)[] = [];
+  p.ask_user.questions.forEach((q, qi) => {
+    const multi = q.multi_select === true; // AskUserParams: multi_select defaults to false (C08)
+    const name = `nbh-${p.tool_call_id}-${qi}`;
+    const qEl = h("fieldset", { class: "nbh-card", "data-testid": "nbh-question", "data-question": q.question });
+    qEl.append(h("legend", {}, h("span", { class: "nbh-chip", "data-testid": "nbh-header" }, q.header), " ", h("span", { class: "nbh-title" }, q.question)));
+    if (q.context) qEl.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-context" }, q.context));
+    const hasPreview = !multi && q.options.some((o) => o.preview);
+    const preview = h("pre", { class: "nbh-pre nbh-preview", "data-testid": "nbh-preview" });
+    const showPreview = (o?: AskUserOption) => {
+      preview.textContent = o && o.preview ? o.preview : "";
+      preview.hidden = !(o && o.preview);
+    };
+    showPreview(undefined);
+    const optsEl = h("div", { class: "nbh-options" });
+    const inputs: { input: HTMLInputElement; label: string }[] = [];
+    for (const o of q.options) {
+      const input = h("input", { type: multi ? "checkbox" : "radio", name, value: o.label, disabled: dis, "data-testid": "nbh-option-input" });
+      input.addEventListener("change", () => showPreview(o));
+      input.addEventListener("focus", () => showPreview(o));
+      inputs.push({ input, label: o.label });
+      const label = h(
+        "label",
+        { class: "nbh-row", "data-testid": "nbh-option", "data-label": o.label },
+        input,
+        h("span", { class: "nbh-title" }, o.label),
+        h("span", { class: "nbh-muted" }, o.description),
+      );
+      label.addEventListener("mouseenter", () => showPreview(o));
+      optsEl.append(label);
+    }
+    const otherToggle = h("input", { type: multi ? "checkbox" : "radio", name, value: "__other__", disabled: dis, "data-testid": "nbh-other-toggle" });
+    const otherText = h("input", { type: "text", placeholder: "Other: your own answer", disabled: dis, "data-testid": "nbh-other-text", "aria-label": "Other answer" });
+    otherText.addEventListener("input", () => {
+      if (otherText.value) otherToggle.checked = true;
+    });
+    optsEl.append(h("label", { class: "nbh-row" }, otherToggle, h("span", {}, "Other"), otherText));
+    const kept = ctx.kept;
+    const keptAnswer = kept && kept.action === "answer" ? (kept.payload.answers as Answer[]).find((a) => a.question === q.question) : undefined;
+    if (keptAnswer) {
+      for (const i of inputs) i.input.checked = keptAnswer.selected.includes(i.label);
+      if (keptAnswer.other) {
+        otherToggle.checked = true;
+        otherText.value = keptAnswer.other;
+      }
+      showPreview(q.options.find((o) => keptAnswer.selected.includes(o.label)));
+    }
+    const body = hasPreview
+      ? h("div", { class: "nbh-row", style: "align-items:flex-start" }, h("div", { style: "flex:1" }, optsEl), h("div", { style: "flex:1" }, preview))
+      : optsEl;
+    qEl.append(body, ctx.errorBox(`answers.${qi}`) || "");
+    card.append(qEl);
+    collectors.push(() => ({
+      question: q.question,
+      selected: inputs.filter((i) => i.input.checked).map((i) => i.label),
+      other: otherToggle.checked && otherText.value.trim() ? otherText.value : null,
+    }));
+  });
+  ctx.setDraft(() => {
+    const answers = collectors.map((c) => c());
+    return answers.some((a) => a.selected.length || a.other) ? { action: "answer", payload: { answers } } : null;
+  });
+  const general = ui.errorField.startsWith("answers.") ? null : ctx.errorBox();
+  card.append(
+    general || "",
+    h(
+      "div",
+      { class: "nbh-row" },
+      h("button", { class: "nbh-primary", "data-testid": "nbh-answer-submit", disabled: dis, onclick: () => ctx.send("answer", { answers: collectors.map((c) => c()) }) }, "Submit answers"),
+    ),
+  );
+}
+
+export const askUserCard: CardKind = {
+  openLabel: "The agent asks you",
+  closedLabel: "Question",
+  build,
+  // the decided record already lists the answers to the questions
+  showsInputWhenClosed: (p) => !p.ask_user,
+};

@@ -1,0 +1,88 @@
+// A structured question: a form drawn from the agent's JSON Schema
+// (lib/form.ts); the kernel validates the answer before the agent sees it.
+import { h, prettyJson } from "../../lib/dom";
+import { renderSchemaForm } from "../../lib/form";
+import type { JsonSchema, PauseView } from "../../types";
+import type { CardCtx } from "../card";
+import type { CardKind } from "./index";
+
+function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Record<string, any> | undefined): void {
+  if (!values) return;
+  const props: Record<string, any> = (schema && schema.properties) || {};
+  for (const [name, v] of Object.entries(values)) {
+    const input = Array.from(formEl.querySelectorAll<HTMLElement>("[data-field]")).find((e) => e.dataset.field === name);
+    if (!input) continue;
+    const p = props[name] || {};
+    if (input instanceof HTMLSelectElement) {
+      const i = Array.isArray(p.enum) ? p.enum.findIndex((x: unknown) => JSON.stringify(x) === JSON.stringify(v)) : -1;
+      if (i >= 0) input.value = String(i);
+    } else if (input instanceof HTMLInputElement && input.type === "checkbox") {
+      input.checked = v === true;
+    } else if (input instanceof HTMLInputElement && input.type === "datetime-local") {
+      input.value = String(v).slice(0, 16);
+    } else if (input instanceof HTMLInputElement || input instanceof HTMLTextAreaElement) {
+      input.value = typeof v === "string" ? v : JSON.stringify(v);
+    }
+  }
+}
+
+function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
+  const { ui, open } = ctx;
+  const dis = !open || ui.pending;
+  if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
+  if (p.form_error) {
+    card.append(
+      h("div", { class: "nbh-error", "data-testid": "nbh-form-invalid" }, "The agent's form cannot be shown: " + p.form_error),
+      h("pre", { class: "nbh-pre" }, prettyJson(p.input_text)),
+      ctx.errorBox() || "",
+      h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send("return_error") }, "Return this error to the agent"),
+    );
+    return;
+  }
+  const schema: JsonSchema = p.response_schema || {};
+  const form = renderSchemaForm(schema, { disabled: dis, errorField: ui.errorField, error: ui.error });
+  // a refused answer redraws the card: put back what the person typed
+  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, any> | undefined);
+  const remember = () => {
+    const v = form.value();
+    if (v.ok) ctx.remember(v.value);
+    return v;
+  };
+  ctx.setDraft(() => {
+    const v = remember();
+    return v.ok && Object.keys(v.value || {}).length ? { action: "submit", payload: { value: v.value } } : null;
+  });
+  // an error the form already shows at its field is not repeated below
+  const props = (schema && schema.properties) || {};
+  const top = ui.errorField.startsWith("value.") ? ui.errorField.slice(6) : ui.errorField;
+  const atField = top !== "" && Object.prototype.hasOwnProperty.call(props, top);
+  card.append(
+    form.el,
+    atField ? "" : ctx.errorBox() || "",
+    h(
+      "button",
+      {
+        class: "nbh-primary",
+        "data-testid": "nbh-form-submit",
+        disabled: dis,
+        onclick: () => {
+          const value = remember();
+          if (!value.ok) {
+            ui.error = value.error;
+            ui.errorField = value.field;
+            ctx.redraw();
+            return;
+          }
+          void ctx.send("submit", { value: value.value });
+        },
+      },
+      "Submit",
+    ),
+  );
+}
+
+export const formCard: CardKind = {
+  openLabel: "The agent asks for input",
+  closedLabel: "Form",
+  build,
+};

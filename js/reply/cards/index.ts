@@ -1,0 +1,58 @@
+// The registry of pause cards: one module per pause kind, each drawing the
+// body of an open card (card.ts draws the rest). The only place the page
+// branches on `PauseView.kind`.
+import type { PauseKind, PauseView } from "../../types";
+import type { CardCtx } from "../card";
+import { confirmCard } from "./confirm";
+import { askUserCard } from "./ask_user";
+import { externalCard } from "./external";
+import { reviewCard } from "./review";
+import { formCard } from "./form";
+
+/** A decision every open card of one kind can take at once ("Approve all"). */
+export interface BulkAction {
+  label: string;
+  testid: string;
+  action: string;
+}
+
+/** What a pause kind brings to the page. */
+export interface CardKind {
+  /** the header chip while the pause can be acted on */
+  openLabel: string;
+  /** the header chip once it is decided, expired or not live */
+  closedLabel: string;
+  /** draw the controls of an open pause into `card` */
+  build(card: HTMLElement, p: PauseView, ctx: CardCtx): void;
+  /** whether the decided record repeats the call's input (default: yes) */
+  showsInputWhenClosed?(p: PauseView): boolean;
+  bulk?: BulkAction[];
+}
+
+const CARDS: Record<PauseKind, CardKind> = {
+  confirm: confirmCard,
+  ask_user: askUserCard,
+  external: externalCard,
+  review: reviewCard,
+  form: formCard,
+};
+
+function known(kind: string): kind is PauseKind {
+  return Object.prototype.hasOwnProperty.call(CARDS, kind);
+}
+
+/** The card module for a kind; a kind this page does not know is drawn as an external tool. */
+export function cardFor(kind: string): CardKind {
+  return known(kind) ? CARDS[kind] : CARDS.external;
+}
+
+/** The header chip's text for a kind (the raw kind when unknown). */
+export function kindLabel(kind: string, open: boolean): string {
+  if (!known(kind)) return kind;
+  return open ? CARDS[kind].openLabel : CARDS[kind].closedLabel;
+}
+
+/** Every group action, with the kind it applies to, in registry order. */
+export function bulkActions(): (BulkAction & { kind: PauseKind })[] {
+  return (Object.keys(CARDS) as PauseKind[]).flatMap((kind) => (CARDS[kind].bulk || []).map((b) => ({ ...b, kind })));
+}

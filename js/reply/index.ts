@@ -1,0 +1,125 @@
+// The page side of nb_hitl's ReplyWidget: a live transcript of one agent
+// reply with its pauses drawn inline, one card per pause (card.ts, and
+// cards/ for what each pause kind adds). Everything from the agent or the
+// model is set with textContent (lib/dom.ts); the theme ships once as the
+// widget's _css (lib/theme.css).
+import type { AnyModel, Render } from "@anywidget/types";
+import { h, clear } from "../lib/dom";
+import { Rpc, isLive } from "../lib/rpc";
+import type { ReplyModel } from "../types";
+import { Transcript } from "./transcript";
+import { CardSet, timeLeft } from "./card";
+
+const STATUS_TEXT: Record<string, string> = {
+  running: "running",
+  paused: "waiting for you",
+  finished: "finished",
+  interrupted: "interrupted",
+  expired: "expired",
+  error: "error",
+};
+
+function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc, live: boolean | null, showBanner: (t: string) => void): void {
+  clear(header);
+  const status = String(model.get("status") || "");
+  header.append(
+    h("span", { class: "nbh-title" }, String(model.get("agent_name") || "agent")),
+    model.get("prompt") ? h("span", { class: "nbh-muted" }, `← ${model.get("prompt")}`) : "",
+    live === false && (status === "running" || status === "paused")
+      ? h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": "not-live" }, "not live")
+      : h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": status }, STATUS_TEXT[status] || status),
+  );
+  if (status === "running" || status === "paused") {
+    header.append(
+      h(
+        "button",
+        {
+          "data-testid": "nbh-interrupt",
+          disabled: live === false,
+          onclick: async () => {
+            const reply = await rpc.request("interrupt", {});
+            if (!reply.ok) showBanner(reply.error || "Could not interrupt.");
+          },
+        },
+        "Interrupt",
+      ),
+    );
+  }
+  const reason = String(model.get("status_reason") || "");
+  if (reason && status !== "running" && status !== "paused") header.append(h("span", { class: "nbh-muted" }, reason));
+}
+
+const render: Render<ReplyModel> = ({ model, el }) => {
+  const rpc = new Rpc(model);
+  const root = h("div", { class: "nbh nbh-reply", "data-testid": "nbh-reply" });
+  const banner = h("div", { class: "nbh-banner", "data-testid": "nbh-live-banner", hidden: true });
+  const header = h("div", { class: "nbh-row" });
+  const groupBar = h("div", { class: "nbh-row", "data-testid": "nbh-group", hidden: true });
+  // outside the bar: the bar is redrawn (and hidden with one call left) as
+  // the sent cards change state, and the note must stay readable
+  const groupNote = h("div", { class: "nbh-muted", "data-testid": "nbh-group-note" });
+  const transcript = new Transcript();
+  const looseCards = h("div", { class: "nbh-loose" });
+  const finalEl = h("div", { class: "nbh-final", "data-testid": "nbh-final" });
+  root.append(banner, header, groupBar, groupNote, transcript.el, looseCards, finalEl);
+  el.append(root);
+
+  const cards = new CardSet(model, rpc, { slotFor: (id) => transcript.slotFor(id), loose: looseCards }, groupBar, groupNote);
+
+  const showBanner = (text: string) => {
+    banner.hidden = false;
+    banner.textContent = text;
+  };
+  const entries = () => model.get("transcript") || [];
+  const header_ = () => drawHeader(header, model, rpc, cards.live, showBanner);
+  const drawFinal = () => {
+    const text = String(model.get("final_text") || "");
+    finalEl.textContent = "";
+    if (text) finalEl.append(h("div", { class: "nbh-ok", "data-testid": "nbh-final-text" }, text));
+    transcript.hideRepeatedFinal(entries(), text);
+  };
+  const drawAll = () => {
+    header_();
+    transcript.draw(entries());
+    cards.drawAll();
+    drawFinal();
+  };
+
+  model.on("change:transcript", () => {
+    transcript.draw(entries());
+    cards.drawAll();
+  });
+  model.on("change:pauses", () => cards.drawAll());
+  model.on("change:status", () => {
+    header_();
+    cards.drawAll();
+  });
+  model.on("change:status_reason", header_);
+  model.on("change:final_text", drawFinal);
+  model.on("change:agent_name", header_);
+  drawAll();
+
+  const timer = window.setInterval(() => {
+    for (const span of Array.from(root.querySelectorAll<HTMLElement>("[data-deadline]"))) {
+      span.textContent = timeLeft(Number(span.dataset.deadline));
+    }
+  }, 1000);
+
+  void isLive(rpc).then((ok) => {
+    cards.live = ok;
+    root.dataset.live = String(ok);
+    if (!ok) {
+      showBanner("No longer live: the kernel that ran this reply has stopped or restarted. This is the saved record of what was pending or decided; nothing here can reach an agent.");
+      drawAll();
+      cards.invalidate();
+      cards.drawAll();
+    }
+  });
+
+  return () => {
+    window.clearInterval(timer);
+    rpc.dispose();
+  };
+};
+
+export default { render };

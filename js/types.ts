@@ -1,0 +1,110 @@
+// The data the kernel sends the page. `PauseView` mirrors
+// `nb_hitl.pauses.PauseView` (a TypedDict, the return of `Pause.to_view()`)
+// key for key; tests/unit/test_view_contract.py keeps the two in step.
+// Traits of each widget model are typed here too, for `AnyModel<T>`.
+
+/** The kinds of pause the reply widget draws (one card module each). */
+export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form";
+
+/** open -> deciding (checks run) -> decided (queued for the agent) -> delivered; or expired. */
+export type PauseStatus = "open" | "deciding" | "decided" | "delivered" | "expired";
+
+/** One of AgentScope's `ToolCallBlock.suggested_rules`, as the page shows it. */
+export interface SuggestedRuleView {
+  index: number;
+  label: string;
+  tool_name: string;
+  rule_content: string | null;
+  behavior: string;
+}
+
+/** An AskUser option (AgentScope's `AskUserParams` question option). */
+export interface AskUserOption {
+  label: string;
+  description: string;
+  preview?: string | null;
+}
+
+/** An AskUser question (AgentScope's `AskUserParams.questions[i]`). */
+export interface AskUserQuestion {
+  question: string;
+  header: string;
+  context?: string | null;
+  options: AskUserOption[];
+  multi_select?: boolean;
+}
+
+/** A decision as summarised by the kernel for the page and the saved notebook. */
+export interface DecisionView {
+  action?: string;
+  accepted_rules?: string[];
+  edited_input?: unknown;
+  answers?: { question: string; selected?: string[]; other?: string | null }[];
+  state?: string;
+  applied?: string;
+  [key: string]: unknown;
+}
+
+/** JSON Schema, as far as the page reads it (forms, tool input schemas). */
+export type JsonSchema = Record<string, any>;
+
+/** One pause of a reply: `Pause.to_view()`. */
+export interface PauseView {
+  tool_call_id: string;
+  reply_id: string;
+  kind: PauseKind;
+  tool_name: string;
+  input_text: string;
+  input_schema: JsonSchema | null;
+  permission_message: string | null;
+  decision_reason: string | null;
+  bypass_immune: boolean;
+  suggested_rules: SuggestedRuleView[];
+  ask_user: { questions: AskUserQuestion[] } | null;
+  ask_user_error: string | null;
+  created_at: number;
+  deadline: number | null;
+  policy: string | null;
+  status: PauseStatus;
+  decision: DecisionView | null;
+  reason: string | null;
+  title: string | null;
+  message: string | null;
+  review_output: string | null;
+  review_state: string | null;
+  review_error: string | null;
+  response_schema: JsonSchema | null;
+  form_error: string | null;
+}
+
+/** One transcript entry of a reply (see nb_hitl/widgets/reply.py). */
+export interface TranscriptEntry {
+  kind: "text" | "tool_call" | "tool_result" | "note";
+  id: string;
+  text: string;
+  name?: string;
+  state?: string;
+  tool_call_id?: string;
+}
+
+/** Reply status (the header chip). */
+export type ReplyStatus = "running" | "paused" | "finished" | "interrupted" | "expired" | "error";
+
+/** The synced traits of `ReplyWidget`. */
+export interface ReplyModel {
+  agent_name: string;
+  prompt: string;
+  reply_id: string;
+  status: ReplyStatus | string;
+  status_reason: string;
+  transcript: TranscriptEntry[];
+  pauses: PauseView[];
+  final_text: string;
+}
+
+/** The synced traits of `AuditLogTable`. */
+export interface AuditModel {
+  columns: string[];
+  rows: Record<string, string>[];
+  path: string;
+}

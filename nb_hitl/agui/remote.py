@@ -1,0 +1,396 @@
+"""A conversation with a remote AG-UI agent, answered from the notebook.
+
+:class:`RemoteSession` drives turns over an :class:`~nb_hitl.agui.client.AguiClient`:
+each interrupt of a paused run becomes a pause view (nb_hitl's confirmation
+and AskUser views for interrupts from :mod:`nb_hitl.agui.server`, else a
+form from the interrupt's ``response_schema``); answers are checked with
+``jsonschema`` and, once every interrupt is answered, sent as **one** resume
+run. The session never trusts the server to catch its mistakes: a resume is
+checked (:func:`~nb_hitl.agui.mapping.check_resume`) before it is sent. It
+knows no widget: it hands view data (:func:`~nb_hitl.agui.turn.view_data`)
+to a view made by its ``view`` factory, by default
+:class:`nb_hitl.widgets.remote.RemoteReplyView` (imported when first used).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from ag_ui.core import ResumeEntry, UserMessage
+
+from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError, PendingPauseError
+from .client import AguiClient, AguiClientError, RemoteRunError
+from .mapping import check_resume, message_to_entry, parse_expires_at
+from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, view_data
+
+__all__ = ["RemoteSession", "TurnView", "ViewFactory"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Any], Awaitable[dict[str, Any]]]
+"""The answer handler a view calls with a page message; awaitable result."""
+
+
+class TurnView(Protocol):
+    """A display of one remote turn."""
+
+    def update(self, data: dict[str, Any]) -> None:
+        """Show ``data`` (:func:`~nb_hitl.agui.turn.view_data`)."""
+
+
+ViewFactory = Callable[..., TurnView]
+"""``(handler, *, agent_name, prompt, display) -> TurnView``."""
+
+
+def _default_view(handler: Handler, *, agent_name: str, prompt: str, display: bool) -> TurnView:
+    from ..widgets.remote import RemoteReplyView  # the widget layer, loaded on first use
+
+    return RemoteReplyView(handler, agent_name=agent_name, prompt=prompt, display=display)
+
+
+class RemoteSession:
+    """A conversation with a remote AG-UI agent, answered from the notebook.
+
+    Args:
+        url: the AG-UI endpoint.
+        thread_id: the conversation id (a fresh one when omitted).
+        display: show each turn's view in the current cell's output (the
+            view exists either way).
+        view: ``(handler, *, agent_name, prompt, display) -> TurnView``,
+            called once per turn; ``handler(page_message)`` answers as
+            :meth:`act` does. Default: a ``ReplyWidget``
+            (:class:`nb_hitl.widgets.remote.RemoteReplyView`).
+        auto_send: send the resume as soon as every interrupt of the paused
+            run is answered.
+        agent_name: the name shown in the widget.
+        client: an :class:`AguiClient` (else one for ``url``).
+        clock: ``() -> epoch seconds``, for ``expires_at``.
+        user_name: the ``name`` of the user messages sent.
+
+    Usage in a notebook::
+
+        remote = RemoteSession(handle.url)
+        task = remote.start("Tidy up the sandbox")   # the widget shows the run
+        await remote.until_paused()                  # interrupts drawn as cards
+        # click in the widget, or answer from code through the same handler:
+        await remote.act({"action": "approve", "tool_call_id": "call_..."})
+        final_text = await task
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        thread_id: str | None = None,
+        display: bool = True,
+        auto_send: bool = True,
+        agent_name: str = "remote agent",
+        client: AguiClient | None = None,
+        view: ViewFactory | None = None,
+        clock: Callable[[], float] = time.time,
+        user_name: str = "user",
+    ) -> None:
+        self.url = url
+        self.thread_id = thread_id or f"thread-{uuid.uuid4().hex[:16]}"
+        self.display = display
+        self.auto_send = auto_send
+        self.agent_name = agent_name
+        self.client = client or AguiClient(url)
+        self.view = view
+        self.clock = clock
+        self.user_name = user_name
+        self.messages: list[Any] = []
+        self.turns: list[RemoteTurn] = []
+
+    # ------------------------------------------------------------ public API
+    @property
+    def current(self) -> RemoteTurn | None:
+        """The latest turn, or ``None``."""
+        return self.turns[-1] if self.turns else None
+
+    @property
+    def pending(self) -> list[dict[str, Any]]:
+        """The open pause views of the current turn."""
+        turn = self.current
+        return turn.open_pauses() if turn and turn.status == "paused" else []
+
+    def start(self, message: str) -> asyncio.Task:
+        """Send ``message`` in a new run and drive the turn in the background.
+
+        Returns:
+            the driving ``asyncio.Task``; it resolves to the final text once
+            a run of the turn finishes without an interrupt (the resumes in
+            between are sent when the interrupts are answered), and raises
+            :class:`RemoteRunError` when a run ends with ``RUN_ERROR`` or
+            the peer breaks the protocol (the widget shows why too). A
+            resume the server refuses at once (``RUN_STARTED``, ``RUN_ERROR``)
+            does not end the turn: nothing was resumed, so the interrupts
+            reopen for new answers and the reason is shown.
+
+        Raises:
+            PendingPauseError: the current turn still waits for answers
+                (AG-UI: new input on a thread with open interrupts is an
+                error).
+        """
+        prior = self.current
+        if prior is not None and prior.task is not None and not prior.task.done():
+            raise PendingPauseError(
+                "The remote agent still waits on the previous message"
+                + (" (answer its open interrupts first)." if prior.status == "paused" else ".")
+            )
+        turn = RemoteTurn(prompt=message)
+        factory = self.view if self.view is not None else _default_view
+
+        def handler(msg: Any, _turn: RemoteTurn = turn) -> Awaitable[dict[str, Any]]:
+            return self._on_action(_turn, msg)
+
+        turn.view = factory(
+            handler,
+            agent_name=self.agent_name,
+            prompt=message,
+            display=self.display,
+        )
+        self.turns.append(turn)
+        user = UserMessage(id=f"msg-{uuid.uuid4().hex}", content=message, name=self.user_name)
+        turn.task = asyncio.get_running_loop().create_task(self._drive(turn, user))
+        return turn.task
+
+    async def run(self, message: str) -> str:
+        """:meth:`start` and await the turn's final text (clicks in the
+        widget are handled while the cell awaits).
+
+        Raises:
+            PendingPauseError: see :meth:`start`.
+            RemoteRunError: the turn ended in an error.
+        """
+        return await self.start(message)
+
+    async def until_paused(self) -> list[dict[str, Any]]:
+        """Wait until the current turn is paused on interrupts or ended.
+
+        Returns:
+            the open pause views (empty when the turn ended).
+        """
+        turn = self.current
+        if turn is None:
+            return []
+        await turn.settled.wait()
+        return turn.open_pauses() if turn.status == "paused" else []
+
+    def act(self, message: dict[str, Any]) -> Awaitable[dict[str, Any]]:
+        """Answer as the widget would (``{"action", "tool_call_id", ...}``):
+        the same handler, the same checks. Await the result.
+
+        Returns:
+            an awaitable of ``{"status": "decided", "decision": ...,
+            "sent": bool}`` (``sent``: this answer completed the set and the
+            resume is on its way).
+
+        Raises:
+            NbHitlError: (when awaited) the refusal the widget would show.
+        """
+        turn = self.current
+        if turn is None:
+            raise PauseNotLiveError("Nothing has run yet.")
+        return self._on_action(turn, message)
+
+    def send_resume(self) -> list[ResumeEntry]:
+        """Send the answers given so far as one resume (for
+        ``auto_send=False``).
+
+        Raises:
+            ResumeError: an interrupt is not answered, or an answer no
+                longer passes :func:`~nb_hitl.agui.mapping.check_resume`.
+        """
+        turn = self._paused_turn()
+        entries = [turn.answers[i] for i in turn.interrupts if i in turn.answers]
+        self._queue_resume(turn, entries)
+        return entries
+
+    def resume(self, entries: Sequence[ResumeEntry]) -> None:
+        """Send hand-written resume entries for the paused run.
+
+        They are checked first against the interrupts received
+        (:func:`~nb_hitl.agui.mapping.check_resume`): nothing is sent when
+        an id is unknown, missing or repeated, a resolved entry is past its
+        ``expires_at``, or a payload breaks its ``response_schema``.
+
+        Raises:
+            ResumeError: the check failed (``code`` says which rule).
+            PauseNotLiveError: the turn is not paused.
+        """
+        turn = self._paused_turn()
+        entries = list(entries)
+        self._queue_resume(turn, entries)
+        by_id = {e.interrupt_id: e for e in entries}
+        for view in turn.pauses.values():
+            entry = by_id.get(view["interrupt_id"])
+            if entry is not None and view["status"] == "open":
+                view["status"] = "decided"
+                view["decision"] = (
+                    {"action": "cancel"}
+                    if entry.status == "cancelled"
+                    else {"action": "submit", "value": entry.payload}
+                )
+        self._push(turn, force=True)
+
+    # ------------------------------------------------------------ internals
+    def _paused_turn(self) -> RemoteTurn:
+        turn = self.current
+        if turn is None or turn.status != "paused":
+            raise PauseNotLiveError("The remote agent is not paused on interrupts.")
+        if turn.outbox is not None or turn.resume_ready.is_set():
+            raise AlreadyDecidedError("A resume for this run is already on its way.")
+        return turn
+
+    def _queue_resume(self, turn: RemoteTurn, entries: list[ResumeEntry]) -> None:
+        check_resume(list(turn.interrupts.values()), entries, now=self.clock())
+        turn.outbox = entries
+        turn.settled.clear()
+        turn.resume_ready.set()
+
+    def _on_action(self, turn: RemoteTurn, message: Any) -> Awaitable[dict[str, Any]]:
+        """The widget's handler. It returns a coroutine: ``RequestWidget``
+        runs it on the loop that owns the widget (the loop driving the turn),
+        so answers and the resume signal never cross threads even when the
+        kernel dispatches the comm message elsewhere."""
+        return self._act(turn, message)
+
+    async def _act(self, turn: RemoteTurn, message: Any) -> dict[str, Any]:
+        if not isinstance(message, dict):
+            raise DecisionError("A page message must be a JSON object.")
+        action = message.get("action")
+        if action == "interrupt":
+            return self._cancel_all(turn)
+        if turn is not self.current or turn.status != "paused":
+            raise PauseNotLiveError(
+                "This turn is not waiting for answers"
+                + (f" ({turn.status}{': ' + turn.reason if turn.reason else ''})." if turn.status else ".")
+            )
+        key = message.get("tool_call_id")
+        view = turn.pauses.get(key) if isinstance(key, str) else None
+        if view is None:
+            raise DecisionError(f"The paused run has no interrupt {str(key)[:80]!r}.", field="tool_call_id")
+        reply_id = message.get("reply_id")
+        if reply_id is not None and reply_id != view["reply_id"]:
+            raise DecisionError(
+                f"This answer names run {str(reply_id)[:80]!r}, not {view['reply_id']!r}.", field="reply_id"
+            )
+        if view["status"] != "open":
+            raise AlreadyDecidedError(f"Already answered: {view['tool_name']} ({view['interrupt_id']}).")
+        if turn.outbox is not None or turn.resume_ready.is_set():
+            raise AlreadyDecidedError("The answers of this run are already being sent.")
+        interrupt = turn.interrupts[view["interrupt_id"]]
+        deadline = parse_expires_at(interrupt.expires_at)
+        if deadline is not None and self.clock() > deadline and action not in ("cancel", "return_error"):
+            raise PauseNotLiveError(
+                f"This interrupt expired at {interrupt.expires_at}; it can only be cancelled now.", field=None
+            )
+        entry = message_to_entry(interrupt, message)
+        answers = {**turn.answers, interrupt.id: entry}
+        complete = all(i in answers for i in turn.interrupts)
+        if complete and self.auto_send:
+            ordered = [answers[i] for i in turn.interrupts]
+            check_resume(list(turn.interrupts.values()), ordered, now=self.clock())
+        turn.answers = answers
+        view["status"] = "decided"
+        view["decision"] = answer_summary(entry, message, view)
+        sent = False
+        if complete and self.auto_send:
+            turn.outbox = [answers[i] for i in turn.interrupts]
+            turn.settled.clear()
+            turn.resume_ready.set()
+            sent = True
+        self._push(turn, force=True)
+        return {"status": "decided", "decision": view["decision"], "sent": sent}
+
+    def _cancel_all(self, turn: RemoteTurn) -> dict[str, Any]:
+        if turn is not self.current or turn.status != "paused":
+            raise PauseNotLiveError(
+                "A remote run cannot be stopped from here while it runs (AG-UI has no cancel request); "
+                "it can be cancelled when it pauses on interrupts."
+            )
+        if turn.outbox is not None or turn.resume_ready.is_set():
+            raise AlreadyDecidedError("The answers of this run are already being sent.")
+        entries = [ResumeEntry(interrupt_id=i, status="cancelled") for i in turn.interrupts]
+        self._queue_resume(turn, entries)
+        for view in turn.pauses.values():
+            if view["status"] == "open":
+                view["status"] = "decided"
+                view["decision"] = {"action": "cancel"}
+        self._push(turn, force=True)
+        return {"status": "cancelling"}
+
+    def _push(self, turn: RemoteTurn, force: bool = False) -> None:
+        if turn.view is None:
+            return
+        now = time.monotonic()
+        if not force and now - turn.last_push < 0.03:
+            return
+        turn.last_push = now
+        try:
+            turn.view.update(view_data(turn))
+        except Exception:
+            log.debug("the view of a remote turn failed to update", exc_info=True)
+
+    async def _drive(self, turn: RemoteTurn, user: UserMessage) -> str:
+        try:
+            self.messages = [*self.messages, user]
+            await self._one_run(turn, None)
+            while turn.status == "paused":
+                turn.settled.set()
+                await turn.resume_ready.wait()
+                entries = turn.outbox or []
+                turn.resume_ready.clear()
+                turn.outbox = None
+                turn.settled.clear()
+                await self._one_run(turn, entries)
+        except asyncio.CancelledError:
+            turn.status, turn.reason = "interrupted", "The turn was cancelled in the notebook."
+            raise
+        except Exception as exc:
+            turn.status, turn.reason = "error", f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            for view in turn.pauses.values():
+                if view["status"] == "open" and turn.status != "paused":
+                    view["status"], view["reason"] = "expired", turn.reason or f"The turn {turn.status}."
+            self._push(turn, force=True)
+            turn.settled.set()
+        if turn.status == "error":
+            last = turn.runs[-1] if turn.runs else None
+            raise RemoteRunError(turn.reason, code=last.error_code if last else None)
+        return turn.final_text
+
+    async def _one_run(self, turn: RemoteTurn, resume: list[ResumeEntry] | None) -> None:
+        inp = self.client.make_input(self.thread_id, self.messages, resume)
+        record = RunRecord(run_id=inp.run_id, resume=resume)
+        turn.runs.append(record)
+        turn.status, turn.reason = "running", ""
+        self._push(turn, force=True)
+        reader = RunReader(turn, record, self.thread_id)
+        try:
+            async for ev in self.client.stream(inp):
+                reader.feed(ev)
+                self._push(turn)
+            reader.end()
+        except AguiClientError as exc:
+            record.outcome, record.error = "error", str(exc)
+            turn.status, turn.reason = "error", str(exc)
+        self.messages = reader.history(self.messages)
+        if resume is not None and record.outcome == "error" and len(record.events) <= 2:
+            # Refused at once (RUN_STARTED, RUN_ERROR): the server resumed
+            # nothing, so the interrupts are still open; let the person retry.
+            turn.status = "paused"
+            code = f" ({record.error_code})" if record.error_code else ""
+            turn.reason = f"The server refused the answers{code}: {record.error}"
+            turn.answers = {}
+            for view in turn.pauses.values():
+                if view["status"] == "decided":
+                    view["status"], view["decision"] = "open", None
+        self._push(turn, force=True)

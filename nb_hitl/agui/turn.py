@@ -1,0 +1,318 @@
+"""The state of one remote turn, folded from AG-UI events (no I/O, no widget).
+
+A :class:`RemoteTurn` is one user message and the AG-UI runs its resumes
+needed; a :class:`RunRecord` is one of those runs. :class:`RunReader` folds
+a run's events into the turn: transcript entries (the same ``{"kind", "id",
+"text", ...}`` dicts a local :class:`~nb_hitl.session.Session` produces),
+pause views for an interrupt outcome
+(:func:`~nb_hitl.agui.mapping.interrupt_view`), the final text, and the
+history to send with the next run. :func:`view_data` is what a display
+layer draws (see :mod:`nb_hitl.widgets.remote`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ag_ui.core import (
+    AssistantMessage,
+    BaseEvent,
+    EventType,
+    FunctionCall,
+    Interrupt,
+    ResumeEntry,
+    ToolCall,
+    ToolMessage,
+)
+
+from .client import AguiClientError
+from .mapping import interrupt_view
+
+__all__ = ["RemoteTurn", "RunReader", "RunRecord", "answer_summary", "view_data"]
+
+
+@dataclass
+class RunRecord:
+    """One AG-UI run of a turn.
+
+    Attributes:
+        run_id: the run's id.
+        resume: the entries it sent, or ``None`` for a run with new input.
+        events: every event received, in order.
+        outcome: ``"interrupt"``, ``"success"``, ``"cancelled"``, ``"error"``
+            or ``None`` while running.
+        interrupts: the interrupts of an interrupt outcome.
+        error: the ``RUN_ERROR`` message (or the transport failure).
+        error_code: the ``RUN_ERROR.code``.
+    """
+
+    run_id: str
+    resume: list[ResumeEntry] | None = None
+    events: list[BaseEvent] = field(default_factory=list)
+    outcome: str | None = None
+    interrupts: list[Interrupt] = field(default_factory=list)
+    error: str | None = None
+    error_code: str | None = None
+
+
+@dataclass
+class RemoteTurn:
+    """One user message and everything the remote agent did for it, across
+    the runs its resumes needed (like :class:`nb_hitl.session.ReplyRun`).
+
+    Attributes:
+        status: ``running`` | ``paused`` | ``finished`` | ``interrupted`` |
+            ``error``; ``reason`` says why.
+        view: the display of this turn (``update(view_data)``), or ``None``.
+        pauses: pause views by key (see :func:`~nb_hitl.agui.mapping.interrupt_view`).
+        interrupts: the open run's interrupts by id.
+        answers: the answers given so far, by interrupt id.
+        runs: the AG-UI runs of this turn.
+        final_text: the agent's final text.
+    """
+
+    prompt: str
+    view: Any = None
+    status: str = "running"
+    reason: str = ""
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    pauses: dict[str, dict[str, Any]] = field(default_factory=dict)
+    interrupts: dict[str, Interrupt] = field(default_factory=dict)
+    answers: dict[str, ResumeEntry] = field(default_factory=dict)
+    runs: list[RunRecord] = field(default_factory=list)
+    final_text: str = ""
+    task: asyncio.Task[str] | None = None
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    resume_ready: asyncio.Event = field(default_factory=asyncio.Event)
+    outbox: list[ResumeEntry] | None = None
+    tool_calls: dict[str, dict[str, str]] = field(default_factory=dict)
+    last_push: float = 0.0
+
+    @property
+    def widget(self) -> Any:
+        """The widget drawing this turn (the view's ``widget``, else the view)."""
+        return getattr(self.view, "widget", self.view)
+
+    def open_pauses(self) -> list[dict[str, Any]]:
+        """Pause views still waiting for an answer."""
+        return [p for p in self.pauses.values() if p["status"] == "open"]
+
+    def entry(self, kind: str, key: str, **fields: Any) -> dict[str, Any]:
+        """The transcript entry ``key``, added (``kind``, empty text) if new."""
+        for e in self.transcript:
+            if e["id"] == key:
+                return e
+        e = {"kind": kind, "id": key, "text": "", **fields}
+        self.transcript.append(e)
+        return e
+
+
+def view_data(turn: RemoteTurn) -> dict[str, Any]:
+    """What a display shows of ``turn``: ``transcript`` and ``pauses`` (lists
+    of dict copies), ``status``, ``status_reason``, ``final_text``,
+    ``reply_id`` (the last run's id, or ``None``)."""
+    return {
+        "transcript": [dict(e) for e in turn.transcript],
+        "pauses": [dict(p) for p in turn.pauses.values()],
+        "status": turn.status,
+        "status_reason": turn.reason,
+        "final_text": turn.final_text,
+        "reply_id": turn.runs[-1].run_id if turn.runs else None,
+    }
+
+
+def answer_summary(entry: ResumeEntry, message: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
+    """The ``decision`` shown on a pause card once ``message`` was turned into ``entry``."""
+    action = message.get("action")
+    if entry.status == "cancelled":
+        return {"action": "return_error" if action == "return_error" else "cancel"}
+    payload: dict[str, Any] = entry.payload if isinstance(entry.payload, dict) else {}
+    if view["kind"] == "confirm":
+        out: dict[str, Any] = {"action": action, "confirmed": bool(payload.get("approved"))}
+        if "editedArgs" in payload:
+            out["edited_input"] = payload["editedArgs"]
+        labels = {r["index"]: r["label"] for r in view["suggested_rules"]}
+        if payload.get("acceptedRules"):
+            out["accepted_rules"] = [labels.get(i, str(i)) for i in payload["acceptedRules"]]
+        return out
+    if view["kind"] == "ask_user":
+        return {"action": "answer", "answers": payload["answers"]}
+    if view["kind"] == "external":
+        return {"action": "external_result", "state": payload.get("state", "success")}
+    return {"action": "submit", "value": entry.payload}
+
+
+class RunReader:
+    """Fold one run's events into its turn (see the module docstring).
+
+    Args:
+        turn: the turn the run belongs to.
+        record: the run's record (events are appended to it).
+        thread_id: the thread the run must open with (``RUN_STARTED``).
+
+    Raises (from :meth:`feed`, :meth:`end`):
+        AguiClientError: the stream breaks the run's framing.
+    """
+
+    def __init__(self, turn: RemoteTurn, record: RunRecord, thread_id: str) -> None:
+        self.turn, self.record, self.thread_id = turn, record, thread_id
+        self.started = False
+        self.terminal = False
+        self.snapshot: list[Any] | None = None
+        self.streamed: list[Any] = []
+        self.texts: dict[str, str] = {}
+        self.calls_here: set[str] = set()
+        self.last_chunk: str | None = None
+        self.last_text = ""
+
+    def feed(self, ev: Any) -> None:
+        """Apply one event (events after the terminal one are only recorded)."""
+        turn, record = self.turn, self.record
+        record.events.append(ev)
+        if self.terminal:
+            return  # nothing may follow a terminal event; keep it only in the record
+        t = ev.type
+        if not self.started:
+            if t != EventType.RUN_STARTED or ev.thread_id != self.thread_id:
+                raise AguiClientError(
+                    f"The run did not open with RUN_STARTED for thread {self.thread_id!r} (got {t.value})."
+                )
+            self.started = True
+            return
+        if t == EventType.TEXT_MESSAGE_START:
+            turn.entry("text", ev.message_id)
+            self.texts.setdefault(ev.message_id, "")
+        elif t in (EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_CHUNK):
+            mid = ev.message_id or (list(self.texts)[-1] if self.texts else f"text-{record.run_id}")
+            if ev.delta:
+                turn.entry("text", mid)["text"] += ev.delta
+                self.texts[mid] = self.texts.get(mid, "") + ev.delta
+                self.last_text = self.texts[mid]
+        elif t in (EventType.TOOL_CALL_START, EventType.TOOL_CALL_CHUNK) and ev.tool_call_id:
+            self._call_start_or_chunk(ev)
+        elif t == EventType.TOOL_CALL_CHUNK and self.last_chunk and ev.delta:
+            # a chunk without an id continues the call of the chunk before it
+            turn.tool_calls[self.last_chunk]["args"] += ev.delta
+            turn.entry("tool_call", "call:" + self.last_chunk)["text"] += ev.delta
+        elif t == EventType.TOOL_CALL_ARGS:
+            self.calls_here.add(ev.tool_call_id)
+            call = turn.tool_calls.setdefault(ev.tool_call_id, {"name": "", "args": ""})
+            call["args"] += ev.delta
+            turn.entry("tool_call", "call:" + ev.tool_call_id, tool_call_id=ev.tool_call_id)["text"] += ev.delta
+        elif t == EventType.TOOL_CALL_RESULT:
+            self._result(ev)
+        elif t == EventType.MESSAGES_SNAPSHOT:
+            self.snapshot = list(ev.messages)
+            for m in self.snapshot:
+                if isinstance(m, ToolMessage) and m.error:
+                    for e in turn.transcript:
+                        if e["id"] == "result:" + m.tool_call_id:
+                            e["state"] = m.error
+        elif t == EventType.RUN_FINISHED:
+            self.terminal = True
+            self._finished(ev)
+        elif t == EventType.RUN_ERROR:
+            self.terminal = True
+            record.outcome, record.error, record.error_code = "error", ev.message, ev.code
+            turn.status = "error"
+            turn.reason = ev.message + (f" ({ev.code})" if ev.code else "")
+
+    def _call_start_or_chunk(self, ev: Any) -> None:
+        turn = self.turn
+        call = turn.tool_calls.setdefault(ev.tool_call_id, {"name": "", "args": ""})
+        e = turn.entry("tool_call", "call:" + ev.tool_call_id, name=call["name"], tool_call_id=ev.tool_call_id)
+        if ev.tool_call_id not in self.calls_here:
+            # a peer may re-announce a call of an earlier run
+            # (ag-ui-langgraph does on resume): start it afresh
+            self.calls_here.add(ev.tool_call_id)
+            call["args"], e["text"] = "", ""
+        if ev.tool_call_name:
+            call["name"] = e["name"] = ev.tool_call_name
+        if ev.type == EventType.TOOL_CALL_CHUNK:
+            self.last_chunk = ev.tool_call_id
+            if ev.delta:
+                call["args"] += ev.delta
+                e["text"] += ev.delta
+
+    def _result(self, ev: Any) -> None:
+        content = ev.content if isinstance(ev.content, str) else "".join(getattr(p, "text", "") for p in ev.content)
+        name = self.turn.tool_calls.get(ev.tool_call_id, {}).get("name", "")
+        e = self.turn.entry(
+            "tool_result", "result:" + ev.tool_call_id, name=name, tool_call_id=ev.tool_call_id, state="done"
+        )
+        e["text"] = content
+        self.streamed.append(ToolMessage(id=ev.message_id, tool_call_id=ev.tool_call_id, content=content))
+
+    def end(self) -> None:
+        """The stream is over: it must have opened and ended a run."""
+        if not self.started or not self.terminal:
+            raise AguiClientError("The stream ended without RUN_FINISHED or RUN_ERROR.")
+
+    def history(self, messages: list[Any]) -> list[Any]:
+        """The AG-UI messages to send with the next run: the server's last
+        ``MESSAGES_SNAPSHOT``, else ``messages`` plus what streamed."""
+        if self.snapshot is not None:
+            return self.snapshot
+        calls = [
+            ToolCall(id=i, function=FunctionCall(name=c["name"], arguments=c["args"]))
+            for i, c in self.turn.tool_calls.items()
+            if i in self.calls_here
+        ]
+        text = "".join(self.texts.values())
+        if not text and not calls:
+            return messages
+        assistant = AssistantMessage(id=f"msg-{uuid.uuid4().hex}", content=text or None, tool_calls=calls or None)
+        return [*messages, assistant, *self.streamed]
+
+    def _finished(self, ev: Any) -> None:
+        turn, record = self.turn, self.record
+        outcome = ev.outcome
+        kind = getattr(outcome, "type", None) or "success"
+        record.outcome = kind
+        if kind == "interrupt":
+            self._interrupted(list(outcome.interrupts))
+            return
+        for view in turn.pauses.values():
+            if view["status"] == "decided":
+                view["status"] = "delivered"
+        if kind == "cancelled":
+            turn.status, turn.reason = "interrupted", "The agent cancelled the run."
+            return
+        turn.status = "finished"
+        turn.final_text = ev.result if isinstance(ev.result, str) else self.last_text
+
+    def _interrupted(self, interrupts: list[Interrupt]) -> None:
+        turn, record = self.turn, self.record
+        ids = [i.id for i in interrupts]
+        if len(set(ids)) != len(ids):
+            raise AguiClientError(
+                "The server's interrupt outcome repeats an interrupt id; it cannot be answered safely."
+            )
+        record.interrupts = interrupts
+        for view in turn.pauses.values():
+            if view["status"] in ("open", "decided"):
+                view["status"] = "delivered" if view["status"] == "decided" else "expired"
+                if view["status"] == "expired":
+                    view["reason"] = "The server no longer waits for this answer."
+        turn.interrupts = {i.id: i for i in interrupts}
+        turn.answers = {}
+        counts: dict[str, int] = {}
+        for i in interrupts:
+            if i.tool_call_id:
+                counts[i.tool_call_id] = counts.get(i.tool_call_id, 0) + 1
+        for i in interrupts:
+            key = i.tool_call_id if i.tool_call_id and counts[i.tool_call_id] == 1 else i.id
+            if key in turn.pauses and turn.pauses[key].get("interrupt_id") != i.id:
+                turn.pauses.pop(key)
+            call = turn.tool_calls.get(i.tool_call_id or "", {})
+            turn.pauses[key] = interrupt_view(
+                i,
+                key=key,
+                run_id=record.run_id,
+                tool_call_text=call.get("args") or None,
+                tool_call_name=call.get("name") or None,
+            )
+        turn.status, turn.reason = "paused", ""

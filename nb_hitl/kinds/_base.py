@@ -1,0 +1,230 @@
+"""What every pause kind provides, and what a kind's answer becomes.
+
+:class:`PauseKindSpec` is the base of the five kind modules (``confirm``,
+``ask_user``, ``external``, ``review``, ``form``): one object per kind that
+completes a built pause, turns a validated page message into a
+:class:`Decision`, names its deadline/cancel default and maps the pause to
+and from an AG-UI interrupt. :class:`PauseShaper` / :class:`PauseHost` are
+the protocol of tools that shape their own pause (a reviewed tool, a form).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from agentscope.event import ConfirmResult
+from agentscope.message import ToolResultBlock, ToolResultState
+from agentscope.permission import PermissionRule
+from agentscope.tool import AskUserMetadata
+
+from .._agentscope import enum_value, rule_label
+from ..errors import DecisionError
+from ._schema import REASON_INPUT_REQUIRED, compact
+
+if TYPE_CHECKING:
+    from ag_ui.core import Interrupt
+
+    from ..pauses import Pause
+
+__all__ = [
+    "Decision",
+    "PauseKindSpec",
+    "PauseHost",
+    "PauseShaper",
+    "TIMEOUT_TEXT",
+]
+
+TIMEOUT_TEXT = "The user did not answer before the deadline."
+"""What the agent reads when a non-confirm pause's deadline passes."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a person decided about one pause, ready for AgentScope.
+
+    Attributes:
+        tool_call_id: the call decided.
+        action: the page action that produced it.
+        confirm_result: for confirmations, AgentScope's ``ConfirmResult``
+            (its ``tool_call`` is a copy, edited for ``modify``).
+        tool_result: for external calls, AgentScope's ``ToolResultBlock``.
+        edited_input: the new input for ``modify``, else ``None``.
+        accepted_rules: the suggested rules accepted with an approval.
+        answers: the ``AskUserMetadata`` of an AskUser answer.
+    """
+
+    tool_call_id: str
+    action: str
+    confirm_result: ConfirmResult | None = None
+    tool_result: ToolResultBlock | None = None
+    edited_input: dict[str, Any] | None = None
+    accepted_rules: tuple[PermissionRule, ...] = field(default_factory=tuple)
+    answers: AskUserMetadata | None = None
+
+    @property
+    def is_confirmation(self) -> bool:
+        """True when it resumes with ``UserConfirmResultEvent``."""
+        return self.confirm_result is not None
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON summary for the widget, the audit log and saved notebooks."""
+        out: dict[str, Any] = {"action": self.action}
+        if self.confirm_result is not None:
+            out["confirmed"] = self.confirm_result.confirmed
+        if self.edited_input is not None:
+            out["edited_input"] = self.edited_input
+        if self.accepted_rules:
+            out["accepted_rules"] = [rule_label(r) for r in self.accepted_rules]
+        if self.answers is not None:
+            out["answers"] = self.answers.model_dump(mode="json")["answers"]
+        if self.tool_result is not None:
+            out["state"] = enum_value(self.tool_result.state)
+            if self.answers is None:
+                text = self.tool_result.output if isinstance(self.tool_result.output, str) else ""
+                out["output"] = text[:2000]
+        return out
+
+
+@runtime_checkable
+class PauseHost(Protocol):
+    """What a :class:`PauseShaper` may use of the driver (nb_hitl's ``Session``).
+
+    Attributes:
+        agent: the ``agentscope.agent.Agent`` whose reply is parked.
+    """
+
+    agent: Any
+
+    def checkpoint(self) -> None:
+        """Write the agent's state to the checkpoint store now (no-op without one)."""
+
+    def on_change(self, listener: Callable[[str, Any], None]) -> None:
+        """Call ``listener(kind, run)`` on every change of a reply (``kind`` ``"end"`` when it ends)."""
+
+
+@runtime_checkable
+class PauseShaper(Protocol):
+    """An external tool that shapes its own pause (the Session calls it once
+    the pause is built, for calls that are not confirmations).
+
+    It may set ``pause.kind`` (``"review"``, ``"form"``) and that kind's
+    fields; it may run work and checkpoint through ``host``.
+    """
+
+    async def prepare_pause(self, pause: Pause, host: PauseHost) -> None:
+        """Shape ``pause`` in place."""
+
+
+def base_message(pause: Pause) -> dict[str, Any]:
+    """The ``tool_call_id`` / ``reply_id`` every page message about ``pause`` carries."""
+    return {"tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id}
+
+
+def error_result(pause: Pause, text: str, metadata: dict[str, Any] | None = None) -> ToolResultBlock:
+    """An ERROR ``ToolResultBlock`` for ``pause``'s call."""
+    if metadata is None:
+        return ToolResultBlock(id=pause.tool_call_id, name=pause.tool_name, output=text, state=ToolResultState.ERROR)
+    return ToolResultBlock(
+        id=pause.tool_call_id, name=pause.tool_name, output=text, state=ToolResultState.ERROR, metadata=metadata
+    )
+
+
+def input_args(pause: Pause) -> str:
+    """The call's input, compacted for a one-line interrupt message."""
+    return compact(pause.input if pause.input is not None else pause.tool_call.input)
+
+
+class PauseKindSpec:
+    """Everything that varies by pause kind. Subclasses set the class
+    attributes and override the methods their kind needs.
+
+    Attributes:
+        name: the kind (``Pause.kind``).
+        actions: the page actions (:mod:`nb_hitl.messages`) this kind takes.
+        waits_for: what the pause waits for, in a refusal of another action.
+        interrupt_reason: AG-UI ``Interrupt.reason`` of its interrupts.
+        timeout_applied: the audit text of :meth:`timeout_message`.
+    """
+
+    name: ClassVar[str]
+    actions: ClassVar[frozenset[str]]
+    waits_for: ClassVar[str]
+    interrupt_reason: ClassVar[str] = REASON_INPUT_REQUIRED
+    timeout_applied: ClassVar[str] = "error returned to the agent"
+    cancelled_what: ClassVar[str] = "external tool call"
+
+    # -- building ------------------------------------------------------------
+    def complete(self, pause: Pause) -> None:
+        """Finish a freshly built pause of this kind (``build_pause``); no-op by default."""
+
+    # -- deciding ------------------------------------------------------------
+    def decide(self, pause: Pause, msg: Any) -> Decision:
+        """Turn a validated page message (:func:`nb_hitl.messages.parse_message`)
+        into a :class:`Decision`.
+
+        Raises:
+            DecisionError: the action does not fit this kind (``field="action"``),
+                or the kind's own checks refuse the message.
+        """
+        if msg.action not in self.actions:
+            raise DecisionError(
+                f"Tool call {pause.tool_call_id} waits for {self.waits_for}, not {msg.action!r}.",
+                field="action",
+            )
+        return self._decide(pause, msg)
+
+    def _decide(self, pause: Pause, msg: Any) -> Decision:
+        raise NotImplementedError
+
+    def timeout_message(self, pause: Pause) -> dict[str, Any]:
+        """The page message applied when ``pause``'s deadline passes: an
+        ERROR result saying nobody answered (a confirmation denies instead)."""
+        return {"action": "return_error", "tool_call_id": pause.tool_call_id, "message": TIMEOUT_TEXT}
+
+    def cancel_message(self, pause: Pause) -> dict[str, Any]:
+        """The page message an AG-UI ``cancelled`` resume entry stands for:
+        an ERROR result saying the user cancelled (a confirmation denies)."""
+        return {
+            **base_message(pause),
+            "action": "return_error",
+            "message": f"The user cancelled this {self.cancelled_what} without an answer (AG-UI resume status "
+            f"'cancelled'); {pause.tool_name} produced no result.",
+        }
+
+    # -- AG-UI: Pause -> Interrupt, ResumeEntry -> page message (server) -----
+    def response_schema(self, pause: Pause) -> dict[str, Any]:
+        """The JSON Schema of a ``resolved`` payload for ``pause``."""
+        raise NotImplementedError
+
+    def interrupt_message(self, pause: Pause) -> str:
+        """``Interrupt.message``: one line saying what the pause waits for."""
+        raise NotImplementedError
+
+    def resume_message(self, pause: Pause, payload: Any) -> dict[str, Any]:
+        """The page message a ``resolved`` payload (already checked against
+        :meth:`response_schema`) stands for."""
+        raise NotImplementedError
+
+    # -- AG-UI: Interrupt -> view, page message -> payload (client) ----------
+    def meta_ok(self, meta: Mapping[str, Any]) -> bool:
+        """Whether an interrupt's ``metadata["nb_hitl"]`` is well formed enough to draw as this kind."""
+        return True
+
+    def view_fields(self, meta: Mapping[str, Any]) -> dict[str, Any]:
+        """This kind's fields of the widget view of an interrupt (the rest are defaults)."""
+        return {}
+
+    def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:
+        """The ``resolved`` payload a widget message answers ``interrupt`` with, checked against ``schema``.
+
+        Raises:
+            DecisionError: the action does not fit this kind, or the payload breaks ``schema``.
+        """
+        raise NotImplementedError
+
+
+def action_text(action: Any) -> str:
+    """A page action, cut for an error message."""
+    return repr(str(action)[:40])

@@ -1,0 +1,296 @@
+"""Kind ``form``: a structured question answered with a JSON value.
+
+:class:`FormTool` (tool name ``AskForm``) is an AgentScope external tool
+whose input carries a ``title``, a ``message`` and a JSON Schema object; its
+:meth:`FormTool.prepare_pause` makes the pause a form. The widget (or an
+AG-UI client) draws the form and sends ``submit`` with the value, checked by
+:func:`check_form_value` (``jsonschema``, Draft 2020-12, formats enforced)
+before anything reaches the agent. The result: ``ToolResultBlock(SUCCESS,
+output=form_output(...), metadata={"value": value})``. A schema that cannot
+be shown only returns its error (``return_error``). The AG-UI payload is the
+value; its schema is the form's own. Design notes: ``docs/design.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+from agentscope.message import ToolResultBlock, ToolResultState
+from agentscope.permission import PermissionBehavior, PermissionContext, PermissionDecision
+from agentscope.tool import ToolBase
+
+from ..errors import DecisionError
+from ..messages import MAX_TEXT
+from ._base import Decision, PauseHost, PauseKindSpec, action_text, base_message, error_result
+from ._schema import SCHEMA_DIALECT
+
+if TYPE_CHECKING:
+    from ag_ui.core import Interrupt
+
+    from ..pauses import Pause
+
+__all__ = [
+    "FormKind",
+    "FormTool",
+    "FORM_ACTIONS",
+    "FORM_INPUT_SCHEMA",
+    "FORM_METADATA_SCHEMA",
+    "schema_problem",
+    "check_form_value",
+    "form_output",
+]
+
+FORM_ACTIONS = frozenset({"submit", "return_error"})
+"""Kind ``form``; ``return_error`` is also the deadline default."""
+
+
+def _field_label(schema: dict[str, Any], name: str) -> str:
+    prop = (schema.get("properties") or {}).get(name)
+    if isinstance(prop, dict) and isinstance(prop.get("title"), str) and prop["title"]:
+        return prop["title"]
+    return name
+
+
+def check_form_value(schema: dict[str, Any], value: Any) -> None:
+    """Check a form's answer against its JSON Schema.
+
+    Uses ``jsonschema``: the validator the schema declares (``$schema``),
+    Draft 2020-12 by default, with ``jsonschema.FormatChecker`` so formats
+    such as ``date`` are enforced (plain JSON Schema only annotates them).
+
+    Args:
+        schema: the pause's ``response_schema``.
+        value: the value the page sent (an object for a form).
+
+    Raises:
+        DecisionError: ``field`` is the value's JSON path in the message
+            (``value.amount``; ``value.<name>`` for a missing required
+            field; ``value`` for the whole value), and the text names the
+            field by its title and says what is wrong.
+    """
+    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator = validator_cls(schema, format_checker=jsonschema.FormatChecker())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return
+    path = [str(p) for p in error.absolute_path]
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [r for r in (error.validator_value or []) if r not in error.instance]
+        if missing and not path:
+            raise DecisionError(
+                f"{_field_label(schema, missing[0])}: this field is required.", field=f"value.{missing[0]}"
+            )
+    field = ".".join(["value", *path])
+    label = _field_label(schema, path[0]) if path else "The answer"
+    raise DecisionError(f"{label}: {error.message}", field=field)
+
+
+def form_output(title: str | None, value: Any) -> str:
+    """The text the model reads for a submitted form: a line naming the form,
+    then the value as indented JSON (exact, and readable)."""
+    head = f'The user filled in the form "{title}":' if title else "The user filled in the form:"
+    return head + "\n" + json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _decide_form(pause: Pause, msg: Any) -> Decision:
+    """submit / return_error for a ``form`` pause."""
+    if msg.action == "submit":
+        if pause.form_error is not None or pause.response_schema is None:
+            raise DecisionError(
+                "This form cannot be answered: "
+                + (pause.form_error or "it has no schema.")
+                + " Return the error to the agent instead.",
+                field="action",
+            )
+        try:
+            size = len(json.dumps(msg.value, ensure_ascii=False))
+        except (TypeError, ValueError):
+            raise DecisionError("The answer is not JSON.", field="value") from None
+        if size > MAX_TEXT:
+            raise DecisionError(f"The answer is too long ({size} characters; at most {MAX_TEXT}).", field="value")
+        check_form_value(pause.response_schema, msg.value)
+        return Decision(
+            pause.tool_call_id,
+            "submit",
+            tool_result=ToolResultBlock(
+                id=pause.tool_call_id,
+                name=pause.tool_name,
+                output=form_output(pause.title, msg.value),
+                state=ToolResultState.SUCCESS,
+                metadata={"value": msg.value},
+            ),
+        )
+    if pause.form_error is None and not msg.message:
+        raise DecisionError("Say what went wrong, or fill in the form.", field="message")
+    text = msg.message or f"The form could not be shown to the user: {pause.form_error}"
+    return Decision(pause.tool_call_id, "return_error", tool_result=error_result(pause, text))
+
+
+FORM_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "title": {
+            "type": "string",
+            "description": 'A short heading for the form, e.g. "Refund details".',
+        },
+        "message": {
+            "type": "string",
+            "description": "Optional text shown above the fields: what the answer is for.",
+        },
+        "schema": {
+            "type": "object",
+            "description": (
+                "A JSON Schema (draft 2020-12) of the answer: an object whose `properties` are the fields. "
+                'Supported fields: {"type": "number"|"integer"} (minimum/maximum allowed), '
+                '{"type": "string", "format": "date"}, {"type": "string", "enum": [...]}, '
+                '{"type": "boolean"}, {"type": "string"} (free text). Give each field a `title`, '
+                "list mandatory fields in `required`."
+            ),
+        },
+    },
+    "required": ["title", "schema"],
+}
+"""What the model sends (``FormTool.input_schema``)."""
+
+FORM_METADATA_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"value": {"description": "The value the person submitted; it fits the call's schema."}},
+    "required": ["value"],
+}
+"""What a successful result carries in ``metadata`` (``FormTool.metadata_schema``)."""
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why a form schema cannot be shown, or ``None`` when it can.
+
+    Checks: a JSON object; a valid JSON Schema for its declared draft
+    (Draft 2020-12 by default; ``jsonschema``'s ``check_schema``);
+    ``"type": "object"`` with a non-empty ``properties`` object whose values
+    are objects.
+    """
+    if not isinstance(schema, dict):
+        return "The schema is not a JSON object."
+    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        validator_cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = exc.json_path if getattr(exc, "json_path", "$") != "$" else "the schema"
+        return f"Not a valid JSON Schema at {where}: {exc.message}"
+    if schema.get("type") != "object":
+        return 'A form schema must have "type": "object".'
+    props = schema.get("properties")
+    if not isinstance(props, dict) or not props:
+        return 'A form schema needs "properties": one entry per field.'
+    bad = [k for k, v in props.items() if not isinstance(v, dict)]
+    if bad:
+        return f"Field {bad[0]!r} is not described by an object."
+    return None
+
+
+class FormTool(ToolBase):
+    """The ``AskForm`` tool: ask the user for a value fitting a JSON Schema.
+
+    External (answered by a person through the widget, never run by the
+    agent), read-only and always permitted, like AgentScope's ``AskUser``.
+
+    Args:
+        name: the tool name the model sees (default ``"AskForm"``).
+
+    Input (``FORM_INPUT_SCHEMA``): ``{"title": str, "message"?: str,
+    "schema": {JSON Schema of an object}}``. Result: see the module docstring.
+    """
+
+    description = (
+        "Ask the user to fill in a small form, when you need structured values (numbers, dates, a choice "
+        "from a fixed list, short text) rather than a multiple-choice answer. Describe the answer with a "
+        "JSON Schema object in `schema`. The result's text gives the submitted value as JSON; the same "
+        "value is in the result's metadata under `value`."
+    )
+    input_schema = FORM_INPUT_SCHEMA
+    metadata_schema = FORM_METADATA_SCHEMA
+    is_external_tool = True
+    is_read_only = True
+    is_concurrency_safe = True
+    is_state_injected = False
+
+    def __init__(self, name: str = "AskForm") -> None:
+        super().__init__()
+        self.name = name
+
+    async def check_permissions(self, tool_input: dict[str, Any], context: PermissionContext) -> PermissionDecision:
+        """Always ALLOW: the call *is* a question to the person (as ``AskUser``)."""
+        return PermissionDecision(
+            behavior=PermissionBehavior.ALLOW,
+            message=f"The {self.name} tool only asks the user; it is always permitted.",
+        )
+
+    async def prepare_pause(self, pause: Pause, host: PauseHost) -> None:
+        """Make the parked call's pause a form (called by the Session).
+
+        Sets ``pause.kind = "form"``, ``title``, ``message`` and
+        ``response_schema`` from the call's input; when the schema cannot be
+        shown (:func:`schema_problem`), ``form_error`` says why.
+        """
+        pause.kind = "form"
+        data = pause.input if isinstance(pause.input, dict) else {}
+        title = data.get("title")
+        message = data.get("message")
+        pause.title = str(title) if isinstance(title, str) and title.strip() else "The agent asks for input"
+        pause.message = str(message) if isinstance(message, str) and message.strip() else None
+        schema = data.get("schema")
+        problem = schema_problem(schema) if pause.input is not None else "The tool input is not a JSON object."
+        if problem is None:
+            pause.response_schema = schema
+            pause.form_error = None
+        else:
+            pause.response_schema = schema if isinstance(schema, dict) else None
+            pause.form_error = problem
+
+
+class FormKind(PauseKindSpec):
+    """submit / return_error -> ``ToolResultBlock`` (see the module docstring)."""
+
+    name = "form"
+    actions = FORM_ACTIONS
+    waits_for = "the form's answer (submit)"
+    cancelled_what = "form"
+
+    def _decide(self, pause: Pause, msg: Any) -> Decision:
+        return _decide_form(pause, msg)
+
+    def cancel_message(self, pause: Pause) -> dict[str, Any]:
+        if pause.form_error:
+            # decide: the default text names the form's problem
+            return {**base_message(pause), "action": "return_error"}
+        return super().cancel_message(pause)
+
+    def response_schema(self, pause: Pause) -> dict[str, Any]:
+        schema, problem = pause.response_schema, pause.form_error
+        if problem or not isinstance(schema, dict):
+            return {
+                "$schema": SCHEMA_DIALECT,
+                "not": {},
+                "description": f"This form cannot be answered ({problem or 'it has no schema'}); resume this "
+                "interrupt with status 'cancelled' to return the error to the agent.",
+            }
+        return copy.deepcopy(schema)
+
+    def interrupt_message(self, pause: Pause) -> str:
+        if pause.form_error:
+            return f"The agent's form cannot be shown: {pause.form_error}"
+        return " - ".join(t for t in (pause.title, pause.message) if t) or f"{pause.tool_name} asks for input."
+
+    def resume_message(self, pause: Pause, payload: Any) -> dict[str, Any]:
+        return {**base_message(pause), "action": "submit", "value": payload}
+
+    def view_fields(self, meta: Mapping[str, Any]) -> dict[str, Any]:
+        return {"message": meta.get("message"), "form_error": meta.get("form_error")}
+
+    def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:
+        raise DecisionError(
+            f"A form is answered with submit, not {action_text(message.get('action'))}.", field="action"
+        )

@@ -1,0 +1,243 @@
+"""The messages a page sends about a pause, validated (pure).
+
+A widget (or the AG-UI mapping) answers a pause with ``{"action": ...,
+"tool_call_id": ..., ...}``. :func:`parse_message` checks its shape with
+pydantic and returns one of the ``*Message`` models; :func:`parse_json_object`
+and :func:`parse_edited_input` parse a tool input a person typed. Which
+action fits which pause kind, and what it turns into, is the kind's business
+(:mod:`nb_hitl.kinds`). Every refusal is a
+:class:`~nb_hitl.errors.DecisionError` naming the field at fault.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from .errors import DecisionError
+
+__all__ = [
+    "MAX_TEXT",
+    "MAX_SHORT",
+    "ApproveMessage",
+    "DenyMessage",
+    "ModifyMessage",
+    "AnswerIn",
+    "AnswerMessage",
+    "ExternalResultMessage",
+    "ReturnErrorMessage",
+    "AcceptMessage",
+    "EditMessage",
+    "RejectMessage",
+    "SubmitMessage",
+    "PageMessage",
+    "parse_message",
+    "parse_json_object",
+    "parse_edited_input",
+    "format_validation_error",
+]
+
+MAX_TEXT = 1_000_000
+"""Largest text accepted from the page (edited input, tool output), in characters."""
+MAX_SHORT = 20_000
+"""Largest free-text answer ("Other") accepted, in characters."""
+
+
+# -- the messages the page may send (validated with pydantic) --------------
+class _Msg(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    request_id: str | int | None = None
+    tool_call_id: str = Field(min_length=1, max_length=512)
+    reply_id: str | None = Field(default=None, max_length=512)
+
+
+class ApproveMessage(_Msg):
+    action: Literal["approve"]
+    rules: list[Annotated[int, Field(ge=0, le=64)]] = Field(default_factory=list, max_length=64)
+
+
+class DenyMessage(_Msg):
+    action: Literal["deny"]
+
+
+class ModifyMessage(_Msg):
+    action: Literal["modify"]
+    input: str = Field(max_length=MAX_TEXT)
+    name: str | None = Field(default=None, max_length=512)
+    rules: list[Annotated[int, Field(ge=0, le=64)]] = Field(default_factory=list, max_length=64)
+
+
+class AnswerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    question: str = Field(max_length=MAX_SHORT)
+    selected: list[Annotated[str, Field(max_length=MAX_SHORT)]] = Field(default_factory=list, max_length=16)
+    other: str | None = Field(default=None, max_length=MAX_SHORT)
+
+
+class AnswerMessage(_Msg):
+    action: Literal["answer"]
+    answers: list[AnswerIn] = Field(max_length=16)
+
+
+class ExternalResultMessage(_Msg):
+    action: Literal["external_result"]
+    output: str = Field(max_length=MAX_TEXT)
+    state: Literal["success", "error"] = "success"
+
+
+class ReturnErrorMessage(_Msg):
+    action: Literal["return_error"]
+    message: str | None = Field(default=None, max_length=MAX_SHORT)
+
+
+class AcceptMessage(_Msg):
+    action: Literal["accept"]
+
+
+class EditMessage(_Msg):
+    action: Literal["edit"]
+    output: str = Field(max_length=MAX_TEXT)
+
+
+class RejectMessage(_Msg):
+    action: Literal["reject"]
+    reason: str | None = Field(default=None, max_length=MAX_SHORT)
+
+
+class SubmitMessage(_Msg):
+    action: Literal["submit"]
+    value: Any
+
+
+PageMessage = Annotated[
+    ApproveMessage
+    | DenyMessage
+    | ModifyMessage
+    | AnswerMessage
+    | ExternalResultMessage
+    | ReturnErrorMessage
+    | AcceptMessage
+    | EditMessage
+    | RejectMessage
+    | SubmitMessage,
+    Field(discriminator="action"),
+]
+_adapter: TypeAdapter[Any] = TypeAdapter(PageMessage)
+
+
+def parse_message(message: Any) -> Any:
+    """Validate a raw page message's shape.
+
+    Args:
+        message: whatever arrived over the comm.
+
+    Returns:
+        one of the ``*Message`` pydantic models.
+
+    Raises:
+        DecisionError: unknown action, wrong types, missing or oversized
+            fields; ``field`` names the first one at fault.
+    """
+    if not isinstance(message, dict):
+        raise DecisionError("A page message must be a JSON object.")
+    try:
+        return _adapter.validate_python(message)
+    except ValidationError as exc:
+        errors = exc.errors()
+        loc = [str(p) for p in errors[0].get("loc", ())] if errors else []
+        # drop the discriminator tag pydantic puts first
+        if loc and loc[0] == message.get("action"):
+            loc = loc[1:]
+        raise DecisionError(
+            f"This {message.get('action', 'message')!s:.40} message is not valid: {format_validation_error(exc)}",
+            field=".".join(loc) or None,
+        ) from None
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One line per pydantic error: ``questions.0.options: labels must be unique``."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(input)"
+        msg = err.get("msg", "invalid")
+        lines.append(f"{loc}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_json_object(text: str, field: str = "input") -> dict[str, Any]:
+    """Parse JSON text a person typed into a tool input object.
+
+    Shared by every place a person types a tool input (Modify here, the
+    AG-UI client's edited args, the permission explorer's "try a call").
+    Stricter than ``json.loads``: a key given twice is refused instead of
+    silently keeping the last one, because the input runs as typed.
+
+    Raises:
+        DecisionError: with ``field`` for text that is not JSON (line and
+            column given), not an object, or has a duplicate key.
+    """
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, val in pairs:
+            if key in seen:
+                raise DecisionError(f"The key {key[:80]!r} is given twice in the input.", field=field)
+            seen[key] = val
+        return seen
+
+    try:
+        value = json.loads(text, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise DecisionError(
+            f"The input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).",
+            field=field,
+        ) from None
+    if not isinstance(value, dict):
+        raise DecisionError("The input must be a JSON object ({...}).", field=field)
+    return value
+
+
+def parse_edited_input(text: str, input_schema: dict[str, Any] | None) -> dict[str, Any]:
+    """Parse the edited tool input and check it against the tool's schema.
+
+    Args:
+        text: the JSON text the person typed.
+        input_schema: the tool's ``input_schema`` (JSON Schema), or None.
+
+    Returns:
+        the input as a dict.
+
+    Two checks are stricter than plain JSON / JSON Schema, because the edit
+    is run as typed: a key given twice is refused (``json`` would keep the
+    last one silently), and when the schema lists ``properties`` without
+    saying anything about ``additionalProperties``, keys it does not list are
+    refused (AgentScope passes the input as keyword arguments to a function
+    tool, which would fail on an unknown one).
+
+    Raises:
+        DecisionError: with ``field="input"`` for text that is not JSON
+            (line and column given), not an object, or has a duplicate key;
+            or with the JSON path of the value that breaks the schema
+            (``jsonschema``'s message).
+    """
+    value = parse_json_object(text, field="input")
+    if input_schema:
+        if (
+            isinstance(input_schema.get("properties"), dict)
+            and "additionalProperties" not in input_schema
+            and "patternProperties" not in input_schema
+        ):
+            input_schema = {**input_schema, "additionalProperties": False}
+        validator_cls = jsonschema.validators.validator_for(input_schema)
+        validator = validator_cls(input_schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+        if error is not None:
+            where = error.json_path if error.json_path != "$" else "the input"
+            raise DecisionError(
+                f"The input does not match the tool's schema at {where}: {error.message}",
+                field="input" + (error.json_path[1:] if error.json_path != "$" else ""),
+            )
+    return value

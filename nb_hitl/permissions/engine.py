@@ -1,0 +1,281 @@
+"""What AgentScope's real ``PermissionEngine`` decides, and why.
+
+:func:`try_call` asks ``PermissionEngine.check_permission`` about one call
+(executing nothing) and traces the engine's evaluation order with
+AgentScope's own helpers (``PermissionEngine._rule_matches``,
+``ToolBase.check_read_only``, ``ToolBase.check_permissions``):
+1. deny rules, 2. ask rules, 3. read-only fast path, 4. the tool's own
+check, 5. allow rules, 6. the mode's fallback. :func:`mode_matrix` decides
+calls in each of the five modes on deep copies of the context. The
+decision is always the engine's; the trace only accounts for it
+(``agrees``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agentscope.permission import (
+    PermissionBehavior,
+    PermissionContext,
+    PermissionDecision,
+    PermissionEngine,
+    PermissionMode,
+    PermissionRule,
+)
+from agentscope.tool import ToolBase
+
+from .._agentscope import permission_engine
+from ..errors import DecisionError
+from .explain import explain_match
+from .rules import _BUCKETS, MODES, rule_label, rule_to_dict
+from .tools import get_tool, parse_input
+
+__all__ = ["try_call", "mode_matrix"]
+
+
+def _decision_dict(d: PermissionDecision) -> dict[str, Any]:
+    return {
+        "behavior": d.behavior.value,
+        "message": d.message,
+        "decision_reason": d.decision_reason,
+        "bypass_immune": bool(d.bypass_immune),
+        "suggested_rules": [rule_to_dict(r) for r in (d.suggested_rules or [])],
+    }
+
+
+async def _rule_matches(engine: PermissionEngine, tool: ToolBase, rule: PermissionRule, tool_input: dict) -> bool:
+    # The engine's own matcher: empty content -> True, else tool.match_rule.
+    return bool(await engine._rule_matches(tool, rule, tool_input))
+
+
+async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, decision: PermissionDecision) -> dict:
+    """Facts from AgentScope's own helpers, in the engine's evaluation order,
+    then a sentence on which step produced the decision. The decision itself
+    is the engine's; ``agrees`` says whether these facts account for it."""
+    ctx = engine.context
+    mode = ctx.mode
+    rules_checked = []
+    matched: dict[str, list[PermissionRule]] = {"deny": [], "ask": [], "allow": []}
+    for behavior in ("deny", "ask", "allow"):
+        for rule in getattr(ctx, _BUCKETS[behavior]).get(tool.name, []):
+            ok = await _rule_matches(engine, tool, rule, tool_input)
+            if ok:
+                matched[behavior].append(rule)
+            rules_checked.append(
+                {
+                    "rule": rule_to_dict(rule),
+                    "label": rule_label(rule),
+                    "matched": ok,
+                    "explanation": explain_match(rule, tool.name, tool_input, tool=tool, matched=ok),
+                }
+            )
+    read_only = bool(await tool.check_read_only(tool_input))
+    own: PermissionDecision | None = None
+    if mode != PermissionMode.EXPLORE and not matched["deny"] and not matched["ask"] and not read_only:
+        own = await tool.check_permissions(tool_input, ctx.model_copy(deep=True))
+    steps: list[str] = []
+    expected: str
+    if matched["deny"]:
+        expected, step = (
+            "deny",
+            f"Step 1: the deny rule {rule_label(matched['deny'][0])} matches; deny rules come first in every mode.",
+        )
+    elif matched["ask"]:
+        if mode == PermissionMode.DONT_ASK:
+            expected, step = (
+                "deny",
+                f"Step 2: the ask rule {rule_label(matched['ask'][0])} matches; dont_ask turns the ask into a deny (no user to ask).",
+            )
+        else:
+            expected, step = (
+                "ask",
+                f"Step 2: the ask rule {rule_label(matched['ask'][0])} matches; ask rules come before allow rules and the read-only fast path.",
+            )
+    elif read_only:
+        expected, step = (
+            "allow",
+            f"Step 3: {tool.name}.check_read_only says this call is read-only; read-only calls are allowed in every mode before allow rules are consulted.",
+        )
+    elif mode == PermissionMode.EXPLORE:
+        expected, step = (
+            "deny",
+            "Step 6: explore mode denies every call that is not read-only; it consults neither the tool's own check nor allow rules.",
+        )
+    else:
+        assert own is not None
+        own_b = own.behavior.value
+        said = own.message or own.decision_reason or ""
+        steps.append(
+            f"{tool.name}.check_permissions (step 4) says {own_b}"
+            + (" (a bypass-immune safety ask)" if own.bypass_immune else "")
+            + (f": {said.rstrip('.')}" if said else "")
+            + "."
+        )
+        if own.behavior in (PermissionBehavior.ALLOW, PermissionBehavior.DENY):
+            expected, step = (
+                own_b,
+                f"Step 4: {tool.name}.check_permissions returned {own_b}, which the engine returns as is.",
+            )
+        elif (
+            own.behavior == PermissionBehavior.ASK
+            and own.bypass_immune
+            and mode in (PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS)
+        ):
+            expected, step = (
+                "ask",
+                "Step 4: a bypass-immune safety ask from the tool; allow rules cannot silence it in this mode.",
+            )
+        elif own.behavior == PermissionBehavior.ASK and own.bypass_immune and mode == PermissionMode.DONT_ASK:
+            expected, step = (
+                "deny",
+                "Step 4: a bypass-immune safety ask from the tool, turned into a deny in dont_ask mode.",
+            )
+        elif matched["allow"]:
+            bypass_note = " (bypass mode ignores the tool's safety ask)" if own.bypass_immune else ""
+            expected, step = "allow", f"Step 5: the allow rule {rule_label(matched['allow'][0])} matches{bypass_note}."
+        elif mode == PermissionMode.BYPASS:
+            expected, step = (
+                "allow",
+                "Step 6: nothing denied or asked, and bypass mode allows everything else"
+                + (" (including the tool's safety ask)." if own.bypass_immune else "."),
+            )
+        elif mode == PermissionMode.DONT_ASK:
+            expected, step = (
+                "deny",
+                "Step 6: no allow rule matches and dont_ask mode denies what it would otherwise ask.",
+            )
+        else:
+            expected, step = "ask", f"Step 6: no allow rule matches, so {mode.value} mode asks the user."
+    steps.append(step)
+    return {
+        "read_only": read_only,
+        "tool_check": None if own is None else _decision_dict(own),
+        "rules_checked": rules_checked,
+        "steps": steps,
+        "why": " ".join(steps),
+        "agrees": expected == decision.behavior.value,
+    }
+
+
+def _resolve(target: Any, toolkit: Any) -> tuple[PermissionEngine, Any]:
+    if isinstance(target, (PermissionEngine, PermissionContext)):
+        return permission_engine(target), toolkit
+    return permission_engine(target), toolkit if toolkit is not None else getattr(target, "toolkit", None)
+
+
+async def try_call(
+    agent_or_context: Any,
+    toolkit: Any,
+    tool_name: str,
+    input: Mapping[str, Any] | str,
+    *,
+    mode: str | PermissionMode | None = None,
+) -> dict[str, Any]:
+    """Ask the real engine what it decides for one call; execute nothing.
+
+    Args:
+        agent_or_context: an ``Agent`` (its own engine,
+            ``agent._engine``), a ``PermissionEngine`` or a
+            ``PermissionContext``.
+        toolkit: ``Toolkit`` / list / dict of tools; ``None`` with an agent
+            means ``agent.toolkit``.
+        tool_name: the tool to try.
+        input: the tool input (dict or JSON text), validated against the
+            tool's ``input_schema`` with ``jsonschema`` first.
+        mode: decide in this mode instead of the live one, on a deep copy of
+            the context (the agent is untouched).
+
+    Returns:
+        ``{"tool_name", "input": dict, "mode": str, "behavior":
+        "allow"|"deny"|"ask"|"passthrough", "message": str,
+        "decision_reason": str | None, "bypass_immune": bool,
+        "suggested_rules": [rule dict], "read_only": bool,
+        "tool_check": decision dict | None, "rules_checked": [{"rule",
+        "label", "matched", "explanation"}], "steps": [str], "why": str,
+        "agrees": bool}``. The decision fields come from
+        ``PermissionEngine.check_permission``; ``rules_checked``,
+        ``tool_check``, ``read_only`` from ``PermissionEngine._rule_matches``,
+        ``ToolBase.check_permissions`` and ``ToolBase.check_read_only``;
+        ``steps``/``why`` put them in the engine's order.
+
+    Raises:
+        DecisionError: unknown tool (``field="tool_name"``), bad input
+            (``field="input"``), bad mode (``field="mode"``).
+    """
+    engine, toolkit = _resolve(agent_or_context, toolkit)
+    tool = await get_tool(toolkit, tool_name)
+    tool_input = parse_input(tool, input)
+    if mode is not None:
+        try:
+            mode_value = PermissionMode(mode)
+        except ValueError:
+            raise DecisionError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.", field="mode") from None
+        ctx = engine.context.model_copy(deep=True)
+        ctx.mode = mode_value
+        engine = PermissionEngine(ctx)
+    decision = await engine.check_permission(tool, dict(tool_input))
+    trace = await _trace(engine, tool, dict(tool_input), decision)
+    return {
+        "tool_name": tool.name,
+        "input": tool_input,
+        "mode": engine.context.mode.value,
+        **_decision_dict(decision),
+        **trace,
+    }
+
+
+def _call_spec(call: Any, i: int) -> tuple[str, Any]:
+    if isinstance(call, Mapping):
+        if "tool_name" not in call:
+            raise DecisionError("Each call needs a tool_name.", field=f"calls[{i}].tool_name")
+        return call["tool_name"], call.get("input", {})
+    if isinstance(call, (tuple, list)) and len(call) == 2:
+        return call[0], call[1]
+    raise DecisionError("A call is {'tool_name': str, 'input': dict | JSON text}.", field=f"calls[{i}]")
+
+
+async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any) -> dict[str, Any]:
+    """Each call decided by the real engine in each of the five modes.
+
+    Every cell uses ``PermissionEngine(ctx.model_copy(deep=True))`` with the
+    mode changed, so the agent's live context is never touched.
+
+    Args:
+        calls: ``[{"tool_name": str, "input": dict | JSON text}]`` or
+            ``[(tool_name, input)]``.
+        toolkit: ``Toolkit`` / list / dict of tools (``None`` with an agent:
+            ``agent.toolkit``).
+        context: agent, engine or context whose rules are used.
+
+    Returns:
+        ``{"modes": [5 str], "live_mode": str, "rows": [{"tool_name",
+        "input": dict, "cells": {mode: {"behavior", "message",
+        "decision_reason", "bypass_immune", "suggested_rules"}}}]}``.
+
+    Raises:
+        DecisionError: ``field="calls[i].tool_name"`` / ``"calls[i].input"``
+            for an unknown tool or an input that breaks the schema; nothing
+            is decided then.
+    """
+    engine, toolkit = _resolve(context, toolkit)
+    base = engine.context
+    prepared = []
+    for i, call in enumerate(calls):
+        name, raw = _call_spec(call, i)
+        try:
+            tool = await get_tool(toolkit, name)
+        except DecisionError as exc:
+            raise DecisionError(f"Call {i + 1}: {exc}", field=f"calls[{i}].tool_name") from None
+        prepared.append((tool, parse_input(tool, raw, field=f"calls[{i}].input")))
+    rows = []
+    for tool, tool_input in prepared:
+        cells = {}
+        for mode in PermissionMode:
+            ctx = base.model_copy(deep=True)
+            ctx.mode = mode
+            decision = await PermissionEngine(ctx).check_permission(tool, dict(tool_input))
+            cells[mode.value] = _decision_dict(decision)
+        rows.append({"tool_name": tool.name, "input": tool_input, "cells": cells})
+    return {"modes": list(MODES), "live_mode": base.mode.value, "rows": rows}

@@ -1,0 +1,250 @@
+"""Why a permission rule matches a call, in words.
+
+The verdict always comes from AgentScope (``PermissionEngine._rule_matches``
+and the tool's own ``match_rule``); this module only *describes* the
+semantics it reads in ``agentscope/tool/_builtin``: Bash ``x:*`` prefix
+rules (the chained rest of a command is not looked at), ``*`` wildcards,
+substring rules when there is no ``*``; Read/Write/Edit/Glob/Grep globs
+matched with ``fnmatch`` (``*`` crosses ``/``, paths compared as written,
+relative never matching absolute); whole-tool rules; function and MCP
+tools matching only whole-tool rules.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from agentscope.permission import PermissionContext, PermissionEngine, PermissionRule
+from agentscope.tool import ToolBase
+
+from .rules import _as_rule, rule_label
+from .tools import default_tool, tool_kind
+
+__all__ = ["explain_match"]
+
+
+def _run_sync(coro: Any) -> Any:
+    """Run a coroutine that never suspends (the builtin ``match_rule``
+    methods await nothing that waits) to its result, without an event loop.
+    Returns ``None`` if it would wait."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    return None
+
+
+def _has_unescaped_star(pattern: str) -> bool:
+    # Mirrors the reading rule of Bash.match_rule's has_wildcards (used for wording only).
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+        elif pattern[i] == "*":
+            return True
+        else:
+            i += 1
+    return False
+
+
+_CHAIN = re.compile(r"&&|\|\||;|\||\n|`|\$\(")
+
+
+def _explain_bash(content: str, tool_input: Mapping[str, Any], matched: bool | None) -> str:
+    command = str(tool_input.get("command", ""))
+    verdict = {True: "matches", False: "does not match", None: "may or may not match"}[matched]
+    if content.endswith(":*"):
+        prefix = content[:-2].strip()
+        text = (
+            f"Bash rule `{content}` ends with `:*`, so it is a prefix rule (Bash.match_rule): it matches a command "
+            f"equal to `{prefix}` or starting with `{prefix} ` (the prefix then a space)."
+        )
+        if matched:
+            rest = command[len(prefix) :].strip()
+            text += (
+                f" The command is `{prefix}`, so the rule {verdict}."
+                if command == prefix
+                else f" The command starts with `{prefix} `, so the rule {verdict}."
+            )
+            if _CHAIN.search(rest):
+                text += (
+                    f" The prefix rule only looks at the start of the whole command line: everything after it, "
+                    f"including the chained part `{rest}`, is covered too."
+                )
+        else:
+            text += f" The command `{command}` {verdict}"
+            if command.startswith(prefix):
+                text += f": it starts with `{prefix}` but not with `{prefix} ` (a space is required, so `{command.split(' ')[0]}` is another command)."
+            elif prefix and prefix in command:
+                text += f": `{prefix}` appears at position {command.index(prefix)}, but a prefix rule only looks at the start of the command."
+            else:
+                text += f": it does not start with `{prefix}`."
+        return text
+    if _has_unescaped_star(content):
+        text = (
+            f"Bash rule `{content}` contains `*`, so it is a wildcard rule (Bash.match_rule): each `*` matches any "
+            "characters (spaces, `/`, `&&`, `|` included) and the whole command must match (re.fullmatch)."
+        )
+        if content.endswith(" *"):
+            text += f" A trailing ` *` also lets the bare `{content[:-2].strip()}` match."
+        text += f" The command `{command}` {verdict}."
+        if matched and _CHAIN.search(command):
+            text += " Note that a `*` also swallows chained commands."
+        return text
+    literal = content.replace("\\\\", "\x00").replace("\\*", "*").replace("\x00", "\\")
+    text = (
+        f"Bash rule `{content}` has no `*`, so it is a substring rule (Bash.match_rule: `pattern in command`): "
+        f"it matches wherever `{literal}` occurs in the command, not only at its start."
+    )
+    if matched:
+        pos = command.find(literal)
+        if pos > 0:
+            text += (
+                f" `{literal}` occurs at position {pos} of `{command}`, after `{command[:pos].strip()}`, "
+                f"so this command is covered too: the rule {verdict}."
+            )
+        else:
+            text += f" The command `{command}` contains it: the rule {verdict}."
+        if content != literal:
+            text += " (`\\*` in the rule stands for a literal `*`.)"
+    else:
+        text += f" `{literal}` does not occur in `{command}`: the rule {verdict}."
+    return text
+
+
+def _star_crossed_slash(pattern: str, path: str) -> bool:
+    """Whether fnmatch matched only because a ``*`` spanned a ``/``."""
+    if "*" not in pattern:
+        return False
+    strict = fnmatch.translate(pattern).replace(".*", "[^/]*")
+    return re.match(strict, path) is None
+
+
+def _is_abs(p: str) -> bool:
+    return p.startswith("/") or p.startswith("~") or bool(re.match(r"^[A-Za-z]:[\\/]", p))
+
+
+def _explain_path(
+    tool_name: str, content: str, tool_input: Mapping[str, Any], matched: bool | None, fields: tuple[str, ...]
+) -> str:
+    verdict = {True: "matches", False: "does not match", None: "may or may not match"}[matched]
+    field = fields[0]
+    path = tool_input.get(field)
+    text = (
+        f"{tool_name} rule `{content}` is a glob matched with fnmatch against the input `{field}` "
+        f"({tool_name}.match_rule): the whole path must match, `*` matches any characters including `/` "
+        "(so `*` and `**` both cross folders), and the path is compared as written (no `~` expansion, "
+        "no `..` clean-up, no resolution against the working directory)."
+    )
+    if not path:
+        return text + f" This call has no `{field}`, so the rule {verdict}."
+    path = str(path)
+    text += f" `{path}` {verdict}."
+    if matched and _star_crossed_slash(content, path):
+        text += (
+            f" Here `*` crosses `/`: `{content}` also covers `{path}` in a subfolder, unlike a shell glob where "
+            "`*` stops at `/`."
+        )
+    if _is_abs(content) != _is_abs(path):
+        if _is_abs(path):
+            text += (
+                f" The pattern is relative and the path absolute: fnmatch compares from the first character, so a "
+                f"relative `{content}` never matches the absolute `{path}`. Write the absolute pattern "
+                f"(e.g. `{os.path.dirname(path)}/**`) or start it with `*/`."
+            )
+        else:
+            text += (
+                f" The pattern is absolute and the path relative: fnmatch compares the strings as written, so the "
+                f"relative `{path}` is not resolved against the working directory and does not match `{content}`."
+            )
+    if "~" in content or path.startswith("~"):
+        text += " `~` is not expanded by the match: `~/x` and the absolute home path are different strings."
+    if "/../" in path or path.startswith("../") or path.endswith("/.."):
+        text += f" `{path}` contains `..`, which the match does not resolve: a pattern can match a path that leaves its folder."
+    return text
+
+
+def explain_match(
+    rule: PermissionRule | Mapping[str, Any],
+    tool_name: str,
+    input: Mapping[str, Any],
+    *,
+    tool: ToolBase | None = None,
+    matched: bool | None = None,
+) -> str:
+    """Say in words why ``rule`` matches (or not) a call of ``tool_name``.
+
+    The verdict is the engine's: ``matched`` when given (``try_call``
+    passes the result of ``PermissionEngine._rule_matches``), else
+    ``PermissionEngine._rule_matches`` run on ``tool`` (or a default
+    ``Bash()/Read()/Write()/Edit()/Glob()/Grep()`` for those names). The
+    words describe the semantics of the code that decides:
+
+    * no content (``None`` or ``""``): whole-tool rule,
+      ``PermissionEngine._rule_matches``;
+    * Bash: ``x:*`` prefix, wildcard ``*`` (``re.fullmatch``), substring
+      when there is no ``*`` -- ``Bash.match_rule`` in
+      ``tool/_builtin/_bash.py``;
+    * Read / Write / Edit: ``fnmatch.fnmatch(file_path, pattern)``, ``*``
+      crossing ``/``, relative vs absolute -- ``Read.match_rule``
+      (``_read.py``), ``Write.match_rule`` (``_write.py``),
+      ``Edit.match_rule`` (``_edit.py``); Glob (``path`` then
+      ``pattern``) and Grep (``path``) likewise;
+    * any other tool (``FunctionTool``, ``MCPTool``): ``ToolBase.match_rule``
+      returns ``rule_content is None``, so only whole-tool rules match.
+
+    Args:
+        rule: the rule (``PermissionRule`` or dict).
+        tool_name: the tool called.
+        input: the call's input dict.
+        tool: the tool object, if known.
+        matched: the engine's verdict, if already computed.
+
+    Returns:
+        str: a few sentences.
+
+    Raises:
+        DecisionError: if ``rule`` is an invalid dict.
+    """
+    r = _as_rule(rule, default_source="nb_hitl")
+    if tool is None:
+        tool = default_tool(tool_name)
+    if r.tool_name != tool_name:
+        return (
+            f"The rule is for {r.tool_name}, not {tool_name}: the engine looks rules up by the exact tool name "
+            f"(context.allow_rules.get(tool.name)), so it does not apply to this call."
+        )
+    if matched is None and tool is not None:
+        matched = _run_sync(PermissionEngine(PermissionContext())._rule_matches(tool, r, dict(input)))
+    if not r.rule_content:
+        what = "null" if r.rule_content is None else "an empty string"
+        return (
+            f"`{rule_label(r)}` has no rule_content ({what}): a whole-tool rule, which matches every call of "
+            f"{tool_name} (PermissionEngine._rule_matches returns True when rule_content is empty)."
+        )
+    kind = tool_kind(tool, tool_name)
+    if kind == "bash":
+        return _explain_bash(r.rule_content, input, matched)
+    if kind == "path":
+        return _explain_path(tool_name, r.rule_content, input, matched, ("file_path",))
+    if kind == "glob":
+        text = _explain_path(
+            tool_name, r.rule_content, {"path": input.get("path") or input.get("pattern")}, matched, ("path",)
+        )
+        return text + " (Glob.match_rule tries the search `path` first, then the `pattern` itself.)"
+    if kind == "grep":
+        text = _explain_path(tool_name, r.rule_content, input, matched, ("path",))
+        return text + " (Grep.match_rule uses the current directory when there is no `path`.)"
+    if kind == "function":
+        return (
+            f"{tool_name} does not override ToolBase.match_rule, which returns `rule_content is None`: only a "
+            f"whole-tool rule (rule_content null) matches. `{rule_label(r)}` has content `{r.rule_content}`, "
+            "so it never matches, whatever the input."
+        )
+    verdict = {True: "matches", False: "does not match", None: "may or may not match"}[matched]
+    return f"{tool_name} has its own match_rule (in {type(tool).__module__}); by it, `{rule_label(r)}` {verdict} this call."

@@ -1,0 +1,309 @@
+"""Drive one AgentScope agent inside the running kernel and show its pauses.
+
+:class:`Session` consumes ``agent.reply_stream(...)`` on the kernel's own
+asyncio loop (no loop patching), turns every ``RequireUserConfirmEvent`` /
+``RequireExternalExecutionEvent`` into a :class:`~nb_hitl.pauses.Pause` shown
+in a :class:`~nb_hitl.widgets.ReplyWidget`, and resumes the parked reply
+exactly once per decision with AgentScope's own events.
+
+* ``await session.run("...")``: the cell awaits until the reply ends; clicks
+  are handled while it waits (comm messages are dispatched while an async
+  cell awaits, ipykernel 7.4).
+* ``session.start("...")``: returns an ``asyncio.Task`` at once.
+
+The parts: ``_run`` (run state, pause transitions), ``_drive`` (the stream),
+``_actions`` (clicks, deadlines), ``_transcript``, ``_core`` (shared bits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+import uuid
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from agentscope.message import Msg, UserMsg
+from agentscope.state import AgentState
+
+from .._agentscope import POLICY_CONTEXT_KEY, msg_text
+from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
+from ..pauses import Pause
+from ..store import AuditLog, CheckpointStore
+from ._drive import Driver, close_dangling_tool_calls
+from ._run import PauseTransitionError, ReplyRun, transition
+from ._transcript import Transcript
+
+__all__ = [
+    "Session",
+    "ReplyRun",
+    "Transcript",
+    "PauseTransitionError",
+    "transition",
+    "close_dangling_tool_calls",
+    "POLICY_CONTEXT_KEY",
+]
+
+log = logging.getLogger("nb_hitl.session")
+
+_SESSIONS: weakref.WeakKeyDictionary[Any, Session] = weakref.WeakKeyDictionary()
+
+
+class Session(Driver):
+    """Drive an AgentScope ``Agent`` in the notebook's kernel.
+
+    Args:
+        agent: a real ``agentscope.agent.Agent``.
+        display: show a :class:`~nb_hitl.widgets.ReplyWidget` for each reply
+            in the current cell's output (``True``) or stay headless.
+        audit_log: path (or :class:`~nb_hitl.store.AuditLog`) of a JSON-lines
+            log; every decision is appended and fsynced before the agent is
+            resumed.
+        checkpoints: folder (or :class:`~nb_hitl.store.CheckpointStore`) where
+            the agent's ``AgentState`` is written at every pause.
+        session_id: the checkpoint's name; a fresh id when omitted.
+        user_name: the ``name`` of user messages built from strings.
+        deadline: seconds a pause stays open (like AG-UI's ``expires_at``);
+            ``None`` (default) waits forever.
+        on_deadline: what happens when it passes: ``"deny"`` (a confirmation
+            is denied, an external call gets an ERROR result) or
+            ``"interrupt"`` (the whole reply is interrupted). Either way the
+            audit log records it and the widget says what happened.
+
+    A new ``Session`` for an agent that already has one supersedes it: the
+    old session's open pauses expire ("superseded") and refuse clicks, and
+    the new one adopts the agent's parked reply (see :meth:`resume`).
+
+    Raises:
+        TypeError: ``agent`` does not look like an AgentScope ``Agent``.
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        *,
+        display: bool = True,
+        audit_log: str | os.PathLike[str] | AuditLog | None = None,
+        checkpoints: str | os.PathLike[str] | CheckpointStore | None = None,
+        session_id: str | None = None,
+        user_name: str = "user",
+        deadline: float | None = None,
+        on_deadline: str = "deny",
+    ) -> None:
+        if on_deadline not in ("deny", "interrupt"):
+            raise ValueError(f"on_deadline must be 'deny' or 'interrupt', got {on_deadline!r}")
+        if deadline is not None and not deadline > 0:
+            raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
+        if not hasattr(agent, "reply_stream") or not hasattr(agent, "state"):
+            raise TypeError(f"Session needs an agentscope.agent.Agent, got {type(agent).__name__}")
+        self.agent = agent
+        self.display = display
+        self.audit_log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
+        self.checkpoints = (
+            checkpoints
+            if checkpoints is None or isinstance(checkpoints, CheckpointStore)
+            else CheckpointStore(checkpoints)
+        )
+        self.session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
+        self.user_name = user_name
+        self.deadline = deadline
+        self.on_deadline = on_deadline
+        self.runs: list[ReplyRun] = []
+        self.superseded_by: Session | None = None
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[str, ReplyRun], None]] = []
+        self._event_listeners: list[Callable[[Any, ReplyRun], None]] = []
+        # driving tasks of a superseded Session, still unwinding (cancelled)
+        self._inherited: list[asyncio.Task] = []
+        old = _SESSIONS.get(agent)
+        if old is not None and old is not self:
+            old._supersede(self)
+        _SESSIONS[agent] = self
+
+    # ------------------------------------------------------------------
+    # public API
+    # ------------------------------------------------------------------
+    @property
+    def current(self) -> ReplyRun | None:
+        """The latest reply run, or ``None`` before the first."""
+        return self.runs[-1] if self.runs else None
+
+    @property
+    def pending(self) -> list[Pause]:
+        """Open pauses of the current reply (empty when nothing waits)."""
+        run = self.current
+        return run.open_pauses() if run and run.live else []
+
+    async def run(self, message: str | Msg | list[Msg], *, interrupt_pending: bool = False) -> Msg:
+        """Send a message and await the whole reply, answering pauses inline.
+
+        Args:
+            message: a string (sent as a user ``Msg``), a ``Msg`` or a list.
+            interrupt_pending: when the agent is parked on open pauses,
+                interrupt that reply first (``UserInterruptEvent``) instead
+                of refusing.
+
+        Returns:
+            the reply's final ``Msg``.
+
+        Raises:
+            PendingPauseError: the agent is parked and ``interrupt_pending``
+                is False (AgentScope would raise a bare ``ValueError``; C07).
+            Exception: whatever the agent raised; the widget shows it too.
+        """
+        task = self.start(message, interrupt_pending=interrupt_pending)
+        # Shielded: interrupting the cell (Kernel > Interrupt) stops waiting
+        # here but does not cancel the reply, whose widget stays live.
+        return await asyncio.shield(task)
+
+    def start(self, message: str | Msg | list[Msg], *, interrupt_pending: bool = False) -> asyncio.Task:
+        """Like :meth:`run`, but return the driving ``asyncio.Task`` at once.
+
+        The cell returns; the reply continues on the kernel's loop and the
+        widget updates itself. ``await`` the task for the final ``Msg``.
+
+        Raises:
+            PendingPauseError: see :meth:`run` (raised here, synchronously).
+        """
+        self._check_current()
+        parked = self.parked_tool_calls()
+        prior = self.current
+        if (prior is not None and prior.task is not None and not prior.task.done()) or parked:
+            if not interrupt_pending:
+                names = ", ".join(f"{tc.name} ({tc.id})" for tc in parked) or "a running reply"
+                shown = prior is not None and prior.live
+                raise PendingPauseError(
+                    f"The agent {self.agent.name!r} is still waiting on {names}. "
+                    + (
+                        "Answer the open pause(s) above"
+                        if shown
+                        else "No live widget shows them: `await session.resume()` shows them again"
+                    )
+                    + ", or call again with interrupt_pending=True to interrupt that reply first."
+                )
+        msgs = UserMsg(name=self.user_name, content=message) if isinstance(message, str) else message
+        prompt = message if isinstance(message, str) else msg_text(msgs if isinstance(msgs, Msg) else None)
+        run = self._new_run(prompt=prompt)
+        run.task = asyncio.get_running_loop().create_task(
+            self._drive(run, msgs, interrupt_first=bool(interrupt_pending and (parked or prior)), prior=prior)
+        )
+        return run.task
+
+    async def resume(self) -> Msg:
+        """Adopt and drive a reply that is already parked in the agent's state
+        (after :meth:`restore` or when this session superseded another):
+        re-renders its open pauses and awaits the end of the reply.
+
+        Raises:
+            NbHitlError: the agent is not parked.
+        """
+        return await asyncio.shield(self.start_resume())
+
+    def start_resume(self) -> asyncio.Task:
+        """Like :meth:`resume` but returns the driving task at once."""
+        self._check_current()
+        parked = self.parked_tool_calls()
+        if not parked:
+            raise NbHitlError(f"The agent {self.agent.name!r} has no parked reply to resume.")
+        run = self._new_run(prompt="(resumed)")
+        run.reply_id = self.agent.state.reply_id
+        self._push(run, reply_id=run.reply_id)
+        run.task = asyncio.get_running_loop().create_task(self._drive(run, None, adopt=True))
+        return run.task
+
+    @classmethod
+    def restore(
+        cls,
+        agent_factory: Callable[[Any], Any],
+        checkpoints: str | CheckpointStore,
+        session_id: str | None = None,
+        **kwargs: Any,
+    ) -> Session:
+        """Rebuild a session after a kernel restart from its last checkpoint.
+
+        Args:
+            agent_factory: ``(state: AgentState) -> Agent``; must pass
+                ``state=`` to the ``Agent`` constructor (replacing
+                ``agent.state`` afterwards leaves the permission engine on
+                the old rules, see AgentScope's ``Agent.__init__``).
+            checkpoints: the checkpoint folder or store.
+            session_id: which checkpoint; the newest when omitted.
+            **kwargs: more :class:`Session` arguments (``audit_log``...).
+
+        Returns:
+            the session; call :meth:`resume` (or :meth:`start_resume`) to
+            show the open pauses and continue.
+
+        Raises:
+            FileNotFoundError: no checkpoint.
+        """
+        store = checkpoints if isinstance(checkpoints, CheckpointStore) else CheckpointStore(checkpoints)
+        if session_id is None:
+            ids = store.sessions()
+            if not ids:
+                raise FileNotFoundError(f"No checkpoint in {store.folder}")
+            session_id = ids[0]
+        record = store.load(session_id)
+        state = AgentState.model_validate_json(json.dumps(record["state"]))
+        agent = agent_factory(state)
+        close_dangling_tool_calls(agent)
+        return cls(agent, checkpoints=store, session_id=session_id, **kwargs)
+
+    async def interrupt(self, reason: str = "Interrupted by the user.") -> None:
+        """Interrupt the current reply: a parked one gets AgentScope's
+        ``UserInterruptEvent`` (every open call ends ``interrupted``); a
+        running one has its driving task cancelled (AgentScope ends it
+        ``interrupted``). Its open pauses expire with ``reason``."""
+        run = self.current
+        if run is None or not run.live:
+            return
+        self._request_interrupt(run, reason)
+        if run.task is not None and not run.task.done():
+            if run.status == "running":
+                run.task.cancel()
+            try:
+                await asyncio.shield(run.task)
+            except (asyncio.CancelledError, Exception):  # its widget shows how it ended
+                log.debug("the interrupted reply ended with an error", exc_info=True)
+
+    def act(self, message: dict[str, Any]) -> Any:
+        """Take an action as the page would (``{"action", "tool_call_id", ...}``).
+
+        The same path as a click: for programmatic answers and tests.
+        Returns the handler's result (a coroutine for decisions: await it).
+
+        Raises:
+            NbHitlError: the refusal a widget would show.
+        """
+        run = self.current
+        if run is None:
+            raise PauseNotLiveError("Nothing has run yet.")
+        return self._on_action(run, message)
+
+    def audit_table(self) -> Any:
+        """An :class:`~nb_hitl.widgets.AuditLogTable` of this session's audit log.
+
+        Raises:
+            NbHitlError: the session has no audit log.
+        """
+        if self.audit_log is None:
+            raise NbHitlError("This Session has no audit_log; pass audit_log=PATH when creating it.")
+        from ..widgets.audit import AuditLogTable
+
+        return AuditLogTable(self.audit_log)
+
+    def on_event(self, listener: Callable[[Any, ReplyRun], None]) -> None:
+        """Call ``listener(event, run)`` for every item of ``agent.reply_stream``
+        this session consumes (AgentScope's ``AgentEvent``s and the final
+        ``Msg``), in order, before nb_hitl acts on it. Used by the AG-UI server
+        to translate the stream; a listener that raises is ignored."""
+        self._event_listeners.append(listener)
+
+    def on_change(self, listener: Callable[[str, ReplyRun], None]) -> None:
+        """Call ``listener(kind, run)`` on ``"pause"``, ``"decision"`` and
+        ``"end"`` (used by the AG-UI server and the permission explorer)."""
+        self._listeners.append(listener)

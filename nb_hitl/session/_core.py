@@ -1,0 +1,215 @@
+"""What every part of a :class:`~nb_hitl.session.Session` shares.
+
+:class:`SessionCore` holds the session's fields and the small operations the
+driving loop (``_drive``), the page actions (``_actions``) and the public API
+all use: new runs and their widgets, pushing a run's view, notifying
+listeners, expiring pauses, requesting an interrupt, writing the checkpoint
+and the audit records. The pause status only changes through
+:func:`~nb_hitl.session._run.transition`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agentscope.message import ToolCallBlock
+
+from .._agentscope import awaiting_tool_calls
+from ..decisions import Decision
+from ..pauses import Pause
+from ..store import AuditLog, CheckpointStore
+from ._run import ReplyRun, can_transition, transition
+
+if TYPE_CHECKING:
+    from . import Session
+
+__all__ = ["SessionCore"]
+
+log = logging.getLogger("nb_hitl.session")
+
+
+class SessionCore:
+    """Fields and shared operations of a session (see :class:`~nb_hitl.session.Session`)."""
+
+    agent: Any
+    display: bool
+    audit_log: AuditLog | None
+    checkpoints: CheckpointStore | None
+    session_id: str
+    user_name: str
+    deadline: float | None
+    on_deadline: str
+    runs: list[ReplyRun]
+    superseded_by: Session | None
+    _lock: threading.Lock
+    _listeners: list[Callable[[str, ReplyRun], None]]
+    _event_listeners: list[Callable[[Any, ReplyRun], None]]
+    _inherited: list[asyncio.Task]
+
+    # -- implemented by the page actions (``_actions``) -----------------
+    def _on_action(self, run: ReplyRun, message: Any) -> Any:
+        raise NotImplementedError
+
+    def _deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
+        raise NotImplementedError
+
+    # -- state -----------------------------------------------------------
+    def parked_tool_calls(self) -> list[ToolCallBlock]:
+        """The agent's tool calls waiting for a person, from its state
+        (``AgentState.get_awaiting_tool_calls``)."""
+        return awaiting_tool_calls(self.agent)
+
+    def checkpoint(self) -> None:
+        """Write the agent's ``AgentState`` to the session's checkpoint now.
+
+        A no-op without ``checkpoints``. Tools that shape a pause (reviewed
+        tools) call it around work that must survive a kernel restart.
+        """
+        if self.checkpoints is None:
+            return
+        self.checkpoints.save(self.session_id, self.agent.name, self.agent.state.model_dump_json())
+
+    # -- runs and widgets ------------------------------------------------
+    def _check_current(self) -> None:
+        from ..errors import PauseNotLiveError
+
+        if self.superseded_by is not None:
+            raise PauseNotLiveError("This Session was superseded by a newer Session for the same agent; use that one.")
+
+    def _new_run(self, prompt: str) -> ReplyRun:
+        run = ReplyRun(prompt=prompt)
+        if self.display:
+            from ..widgets.reply import ReplyWidget
+
+            def handler(msg: Any, _run: ReplyRun = run) -> Any:
+                return self._on_action(_run, msg)
+
+            run.widget = ReplyWidget(
+                handler=handler,
+                agent_name=self.agent.name,
+                prompt=prompt,
+            )
+            try:
+                from IPython.display import display
+
+                display(run.widget)
+            except Exception:  # outside IPython the widget is only kept
+                log.debug("could not display the reply widget", exc_info=True)
+        self.runs.append(run)
+        return run
+
+    def _push(self, run: ReplyRun, **traits: Any) -> None:
+        """Send the run's view to its widget (trait assignment = one comm update)."""
+        if run.widget is None:
+            return
+        # transcript first: a pause card goes under its tool call's entry
+        traits.setdefault("transcript", run.transcript.view())
+        traits.setdefault("pauses", [p.to_view() for p in run.pauses.values()])
+        traits.setdefault("status", run.status)
+        traits.setdefault("status_reason", run.reason)
+        try:
+            with run.widget.hold_sync():
+                for name, value in traits.items():
+                    setattr(run.widget, name, value)
+        except Exception:  # a closed comm must not stop the agent
+            log.warning("could not update the reply widget", exc_info=True)
+
+    def _notify(self, kind: str, run: ReplyRun) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(kind, run)
+            except Exception:  # a listener never stops the agent
+                log.warning("an on_change listener raised on %r", kind, exc_info=True)
+
+    def _expire(self, run: ReplyRun, status: str, reason: str) -> None:
+        for pause in run.pauses.values():
+            if pause.status in ("open", "deciding"):
+                transition(pause, "expired", reason=reason)
+        for decision in run.queue:
+            # recorded, but the reply ended before it reached the agent
+            queued = run.pauses.get(decision.tool_call_id)
+            if queued is not None and can_transition(queued, "expired"):
+                transition(queued, "expired", reason=f"Decided, but the reply ended before the agent got it: {reason}")
+            self._audit_record(
+                {
+                    "reply_id": run.reply_id,
+                    "tool_call_id": decision.tool_call_id,
+                    "tool_name": queued.tool_name if queued else None,
+                    "decision": "discarded",
+                    "reason": reason,
+                }
+            )
+        run.queue = []
+        run.status = status
+        run.reason = reason
+        run.wake.set()
+        self._push(run)
+
+    def _discard_unapplied(self, run: ReplyRun) -> None:
+        """Decisions handed to the agent whose reply stopped before AgentScope
+        applied them: the call still waits in the agent's state, so the
+        decision never took effect. Say so in the audit log (``discarded``);
+        a Session that adopts the reply asks for the call again."""
+        awaiting = {tc.id for tc in self.parked_tool_calls()}
+        for pause in run.pauses.values():
+            if pause.status == "delivered" and pause.tool_call_id in awaiting:
+                transition(
+                    pause, "expired", reason="Decided, but the reply stopped before the agent applied the decision."
+                )
+                self._audit_pause(pause, decision="discarded", reason=pause.reason)
+        self._push(run)
+
+    def _supersede(self, newer: SessionCore) -> None:
+        self.superseded_by = newer  # type: ignore[assignment]
+        newer._inherited.extend(r.task for r in self.runs if r.task is not None and not r.task.done())
+        for run in self.runs:
+            if run.live:
+                if run.task is not None and not run.task.done():
+                    run.task.cancel()
+                self._expire(run, "expired", "Superseded by a newer Session for this agent.")
+
+    def _request_interrupt(self, run: ReplyRun, reason: str) -> None:
+        run.interrupt_requested = True
+        run.reason = reason
+        for pause in run.pauses.values():
+            if pause.status in ("open", "deciding"):
+                transition(pause, "expired", reason=reason)
+        run.wake.set()
+        self._push(run)
+
+    # -- audit -----------------------------------------------------------
+    def _audit_record(self, fields: dict[str, Any]) -> None:
+        """Append one audit record (fsynced; see :class:`~nb_hitl.store.AuditLog`)."""
+        if self.audit_log is None:
+            return
+        self.audit_log.append({"session_id": self.session_id, "agent": self.agent.name, **fields})
+
+    def _audit_pause(self, pause: Pause, **fields: Any) -> None:
+        """Append one audit record about ``pause``."""
+        self._audit_record(
+            {
+                "reply_id": pause.reply_id,
+                "tool_call_id": pause.tool_call_id,
+                "tool_name": pause.tool_name,
+                "kind": pause.kind,
+                "original_input": pause.input if pause.input is not None else pause.tool_call.input,
+                "policy": pause.policy,
+                **fields,
+            }
+        )
+
+    def _audit(self, pause: Pause, decision: Decision) -> None:
+        summary = decision.summary()
+        self._audit_pause(
+            pause,
+            edited_input=decision.edited_input,
+            decision=decision.action,
+            confirmed=summary.get("confirmed"),
+            accepted_rules=summary.get("accepted_rules", []),
+            answers=summary.get("answers"),
+            output=summary.get("output"),
+        )

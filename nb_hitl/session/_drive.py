@@ -1,0 +1,331 @@
+"""Driving the agent: consuming ``agent.reply_stream(...)`` and resuming it.
+
+The driving task of a run calls ``reply_stream`` with the first input, turns
+the stream into the run's :class:`~nb_hitl.session._transcript.Transcript`
+and pauses (``RequireUserConfirmEvent`` / ``RequireExternalExecutionEvent``),
+then waits for decisions and resumes the parked reply with AgentScope's own
+``UserConfirmResultEvent``, ``ExternalExecutionResultEvent`` or
+``UserInterruptEvent`` (one event per batch of decisions of a kind), until
+the reply ends. The set of open pauses is re-read from the agent's state
+after each stream (AgentScope re-sends no event for calls left open).
+:func:`close_dangling_tool_calls` gives a result to calls a crash left open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+from agentscope.event import (
+    ExceedMaxItersEvent,
+    ExternalExecutionResultEvent,
+    ReplyEndEvent,
+    ReplyStartEvent,
+    RequireExternalExecutionEvent,
+    RequireUserConfirmEvent,
+    TextBlockDeltaEvent,
+    TextBlockStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallStartEvent,
+    ToolResultEndEvent,
+    ToolResultStartEvent,
+    ToolResultTextDeltaEvent,
+    UserConfirmResultEvent,
+    UserInterruptEvent,
+)
+from agentscope.message import Msg, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState
+
+from .._agentscope import POLICY_CONTEXT_KEY, enum_value, is_parked, msg_text, permission_engine
+from ..pauses import Pause, build_pause
+from ._actions import Actions
+from ._run import TERMINAL, ReplyRun, transition
+
+__all__ = ["Driver", "close_dangling_tool_calls"]
+
+log = logging.getLogger("nb_hitl.session")
+
+_DANGLING_NOTE = (
+    "<system-reminder>This tool call was interrupted: the process running it stopped before it "
+    "returned a result, so it may or may not have taken effect.</system-reminder>"
+)
+
+
+def close_dangling_tool_calls(agent: Any) -> list[str]:
+    """Give an ``interrupted`` result to tool calls left without one.
+
+    A state restored after a crash mid-tool has a call in state ``allowed``
+    (or ``pending``) and no result; AgentScope 2.0.11 then accepts a new
+    message and sends the model a call without a result. This closes such
+    calls in the agent's last message the way AgentScope's own interrupt
+    path does (``Agent._close_unfinished_tool_calls``): state ``finished``
+    plus a ``ToolResultBlock(state=INTERRUPTED)``. Calls that are parked on
+    purpose (``asking``, ``submitted``) are left alone, and so are
+    ``pending`` calls while the reply is parked: AgentScope leaves a call
+    ``pending`` on purpose when it was de-duplicated in a concurrent batch or
+    not reached yet in a sequential one, and re-checks it once the parked
+    calls are answered (``Agent._next_action``).
+
+    Returns:
+        the ids of the calls closed.
+    """
+    context = agent.state.context
+    if not context:
+        return []
+    last = context[-1]
+    if last.role != "assistant" or last.name != agent.name or isinstance(last.content, str):
+        return []
+    answered = {b.id for b in last.content if getattr(b, "type", None) == "tool_result"}
+    closable: tuple[str, ...] = (ToolCallState.ALLOWED.value,)
+    if not is_parked(agent):
+        closable += (ToolCallState.PENDING.value,)
+    closed = []
+    for block in list(last.content):
+        if getattr(block, "type", None) != "tool_call" or block.id in answered:
+            continue
+        if enum_value(block.state) in closable:
+            block.state = ToolCallState.FINISHED
+            last.content.append(
+                ToolResultBlock(id=block.id, name=block.name, output=_DANGLING_NOTE, state=ToolResultState.INTERRUPTED)
+            )
+            closed.append(block.id)
+    return closed
+
+
+class Driver(Actions):
+    """The driving loop of a session (mixed into :class:`~nb_hitl.session.Session`)."""
+
+    async def _drive(
+        self,
+        run: ReplyRun,
+        first_input: Any,
+        *,
+        interrupt_first: bool = False,
+        prior: ReplyRun | None = None,
+        adopt: bool = False,
+    ) -> Msg:
+        try:
+            if interrupt_first:
+                await self._interrupt_parked(prior)
+            for old_task in self._inherited:
+                # a superseded Session's reply is still unwinding: two
+                # reply_stream calls must never overlap on one agent
+                if not old_task.done():
+                    await asyncio.wait([old_task])
+            if not adopt:
+                # only now: a reply still running until the interrupt above
+                # has its running call closed by AgentScope itself, and
+                # closing it here first would give it two results
+                close_dangling_tool_calls(self.agent)
+            inp = first_input
+            if adopt:
+                await self._sync_pauses(run)
+                inp = await self._next_input(run)
+            while True:
+                if inp is not None:
+                    await self._consume(run, inp)
+                if run.status in TERMINAL:
+                    break
+                if not is_parked(self.agent):
+                    # The stream ended without REPLY_END and nothing waits
+                    run.status = "finished"
+                    break
+                await self._sync_pauses(run)
+                inp = await self._next_input(run)
+                if inp is None:
+                    break
+        except asyncio.CancelledError:
+            self._discard_unapplied(run)
+            if run.live:  # a superseded run is already "expired": keep that
+                if is_parked(self.agent) and not run.interrupt_requested:
+                    # cancelled while parked, not interrupted on purpose: the
+                    # agent still waits, and a new driver can adopt the reply
+                    self._expire(
+                        run,
+                        "expired",
+                        "The task driving this reply was cancelled while the agent waited; "
+                        "`await session.resume()` shows its open pauses again.",
+                    )
+                else:
+                    self._expire(run, "interrupted", run.reason or "The reply was cancelled.")
+            self._notify("end", run)
+            raise
+        except BaseException as exc:
+            self._discard_unapplied(run)
+            run.error = exc
+            self._expire(run, "error", f"{type(exc).__name__}: {exc}")
+            self._notify("end", run)
+            raise
+        if run.status not in TERMINAL:
+            run.status = "finished"
+        self._expire(run, run.status, run.reason or f"The reply {run.status}.")
+        self._push(run, final_text=msg_text(run.final))
+        self._notify("end", run)
+        return run.final  # type: ignore[return-value]
+
+    async def _interrupt_parked(self, prior: ReplyRun | None) -> None:
+        if prior is not None and prior.live:
+            was_running = prior.status == "running"
+            self._request_interrupt(prior, "Interrupted: a new message was sent to the agent.")
+            if prior.task is not None and not prior.task.done():
+                if was_running:
+                    prior.task.cancel()
+                try:
+                    await asyncio.shield(prior.task)
+                except (asyncio.CancelledError, Exception):  # its own widget shows how it ended
+                    log.debug("the interrupted reply ended with an error", exc_info=True)
+        if is_parked(self.agent):
+            async for _ in self.agent.reply_stream(UserInterruptEvent(reply_id=self.agent.state.reply_id)):
+                pass
+
+    async def _next_input(self, run: ReplyRun) -> Any:
+        """Wait for decisions and build the next resume event.
+
+        Confirmations and external results go in separate events (each is
+        one AgentScope input); all queued decisions of a kind go together.
+        """
+        while True:
+            if run.interrupt_requested:
+                run.interrupt_requested = False
+                return UserInterruptEvent(reply_id=run.reply_id)
+            if run.status in TERMINAL:
+                return None
+            confirms = [d for d in run.queue if d.confirm_result is not None]
+            externals = [d for d in run.queue if d.tool_result is not None]
+            if confirms or externals:
+                batch = confirms or externals
+                run.queue = [d for d in run.queue if d not in batch]
+                for d in batch:
+                    transition(run.pauses[d.tool_call_id], "delivered")
+                run.resumes += 1
+                if confirms:
+                    return UserConfirmResultEvent(
+                        reply_id=run.reply_id,
+                        confirm_results=[d.confirm_result for d in confirms if d.confirm_result is not None],
+                    )
+                return ExternalExecutionResultEvent(
+                    reply_id=run.reply_id,
+                    execution_results=[d.tool_result for d in externals if d.tool_result is not None],
+                )
+            run.status = "paused"
+            self._push(run)
+            run.wake.clear()
+            await run.wake.wait()
+
+    async def _sync_pauses(self, run: ReplyRun) -> None:
+        """Make the run's pauses match the agent's awaiting tool calls.
+
+        AgentScope re-sends no event for calls left open after a partial
+        answer, and a restored state has no events at all: the state is the
+        source of truth."""
+        awaiting = self.parked_tool_calls()
+        if awaiting and not run.reply_id:
+            run.reply_id = self.agent.state.reply_id
+        for tc in awaiting:
+            if tc.id not in run.pauses or run.pauses[tc.id].status in ("delivered",):
+                await self._add_pause(run, tc)
+        run.status = "paused"
+        self.checkpoint()
+        self._push(run, reply_id=run.reply_id)
+
+    async def _add_pause(self, run: ReplyRun, tool_call: ToolCallBlock) -> Pause:
+        tool = await self.agent.toolkit.get_tool(tool_call.name)
+        permission = None
+        if enum_value(tool_call.state) == ToolCallState.ASKING.value and tool is not None:
+            try:
+                permission = await permission_engine(self.agent).check_permission(
+                    tool, json.loads(tool_call.input or "{}")
+                )
+            except Exception:  # the engine's message is informative only
+                log.debug("no permission message for %s", tool_call.id, exc_info=True)
+                permission = None
+        pause = build_pause(run.reply_id or self.agent.state.reply_id, tool_call, tool, permission)
+        policies = self.agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
+        if isinstance(policies, dict) and tool_call.id in policies:
+            pause.policy = str(policies[tool_call.id])
+            from ..policy import describe_policy_pause  # the engine alone does not see the policy
+
+            describe_policy_pause(self.agent, pause)
+        # An external tool may take over its pause (nb_hitl's reviewed tools
+        # and structured questions, ``nb_hitl.kinds.PauseShaper``):
+        # ``async prepare_pause(pause, host)`` may set the kind, the result to
+        # review or a response schema. A confirmation (state ``asking``) is
+        # the engine's, never the tool's.
+        prepare = getattr(tool, "prepare_pause", None)
+        if prepare is not None and enum_value(tool_call.state) == ToolCallState.SUBMITTED.value:
+            await prepare(pause, self)
+        if self.deadline is not None:
+            pause.deadline = pause.created_at + self.deadline
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.deadline, self._deadline_passed, run, pause)
+        run.pauses[pause.tool_call_id] = pause
+        self._notify("pause", run)
+        return pause
+
+    async def _consume(self, run: ReplyRun, inp: Any) -> None:
+        """Consume one ``reply_stream`` call into the transcript and pauses."""
+        run.status = "running"
+        self._push(run)
+        tr = run.transcript
+        dirty = False
+        last_push = 0.0
+
+        def call_name(tool_call_id: str) -> str:
+            pause = run.pauses.get(tool_call_id)
+            return pause.tool_name if pause is not None else tr.call_name(tool_call_id)
+
+        async for ev in self.agent.reply_stream(inp, yield_final_msg=True):
+            for listener in self._event_listeners:
+                try:
+                    listener(ev, run)
+                except Exception:  # a listener never stops the agent
+                    log.warning("an on_event listener raised", exc_info=True)
+            if isinstance(ev, Msg):
+                run.final = ev
+                continue
+            changed = True
+            if isinstance(ev, ReplyStartEvent):
+                run.reply_id = ev.reply_id
+                self._push(run, reply_id=ev.reply_id)
+                changed = False
+            elif isinstance(ev, TextBlockStartEvent):
+                tr.text(ev.block_id)
+                changed = False
+            elif isinstance(ev, TextBlockDeltaEvent):
+                tr.text(ev.block_id, ev.delta)
+            elif isinstance(ev, ToolCallStartEvent):
+                tr.tool_call(ev.tool_call_id, ev.tool_call_name)
+            elif isinstance(ev, ToolCallDeltaEvent):
+                tr.tool_call(ev.tool_call_id, input_text=ev.delta)
+            elif isinstance(ev, ToolResultStartEvent):
+                tr.tool_result(ev.tool_call_id, state="running", name=ev.tool_call_name)
+            elif isinstance(ev, ToolResultTextDeltaEvent):
+                tr.tool_result(ev.tool_call_id, ev.delta, name=call_name(ev.tool_call_id))
+            elif isinstance(ev, ToolResultEndEvent):
+                tr.tool_result(ev.tool_call_id, state=enum_value(ev.state), name=call_name(ev.tool_call_id))
+                pause = run.pauses.get(ev.tool_call_id)
+                if pause is not None and pause.status in ("decided", "delivered"):
+                    transition(pause, "delivered")
+            elif isinstance(ev, (RequireUserConfirmEvent, RequireExternalExecutionEvent)):
+                run.reply_id = ev.reply_id
+                for tc in ev.tool_calls:
+                    await self._add_pause(run, tc)
+            elif isinstance(ev, ExceedMaxItersEvent):
+                tr.note("The agent reached its iteration limit.")
+            elif isinstance(ev, ReplyEndEvent) and run.live:
+                reason = enum_value(ev.finished_reason)
+                run.status = "interrupted" if reason == "interrupted" else "finished"
+                if ev.error is not None:
+                    run.status = "error"
+                    run.reason = str(getattr(ev.error, "message", ev.error))
+            else:
+                changed = False
+            dirty = dirty or changed
+            now = time.monotonic()
+            if dirty and now - last_push > 0.03:
+                self._push(run)
+                dirty = False
+                last_push = now
+        self._push(run)

@@ -1,0 +1,127 @@
+"""The run state of one reply and the life cycle of its pauses.
+
+:class:`ReplyRun` is what a :class:`~nb_hitl.session.Session` knows about one
+reply it drives (AgentScope's ``reply_id``, its pauses, the decisions queued
+for the agent, its transcript). A pause's ``status`` only changes through
+:func:`transition`, along the named edges of :data:`TRANSITIONS`::
+
+    open -> deciding -> decided -> delivered
+    open | deciding | decided -> expired
+    deciding -> open (a check refused the decision)
+
+An illegal change raises :class:`PauseTransitionError` (an internal error,
+logged) instead of silently overwriting the status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentscope.message import Msg
+
+from ..decisions import Decision
+from ..errors import NbHitlError
+from ..pauses import Pause, PauseStatus
+from ._transcript import Transcript
+
+__all__ = ["ReplyRun", "TERMINAL", "TRANSITIONS", "PauseTransitionError", "transition", "can_transition"]
+
+log = logging.getLogger("nb_hitl.session")
+
+TERMINAL = ("finished", "interrupted", "expired", "error")
+"""Run statuses after which the reply takes no decision."""
+
+TRANSITIONS: dict[tuple[PauseStatus, PauseStatus], str] = {
+    ("open", "deciding"): "decide",  # a click passed the synchronous checks
+    ("deciding", "open"): "refuse",  # an async check refused it: the pause is open again
+    ("deciding", "decided"): "record",  # audited and queued for the agent
+    ("decided", "delivered"): "deliver",  # handed to the agent in a resume event
+    ("delivered", "delivered"): "deliver",  # the tool result arrived for a delivered decision
+    ("open", "expired"): "expire",
+    ("deciding", "expired"): "expire",
+    ("decided", "expired"): "expire",  # recorded, but the reply ended before the agent got it
+    ("delivered", "expired"): "expire",  # delivered, but the reply stopped before AgentScope applied it
+}
+"""The legal pause status changes, ``(from, to) -> name of the transition``."""
+
+
+class PauseTransitionError(NbHitlError):
+    """An illegal pause status change was asked for (a bug in nb_hitl, not a user error)."""
+
+
+def can_transition(pause: Pause, to: PauseStatus) -> bool:
+    """Whether ``pause`` may move from its status to ``to``."""
+    return (pause.status, to) in TRANSITIONS
+
+
+def transition(pause: Pause, to: PauseStatus, *, reason: str | None = None) -> str:
+    """Move ``pause.status`` to ``to`` along a legal edge of :data:`TRANSITIONS`.
+
+    Args:
+        pause: the pause (its ``status`` is changed in place).
+        to: the new status.
+        reason: set as ``pause.reason`` (expiries say why).
+
+    Returns:
+        the name of the transition (``"decide"``, ``"expire"``...).
+
+    Raises:
+        PauseTransitionError: ``(pause.status, to)`` is not a legal edge; the
+            status is left unchanged and the error is logged.
+    """
+    name = TRANSITIONS.get((pause.status, to))
+    if name is None:
+        err = PauseTransitionError(
+            f"Illegal pause transition {pause.status} -> {to} for {pause.tool_name} ({pause.tool_call_id})"
+        )
+        log.error("%s", err)
+        raise err
+    pause.status = to
+    if reason is not None:
+        pause.reason = reason
+    return name
+
+
+@dataclass
+class ReplyRun:
+    """One reply of the agent as the session drives it.
+
+    Attributes:
+        reply_id: AgentScope's ``reply_id`` (known after ``REPLY_START``, or
+            taken from the agent's state for a restored parked reply).
+        widget: the inline view, or ``None`` when the session does not display.
+        pauses: every pause seen in this reply, by ``tool_call`` id, in order.
+        queue: decisions recorded and not yet handed to the agent.
+        status: ``running`` | ``paused`` | ``finished`` | ``interrupted`` |
+            ``expired`` | ``error``.
+        final: the reply's final ``Msg`` once it ended.
+        resumes: how many times the agent was resumed (one per event sent).
+        transcript: the entries shown above the cards (:class:`Transcript`).
+    """
+
+    reply_id: str = ""
+    prompt: str = ""
+    widget: Any = None
+    pauses: dict[str, Pause] = field(default_factory=dict)
+    queue: list[Decision] = field(default_factory=list)
+    interrupt_requested: bool = False
+    status: str = "running"
+    reason: str = ""
+    final: Msg | None = None
+    resumes: int = 0
+    error: BaseException | None = None
+    transcript: Transcript = field(default_factory=Transcript)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task | None = None
+
+    @property
+    def live(self) -> bool:
+        """True while the reply can still take decisions."""
+        return self.status not in TERMINAL
+
+    def open_pauses(self) -> list[Pause]:
+        """Pauses still waiting for a decision."""
+        return [p for p in self.pauses.values() if p.status == "open"]
