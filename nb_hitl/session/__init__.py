@@ -18,7 +18,6 @@ The parts: ``_run`` (run state, pause transitions), ``_drive`` (the stream),
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import threading
@@ -28,12 +27,12 @@ from collections.abc import Callable
 from typing import Any
 
 from agentscope.message import Msg, UserMsg
-from agentscope.state import AgentState
 
 from .._agentscope import POLICY_CONTEXT_KEY, msg_text
 from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointStore
+from ..team import Team, states_from_checkpoint
 from ._drive import Driver, close_dangling_tool_calls
 from ._run import PauseTransitionError, ReplyRun, transition
 from ._transcript import Transcript
@@ -57,7 +56,10 @@ class Session(Driver):
     """Drive an AgentScope ``Agent`` in the notebook's kernel.
 
     Args:
-        agent: a real ``agentscope.agent.Agent``.
+        agent: a real ``agentscope.agent.Agent``, or an AgentScope
+            ``TeamPipeline`` / ``GoalPipeline``: the members' pauses are shown
+            too, each naming the agent that asks (:mod:`nb_hitl.team`);
+            ``session.agent`` is then the leader (the executor).
         display: show a :class:`~nb_hitl.widgets.ReplyWidget` for each reply
             in the current cell's output (``True``) or stay headless.
         audit_log: path (or :class:`~nb_hitl.store.AuditLog`) of a JSON-lines
@@ -79,7 +81,7 @@ class Session(Driver):
     the new one adopts the agent's parked reply (see :meth:`resume`).
 
     Raises:
-        TypeError: ``agent`` does not look like an AgentScope ``Agent``.
+        TypeError: ``agent`` is not an AgentScope ``Agent`` or pipeline.
     """
 
     def __init__(
@@ -98,9 +100,9 @@ class Session(Driver):
             raise ValueError(f"on_deadline must be 'deny' or 'interrupt', got {on_deadline!r}")
         if deadline is not None and not deadline > 0:
             raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
-        if not hasattr(agent, "reply_stream") or not hasattr(agent, "state"):
-            raise TypeError(f"Session needs an agentscope.agent.Agent, got {type(agent).__name__}")
-        self.agent = agent
+        # one agent, or a TeamPipeline's / GoalPipeline's agents (nb_hitl.team)
+        self.team = Team.of(agent)
+        self.agent = self.team.leader
         self.display = display
         self.audit_log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
         self.checkpoints = (
@@ -119,10 +121,10 @@ class Session(Driver):
         self._event_listeners: list[Callable[[Any, ReplyRun], None]] = []
         # driving tasks of a superseded Session, still unwinding (cancelled)
         self._inherited: list[asyncio.Task] = []
-        old = _SESSIONS.get(agent)
+        old = _SESSIONS.get(self.agent)
         if old is not None and old is not self:
             old._supersede(self)
-        _SESSIONS[agent] = self
+        _SESSIONS[self.agent] = self
 
     # ------------------------------------------------------------------
     # public API
@@ -172,7 +174,7 @@ class Session(Driver):
         self._check_current()
         parked = self.parked_tool_calls()
         prior = self.current
-        if (prior is not None and prior.task is not None and not prior.task.done()) or parked:
+        if (prior is not None and prior.task is not None and not prior.task.done()) or parked or self.team.is_parked():
             if not interrupt_pending:
                 names = ", ".join(f"{tc.name} ({tc.id})" for tc in parked) or "a running reply"
                 shown = prior is not None and prior.live
@@ -210,7 +212,7 @@ class Session(Driver):
         if not parked:
             raise NbHitlError(f"The agent {self.agent.name!r} has no parked reply to resume.")
         run = self._new_run(prompt="(resumed)")
-        run.reply_id = self.agent.state.reply_id
+        run.reply_id = self.team.parked_reply_id()
         self._push(run, reply_id=run.reply_id)
         run.task = asyncio.get_running_loop().create_task(self._drive(run, None, adopt=True))
         return run.task
@@ -229,7 +231,9 @@ class Session(Driver):
             agent_factory: ``(state: AgentState) -> Agent``; must pass
                 ``state=`` to the ``Agent`` constructor (replacing
                 ``agent.state`` afterwards leaves the permission engine on
-                the old rules, see AgentScope's ``Agent.__init__``).
+                the old rules, see AgentScope's ``Agent.__init__``). For a
+                team's checkpoint it gets ``{agent name: AgentState}`` and
+                returns the pipeline, every agent built with its ``state=``.
             checkpoints: the checkpoint folder or store.
             session_id: which checkpoint; the newest when omitted.
             **kwargs: more :class:`Session` arguments (``audit_log``...).
@@ -248,9 +252,12 @@ class Session(Driver):
                 raise FileNotFoundError(f"No checkpoint in {store.folder}")
             session_id = ids[0]
         record = store.load(session_id)
-        state = AgentState.model_validate_json(json.dumps(record["state"]))
-        agent = agent_factory(state)
-        close_dangling_tool_calls(agent)
+        # a team's checkpoint holds every agent: the factory gets {name: AgentState}
+        agent = agent_factory(states_from_checkpoint(record["state"]))
+        team = Team.of(agent)
+        team.load_pipeline_extras(record["state"])
+        for member in team.agents.values():
+            close_dangling_tool_calls(member)
         return cls(agent, checkpoints=store, session_id=session_id, **kwargs)
 
     async def interrupt(self, reason: str = "Interrupted by the user.") -> None:

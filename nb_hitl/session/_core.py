@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from agentscope.message import ToolCallBlock
 
-from .._agentscope import awaiting_tool_calls
 from ..decisions import Decision
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointStore
+from ..team import Team
 from ._run import ReplyRun, can_transition, transition
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class SessionCore:
     """Fields and shared operations of a session (see :class:`~nb_hitl.session.Session`)."""
 
     agent: Any
+    team: Team
     display: bool
     audit_log: AuditLog | None
     checkpoints: CheckpointStore | None
@@ -61,7 +62,7 @@ class SessionCore:
     def parked_tool_calls(self) -> list[ToolCallBlock]:
         """The agent's tool calls waiting for a person, from its state
         (``AgentState.get_awaiting_tool_calls``)."""
-        return awaiting_tool_calls(self.agent)
+        return [tc for _, tc in self.team.parked_calls()]
 
     def checkpoint(self) -> None:
         """Write the agent's ``AgentState`` to the session's checkpoint now.
@@ -71,7 +72,7 @@ class SessionCore:
         """
         if self.checkpoints is None:
             return
-        self.checkpoints.save(self.session_id, self.agent.name, self.agent.state.model_dump_json())
+        self.checkpoints.save(self.session_id, self.agent.name, self.team.state_json())
 
     # -- runs and widgets ------------------------------------------------
     def _check_current(self) -> None:
@@ -198,6 +199,7 @@ class SessionCore:
                 "kind": pause.kind,
                 "original_input": pause.input if pause.input is not None else pause.tool_call.input,
                 "policy": pause.policy,
+                **({"agent": pause.agent} if pause.agent else {}),  # a team member that asked
                 **fields,
             }
         )
