@@ -173,8 +173,10 @@ class Session(Driver):
         """
         self._check_current()
         parked = self.parked_tool_calls()
+        # a team's leader may wait on a TeamAssign alone (its member's call was closed after a crash)
+        parked_any = bool(parked) or self.team.is_parked()
         prior = self.current
-        if (prior is not None and prior.task is not None and not prior.task.done()) or parked or self.team.is_parked():
+        if (prior is not None and prior.task is not None and not prior.task.done()) or parked_any:
             if not interrupt_pending:
                 names = ", ".join(f"{tc.name} ({tc.id})" for tc in parked) or "a running reply"
                 shown = prior is not None and prior.live
@@ -191,7 +193,7 @@ class Session(Driver):
         prompt = message if isinstance(message, str) else msg_text(msgs if isinstance(msgs, Msg) else None)
         run = self._new_run(prompt=prompt)
         run.task = asyncio.get_running_loop().create_task(
-            self._drive(run, msgs, interrupt_first=bool(interrupt_pending and (parked or prior)), prior=prior)
+            self._drive(run, msgs, interrupt_first=bool(interrupt_pending and (parked_any or prior)), prior=prior)
         )
         return run.task
 

@@ -402,3 +402,87 @@ def test_goal_pipeline_restored_keeps_its_goal(tmp_path: Path) -> None:
     assert runs == [("maker", "a.txt")] and final.name == "maker"
     verifier_saw = built[0].verifier.model.calls[0]
     assert "Please delete a.txt" in "".join(m.get_text_content() or "" for m in verifier_saw)
+
+
+def test_restored_mid_member_tool_the_leader_is_interrupted_first(tmp_path: Path) -> None:
+    """A checkpoint taken while the member's tool ran: restored, the member's
+    call is closed as interrupted and only the leader waits (on TeamAssign).
+    A new message is refused, then sent with interrupt_pending=True."""
+    from agentscope.message import TextBlock
+    from agentscope.pipeline import TeamMember, TeamPipeline
+    from agentscope.tool import FunctionTool, ToolChunk
+
+    from nb_hitl.errors import PendingPauseError
+    from nb_hitl.team import Team, states_from_checkpoint
+
+    started: list[int] = []
+
+    def build(states: dict[str, Any] | None = None) -> TeamPipeline:
+        states = states or {}
+
+        async def slow_scan() -> ToolChunk:
+            """Scan slowly (read-only)."""
+            started.append(1)
+            await asyncio.sleep(30)
+            return ToolChunk(content=[TextBlock(text="scanned")], state=ToolResultState.SUCCESS)
+
+        def lead(messages: list[Any]) -> Turn:
+            from tests.teams.team_support import since_last_user
+
+            if not tool_results(since_last_user(messages), "TeamAssign"):
+                return Turn("", [tool_call("TeamAssign", member="scanner", prompt="scan")])
+            return Turn("lead done: " + result_text(tool_results(since_last_user(messages), "TeamAssign")[-1]))
+
+        member = Agent(
+            name="scanner",
+            system_prompt="scan",
+            model=ScriptedChatModel([Turn("", [tool_call("slow_scan")]), Turn("scan finished")] * 3),
+            toolkit=Toolkit(tools=[FunctionTool(slow_scan, is_read_only=True)]),
+            state=states.get("scanner"),
+        )
+        leader = Agent(
+            name="boss",
+            system_prompt="lead",
+            model=ScriptedChatModel([lead] * 5),
+            toolkit=Toolkit(),
+            state=states.get("boss"),
+        )
+        return TeamPipeline(leader, [TeamMember(agent=member, description="scans")])
+
+    first = build()
+
+    async def crash() -> str:
+        session = Session(first, display=False)
+        task = session.start("scan")
+        await wait_until(lambda: started, "the member's tool running")
+        blob = Team.of(first).state_json()  # what a checkpoint written now would hold
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return blob
+
+    blob = run_async(crash())
+    ckpt = tmp_path / "ckpt"
+    from nb_hitl.store import CheckpointStore
+
+    CheckpointStore(ckpt).save("crashed", "boss", blob)
+    states = states_from_checkpoint(json.loads(blob))
+    assert isinstance(states, dict)
+
+    async def again() -> Any:
+        session = Session.restore(build, str(ckpt), "crashed", display=False)
+        assert session.parked_tool_calls() == [] and session.team.is_parked()
+        with pytest.raises(PendingPauseError):
+            session.start("scan again")
+        started.clear()
+        task = session.start("scan again", interrupt_pending=True)
+        await wait_until(lambda: started, "the new reply's tool running")
+        await session.interrupt("enough")
+        await asyncio.gather(task, return_exceptions=True)
+        return session
+
+    session = run_async(again())
+    assert session.current.status == "interrupted"
+    assert not session.team.is_parked()
+    leader_saw = session.agent.model.calls[-1]
+    # the first assignment got an interrupted result before the new message reached the leader
+    assert [str(r.state) for r in tool_results(leader_saw, "TeamAssign")] == ["interrupted"]
