@@ -3,13 +3,14 @@
 import type { Render } from "@anywidget/types";
 import { h, clear } from "./lib/dom";
 import { Rpc } from "./lib/rpc";
+import { keepKeys } from "./lib/a11y";
 import type { AuditModel } from "./types";
 
 const render: Render<AuditModel> = ({ model, el }) => {
   const rpc = new Rpc(model);
   const root = h("div", { class: "nbh", "data-testid": "nbh-audit" });
-  const table = h("table", { class: "nbh-table" });
-  const status = h("span", { class: "nbh-muted" });
+  const table = h("table", { class: "nbh-table", "aria-label": "Audit log" });
+  const status = h("span", { class: "nbh-muted", role: "status" });
   root.append(
     h(
       "div",
@@ -30,12 +31,14 @@ const render: Render<AuditModel> = ({ model, el }) => {
     ),
     table,
   );
+  // Enter / Space on Refresh are the button's, not the notebook's
+  keepKeys(root);
   el.append(root);
   const draw = () => {
     clear(table);
     const cols = model.get("columns") || [];
     const rows = model.get("rows") || [];
-    table.append(h("tr", {}, cols.map((c) => h("th", {}, c))));
+    table.append(h("tr", {}, cols.map((c) => h("th", { scope: "col" }, c))));
     for (const r of rows) table.append(h("tr", { "data-testid": "nbh-audit-row" }, cols.map((c) => h("td", {}, String(r[c] ?? "")))));
     if (!rows.length) table.append(h("tr", {}, h("td", { colspan: cols.length || 1, class: "nbh-muted" }, "No decisions yet.")));
   };

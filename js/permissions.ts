@@ -6,6 +6,7 @@
 const css = ""; // the theme ships once as every widget's _css (nb_hitl/widgets/_base.py)
 import { h, clear } from "./lib/dom";
 import { Rpc, Reply, AnyModelLike, isLive } from "./lib/rpc";
+import { Rule, RuleList, badge, ruleText } from "./permissions/rule_list";
 
 const PERM_CSS = `
 .nbh-perm section { margin: 8px 0; }
@@ -33,14 +34,9 @@ type Ctx = {
   state_in_sync?: boolean | null;
   permission_middlewares?: number;
 };
-type Rule = { tool_name: string; rule_content: string | null; behavior: string; source: string; label?: string };
 type Tool = { name: string; input_schema: any; read_only: boolean; kind: string };
 
 const MODES_FALLBACK = ["default", "accept_edits", "explore", "bypass", "dont_ask"];
-
-function badge(behavior: string, testid?: string): HTMLElement {
-  return h("span", { class: `perm-b perm-b-${behavior}`, "data-testid": testid, "data-behavior": behavior }, behavior);
-}
 
 function skeleton(schema: any): string {
   const out: Record<string, any> = {};
@@ -50,10 +46,6 @@ function skeleton(schema: any): string {
     out[key] = t === "integer" || t === "number" ? 0 : t === "boolean" ? false : t === "array" ? [] : t === "object" ? {} : "";
   }
   return JSON.stringify(out, null, 2);
-}
-
-function ruleText(r: Rule): string {
-  return r.label || (r.rule_content === null ? `${r.behavior} ${r.tool_name}` : `${r.behavior} ${r.tool_name}(${r.rule_content})`);
 }
 
 function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
@@ -77,7 +69,10 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   );
 
   // ---- rules ----------------------------------------------------------
-  const rulesBox = h("div", { "data-testid": "perm-rules" });
+  const ruleList = new RuleList({
+    onRemove: (r) => { act("remove_rule", { rule: strip(r) }, ruleError); },
+    onEdit: (r) => startEdit(r),
+  });
   const wdBox = h("div", { "data-testid": "perm-workdirs" });
   const newBehavior = h("select", { "data-testid": "perm-new-behavior" },
     h("option", { value: "allow" }, "allow"), h("option", { value: "deny" }, "deny"), h("option", { value: "ask" }, "ask")) as HTMLSelectElement;
@@ -88,8 +83,27 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   const addBtn = h("button", { class: "nbh-primary", "data-testid": "perm-add-rule" }, "Add rule");
   const cancelEdit = h("button", { "data-testid": "perm-cancel-edit", hidden: true }, "Cancel");
   const ruleError = h("div", { class: "nbh-error", "data-testid": "perm-rule-error", hidden: true });
+  const reachHint = h("div", { class: "nbh-muted", "data-testid": "perm-new-reach", hidden: true });
   let editing: Rule | null = null;
   newWhole.addEventListener("change", () => { newContent.disabled = newWhole.checked; });
+  // What else the rule being typed lets through (nb_hitl.permissions.rule_reach), asked
+  // of the kernel once typing pauses; an invalid rule just hides the hint.
+  let reachTimer: number | undefined;
+  let reachSeq = 0;
+  function askReach() {
+    window.clearTimeout(reachTimer);
+    reachTimer = window.setTimeout(async () => {
+      const seq = ++reachSeq;
+      const tool = newTool.value.trim();
+      const content = newWhole.checked ? null : newContent.value;
+      if (!tool || content === "") { reachHint.hidden = true; return; }
+      const reply = await rpc.request("reach", { rule: { tool_name: tool, rule_content: content, behavior: newBehavior.value } }).catch(() => null);
+      if (seq !== reachSeq) return;
+      reachHint.textContent = reply && reply.ok ? `This rule ${reply.text}` : "";
+      reachHint.hidden = !(reply && reply.ok);
+    }, 250);
+  }
+  for (const input of [newTool, newContent, newWhole, newBehavior]) input.addEventListener(input === newWhole || input === newBehavior ? "change" : "input", askReach);
 
   const wdInput = h("input", { type: "text", "data-testid": "perm-new-workdir", placeholder: "/absolute/path", size: 30 }) as HTMLInputElement;
   const wdBtn = h("button", { "data-testid": "perm-add-workdir" }, "Add working directory");
@@ -98,9 +112,10 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   root.append(
     h("section", {},
       h("h4", {}, "Rules (deny, then ask, then allow: the engine's order)"),
-      rulesBox,
+      ruleList.el,
       h("div", { class: "nbh-row" }, newBehavior, newTool, toolList, newContent,
         h("label", { class: "nbh-muted" }, newWhole, " whole tool (rule_content null)"), addBtn, cancelEdit),
+      reachHint,
       ruleError,
     ),
     h("section", {},
@@ -224,32 +239,15 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     }
   }
 
+  // The context view is only rebuilt when the kernel sent a new one (a
+  // refresh that changed nothing keeps the same object): thousands of rules
+  // are not laid out again on every revision.
+  let shownCtx: Ctx | null = null;
   function renderRules() {
     const ctx: Ctx = model.get("context") || {};
-    clear(rulesBox);
-    const byTool = ctx.by_tool || {};
-    const names = Object.keys(byTool).sort();
-    if (!names.length) {
-      rulesBox.append(h("div", { class: "nbh-muted", "data-testid": "perm-no-rules" }, "No rules: every call follows the mode."));
-    }
-    for (const name of names) {
-      const table = h("table", { class: "nbh-table", "data-testid": "perm-tool-rules", "data-tool": name });
-      table.append(h("tr", {}, h("th", { colspan: 4 }, name)));
-      for (const r of byTool[name]) {
-        const removeBtn = h("button", { class: "nbh-danger", "data-testid": "perm-remove-rule", title: "Remove this rule" }, "Remove");
-        const editBtn = h("button", { "data-testid": "perm-edit-rule" }, "Edit");
-        removeBtn.addEventListener("click", async () => {
-          await act("remove_rule", { rule: strip(r) }, ruleError);
-        });
-        editBtn.addEventListener("click", () => startEdit(r));
-        table.append(h("tr", { "data-testid": "perm-rule", "data-label": ruleText(r), "data-behavior": r.behavior },
-          h("td", {}, badge(r.behavior)),
-          h("td", {}, h("code", {}, r.rule_content === null ? `${r.tool_name} (whole tool)` : `${r.tool_name}(${r.rule_content})`)),
-          h("td", { class: "nbh-muted" }, `source: ${r.source}`),
-          h("td", {}, editBtn, " ", removeBtn)));
-      }
-      rulesBox.append(table);
-    }
+    if (ctx === shownCtx) return;
+    shownCtx = ctx;
+    ruleList.setRules(ctx.by_tool || {});
     clear(wdBox);
     wdBox.append(h("div", { class: "nbh-muted" }, `process cwd (always a working directory): ${ctx.cwd || "?"}`));
     for (const wd of ctx.working_directories || []) {
@@ -332,6 +330,10 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
       }
       box.append(t);
     }
+    if (r.rules_omitted) {
+      box.append(h("div", { class: "nbh-muted", "data-testid": "perm-try-omitted" },
+        `… and ${r.rules_omitted} more ${r.tool_name} rule(s) that do not match this call (not listed).`));
+    }
     const sugg: Rule[] = r.suggested_rules || [];
     if (sugg.length) {
       const row = h("div", { class: "nbh-row", "data-testid": "perm-try-suggested" }, h("span", { class: "nbh-muted" }, "suggested_rules:"));
@@ -400,6 +402,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     if (reply) {
       stopEdit();
       newContent.value = "";
+      askReach();
     }
   });
   wdBtn.addEventListener("click", async () => {

@@ -11,12 +11,14 @@ Quick tour: ``session = Session(demo_agent())`` then
 * :func:`reviewed` (a person reviews a tool's result first), :class:`FormTool`
   (structured questions), :class:`Policy` (tools that always ask).
 * :class:`ScriptedChatModel` (``nb_hitl.models``): the offline model;
+  :func:`model_from_env` (``NB_HITL_MODEL``): a real provider when set;
   :mod:`nb_hitl.permissions`: the permission explorer; :mod:`nb_hitl.agui`:
   AG-UI interrupts and resumes.
 """
 
 from .errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError, PendingPauseError
 from .kinds import FormTool, reviewed
+from .model_config import model_from_env
 from .models import ScriptedChatModel, Turn, tool_call
 from .policy import Policy, apply_policy, policy_middleware
 from .session import Session
@@ -26,6 +28,7 @@ __all__ = [
     "ScriptedChatModel",
     "Turn",
     "tool_call",
+    "model_from_env",
     "reviewed",
     "Policy",
     "policy_middleware",

@@ -176,7 +176,8 @@ def demo_agent(
     name: str = "tidy",
 ) -> Agent:
     """The quickstart's agent: a real ``agentscope.agent.Agent`` on the
-    scripted offline model, with the sandbox tools.
+    scripted offline model (or the real model ``NB_HITL_MODEL`` names, see
+    :func:`nb_hitl.model_config.model_from_env`), with the sandbox tools.
 
     Args:
         sandbox: the folder to tidy (created and filled when omitted).
@@ -187,12 +188,26 @@ def demo_agent(
 
     Returns:
         the agent; ``agent.sandbox`` is the folder's ``Path``.
+
+    Raises:
+        ModelConfigError: ``NB_HITL_MODEL`` is set but a key variable or
+            package it needs is missing.
     """
     folder = make_sandbox(sandbox) if sandbox is None or not Path(sandbox).exists() else Path(sandbox).resolve()
-    model = ScriptedChatModel(demo_script(folder), stream=stream, chunk_delay=chunk_delay)
+    # the model: the offline script unless NB_HITL_MODEL names a real one (see nb_hitl.model_config)
+    from .model_config import model_from_env
+
+    model = model_from_env(
+        lambda: ScriptedChatModel(demo_script(folder), stream=stream, chunk_delay=chunk_delay), stream=stream
+    )
     agent = Agent(
         name=name,
-        system_prompt="You tidy up a folder. Ask before deleting anything.",
+        system_prompt=(
+            "You tidy up the user's sandbox folder with your tools. First call list_files. Then ask the user "
+            "which one file to delete with the AskUser tool: one question, the file names as options, their "
+            "sizes as descriptions. Delete only the file the user picked, with delete_file (the user confirms "
+            "it). Finally say in one or two sentences what really happened: deleted, denied, or not possible."
+        ),
         model=model,
         toolkit=Toolkit(tools=sandbox_tools(folder)),
         state=state,

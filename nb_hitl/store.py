@@ -3,26 +3,72 @@
 Files only: nothing here knows AgentScope's classes beyond pydantic's
 ``model_dump_json`` / ``model_validate_json`` on ``AgentState``.
 
-* :class:`CheckpointStore`: one JSON file per session in a folder the user
-  chooses, written atomically (temporary file, ``fsync``, ``os.replace``), so
-  a crash leaves the previous checkpoint or the new one, never half a file.
-* :class:`AuditLog`: one JSON line per decision, appended and flushed with
-  ``fsync`` *before* the agent is resumed, so killing the kernel right after
-  a click loses no decision that reached the agent.
+* :class:`CheckpointStore`: one JSON file per session, written atomically
+  (temporary file, ``fsync``, ``os.replace``), created ``0600``, signed with
+  an HMAC under a per-user key kept outside the checkpoint folder, and
+  guarded by a cross-process lock (``filelock``, in a per-user lock folder)
+  so one process at a time drives a session.
+* :class:`AuditLog`: one JSON line per decision, appended (``0600``, never
+  through a symlink) and ``fsync``-ed *before* the agent is resumed; a torn
+  last line left by a crash never swallows the next record.
 """
 
 from __future__ import annotations
 
 import getpass
+import hashlib
+import hmac
 import json
 import os
+import secrets
+import socket
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CheckpointStore", "AuditLog", "current_user"]
+import filelock
+
+from .errors import NbHitlError
+
+__all__ = [
+    "CheckpointStore",
+    "CheckpointLock",
+    "AuditLog",
+    "CheckpointLockedError",
+    "CheckpointIntegrityError",
+    "current_user",
+    "KEY_ENV",
+    "LOCK_DIR_ENV",
+    "default_lock_dir",
+    "default_key_path",
+    "load_key",
+]
+
+KEY_ENV = "NB_HITL_CHECKPOINT_KEY"
+"""Environment variable: the path of the checkpoint signing key file."""
+
+LOCK_DIR_ENV = "NB_HITL_LOCK_DIR"
+"""Environment variable: the folder of the checkpoints' lock files."""
+
+
+class CheckpointLockedError(NbHitlError):
+    """Another process (or another session of this one) holds the checkpoint's lock.
+
+    Attributes:
+        holder: ``{"pid", "host", "user", "since"}`` as the holder wrote it
+            (empty when it could not be read).
+    """
+
+    def __init__(self, message: str, holder: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder or {}
+
+
+class CheckpointIntegrityError(NbHitlError, ValueError):
+    """A checkpoint's signature does not match its content (changed outside
+    nb_hitl, or written under another key); it is not restored."""
 
 
 def current_user() -> str:
@@ -46,26 +92,237 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _read_nofollow(path: Path) -> bytes:
+    """Read a file, refusing a symlink (``O_NOFOLLOW``).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: ``path`` is a symlink.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        if path.is_symlink():
+            raise ValueError(f"{path} is a symbolic link; nb_hitl does not follow links to its records") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
+
+
+# ----------------------------------------------------------------------
+# signing key
+# ----------------------------------------------------------------------
+def default_key_path() -> Path:
+    """Where the signing key lives: ``$NB_HITL_CHECKPOINT_KEY``, else
+    ``$XDG_CONFIG_HOME/nb_hitl/checkpoint.key`` (``~/.config/...``)."""
+    env = os.environ.get(KEY_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "nb_hitl" / "checkpoint.key"
+
+
+def load_key(path: str | os.PathLike[str] | None = None) -> bytes:
+    """The per-user checkpoint signing key, created (``0600``, 32 random
+    bytes, hex) on first use.
+
+    Args:
+        path: the key file; :func:`default_key_path` when omitted.
+
+    Raises:
+        ValueError: the key file is a symlink, empty, or readable by others.
+    """
+    key_path = Path(path) if path is not None else default_key_path()
+    try:
+        raw = _read_nofollow(key_path)
+    except FileNotFoundError:
+        key_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        except FileExistsError:  # created meanwhile by another process
+            raw = _read_nofollow(key_path)
+        else:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_hex(32))
+                fh.flush()
+                os.fsync(fh.fileno())
+            raw = _read_nofollow(key_path)
+    mode = os.stat(key_path, follow_symlinks=False).st_mode
+    if mode & 0o077:
+        raise ValueError(f"The checkpoint key {key_path} is readable by others (mode {mode & 0o777:o}); chmod 600 it.")
+    key = raw.strip()
+    if len(key) < 32:
+        raise ValueError(f"The checkpoint key {key_path} is empty or too short.")
+    return key
+
+
+def _canonical(record: dict[str, Any]) -> bytes:
+    body = {k: v for k, v in record.items() if k != "hmac"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _sign(key: bytes, record: dict[str, Any]) -> str:
+    return hmac.new(key, _canonical(record), hashlib.sha256).hexdigest()
+
+
+# ----------------------------------------------------------------------
+# cross-process lock
+# ----------------------------------------------------------------------
+_HELD: dict[str, CheckpointLock] = {}
+_HELD_GUARD = threading.Lock()
+
+
+class CheckpointLock:
+    """The lock of one session's checkpoint, held by this process.
+
+    A ``filelock.FileLock`` (the OS drops it when the process ends, however
+    it ends) plus an owner file naming the holder, both in
+    :func:`default_lock_dir`. Within one process the same object is handed to every
+    session of that checkpoint (the newer one supersedes the older).
+    """
+
+    def __init__(self, lock: filelock.BaseFileLock, owner_path: Path, key: str) -> None:
+        self._lock = lock
+        self.owner_path = owner_path
+        self.key = key
+
+    @property
+    def held(self) -> bool:
+        """Whether this process still holds the lock."""
+        return bool(self._lock.is_locked)
+
+    def release(self) -> None:
+        """Release the lock (idempotent); another process may then take the checkpoint."""
+        with _HELD_GUARD:
+            if _HELD.get(self.key) is self:
+                del _HELD[self.key]
+        if self._lock.is_locked:
+            try:
+                self.owner_path.unlink()
+            except OSError:
+                pass
+            self._lock.release(force=True)
+
+
+def default_lock_dir() -> Path:
+    """Where checkpoint locks live: ``$NB_HITL_LOCK_DIR``, else
+    ``$XDG_RUNTIME_DIR/nb_hitl/locks``, else ``~/.cache/nb_hitl/locks``.
+
+    Outside the checkpoint folder, so that folder holds checkpoints only; a
+    lock is named after the SHA-256 of the checkpoint's absolute path.
+    """
+    env = os.environ.get(LOCK_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return Path(runtime) / "nb_hitl" / "locks"
+    return Path.home() / ".cache" / "nb_hitl" / "locks"
+
+
+def _owner_record() -> dict[str, Any]:
+    return {"pid": os.getpid(), "host": socket.gethostname(), "user": current_user(), "since": time.time()}
+
+
+def _describe_holder(holder: dict[str, Any]) -> str:
+    if not holder:
+        return "another process (its owner file could not be read)"
+    since = holder.get("since")
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since)) if isinstance(since, (int, float)) else "?"
+    return f"pid {holder.get('pid')} on host {holder.get('host')!r} (user {holder.get('user')!r}, since {when})"
+
+
+# ----------------------------------------------------------------------
+# checkpoints
+# ----------------------------------------------------------------------
 class CheckpointStore:
     """A folder of checkpoints, one file ``<session_id>.json`` per session.
 
     Args:
-        folder: where to write; created by the first :meth:`save` (reading
-            never creates it).
+        folder: where to write; created (``0700``) by the first :meth:`save`
+            (reading never creates it).
+        key: the HMAC key (bytes); default :func:`load_key` of ``key_path``.
+        key_path: the key file; default :func:`default_key_path` (outside
+            the folder, so whoever can write checkpoints cannot re-sign them).
 
-    Each file holds ``{"session_id", "agent_name", "saved_at", "state": <AgentState JSON>}``.
+    Each file holds ``{"session_id", "agent_name", "saved_at", "state":
+    <AgentState JSON>, "hmac": <hex SHA-256 HMAC of the rest>}``.
     """
 
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        key: bytes | None = None,
+        key_path: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.folder = Path(folder)
+        self._key = key
+        self._key_path = key_path
+
+    @property
+    def key(self) -> bytes:
+        """The signing key (loaded or created on first use)."""
+        if self._key is None:
+            self._key = load_key(self._key_path)
+        return self._key
 
     def path(self, session_id: str) -> Path:
         """The checkpoint file of ``session_id``."""
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in session_id)
-        return self.folder / f"{safe}.json"
+        return self.folder / f"{self._safe(session_id)}.json"
+
+    @staticmethod
+    def _safe(session_id: str) -> str:
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in session_id)
+
+    def lock(self, session_id: str) -> CheckpointLock:
+        """Take the cross-process lock of ``session_id``'s checkpoint (no waiting).
+
+        Returns:
+            the lock; the same object again when this process holds it already.
+
+        Raises:
+            CheckpointLockedError: another process holds it; the message names
+                it (pid, host, user). It is free again once that process ends
+                or its session is closed.
+        """
+        target = self.path(session_id).absolute()
+        digest = hashlib.sha256(str(target.parent.resolve() / target.name).encode("utf-8")).hexdigest()[:32]
+        lock_dir = default_lock_dir()
+        lock_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock_path = lock_dir / f"{digest}.lock"
+        owner_path = lock_dir / f"{digest}.owner"
+        key = str(lock_path)
+        with _HELD_GUARD:
+            held = _HELD.get(key)
+            if held is not None and held.held:
+                return held
+            flock = filelock.FileLock(lock_path, timeout=0, mode=0o600, thread_local=False)
+            try:
+                flock.acquire(timeout=0)
+            except filelock.Timeout:
+                holder: dict[str, Any] = {}
+                try:
+                    holder = json.loads(_read_nofollow(owner_path))
+                except (OSError, ValueError):
+                    pass
+                raise CheckpointLockedError(
+                    f"The checkpoint {session_id!r} is in use by {_describe_holder(holder)}. "
+                    "Shut down that kernel (or call session.close() there) and try again.",
+                    holder,
+                ) from None
+            lock = CheckpointLock(flock, owner_path, key)
+            _write_atomic(owner_path, json.dumps(_owner_record()).encode("utf-8"))
+            _HELD[key] = lock
+            return lock
 
     def save(self, session_id: str, agent_name: str, state_json: str) -> Path:
-        """Write a checkpoint atomically.
+        """Write a signed checkpoint atomically (``0600``).
 
         Args:
             session_id: the nb_hitl session's id.
@@ -75,32 +332,20 @@ class CheckpointStore:
         Returns:
             the file written.
         """
-        self.folder.mkdir(parents=True, exist_ok=True)
-        target = self.path(session_id)
-        record = {
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        record: dict[str, Any] = {
             "session_id": session_id,
             "agent_name": agent_name,
             "saved_at": time.time(),
             "state": json.loads(state_json),
         }
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".ckpt-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(record, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        _fsync_dir(self.folder)
+        record["hmac"] = _sign(self.key, record)
+        target = self.path(session_id)
+        _write_atomic(target, json.dumps(record).encode("utf-8"))
         return target
 
     def load(self, session_id: str) -> dict[str, Any]:
-        """Read a checkpoint.
+        """Read a checkpoint and check its signature.
 
         Returns:
             the record written by :meth:`save`; ``record["state"]`` is the
@@ -108,15 +353,29 @@ class CheckpointStore:
 
         Raises:
             FileNotFoundError: no checkpoint for ``session_id``.
-            ValueError: the file is not a checkpoint (the message names it).
+            CheckpointIntegrityError: unsigned, or the signature does not
+                match (the file was changed outside nb_hitl).
+            ValueError: the file is not a checkpoint, or is a symlink.
         """
         path = self.path(session_id)
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
+            record = json.loads(_read_nofollow(path).decode("utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path} is not a valid checkpoint: {exc}") from None
         if not isinstance(record, dict) or "state" not in record:
             raise ValueError(f"{path} is not a valid checkpoint: no 'state'")
+        signature = record.get("hmac")
+        if not isinstance(signature, str):
+            raise CheckpointIntegrityError(f"The checkpoint {path} is not signed; it is not restored.")
+        if not hmac.compare_digest(signature, _sign(self.key, record)):
+            raise CheckpointIntegrityError(
+                f"The checkpoint {path} was changed after nb_hitl wrote it (its signature does not match), "
+                "or it was signed with another key; it is not restored."
+            )
+        if record.get("session_id") != session_id:
+            raise CheckpointIntegrityError(
+                f"The checkpoint {path} belongs to session {record.get('session_id')!r}, not {session_id!r}."
+            )
         return record
 
     def sessions(self) -> list[str]:
@@ -127,15 +386,36 @@ class CheckpointStore:
         return [p.stem for p in files]
 
 
+def _write_atomic(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` via a ``0600`` temporary file, ``fsync`` and ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(target.parent)
+
+
+# ----------------------------------------------------------------------
+# audit log
+# ----------------------------------------------------------------------
 class AuditLog:
-    """An append-only JSON-lines log of decisions.
+    """An append-only JSON-lines log of decisions (``0600``, never through a symlink).
 
     Args:
         path: the log file; its folder is created if missing.
 
-    Each line: ``{"time": ISO-8601 UTC, "ts": seconds, "session_id", "reply_id",
-    "tool_call_id", "tool_name", "original_input", "edited_input",
-    "decision", "accepted_rules", "answers", "who", ...}``.
+    Each line: ``{"time": ISO-8601 UTC, "ts": seconds, "who": OS user,
+    "session_id", "reply_id", "tool_call_id", "tool_name", "original_input",
+    "edited_input", "decision", "decided_by", "accepted_rules", "answers", ...}``.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -146,11 +426,17 @@ class AuditLog:
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         """Append one record and ``fsync`` it before returning.
 
+        A last line left without its newline (a crash mid-write) is closed
+        first, so this record is its own line.
+
         Args:
             record: JSON-able fields; ``time``, ``ts`` and ``who`` are added.
 
         Returns:
             the record as written.
+
+        Raises:
+            OSError: the log cannot be written (``ELOOP`` for a symlink).
         """
         now = time.time()
         full = {
@@ -159,24 +445,35 @@ class AuditLog:
             "who": current_user(),
             **record,
         }
-        line = json.dumps(full, ensure_ascii=False, default=str) + "\n"
+        line = (json.dumps(full, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    line = b"\n" + line
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         return full
 
     def records(self) -> list[dict[str, Any]]:
-        """Every record, oldest first (a torn last line is skipped)."""
-        if not self.path.exists():
+        """Every record, oldest first (a line that is not JSON is skipped)."""
+        try:
+            raw = _read_nofollow(self.path)
+        except FileNotFoundError:
             return []
         out = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        for line in raw.decode("utf-8", errors="replace").splitlines():
             if not line.strip():
                 continue
             try:
-                out.append(json.loads(line))
+                rec = json.loads(line)
             except ValueError:
                 continue
+            if isinstance(rec, dict):
+                out.append(rec)
         return out

@@ -199,14 +199,21 @@ def _frames(body: bytes) -> list[str]:
     return out
 
 
-async def post_run(url: str, inp: RunAgentInput | dict[str, Any]) -> Captured:
+async def post_run(
+    url: Any, inp: RunAgentInput | dict[str, Any], *, token: str | None = None, headers: dict[str, str] | None = None
+) -> Captured:
     """POST a run with httpx and validate the live SSE stream with
     ag-ui-validate's transport layer (``validate_body``: SSE framing,
-    Content-Type, then the core event grammar) while keeping every byte."""
+    Content-Type, then the core event grammar) while keeping every byte.
+    ``url`` may be a ``ServerHandle`` (its url and token are used)."""
+    if hasattr(url, "token"):
+        token = token or url.token
+        url = url.url
     body = inp if isinstance(inp, dict) else inp.model_dump(mode="json", by_alias=True)
+    sent = {"Accept": "text/event-stream", **({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
     chunks: list[bytes] = []
     async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=120.0)) as http:
-        async with http.stream("POST", url, json=body, headers={"Accept": "text/event-stream"}) as response:
+        async with http.stream("POST", url, json=body, headers=sent) as response:
             content_type = response.headers.get("content-type", "")
             if response.status_code != 200:
                 data = await response.aread()

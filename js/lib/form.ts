@@ -70,10 +70,20 @@ export function renderSchemaForm(schema: any, opts: FormOptions = {}): { el: HTM
       getters.push([name, () => (t.value === "" ? { present: false } : { present: true, value: type === "string" || !type ? t.value : safeJson(t.value) })]);
     }
     const row = h("div", { class: "nbh-field", "data-testid": "nbh-field", "data-name": name }, label, h("div", {}, input));
-    if (p.description) row.append(h("div", { class: "nbh-muted" }, String(p.description)));
-    if (opts.error && opts.errorField && (opts.errorField === name || opts.errorField.startsWith(name + ".") || opts.errorField === "value." + name)) {
-      row.append(h("div", { class: "nbh-error", "data-testid": "nbh-field-error" }, opts.error));
+    const described: string[] = [];
+    if (p.description) {
+      const descId = `${id}-desc`;
+      described.push(descId);
+      row.append(h("div", { class: "nbh-muted", id: descId }, String(p.description)));
     }
+    if (required.includes(name)) input.setAttribute("aria-required", "true");
+    if (opts.error && opts.errorField && (opts.errorField === name || opts.errorField.startsWith(name + ".") || opts.errorField === "value." + name)) {
+      const errId = `${id}-err`;
+      described.push(errId);
+      input.setAttribute("aria-invalid", "true");
+      row.append(h("div", { class: "nbh-error", "data-testid": "nbh-field-error", id: errId, role: "alert" }, opts.error));
+    }
+    if (described.length) input.setAttribute("aria-describedby", described.join(" "));
     el.append(row);
   }
   return {

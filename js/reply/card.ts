@@ -8,6 +8,7 @@ import type { Rpc, Reply } from "../lib/rpc";
 import type { AnyModel } from "@anywidget/types";
 import type { DecisionView, PauseView, ReplyModel } from "../types";
 import { cardFor, kindLabel, bulkActions } from "./cards/index";
+import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 
 /** Per-card state kept across redraws. */
 export interface CardUi {
@@ -17,6 +18,8 @@ export interface CardUi {
   pending: boolean;
   el: HTMLElement | null;
   key: string;
+  /** the control that had focus when the card went "Sending…" (its controls are disabled meanwhile) */
+  focusKey: string | null;
 }
 
 /** An action the card would send (its draft, for "Submit all"). */
@@ -42,6 +45,8 @@ export interface CardCtx {
   /** a value a card keeps for itself across redraws (a form's last value) */
   remember(value: unknown): void;
   remembered(): unknown;
+  /** move the keyboard to the control with this data-testid in the (redrawn) card */
+  focus(testid: string): void;
 }
 
 /** Where a pause's card goes: under its tool call entry when there is one. */
@@ -120,12 +125,13 @@ export class CardSet {
     private host: CardHost,
     private groupBar: HTMLElement,
     private groupNote: HTMLElement,
+    private announce: (text: string) => void,
   ) {}
 
   private uiFor(id: string): CardUi {
     let ui = this.cards.get(id);
     if (!ui) {
-      ui = { mode: "view", error: "", errorField: "", pending: false, el: null, key: "" };
+      ui = { mode: "view", error: "", errorField: "", pending: false, el: null, key: "", focusKey: null };
       this.cards.set(id, ui);
     }
     return ui;
@@ -168,8 +174,20 @@ export class CardSet {
 
   drawAll(): void {
     const pauses = this.pauses();
-    for (const p of pauses) this.redraw(p, false);
+    const fresh = pauses.filter((p) => this.redraw(p, false) && this.canAct(p));
     this.drawGroup(pauses);
+    // a pause that arrives while the keyboard is on a decided card of this
+    // reply (the person just answered the previous one) takes the focus
+    const active = document.activeElement;
+    if (fresh.length && active && this.closedCards().some((el) => el.contains(active))) {
+      this.cards.get(fresh[0].tool_call_id)?.el?.focus();
+    }
+  }
+
+  private closedCards(): HTMLElement[] {
+    return Array.from(this.cards.values())
+      .map((ui) => ui.el)
+      .filter((el): el is HTMLElement => !!el && el.classList.contains("nbh-closed"));
   }
 
   // A reply parked on several calls is one group: each card keeps its own
@@ -188,6 +206,8 @@ export class CardSet {
       }
     };
     const draftOf = (p: PauseView) => (this.drafts.get(p.tool_call_id) || (() => null))();
+    groupBar.setAttribute("role", "group");
+    groupBar.setAttribute("aria-label", "All open calls of this reply");
     groupBar.append(h("span", { class: "nbh-muted" }, `${open.length} open calls in this reply`));
     for (const bulk of bulkActions()) {
       const items = open.filter((p) => p.kind === bulk.kind);
@@ -222,7 +242,8 @@ export class CardSet {
     );
   }
 
-  redraw(p: PauseView, force: boolean): void {
+  /** Draw (or move) the card of `p`; true when it was rebuilt. */
+  redraw(p: PauseView, force: boolean): boolean {
     const ui = this.uiFor(p.tool_call_id);
     const key = JSON.stringify([p.status, p.decision, p.reason, this.live, p.deadline]);
     const entry = this.host.slotFor(p.tool_call_id);
@@ -230,17 +251,26 @@ export class CardSet {
       // the pause may have arrived before its tool call's transcript entry:
       // move the card under its call once that entry exists
       if (entry && ui.el.parentElement !== entry.slot) {
+        // moving a node drops the focus inside it: put it back
+        const active = document.activeElement;
+        const keep = active instanceof HTMLElement && ui.el.contains(active) ? active : null;
         entry.slot.append(ui.el);
         entry.body.hidden = true;
+        keep?.focus();
       }
-      return;
+      return false;
     }
+    const firstDraw = ui.key === "";
+    const statusChanged = !firstDraw && JSON.parse(ui.key)[0] !== p.status;
     ui.key = key;
     const held = this.drafts.get(p.tool_call_id);
     const snapshot = held ? held() : null;
     if (snapshot) this.typed.set(p.tool_call_id, snapshot);
     else this.typed.delete(p.tool_call_id);
     this.drafts.delete(p.tool_call_id);
+    const active = document.activeElement;
+    const hadFocus = !!(ui.el && active && ui.el.contains(active));
+    const focusKey = hadFocus && active !== ui.el ? controlKey(active) : null;
     const card = this.build(p, ui);
     // The card shows the call's input (or its questions): the raw JSON of
     // the streamed tool call above it would only repeat it.
@@ -251,6 +281,43 @@ export class CardSet {
       (entry ? entry.slot : this.host.loose).append(card);
     }
     ui.el = card;
+    focusableScrollers(card);
+    if (hadFocus) this.placeFocus(p, ui, card, focusKey);
+    if (firstDraw || statusChanged) this.announceCard(p, firstDraw);
+    return true;
+  }
+
+  private announceCard(p: PauseView, firstDraw: boolean): void {
+    const title = p.title || p.tool_name;
+    if (p.status === "open") {
+      if (this.canAct(p)) this.announce(`${kindLabel(p.kind, true)}: ${title}`);
+    } else if (p.status === "expired") {
+      if (!firstDraw) this.announce(`${title}: no longer live: ${p.reason || "the reply ended"}`);
+    } else if (p.status === "decided" || p.status === "delivered") {
+      if (!firstDraw) this.announce(`${title}: ${decisionText(p.decision)}`);
+    }
+  }
+
+  // Keep the keyboard where the person is: on the same control when a card is
+  // rebuilt (a refusal, a mode change), on the field a refusal is about, on
+  // the card while its controls wait for the kernel, and on the next open card
+  // of the reply (or this card's record) once it is decided.
+  private placeFocus(p: PauseView, ui: CardUi, card: HTMLElement, key: string | null): void {
+    if (!this.canAct(p)) {
+      const next = this.pauses().find((q) => q.tool_call_id !== p.tool_call_id && this.canAct(q));
+      const nextEl = next ? this.cards.get(next.tool_call_id)?.el : null;
+      (nextEl || card).focus();
+      return;
+    }
+    if (ui.pending) {
+      if (key) ui.focusKey = key;
+      card.focus();
+      return;
+    }
+    const wanted = key || ui.focusKey;
+    ui.focusKey = null;
+    const invalid = ui.error ? card.querySelector<HTMLElement>('[aria-invalid="true"]') : null;
+    (invalid || findControl(card, wanted) || firstControl(card) || card).focus();
   }
 
   private errorBox(ui: CardUi, field?: string): HTMLElement | null {
@@ -268,6 +335,9 @@ export class CardSet {
       "data-kind": p.kind,
       "data-status": p.status,
       "data-tool-call-id": p.tool_call_id,
+      role: "group",
+      "aria-label": `${kindLabel(p.kind, open)}: ${p.title || p.tool_name}`,
+      tabindex: -1,
     });
     card.append(
       h(
@@ -299,6 +369,10 @@ export class CardSet {
       errorBox: (field) => this.errorBox(ui, field),
       remember: (value) => void this.memo.set(id, value),
       remembered: () => this.memo.get(id),
+      focus: (testid) => {
+        const target = ui.el?.querySelector<HTMLElement>(`[data-testid="${CSS.escape(testid)}"]`);
+        if (target && !(target as HTMLButtonElement).disabled) target.focus();
+      },
     };
     kind.build(card, p, ctx);
     if (ui.pending) card.append(h("div", { class: "nbh-muted" }, "Sending…"));

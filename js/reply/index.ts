@@ -6,6 +6,7 @@
 import type { AnyModel, Render } from "@anywidget/types";
 import { h, clear } from "../lib/dom";
 import { Rpc, isLive } from "../lib/rpc";
+import { Announcer, keepKeys } from "../lib/a11y";
 import type { ReplyModel } from "../types";
 import { Transcript } from "./transcript";
 import { CardSet, timeLeft } from "./card";
@@ -52,19 +53,23 @@ function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc, 
 const render: Render<ReplyModel> = ({ model, el }) => {
   const rpc = new Rpc(model);
   const root = h("div", { class: "nbh nbh-reply", "data-testid": "nbh-reply" });
-  const banner = h("div", { class: "nbh-banner", "data-testid": "nbh-live-banner", hidden: true });
+  const banner = h("div", { class: "nbh-banner", "data-testid": "nbh-live-banner", role: "status", hidden: true });
   const header = h("div", { class: "nbh-row" });
   const groupBar = h("div", { class: "nbh-row", "data-testid": "nbh-group", hidden: true });
   // outside the bar: the bar is redrawn (and hidden with one call left) as
   // the sent cards change state, and the note must stay readable
-  const groupNote = h("div", { class: "nbh-muted", "data-testid": "nbh-group-note" });
+  const groupNote = h("div", { class: "nbh-muted", "data-testid": "nbh-group-note", "aria-live": "polite" });
   const transcript = new Transcript();
   const looseCards = h("div", { class: "nbh-loose" });
   const finalEl = h("div", { class: "nbh-final", "data-testid": "nbh-final" });
-  root.append(banner, header, groupBar, groupNote, transcript.el, looseCards, finalEl);
+  const announcer = new Announcer();
+  root.append(announcer.el, banner, header, groupBar, groupNote, transcript.el, looseCards, finalEl);
+  // the notebook's shortcuts must not take the keys of the cards' controls
+  keepKeys(root);
   el.append(root);
 
-  const cards = new CardSet(model, rpc, { slotFor: (id) => transcript.slotFor(id), loose: looseCards }, groupBar, groupNote);
+  const say = (text: string) => announcer.say(text);
+  const cards = new CardSet(model, rpc, { slotFor: (id) => transcript.slotFor(id), loose: looseCards }, groupBar, groupNote, say);
 
   const showBanner = (text: string) => {
     banner.hidden = false;
@@ -91,6 +96,8 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   });
   model.on("change:pauses", () => cards.drawAll());
   model.on("change:status", () => {
+    const status = String(model.get("status") || "");
+    say(`${model.get("agent_name") || "agent"}: ${STATUS_TEXT[status] || status}`);
     header_();
     cards.drawAll();
   });

@@ -11,6 +11,18 @@ client of any AG-UI agent.
   view data a display layer draws; :mod:`~nb_hitl.agui.turn` folds events).
 """
 
+try:  # the AG-UI pieces are an extra: pip install "nb_hitl[agui]"
+    import ag_ui  # noqa: F401
+    import httpx_sse  # noqa: F401
+    import re2  # noqa: F401  (google-re2)
+    import sse_starlette  # noqa: F401
+    import starlette  # noqa: F401
+    import uvicorn  # noqa: F401
+except ImportError as _exc:
+    raise ImportError(
+        f'nb_hitl.agui needs the "agui" extra ({_exc.name} is not installed): pip install "nb_hitl[agui]"'
+    ) from _exc
+
 from .background import ServerHandle, serve_in_background
 from .client import AguiClient, AguiClientError, RemoteRunError
 from .mapping import ResumeError, interrupt_id, pause_to_interrupt, resume_to_message

@@ -4,11 +4,14 @@ in a background thread, from a notebook or a test.
 :func:`serve_in_background` binds a loopback socket, starts uvicorn on its
 own event loop in a daemon thread (the caller's loop, e.g. a kernel's, is
 never touched) and returns a :class:`ServerHandle` with the endpoint's
-``url`` and ``stop()``.
+``url``, ``token`` and ``stop()``. :func:`serve` runs in the foreground (a
+command line). Both use uvicorn's h11 protocol with a header-read timeout
+(:func:`timed_h11`) and ``timeout_keep_alive`` against slow clients.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import socket
 import threading
@@ -16,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ServerHandle", "serve_in_background"]
+__all__ = ["ServerHandle", "serve", "serve_in_background", "timed_h11", "uvicorn_config"]
 
 
 @dataclass
@@ -27,6 +30,7 @@ class ServerHandle:
         url: the AG-UI endpoint, ``http://127.0.0.1:<port><path>``.
         host: the loopback address served.
         port: the port (chosen by the OS when 0 was asked).
+        token: the app's token (:attr:`AguiServer.token`), for clients.
     """
 
     url: str
@@ -35,6 +39,7 @@ class ServerHandle:
     server: Any
     thread: threading.Thread
     sock: socket.socket
+    token: str | None = None
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask uvicorn to exit and wait for its thread (idempotent)."""
@@ -65,6 +70,9 @@ def serve_in_background(
     host: str = "127.0.0.1",
     log_level: str = "warning",
     startup_timeout: float = 30.0,
+    header_timeout: float = 10.0,
+    keep_alive: int = 5,
+    announce: bool = True,
 ) -> ServerHandle:
     """Serve an ASGI app with uvicorn in a daemon thread (its own event loop;
     the caller's loop, e.g. a notebook kernel's, is never touched).
@@ -76,6 +84,10 @@ def serve_in_background(
             no authentication and drives an agent that may run tools.
         log_level: uvicorn's log level.
         startup_timeout: seconds to wait for uvicorn to start.
+        header_timeout: seconds a connection may take to send its request
+            line and headers (slow clients are dropped).
+        keep_alive: uvicorn's ``timeout_keep_alive`` (idle seconds).
+        announce: print the endpoint and a generated token (as Jupyter does).
 
     Returns:
         ServerHandle: ``.url`` (with the app's ``path`` when it is an
@@ -99,7 +111,7 @@ def serve_in_background(
     sock.bind((host, port))
     sock.listen(128)
     bound_port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level=log_level, lifespan="off", loop="asyncio", access_log=False)
+    config = uvicorn_config(app, log_level=log_level, header_timeout=header_timeout, keep_alive=keep_alive)
     server = uvicorn.Server(config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"nb_hitl-agui-{bound_port}", daemon=True
@@ -116,6 +128,98 @@ def serve_in_background(
         time.sleep(0.01)
     path = getattr(app, "path", "/")
     shown = f"[{host}]" if family == socket.AF_INET6 else host
-    return ServerHandle(
-        url=f"http://{shown}:{bound_port}{path}", host=host, port=bound_port, server=server, thread=thread, sock=sock
+    token = getattr(app, "token", None)
+    handle = ServerHandle(
+        url=f"http://{shown}:{bound_port}{path}",
+        host=host,
+        port=bound_port,
+        server=server,
+        thread=thread,
+        sock=sock,
+        token=token,
     )
+    if announce and token and getattr(app, "token_generated", False):
+        print(f"AG-UI server at {handle.url} (token: {token}; send it as 'Authorization: Bearer <token>')")
+    return handle
+
+
+def serve(
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    log_level: str = "info",
+    header_timeout: float = 10.0,
+    keep_alive: int = 5,
+) -> None:
+    """Serve ``app`` with uvicorn in the foreground (a command line), with
+    the slow-client limits of :func:`uvicorn_config`.
+
+    Raises:
+        ValueError: ``host`` is not loopback and the app checks no token
+            and has no auth hook (anyone on the network could run the agent).
+    """
+    import uvicorn
+
+    access = getattr(app, "access", None)
+    guarded = access is not None and (access.token is not None or access.auth is not None)
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback and not guarded:
+        raise ValueError(f"Refusing to serve on {host!r} without a token or an auth hook.")
+    config = uvicorn_config(app, log_level=log_level, header_timeout=header_timeout, keep_alive=keep_alive)
+    config.host, config.port = host, port
+    uvicorn.Server(config).run()
+
+
+def uvicorn_config(app: Any, *, log_level: str = "warning", header_timeout: float = 10.0, keep_alive: int = 5) -> Any:
+    """A ``uvicorn.Config`` for ``app`` with the slow-client limits: the
+    h11 protocol with a header-read timeout (:func:`timed_h11`) and
+    ``timeout_keep_alive`` for idle connections."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        log_level=log_level,
+        lifespan="off",
+        loop="asyncio",
+        access_log=False,
+        http=timed_h11(header_timeout),
+        timeout_keep_alive=keep_alive,
+        h11_max_incomplete_event_size=64 * 1024,
+    )
+
+
+def timed_h11(header_timeout: float) -> type:
+    """uvicorn's h11 protocol, closing a connection whose first request line
+    and headers have not all arrived within ``header_timeout`` seconds
+    (uvicorn has no such limit of its own: a client trickling a header byte
+    at a time would hold the connection forever)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class TimedH11Protocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._header_timer = self.loop.call_later(header_timeout, self._headers_too_slow)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None and self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+            super().connection_lost(exc)
+
+        def _headers_too_slow(self) -> None:
+            self._header_timer = None
+            if self.cycle is None and not self.transport.is_closing():
+                self.transport.close()
+
+    return TimedH11Protocol

@@ -11,6 +11,7 @@ conversation on top, with pause views and answers, is
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -22,12 +23,11 @@ from ag_ui.core import (
     ResumeEntry,
     RunAgentInput,
 )
-from httpx_sse import SSEError, aconnect_sse
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import NbHitlError
 
-__all__ = ["AguiClient", "AguiClientError", "RemoteRunError", "parse_event"]
+__all__ = ["AguiClient", "AguiClientError", "RemoteRunError", "SSEReader", "parse_event"]
 
 _EVENT = TypeAdapter(Event)
 
@@ -79,10 +79,15 @@ class AguiClient:
 
     Args:
         url: the endpoint (``POST``).
-        headers: extra request headers (e.g. authorization).
+        token: sent as ``Authorization: Bearer <token>`` (the token an
+            :class:`~nb_hitl.agui.server.AguiServer` prints or was given).
+        headers: extra request headers.
         timeout: connect/write timeout in seconds; reads wait up to
             ``read_timeout`` between two frames.
-        read_timeout: seconds between frames before giving up.
+        read_timeout: seconds between two events before giving up
+            (keep-alive comments do not count).
+        deadline: seconds a whole run may take.
+        max_event_bytes: the largest SSE event accepted.
         http: an ``httpx.AsyncClient`` to use (else one per run).
 
     Attributes:
@@ -94,14 +99,22 @@ class AguiClient:
         self,
         url: str,
         *,
+        token: str | None = None,
         headers: dict[str, str] | None = None,
         timeout: float = 30.0,
         read_timeout: float = 300.0,
+        deadline: float = 3600.0,
+        max_event_bytes: int = 8 * 1024 * 1024,
         http: httpx.AsyncClient | None = None,
     ) -> None:
         self.url = url
         self.headers = dict(headers or {})
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
         self.timeout = httpx.Timeout(timeout, read=read_timeout)
+        self.read_timeout = read_timeout
+        self.deadline = deadline
+        self.max_event_bytes = max_event_bytes
         self.http = http
         self.posts = 0
 
@@ -158,28 +171,118 @@ class AguiClient:
             yield event
 
     async def stream(self, inp: RunAgentInput) -> AsyncIterator[BaseEvent]:
-        """POST ``inp`` and yield the run's events (see :meth:`run`)."""
+        """POST ``inp`` and yield the run's events (see :meth:`run`).
+
+        Raises:
+            AguiClientError: also when the run passes ``deadline``, when no
+                event (keep-alive comments do not count) arrives for
+                ``read_timeout`` seconds, or when one event is larger than
+                ``max_event_bytes``.
+        """
         body = inp.model_dump(mode="json", by_alias=True)
         own = self.http is None
         http = self.http or httpx.AsyncClient(timeout=self.timeout)
         self.posts += 1
+        headers = {"Accept": "text/event-stream", **self.headers}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.deadline
         try:
-            async with aconnect_sse(http, "POST", self.url, json=body, headers=dict(self.headers)) as source:
-                response = source.response
+            async with http.stream("POST", self.url, json=body, headers=headers) as response:
                 if response.status_code >= 400:
-                    detail = (await response.aread()).decode("utf-8", "replace")[:500]
+                    detail = (await _head(response, 4096)).decode("utf-8", "replace")[:500]
                     raise AguiClientError(
                         f"The server answered HTTP {response.status_code}: {detail}", status=response.status_code
                     )
-                try:
-                    async for sse in source.aiter_sse():
-                        if not sse.data:
-                            continue
-                        yield parse_event(sse.data)
-                except SSEError as exc:
-                    raise AguiClientError(str(exc), status=response.status_code) from None
+                kind = response.headers.get("content-type", "")
+                if "text/event-stream" not in kind:
+                    raise AguiClientError(
+                        f"The server answered with Content-Type {kind[:80]!r}, not text/event-stream.",
+                        status=response.status_code,
+                    )
+                reader = SSEReader(self.max_event_bytes)
+                chunks = response.aiter_bytes()
+                idle_until = loop.time() + self.read_timeout
+                while True:
+                    now = loop.time()
+                    if now >= deadline:
+                        raise AguiClientError(f"The run did not end within its deadline of {self.deadline:g} s.")
+                    if now >= idle_until:
+                        raise AguiClientError(
+                            f"No event for {self.read_timeout:g} s (keep-alive comments only); giving up."
+                        )
+                    try:
+                        chunk = await asyncio.wait_for(anext(chunks), min(deadline, idle_until) - now)
+                    except StopAsyncIteration:
+                        break
+                    except TimeoutError:
+                        continue  # the loop head says which limit passed
+                    for data in reader.feed(chunk):
+                        idle_until = loop.time() + self.read_timeout
+                        yield parse_event(data)
         except httpx.HTTPError as exc:
             raise AguiClientError(f"{type(exc).__name__}: {exc}") from None
         finally:
             if own:
                 await http.aclose()
+
+
+async def _head(response: httpx.Response, limit: int) -> bytes:
+    """At most ``limit`` bytes of a response body (an error page may be huge)."""
+    out = b""
+    async for chunk in response.aiter_bytes():
+        out += chunk
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+class SSEReader:
+    """Server-Sent Events decoding with a size limit (WHATWG "event stream
+    interpretation": ``data:`` lines joined by ``\n``, a blank line
+    dispatches, ``:`` lines are comments; other fields are ignored).
+
+    Args:
+        max_event_bytes: the largest event (its pending bytes) accepted.
+    """
+
+    def __init__(self, max_event_bytes: int) -> None:
+        self.max_event_bytes = max_event_bytes
+        self._buffer = b""
+        self._data: list[str] = []
+        self._size = 0
+
+    def feed(self, chunk: bytes) -> list[str]:
+        """The ``data`` of every event completed by ``chunk``.
+
+        Raises:
+            AguiClientError: an event (or one line) passes the size limit.
+        """
+        self._buffer += chunk
+        out: list[str] = []
+        while True:
+            cut = min((i for i in (self._buffer.find(b"\n"), self._buffer.find(b"\r")) if i >= 0), default=-1)
+            if cut < 0 or (cut == len(self._buffer) - 1 and self._buffer.endswith(b"\r")):
+                break  # no line end yet, or a CR whose LF may come in the next chunk
+            line = self._buffer[:cut]
+            skip = 2 if self._buffer[cut : cut + 2] == b"\r\n" else 1
+            self._buffer = self._buffer[cut + skip :]
+            self._line(line.decode("utf-8", "replace"), out)
+        if self._size + len(self._buffer) > self.max_event_bytes:
+            raise AguiClientError(f"The server sent an event larger than {self.max_event_bytes} bytes; refused.")
+        return out
+
+    def _line(self, line: str, out: list[str]) -> None:
+        if not line:
+            if self._data:
+                out.append("\n".join(self._data))
+            self._data, self._size = [], 0
+            return
+        if line.startswith(":"):
+            return
+        name, _, value = line.partition(":")
+        if name == "data":
+            value = value[1:] if value.startswith(" ") else value
+            self._data.append(value)
+            self._size += len(value)
+            if self._size > self.max_event_bytes:
+                raise AguiClientError(f"The server sent an event larger than {self.max_event_bytes} bytes; refused.")

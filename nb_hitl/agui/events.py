@@ -70,6 +70,11 @@ class EventTranslator:
     def __init__(self) -> None:
         self._open_text: set[str] = set()
         self._open_tools: set[str] = set()
+        self._ending: dict[str, None] = {}
+        """Calls AgentScope ended, whose END waits: with parallel calls
+        streamed interleaved, AgentScope ends a call each time the model
+        switches to another and starts it again (AG-UI allows one START per
+        id), so END is sent at the next event that is not a tool-call chunk."""
         self._open_reasoning: set[str] = set()
         self._results: dict[str, list[str]] = {}
         self.text: dict[str, str] = {}
@@ -81,6 +86,9 @@ class EventTranslator:
     def feed(self, ev: Any) -> list[BaseEvent]:
         """The AG-UI events for one AgentScope event (possibly none)."""
         out: list[BaseEvent] = []
+        tool_call_event = isinstance(ev, ase.ToolCallStartEvent | ase.ToolCallDeltaEvent | ase.ToolCallEndEvent)
+        if not tool_call_event:
+            out += self._end_tools()
         if isinstance(ev, ase.TextBlockStartEvent):
             out += self._start_text(ev.block_id)
         elif isinstance(ev, ase.TextBlockDeltaEvent):
@@ -101,16 +109,18 @@ class EventTranslator:
         elif isinstance(ev, ase.ThinkingBlockEndEvent):
             out += self._end_reasoning(ev.block_id)
         elif isinstance(ev, ase.ToolCallStartEvent):
-            if ev.tool_call_id not in self._open_tools:
+            if ev.tool_call_id in self._ending:  # the model went back to a call AgentScope ended
+                del self._ending[ev.tool_call_id]
+            elif ev.tool_call_id not in self._open_tools:
                 self._open_tools.add(ev.tool_call_id)
                 out.append(ToolCallStartEvent(tool_call_id=ev.tool_call_id, tool_call_name=ev.tool_call_name))
         elif isinstance(ev, ase.ToolCallDeltaEvent):
+            self._ending.pop(ev.tool_call_id, None)
             if ev.delta and ev.tool_call_id in self._open_tools:
                 out.append(ToolCallArgsEvent(tool_call_id=ev.tool_call_id, delta=ev.delta))
         elif isinstance(ev, ase.ToolCallEndEvent):
             if ev.tool_call_id in self._open_tools:
-                self._open_tools.discard(ev.tool_call_id)
-                out.append(ToolCallEndEvent(tool_call_id=ev.tool_call_id))
+                self._ending[ev.tool_call_id] = None
         elif isinstance(ev, ase.ToolResultStartEvent):
             self._results.setdefault(ev.tool_call_id, [])
         elif isinstance(ev, ase.ToolResultTextDeltaEvent):
@@ -128,6 +138,14 @@ class EventTranslator:
                 )
             )
         return [self._stamp(e) for e in out]
+
+    def _end_tools(self) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        for tool_call_id in self._ending:
+            self._open_tools.discard(tool_call_id)
+            out.append(ToolCallEndEvent(tool_call_id=tool_call_id))
+        self._ending.clear()
+        return out
 
     def _start_text(self, block_id: str) -> list[BaseEvent]:
         if block_id in self._open_text:
@@ -153,6 +171,7 @@ class EventTranslator:
         for block_id in sorted(self._open_text):
             out.append(TextMessageEndEvent(message_id=block_id))
         self._open_text.clear()
+        out += self._end_tools()
         for tool_call_id in sorted(self._open_tools):
             out.append(ToolCallEndEvent(tool_call_id=tool_call_id))
         self._open_tools.clear()

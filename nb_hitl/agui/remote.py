@@ -21,11 +21,12 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
-from ag_ui.core import ResumeEntry, UserMessage
+from ag_ui.core import EventType, ResumeEntry, UserMessage
 
 from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError, PendingPauseError
 from .client import AguiClient, AguiClientError, RemoteRunError
-from .mapping import check_resume, message_to_entry, parse_expires_at
+from .mapping import META_KEY, ResumeError, check_resume, message_to_entry, parse_expires_at
+from .schema_guard import safe_validate
 from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, view_data
 
 __all__ = ["RemoteSession", "TurnView", "ViewFactory"]
@@ -68,7 +69,8 @@ class RemoteSession:
         auto_send: send the resume as soon as every interrupt of the paused
             run is answered.
         agent_name: the name shown in the widget.
-        client: an :class:`AguiClient` (else one for ``url``).
+        token: the server's token (``Authorization: Bearer``).
+        client: an :class:`AguiClient` (else one for ``url`` and ``token``).
         clock: ``() -> epoch seconds``, for ``expires_at``.
         user_name: the ``name`` of the user messages sent.
 
@@ -90,6 +92,7 @@ class RemoteSession:
         display: bool = True,
         auto_send: bool = True,
         agent_name: str = "remote agent",
+        token: str | None = None,
         client: AguiClient | None = None,
         view: ViewFactory | None = None,
         clock: Callable[[], float] = time.time,
@@ -100,7 +103,8 @@ class RemoteSession:
         self.display = display
         self.auto_send = auto_send
         self.agent_name = agent_name
-        self.client = client or AguiClient(url)
+        self.client = client or AguiClient(url, token=token)
+        self.verdict_timeout = 30.0
         self.view = view
         self.clock = clock
         self.user_name = user_name
@@ -222,10 +226,20 @@ class RemoteSession:
 
         Raises:
             ResumeError: the check failed (``code`` says which rule).
+            AlreadyDecidedError: an entry answers an interrupt that already
+                has a different answer in this turn (a later cell cannot
+                silently change a choice made in the widget).
             PauseNotLiveError: the turn is not paused.
         """
         turn = self._paused_turn()
         entries = list(entries)
+        for e in entries:
+            kept = turn.answers.get(e.interrupt_id)
+            if kept is not None and (kept.status, kept.payload) != (e.status, e.payload):
+                raise AlreadyDecidedError(
+                    f"Interrupt {e.interrupt_id[:80]} already has an answer in this turn ({kept.status}); "
+                    "a resume cannot send a different one. Answer the open interrupts instead."
+                )
         self._queue_resume(turn, entries)
         by_id = {e.interrupt_id: e for e in entries}
         for view in turn.pauses.values():
@@ -248,8 +262,51 @@ class RemoteSession:
             raise AlreadyDecidedError("A resume for this run is already on its way.")
         return turn
 
+    def _refused(self, turn: RemoteTurn, record: RunRecord) -> None:
+        """A resume refused at once (``RUN_STARTED``, ``RUN_ERROR``): the
+        server resumed nothing. The interrupts it names reopen with the
+        reason on their card; the other answers are kept, so only the
+        refused ones need answering again before the next resume."""
+        turn.status = "paused"
+        code = f" ({record.error_code})" if record.error_code else ""
+        meta = record.events[-1].metadata if record.events else None
+        named = (meta or {}).get(META_KEY, {}) if isinstance(meta, dict) else {}
+        ids = [i for i in (named.get("interrupt_ids") or []) if isinstance(i, str) and i in turn.answers]
+        faulted = set(ids) or set(turn.answers)
+        cards = [v for v in turn.pauses.values() if v["interrupt_id"] in faulted and v["status"] == "decided"]
+        names = ", ".join(str(v["tool_name"]) for v in cards) or "the answers"
+        turn.reason = f"The server refused your answer to {names}{code}: {record.error}"
+        for view in cards:
+            view["status"], view["decision"] = "open", None
+            view["reason"] = view["refused"] = f"Refused by the server{code}: {record.error}"
+            turn.answers.pop(view["interrupt_id"], None)
+
+    def _check(self, turn: RemoteTurn, entries: list[ResumeEntry]) -> None:
+        """The resume contract (against the checked interrupts), then each
+        resolved payload against its full schema, evaluated safely."""
+        check_resume(list(turn.checked.values()), entries, now=self.clock())
+        for e in entries:
+            if e.status != "resolved":
+                continue
+            view = next((v for v in turn.pauses.values() if v["interrupt_id"] == e.interrupt_id), None)
+            if view is not None and view.get("unanswerable"):
+                raise ResumeError(
+                    f"Interrupt {e.interrupt_id} cannot be answered, only cancelled: {view['form_error']}",
+                    code="invalid_payload",
+                    interrupt_ids=[e.interrupt_id],
+                )
+            try:
+                safe_validate(turn.interrupts[e.interrupt_id].response_schema, e.payload)
+            except DecisionError as exc:
+                raise ResumeError(
+                    f"Interrupt {e.interrupt_id}: {exc}",
+                    code="invalid_payload",
+                    field=f"{e.interrupt_id}:{exc.field or ''}",
+                    interrupt_ids=[e.interrupt_id],
+                ) from None
+
     def _queue_resume(self, turn: RemoteTurn, entries: list[ResumeEntry]) -> None:
-        check_resume(list(turn.interrupts.values()), entries, now=self.clock())
+        self._check(turn, entries)
         turn.outbox = entries
         turn.settled.clear()
         turn.resume_ready.set()
@@ -285,28 +342,43 @@ class RemoteSession:
             raise AlreadyDecidedError(f"Already answered: {view['tool_name']} ({view['interrupt_id']}).")
         if turn.outbox is not None or turn.resume_ready.is_set():
             raise AlreadyDecidedError("The answers of this run are already being sent.")
-        interrupt = turn.interrupts[view["interrupt_id"]]
+        interrupt = turn.checked[view["interrupt_id"]]
+        cancelling = action in ("cancel", "return_error")
+        if view.get("unanswerable") and not cancelling:
+            raise DecisionError(view["form_error"])
         deadline = parse_expires_at(interrupt.expires_at)
-        if deadline is not None and self.clock() > deadline and action not in ("cancel", "return_error"):
+        if deadline is not None and self.clock() > deadline and not cancelling:
             raise PauseNotLiveError(
                 f"This interrupt expired at {interrupt.expires_at}; it can only be cancelled now.", field=None
             )
         entry = message_to_entry(interrupt, message)
+        if entry.status == "resolved":
+            safe_validate(turn.interrupts[interrupt.id].response_schema, entry.payload)
         answers = {**turn.answers, interrupt.id: entry}
         complete = all(i in answers for i in turn.interrupts)
         if complete and self.auto_send:
-            ordered = [answers[i] for i in turn.interrupts]
-            check_resume(list(turn.interrupts.values()), ordered, now=self.clock())
+            self._check(turn, [answers[i] for i in turn.interrupts])
         turn.answers = answers
         view["status"] = "decided"
         view["decision"] = answer_summary(entry, message, view)
+        view["refused"] = view["reason"] = None
         sent = False
         if complete and self.auto_send:
             turn.outbox = [answers[i] for i in turn.interrupts]
+            turn.verdict = asyncio.get_running_loop().create_future()
             turn.settled.clear()
             turn.resume_ready.set()
             sent = True
         self._push(turn, force=True)
+        if sent and turn.verdict is not None:
+            # the server answers a resume at once: wait for its verdict, so a
+            # refusal is shown where the person clicked (and the card reopens)
+            try:
+                refusal = await asyncio.wait_for(asyncio.shield(turn.verdict), self.verdict_timeout)
+            except TimeoutError:
+                refusal = None
+            if refusal:
+                raise DecisionError(f"{refusal}. Your other answers are kept; fix this one and answer it again.")
         return {"status": "decided", "decision": view["decision"], "sent": sent}
 
     def _cancel_all(self, turn: RemoteTurn) -> dict[str, Any]:
@@ -320,7 +392,7 @@ class RemoteSession:
         entries = [ResumeEntry(interrupt_id=i, status="cancelled") for i in turn.interrupts]
         self._queue_resume(turn, entries)
         for view in turn.pauses.values():
-            if view["status"] == "open":
+            if view["status"] in ("open", "decided"):  # kept answers are cancelled too
                 view["status"] = "decided"
                 view["decision"] = {"action": "cancel"}
         self._push(turn, force=True)
@@ -362,6 +434,8 @@ class RemoteSession:
                     view["status"], view["reason"] = "expired", turn.reason or f"The turn {turn.status}."
             self._push(turn, force=True)
             turn.settled.set()
+            if turn.verdict is not None and not turn.verdict.done():
+                turn.verdict.set_result(None)
         if turn.status == "error":
             last = turn.runs[-1] if turn.runs else None
             raise RemoteRunError(turn.reason, code=last.error_code if last else None)
@@ -377,20 +451,18 @@ class RemoteSession:
         try:
             async for ev in self.client.stream(inp):
                 reader.feed(ev)
+                accepted = len(record.events) >= 2 and record.events[-1].type != EventType.RUN_ERROR
+                if accepted and turn.verdict is not None and not turn.verdict.done():
+                    turn.verdict.set_result(None)  # the server took the resume and goes on
                 self._push(turn)
             reader.end()
         except AguiClientError as exc:
             record.outcome, record.error = "error", str(exc)
             turn.status, turn.reason = "error", str(exc)
         self.messages = reader.history(self.messages)
-        if resume is not None and record.outcome == "error" and len(record.events) <= 2:
-            # Refused at once (RUN_STARTED, RUN_ERROR): the server resumed
-            # nothing, so the interrupts are still open; let the person retry.
-            turn.status = "paused"
-            code = f" ({record.error_code})" if record.error_code else ""
-            turn.reason = f"The server refused the answers{code}: {record.error}"
-            turn.answers = {}
-            for view in turn.pauses.values():
-                if view["status"] == "decided":
-                    view["status"], view["decision"] = "open", None
+        refused = resume is not None and record.outcome == "error" and len(record.events) <= 2
+        if refused:
+            self._refused(turn, record)
+        if turn.verdict is not None and not turn.verdict.done():
+            turn.verdict.set_result(turn.reason if refused else None)
         self._push(turn, force=True)

@@ -16,11 +16,10 @@ Session's listeners feed the stream are described in ``docs/design.md``
 from __future__ import annotations
 
 import asyncio
-import inspect
-import json
+import secrets
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, Literal
 
 from ag_ui.core import (
     BaseEvent,
@@ -36,30 +35,28 @@ from ag_ui.core import (
     RunStartedEvent,
     StateSnapshotEvent,
 )
-from ag_ui.encoder import EventEncoder
 from agentscope.message import UserMsg
-from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .._agentscope import blocks_text, msg_text, permission_engine
 from ..decisions import check_external_result, decide, recheck_permission
 from ..errors import DecisionError, NbHitlError, PendingPauseError
 from ..pauses import Pause
-from ..session import ReplyRun, Session
+from ..session import ReplyRun
 from .background import ServerHandle, serve_in_background
 from .events import EventTranslator, messages_snapshot, now_ms
+from .guard import Access, AuthHook
+from .http import Limits, handle_run
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
-from .threads import Answered, Refusal, ThreadState, canonical
+from .threads import Answered, Refusal, ThreadRegistry, ThreadState, canonical
 
 __all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
 
 AgentFactory = Callable[[str], Any]
 """``(thread_id) -> Agent`` (or an awaitable of one)."""
-
-_MAX_BODY = 4 * 1024 * 1024
 
 
 class AguiServer:
@@ -67,9 +64,25 @@ class AguiServer:
 
     Args:
         agent_factory: ``(thread_id) -> Agent`` (sync or async), called
-            once per thread; see the module docstring.
+            once per thread; with ``checkpoints`` in ``session_kwargs`` it
+            is also called as ``agent_factory(thread_id, state=AgentState)``
+            to rebuild a thread after a restart.
         path: the endpoint's path (``POST``); ``GET <path>/health`` answers
-            ``{"status": "ok"}``.
+            ``{"status": "ok"}`` (no auth; it says nothing about threads).
+        token: the shared secret clients send as ``Authorization: Bearer
+            <token>``; ``None``: a random one is made (:attr:`token`, shown
+            by ``serve_in_background``); ``False``: no token (only with an
+            ``auth`` hook, or for a server that only this process reaches).
+        auth: ``(request) -> principal | None`` (sync or async), a real
+            deployment's authentication; replaces the token.
+        allowed_hosts: host names accepted in ``Host:`` besides localhost,
+            127.0.0.1 and ::1 (``"*"``: any; use behind a proxy that checks).
+        allowed_origins: browser origins allowed besides the server's own.
+        max_body: request body limit in bytes (413 beyond).
+        body_timeout: seconds to receive a body (408 beyond).
+        ping: seconds between SSE keep-alive comments.
+        max_threads: threads kept at most (finished ones are evicted LRU).
+        thread_ttl: seconds a finished, idle thread is kept.
         interrupt_ttl: seconds an interrupt stays answerable after its pause
             appeared (``Interrupt.expires_at``); ``None``: only the pause's
             own ``deadline``, if any.
@@ -88,6 +101,15 @@ class AguiServer:
         agent_factory: AgentFactory,
         *,
         path: str = "/",
+        token: str | Literal[False] | None = None,
+        auth: AuthHook | None = None,
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        max_body: int = 1024 * 1024,
+        body_timeout: float = 30.0,
+        ping: float | None = 15.0,
+        max_threads: int = 1000,
+        thread_ttl: float | None = 3600.0,
         interrupt_ttl: float | None = None,
         clock: Callable[[], float] = time.time,
         session_kwargs: dict[str, Any] | None = None,
@@ -97,12 +119,20 @@ class AguiServer:
             raise TypeError("agent_factory must be callable: (thread_id) -> Agent")
         self.agent_factory = agent_factory
         self.path = "/" + path.strip("/") if path.strip("/") else "/"
+        self.token: str | None = None if token is False or auth is not None else (token or secrets.token_urlsafe(32))
+        self.token_generated = token is None and auth is None
+        self.access = Access(
+            token=self.token,
+            auth=auth,
+            allowed_hosts=Access.hosts(allowed_hosts),
+            allowed_origins=frozenset(allowed_origins or ()),
+        )
+        self.limits = Limits(max_body=max_body, body_timeout=body_timeout, ping=ping)
         self.interrupt_ttl = interrupt_ttl
         self.clock = clock
         self.session_kwargs = {k: v for k, v in (session_kwargs or {}).items() if k != "display"}
         self.user_name = user_name
-        self.threads: dict[str, ThreadState] = {}
-        self._creating: dict[str, asyncio.Lock] = {}
+        self.registry = ThreadRegistry(agent_factory, self.session_kwargs, max_threads=max_threads, ttl=thread_ttl)
         health = self.path.rstrip("/") + "/health"
         self.app = Starlette(
             routes=[
@@ -111,59 +141,21 @@ class AguiServer:
             ]
         )
 
+    @property
+    def threads(self) -> dict[str, ThreadState]:
+        """The live threads by id."""
+        return self.registry.threads
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """The ASGI entry point (delegates to the Starlette app)."""
         await self.app(scope, receive, send)
 
     # ------------------------------------------------------------------ HTTP
     async def _health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "threads": len(self.threads)})
+        return JSONResponse({"status": "ok"})
 
     async def _endpoint(self, request: Request) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > _MAX_BODY:
-            return JSONResponse({"error": "The request body is too large."}, status_code=413)
-        try:
-            body = await request.body()
-            if len(body) > _MAX_BODY:
-                return JSONResponse({"error": "The request body is too large."}, status_code=413)
-            inp = RunAgentInput.model_validate_json(body)
-        except ValidationError as exc:
-            return JSONResponse(
-                {"error": "The body is not an AG-UI RunAgentInput.", "detail": json.loads(exc.json())[:5]},
-                status_code=422,
-            )
-        encoder = EventEncoder(accept=request.headers.get("accept") or "text/event-stream")
-
-        async def stream() -> AsyncIterator[str]:
-            async for event in self.run(inp):
-                yield encoder.encode(event)
-
-        return StreamingResponse(
-            stream(),
-            media_type=encoder.get_content_type(),
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-
-    # --------------------------------------------------------------- threads
-    async def _thread(self, thread_id: str) -> ThreadState:
-        thread = self.threads.get(thread_id)
-        if thread is not None:
-            return thread
-        lock = self._creating.setdefault(thread_id, asyncio.Lock())
-        async with lock:
-            thread = self.threads.get(thread_id)
-            if thread is not None:
-                return thread
-            agent = self.agent_factory(thread_id)
-            if inspect.isawaitable(agent):
-                agent = await agent
-            session = Session(agent, display=False, **self.session_kwargs)
-            thread = ThreadState(thread_id=thread_id, agent=agent, session=session)
-            session.on_event(thread.on_event)
-            session.on_change(thread.on_change)
-            self.threads[thread_id] = thread
-            return thread
+        return await handle_run(request, self.access, self.limits, self.run)
 
     def _open(self, thread: ThreadState) -> list[tuple[Interrupt, Pause]]:
         """The thread's open interrupts, in pause order (ids and expiry stay
@@ -189,11 +181,14 @@ class AguiServer:
         return [m for m in messages if getattr(m, "role", None) == "user" and m.id not in known]
 
     # ------------------------------------------------------------------ runs
-    async def run(self, inp: RunAgentInput) -> AsyncIterator[BaseEvent]:
+    async def run(self, inp: RunAgentInput, principal: str | None = None) -> AsyncIterator[BaseEvent]:
         """The AG-UI events of one run (see the module docstring).
 
         Args:
             inp: the ``RunAgentInput``.
+            principal: who sends it (the HTTP endpoint passes the
+                authenticated principal); a thread answers only the
+                principal that created it, and the audit records it.
 
         Yields:
             ``ag_ui.core`` events, ``RUN_STARTED`` first and exactly one
@@ -201,7 +196,7 @@ class AguiServer:
         """
         yield RunStartedEvent(thread_id=inp.thread_id, run_id=inp.run_id, timestamp=now_ms())
         try:
-            thread = await self._thread(inp.thread_id)
+            thread = await self.registry.get(inp.thread_id, principal)
             resume = list(inp.resume or [])
             replay = bool(resume) and self._is_replay(thread, resume)
             if thread.lock.locked() and not replay:
@@ -211,10 +206,17 @@ class AguiServer:
             async with thread.lock:
                 thread.listen()
                 try:
-                    async for event in self._run_locked(thread, inp, resume):
+                    if thread.adopt:  # restored with a parked reply: re-open its pauses first
+                        thread.adopt = False
+                        thread.session.start_resume()
+                        async for _ in self._pump(thread, EventTranslator()):
+                            pass
+                    async for event in self._run_locked(thread, inp, resume, principal):
                         yield event
                 finally:
                     thread.queue = None
+                    thread.last_used = time.monotonic()
+            self.registry.sweep()
         except Refusal as exc:
             yield RunErrorEvent(
                 message=str(exc),
@@ -229,7 +231,7 @@ class AguiServer:
         return all(e.interrupt_id in thread.ledger for e in resume)
 
     async def _run_locked(
-        self, thread: ThreadState, inp: RunAgentInput, resume: list[ResumeEntry]
+        self, thread: ThreadState, inp: RunAgentInput, resume: list[ResumeEntry], principal: str | None
     ) -> AsyncIterator[BaseEvent]:
         session = thread.session
         if resume:
@@ -261,7 +263,7 @@ class AguiServer:
             failed: list[str] = []
             for entry, _pause, message in plan:
                 try:
-                    acts.append((entry, session.act(message)))
+                    acts.append((entry, session.act(message, decided_by=principal)))
                 except NbHitlError as exc:
                     failed.append(f"{entry.interrupt_id}: {exc}")
             results = await asyncio.gather(*(c for _, c in acts), return_exceptions=True)
@@ -340,7 +342,7 @@ class AguiServer:
         try:
             check_resume([i for i, _ in open_now], resume, now=self.clock())
         except ResumeError as exc:
-            raise Refusal(exc.code, str(exc)) from None
+            raise Refusal(exc.code, str(exc), _at(exc.interrupt_ids, exc.field)) from None
         by_id = {i.id: p for i, p in open_now}
         engine = permission_engine(thread.agent)
         plan = []
@@ -355,10 +357,14 @@ class AguiServer:
                 if decision.tool_result is not None and decision.tool_result.state == "success":
                     await check_external_result(tool, decision.tool_result)
             except ResumeError as exc:
-                raise Refusal(exc.code, str(exc)) from None
+                raise Refusal(exc.code, str(exc), _at([entry.interrupt_id], exc.field)) from None
             except DecisionError as exc:
                 where = f" (at {exc.field})" if exc.field else ""
-                raise Refusal("invalid_payload", f"Interrupt {entry.interrupt_id}{where}: {exc}") from None
+                raise Refusal(
+                    "invalid_payload",
+                    f"Interrupt {entry.interrupt_id}{where}: {exc}",
+                    _at([entry.interrupt_id], exc.field),
+                ) from None
             plan.append((entry, pause, message))
         return plan
 
@@ -446,3 +452,9 @@ class AguiServer:
         yield RunErrorEvent(
             message=run.reason or f"The reply ended: {run.status}", code="agent_error", timestamp=now_ms()
         )
+
+
+def _at(interrupt_ids: list[str], field: str | None) -> dict[str, Any]:
+    """``RUN_ERROR.metadata.nb_hitl`` of a refused resume: which of the
+    client's own interrupts is at fault, and where (for its card)."""
+    return {"interrupt_ids": list(interrupt_ids), "field": field}

@@ -29,9 +29,19 @@ from ag_ui.core import (
 )
 
 from .client import AguiClientError
-from .mapping import interrupt_view
+from .mapping import META_KEY, META_VERSION, OUR_KINDS, interrupt_view, our_kind
+from .schema_guard import SchemaRefused, check_schema, without_patterns
 
-__all__ = ["RemoteTurn", "RunReader", "RunRecord", "answer_summary", "view_data"]
+__all__ = [
+    "RemoteTurn",
+    "RunReader",
+    "RunRecord",
+    "answer_summary",
+    "checked_interrupt",
+    "metadata_problem",
+    "safe_view",
+    "view_data",
+]
 
 
 @dataclass
@@ -68,7 +78,9 @@ class RemoteTurn:
             ``error``; ``reason`` says why.
         view: the display of this turn (``update(view_data)``), or ``None``.
         pauses: pause views by key (see :func:`~nb_hitl.agui.mapping.interrupt_view`).
-        interrupts: the open run's interrupts by id.
+        interrupts: the open run's interrupts by id, as received.
+        checked: the same, as the client uses them
+            (:func:`checked_interrupt`: no patterns, nothing unsafe).
         answers: the answers given so far, by interrupt id.
         runs: the AG-UI runs of this turn.
         final_text: the agent's final text.
@@ -81,6 +93,7 @@ class RemoteTurn:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     pauses: dict[str, dict[str, Any]] = field(default_factory=dict)
     interrupts: dict[str, Interrupt] = field(default_factory=dict)
+    checked: dict[str, Interrupt] = field(default_factory=dict)
     answers: dict[str, ResumeEntry] = field(default_factory=dict)
     runs: list[RunRecord] = field(default_factory=list)
     final_text: str = ""
@@ -88,6 +101,8 @@ class RemoteTurn:
     settled: asyncio.Event = field(default_factory=asyncio.Event)
     resume_ready: asyncio.Event = field(default_factory=asyncio.Event)
     outbox: list[ResumeEntry] | None = None
+    verdict: asyncio.Future[str | None] | None = None
+    """Set when a resume run's first answer is in: the refusal text, or None."""
     tool_calls: dict[str, dict[str, str]] = field(default_factory=dict)
     last_push: float = 0.0
 
@@ -308,11 +323,68 @@ class RunReader:
             if key in turn.pauses and turn.pauses[key].get("interrupt_id") != i.id:
                 turn.pauses.pop(key)
             call = turn.tool_calls.get(i.tool_call_id or "", {})
-            turn.pauses[key] = interrupt_view(
-                i,
+            checked, problem = checked_interrupt(i)
+            turn.checked[i.id] = checked
+            turn.pauses[key] = safe_view(
+                checked,
+                problem,
                 key=key,
                 run_id=record.run_id,
                 tool_call_text=call.get("args") or None,
                 tool_call_name=call.get("name") or None,
             )
         turn.status, turn.reason = "paused", ""
+
+
+def metadata_problem(interrupt: Interrupt) -> str | None:
+    """What is wrong with an interrupt's ``metadata.nb_hitl``, if it has one
+    that :func:`~nb_hitl.agui.mapping.our_kind` cannot use (``None``: fine,
+    or no such metadata: then the interrupt is drawn as a form)."""
+    meta = interrupt.metadata.get(META_KEY) if isinstance(interrupt.metadata, dict) else None
+    if meta is None or our_kind(interrupt) is not None:
+        return None
+    if not isinstance(meta, dict):
+        return f"its metadata.{META_KEY} is not an object"
+    if meta.get("version") != META_VERSION:
+        return f"its metadata.{META_KEY}.version is {str(meta.get('version'))[:40]!r}, not {META_VERSION}"
+    if meta.get("kind") not in OUR_KINDS:
+        return f"its metadata.{META_KEY}.kind {str(meta.get('kind'))[:40]!r} is not one of {', '.join(OUR_KINDS)}"
+    return f"its metadata.{META_KEY} is malformed (tool_name, input_text, suggested_rules or ask_user)"
+
+
+def checked_interrupt(interrupt: Interrupt) -> tuple[Interrupt, str | None]:
+    """The interrupt as the rest of the client may use it, and what is wrong
+    with it (``None``: nothing).
+
+    The copy's ``response_schema`` has no patterns
+    (:func:`~nb_hitl.agui.schema_guard.without_patterns`); a refused schema
+    or malformed metadata gives a copy with neither, answerable only by
+    cancelling.
+    """
+    try:
+        check_schema(interrupt.response_schema)
+    except SchemaRefused as exc:
+        return interrupt.model_copy(update={"response_schema": None, "metadata": None}), f"its response schema: {exc}"
+    problem = metadata_problem(interrupt)
+    if problem is not None:
+        return interrupt.model_copy(update={"response_schema": None, "metadata": None}), problem
+    return interrupt.model_copy(update={"response_schema": without_patterns(interrupt.response_schema)}), None
+
+
+def safe_view(
+    interrupt: Interrupt, problem: str | None, *, key: str, run_id: str, **call: str | None
+) -> dict[str, Any]:
+    """The pause view of a checked interrupt; when it cannot be answered (a
+    ``problem``, or metadata that breaks the view), a form card that says
+    why (``form_error``) and offers only to cancel (``return_error``)."""
+    if problem is None:
+        try:
+            return interrupt_view(interrupt, key=key, run_id=run_id, **call)
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            problem = f"its metadata could not be read ({type(exc).__name__}: {str(exc)[:160]})"
+            interrupt = interrupt.model_copy(update={"response_schema": None, "metadata": None})
+    view = interrupt_view(interrupt, key=key, run_id=run_id, **call)
+    view["kind"] = "form"
+    view["form_error"] = f"interrupt {interrupt.id[:80]} cannot be answered: {problem}. It can only be cancelled."
+    view["unanswerable"] = True
+    return view

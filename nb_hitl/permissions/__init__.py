@@ -10,7 +10,9 @@ Everything that *decides* is AgentScope's own code
 * :mod:`.tools`: the agent's tools and their inputs;
 * :mod:`.engine`: :func:`try_call` and :func:`mode_matrix`, with a trace in
   the engine's evaluation order;
-* :mod:`.explain`: why a rule matches, in words.
+* :mod:`.explain`: why a rule matches, in words; what else a rule lets
+  through (:func:`rule_reach`), checking an edited rule (:func:`validate_rule_edit`);
+* :mod:`.names`: refusing look-alike, invisible and bidi characters.
 
 :func:`explore` builds the widget (:mod:`nb_hitl.widgets.permissions`),
 imported lazily: the widget imports this package, never the reverse.
@@ -22,7 +24,7 @@ from typing import Any
 
 from .._agentscope import permission_context, permission_engine
 from .engine import mode_matrix, try_call
-from .explain import explain_match
+from .explain import explain_match, rule_reach, validate_rule_edit
 from .rulefile import RuleFileError, export_rules, import_rules
 from .rules import (
     MODES,
@@ -62,6 +64,8 @@ __all__ = [
     "try_call",
     "mode_matrix",
     "explain_match",
+    "rule_reach",
+    "validate_rule_edit",
     "export_rules",
     "import_rules",
     "explore",

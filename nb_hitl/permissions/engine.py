@@ -32,7 +32,11 @@ from .explain import explain_match
 from .rules import _BUCKETS, MODES, rule_label, rule_to_dict
 from .tools import get_tool, parse_input
 
-__all__ = ["try_call", "mode_matrix"]
+__all__ = ["try_call", "mode_matrix", "MAX_UNMATCHED_LISTED"]
+
+MAX_UNMATCHED_LISTED = 50
+"""How many non-matching rules a :func:`try_call` trace lists (with their
+explanation); every matching rule is always listed."""
 
 
 def _decision_dict(d: PermissionDecision) -> dict[str, Any]:
@@ -56,13 +60,17 @@ async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, dec
     is the engine's; ``agrees`` says whether these facts account for it."""
     ctx = engine.context
     mode = ctx.mode
-    rules_checked = []
+    rules_checked: list[dict[str, Any]] = []
+    omitted = 0
     matched: dict[str, list[PermissionRule]] = {"deny": [], "ask": [], "allow": []}
     for behavior in ("deny", "ask", "allow"):
         for rule in getattr(ctx, _BUCKETS[behavior]).get(tool.name, []):
             ok = await _rule_matches(engine, tool, rule, tool_input)
             if ok:
                 matched[behavior].append(rule)
+            elif len(rules_checked) - sum(map(len, matched.values())) >= MAX_UNMATCHED_LISTED:
+                omitted += 1
+                continue
             rules_checked.append(
                 {
                     "rule": rule_to_dict(rule),
@@ -153,6 +161,7 @@ async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, dec
         "read_only": read_only,
         "tool_check": None if own is None else _decision_dict(own),
         "rules_checked": rules_checked,
+        "rules_omitted": omitted,
         "steps": steps,
         "why": " ".join(steps),
         "agrees": expected == decision.behavior.value,
@@ -193,8 +202,11 @@ async def try_call(
         "decision_reason": str | None, "bypass_immune": bool,
         "suggested_rules": [rule dict], "read_only": bool,
         "tool_check": decision dict | None, "rules_checked": [{"rule",
-        "label", "matched", "explanation"}], "steps": [str], "why": str,
-        "agrees": bool}``. The decision fields come from
+        "label", "matched", "explanation"}], "rules_omitted": int,
+        "steps": [str], "why": str, "agrees": bool}``. ``rules_checked``
+        lists every rule of the tool that matches, and the first
+        :data:`MAX_UNMATCHED_LISTED` that do not (``rules_omitted`` counts
+        the others, so that thousands of rules do not make a huge answer). The decision fields come from
         ``PermissionEngine.check_permission``; ``rules_checked``,
         ``tool_check``, ``read_only`` from ``PermissionEngine._rule_matches``,
         ``ToolBase.check_permissions`` and ``ToolBase.check_read_only``;

@@ -15,16 +15,17 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentscope.permission import PermissionContext, PermissionEngine, PermissionRule
 from agentscope.tool import ToolBase
 
-from .rules import _as_rule, rule_label
+from ..errors import DecisionError
+from .rules import _as_rule, parse_rule, rule_label
 from .tools import default_tool, tool_kind
 
-__all__ = ["explain_match"]
+__all__ = ["explain_match", "rule_reach", "validate_rule_edit"]
 
 
 def _run_sync(coro: Any) -> Any:
@@ -248,3 +249,180 @@ def explain_match(
         )
     verdict = {True: "matches", False: "does not match", None: "may or may not match"}[matched]
     return f"{tool_name} has its own match_rule (in {type(tool).__module__}); by it, `{rule_label(r)}` {verdict} this call."
+
+
+# ---------------------------------------------------------------------------
+# what else a rule lets through (for "Always allow")
+# ---------------------------------------------------------------------------
+_VERBS = {"allow": "allows", "deny": "denies", "ask": "asks before"}
+
+
+def _bash_reach(content: str, verb: str) -> str:
+    if content.endswith(":*"):
+        prefix = content[:-2].strip()
+        return (
+            f"also {verb} anything chained after `{prefix}` (e.g. `{prefix} && curl … | sh`): "
+            "a `:*` prefix rule only looks at the start of the command."
+        )
+    if _has_unescaped_star(content):
+        example = re.sub(r"(?<!\\)\*", "… && curl … | sh", content, count=1)
+        example = re.sub(r"(?<!\\)\*", "…", example)
+        return (
+            f"also {verb} whatever a `*` stands for, chained commands included (e.g. `{example}`): "
+            "`*` matches any characters, `&&`, `;` and `|` too."
+        )
+    literal = content.replace("\\\\", "\x00").replace("\\*", "*").replace("\x00", "\\")
+    return (
+        f"also {verb} every command containing `{literal}` anywhere (e.g. `sudo {literal}` or "
+        f"`echo ok; {literal}`): a Bash rule without `*` is a substring match."
+    )
+
+
+def _path_reach(content: str, verb: str, home: str) -> str:
+    anywhere = ("/etc/passwd", f"{home}/.ssh/id_rsa")
+    if all(fnmatch.fnmatch(p, content) for p in anywhere):
+        return f"{verb} every file on the machine (e.g. `/etc/passwd`, `~/.ssh/id_rsa`): `*` matches `/` too."
+    in_home = (f"{home}/.ssh/id_rsa", f"{home}/.bashrc")
+    if all(fnmatch.fnmatch(p, content) for p in in_home) or all(
+        fnmatch.fnmatch(p, content) for p in ("~/.ssh/id_rsa", "~/.bashrc")
+    ):
+        return f"{verb} every file in the home folder, `~/.ssh/id_rsa` and `~/.bashrc` included: `*` matches `/` too."
+    if "*" in content:
+        example = content.replace("**", "*").replace("*", "a/b/c", 1).replace("*", "x")
+        base = content.split("*", 1)[0] or "."
+        if fnmatch.fnmatch(example, content) and _star_crossed_slash(content, example):
+            relative = "" if _is_abs(content) else " (and, being relative, never an absolute path)"
+            return (
+                f"also {verb} files in every subfolder below `{base}` (e.g. `{example}`): `*` crosses `/`, "
+                f"unlike in a shell glob{relative}."
+            )
+    if not _is_abs(content):
+        return (
+            f"matches only paths written relatively, as the pattern is: `{content}` never matches an absolute path "
+            "(fnmatch compares the strings as written)."
+        )
+    return f"matches only `{content}` as written (no `~` expansion, no `..` clean-up)."
+
+
+def rule_reach(rule: PermissionRule, *, tool: ToolBase | None = None, home: str | None = None) -> str:
+    """Say in ONE line what else ``rule`` lets through, for a person about
+    to accept it ("Always allow" on a confirmation card).
+
+    Uses the same semantics as :func:`explain_match` (AgentScope's
+    ``match_rule`` of Bash, Read/Write/Edit, Glob, Grep; ``ToolBase.match_rule``
+    for function and MCP tools; ``PermissionEngine._rule_matches`` for
+    whole-tool rules):
+
+    * no ``rule_content``: every call of the tool;
+    * Bash ``x:*``: anything chained after ``x`` (``x && curl … | sh``);
+      Bash with ``*``: ``*`` swallows chained commands; Bash without ``*``:
+      a substring match anywhere in a command;
+    * path globs: every file on the machine, the whole home folder, ``*``
+      crossing ``/`` into subfolders, relative patterns never matching
+      absolute paths;
+    * function / MCP tool with content: matches nothing.
+
+    Args:
+        rule: the rule (an AgentScope ``PermissionRule``).
+        tool: the tool object, if known (else the builtin tool of that name,
+            or a function tool).
+        home: the home folder to check against (default ``os.path.expanduser("~")``).
+
+    Returns:
+        str: one line, no newline, starting with what the rule does
+        (``"also allows …"``, ``"allows every call …"``).
+    """
+    verb = _VERBS.get(rule.behavior.value, "matches")
+    if not rule.rule_content:
+        return f"{verb} every call of {rule.tool_name}, whatever its input (a whole-tool rule: no rule_content)."
+    if tool is None:
+        tool = default_tool(rule.tool_name)
+    kind = tool_kind(tool, rule.tool_name)
+    content = rule.rule_content
+    if kind == "bash":
+        line = _bash_reach(content, verb)
+    elif kind in ("path", "glob", "grep"):
+        line = _path_reach(content, verb, home or os.path.expanduser("~"))
+    elif kind == "function":
+        line = (
+            f"matches nothing: {rule.tool_name} only matches whole-tool rules (ToolBase.match_rule), "
+            "so this rule never applies."
+        )
+    else:
+        line = f"is decided by {type(tool).__name__}.match_rule, which nb_hitl does not describe."
+    return " ".join(line.split())
+
+
+def validate_rule_edit(
+    tool: ToolBase | str,
+    rule_content: str | None,
+    *,
+    behavior: str = "allow",
+    source: str = "nb_hitl",
+    known_tools: Iterable[str] | None = None,
+    call_input: Mapping[str, Any] | None = None,
+) -> PermissionRule:
+    """Check a rule a person narrowed or edited from a ``suggested_rules``
+    entry before accepting it, and build the ``PermissionRule``.
+
+    Args:
+        tool: the tool of the call being confirmed (``ToolBase``), or its name.
+        rule_content: the edited pattern; ``None`` for the whole tool.
+        behavior: ``"allow"`` (what "Always allow" adds), ``"deny"`` or ``"ask"``.
+        source: the rule's ``source``.
+        known_tools: the agent's tool names (a name not plain ASCII is
+            accepted only when it is exactly one of them or ``tool.name``).
+        call_input: the input of the call being confirmed: when given, the
+            edited rule must still match it (``PermissionEngine._rule_matches``
+            with the tool's own ``match_rule``), or accepting it would not
+            even cover this call.
+
+    Returns:
+        PermissionRule: the rule to add (e.g. in ``ConfirmResult.rules``).
+
+    Raises:
+        DecisionError: ``field="rule_content"`` for an empty or blank
+            pattern, surrounding spaces (``"git:* "`` is no longer a prefix
+            rule), invisible characters, a pattern on a tool that only
+            matches whole-tool rules, or a rule that no longer matches
+            ``call_input``; ``field="tool_name"`` for a look-alike or
+            invisible character in the name; ``field="behavior"`` for an
+            unknown behavior (see :func:`nb_hitl.permissions.parse_rule`).
+    """
+    name = tool.name if isinstance(tool, ToolBase) else tool
+    known = list(known_tools or [])
+    if isinstance(tool, ToolBase):
+        known.append(tool.name)
+    if isinstance(rule_content, str):
+        if not rule_content.strip():
+            raise DecisionError(
+                "The pattern is empty: it would match every call of the tool. Type a pattern, or choose the whole "
+                "tool on purpose.",
+                field="rule_content",
+            )
+        if rule_content != rule_content.strip():
+            raise DecisionError(
+                f"The pattern {rule_content!r} has spaces around it, which change what it matches "
+                "(e.g. `git:* ` is no longer a prefix rule). Remove them.",
+                field="rule_content",
+            )
+    rule = parse_rule(
+        {"tool_name": name, "rule_content": rule_content, "behavior": behavior, "source": source},
+        known_tools=known,
+    )
+    obj = tool if isinstance(tool, ToolBase) else default_tool(name)
+    if rule_content is not None and tool_kind(obj, name) == "function":
+        raise DecisionError(
+            f"{name} only matches whole-tool rules (ToolBase.match_rule): a rule with a pattern would never apply.",
+            field="rule_content",
+        )
+    if call_input is not None and obj is not None:
+        engine = PermissionEngine(PermissionContext())
+        matched = _run_sync(engine._rule_matches(obj, rule, dict(call_input)))
+        if matched is False:
+            raise DecisionError(
+                f"`{rule_label(rule)}` no longer matches the call being confirmed, so accepting it would not "
+                "cover this call. Narrow it so that it still includes this call.",
+                field="rule_content",
+            )
+    return rule

@@ -18,7 +18,7 @@ from agentscope.permission import PermissionRule
 
 from .._agentscope import permission_context, permission_engine
 from ..errors import DecisionError
-from .rules import _BUCKETS, _all_rules, _check_known_tool, _same_effect, parse_rule, rule_to_dict
+from .rules import _BUCKETS, _all_rules, _check_known_tool, parse_rule, rule_to_dict
 
 __all__ = ["RuleFileError", "export_rules", "import_rules"]
 
@@ -108,11 +108,51 @@ def import_rules(
     """
     if not isinstance(text, str):
         raise RuleFileError("A rules file must be text.", line=None, field=None)
+    data = _load(text)
+    known = dict.fromkeys(known_tools) if known_tools is not None else None
+    rules: list[PermissionRule] = []
+    for i, item in enumerate(data):
+        try:
+            rule = parse_rule(item, field_prefix=f"rules[{i}].", known_tools=known)
+            _check_known_tool(rule, known, field=f"rules[{i}].tool_name")
+        except DecisionError as exc:
+            raise _rule_error(text, i, item, exc) from None
+        rules.append(rule)
+    if into is not None:
+        engine = permission_engine(into)
+        ctx = engine.context
+        if replace:
+            for attr in _BUCKETS.values():
+                getattr(ctx, attr).clear()
+        present = {_effect(p) for p in _all_rules(ctx)}
+        for rule in rules:
+            key = _effect(rule)
+            if key in present:
+                continue
+            engine.add_rule(rule)
+            present.add(key)
+    return rules
+
+
+def _effect(rule: PermissionRule) -> tuple[str, str | None, str]:
+    """What makes two rules the same for the engine (the source does not)."""
+    return (rule.tool_name, rule.rule_content, rule.behavior.value)
+
+
+def _load(text: str) -> list[Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RuleFileError(
             f"line {exc.lineno}, column {exc.colno}: not valid JSON ({exc.msg}).", line=exc.lineno, field=None
+        ) from None
+    except RecursionError:
+        line = _too_deep_line(text)
+        raise RuleFileError(
+            f"line {line}: the JSON nests [ or {{ inside each other too deeply to be read (depth {MAX_DEPTH} is "
+            "passed on this line); a rules file is a list of flat rule objects.",
+            line=line,
+            field=None,
         ) from None
     if not isinstance(data, list):
         raise RuleFileError(
@@ -121,34 +161,41 @@ def import_rules(
             line=1,
             field=None,
         )
-    spans = _element_spans(text)
-    known = list(known_tools) if known_tools is not None else None
-    rules: list[PermissionRule] = []
-    for i, item in enumerate(data):
-        try:
-            rule = parse_rule(item, field_prefix=f"rules[{i}].")
-            _check_known_tool(rule, known, field=f"rules[{i}].tool_name")
-        except DecisionError as exc:
-            field = exc.field or f"rules[{i}]"
-            start, end = spans[i]
-            line = _line_at(text, start)
-            key = field.rsplit(".", 1)[-1]
-            if isinstance(item, dict) and key in item:  # the line of the field itself
-                m = re.compile(r'"' + re.escape(key) + r'"\s*:').search(text, start, end)
-                if m:
-                    line = _line_at(text, m.start())
-            raise RuleFileError(f"line {line}, rule {i + 1}, field {key!r}: {exc}", line=line, field=field) from None
-        rules.append(rule)
-    if into is not None:
-        engine = permission_engine(into)
-        ctx = engine.context
-        if replace:
-            for attr in _BUCKETS.values():
-                getattr(ctx, attr).clear()
-        present = _all_rules(ctx)
-        for rule in rules:
-            if any(_same_effect(p, rule) for p in present):
-                continue
-            engine.add_rule(rule)
-            present.append(rule)
-    return rules
+    return data
+
+
+def _rule_error(text: str, i: int, item: Any, exc: DecisionError) -> RuleFileError:
+    """The error for rule ``i``, with the line of the field at fault (the
+    offsets are only computed here, when a file is refused)."""
+    field = exc.field or f"rules[{i}]"
+    start, end = _element_spans(text)[i]
+    line = _line_at(text, start)
+    key = field.rsplit(".", 1)[-1]
+    if isinstance(item, dict) and key in item:  # the line of the field itself
+        m = re.compile(r'"' + re.escape(key) + r'"\s*:').search(text, start, end)
+        if m:
+            line = _line_at(text, m.start())
+    return RuleFileError(f"line {line}, rule {i + 1}, field {key!r}: {exc}", line=line, field=field)
+
+
+MAX_DEPTH = 64
+"""When Python's JSON reader gives up on a file nested too deeply
+(``RecursionError``), the error names the line where this depth of ``[`` /
+``{`` is first passed (a rules file needs a depth of 2)."""
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _too_deep_line(text: str, limit: int = MAX_DEPTH) -> int | None:
+    """1-based line where the nesting first goes deeper than ``limit``
+    (strings skipped), or ``None``."""
+    depth = 0
+    for m in _TOKENS.finditer(text):
+        tok = m.group()
+        if tok in "[{":
+            depth += 1
+            if depth > limit:
+                return _line_at(text, m.start())
+        elif tok in "]}":
+            depth -= 1
+    return None

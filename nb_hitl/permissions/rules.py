@@ -22,6 +22,7 @@ from agentscope.permission import PermissionBehavior, PermissionContext, Permiss
 
 from .._agentscope import permission_context, permission_context_in_sync, permission_engine
 from ..errors import DecisionError
+from .names import check_rule_text, check_tool_name
 
 __all__ = [
     "MODES",
@@ -36,6 +37,7 @@ __all__ = [
     "add_working_directory",
     "remove_working_directory",
     "describe_context",
+    "context_fingerprint",
 ]
 
 MODES: list[str] = [m.value for m in PermissionMode]
@@ -84,7 +86,13 @@ def _same_effect(a: PermissionRule, b: PermissionRule) -> bool:
     return a.tool_name == b.tool_name and a.rule_content == b.rule_content and a.behavior == b.behavior
 
 
-def parse_rule(data: Any, *, default_source: str | None = None, field_prefix: str = "") -> PermissionRule:
+def parse_rule(
+    data: Any,
+    *,
+    default_source: str | None = None,
+    field_prefix: str = "",
+    known_tools: Iterable[str] | None = None,
+) -> PermissionRule:
     """Turn a JSON-like dict into an ``agentscope.permission.PermissionRule``
     the engine can hold, or refuse it with the field at fault.
 
@@ -96,6 +104,8 @@ def parse_rule(data: Any, *, default_source: str | None = None, field_prefix: st
         default_source: fills ``source`` when it is missing (the widget
             uses ``"nb_hitl"``); when ``None`` a missing source is refused.
         field_prefix: prepended to ``field`` in errors (``"rules[2]."``).
+        known_tools: tool names accepted as they are even when they are
+            not plain ASCII (see :func:`nb_hitl.permissions.names.check_tool_name`).
 
     Returns:
         PermissionRule: the validated rule.
@@ -108,8 +118,22 @@ def parse_rule(data: Any, *, default_source: str | None = None, field_prefix: st
             treats it as "no content", i.e. it would match *every* call:
             send ``null`` to mean the whole tool); a ``behavior`` other
             than allow / deny / ask (``PermissionEngine.add_rule`` silently
-            drops ``passthrough``); an empty ``source``.
+            drops ``passthrough``); an empty ``source``; a ``tool_name``
+            with look-alike, invisible or bidi characters, or a
+            ``rule_content`` with invisible or control characters (the code
+            point is named, see :mod:`nb_hitl.permissions.names`).
     """
+    return _parse_rule(data, default_source, field_prefix, known_tools, check_text=True)
+
+
+def _parse_rule(
+    data: Any,
+    default_source: str | None,
+    field_prefix: str,
+    known_tools: Iterable[str] | None,
+    *,
+    check_text: bool,
+) -> PermissionRule:
     p = field_prefix
     if not isinstance(data, Mapping):
         raise DecisionError(
@@ -127,11 +151,15 @@ def parse_rule(data: Any, *, default_source: str | None = None, field_prefix: st
         raise DecisionError(
             "tool_name must be a non-empty string (the tool's name, e.g. 'Bash').", field=f"{p}tool_name"
         )
+    if check_text and not tool_name.isascii():  # name the code point of a no-break space and the like
+        check_tool_name(tool_name, known_tools, field=f"{p}tool_name")
     if tool_name != tool_name.strip():
         raise DecisionError(
             f"tool_name {tool_name!r} has surrounding spaces: the engine looks rules up by the exact tool name.",
             field=f"{p}tool_name",
         )
+    if check_text:
+        check_tool_name(tool_name, known_tools, field=f"{p}tool_name")
     if "rule_content" not in data:
         raise DecisionError(
             "rule_content is required (use null for a rule on the whole tool).", field=f"{p}rule_content"
@@ -147,6 +175,8 @@ def parse_rule(data: Any, *, default_source: str | None = None, field_prefix: st
             "treats '' as no content). Use null to mean the whole tool, or type a pattern.",
             field=f"{p}rule_content",
         )
+    if content is not None and check_text:
+        check_rule_text(content, field=f"{p}rule_content")
     behavior = data.get("behavior")
     if behavior not in RULE_BEHAVIORS:
         extra = (
@@ -171,10 +201,26 @@ def parse_rule(data: Any, *, default_source: str | None = None, field_prefix: st
         raise DecisionError(f"{loc}: {err.get('msg')}", field=f"{p}{loc}" if loc else None) from exc
 
 
-def _as_rule(rule: PermissionRule | Mapping[str, Any], default_source: str | None = None) -> PermissionRule:
+def _as_rule(
+    rule: PermissionRule | Mapping[str, Any],
+    default_source: str | None = None,
+    *,
+    known_tools: Iterable[str] | None = None,
+    check_text: bool = True,
+) -> PermissionRule:
+    """``rule`` as a ``PermissionRule``; with ``check_text`` (for a rule about
+    to be added) a ``PermissionRule`` object is checked like a dict. Rules to
+    find, remove or explain are not: one already in the context must stay
+    removable."""
     if isinstance(rule, PermissionRule):
+        if check_text:
+            check_tool_name(rule.tool_name, known_tools)
+            if rule.rule_content:
+                check_rule_text(rule.rule_content)
         return rule
-    return parse_rule(rule, default_source=default_source)
+    if check_text:
+        return parse_rule(rule, default_source=default_source, known_tools=known_tools)
+    return _parse_rule(rule, default_source, "", None, check_text=False)
 
 
 def _all_rules(ctx: PermissionContext) -> list[PermissionRule]:
@@ -188,7 +234,7 @@ def _all_rules(ctx: PermissionContext) -> list[PermissionRule]:
 def _check_known_tool(rule: PermissionRule, known_tools: Iterable[str] | None, field: str = "tool_name") -> None:
     if known_tools is None:
         return
-    known = list(known_tools)
+    known = known_tools if isinstance(known_tools, (dict, set, frozenset, list, tuple)) else list(known_tools)
     if rule.tool_name not in known:
         raise DecisionError(
             f"No tool named {rule.tool_name!r} in the agent's toolkit (tools: {', '.join(known) or 'none'}). "
@@ -225,7 +271,7 @@ def add_rule(
             or an identical rule (same tool, content and behavior) already
             present (``field="rule_content"``).
     """
-    new = _as_rule(rule, default_source)
+    new = _as_rule(rule, default_source, known_tools=known_tools)
     _check_known_tool(new, known_tools)
     engine = permission_engine(target)
     for existing in _all_rules(engine.context):
@@ -271,7 +317,7 @@ def remove_rule(target: Any, rule: PermissionRule | Mapping[str, Any]) -> Permis
     Raises:
         DecisionError: the rule is invalid or no longer present.
     """
-    wanted = _as_rule(rule, default_source="nb_hitl")
+    wanted = _as_rule(rule, default_source="nb_hitl", check_text=False)
     ctx = permission_context(target)
     rules, i = _locate(ctx, wanted)
     removed = rules.pop(i)
@@ -299,8 +345,8 @@ def edit_rule(
             unknown tool, ``old`` no longer present, or ``new`` duplicating
             another rule.
     """
-    old_rule = _as_rule(old, default_source="nb_hitl")
-    new_rule = _as_rule(new, default_source=old_rule.source)
+    old_rule = _as_rule(old, default_source="nb_hitl", check_text=False)
+    new_rule = _as_rule(new, default_source=old_rule.source, known_tools=known_tools)
     _check_known_tool(new_rule, known_tools)
     engine = permission_engine(target)
     ctx = engine.context
@@ -402,3 +448,27 @@ def describe_context(target: Any) -> dict[str, Any]:
         "state_in_sync": permission_context_in_sync(target),
         "permission_middlewares": len(mws) if isinstance(mws, list) else 0,
     }
+
+
+def context_fingerprint(target: Any) -> tuple[Any, ...]:
+    """A cheap value that changes whenever :func:`describe_context` would:
+    mode, cwd, every rule (tool, content, behavior, source, in engine
+    order), working directories, ``state_in_sync`` and the middleware
+    count. Used to poll an agent's context several times a second without
+    building (and serialising) the full view of thousands of rules."""
+    ctx = permission_context(target)
+    rules = tuple(
+        (name, r.tool_name, r.rule_content, r.behavior.value, r.source)
+        for attr in ("deny_rules", "ask_rules", "allow_rules")
+        for name, tool_rules in getattr(ctx, attr).items()
+        for r in tool_rules
+    )
+    mws = getattr(target, "_check_permission_middlewares", None)
+    return (
+        ctx.mode.value,
+        os.getcwd(),
+        rules,
+        tuple((w.path, w.source) for w in ctx.working_directories.values()),
+        permission_context_in_sync(target),
+        len(mws) if isinstance(mws, list) else 0,
+    )

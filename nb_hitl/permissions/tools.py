@@ -20,12 +20,33 @@ from agentscope.tool import Bash, Edit, Glob, Grep, Read, ToolBase, Toolkit, Wri
 from ..decisions import parse_json_object
 from ..errors import DecisionError
 
-__all__ = ["list_tools", "get_tool", "parse_input", "tool_kind", "default_tool"]
+__all__ = ["list_tools", "get_tool", "tools_of", "parse_input", "tool_kind", "default_tool", "nesting_exceeds"]
 
 _PATH_TOOLS = (Read, Write, Edit)
 
+MAX_INPUT_DEPTH = 64
+"""Deepest nesting of lists / objects accepted in a typed tool input."""
 
-def _tools_of(toolkit: Any) -> dict[str, ToolBase]:
+
+def nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether lists / dicts in ``value`` nest deeper than ``limit`` levels
+    (walked without recursion, so any depth is safe to measure)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def tools_of(toolkit: Any) -> dict[str, ToolBase]:
     """Python tools of a ``Toolkit`` (all groups), a list of tools, or a dict."""
     if toolkit is None:
         return {}
@@ -58,7 +79,7 @@ def list_tools(toolkit: Any) -> list[dict[str, Any]]:
         per call (``Bash.check_read_only``).
     """
     out = []
-    for name, tool in _tools_of(toolkit).items():
+    for name, tool in tools_of(toolkit).items():
         out.append(
             {
                 "name": name,
@@ -81,14 +102,20 @@ async def get_tool(toolkit: Any, tool_name: str) -> ToolBase:
     if isinstance(toolkit, Toolkit):
         tool = await toolkit.get_tool(tool_name)
     else:
-        tool = _tools_of(toolkit).get(tool_name)
+        tool = tools_of(toolkit).get(tool_name)
     if tool is None:
-        names = ", ".join(_tools_of(toolkit)) or "none"
+        names = ", ".join(tools_of(toolkit)) or "none"
         raise DecisionError(f"No tool named {tool_name!r} (tools: {names}).", field="tool_name")
     return tool
 
 
 def tool_kind(tool: ToolBase | None, tool_name: str = "") -> str:
+    """How ``tool`` matches rules: ``"bash"`` (``Bash.match_rule``),
+    ``"path"`` (Read / Write / Edit, ``fnmatch`` on ``file_path``), ``"glob"``,
+    ``"grep"``, ``"function"`` (``ToolBase.match_rule``: whole-tool rules
+    only; function and MCP tools) or ``"custom"`` (its own ``match_rule``).
+    With ``tool=None``, guessed from a builtin ``tool_name``, else
+    ``"function"``."""
     if tool is None:
         return {"Bash": "bash", "Read": "path", "Write": "path", "Edit": "path", "Glob": "glob", "Grep": "grep"}.get(
             tool_name, "function"
@@ -116,12 +143,24 @@ def parse_input(tool: ToolBase, tool_input: Mapping[str, Any] | str, field: str 
 
     Raises:
         DecisionError: ``field`` (default ``"input"``) for bad JSON (with
-            line and column), a non-object, or a schema violation (with the
-            JSON path).
+            line and column), a non-object, nesting deeper than
+            :data:`MAX_INPUT_DEPTH` (which would otherwise end in a
+            ``RecursionError`` in the JSON reader or in ``jsonschema``), or a
+            schema violation (with the JSON path).
     """
-    raw: Any = parse_json_object(tool_input, field=field) if isinstance(tool_input, str) else tool_input
+    too_deep = DecisionError(
+        f"The input is nested more than {MAX_INPUT_DEPTH} levels deep ([ or {{ inside each other); "
+        "no tool input needs that, and it cannot be checked safely.",
+        field=field,
+    )
+    try:
+        raw: Any = parse_json_object(tool_input, field=field) if isinstance(tool_input, str) else tool_input
+    except RecursionError:
+        raise too_deep from None
     if not isinstance(raw, Mapping):
         raise DecisionError(f"The input of {tool.name} must be a JSON object.", field=field)
+    if nesting_exceeds(raw, MAX_INPUT_DEPTH):
+        raise too_deep
     value = dict(raw)
     try:
         jsonschema.validate(value, tool.input_schema)
@@ -136,6 +175,8 @@ _DEFAULT_TOOLS: dict[str, ToolBase] = {}
 
 
 def default_tool(tool_name: str) -> ToolBase | None:
+    """A shared default instance of AgentScope's builtin tool called
+    ``tool_name`` (Bash, Read, Write, Edit, Glob, Grep), or ``None``."""
     factory = {"Bash": Bash, "Read": Read, "Write": Write, "Edit": Edit, "Glob": Glob, "Grep": Grep}.get(tool_name)
     if factory is None:
         return None

@@ -11,8 +11,9 @@ exactly once per decision with AgentScope's own events.
   cell awaits, ipykernel 7.4).
 * ``session.start("...")``: returns an ``asyncio.Task`` at once.
 
-The parts: ``_run`` (run state, pause transitions), ``_drive`` (the stream),
-``_actions`` (clicks, deadlines), ``_transcript``, ``_core`` (shared bits).
+The parts: ``_run`` (run state, pause transitions), ``_drive`` (the stream,
+checkpoints), ``_actions`` (clicks, deadlines), ``_transcript``, ``_calls``
+(awaitables that say how to use them), ``_core`` (shared bits).
 """
 
 from __future__ import annotations
@@ -31,16 +32,20 @@ from agentscope.message import Msg, UserMsg
 from .._agentscope import POLICY_CONTEXT_KEY, msg_text
 from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
 from ..pauses import Pause
-from ..store import AuditLog, CheckpointStore
+from ..store import AuditLog, CheckpointLock, CheckpointStore, current_user
 from ..team import Team, states_from_checkpoint
-from ._drive import Driver, close_dangling_tool_calls
-from ._run import PauseTransitionError, ReplyRun, transition
+from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
+from ._drive import Driver, close_dangling_tool_calls, close_delivered_tool_calls
+from ._run import PauseTransitionError, ReplyRun, pending_message, transition
 from ._transcript import Transcript
 
 __all__ = [
     "Session",
     "ReplyRun",
     "Transcript",
+    "ReplyCall",
+    "ReplyTask",
+    "PendingAction",
     "PauseTransitionError",
     "transition",
     "close_dangling_tool_calls",
@@ -50,6 +55,7 @@ __all__ = [
 log = logging.getLogger("nb_hitl.session")
 
 _SESSIONS: weakref.WeakKeyDictionary[Any, Session] = weakref.WeakKeyDictionary()
+_BY_CHECKPOINT: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()
 
 
 class Session(Driver):
@@ -66,7 +72,8 @@ class Session(Driver):
             log; every decision is appended and fsynced before the agent is
             resumed.
         checkpoints: folder (or :class:`~nb_hitl.store.CheckpointStore`) where
-            the agent's ``AgentState`` is written at every pause.
+            the agent's ``AgentState`` is written (signed) at every pause,
+            before and after every tool call and when a reply ends.
         session_id: the checkpoint's name; a fresh id when omitted.
         user_name: the ``name`` of user messages built from strings.
         deadline: seconds a pause stays open (like AG-UI's ``expires_at``);
@@ -75,13 +82,19 @@ class Session(Driver):
             is denied, an external call gets an ERROR result) or
             ``"interrupt"`` (the whole reply is interrupted). Either way the
             audit log records it and the widget says what happened.
+        decided_by: who answers this session's pauses, recorded as
+            ``decided_by`` on every audit line; the OS user when omitted.
 
-    A new ``Session`` for an agent that already has one supersedes it: the
-    old session's open pauses expire ("superseded") and refuse clicks, and
-    the new one adopts the agent's parked reply (see :meth:`resume`).
+    A new ``Session`` for an agent, or for a checkpoint, that already has one
+    in this process supersedes it: the old session's open pauses expire
+    ("superseded") and refuse clicks, and the new one adopts the agent's
+    parked reply (see :meth:`resume`). A checkpoint is driven by one process
+    at a time: the session holds its lock until it is closed or the process
+    ends.
 
     Raises:
         TypeError: ``agent`` is not an AgentScope ``Agent`` or pipeline.
+        CheckpointLockedError: another process drives this checkpoint.
     """
 
     def __init__(
@@ -95,6 +108,7 @@ class Session(Driver):
         user_name: str = "user",
         deadline: float | None = None,
         on_deadline: str = "deny",
+        decided_by: str | None = None,
     ) -> None:
         if on_deadline not in ("deny", "interrupt"):
             raise ValueError(f"on_deadline must be 'deny' or 'interrupt', got {on_deadline!r}")
@@ -114,6 +128,7 @@ class Session(Driver):
         self.user_name = user_name
         self.deadline = deadline
         self.on_deadline = on_deadline
+        self.decided_by = decided_by or current_user()
         self.runs: list[ReplyRun] = []
         self.superseded_by: Session | None = None
         self._lock = threading.Lock()
@@ -121,10 +136,18 @@ class Session(Driver):
         self._event_listeners: list[Callable[[Any, ReplyRun], None]] = []
         # driving tasks of a superseded Session, still unwinding (cancelled)
         self._inherited: list[asyncio.Task] = []
+        self._checkpoint_lock: CheckpointLock | None = None
+        if self.checkpoints is not None:
+            self._checkpoint_lock = self.checkpoints.lock(self.session_id)
+            holder = _BY_CHECKPOINT.get(self._checkpoint_lock.key)
+            if holder is not None and holder is not self and holder.superseded_by is None:
+                holder._supersede(self)
+            _BY_CHECKPOINT[self._checkpoint_lock.key] = self
         old = _SESSIONS.get(self.agent)
-        if old is not None and old is not self:
+        if old is not None and old is not self and old.superseded_by is None:
             old._supersede(self)
         _SESSIONS[self.agent] = self
+        install_kernel_hints()
 
     # ------------------------------------------------------------------
     # public API
@@ -140,8 +163,9 @@ class Session(Driver):
         run = self.current
         return run.open_pauses() if run and run.live else []
 
-    async def run(self, message: str | Msg | list[Msg], *, interrupt_pending: bool = False) -> Msg:
-        """Send a message and await the whole reply, answering pauses inline.
+    def run(self, message: str | Msg | list[Msg], *, interrupt_pending: bool = False) -> ReplyCall[Msg]:
+        """Send a message and await the whole reply, answering pauses inline:
+        ``final = await session.run("...")``.
 
         Args:
             message: a string (sent as a user ``Msg``), a ``Msg`` or a list.
@@ -150,23 +174,32 @@ class Session(Driver):
                 of refusing.
 
         Returns:
-            the reply's final ``Msg``.
+            a :class:`ReplyCall`: awaiting it sends the message and gives the
+            reply's final ``Msg``. Nothing is sent until it is awaited; shown
+            as a cell's value, it says to write ``await``.
 
         Raises:
-            PendingPauseError: the agent is parked and ``interrupt_pending``
-                is False (AgentScope would raise a bare ``ValueError``; C07).
+            PendingPauseError: (when awaited) the agent is parked and
+                ``interrupt_pending`` is False (AgentScope would raise a bare
+                ``ValueError``; C07). The message names only the pauses still
+                open.
             Exception: whatever the agent raised; the widget shows it too.
         """
-        task = self.start(message, interrupt_pending=interrupt_pending)
-        # Shielded: interrupting the cell (Kernel > Interrupt) stops waiting
-        # here but does not cancel the reply, whose widget stays live.
-        return await asyncio.shield(task)
 
-    def start(self, message: str | Msg | list[Msg], *, interrupt_pending: bool = False) -> asyncio.Task:
-        """Like :meth:`run`, but return the driving ``asyncio.Task`` at once.
+        async def body() -> Msg:
+            task = self.start(message, interrupt_pending=interrupt_pending)
+            # Shielded: interrupting the cell (Kernel > Interrupt) stops waiting
+            # here but does not cancel the reply, whose widget stays live.
+            return await asyncio.shield(task)
+
+        return ReplyCall(body, "session.run(...)")
+
+    def start(self, message: str | Msg | list[Msg], *, interrupt_pending: bool = False) -> ReplyTask:
+        """Like :meth:`run`, but return the driving task at once.
 
         The cell returns; the reply continues on the kernel's loop and the
-        widget updates itself. ``await`` the task for the final ``Msg``.
+        widget updates itself. ``await`` the task for the final ``Msg``
+        (its ``result()`` before the end says so).
 
         Raises:
             PendingPauseError: see :meth:`run` (raised here, synchronously).
@@ -178,36 +211,38 @@ class Session(Driver):
         prior = self.current
         if (prior is not None and prior.task is not None and not prior.task.done()) or parked_any:
             if not interrupt_pending:
-                names = ", ".join(f"{tc.name} ({tc.id})" for tc in parked) or "a running reply"
-                shown = prior is not None and prior.live
-                raise PendingPauseError(
-                    f"The agent {self.agent.name!r} is still waiting on {names}. "
-                    + (
-                        "Answer the open pause(s) above"
-                        if shown
-                        else "No live widget shows them: `await session.resume()` shows them again"
-                    )
-                    + ", or call again with interrupt_pending=True to interrupt that reply first."
-                )
+                raise PendingPauseError(pending_message(self.agent.name, prior, parked))
+            if prior is not None and prior.live:
+                # now, before the old reply's task runs again: a decision it
+                # has queued is never handed to the agent afterwards; it is
+                # discarded, and its card and the audit log say so
+                self._request_interrupt(prior, "Interrupted: a new message was sent to the agent.")
         msgs = UserMsg(name=self.user_name, content=message) if isinstance(message, str) else message
         prompt = message if isinstance(message, str) else msg_text(msgs if isinstance(msgs, Msg) else None)
         run = self._new_run(prompt=prompt)
-        run.task = asyncio.get_running_loop().create_task(
-            self._drive(run, msgs, interrupt_first=bool(interrupt_pending and (parked_any or prior)), prior=prior)
+        task = ReplyTask(
+            self._drive(run, msgs, interrupt_first=bool(interrupt_pending and (parked_any or prior)), prior=prior),
+            loop=asyncio.get_running_loop(),
         )
-        return run.task
+        run.task = task
+        return task
 
-    async def resume(self) -> Msg:
+    def resume(self) -> ReplyCall[Msg]:
         """Adopt and drive a reply that is already parked in the agent's state
         (after :meth:`restore` or when this session superseded another):
-        re-renders its open pauses and awaits the end of the reply.
+        ``await session.resume()`` re-renders its open pauses and awaits the
+        end of the reply (a :class:`ReplyCall`, like :meth:`run`).
 
         Raises:
-            NbHitlError: the agent is not parked.
+            NbHitlError: (when awaited) the agent is not parked.
         """
-        return await asyncio.shield(self.start_resume())
 
-    def start_resume(self) -> asyncio.Task:
+        async def body() -> Msg:
+            return await asyncio.shield(self.start_resume())
+
+        return ReplyCall(body, "session.resume()")
+
+    def start_resume(self) -> ReplyTask:
         """Like :meth:`resume` but returns the driving task at once."""
         self._check_current()
         parked = self.parked_tool_calls()
@@ -216,8 +251,9 @@ class Session(Driver):
         run = self._new_run(prompt="(resumed)")
         run.reply_id = self.team.parked_reply_id()
         self._push(run, reply_id=run.reply_id)
-        run.task = asyncio.get_running_loop().create_task(self._drive(run, None, adopt=True))
-        return run.task
+        task = ReplyTask(self._drive(run, None, adopt=True), loop=asyncio.get_running_loop())
+        run.task = task
+        return task
 
     @classmethod
     def restore(
@@ -246,6 +282,10 @@ class Session(Driver):
 
         Raises:
             FileNotFoundError: no checkpoint.
+            CheckpointLockedError: another process drives this checkpoint
+                (the message names it: pid, host, user).
+            CheckpointIntegrityError: the checkpoint was changed after it was
+                written (its HMAC does not match) or is not signed.
         """
         store = checkpoints if isinstance(checkpoints, CheckpointStore) else CheckpointStore(checkpoints)
         if session_id is None:
@@ -253,14 +293,35 @@ class Session(Driver):
             if not ids:
                 raise FileNotFoundError(f"No checkpoint in {store.folder}")
             session_id = ids[0]
-        record = store.load(session_id)
-        # a team's checkpoint holds every agent: the factory gets {name: AgentState}
-        agent = agent_factory(states_from_checkpoint(record["state"]))
-        team = Team.of(agent)
-        team.load_pipeline_extras(record["state"])
-        for member in team.agents.values():
-            close_dangling_tool_calls(member)
-        return cls(agent, checkpoints=store, session_id=session_id, **kwargs)
+        lock = store.lock(session_id)  # before reading: the file cannot change under us
+        try:
+            record = store.load(session_id)
+            # a team's checkpoint holds every agent: the factory gets {name: AgentState}
+            agent = agent_factory(states_from_checkpoint(record["state"]))
+            team = Team.of(agent)
+            team.load_pipeline_extras(record["state"])
+            for member in team.agents.values():
+                close_delivered_tool_calls(member)
+                close_dangling_tool_calls(member)
+            return cls(agent, checkpoints=store, session_id=session_id, **kwargs)
+        except BaseException:
+            if _BY_CHECKPOINT.get(lock.key) is None:
+                lock.release()  # taken for this restore only
+            raise
+
+    def close(self) -> None:
+        """Stop driving: expire this session's live replies (their driving
+        tasks are cancelled) and release the checkpoint's lock, so another
+        process may restore it. Idempotent."""
+        for run in self.runs:
+            if run.live:
+                if run.task is not None and not run.task.done() and not run.task.get_loop().is_closed():
+                    run.task.cancel()
+                self._expire(run, "expired", "The session was closed.")
+        lock, self._checkpoint_lock = self._checkpoint_lock, None
+        if lock is not None and _BY_CHECKPOINT.get(lock.key) is self:
+            del _BY_CHECKPOINT[lock.key]
+            lock.release()
 
     async def interrupt(self, reason: str = "Interrupted by the user.") -> None:
         """Interrupt the current reply: a parked one gets AgentScope's
@@ -279,11 +340,24 @@ class Session(Driver):
             except (asyncio.CancelledError, Exception):  # its widget shows how it ended
                 log.debug("the interrupted reply ended with an error", exc_info=True)
 
-    def act(self, message: dict[str, Any]) -> Any:
+    def act(self, message: dict[str, Any], *, decided_by: str | None = None) -> Any:
         """Take an action as the page would (``{"action", "tool_call_id", ...}``).
 
-        The same path as a click: for programmatic answers and tests.
-        Returns the handler's result (a coroutine for decisions: await it).
+        The same path as a click: for programmatic answers and tests. The
+        synchronous checks run now; the rest (re-checks, audit, queue) runs
+        when awaited, or by itself at the loop's next step when it is not,
+        so a call that is never awaited never leaves the pause ``deciding``.
+
+        Args:
+            message: the page's message.
+            decided_by: recorded as ``decided_by`` in the audit line
+                (default: the session's ``decided_by``).
+
+        Returns:
+            a :class:`PendingAction` giving the
+            handler's answer (``{"status": "decided", ...}``): ``await`` it to
+            see a refusal of the async checks. Without a running loop, the
+            coroutine itself.
 
         Raises:
             NbHitlError: the refusal a widget would show.
@@ -291,7 +365,14 @@ class Session(Driver):
         run = self.current
         if run is None:
             raise PauseNotLiveError("Nothing has run yet.")
-        return self._on_action(run, message)
+        result = self._on_action(run, message, decided_by)
+        if asyncio.iscoroutine(result):
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return result
+            return PendingAction(result, loop)
+        return result
 
     def audit_table(self) -> Any:
         """An :class:`~nb_hitl.widgets.AuditLogTable` of this session's audit log.

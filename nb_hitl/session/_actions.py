@@ -14,6 +14,7 @@ or interrupt the reply) through the same transitions and audits ``timeout``.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -27,15 +28,18 @@ from ._run import ReplyRun, transition
 
 __all__ = ["Actions"]
 
+log = logging.getLogger("nb_hitl.session")
+
 
 class Actions(SessionCore):
     """Page actions and deadlines of a session (mixed into :class:`~nb_hitl.session.Session`)."""
 
-    def _on_action(self, run: ReplyRun, message: Any) -> Any:
+    def _on_action(self, run: ReplyRun, message: Any, decided_by: str | None = None) -> Any:
         """Handle one page message for ``run`` (runs in the comm handler).
 
         Synchronous part: shape, liveness, exactly-once, pure decision.
-        Returns a coroutine for the async part (checks, audit, queue).
+        Returns a coroutine for the async part (checks, audit, queue);
+        ``decided_by`` (default: the session's) goes into the audit line.
         """
         if not isinstance(message, dict):
             raise DecisionError("A page message must be a JSON object.")
@@ -79,7 +83,7 @@ class Actions(SessionCore):
             decision = decide(pause, message)
             transition(pause, "deciding")
         self._push(run)
-        return self._finish_decision(run, pause, decision)
+        return self._finish_decision(run, pause, decision, decided_by)
 
     async def _interrupt_from_page(self, run: ReplyRun) -> dict[str, Any]:
         if not run.live:
@@ -90,7 +94,9 @@ class Actions(SessionCore):
             run.task.cancel()
         return {"status": "interrupting"}
 
-    async def _finish_decision(self, run: ReplyRun, pause: Pause, decision: Decision) -> dict[str, Any]:
+    async def _finish_decision(
+        self, run: ReplyRun, pause: Pause, decision: Decision, decided_by: str | None = None
+    ) -> dict[str, Any]:
         try:
             agent = self.team.agent(pause.agent)  # the agent that asked: its tool, schema and engine
             tool = await agent.toolkit.get_tool(pause.tool_name)
@@ -104,7 +110,7 @@ class Actions(SessionCore):
                 raise PauseNotLiveError(
                     f"This pause is no longer live: {pause.reason or run.reason or 'the reply ended'}"
                 )
-            self._audit(pause, decision)
+            self._audit(pause, decision, decided_by)
         except BaseException:
             if pause.status == "deciding":
                 transition(pause, "open")
@@ -130,7 +136,19 @@ class Actions(SessionCore):
                 decision = decide(pause, message)
                 transition(pause, "deciding")
         applied = "reply interrupted" if self.on_deadline == "interrupt" else kind_spec(pause.kind).timeout_applied
-        self._audit_pause(pause, decision="timeout", applied=applied)
+        try:
+            self._audit_pause(pause, decision="timeout", applied=applied, decided_by="deadline")
+        except Exception as exc:
+            log.error("the deadline of %s passed but its audit record failed", pause.tool_call_id, exc_info=True)
+            transition(pause, "open")
+            pause.deadline = None  # a person can still answer (and their answer is audited)
+            pause.reason = (
+                f"The deadline passed, but the audit log could not be written ({type(exc).__name__}: {exc}); "
+                "the default was not applied and the pause is still open."
+            )
+            self._push(run)
+            self._notify("decision", run)
+            return
         pause.decision = {"action": "timeout", "applied": applied}
         if self.on_deadline == "interrupt":
             transition(pause, "expired", reason="The deadline passed; the reply was interrupted.")

@@ -20,9 +20,9 @@ from agentscope.message import ToolCallBlock
 
 from ..decisions import Decision
 from ..pauses import Pause
-from ..store import AuditLog, CheckpointStore
+from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
-from ._run import ReplyRun, can_transition, transition
+from ._run import DELIVERED_CONTEXT_KEY, ReplyRun, can_transition, transition
 
 if TYPE_CHECKING:
     from . import Session
@@ -44,6 +44,8 @@ class SessionCore:
     user_name: str
     deadline: float | None
     on_deadline: str
+    decided_by: str
+    _checkpoint_lock: CheckpointLock | None
     runs: list[ReplyRun]
     superseded_by: Session | None
     _lock: threading.Lock
@@ -52,7 +54,7 @@ class SessionCore:
     _inherited: list[asyncio.Task]
 
     # -- implemented by the page actions (``_actions``) -----------------
-    def _on_action(self, run: ReplyRun, message: Any) -> Any:
+    def _on_action(self, run: ReplyRun, message: Any, decided_by: str | None = None) -> Any:
         raise NotImplementedError
 
     def _deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
@@ -67,12 +69,21 @@ class SessionCore:
     def checkpoint(self) -> None:
         """Write the agent's ``AgentState`` to the session's checkpoint now.
 
-        A no-op without ``checkpoints``. Tools that shape a pause (reviewed
-        tools) call it around work that must survive a kernel restart.
+        A no-op without ``checkpoints``, and for a session that was
+        superseded or closed (the newer session owns the file). Tools that
+        shape a pause (reviewed tools) call it around work that must survive
+        a kernel restart.
         """
-        if self.checkpoints is None:
+        if self.checkpoints is None or self.superseded_by is not None or self._checkpoint_lock is None:
             return
         self.checkpoints.save(self.session_id, self.agent.name, self.team.state_json())
+
+    def _checkpoint_quietly(self) -> None:
+        """:meth:`checkpoint` on a path that is already failing: log, do not raise."""
+        try:
+            self.checkpoint()
+        except Exception:
+            log.warning("could not write the checkpoint of %s", self.session_id, exc_info=True)
 
     # -- runs and widgets ------------------------------------------------
     def _check_current(self) -> None:
@@ -158,6 +169,9 @@ class SessionCore:
         awaiting = {tc.id for tc in self.parked_tool_calls()}
         for pause in run.pauses.values():
             if pause.status == "delivered" and pause.tool_call_id in awaiting:
+                marks = self.team.agent(pause.agent).state.middle_context.get(DELIVERED_CONTEXT_KEY)
+                if isinstance(marks, dict):
+                    marks.pop(pause.tool_call_id, None)  # known: never applied
                 transition(
                     pause, "expired", reason="Decided, but the reply stopped before the agent applied the decision."
                 )
@@ -166,10 +180,13 @@ class SessionCore:
 
     def _supersede(self, newer: SessionCore) -> None:
         self.superseded_by = newer  # type: ignore[assignment]
-        newer._inherited.extend(r.task for r in self.runs if r.task is not None and not r.task.done())
+        # tasks of a loop that is closed (another asyncio.run) never run again
+        tasks = [r.task for r in self.runs if r.task is not None and not r.task.done()]
+        live = [t for t in tasks if not t.get_loop().is_closed()]
+        newer._inherited.extend(live)
         for run in self.runs:
             if run.live:
-                if run.task is not None and not run.task.done():
+                if run.task in live:
                     run.task.cancel()
                 self._expire(run, "expired", "Superseded by a newer Session for this agent.")
 
@@ -187,7 +204,9 @@ class SessionCore:
         """Append one audit record (fsynced; see :class:`~nb_hitl.store.AuditLog`)."""
         if self.audit_log is None:
             return
-        self.audit_log.append({"session_id": self.session_id, "agent": self.agent.name, **fields})
+        self.audit_log.append(
+            {"session_id": self.session_id, "agent": self.agent.name, "decided_by": self.decided_by, **fields}
+        )
 
     def _audit_pause(self, pause: Pause, **fields: Any) -> None:
         """Append one audit record about ``pause``."""
@@ -204,10 +223,11 @@ class SessionCore:
             }
         )
 
-    def _audit(self, pause: Pause, decision: Decision) -> None:
+    def _audit(self, pause: Pause, decision: Decision, decided_by: str | None = None) -> None:
         summary = decision.summary()
         self._audit_pause(
             pause,
+            decided_by=decided_by or self.decided_by,
             edited_input=decision.edited_input,
             decision=decision.action,
             confirmed=summary.get("confirmed"),

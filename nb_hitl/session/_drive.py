@@ -42,10 +42,10 @@ from .._agentscope import POLICY_CONTEXT_KEY, enum_value, is_parked, msg_text, p
 from ..pauses import Pause, build_pause
 from ..team import plumbing_step, tag_entry
 from ._actions import Actions
-from ._run import TERMINAL, ReplyRun, transition
+from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun, transition
 from ._team import resume_batch
 
-__all__ = ["Driver", "close_dangling_tool_calls"]
+__all__ = ["Driver", "close_dangling_tool_calls", "close_delivered_tool_calls"]
 
 log = logging.getLogger("nb_hitl.session")
 
@@ -93,6 +93,55 @@ def close_dangling_tool_calls(agent: Any) -> list[str]:
                 ToolResultBlock(id=block.id, name=block.name, output=_DANGLING_NOTE, state=ToolResultState.INTERRUPTED)
             )
             closed.append(block.id)
+    return closed
+
+
+_DELIVERED_NOTE = (
+    "<system-reminder>A decision ({action}) was handed to the agent for this tool call, but the process "
+    "stopped before its outcome was recorded, so it may or may not have taken effect.</system-reminder>"
+)
+
+
+def delivered_marks(agent: Any) -> dict[str, Any]:
+    """The agent's ``DELIVERED_CONTEXT_KEY`` entries (created empty when missing)."""
+    marks = agent.state.middle_context.get(DELIVERED_CONTEXT_KEY)
+    if not isinstance(marks, dict):
+        marks = agent.state.middle_context[DELIVERED_CONTEXT_KEY] = {}
+    return marks
+
+
+def close_delivered_tool_calls(agent: Any) -> list[str]:
+    """After a restore: close the parked calls whose decision had been handed
+    to the agent (``DELIVERED_CONTEXT_KEY``) with no outcome in the state.
+
+    The process stopped between the resume and the next checkpoint, so the
+    tool may have run: asking again could run it twice. Each such call gets
+    state ``finished`` and an ``interrupted`` ``ToolResultBlock`` saying so,
+    like :func:`close_dangling_tool_calls`.
+
+    Returns:
+        the ids of the calls closed.
+    """
+    marks = delivered_marks(agent)
+    context = agent.state.context
+    if not marks or not context:
+        marks.clear()
+        return []
+    last = context[-1]
+    closed: list[str] = []
+    if last.role == "assistant" and last.name == agent.name and not isinstance(last.content, str):
+        answered = {b.id for b in last.content if getattr(b, "type", None) == "tool_result"}
+        for block in list(last.content):
+            if getattr(block, "type", None) != "tool_call" or block.id in answered or block.id not in marks:
+                continue
+            if enum_value(block.state) in (ToolCallState.ASKING.value, ToolCallState.SUBMITTED.value):
+                block.state = ToolCallState.FINISHED
+                note = _DELIVERED_NOTE.format(action=marks[block.id].get("action", "?"))
+                last.content.append(
+                    ToolResultBlock(id=block.id, name=block.name, output=note, state=ToolResultState.INTERRUPTED)
+                )
+                closed.append(block.id)
+    marks.clear()
     return closed
 
 
@@ -153,17 +202,20 @@ class Driver(Actions):
                     )
                 else:
                     self._expire(run, "interrupted", run.reason or "The reply was cancelled.")
+            self._checkpoint_quietly()
             self._notify("end", run)
             raise
         except BaseException as exc:
             self._discard_unapplied(run)
             run.error = exc
             self._expire(run, "error", f"{type(exc).__name__}: {exc}")
+            self._checkpoint_quietly()
             self._notify("end", run)
             raise
         if run.status not in TERMINAL:
             run.status = "finished"
         self._expire(run, run.status, run.reason or f"The reply {run.status}.")
+        self.checkpoint()
         self._push(run, final_text=msg_text(run.final))
         self._notify("end", run)
         return run.final  # type: ignore[return-value]
@@ -204,8 +256,13 @@ class Driver(Actions):
             if confirms or externals:
                 batch = confirms or externals
                 run.queue = [d for d in run.queue if d not in batch]
+                marks = delivered_marks(self.team.owner(reply_id))  # in the state of the agent that asked
                 for d in batch:
                     transition(run.pauses[d.tool_call_id], "delivered")
+                    marks[d.tool_call_id] = {"action": d.action, "reply_id": reply_id, "at": time.time()}
+                # on disk before the agent gets it: a restore never asks again
+                # for a call that may already have run
+                self.checkpoint()
                 run.resumes += 1
                 if confirms:
                     return UserConfirmResultEvent(
@@ -286,7 +343,15 @@ class Driver(Actions):
             pause = run.pauses.get(tool_call_id)
             return pause.tool_name if pause is not None else tr.call_name(tool_call_id)
 
+        # the state is written before a tool runs (its call is ``allowed``: a
+        # restore closes it as interrupted, never runs it again) and after
+        # its result is in the state (AgentScope saves an external result
+        # after yielding its end event: written at the next event)
+        result_due = False
         async for ev in self.team.stream(inp):
+            if result_due:
+                self.checkpoint()
+                result_due = False
             for listener in self._event_listeners:
                 try:
                     listener(ev, run)
@@ -314,6 +379,7 @@ class Driver(Actions):
                 tr.tool_call(ev.tool_call_id, input_text=ev.delta)
             elif isinstance(ev, ToolResultStartEvent):
                 tr.tool_result(ev.tool_call_id, state="running", name=ev.tool_call_name)
+                self.checkpoint()
             elif isinstance(ev, ToolResultTextDeltaEvent):
                 tr.tool_result(ev.tool_call_id, ev.delta, name=call_name(ev.tool_call_id))
             elif isinstance(ev, ToolResultEndEvent):
@@ -321,6 +387,8 @@ class Driver(Actions):
                 pause = run.pauses.get(ev.tool_call_id)
                 if pause is not None and pause.status in ("decided", "delivered"):
                     transition(pause, "delivered")
+                delivered_marks(self.agent).pop(ev.tool_call_id, None)
+                result_due = True
             elif isinstance(ev, (RequireUserConfirmEvent, RequireExternalExecutionEvent)):
                 asker = self.team.owner(ev.reply_id)
                 if asker is self.agent:
@@ -346,4 +414,6 @@ class Driver(Actions):
                 self._push(run)
                 dirty = False
                 last_push = now
+        if result_due:
+            self.checkpoint()
         self._push(run)

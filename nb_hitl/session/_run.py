@@ -20,16 +20,31 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentscope.message import Msg
+from agentscope.message import Msg, ToolCallBlock
 
 from ..decisions import Decision
 from ..errors import NbHitlError
 from ..pauses import Pause, PauseStatus
 from ._transcript import Transcript
 
-__all__ = ["ReplyRun", "TERMINAL", "TRANSITIONS", "PauseTransitionError", "transition", "can_transition"]
+__all__ = [
+    "ReplyRun",
+    "TERMINAL",
+    "TRANSITIONS",
+    "PauseTransitionError",
+    "transition",
+    "can_transition",
+    "pending_message",
+    "DELIVERED_CONTEXT_KEY",
+]
 
 log = logging.getLogger("nb_hitl.session")
+
+DELIVERED_CONTEXT_KEY = "nb_hitl.delivered"
+"""Key in ``AgentState.middle_context``: ``{tool_call_id: {"action", "reply_id",
+"at"}}``, the decisions handed to the agent whose outcome is not in the state
+yet. Written (and checkpointed) before the resume event is sent, so a
+restore knows which parked calls may already have run."""
 
 TERMINAL = ("finished", "interrupted", "expired", "error")
 """Run statuses after which the reply takes no decision."""
@@ -125,3 +140,41 @@ class ReplyRun:
     def open_pauses(self) -> list[Pause]:
         """Pauses still waiting for a decision."""
         return [p for p in self.pauses.values() if p.status == "open"]
+
+
+def pending_message(agent_name: str, prior: ReplyRun | None, parked: list[ToolCallBlock]) -> str:
+    """Why a new message is refused while a reply is not over (C07).
+
+    Names only the pauses really open: a call whose decision is already
+    taken (``deciding`` / ``decided`` / ``delivered``) is "being delivered",
+    not waiting on the person.
+
+    Args:
+        agent_name: the agent's name.
+        prior: the session's current run, if any.
+        parked: the agent's awaiting tool calls (``AgentState``).
+    """
+    live = prior is not None and prior.live
+    shown = prior.pauses if prior is not None and live else {}
+    open_now = [p for p in shown.values() if p.status == "open"]
+    decided = [p for p in shown.values() if p.status in ("deciding", "decided", "delivered")]
+    unshown = [tc for tc in parked if tc.id not in shown]
+    retry = ", or call again with interrupt_pending=True to interrupt that reply first"
+    taken = ""
+    if decided:
+        names = ", ".join(f"{p.tool_name} ({p.tool_call_id})" for p in decided)
+        taken = f" The decisions already taken for {names} are being delivered to the agent."
+    if open_now:
+        names = ", ".join(f"{p.tool_name} ({p.tool_call_id})" for p in open_now)
+        return f"The agent {agent_name!r} is still waiting on {names}. Answer the open pause(s) above{retry}.{taken}"
+    if unshown:
+        names = ", ".join(f"{tc.name} ({tc.id})" for tc in unshown)
+        return (
+            f"The agent {agent_name!r} is still waiting on {names}. No live widget shows them: "
+            f"`await session.resume()` shows them again{retry}.{taken}"
+        )
+    return (
+        f"The agent {agent_name!r} has a running reply.{taken} Wait for it "
+        f"(`await session.current.task`){retry} (a decision not yet delivered is then discarded, "
+        "and the audit log and its card say so)."
+    )

@@ -53,7 +53,7 @@ def audit_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
                 "tool_name": str(r.get("tool_name", "") or ""),
                 "decision": str(r.get("decision", "")),
                 "detail": "; ".join(detail_parts),
-                "who": str(r.get("who", "")),
+                "who": str(r.get("decided_by") or r.get("who", "")),
             }
         )
     return rows

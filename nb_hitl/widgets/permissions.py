@@ -26,6 +26,8 @@ action                        fields                                      answer
                               optional ``mode``                           :func:`nb_hitl.permissions.try_call`)
 ``matrix``                    ``calls`` ([{tool_name, input}])            ``matrix``
 ``explain``                   ``rule``, ``tool_name``, ``input``          ``text``
+``reach``                     ``rule``                                    ``text`` (one line,
+                                                                          :func:`nb_hitl.permissions.rule_reach`)
 ``export``                    --                                          ``text``
 ``import``                    ``text``, optional ``replace``              ``count``, ``context``
 ============================  ==========================================  ============================
@@ -48,6 +50,8 @@ import traitlets
 from .. import permissions as perm
 from .._agentscope import permission_engine
 from ..errors import DecisionError
+from ..permissions.rules import context_fingerprint
+from ..permissions.tools import MAX_INPUT_DEPTH, nesting_exceeds, tools_of
 from ._base import RequestWidget
 
 __all__ = ["PermissionExplorer"]
@@ -99,7 +103,7 @@ class PermissionExplorer(RequestWidget):
         permission_engine(agent)  # TypeError early for anything without an engine
         self._agent = agent
         self._last_try_request: dict[str, Any] | None = None
-        self._fingerprint = ""
+        self._fingerprint: tuple[Any, ...] = ()
         super().__init__(
             handler=self._handle,
             agent_name=str(getattr(agent, "name", "") or ""),
@@ -129,7 +133,7 @@ class PermissionExplorer(RequestWidget):
             dict: the new :func:`nb_hitl.permissions.describe_context` view.
         """
         view = perm.describe_context(self._agent)
-        self._fingerprint = json.dumps(view, sort_keys=True, default=str)
+        self._fingerprint = context_fingerprint(self._agent)
         tools = perm.list_tools(getattr(self._agent, "toolkit", None))
         if tools != self.tools:  # tools added to the toolkit after construction
             self.tools = tools
@@ -182,8 +186,7 @@ class PermissionExplorer(RequestWidget):
         Returns:
             bool: whether something changed.
         """
-        view = perm.describe_context(self._agent)
-        if json.dumps(view, sort_keys=True, default=str) == self._fingerprint:
+        if context_fingerprint(self._agent) == self._fingerprint:
             return False
         await self.refresh_all()
         return True
@@ -250,6 +253,10 @@ class PermissionExplorer(RequestWidget):
                 tool=await perm.get_tool(getattr(agent, "toolkit", None), _str(msg, "tool_name")),
             )
             return {"text": text}
+        if action == "reach":
+            rule = perm.parse_rule(_dict(msg, "rule"), default_source=_SOURCE, known_tools=self.known_tools)
+            tool = tools_of(getattr(agent, "toolkit", None)).get(rule.tool_name)
+            return {"text": perm.rule_reach(rule, tool=tool)}
         if action == "export":
             return {"text": perm.export_rules(agent)}
         if action == "import":
@@ -278,11 +285,16 @@ def _str(msg: dict[str, Any], key: str) -> str:
 
 
 def _input_dict(value: Any) -> dict[str, Any]:
+    too_deep = DecisionError(f"The input is nested more than {MAX_INPUT_DEPTH} levels deep.", field="input")
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             raise DecisionError(f"The input is not valid JSON: {exc.msg}.", field="input") from None
+        except RecursionError:
+            raise too_deep from None
     if not isinstance(value, dict):
         raise DecisionError("The input must be a JSON object.", field="input")
+    if nesting_exceeds(value, MAX_INPUT_DEPTH):
+        raise too_deep
     return value

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 from ag_ui.core import (
@@ -75,6 +76,8 @@ async def endpoint(request: Request):
         return PlainTextResponse("hello")
     inp = RunAgentInput.model_validate(await request.json())
     encoder = EventEncoder()
+    if mode in ("forever", "huge"):
+        return StreamingResponse(_endless(mode, inp, encoder), media_type="text/event-stream")
 
     async def stream():
         for event in _events(mode, inp):
@@ -83,6 +86,20 @@ async def endpoint(request: Request):
             yield 'data: {"type": "NOT_AN_EVENT"}\n\n'
 
     return StreamingResponse(stream(), media_type="text/event-stream")
+
+
+async def _endless(mode: str, inp: RunAgentInput, encoder: EventEncoder):
+    yield encoder.encode(RunStartedEvent(thread_id=inp.thread_id, run_id=inp.run_id))
+    if mode == "forever":  # keep-alive comments only, for up to 60 s
+        for _ in range(1200):
+            yield ": ping\n\n"
+            await asyncio.sleep(0.05)
+    else:  # one 64 MB event, 1 MB at a time
+        yield 'data: {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "'
+        for _ in range(64):
+            yield "x" * (1024 * 1024)
+            await asyncio.sleep(0)
+        yield '"}\n\n'
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +173,39 @@ def test_chunk_events_are_assembled(hostile):
     entries = {e["id"]: e for e in remote.current.transcript}
     assert json.loads(entries["call:c1"]["text"]) == {"who": "Ana"} and entries["call:c1"]["name"] == "lookup"
     assert entries["m2"]["text"] == "Found her." and final == "Found her."
+
+
+def test_an_endless_stream_of_keepalives_ends_at_the_deadline(hostile):
+    async def go():
+        client = AguiClient(f"{hostile}/forever", read_timeout=0.8, deadline=30)
+        remote = RemoteSession(f"{hostile}/forever", client=client, display=False)
+        started = time.monotonic()
+        with pytest.raises(RemoteRunError):
+            await remote.run("hi")
+        idle = time.monotonic() - started
+        client2 = AguiClient(f"{hostile}/forever", read_timeout=30, deadline=1.0)
+        started = time.monotonic()
+        with pytest.raises(AguiClientError) as err:
+            _ = [e async for e in client2.run("t", [])]
+        return remote, idle, time.monotonic() - started, err.value
+
+    remote, idle, total, err = asyncio.run(go())
+    assert idle < 5 and total < 5  # well before the server's 60 s
+    assert "deadline of 1 s" in str(err)
+    turn = remote.current
+    assert turn.status == "error" and "No event for 0.8 s" in turn.reason
+    assert turn.widget.status == "error" and "No event for 0.8 s" in turn.widget.status_reason
+
+
+def test_a_64mb_event_is_refused(hostile):
+    async def go():
+        remote = RemoteSession(f"{hostile}/huge", display=False)
+        started = time.monotonic()
+        with pytest.raises(RemoteRunError):
+            await remote.run("hi")
+        return remote, time.monotonic() - started
+
+    remote, took = asyncio.run(go())
+    turn = remote.current
+    assert "larger than 8388608 bytes" in turn.reason and turn.widget.status == "error"
+    assert took < 20

@@ -20,6 +20,7 @@ from agentscope.message import Msg
 from nb_hitl.agui import AguiServer, RemoteSession, ResumeError, interrupt_id, serve_in_background
 from nb_hitl.agui.client import AguiClient
 from nb_hitl.agui.mapping import META_KEY
+from nb_hitl.errors import DecisionError
 from tests.agui_support import RAW, REDACTED, REFUND, Captured, Factory, post_run, user
 
 
@@ -139,7 +140,9 @@ def test_health_and_bad_requests(served):
     async def go():
         async with httpx.AsyncClient() as http:
             health = await http.get(handle.url.rstrip("/") + "/health")
-            bad = await http.post(handle.url, json={"threadId": "x"})
+            bad = await http.post(
+                handle.url, json={"threadId": "x"}, headers={"Authorization": f"Bearer {handle.token}"}
+            )
             return health, bad
 
     health, bad = run(go())
@@ -152,7 +155,7 @@ def test_health_and_bad_requests(served):
 
 def test_plain_run_is_conformant_and_ends_with_success(served):
     handle, server, factory, _ = served
-    cap = run(post_run(handle.url, make("plain-1", [user("hi", "p1")])))
+    cap = run(post_run(handle, make("plain-1", [user("hi", "p1")])))
     assert_conformant(cap)
     assert cap.types[:2] == ["RUN_STARTED", "TEXT_MESSAGE_START"]
     text = "".join(e.delta for e in cap.events if e.type.value == "TEXT_MESSAGE_CONTENT")
@@ -165,7 +168,7 @@ def test_plain_run_is_conformant_and_ends_with_success(served):
 def test_interrupted_then_resumed_runs_are_conformant_and_answered_once(served):
     handle, server, factory, _ = served
     tid = "two-resume"
-    first = run(post_run(handle.url, make(tid, [user("tidy", "u1")])))
+    first = run(post_run(handle, make(tid, [user("tidy", "u1")])))
     assert_conformant(first)
     interrupts = assert_interrupted(first, tid)
     assert sorted(i.metadata[META_KEY]["kind"] for i in interrupts) == ["ask_user", "confirm"]
@@ -175,7 +178,7 @@ def test_interrupted_then_resumed_runs_are_conformant_and_answered_once(served):
     assert (sandbox / "old_log.txt").exists()
 
     resume = answers(interrupts)
-    second = run(post_run(handle.url, make(tid, [user("tidy", "u1")], resume)))
+    second = run(post_run(handle, make(tid, [user("tidy", "u1")], resume)))
     assert_conformant(second)
     assert_resumed_once(resume, interrupts, second)
     assert second.types[1] == "MESSAGES_SNAPSHOT"  # the resumed calls' history first
@@ -187,19 +190,19 @@ def test_interrupted_then_resumed_runs_are_conformant_and_answered_once(served):
 def test_partial_resume_is_refused_and_nothing_is_resumed(served):
     handle, server, factory, _ = served
     tid = "two-partial"
-    interrupts = interrupts_of(run(post_run(handle.url, make(tid, [user("tidy", "u1")]))))
+    interrupts = interrupts_of(run(post_run(handle, make(tid, [user("tidy", "u1")]))))
     before = parked(server, tid)
     model = factory.agents[tid].model
     calls_before = len(model.calls)
     confirm_only = [e for e in answers(interrupts) if e.payload.get("approved")]
-    cap = run(post_run(handle.url, make(tid, [user("tidy", "u1")], confirm_only)))
+    cap = run(post_run(handle, make(tid, [user("tidy", "u1")], confirm_only)))
     assert_conformant(cap)
     err = error_of(cap)
     assert err.code == "missing_interrupt"
     assert parked(server, tid) == before and len(model.calls) == calls_before
     assert (factory.agents[tid].sandbox / "old_log.txt").exists()
     # the same answers, complete, go through
-    full = run(post_run(handle.url, make(tid, [user("tidy", "u1")], answers(interrupts))))
+    full = run(post_run(handle, make(tid, [user("tidy", "u1")], answers(interrupts))))
     assert_conformant(full)
     assert_resumed_once(answers(interrupts), interrupts, full)
 
@@ -207,19 +210,19 @@ def test_partial_resume_is_refused_and_nothing_is_resumed(served):
 def test_new_input_on_a_thread_with_open_interrupts_is_a_run_error(served):
     handle, server, factory, _ = served
     tid = "two-newinput"
-    interrupts = interrupts_of(run(post_run(handle.url, make(tid, [user("tidy", "u1")]))))
+    interrupts = interrupts_of(run(post_run(handle, make(tid, [user("tidy", "u1")]))))
     before = parked(server, tid)
-    cap = run(post_run(handle.url, make(tid, [user("tidy", "u1"), user("something else", "u2")])))
+    cap = run(post_run(handle, make(tid, [user("tidy", "u1"), user("something else", "u2")])))
     assert_conformant(cap)
     err = error_of(cap)
     assert err.code == "interrupts_pending"
     assert [i["id"] for i in err.metadata[META_KEY]["open_interrupts"]] == [i.id for i in interrupts]
     assert parked(server, tid) == before
     # no resume and no new message is refused too (AG-UI rule 4)
-    again = run(post_run(handle.url, make(tid, [user("tidy", "u1")])))
+    again = run(post_run(handle, make(tid, [user("tidy", "u1")])))
     assert error_of(again).code == "interrupts_pending"
     # a resume that smuggles in a new user message is refused, nothing resumed
-    mixed = run(post_run(handle.url, make(tid, [user("tidy", "u1"), user("and this", "u3")], answers(interrupts))))
+    mixed = run(post_run(handle, make(tid, [user("tidy", "u1"), user("and this", "u3")], answers(interrupts))))
     assert error_of(mixed).code == "input_with_resume"
     assert parked(server, tid) == before
 
@@ -227,8 +230,8 @@ def test_new_input_on_a_thread_with_open_interrupts_is_a_run_error(served):
 def test_wrong_interrupt_ids_are_refused(served):
     handle, server, factory, _ = served
     tid = "two-wrongid"
-    interrupts = interrupts_of(run(post_run(handle.url, make(tid, [user("tidy", "u1")]))))
-    other = interrupts_of(run(post_run(handle.url, make("two-other", [user("tidy", "o1")]))))
+    interrupts = interrupts_of(run(post_run(handle, make(tid, [user("tidy", "u1")]))))
+    other = interrupts_of(run(post_run(handle, make("two-other", [user("tidy", "o1")]))))
     before = parked(server, tid)
     good = answers(interrupts)
     cases = {
@@ -238,7 +241,7 @@ def test_wrong_interrupt_ids_are_refused(served):
     # another thread's interrupts (bound to their thread) do not answer these
     cases["unknown_interrupt_other_thread"] = answers(other)
     for name, entries in cases.items():
-        cap = run(post_run(handle.url, make(tid, [user("tidy", "u1")], entries)))
+        cap = run(post_run(handle, make(tid, [user("tidy", "u1")], entries)))
         assert_conformant(cap)
         assert error_of(cap).code == name.replace("_other_thread", ""), name
         assert parked(server, tid) == before, name
@@ -251,7 +254,7 @@ def test_wrong_interrupt_ids_are_refused(served):
             payload={"answers": [{"question": "Which file should I archive?", "selected": ["secrets.txt"]}]},
         )
     )
-    cap = run(post_run(handle.url, make(tid, [user("tidy", "u1")], bad)))
+    cap = run(post_run(handle, make(tid, [user("tidy", "u1")], bad)))
     assert error_of(cap).code == "invalid_payload" and "secrets.txt" in error_of(cap).message
     assert parked(server, tid) == before
     assert (factory.agents[tid].sandbox / "old_log.txt").exists()
@@ -260,14 +263,14 @@ def test_wrong_interrupt_ids_are_refused(served):
 def test_replaying_the_same_resume_is_harmless(served):
     handle, server, factory, _ = served
     tid = "two-replay"
-    interrupts = interrupts_of(run(post_run(handle.url, make(tid, [user("tidy", "u1")]))))
+    interrupts = interrupts_of(run(post_run(handle, make(tid, [user("tidy", "u1")]))))
     resume = answers(interrupts, delete={"approved": True, "editedArgs": {"path": "draft.md"}})
-    first = run(post_run(handle.url, make(tid, [user("tidy", "u1")], resume)))
+    first = run(post_run(handle, make(tid, [user("tidy", "u1")], resume)))
     assert_resumed_once(resume, interrupts, first)
     agent = factory.agents[tid]
     assert (agent.sandbox / "old_log.txt").exists() and not (agent.sandbox / "draft.md").exists()
     calls, context = len(agent.model.calls), agent.state.model_dump_json()
-    replay = run(post_run(handle.url, make(tid, [user("tidy", "u1")], resume)))
+    replay = run(post_run(handle, make(tid, [user("tidy", "u1")], resume)))
     assert_conformant(replay)
     last = replay.last()
     assert last.type.value == "RUN_FINISHED" and last.metadata == {META_KEY: {"replayed": True}}
@@ -276,7 +279,7 @@ def test_replaying_the_same_resume_is_harmless(served):
     assert len(agent.model.calls) == calls and agent.state.model_dump_json() == context
     # the same ids with another answer are not a replay: refused
     other = answers(interrupts, delete={"approved": False})
-    cap = run(post_run(handle.url, make(tid, [user("tidy", "u1")], other)))
+    cap = run(post_run(handle, make(tid, [user("tidy", "u1")], other)))
     assert error_of(cap).code == "conflicting_replay"
     assert len(agent.model.calls) == calls
 
@@ -284,16 +287,16 @@ def test_replaying_the_same_resume_is_harmless(served):
 def test_expired_interrupts_refuse_answers_but_take_cancellation(served):
     handle, server, factory, clock = served
     tid = "two-expired"
-    interrupts = interrupts_of(run(post_run(handle.url, make(tid, [user("tidy", "u1")]))))
+    interrupts = interrupts_of(run(post_run(handle, make(tid, [user("tidy", "u1")]))))
     before = parked(server, tid)
     clock.offset = 3600  # an hour later; interrupt_ttl is 10 minutes
     try:
-        cap = run(post_run(handle.url, make(tid, [user("tidy", "u1")], answers(interrupts))))
+        cap = run(post_run(handle, make(tid, [user("tidy", "u1")], answers(interrupts))))
         assert_conformant(cap)
         assert error_of(cap).code == "interrupt_expired"
         assert parked(server, tid) == before
         cancelled = answers(interrupts, status="cancelled")
-        done = run(post_run(handle.url, make(tid, [user("tidy", "u1")], cancelled)))
+        done = run(post_run(handle, make(tid, [user("tidy", "u1")], cancelled)))
         assert_conformant(done)
         assert_resumed_once(cancelled, interrupts, done)
         # cancelled: the deletion was denied, the question came back as an error
@@ -306,12 +309,12 @@ def test_expired_interrupts_refuse_answers_but_take_cancellation(served):
 def test_external_tool_interrupt_takes_the_output(served):
     handle, server, factory, _ = served
     tid = "ext-server"
-    first = run(post_run(handle.url, make(tid, [user("query", "e1")])))
+    first = run(post_run(handle, make(tid, [user("query", "e1")])))
     assert_conformant(first)
     (interrupt,) = assert_interrupted(first, tid)
     assert interrupt.metadata[META_KEY]["kind"] == "external" and interrupt.reason == "input_required"
     resume = [ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload={"output": "42 rows"})]
-    second = run(post_run(handle.url, make(tid, [user("query", "e1")], resume)))
+    second = run(post_run(handle, make(tid, [user("query", "e1")], resume)))
     assert_conformant(second)
     assert_resumed_once(resume, [interrupt], second)
     assert second.last().result == "The query came back success: 42 rows"
@@ -321,7 +324,7 @@ def test_remote_session_answers_two_interrupts_in_one_resume(served):
     handle, server, factory, _ = served
 
     async def go():
-        remote = RemoteSession(handle.url, thread_id="two-remote", display=False)
+        remote = RemoteSession(handle.url, token=handle.token, thread_id="two-remote", display=False)
         task = remote.start("Tidy up")
         views = await remote.until_paused()
         assert sorted(v["kind"] for v in views) == ["ask_user", "confirm"]
@@ -372,7 +375,7 @@ def test_remote_session_reopens_answers_the_server_refused(served):
     handle, server, factory, clock = served
 
     async def go():
-        remote = RemoteSession(handle.url, thread_id="two-refused", display=False)
+        remote = RemoteSession(handle.url, token=handle.token, thread_id="two-refused", display=False)
         task = remote.start("Tidy up")
         views = await remote.until_paused()
         clock.offset = 3600  # the server's clock says the interrupts expired; the client's does not
@@ -386,15 +389,19 @@ def test_remote_session_reopens_answers_the_server_refused(served):
                         "answers": [{"question": "Which file should I archive?", "selected": ["notes.txt"]}],
                     }
                 )
-                await remote.act({**page, "tool_call_id": v["tool_call_id"]})
+                if v is views[-1]:  # the answer that sends the resume hears the refusal
+                    with pytest.raises(DecisionError, match="interrupt_expired"):
+                        await remote.act({**page, "tool_call_id": v["tool_call_id"]})
+                else:
+                    await remote.act({**page, "tool_call_id": v["tool_call_id"]})
             again = await remote.until_paused()
         finally:
             clock.offset = 0
         turn = remote.current
         assert turn.status == "paused" and "interrupt_expired" in turn.reason
         assert [r.outcome for r in turn.runs] == ["interrupt", "error"]
-        assert sorted(v["tool_call_id"] for v in again) == sorted(v["tool_call_id"] for v in views)
-        assert all(v["status"] == "open" for v in again)
+        # the interrupt the server named reopens with its reason; the other answer is kept
+        assert len(again) == 1 and "interrupt_expired" in again[0]["refused"]
         await remote.act({"action": "interrupt"})  # cancel all: one resume of cancelled entries
         final = await task
         assert [r.outcome for r in turn.runs] == ["interrupt", "error", "success"]
@@ -424,18 +431,18 @@ def test_one_run_at_a_time_per_thread(tmp_path):
 def test_form_interrupt_carries_the_forms_schema(served):
     handle, server, factory, _ = served
     tid = "form-server"
-    first = run(post_run(handle.url, make(tid, [user("refund", "f1")])))
+    first = run(post_run(handle, make(tid, [user("refund", "f1")])))
     assert_conformant(first)
     (interrupt,) = assert_interrupted(first, tid)
     meta = interrupt.metadata[META_KEY]
     assert meta["kind"] == "form" and meta["title"] == "Refund details" and interrupt.reason == "input_required"
     assert interrupt.response_schema == REFUND and interrupt.message == "Refund details - For the refund."
     bad = [ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload={"amount": 900})]
-    cap = run(post_run(handle.url, make(tid, [user("refund", "f1")], bad)))
+    cap = run(post_run(handle, make(tid, [user("refund", "f1")], bad)))
     assert_conformant(cap)
     assert error_of(cap).code == "invalid_payload" and parked(server, tid) == [interrupt.tool_call_id]
     good = [ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload={"amount": 42.5, "date": "2026-03-01"})]
-    done = run(post_run(handle.url, make(tid, [user("refund", "f1")], good)))
+    done = run(post_run(handle, make(tid, [user("refund", "f1")], good)))
     assert_conformant(done)
     assert_resumed_once(good, [interrupt], done)
     assert done.last().result == 'Form success: {"amount": 42.5, "date": "2026-03-01"}'
@@ -444,7 +451,7 @@ def test_form_interrupt_carries_the_forms_schema(served):
 def test_review_interrupt_shows_the_result_only_to_the_reviewer(served):
     handle, server, factory, _ = served
     tid = "review-server"
-    first = run(post_run(handle.url, make(tid, [user("look up Ana", "r1")])))
+    first = run(post_run(handle, make(tid, [user("look up Ana", "r1")])))
     assert_conformant(first)
     (interrupt,) = assert_interrupted(first, tid)
     meta = interrupt.metadata[META_KEY]
@@ -454,7 +461,7 @@ def test_review_interrupt_shows_the_result_only_to_the_reviewer(served):
     assert RAW not in json.dumps(streamed)  # ...and nothing else in the stream carries it
     assert interrupt.response_schema["properties"]["action"]["enum"] == ["accept", "edit", "reject"]
     edit = [ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload={"action": "edit", "output": REDACTED})]
-    done = run(post_run(handle.url, make(tid, [user("look up Ana", "r1")], edit)))
+    done = run(post_run(handle, make(tid, [user("look up Ana", "r1")], edit)))
     assert_conformant(done)
     assert_resumed_once(edit, [interrupt], done)
     assert RAW not in done.body.decode("utf-8")
@@ -505,10 +512,10 @@ def test_async_factory_streams_what_the_session_consumes_in_order(tmp_path):
     server = AguiServer(factory, interrupt_ttl=600)
     tid = "async-order"
     with serve_in_background(server) as handle:
-        first = run(post_run(handle.url, make(tid, [user("tidy", "o1")])))
+        first = run(post_run(handle, make(tid, [user("tidy", "o1")])))
         server.threads[tid].session.on_event(lambda ev, run_: consumed.append(ev))
         interrupts = assert_interrupted(first, tid)
-        second = run(post_run(handle.url, make(tid, [user("tidy", "o1")], answers(interrupts))))
+        second = run(post_run(handle, make(tid, [user("tidy", "o1")], answers(interrupts))))
 
     assert_conformant(first)
     assert_conformant(second)

@@ -39,7 +39,7 @@ OURS = textwrap.dedent(
 
     factory = two_pause_factory()
     handle = serve_in_background(AguiServer(factory))
-    remote = RemoteSession(handle.url, agent_name="remote tidy")
+    remote = RemoteSession(handle.url, token=handle.token, agent_name="remote tidy")
     final = await remote.run("Please tidy up")
     turn = remote.current
     print("FINAL:", final)

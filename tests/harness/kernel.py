@@ -77,6 +77,7 @@ def kernel_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["PATH"] = os.pathsep.join([str(VENV_PYTHON.parent), env.get("PATH", "")])
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     env.pop("JPY_PARENT_PID", None)
+    env.pop("NB_HITL_MODEL", None)  # tests run on the scripted model, never a real provider
     if extra:
         env.update(extra)
     return env

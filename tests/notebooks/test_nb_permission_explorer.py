@@ -44,3 +44,11 @@ def test_permission_explorer_notebook_runs_headless():
     assert "asked again? False" in text
     # a malformed rules file is refused with line and field
     assert "refused: line 2, rule 1, field 'behavior'" in text
+    # before "Always allow": what else a rule lets through, a narrowed rule checked, a look-alike name refused
+    assert "Bash(git status:*): also allows anything chained after `git status`" in text
+    assert "Bash(docker run): also allows every command containing `docker run` anywhere" in text
+    assert "Edit(~/**): allows every file in the home folder" in text
+    assert "narrowed rule accepted: Bash git push origin:*" in text
+    assert "refused [rule_content]: `allow Bash(git push upstream:*)` no longer matches the call" in text
+    assert "refused [tool_name]:" in text and "U+0435 CYRILLIC SMALL LETTER IE" in text
+    assert "Did you mean the tool 'delete_file'?" in text

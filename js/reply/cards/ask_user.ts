@@ -2,6 +2,7 @@
 // select, an "Other" answer, an option's preview beside the list), or, when
 // the model's questions break AskUserParams, the error to return to it.
 import { h, prettyJson } from "../../lib/dom";
+import { enterPresses, uid } from "../../lib/a11y";
 import type { AskUserOption, PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -33,7 +34,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     const multi = q.multi_select === true; // AskUserParams: multi_select defaults to false (C08)
     const name = `nbh-${p.tool_call_id}-${qi}`;
     const qEl = h("fieldset", { class: "nbh-card", "data-testid": "nbh-question", "data-question": q.question });
-    qEl.append(h("legend", {}, h("span", { class: "nbh-chip", "data-testid": "nbh-header" }, q.header), " ", h("span", { class: "nbh-title" }, q.question)));
+    const legendId = uid("nbh-q");
+    qEl.append(h("legend", { id: legendId }, h("span", { class: "nbh-chip", "data-testid": "nbh-header" }, q.header), " ", h("span", { class: "nbh-title" }, q.question)));
     if (q.context) qEl.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-context" }, q.context));
     const hasPreview = !multi && q.options.some((o) => o.preview);
     const preview = h("pre", { class: "nbh-pre nbh-preview", "data-testid": "nbh-preview" });
@@ -42,7 +44,9 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       preview.hidden = !(o && o.preview);
     };
     showPreview(undefined);
-    const optsEl = h("div", { class: "nbh-options" });
+    // one radio group per single-select question (arrow keys move and pick),
+    // a group of checkboxes per multi-select one; both named by the question
+    const optsEl = h("div", { class: "nbh-options", role: multi ? "group" : "radiogroup", "aria-labelledby": legendId });
     const inputs: { input: HTMLInputElement; label: string }[] = [];
     for (const o of q.options) {
       const input = h("input", { type: multi ? "checkbox" : "radio", name, value: o.label, disabled: dis, "data-testid": "nbh-option-input" });
@@ -91,14 +95,10 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     return answers.some((a) => a.selected.length || a.other) ? { action: "answer", payload: { answers } } : null;
   });
   const general = ui.errorField.startsWith("answers.") ? null : ctx.errorBox();
-  card.append(
-    general || "",
-    h(
-      "div",
-      { class: "nbh-row" },
-      h("button", { class: "nbh-primary", "data-testid": "nbh-answer-submit", disabled: dis, onclick: () => ctx.send("answer", { answers: collectors.map((c) => c()) }) }, "Submit answers"),
-    ),
-  );
+  const submit = h("button", { class: "nbh-primary", "data-testid": "nbh-answer-submit", disabled: dis, onclick: () => ctx.send("answer", { answers: collectors.map((c) => c()) }) }, "Submit answers");
+  // Enter on an option (or in "Other") submits, as in a form
+  enterPresses(card, submit);
+  card.append(general || "", h("div", { class: "nbh-row" }, submit));
 }
 
 export const askUserCard: CardKind = {

@@ -1,6 +1,7 @@
 // A confirmation (AgentScope's permission engine asked): approve, deny,
 // approve with an edited input, or approve and add suggested rules.
 import { h, prettyJson } from "../../lib/dom";
+import { enterPresses } from "../../lib/a11y";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -14,10 +15,22 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   const dis = !open || ui.pending;
   const toMode = (mode: typeof ui.mode) => () => {
+    const from = ui.mode;
     ui.mode = mode;
     ui.error = "";
     ctx.redraw();
+    // back in the buttons, the keyboard returns to the one that opened the edit
+    if (mode === "view") ctx.focus(from === "rules" ? "nbh-always" : "nbh-modify");
   };
+  if (ui.mode !== "view") {
+    // Escape leaves the edit, like its Cancel button
+    card.addEventListener("keydown", (event: KeyboardEvent) => {
+      if (event.key !== "Escape" || ui.pending) return;
+      event.preventDefault();
+      event.stopPropagation();
+      toMode("view")();
+    });
+  }
   if (ui.mode === "modify") {
     const area = h("textarea", { "data-testid": "nbh-modify-input", spellcheck: "false", "aria-label": "Edited tool input (JSON)" });
     const kept = ctx.kept;
@@ -39,32 +52,29 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   card.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, prettyJson(p.input_text)));
   if (ui.mode === "rules") {
     const boxes: HTMLInputElement[] = [];
-    const list = h("div", { class: "nbh-rules" });
+    const list = h("div", { class: "nbh-rules", role: "group", "aria-label": "Rules to add" });
     for (const r of p.suggested_rules) {
       const cb = h("input", { type: "checkbox", "data-testid": "nbh-rule", "data-index": r.index });
       cb.checked = true;
       boxes.push(cb);
       list.append(h("label", { class: "nbh-row" }, cb, h("code", {}, r.label)));
     }
+    const submit = h(
+      "button",
+      {
+        class: "nbh-primary",
+        "data-testid": "nbh-rules-submit",
+        disabled: dis,
+        onclick: () => ctx.send("approve", { rules: boxes.filter((b) => b.checked).map((b) => Number(b.dataset.index)) }),
+      },
+      "Approve and add the chosen rules",
+    );
+    enterPresses(list, submit);
     card.append(
       h("div", { class: "nbh-muted" }, "Always allow: the chosen rules are added to the agent's permission rules, so matching calls run without asking."),
       list,
       ctx.errorBox() || "",
-      h(
-        "div",
-        { class: "nbh-row" },
-        h(
-          "button",
-          {
-            class: "nbh-primary",
-            "data-testid": "nbh-rules-submit",
-            disabled: dis,
-            onclick: () => ctx.send("approve", { rules: boxes.filter((b) => b.checked).map((b) => Number(b.dataset.index)) }),
-          },
-          "Approve and add the chosen rules",
-        ),
-        h("button", { disabled: ui.pending, onclick: toMode("view") }, "Cancel"),
-      ),
+      h("div", { class: "nbh-row" }, submit, h("button", { "data-testid": "nbh-rules-cancel", disabled: ui.pending, onclick: toMode("view") }, "Cancel")),
     );
     return;
   }

@@ -28,7 +28,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   ctx.setDraft(() => (area.value ? { action: "external_result", payload: payload() } : null));
   card.append(
     area,
-    h("div", { class: "nbh-row" }, h("label", {}, ok, " success"), h("label", {}, bad, " error")),
+    h("div", { class: "nbh-row", role: "radiogroup", "aria-label": "Result state" }, h("label", {}, ok, " success"), h("label", {}, bad, " error")),
     ctx.errorBox() || "",
     h("button", { class: "nbh-primary", "data-testid": "nbh-external-submit", disabled: dis, onclick: () => ctx.send("external_result", payload()) }, "Send result"),
   );

@@ -2,6 +2,7 @@
 // (lib/form.ts); the kernel validates the answer before the agent sees it.
 import { h, prettyJson } from "../../lib/dom";
 import { renderSchemaForm } from "../../lib/form";
+import { enterPresses } from "../../lib/a11y";
 import type { JsonSchema, PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -56,10 +57,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const props = (schema && schema.properties) || {};
   const top = ui.errorField.startsWith("value.") ? ui.errorField.slice(6) : ui.errorField;
   const atField = top !== "" && Object.prototype.hasOwnProperty.call(props, top);
-  card.append(
-    form.el,
-    atField ? "" : ctx.errorBox() || "",
-    h(
+  const submit = h(
       "button",
       {
         class: "nbh-primary",
@@ -77,8 +75,10 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
         },
       },
       "Submit",
-    ),
-  );
+    );
+  // Enter in a one-line field submits, as in a form
+  enterPresses(form.el, submit);
+  card.append(form.el, atField ? "" : ctx.errorBox() || "", submit);
 }
 
 export const formCard: CardKind = {
