@@ -94,6 +94,8 @@ export interface PauseView {
   review_error: string | null;
   response_schema: JsonSchema | null;
   form_error: string | null;
+  /** The team member (or leader) that asks; "" for a single agent. */
+  agent: string;
 }
 
 /** One transcript entry of a reply (see nb_hitl/widgets/reply.py). */

@@ -101,6 +101,7 @@ class PauseView(TypedDict):
     review_error: str | None
     response_schema: dict[str, Any] | None
     form_error: str | None
+    agent: str
 
 
 def pause_kind(tool_call: ToolCallBlock, tool: ToolBase | None) -> PauseKind:
@@ -204,6 +205,7 @@ class Pause:
     review_error: str | None = None
     response_schema: dict[str, Any] | None = None
     form_error: str | None = None
+    agent: str = ""
 
     @property
     def tool_call_id(self) -> str:
@@ -276,6 +278,7 @@ class Pause:
             review_error=self.review_error,
             response_schema=self.response_schema,
             form_error=self.form_error,
+            agent=self.agent,
         )
 
 

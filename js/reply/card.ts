@@ -354,6 +354,7 @@ export class CardSet {
         { class: "nbh-row" },
         h("span", { class: "nbh-chip" }, kindLabel(p.kind, open)),
         h("span", { class: "nbh-title" }, p.title || p.tool_name),
+        p.agent ? h("span", { class: "nbh-chip", "data-testid": "nbh-agent", "data-agent": p.agent }, `asked by ${p.agent}`) : null,
         p.policy ? h("span", { class: "nbh-chip", "data-testid": "nbh-policy" }, `policy: ${p.policy}`) : null,
         p.bypass_immune ? h("span", { class: "nbh-chip" }, "safety check") : null,
         deadlineEl(p),

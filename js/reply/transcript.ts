@@ -60,7 +60,11 @@ export class Transcript {
       const el = h("div", { class: "nbh-entry nbh-result", "data-testid": "nbh-tool-result" }, h("div", { class: "nbh-muted" }, `← ${e.name || "result"} `, state), body);
       return { el, body, state };
     }
-    if (e.kind === "note") return { el: h("div", { class: "nbh-entry nbh-warn" }, body), body };
+    if (e.kind === "note") {
+      // a team's steps ("lead assigned … to worker") are not warnings
+      const step = e.id.startsWith("assign:") || e.id.startsWith("report:");
+      return { el: h("div", { class: step ? "nbh-entry nbh-muted" : "nbh-entry nbh-warn", "data-testid": step ? "nbh-step" : "nbh-note" }, body), body };
+    }
     body.style.whiteSpace = "pre-wrap";
     return { el: h("div", { class: "nbh-entry", "data-testid": "nbh-text" }, body), body };
   }

@@ -35,6 +35,7 @@ from typing import Any
 from agentscope.message import ToolCallBlock
 from agentscope.tool import AskUser
 
+from .._agentscope import enum_value
 from ..decisions import decide
 from ..errors import DecisionError, NbHitlError, PauseNotLiveError
 from ..pauses import Pause, build_pause
@@ -200,7 +201,7 @@ class SessionConsole:
 
     def _flag(self, pause: Pause) -> None:
         first = self.ledger.approved(self.session_id, pause.tool_call_id)
-        if first is None or pause.kind != "confirm":
+        if first is None or enum_value(pause.tool_call.state) != "asking":  # only a confirmation is approved
             return
         pause.message = (
             f"Already approved from this console at {first.get('time')} ({first.get('phase')}), and asking again: "

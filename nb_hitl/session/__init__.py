@@ -19,7 +19,6 @@ checkpoints), ``_actions`` (clicks, deadlines), ``_transcript``, ``_calls``
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import threading
@@ -29,12 +28,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentscope.message import Msg, UserMsg
-from agentscope.state import AgentState
 
 from .._agentscope import POLICY_CONTEXT_KEY, msg_text
 from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore, current_user
+from ..team import Team, states_from_checkpoint
 from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
 from ._drive import Driver, close_dangling_tool_calls, close_delivered_tool_calls
 from ._promise import allowed_decisions, install_guard
@@ -64,7 +63,10 @@ class Session(Driver):
     """Drive an AgentScope ``Agent`` in the notebook's kernel.
 
     Args:
-        agent: a real ``agentscope.agent.Agent``.
+        agent: a real ``agentscope.agent.Agent``, or an AgentScope
+            ``TeamPipeline`` / ``GoalPipeline``: the members' pauses are shown
+            too, each naming the agent that asks (:mod:`nb_hitl.team`);
+            ``session.agent`` is then the leader (the executor).
         display: show a :class:`~nb_hitl.widgets.ReplyWidget` for each reply
             in the current cell's output (``True``) or stay headless.
         audit_log: path (or :class:`~nb_hitl.store.AuditLog`) of a JSON-lines
@@ -98,7 +100,7 @@ class Session(Driver):
     ends.
 
     Raises:
-        TypeError: ``agent`` does not look like an AgentScope ``Agent``.
+        TypeError: ``agent`` is not an AgentScope ``Agent`` or pipeline.
         CheckpointLockedError: another process drives this checkpoint.
         ValueError: a bad ``on_deadline``, ``deadline`` or ``decisions``.
     """
@@ -121,11 +123,12 @@ class Session(Driver):
             raise ValueError(f"on_deadline must be 'deny' or 'interrupt', got {on_deadline!r}")
         if deadline is not None and not deadline > 0:
             raise ValueError(f"deadline must be a positive number of seconds, got {deadline!r}")
-        if not hasattr(agent, "reply_stream") or not hasattr(agent, "state"):
-            raise TypeError(f"Session needs an agentscope.agent.Agent, got {type(agent).__name__}")
+        # one agent, or a TeamPipeline's / GoalPipeline's agents (nb_hitl.team)
+        self.team = Team.of(agent)
+        self.agent = self.team.leader
         self.decisions = allowed_decisions(decisions)
-        self.agent = agent
-        install_guard(agent)  # an approval binds to the input shown (_promise.py)
+        for member in self.team.agents.values():
+            install_guard(member)  # an approval binds to the input shown (_promise.py)
         self.display = display
         self.audit_log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
         self.checkpoints = (
@@ -152,10 +155,10 @@ class Session(Driver):
             if holder is not None and holder is not self and holder.superseded_by is None:
                 holder._supersede(self)
             _BY_CHECKPOINT[self._checkpoint_lock.key] = self
-        old = _SESSIONS.get(agent)
+        old = _SESSIONS.get(self.agent)
         if old is not None and old is not self and old.superseded_by is None:
             old._supersede(self)
-        _SESSIONS[agent] = self
+        _SESSIONS[self.agent] = self
         install_kernel_hints()
 
     # ------------------------------------------------------------------
@@ -215,8 +218,10 @@ class Session(Driver):
         """
         self._check_current()
         parked = self.parked_tool_calls()
+        # a team's leader may wait on a TeamAssign alone (its member's call was closed after a crash)
+        parked_any = bool(parked) or self.team.is_parked()
         prior = self.current
-        if (prior is not None and prior.task is not None and not prior.task.done()) or parked:
+        if (prior is not None and prior.task is not None and not prior.task.done()) or parked_any:
             if not interrupt_pending:
                 raise PendingPauseError(pending_message(self.agent.name, prior, parked))
             if prior is not None and prior.live:
@@ -228,7 +233,7 @@ class Session(Driver):
         prompt = message if isinstance(message, str) else msg_text(msgs if isinstance(msgs, Msg) else None)
         run = self._new_run(prompt=prompt)
         task = ReplyTask(
-            self._drive(run, msgs, interrupt_first=bool(interrupt_pending and (parked or prior)), prior=prior),
+            self._drive(run, msgs, interrupt_first=bool(interrupt_pending and (parked_any or prior)), prior=prior),
             loop=asyncio.get_running_loop(),
         )
         run.task = task
@@ -256,7 +261,7 @@ class Session(Driver):
         if not parked:
             raise NbHitlError(f"The agent {self.agent.name!r} has no parked reply to resume.")
         run = self._new_run(prompt="(resumed)")
-        run.reply_id = self.agent.state.reply_id
+        run.reply_id = self.team.parked_reply_id()
         self._push(run, reply_id=run.reply_id)
         task = ReplyTask(self._drive(run, None, adopt=True), loop=asyncio.get_running_loop())
         run.task = task
@@ -276,7 +281,9 @@ class Session(Driver):
             agent_factory: ``(state: AgentState) -> Agent``; must pass
                 ``state=`` to the ``Agent`` constructor (replacing
                 ``agent.state`` afterwards leaves the permission engine on
-                the old rules, see AgentScope's ``Agent.__init__``).
+                the old rules, see AgentScope's ``Agent.__init__``). For a
+                team's checkpoint it gets ``{agent name: AgentState}`` and
+                returns the pipeline, every agent built with its ``state=``.
             checkpoints: the checkpoint folder or store.
             session_id: which checkpoint; the newest when omitted.
             **kwargs: more :class:`Session` arguments (``audit_log``...).
@@ -301,10 +308,13 @@ class Session(Driver):
         lock = store.lock(session_id)  # before reading: the file cannot change under us
         try:
             record = store.load(session_id)
-            state = AgentState.model_validate_json(json.dumps(record["state"]))
-            agent = agent_factory(state)
-            close_delivered_tool_calls(agent)
-            close_dangling_tool_calls(agent)
+            # a team's checkpoint holds every agent: the factory gets {name: AgentState}
+            agent = agent_factory(states_from_checkpoint(record["state"]))
+            team = Team.of(agent)
+            team.load_pipeline_extras(record["state"])
+            for member in team.agents.values():
+                close_delivered_tool_calls(member)
+                close_dangling_tool_calls(member)
             return cls(agent, checkpoints=store, session_id=session_id, **kwargs)
         except BaseException:
             if _BY_CHECKPOINT.get(lock.key) is None:

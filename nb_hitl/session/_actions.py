@@ -98,11 +98,12 @@ class Actions(SessionCore):
         self, run: ReplyRun, pause: Pause, decision: Decision, decided_by: str | None = None
     ) -> dict[str, Any]:
         try:
-            tool = await self.agent.toolkit.get_tool(pause.tool_name)
+            agent = self.team.agent(pause.agent)  # the agent that asked: its tool, schema and engine
+            tool = await agent.toolkit.get_tool(pause.tool_name)
             if decision.edited_input is not None and tool is not None:
                 # the agent's own engine: it holds every rule added since the
                 # agent was built, including rules accepted through "Always allow"
-                await recheck_permission(permission_engine(self.agent), tool, decision.edited_input)
+                await recheck_permission(permission_engine(agent), tool, decision.edited_input)
             if decision.accepted_rules and tool is not None:  # edited "Always allow" rules (C18)
                 await check_rules_match(tool, decision.accepted_rules, decision.approved_input)
             if decision.tool_result is not None and decision.tool_result.state == "success":

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from agentscope.message import ToolCallBlock
 
-from .._agentscope import awaiting_tool_calls
 from ..decisions import Decision
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
+from ..team import Team
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun, can_transition, transition
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class SessionCore:
     """Fields and shared operations of a session (see :class:`~nb_hitl.session.Session`)."""
 
     agent: Any
+    team: Team
     display: bool
     audit_log: AuditLog | None
     checkpoints: CheckpointStore | None
@@ -64,7 +65,7 @@ class SessionCore:
     def parked_tool_calls(self) -> list[ToolCallBlock]:
         """The agent's tool calls waiting for a person, from its state
         (``AgentState.get_awaiting_tool_calls``)."""
-        return awaiting_tool_calls(self.agent)
+        return [tc for _, tc in self.team.parked_calls()]
 
     def checkpoint(self) -> None:
         """Write the agent's ``AgentState`` to the session's checkpoint now.
@@ -76,7 +77,7 @@ class SessionCore:
         """
         if self.checkpoints is None or self.superseded_by is not None or self._checkpoint_lock is None:
             return
-        self.checkpoints.save(self.session_id, self.agent.name, self.agent.state.model_dump_json())
+        self.checkpoints.save(self.session_id, self.agent.name, self.team.state_json())
 
     def _checkpoint_quietly(self) -> None:
         """:meth:`checkpoint` on a path that is already failing: log, do not raise."""
@@ -169,7 +170,7 @@ class SessionCore:
         awaiting = {tc.id for tc in self.parked_tool_calls()}
         for pause in run.pauses.values():
             if pause.status == "delivered" and pause.tool_call_id in awaiting:
-                marks = self.agent.state.middle_context.get(DELIVERED_CONTEXT_KEY)
+                marks = self.team.agent(pause.agent).state.middle_context.get(DELIVERED_CONTEXT_KEY)
                 if isinstance(marks, dict):
                     marks.pop(pause.tool_call_id, None)  # known: never applied
                 transition(
@@ -218,6 +219,7 @@ class SessionCore:
                 "kind": pause.kind,
                 "original_input": pause.input if pause.input is not None else pause.tool_call.input,
                 "policy": pause.policy,
+                **({"agent": pause.agent} if pause.agent else {}),  # a team member that asked
                 **fields,
             }
         )

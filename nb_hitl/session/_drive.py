@@ -39,9 +39,11 @@ from agentscope.message import Msg, ToolCallBlock, ToolCallState, ToolResultBloc
 
 from .._agentscope import POLICY_CONTEXT_KEY, agentscope_tool_input, enum_value, is_parked, msg_text, permission_engine
 from ..pauses import Pause, build_pause
+from ..team import plumbing_step, tag_entry
 from ._actions import Actions
 from ._promise import apply_note, record_decision
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun, transition
+from ._team import resume_batch
 
 __all__ = ["Driver", "close_dangling_tool_calls", "close_delivered_tool_calls"]
 
@@ -167,7 +169,8 @@ class Driver(Actions):
                 # only now: a reply still running until the interrupt above
                 # has its running call closed by AgentScope itself, and
                 # closing it here first would give it two results
-                close_dangling_tool_calls(self.agent)
+                for member in self.team.agents.values():
+                    close_dangling_tool_calls(member)
             inp = first_input
             if adopt:
                 await self._sync_pauses(run)
@@ -177,7 +180,7 @@ class Driver(Actions):
                     await self._consume(run, inp)
                 if run.status in TERMINAL:
                     break
-                if not is_parked(self.agent):
+                if not self.team.is_parked():
                     # The stream ended without REPLY_END and nothing waits
                     run.status = "finished"
                     break
@@ -188,7 +191,7 @@ class Driver(Actions):
         except asyncio.CancelledError:
             self._discard_unapplied(run)
             if run.live:  # a superseded run is already "expired": keep that
-                if is_parked(self.agent) and not run.interrupt_requested:
+                if self.team.is_parked() and not run.interrupt_requested:
                     # cancelled while parked, not interrupted on purpose: the
                     # agent still waits, and a new driver can adopt the reply
                     self._expire(
@@ -228,8 +231,8 @@ class Driver(Actions):
                     await asyncio.shield(prior.task)
                 except (asyncio.CancelledError, Exception):  # its own widget shows how it ended
                     log.debug("the interrupted reply ended with an error", exc_info=True)
-        if is_parked(self.agent):
-            async for _ in self.agent.reply_stream(UserInterruptEvent(reply_id=self.agent.state.reply_id)):
+        if self.team.is_parked():
+            async for _ in self.team.stream(self.team.interrupt_event()):
                 pass
 
     async def _next_input(self, run: ReplyRun) -> Any:
@@ -241,30 +244,34 @@ class Driver(Actions):
         while True:
             if run.interrupt_requested:
                 run.interrupt_requested = False
-                return UserInterruptEvent(reply_id=run.reply_id)
+                return (
+                    self.team.interrupt_event() if self.team.is_pipeline else UserInterruptEvent(reply_id=run.reply_id)
+                )
             if run.status in TERMINAL:
                 return None
-            confirms = [d for d in run.queue if d.confirm_result is not None]
-            externals = [d for d in run.queue if d.tool_result is not None]
+            # one resume event answers one agent's reply (a member's pauses carry its reply_id)
+            reply_id, queue = resume_batch(run)
+            confirms = [d for d in queue if d.confirm_result is not None]
+            externals = [d for d in queue if d.tool_result is not None]
             if confirms or externals:
                 batch = confirms or externals
                 run.queue = [d for d in run.queue if d not in batch]
-                marks = delivered_marks(self.agent)
+                marks = delivered_marks(self.team.owner(reply_id))  # in the state of the agent that asked
                 for d in batch:
                     transition(run.pauses[d.tool_call_id], "delivered")
-                    marks[d.tool_call_id] = {"action": d.action, "reply_id": run.reply_id, "at": time.time()}
-                    record_decision(self.agent, d, run.pauses[d.tool_call_id].tool_name)
+                    marks[d.tool_call_id] = {"action": d.action, "reply_id": reply_id, "at": time.time()}
+                    record_decision(self.team.owner(reply_id), d, run.pauses[d.tool_call_id].tool_name)
                 # on disk before the agent gets it: a restore never asks again
                 # for a call that may already have run
                 self.checkpoint()
                 run.resumes += 1
                 if confirms:
                     return UserConfirmResultEvent(
-                        reply_id=run.reply_id,
+                        reply_id=reply_id,
                         confirm_results=[d.confirm_result for d in confirms if d.confirm_result is not None],
                     )
                 return ExternalExecutionResultEvent(
-                    reply_id=run.reply_id,
+                    reply_id=reply_id,
                     execution_results=[d.tool_result for d in externals if d.tool_result is not None],
                 )
             run.status = "paused"
@@ -278,36 +285,41 @@ class Driver(Actions):
         AgentScope re-sends no event for calls left open after a partial
         answer, and a restored state has no events at all: the state is the
         source of truth."""
-        awaiting = self.parked_tool_calls()
+        awaiting = self.team.parked_calls()
         if awaiting and not run.reply_id:
-            run.reply_id = self.agent.state.reply_id
-        for tc in awaiting:
+            run.reply_id = self.team.parked_reply_id()
+        for asker, tc in awaiting:
             if tc.id not in run.pauses or run.pauses[tc.id].status in ("delivered",):
-                await self._add_pause(run, tc)
+                await self._add_pause(run, tc, asker)
         run.status = "paused"
         self.checkpoint()
         self._push(run, reply_id=run.reply_id)
 
-    async def _add_pause(self, run: ReplyRun, tool_call: ToolCallBlock) -> Pause:
-        tool = await self.agent.toolkit.get_tool(tool_call.name)
+    async def _add_pause(self, run: ReplyRun, tool_call: ToolCallBlock, asker: Any = None) -> Pause:
+        # the agent that asks: its toolkit, engine, policies and reply_id (a team member's, in a pipeline)
+        agent = asker if asker is not None else (self.team.owner_of_call(tool_call.id) or self.agent)
+        tool = await agent.toolkit.get_tool(tool_call.name)
         permission = None
         if enum_value(tool_call.state) == ToolCallState.ASKING.value and tool is not None:
             try:
-                permission = await permission_engine(self.agent).check_permission(
+                permission = await permission_engine(agent).check_permission(
                     tool,
                     agentscope_tool_input(tool_call.input or "", tool.input_schema),  # AgentScope's reading
                 )
             except Exception:  # the engine's message is informative only
                 log.debug("no permission message for %s", tool_call.id, exc_info=True)
                 permission = None
-        pause = build_pause(run.reply_id or self.agent.state.reply_id, tool_call, tool, permission)
+        reply_id = agent.state.reply_id if self.team.is_pipeline else (run.reply_id or self.agent.state.reply_id)
+        pause = build_pause(reply_id, tool_call, tool, permission)
+        if self.team.is_pipeline:
+            pause.agent = agent.name
         pause.decisions = self.decisions.get(pause.tool_name, pause.decisions)  # Session(decisions=...)
-        policies = self.agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
+        policies = agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
         if isinstance(policies, dict) and tool_call.id in policies:
             pause.policy = str(policies[tool_call.id])
             from ..policy import describe_policy_pause  # the engine alone does not see the policy
 
-            describe_policy_pause(self.agent, pause)
+            describe_policy_pause(agent, pause)
         # An external tool may take over its pause (nb_hitl's reviewed tools
         # and structured questions, ``nb_hitl.kinds.PauseShaper``):
         # ``async prepare_pause(pause, host)`` may set the kind, the result to
@@ -341,7 +353,7 @@ class Driver(Actions):
         # its result is in the state (AgentScope saves an external result
         # after yielding its end event: written at the next event)
         result_due = False
-        async for ev in self.agent.reply_stream(inp, yield_final_msg=True):
+        async for ev in self.team.stream(inp):
             if result_due:
                 self.checkpoint()
                 result_due = False
@@ -354,9 +366,12 @@ class Driver(Actions):
                 run.final = ev
                 continue
             changed = True
-            if isinstance(ev, ReplyStartEvent):
-                run.reply_id = ev.reply_id
-                self._push(run, reply_id=ev.reply_id)
+            if self.team.is_pipeline and plumbing_step(self.team, tr, ev):
+                pass  # the pipeline's TeamAssign: a step of the transcript, never a card
+            elif isinstance(ev, ReplyStartEvent):
+                if self.team.owner_name(ev) == self.agent.name:  # a member's reply is not the run's
+                    run.reply_id = ev.reply_id
+                    self._push(run, reply_id=ev.reply_id)
                 changed = False
             elif isinstance(ev, TextBlockStartEvent):
                 tr.text(ev.block_id)
@@ -373,22 +388,26 @@ class Driver(Actions):
             elif isinstance(ev, ToolResultTextDeltaEvent):
                 tr.tool_result(ev.tool_call_id, ev.delta, name=call_name(ev.tool_call_id))
             elif isinstance(ev, ToolResultEndEvent):
-                told = apply_note(self.agent, ev.tool_call_id)  # before the next model call (_promise.py)
+                owner = self.team.owner(ev.reply_id)  # the agent whose call it is (a member in a team)
+                told = apply_note(owner, ev.tool_call_id)  # before the next model call (_promise.py)
                 if told is not None:  # the result text as the model now reads it
                     tr.tool_result(ev.tool_call_id, name=call_name(ev.tool_call_id))["text"] = told
                 tr.tool_result(ev.tool_call_id, state=enum_value(ev.state), name=call_name(ev.tool_call_id))
                 pause = run.pauses.get(ev.tool_call_id)
                 if pause is not None and pause.status in ("decided", "delivered"):
                     transition(pause, "delivered")
-                delivered_marks(self.agent).pop(ev.tool_call_id, None)
+                delivered_marks(owner).pop(ev.tool_call_id, None)
                 result_due = True
             elif isinstance(ev, (RequireUserConfirmEvent, RequireExternalExecutionEvent)):
-                run.reply_id = ev.reply_id
+                asker = self.team.owner(ev.reply_id)
+                if asker is self.agent:
+                    run.reply_id = ev.reply_id
                 for tc in ev.tool_calls:
-                    await self._add_pause(run, tc)
+                    if not (self.team.is_pipeline and self.team.is_plumbing(tc)):
+                        await self._add_pause(run, tc, asker)
             elif isinstance(ev, ExceedMaxItersEvent):
                 tr.note("The agent reached its iteration limit.")
-            elif isinstance(ev, ReplyEndEvent) and run.live:
+            elif isinstance(ev, ReplyEndEvent) and run.live and self.team.ends_reply(ev):
                 reason = enum_value(ev.finished_reason)
                 run.status = "interrupted" if reason == "interrupted" else "finished"
                 if ev.error is not None:
@@ -396,6 +415,8 @@ class Driver(Actions):
                     run.reason = str(getattr(ev.error, "message", ev.error))
             else:
                 changed = False
+            if self.team.is_pipeline:
+                tag_entry(self.team, tr, ev)
             dirty = dirty or changed
             now = time.monotonic()
             if dirty and now - last_push > 0.03:

@@ -1,0 +1,86 @@
+"""The teams notebook, clicked through in real JupyterLab + Debian Chromium.
+
+``notebooks/teams.ipynb`` is copied with ``ANSWER_HERE = False`` (its cells
+then wait for clicks instead of answering with ``session.act``) and run with
+Run All. A person answers the worker's AskUser card and approves its
+deletion in the reply widget: each card names the worker as the agent that
+asks, the leader's ``TeamAssign`` is a step in the transcript and never a
+card, the leader's final message shows in the widget and in the cell output,
+and the file is deleted exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tests.harness.lab import (
+    ARTIFACTS,
+    REPO_ROOT,
+    JupyterLabServer,
+    open_notebook,
+    output_locator,
+    run_all_cells,
+    wait_execution_done,
+)
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "teams.ipynb"
+OUT = ".jp-OutputArea-output"
+FINAL = "worker reported back (success): Done. Deleted draft.md. The folder now holds: notes.txt, old_log.txt."
+
+
+def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
+    return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
+
+
+def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        cell["source"] = src.replace("ANSWER_HERE = True", "ANSWER_HERE = False")
+    assert any("ANSWER_HERE = False" in c["source"] for c in nb["cells"])
+    (lab.root / "teams.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    open_notebook(page, lab, "teams.ipynb")
+    run_all_cells(page)
+
+    printed = output_locator(page, re.compile(r"^sandbox: ")).first
+    printed.wait_for(timeout=60_000)
+    sandbox = Path(printed.inner_text().strip().splitlines()[0].removeprefix("sandbox: ").strip())
+
+    # -- the worker's question: named as the worker's, under the leader's step
+    ask = _card(page, "ask_user")
+    ask.wait_for(timeout=60_000)
+    assert ask.locator('[data-testid="nbh-agent"]').inner_text() == "asked by worker"
+    reply = page.locator(f'{OUT} [data-testid="nbh-reply"]').first
+    assert "lead assigned “Tidy up the sandbox folder" in reply.inner_text()
+    # the pipeline's own TeamAssign is never a card
+    assert page.locator(f'{OUT} [data-testid="nbh-card"]').count() == 1
+    ask.locator('[data-testid="nbh-option"][data-label="draft.md"]').click()
+    ask.locator('[data-testid="nbh-answer-submit"]').click()
+
+    # -- the worker's confirmation
+    confirm = _card(page, "confirm")
+    confirm.wait_for(timeout=60_000)
+    assert confirm.locator('[data-testid="nbh-agent"]').inner_text() == "asked by worker"
+    assert json.loads(confirm.locator('[data-testid="nbh-input"]').inner_text()) == {"path": "draft.md"}
+    assert sorted(p.name for p in sandbox.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    confirm.evaluate("el => el.scrollIntoView({block: 'end'})")
+    page.screenshot(path=str(ARTIFACTS / "teams-confirm.png"))
+    confirm.locator('[data-testid="nbh-approve"]').click()
+
+    # -- the leader's final message ends the reply
+    final = reply.locator('[data-testid="nbh-final-text"]')
+    final.wait_for(timeout=60_000)
+    assert final.inner_text().endswith(FINAL)
+    assert reply.locator('[data-testid="nbh-status"]').get_attribute("data-status") == "finished"
+    assert reply.locator('[data-testid="nbh-card"]').count() == 2
+
+    wait_execution_done(page, timeout=120)
+    output_locator(page, "delete_file ran: ['draft.md']").first.wait_for(timeout=30_000)
+    output_locator(page, "files left: ['notes.txt', 'old_log.txt']").wait_for(timeout=30_000)
+    output_locator(page, "reply: interrupted - Not now.").wait_for(timeout=30_000)
+    assert sorted(p.name for p in sandbox.iterdir()) == ["notes.txt", "old_log.txt"]
+    page.screenshot(path=str(ARTIFACTS / "teams-done.png"))
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
