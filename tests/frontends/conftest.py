@@ -4,8 +4,8 @@
 - ``page`` (function): a fresh context (1300x900) with ``page.nbh_errors``;
   a failing test leaves ``test-artifacts/<test>-failure.png``.
 
-Each test module starts its own server once (a module fixture). Every test in
-this folder is marked ``browser``.
+Each test module starts its own server once (a module fixture). The tests of
+``test_notebook7.py`` and ``test_marimo.py`` are marked ``browser``.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ import pytest
 from tests.harness.lab import CHROMIUM, launch_chromium, new_page, screenshot
 
 _HERE = Path(__file__).resolve().parent
+_BROWSER_MODULES = {"test_notebook7.py", "test_marimo.py"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if _HERE in Path(str(item.path)).resolve().parents:
+        path = Path(str(item.path)).resolve()
+        if _HERE in path.parents and path.name in _BROWSER_MODULES:
             item.add_marker(pytest.mark.browser)
 
 
