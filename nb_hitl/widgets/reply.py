@@ -17,6 +17,10 @@ readable record; case C12):
   "id", "text", "name", "state"}]``.
 * ``pauses``: ``[Pause.to_view()]`` (see :mod:`nb_hitl.pauses`).
 * ``final_text``: the reply's final message text.
+* ``pending``: how many pauses wait for the person (status ``open``);
+  derived from ``pauses`` here, so front ends that react to trait changes
+  (marimo's ``mo.ui.anywidget``) can rerun a cell when a pause opens or is
+  answered: ``w.value["pending"]``, ``w.value["status"]``.
 """
 
 from __future__ import annotations
@@ -52,9 +56,20 @@ class ReplyWidget(RequestWidget):
     transcript = traitlets.List(traitlets.Dict()).tag(sync=True)
     pauses = traitlets.List(traitlets.Dict()).tag(sync=True)
     final_text = traitlets.Unicode("").tag(sync=True)
+    pending = traitlets.Int(0).tag(sync=True)
 
     def __init__(self, handler: Handler | None = None, **traits: Any) -> None:
         unknown = set(traits) - set(self.class_trait_names(sync=True))
         if unknown:
             raise TypeError(f"ReplyWidget got unknown argument(s): {', '.join(sorted(unknown))}")
         super().__init__(handler=handler, **traits)
+        self.pending = open_count(self.pauses)
+
+    @traitlets.observe("pauses")
+    def _count_pending(self, change: Any) -> None:
+        self.pending = open_count(change["new"])
+
+
+def open_count(pauses: list[dict[str, Any]]) -> int:
+    """Number of pause views (``Pause.to_view()`` dicts) whose ``status`` is ``open``."""
+    return sum(1 for p in pauses if isinstance(p, dict) and p.get("status") == "open")

@@ -1,0 +1,210 @@
+"""Servers for the front-end tests: Jupyter Notebook 7 and marimo, each on a free loopback port.
+
+:class:`NotebookServer` is :class:`~tests.harness.lab.JupyterLabServer` with
+``python -m notebook`` (Notebook 7, the ``notebook`` package) instead of
+``jupyter lab``: the same throw-away config/data/runtime dirs, token, REST
+helpers and user settings (Notebook 7 reads JupyterLab's settings, e.g. the
+theme, from ``<config>/lab/user-settings``).
+
+:class:`MarimoServer` runs ``marimo run`` or ``marimo edit`` headless with
+``--no-token`` on 127.0.0.1 and a free port, with its own ``HOME`` and
+``XDG_CONFIG_HOME`` (so a person's marimo config never leaks in), and the
+repository on the kernel's ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from tests.harness.kernel import VENV_PYTHON, kernel_env
+from tests.harness.lab import JupyterLabServer, free_port
+
+__all__ = ["MarimoServer", "NotebookServer"]
+
+
+class NotebookServer(JupyterLabServer):
+    """``python -m notebook`` (Jupyter Notebook 7) for one test module; see :class:`JupyterLabServer`."""
+
+    def start(self) -> NotebookServer:
+        """Start Notebook 7 and wait until ``/api/status`` answers.
+
+        Raises:
+            RuntimeError: the process exited or did not answer in time (with the log's tail).
+        """
+        for d in (self.config_dir, self.data_dir, self.runtime_dir, self.ipython_dir, self.workspaces_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        self._initial_settings = {
+            "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+            **self.lab_settings,
+        }
+        self.reset_user_settings()
+        env = kernel_env(
+            {
+                "JUPYTER_CONFIG_DIR": str(self.config_dir),
+                "JUPYTER_DATA_DIR": str(self.data_dir),
+                "JUPYTER_RUNTIME_DIR": str(self.runtime_dir),
+                "IPYTHONDIR": str(self.ipython_dir),
+                "JUPYTERLAB_SETTINGS_DIR": str(self.user_settings_dir),
+                "JUPYTERLAB_WORKSPACES_DIR": str(self.workspaces_dir),
+                **self.extra_env,
+            }
+        )
+        self.port = free_port()
+        cmd = [
+            str(VENV_PYTHON),
+            "-m",
+            "notebook",
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            f"--JupyterNotebookApp.user_settings_dir={self.user_settings_dir}",
+            f"--JupyterNotebookApp.workspaces_dir={self.workspaces_dir}",
+            "--JupyterNotebookApp.expose_app_in_browser=True",
+            "--ServerApp.disable_check_xsrf=True",
+            *self.extra_args,
+        ]
+        self._log_file = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=str(self.root),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            if self.proc.poll() is not None:
+                log = self.log_tail()
+                self.stop()
+                raise RuntimeError(f"jupyter notebook exited with {self.proc.returncode}:\n{log}")
+            try:
+                self.api("GET", "api/status", timeout=2)
+                return self
+            except (OSError, urllib.error.URLError):
+                if time.monotonic() > deadline:
+                    log = self.log_tail()
+                    self.stop()
+                    raise RuntimeError(f"jupyter notebook did not answer in {self.startup_timeout}s:\n{log}") from None
+                time.sleep(0.2)
+
+
+class MarimoServer:
+    """``marimo <mode> <notebook> --headless --no-token`` on 127.0.0.1 and a free port.
+
+    Args:
+        notebook: the marimo notebook file (a ``.py``).
+        mode: ``"run"`` (app view: a fresh kernel per page) or ``"edit"``.
+        startup_timeout: seconds to wait for the page to answer.
+
+    Attributes:
+        port, base_url, log_path.
+    """
+
+    def __init__(self, notebook: str | os.PathLike[str], *, mode: str = "run", startup_timeout: float = 90.0) -> None:
+        self.notebook = Path(notebook).resolve()
+        self.mode = mode
+        self.startup_timeout = startup_timeout
+        self.port = 0
+        self._tmp = Path(tempfile.mkdtemp(prefix="nbh-marimo-"))
+        self.log_path = self._tmp / "marimo.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log_file: object = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> MarimoServer:
+        """Start marimo and wait until ``/`` answers.
+
+        Raises:
+            RuntimeError: the process exited or did not answer in time (with the log's tail).
+        """
+        home = self._tmp / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        env = kernel_env({"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "MARIMO_SKIP_UPDATE_CHECK": "1"})
+        self.port = free_port()
+        cmd = [
+            str(VENV_PYTHON.parent / "marimo"),
+            "-q",
+            "--yes",
+            self.mode,
+            str(self.notebook),
+            "--headless",
+            "--no-token",
+            "--host=127.0.0.1",
+            f"--port={self.port}",
+        ]
+        log = open(self.log_path, "wb")  # closed in stop()
+        self._log_file = log
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=str(self.notebook.parent),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            if self.proc.poll() is not None:
+                tail, code = self.log_tail(), self.proc.returncode
+                self.stop()
+                raise RuntimeError(f"marimo exited with {code}:\n{tail}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/", timeout=2) as resp:
+                    if resp.status == 200:
+                        return self
+            except (OSError, urllib.error.URLError):
+                pass
+            if time.monotonic() > deadline:
+                tail = self.log_tail()
+                self.stop()
+                raise RuntimeError(f"marimo did not answer in {self.startup_timeout}s:\n{tail}")
+            time.sleep(0.2)
+
+    def log_tail(self, chars: int = 6000) -> str:
+        """The end of marimo's combined stdout/stderr."""
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """SIGTERM marimo's process group (its kernels too), SIGKILL after 10 s."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                proc.wait(timeout=10)
+        log = self._log_file
+        if log is not None:
+            log.close()  # type: ignore[attr-defined]
+            self._log_file = None
+        self.proc = None
+
+    def cleanup(self) -> None:
+        """:meth:`stop` and remove the temporary home."""
+        self.stop()
+        shutil.rmtree(self._tmp, ignore_errors=True)
