@@ -128,3 +128,23 @@ def test_restart_in_the_same_page_says_the_kernel_restarted(page, lab: JupyterLa
     assert reply.locator('[data-testid="nbh-status"]').get_attribute("data-status") == "not-live"
     assert card.locator('[data-testid="nbh-approve"]').is_disabled()
     assert "Could not reach the kernel" not in reply.inner_text()
+
+
+BUSY = "import time\ntime.sleep(10)  # a cell that blocks: the kernel answers nothing meanwhile"
+
+
+def test_a_busy_kernel_is_checked_again_and_the_card_comes_back_live(page, lab: JupyterLabServer) -> None:
+    """The first liveness check meets a blocking cell: the reply is marked not
+    live, then checked again; once the cell ends it is live and a click works."""
+    write_notebook(lab.root / "busy.ipynb", [SETUP, BACKGROUND, BUSY, AFTER_BACKGROUND])
+    open_notebook(page, lab, "busy.ipynb")
+    _run_all(page)
+    reply = page.locator(f'{OUT} [data-testid="nbh-reply"]')
+    page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="false"]').wait_for(timeout=60_000)
+    assert "does not answer" in reply.locator('[data-testid="nbh-live-banner"]').inner_text()
+    page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=60_000)
+    assert reply.locator('[data-testid="nbh-live-banner"]').is_hidden()
+    card = _confirm(page)
+    card.locator('[data-testid="nbh-approve"]').click()
+    page.locator(f'{OUT} [data-testid="nbh-final-text"]').first.wait_for(timeout=60_000)
+    wait_execution_done(page)
