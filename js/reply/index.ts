@@ -5,7 +5,7 @@
 // widget's _css (lib/theme.css).
 import type { AnyModel, Render } from "@anywidget/types";
 import { h, clear } from "../lib/dom";
-import { Rpc, isLive } from "../lib/rpc";
+import { Rpc, probe, KERNEL_GONE } from "../lib/rpc";
 import { Announcer, keepKeys } from "../lib/a11y";
 import type { ReplyModel } from "../types";
 import { Transcript } from "./transcript";
@@ -51,7 +51,9 @@ function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc, 
 }
 
 const render: Render<ReplyModel> = ({ model, el }) => {
-  const rpc = new Rpc(model);
+  // a decision keeps waiting for the kernel's answer (never "nothing was
+  // sent" about a click the kernel may still apply); see lib/rpc.ts
+  const rpc = new Rpc(model, 15000, true);
   const root = h("div", { class: "nbh nbh-reply", "data-testid": "nbh-reply" });
   const banner = h("div", { class: "nbh-banner", "data-testid": "nbh-live-banner", role: "status", hidden: true });
   const header = h("div", { class: "nbh-row" });
@@ -112,18 +114,74 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     }
   }, 1000);
 
-  void isLive(rpc).then((ok) => {
-    cards.live = ok;
-    root.dataset.live = String(ok);
-    if (!ok) {
-      showBanner("No longer live: the kernel that ran this reply has stopped or restarted. This is the saved record of what was pending or decided; nothing here can reach an agent.");
+  // Liveness: a ping answered means live; a send that fails means the
+  // widget's comm is gone (the kernel restarted or stopped: final); no answer
+  // means "not answering" (a blocking cell, or a notebook reopened without
+  // its kernel), checked again every few seconds, since a busy kernel is not
+  // a dead one. Any message from the kernel also proves it live.
+  let disposed = false;
+  let recheck = 0;
+  const setLive = (state: "live" | "silent" | "gone") => {
+    const was = cards.live;
+    cards.live = state === "live";
+    root.dataset.live = String(cards.live);
+    root.dataset.kernel = state;
+    if (state === "live") {
+      if (!banner.dataset.slow) banner.hidden = true;
+    } else if (state === "gone") {
+      window.clearTimeout(recheck);
+      delete banner.dataset.slow;
+      showBanner(`No longer live: ${KERNEL_GONE}`);
+    } else {
+      showBanner(
+        "No longer live: the kernel does not answer. It may be busy running a cell that blocks, or it stopped or restarted; this is the saved record of what was pending or decided. This page checks again every few seconds.",
+      );
+    }
+    if (was !== cards.live) {
       drawAll();
       cards.invalidate();
       cards.drawAll();
     }
-  });
+  };
+  const check = async () => {
+    if (disposed || rpc.gone) return;
+    window.clearTimeout(recheck);
+    const state = await probe(rpc);
+    if (disposed) return;
+    if (cards.live !== true || state !== "live") setLive(state);
+    if (state === "silent") recheck = window.setTimeout(check, 3000);
+  };
+  rpc.onAnswer = () => {
+    if (cards.live !== true && !rpc.gone) setLive("live");
+    if (!rpc.waiting && banner.dataset.slow) {
+      delete banner.dataset.slow;
+      if (cards.live) banner.hidden = true;
+    }
+  };
+  rpc.onGone = () => setLive("gone");
+  rpc.onSlow = () => {
+    if (rpc.gone) return;
+    banner.dataset.slow = "1";
+    showBanner(
+      "Still waiting for the kernel: it has not answered yet (it may be busy running a cell). Your click is on its way and is applied when the kernel gets to it.",
+    );
+    void check();
+  };
+  // the widget's comm closes when its kernel restarts or stops
+  // (@jupyter-widgets/base triggers "comm_live_update" on every model when
+  // its kernel restarts or disconnects)
+  model.on("comm_live_update" as any, () => void check());
+  // a trait change from the kernel: it is live
+  const fromKernel = () => {
+    if (cards.live === false && !rpc.gone) void check();
+  };
+  model.on("change:pauses", fromKernel);
+  model.on("change:status", fromKernel);
+  void check();
 
   return () => {
+    disposed = true;
+    window.clearTimeout(recheck);
     window.clearInterval(timer);
     rpc.dispose();
   };

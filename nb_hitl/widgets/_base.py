@@ -28,6 +28,7 @@ from typing import Any
 import anywidget
 
 from ..errors import NbHitlError
+from ._kernel import answer_info_requests_while_busy
 
 __all__ = ["RequestWidget", "Handler"]
 
@@ -99,6 +100,11 @@ class RequestWidget(anywidget.AnyWidget):
         self._loop_thread = threading.get_ident()
         self.answered = 0
         self.on_msg(self._on_page_message)
+        # a page reloaded while a cell awaits this widget must still find it
+        try:
+            answer_info_requests_while_busy()
+        except Exception:  # never let this stop a widget from being made
+            log.debug("could not install the info-request wrapper", exc_info=True)
 
     def set_handler(self, handler: Handler | None) -> None:
         """Replace the handler (``None`` refuses every action)."""

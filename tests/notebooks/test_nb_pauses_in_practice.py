@@ -40,32 +40,32 @@ def test_pauses_in_practice_notebook_runs_headless() -> None:
     assert len(views) == 5
 
     # 1. the batch: two calls open at once (the second deletion is pending), answered in part
-    assert re.search(r"open: confirm\s+delete_file .*old_log\.txt", texts[2])
-    assert re.search(r"open: ask_user AskUser", texts[2])
-    assert "draft.md" not in texts[2]
-    assert "parked on (from the agent's state): ['delete_file', 'AskUser']" in texts[2]
-    assert "old_log.txt" in texts[3] and "AskUser" not in texts[3].split("model calls")[0]
-    assert "model calls so far: 1" in texts[3]
+    assert re.search(r"open: confirm\s+delete_file .*old_log\.txt", texts[3])
+    assert re.search(r"open: ask_user AskUser", texts[3])
+    assert "draft.md" not in texts[3]
+    assert "parked on (from the agent's state): ['delete_file', 'AskUser']" in texts[3]
+    assert "old_log.txt" in texts[4] and "AskUser" not in texts[4].split("model calls")[0]
+    assert "model calls so far: 1" in texts[4]
     # the same tool, asked after the first was answered; deny one, approve the other
-    assert re.search(r"open: confirm\s+delete_file .*draft\.md", texts[4])
-    assert "- delete_file: denied:" in texts[4] and "- delete_file: success: Deleted draft.md." in texts[4]
-    assert "files: ['notes.txt', 'old_log.txt']" in texts[4]
-    assert texts[5].startswith("AlreadyDecidedError -> Already decided: delete_file")
+    assert re.search(r"open: confirm\s+delete_file .*draft\.md", texts[5])
+    assert "- delete_file: denied:" in texts[5] and "- delete_file: success: Deleted draft.md." in texts[5]
+    assert "files: ['notes.txt', 'old_log.txt']" in texts[5]
+    assert texts[6].startswith("AlreadyDecidedError -> Already decided: delete_file")
 
     # 2. refused naming the open pause, then interrupted
-    assert re.search(r"refused: The agent 'tidy' is still waiting on delete_file \(call_\w+\)", texts[6])
-    assert "reply: interrupted - Changed my mind." in texts[7]
-    assert "PauseNotLiveError -> This pause is no longer live: Changed my mind." in texts[7]
-    assert "notes.txt still there: True" in texts[7]
+    assert re.search(r"refused: The agent 'tidy' is still waiting on delete_file \(call_\w+\)", texts[7])
+    assert "reply: interrupted - Changed my mind." in texts[8]
+    assert "PauseNotLiveError -> This pause is no longer live: Changed my mind." in texts[8]
+    assert "notes.txt still there: True" in texts[8]
 
     # 3. checkpoint, restore into a new agent object, answer there
-    assert "checkpoints: ['tidy-notebook.json']" in texts[8]
-    asked = re.search(r"open: ask_user AskUser\s+(call_\w+)", texts[8]).group(1)
-    assert "restored session: tidy-notebook - a new agent object: True" in texts[9]
-    assert re.search(rf"open: ask_user AskUser\s+{asked}", texts[9]), "the same pause re-rendered after restore"
-    assert '"Keep notes.txt?" -> Keep it' in texts[10]
+    assert "checkpoints: ['tidy-notebook.json']" in texts[9]
+    asked = re.search(r"open: ask_user AskUser\s+(call_\w+)", texts[9]).group(1)
+    assert "restored session: tidy-notebook - a new agent object: True" in texts[10]
+    assert re.search(rf"open: ask_user AskUser\s+{asked}", texts[10]), "the same pause re-rendered after restore"
+    assert '"Keep notes.txt?" -> Keep it' in texts[11]
 
     # 4. the audit log: four decisions, in order
-    assert "4 decisions in" in texts[11]
-    rows = [line.split()[:2] for line in texts[11].splitlines()[1:]]
+    assert "4 decisions in" in texts[12]
+    rows = [line.split()[:2] for line in texts[12].splitlines()[1:]]
     assert rows == [["AskUser", "answer"], ["delete_file", "deny"], ["delete_file", "approve"], ["AskUser", "answer"]]

@@ -1,0 +1,80 @@
+"""notebooks/pauses_in_practice.ipynb clicked through in real JupyterLab + Chromium.
+
+The notebook answers its pauses from code so it also runs headless; here a
+person answers the batch of section 1 by clicks in the widget (the question,
+then Deny on the first deletion, then Approve on the second), and only then
+runs the rest of the notebook. Every ``act`` cell must see the pause was
+already answered, say so and do nothing; the notebook finishes with no error
+output (no ``StopIteration``, no ``NameError``).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from tests.harness import REPO_ROOT
+from tests.harness.lab import JupyterLabServer, open_notebook, wait_execution_done
+
+OUT = ".jp-OutputArea-output"
+NOTEBOOK = REPO_ROOT / "notebooks" / "pauses_in_practice.ipynb"
+
+
+def _run_cells(page, first: int, last: int | None = None) -> None:  # type: ignore[no-untyped-def]
+    """Queue cells ``first..last`` (to the end when ``last`` is None), not awaited."""
+    page.evaluate(
+        """([first, last]) => {
+            const w = window.jupyterapp.shell.currentWidget;
+            const end = last === null ? w.content.widgets.length - 1 : last;
+            for (let i = first; i <= end; i++) {
+                w.content.activeCellIndex = i;
+                window.jupyterapp.commands.execute('notebook:run-cell');
+            }
+        }""",
+        [first, last],
+    )
+
+
+def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
+    return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
+
+
+def test_pauses_in_practice_clicked_through(page, lab: JupyterLabServer) -> None:
+    shutil.copy(NOTEBOOK, lab.root / "pauses_in_practice.ipynb")
+    open_notebook(page, lab, "pauses_in_practice.ipynb")
+    _run_cells(page, 0, 6)  # set-up, definitions, the session, and the batch's start
+
+    ask = _card(page, "ask_user")
+    ask.wait_for(timeout=90_000)
+    ask.locator('[data-testid="nbh-option"][data-label="summary.md"] input').check()
+    ask.locator('[data-testid="nbh-answer-submit"]').click()
+    _card(page, "ask_user", "delivered").or_(_card(page, "ask_user", "decided")).first.wait_for(timeout=60_000)
+    first = _card(page, "confirm").first
+    first.locator('[data-testid="nbh-deny"]').click()
+    # AgentScope asks the second deletion once the first is answered
+    page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]').first.wait_for(
+        timeout=60_000
+    )
+    _card(page, "confirm").first.locator('[data-testid="nbh-approve"]').click()
+    page.locator(f'{OUT} [data-testid="nbh-final-text"]').first.wait_for(timeout=60_000)
+
+    _run_cells(page, 7)  # the rest: its act cells find the batch answered
+    wait_execution_done(page, timeout=240)
+    # from the notebook's model: JupyterLab draws only the cells in view
+    outputs = page.evaluate(
+        """() => {
+            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+            const all = [];
+            for (let i = 0; i < cells.length; i++) all.push(...(cells.get(i).toJSON().outputs || []));
+            return all;
+        }"""
+    )
+    errors = [o for o in outputs if o.get("output_type") == "error"]
+    assert not errors, errors
+    whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
+    for bad in ("Traceback", "StopIteration", "NameError", "FileNotFoundError"):
+        assert bad not in whole, whole[-3000:]
+    assert "Nothing to do: the question was already answered" in whole
+    assert "Nothing to do: the deletion of old_log.txt was already answered" in whole
+    assert "Nothing to do: the deletion of draft.md was already answered" in whole
+    assert "files: ['notes.txt', 'old_log.txt']" in whole
+    assert "4 decisions in" in whole

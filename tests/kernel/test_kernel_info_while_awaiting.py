@@ -1,0 +1,75 @@
+"""While a cell awaits a pause, the kernel still answers the page's info requests (C23, kernel side).
+
+A page reloaded while ``await session.run(...)`` waits needs
+``kernel_info_request`` and ``comm_info_request`` (the widget manager lists
+the widgets' comms with it). ipykernel 7.4 queues both behind the cell's
+lock; nb_hitl's widgets answer them while the lock is held
+(:mod:`nb_hitl.widgets._kernel`). Real ipykernel, real shell messages.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import time
+
+import pytest
+
+from tests.harness import KernelHarness
+from tests.support import open_pause, reply_widget
+
+pytestmark = pytest.mark.kernel
+
+AGENT = textwrap.dedent(
+    """
+    from agentscope.agent import Agent
+    from agentscope.tool import Toolkit
+    from nb_hitl import Session
+    from nb_hitl.demo import make_sandbox, sandbox_tools
+    from nb_hitl.models import ScriptedChatModel, Turn, tool_call
+    box = make_sandbox()
+    agent = Agent(
+        name="c23k", system_prompt="x",
+        model=ScriptedChatModel([
+            Turn("Deleting it.", [tool_call("delete_file", path="old_log.txt")]),
+            Turn("All done."),
+        ], on_exhausted="raise"),
+        toolkit=Toolkit(tools=sandbox_tools(box)),
+    )
+    session = Session(agent)
+    """
+)
+
+
+def _reply(kernel: KernelHarness, msg_type: str, timeout: float = 10.0) -> tuple[dict, float]:
+    start = time.monotonic()
+    msg_id = kernel._send_shell(msg_type, {"target_name": "jupyter.widget"} if msg_type == "comm_info_request" else {})
+    reply = kernel._shell_reply(msg_id, time.monotonic() + timeout)
+    assert reply is not None, f"no {msg_type} reply within {timeout}s while the cell awaits"
+    return reply, time.monotonic() - start
+
+
+def test_C23_info_requests_answered_while_a_cell_awaits_a_pause() -> None:
+    with KernelHarness() as kernel:
+        kernel.execute(AGENT).raise_for_error()
+        msg_id = kernel.execute_async_start(
+            "reply = await session.run('tidy up')\nprint('FINAL:', reply.get_text_content())"
+        )
+        rec = reply_widget(kernel, "c23k", require_esm=True)
+        confirm = open_pause(kernel, rec.comm_id, "confirm")  # the cell now awaits the click
+
+        info, _ = _reply(kernel, "kernel_info_request")
+        assert info["msg_type"] == "kernel_info_reply" and info["content"]["status"] == "ok"
+        comms, _ = _reply(kernel, "comm_info_request")
+        assert comms["content"]["status"] == "ok"
+        assert rec.comm_id in comms["content"]["comms"]
+        # an execute_request still waits for the cell: cells stay in order
+        queued = kernel.execute_async_start("print('after')")
+        assert kernel._shell_reply(queued, time.monotonic() + 1.0) is None
+
+        answer = kernel.request(
+            rec.comm_id, "approve", tool_call_id=confirm["tool_call_id"], reply_id=confirm["reply_id"]
+        )
+        assert answer["ok"] is True
+        res = kernel.wait_reply(msg_id, timeout=30).raise_for_error()
+        assert "FINAL: All done." in res.stdout
+        assert "after" in kernel.wait_reply(queued, timeout=30).raise_for_error().stdout
