@@ -4,7 +4,8 @@ Checkpoint signing keys and checkpoint locks of every test live in a
 temporary folder (never the user's ``~/.config`` or ``~/.cache``); kernels
 and JupyterLab servers started by the tests inherit the environment.
 
-Browser tests run last: Playwright's sync API leaves an event loop running in
+Browser tests (tests/browser, tests/frontends) run last and share one
+Chromium (``browser``, session): Playwright's sync API leaves an event loop running in
 the main thread for the rest of the session, and tests that call
 ``asyncio.run`` must come before it.
 """
@@ -12,17 +13,23 @@ the main thread for the rest of the session, and tests that call
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from nb_hitl.store import KEY_ENV, LOCK_DIR_ENV
+from tests.harness.lab import CHROMIUM, launch_chromium
 
 # the helpers' asserts (tests/support.py) report like the tests' own
 pytest.register_assert_rewrite("tests.support")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: 1 if "/browser/" in str(item.fspath).replace("\\", "/") else 0)
+    def last(item: pytest.Item) -> int:
+        path = str(item.fspath).replace("\\", "/")
+        return 1 if "/browser/" in path or "/frontends/" in path else 0
+
+    items.sort(key=last)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -32,3 +39,28 @@ def _private_checkpoint_key(tmp_path_factory: pytest.TempPathFactory) -> Iterato
         mp.setenv(KEY_ENV, str(home / "checkpoint.key"))
         mp.setenv(LOCK_DIR_ENV, str(home / "locks"))
         yield
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    rep = yield
+    setattr(item, f"nbh_rep_{rep.when}", rep)
+    return rep
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(
+            f"{CHROMIUM} not found: browser tests need Debian's Chromium "
+            "(apt-get install -y chromium). They never skip.",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = launch_chromium(pw)
+        try:
+            yield b
+        finally:
+            b.close()

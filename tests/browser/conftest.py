@@ -25,9 +25,7 @@ if str(_REPO) not in sys.path:  # until pytest `pythonpath = ["."]`
     sys.path.insert(0, str(_REPO))
 
 from tests.harness.lab import (  # noqa: E402
-    CHROMIUM,
     JupyterLabServer,
-    launch_chromium,
     new_page,
     screenshot,
 )
@@ -41,13 +39,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
-    rep = yield
-    setattr(item, f"nbh_rep_{rep.when}", rep)
-    return rep
-
-
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
     server = JupyterLabServer(tmp_path_factory.mktemp("lab-root"))
@@ -56,24 +47,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
         yield server
     finally:
         server.cleanup()
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(
-            f"{CHROMIUM} not found: browser tests need Debian's Chromium "
-            "(apt-get install -y chromium). They never skip.",
-            pytrace=False,
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = launch_chromium(pw)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture
