@@ -9,6 +9,7 @@ import { Rpc, isLive } from "../lib/rpc";
 import { Announcer, keepKeys } from "../lib/a11y";
 import type { ReplyModel } from "../types";
 import { Transcript } from "./transcript";
+import { TranscriptStream, markWaiting } from "./stream";
 import { CardSet, timeLeft } from "./card";
 
 const STATUS_TEXT: Record<string, string> = {
@@ -75,7 +76,14 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     banner.hidden = false;
     banner.textContent = text;
   };
-  const entries = () => model.get("transcript") || [];
+  // the transcript streams as custom messages (stream.ts); the trait is the saved record
+  const onStream = () => {
+    transcript.draw(entries());
+    cards.drawAll();
+    drawFinal();
+  };
+  const stream = new TranscriptStream(model, rpc, () => onStream());
+  const entries = () => stream.entries;
   const header_ = () => drawHeader(header, model, rpc, cards.live, showBanner);
   const drawFinal = () => {
     const text = String(model.get("final_text") || "");
@@ -91,11 +99,14 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   };
 
   model.on("change:transcript", () => {
+    stream.fromTrait();
     transcript.draw(entries());
     cards.drawAll();
   });
   model.on("change:pauses", () => cards.drawAll());
+  const markTitle = () => markWaiting(root, model.get("status") === "paused" && cards.live !== false);
   model.on("change:status", () => {
+    markTitle();
     const status = String(model.get("status") || "");
     say(`${model.get("agent_name") || "agent"}: ${STATUS_TEXT[status] || status}`);
     header_();
@@ -105,6 +116,8 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   model.on("change:final_text", drawFinal);
   model.on("change:agent_name", header_);
   drawAll();
+  void stream.resync();
+  markTitle();
 
   const timer = window.setInterval(() => {
     for (const span of Array.from(root.querySelectorAll<HTMLElement>("[data-deadline]"))) {
@@ -115,6 +128,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   void isLive(rpc).then((ok) => {
     cards.live = ok;
     root.dataset.live = String(ok);
+    markTitle();
     if (!ok) {
       showBanner("No longer live: the kernel that ran this reply has stopped or restarted. This is the saved record of what was pending or decided; nothing here can reach an agent.");
       drawAll();
@@ -125,6 +139,9 @@ const render: Render<ReplyModel> = ({ model, el }) => {
 
   return () => {
     window.clearInterval(timer);
+    stream.dispose();
+    transcript.dispose();
+    markWaiting(root, false);
     rpc.dispose();
   };
 };

@@ -42,6 +42,7 @@ from .._agentscope import POLICY_CONTEXT_KEY, enum_value, is_parked, msg_text, p
 from ..pauses import Pause, build_pause
 from ._actions import Actions
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun, transition
+from ._transcript import record_event
 
 __all__ = ["Driver", "close_dangling_tool_calls", "close_delivered_tool_calls"]
 
@@ -326,8 +327,6 @@ class Driver(Actions):
         run.status = "running"
         self._push(run)
         tr = run.transcript
-        dirty = False
-        last_push = 0.0
 
         def call_name(tool_call_id: str) -> str:
             pause = run.pauses.get(tool_call_id)
@@ -389,13 +388,9 @@ class Driver(Actions):
                     run.status = "error"
                     run.reason = str(getattr(ev.error, "message", ev.error))
             else:
-                changed = False
-            dirty = dirty or changed
-            now = time.monotonic()
-            if dirty and now - last_push > 0.03:
-                self._push(run)
-                dirty = False
-                last_push = now
+                changed = record_event(tr, ev)
+            if changed:
+                self._stream(run)
         if result_due:
             self.checkpoint()
         self._push(run)
