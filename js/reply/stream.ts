@@ -110,18 +110,25 @@ export class TranscriptStream {
 // A reply waiting for a person marks the document title ("● "), even in a
 // background tab, until no reply on the page waits any more.
 const waiting = new Set<object>();
-let plainTitle: string | null = null;
 const MARK = "● ";
+let watcher: MutationObserver | null = null;
+
+function applyMark(): void {
+  const marked = document.title.startsWith(MARK);
+  if (waiting.size && !marked) document.title = MARK + document.title;
+  else if (!waiting.size && marked) document.title = document.title.slice(MARK.length);
+}
 
 export function markWaiting(key: object, isWaiting: boolean): void {
   if (isWaiting) waiting.add(key);
   else waiting.delete(key);
-  const marked = document.title.startsWith(MARK);
-  if (waiting.size && !marked) {
-    plainTitle = document.title;
-    document.title = MARK + document.title;
-  } else if (!waiting.size && marked) {
-    document.title = plainTitle !== null && !plainTitle.startsWith(MARK) ? plainTitle : document.title.slice(MARK.length);
-    plainTitle = null;
+  applyMark();
+  // JupyterLab rewrites the title (current document, dirty state): keep the mark on it
+  if (waiting.size && !watcher) {
+    watcher = new MutationObserver(applyMark);
+    watcher.observe(document.head, { subtree: true, childList: true, characterData: true });
+  } else if (!waiting.size && watcher) {
+    watcher.disconnect();
+    watcher = null;
   }
 }
