@@ -145,7 +145,7 @@ GROUP_SETUP = textwrap.dedent(
 )
 GROUP_STATE = textwrap.dedent(
     """
-    print("STATE", json.dumps({
+    print("GROUPSTATE", json.dumps({
         "sent": [a for a in sent if a != "transcript_sync"],
         "inputs": inputs.kinds,
         "model_calls": agent.model.call_count,
@@ -167,7 +167,7 @@ def test_approve_all_is_one_page_message_and_one_resume(page, lab: JupyterLabSer
     reply.locator('[data-testid="nbh-final-text"]').wait_for(timeout=60_000)
     page.wait_for_function("() => !document.title.startsWith('● ')", timeout=10_000)
     statuses = reply.locator('[data-testid="nbh-card"]').evaluate_all("els => els.map(e => e.dataset.status)")
-    state = kernel_json(page, 1, "STATE")
+    state = kernel_json(page, 1, "GROUPSTATE")
     assert state == {
         "sent": ["batch"],
         "inputs": [["Msg", 0], ["UserConfirmResultEvent", 12]],
