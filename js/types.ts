@@ -100,12 +100,23 @@ export interface PauseView {
 
 /** One transcript entry of a reply (see nb_hitl/widgets/reply.py). */
 export interface TranscriptEntry {
-  kind: "text" | "tool_call" | "tool_result" | "note";
+  kind: "text" | "tool_call" | "tool_result" | "note" | "thinking" | "step" | "hint" | "data";
   id: string;
   text: string;
   name?: string;
   state?: string;
   tool_call_id?: string;
+  /** step (one model call): AgentScope's ModelCallStart/EndEvent */
+  model_name?: string;
+  started_at?: number;
+  elapsed?: number;
+  input_tokens?: number;
+  output_tokens?: number;
+  /** hint: HintBlockEvent.source; data: DataBlock fields */
+  source?: string;
+  media_type?: string;
+  url?: string;
+  bytes?: number;
 }
 
 /** Reply status (the header chip). */

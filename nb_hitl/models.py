@@ -103,6 +103,21 @@ class Turn:
 ScriptItem = Turn | Callable[[list[Msg]], Turn]
 
 
+class CallLog(list[Any]):
+    """A ``list`` that keeps its last ``max_len`` items (all when ``None``):
+    appending beyond it drops the oldest."""
+
+    def __init__(self, max_len: int | None) -> None:
+        super().__init__()
+        self.max_len = max_len
+
+    def append(self, item: Any) -> None:
+        """Append ``item``, dropping the oldest item when full."""
+        super().append(item)
+        if self.max_len is not None and len(self) > self.max_len:
+            del self[0]
+
+
 class ScriptedChatModel(ChatModelBase):
     """A ``ChatModelBase`` that plays back a script of turns, offline.
 
@@ -128,11 +143,18 @@ class ScriptedChatModel(ChatModelBase):
             raises :class:`ScriptExhaustedError` (use it in tests, so a wrong
             number of model calls fails loudly).
         model: the model name reported in AgentScope's events.
+        max_calls: how many calls :attr:`calls` keeps (the most recent
+            ones; default 50). Each call is a deep copy of the whole context
+            sent, so keeping every call of a long session grows without
+            bound; ``None`` keeps them all.
 
     Attributes:
-        calls: the messages of every call so far, ``list[list[Msg]]``
-            (deep copies): what "the model saw", for tests and teaching.
-        tools_seen: the tool schemas offered on every call.
+        calls: the messages of the last ``max_calls`` calls,
+            a :class:`CallLog` of ``list[Msg]`` (deep copies, oldest first;
+            ``calls[-1]`` is the latest): what "the model saw", for tests and teaching.
+        call_count: the number of calls so far (``len(calls)`` until
+            ``max_calls`` is reached).
+        tools_seen: the tool schemas offered on the last ``max_calls`` calls.
     """
 
     class Parameters(BaseModel):
@@ -146,7 +168,10 @@ class ScriptedChatModel(ChatModelBase):
         chunk_delay: float = 0.0,
         on_exhausted: str = "text",
         model: str = "scripted",
+        max_calls: int | None = 50,
     ) -> None:
+        if max_calls is not None and max_calls < 1:
+            raise ValueError(f"max_calls must be a positive number or None, got {max_calls!r}")
         if on_exhausted not in ("text", "raise"):
             raise ValueError(f"on_exhausted must be 'text' or 'raise', got {on_exhausted!r}")
         super().__init__(
@@ -163,16 +188,18 @@ class ScriptedChatModel(ChatModelBase):
         self.script: list[ScriptItem] = list(script)
         self.chunk_delay = chunk_delay
         self.on_exhausted = on_exhausted
-        self.calls: list[list[Msg]] = []
-        self.tools_seen: list[list[dict] | None] = []
+        self.calls: CallLog = CallLog(max_calls)
+        self.call_count = 0
+        self.tools_seen: CallLog = CallLog(max_calls)
 
     @property
     def remaining(self) -> int:
         """Number of script items not played yet."""
-        return max(0, len(self.script) - len(self.calls))
+        return max(0, len(self.script) - self.call_count)
 
     def _next_turn(self, messages: list[Msg]) -> Turn:
-        index = len(self.calls)
+        index = self.call_count
+        self.call_count += 1
         self.calls.append([m.model_copy(deep=True) for m in messages])
         if index >= len(self.script):
             if self.on_exhausted == "raise":

@@ -117,9 +117,18 @@ def record_events(agent: Any, events: list[Any] | None = None) -> list[Any]:
 
 
 def widget_replies(widget: Any) -> list[dict[str, Any]]:
-    """Capture what the widget sends back to the page (``RequestWidget.send``)."""
+    """Capture what the widget sends back to the page (``RequestWidget.send``): the
+    answers to page messages; transcript stream messages still go out as usual."""
     sent: list[dict[str, Any]] = []
-    widget.send = sent.append  # type: ignore[method-assign]
+    real_send = widget.send
+
+    def send(content: Any, buffers: Any = None) -> None:
+        if isinstance(content, dict) and content.get("type") == "nbh_transcript":
+            real_send(content, buffers)
+        else:
+            sent.append(content)
+
+    widget.send = send  # type: ignore[method-assign]
     return sent
 
 

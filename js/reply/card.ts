@@ -181,6 +181,36 @@ export class CardSet {
     this.redraw(this.current(p.tool_call_id) || p, true);
   }
 
+  /** A group action as ONE page message ({action: "batch", items}): the
+   *  kernel resumes the agent once with every accepted decision. */
+  async sendBatch(batch: { p: PauseView; d: Draft }[]): Promise<void> {
+    const items = batch.filter(({ p }) => !this.uiFor(p.tool_call_id).pending);
+    if (!items.length) return;
+    for (const { p } of items) {
+      const ui = this.uiFor(p.tool_call_id);
+      ui.pending = true;
+      ui.error = "";
+      ui.errorField = "";
+      this.redraw(p, true);
+    }
+    const reply: Reply = await this.rpc.request("batch", {
+      items: items.map(({ p, d }) => ({ ...d.payload, action: d.action, tool_call_id: p.tool_call_id, reply_id: p.reply_id })),
+    });
+    const results: any[] = Array.isArray(reply.results) ? reply.results : [];
+    items.forEach(({ p }, n) => {
+      const ui = this.uiFor(p.tool_call_id);
+      const r = results[n];
+      ui.pending = false;
+      if (!reply.ok || !r || !r.ok) {
+        ui.error = (r && r.error) || reply.error || "Refused.";
+        ui.errorField = (r && r.field) || reply.field || "";
+      } else {
+        ui.mode = "view";
+      }
+      this.redraw(this.current(p.tool_call_id) || p, true);
+    });
+  }
+
   drawAll(): void {
     const pauses = this.pauses();
     const fresh = pauses.filter((p) => this.redraw(p, false) && this.canAct(p));
@@ -208,12 +238,11 @@ export class CardSet {
     clear(groupBar);
     groupBar.hidden = open.length < 2;
     if (open.length < 2) return;
-    const sendAll = async (items: PauseView[], pick: (p: PauseView) => Draft | null) => {
-      for (const p of items) {
+    const sendAll = (items: PauseView[], pick: (p: PauseView) => Draft | null) =>
+      this.sendBatch(items.flatMap((p) => {
         const d = pick(p);
-        if (d) await this.send(p, d.action, d.payload);
-      }
-    };
+        return d ? [{ p, d }] : [];
+      }));
     const draftOf = (p: PauseView) => (this.drafts.get(p.tool_call_id) || (() => null))();
     groupBar.setAttribute("role", "group");
     groupBar.setAttribute("aria-label", "All open calls of this reply");

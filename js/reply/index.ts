@@ -9,6 +9,7 @@ import { Rpc, probe, KERNEL_GONE } from "../lib/rpc";
 import { Announcer, keepKeys } from "../lib/a11y";
 import type { ReplyModel } from "../types";
 import { Transcript } from "./transcript";
+import { TranscriptStream, markWaiting } from "./stream";
 import { CardSet, timeLeft } from "./card";
 
 const STATUS_TEXT: Record<string, string> = {
@@ -77,7 +78,14 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     banner.hidden = false;
     banner.textContent = text;
   };
-  const entries = () => model.get("transcript") || [];
+  // the transcript streams as custom messages (stream.ts); the trait is the saved record
+  const onStream = () => {
+    transcript.draw(entries());
+    cards.drawAll();
+    drawFinal();
+  };
+  const stream = new TranscriptStream(model, rpc, () => onStream());
+  const entries = () => stream.entries;
   const header_ = () => drawHeader(header, model, rpc, cards.live, showBanner);
   const drawFinal = () => {
     const text = String(model.get("final_text") || "");
@@ -93,11 +101,14 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   };
 
   model.on("change:transcript", () => {
+    stream.fromTrait();
     transcript.draw(entries());
     cards.drawAll();
   });
   model.on("change:pauses", () => cards.drawAll());
+  const markTitle = () => markWaiting(root, model.get("status") === "paused" && cards.live !== false);
   model.on("change:status", () => {
+    markTitle();
     const status = String(model.get("status") || "");
     say(`${model.get("agent_name") || "agent"}: ${STATUS_TEXT[status] || status}`);
     header_();
@@ -107,6 +118,8 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   model.on("change:final_text", drawFinal);
   model.on("change:agent_name", header_);
   drawAll();
+  void stream.resync();
+  markTitle();
 
   const timer = window.setInterval(() => {
     for (const span of Array.from(root.querySelectorAll<HTMLElement>("[data-deadline]"))) {
@@ -137,6 +150,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
         "No longer live: the kernel does not answer. It may be busy running a cell that blocks, or it stopped or restarted; this is the saved record of what was pending or decided. This page checks again every few seconds.",
       );
     }
+    markTitle();
     if (was !== cards.live) {
       drawAll();
       cards.invalidate();
@@ -183,6 +197,9 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     disposed = true;
     window.clearTimeout(recheck);
     window.clearInterval(timer);
+    stream.dispose();
+    transcript.dispose();
+    markWaiting(root, false);
     rpc.dispose();
   };
 };

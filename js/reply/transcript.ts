@@ -1,6 +1,8 @@
 // The live transcript of a reply: the agent's text, its tool calls (each
 // with a slot where the call's pause card goes) and tool results, appended
-// as they stream and updated in place. Text is set with textContent only.
+// as they stream and updated in place; thinking blocks (collapsed), one step
+// per model call (elapsed time, tokens), hints and data blocks. Text is set
+// with textContent only.
 import { h, prettyJson } from "../lib/dom";
 import type { TranscriptEntry } from "../types";
 
@@ -14,6 +16,8 @@ interface EntryEl {
 export class Transcript {
   readonly el = h("div", { class: "nbh-transcript" });
   private entries = new Map<string, EntryEl>();
+  private steps = new Map<string, TranscriptEntry>();
+  private ticker = 0;
 
   /** The slot under a tool call's entry (and its raw input), once that entry exists. */
   slotFor(toolCallId: string): { slot: HTMLElement; body: HTMLElement } | undefined {
@@ -29,7 +33,8 @@ export class Transcript {
         this.entries.set(e.id, rec);
         this.el.append(rec.el);
       }
-      const text = e.kind === "tool_call" ? prettyJson(e.text) : e.text;
+      const text = e.kind === "tool_call" ? prettyJson(e.text) : e.kind === "step" ? stepText(e) : e.kind === "data" ? dataText(e) : e.text;
+      if (e.kind === "step") this.track(e);
       if (rec.body.textContent !== text) rec.body.textContent = text;
       if (rec.state) {
         const st = e.state || "";
@@ -48,8 +53,45 @@ export class Transcript {
     if (last && lastEl) lastEl.el.hidden = !!finalText && last.text.trim() === finalText.trim();
   }
 
+  // a model call still running shows its elapsed time, once a second
+  private track(e: TranscriptEntry): void {
+    if (e.state === "calling") this.steps.set(e.id, e);
+    else this.steps.delete(e.id);
+    if (this.steps.size && !this.ticker) {
+      this.ticker = window.setInterval(() => {
+        for (const [id, step] of this.steps) {
+          const rec = this.entries.get(id);
+          if (rec) rec.body.textContent = stepText(step);
+        }
+        if (!this.steps.size) this.dispose();
+      }, 1000);
+    }
+  }
+
+  dispose(): void {
+    window.clearInterval(this.ticker);
+    this.ticker = 0;
+  }
+
   private create(e: TranscriptEntry): EntryEl {
     const body = h("div", { class: e.kind === "text" ? "nbh-text" : "nbh-pre" });
+    if (e.kind === "thinking") {
+      // collapsed by default: the model's reasoning is there when wanted
+      const el = h("details", { class: "nbh-entry nbh-thinking", "data-testid": "nbh-thinking" }, h("summary", { class: "nbh-muted" }, "Thinking"), body);
+      return { el, body };
+    }
+    if (e.kind === "step") {
+      body.className = "nbh-muted";
+      return { el: h("div", { class: "nbh-entry nbh-step", "data-testid": "nbh-step" }, body), body };
+    }
+    if (e.kind === "hint") {
+      const el = h("div", { class: "nbh-entry nbh-hint", "data-testid": "nbh-hint" }, h("div", { class: "nbh-muted" }, `hint${e.source ? ` (${e.source})` : ""}`), body);
+      return { el, body };
+    }
+    if (e.kind === "data") {
+      body.className = "nbh-muted";
+      return { el: h("div", { class: "nbh-entry nbh-data", "data-testid": "nbh-data" }, body), body };
+    }
     if (e.kind === "tool_call") {
       const slot = h("div", { class: "nbh-slot" });
       const el = h("div", { class: "nbh-entry nbh-call", "data-testid": "nbh-tool-call" }, h("div", { class: "nbh-muted" }, `→ ${e.name || "tool"}`), body, slot);
@@ -68,4 +110,22 @@ export class Transcript {
     body.style.whiteSpace = "pre-wrap";
     return { el: h("div", { class: "nbh-entry", "data-testid": "nbh-text" }, body), body };
   }
+}
+
+/** "calling the model… 3 s", then "model call · 2.4 s · 120 in / 45 out tokens". */
+export function stepText(e: TranscriptEntry): string {
+  const model = e.model_name ? ` (${e.model_name})` : "";
+  if (e.state === "calling") {
+    const secs = e.started_at ? Math.max(0, Math.round(Date.now() / 1000 - e.started_at)) : 0;
+    return `calling the model${model}… ${secs} s`;
+  }
+  const parts = [`model call${model}`];
+  if (typeof e.elapsed === "number") parts.push(`${e.elapsed.toFixed(1)} s`);
+  if (typeof e.input_tokens === "number") parts.push(`${e.input_tokens} in / ${e.output_tokens ?? 0} out tokens`);
+  return parts.join(" · ");
+}
+
+function dataText(e: TranscriptEntry): string {
+  const size = e.bytes ? `, ${e.bytes} bytes` : "";
+  return `data: ${e.name || "(unnamed)"} (${e.media_type || "unknown type"}${size})${e.url ? ` ${e.url}` : ""}`;
 }

@@ -20,7 +20,7 @@ from typing import Any
 
 from .._agentscope import permission_engine
 from ..decisions import Decision, check_external_result, check_rules_match, decide, recheck_permission
-from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError
+from ..errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError
 from ..kinds import kind_spec
 from ..pauses import Pause
 from ._core import SessionCore
@@ -29,6 +29,9 @@ from ._run import ReplyRun, transition
 __all__ = ["Actions"]
 
 log = logging.getLogger("nb_hitl.session")
+
+#: the most decisions one ``batch`` page message may hold
+MAX_BATCH = 1000
 
 
 class Actions(SessionCore):
@@ -44,6 +47,8 @@ class Actions(SessionCore):
         if not isinstance(message, dict):
             raise DecisionError("A page message must be a JSON object.")
         action = message.get("action")
+        if action == "transcript_sync":  # the page (re)connected or saw a gap in the stream
+            return self._transcript_sync(run)
         if action == "interrupt":
             if not run.live:
                 raise PauseNotLiveError(f"This reply is already {run.status}: {run.reason or 'nothing to interrupt'}")
@@ -51,6 +56,14 @@ class Actions(SessionCore):
             # thread delivered the comm message (asyncio objects are not
             # thread-safe)
             return self._interrupt_from_page(run)
+        if action == "batch":
+            return self._on_batch(run, message, decided_by)
+        pause, decision = self._begin_decision(run, message)
+        self._push(run)
+        return self._finish_decision(run, pause, decision, decided_by)
+
+    def _begin_decision(self, run: ReplyRun, message: dict[str, Any]) -> tuple[Pause, Decision]:
+        """The synchronous checks of one decision; its pause goes ``deciding``."""
         tool_call_id = message.get("tool_call_id")
         if not isinstance(tool_call_id, str) or not tool_call_id:
             raise DecisionError("The message names no tool_call_id.", field="tool_call_id")
@@ -82,8 +95,7 @@ class Actions(SessionCore):
                 raise PauseNotLiveError("The deadline of this pause has passed.")
             decision = decide(pause, message)
             transition(pause, "deciding")
-        self._push(run)
-        return self._finish_decision(run, pause, decision, decided_by)
+        return pause, decision
 
     async def _interrupt_from_page(self, run: ReplyRun) -> dict[str, Any]:
         if not run.live:
@@ -97,6 +109,14 @@ class Actions(SessionCore):
     async def _finish_decision(
         self, run: ReplyRun, pause: Pause, decision: Decision, decided_by: str | None = None
     ) -> dict[str, Any]:
+        await self._check_decision(run, pause, decision, decided_by)
+        self._enqueue(run, [(pause, decision)])
+        return {"status": "decided", "decision": pause.decision}
+
+    async def _check_decision(
+        self, run: ReplyRun, pause: Pause, decision: Decision, decided_by: str | None = None
+    ) -> None:
+        """The async checks and the audit record; on refusal the pause goes back to ``open``."""
         try:
             agent = self.team.agent(pause.agent)  # the agent that asked: its tool, schema and engine
             tool = await agent.toolkit.get_tool(pause.tool_name)
@@ -118,13 +138,80 @@ class Actions(SessionCore):
                 transition(pause, "open")
                 self._push(run)
             raise
-        transition(pause, "decided")
-        pause.decision = decision.summary()
-        run.queue.append(decision)
+
+    def _enqueue(self, run: ReplyRun, decided: list[tuple[Pause, Decision]]) -> None:
+        """Queue checked decisions and wake the driver once (one resume for all)."""
+        for pause, decision in decided:
+            transition(pause, "decided")
+            pause.decision = decision.summary()
+            run.queue.append(decision)
         run.wake.set()
         self._push(run)
         self._notify("decision", run)
-        return {"status": "decided", "decision": pause.decision}
+
+    def _on_batch(self, run: ReplyRun, message: dict[str, Any], decided_by: str | None) -> Any:
+        """``{"action": "batch", "items": [decision message, ...]}``: the page's
+        group actions ("Approve all", "Submit all") as one message.
+
+        Each item goes through the same checks as a single decision; the
+        accepted ones reach the agent together (one
+        ``UserConfirmResultEvent`` / ``ExternalExecutionResultEvent`` per
+        kind, one resume). Returns a coroutine answering ``{"results":
+        [{"tool_call_id", "ok", "error"?, "field"?, "decision"?}]}`` in item
+        order; an item refused does not stop the others.
+
+        Raises:
+            DecisionError: ``items`` is not a non-empty list of objects.
+        """
+        items = message.get("items")
+        if not isinstance(items, list) or not items or not all(isinstance(i, dict) for i in items):
+            raise DecisionError("A batch names its decisions in 'items', a non-empty list of objects.", field="items")
+        if len(items) > MAX_BATCH:
+            raise DecisionError(f"A batch holds at most {MAX_BATCH} decisions.", field="items")
+        begun: list[tuple[int, Pause, Decision]] = []
+        results: list[dict[str, Any]] = []
+        for n, item in enumerate(items):
+            results.append({"tool_call_id": item.get("tool_call_id"), "ok": True})
+            if item.get("action") in ("batch", "interrupt", "transcript_sync"):
+                results[n].update(ok=False, error="A batch holds decisions only.", field="action")
+                continue
+            try:
+                pause, decision = self._begin_decision(run, item)
+            except NbHitlError as exc:
+                results[n].update(ok=False, error=str(exc), field=exc.field, code=exc.code)
+                continue
+            begun.append((n, pause, decision))
+        if begun:
+            self._push(run)
+        return self._finish_batch(run, begun, results, decided_by)
+
+    async def _finish_batch(
+        self,
+        run: ReplyRun,
+        begun: list[tuple[int, Pause, Decision]],
+        results: list[dict[str, Any]],
+        decided_by: str | None,
+    ) -> dict[str, Any]:
+        decided: list[tuple[Pause, Decision]] = []
+        for n, pause, decision in begun:
+            try:
+                await self._check_decision(run, pause, decision, decided_by)
+            except NbHitlError as exc:
+                results[n].update(ok=False, error=str(exc), field=exc.field, code=exc.code)
+                continue
+            except Exception as exc:  # one item's failure never drops the others
+                log.exception("a batch decision failed")
+                results[n].update(ok=False, error=f"{type(exc).__name__}: {exc}", code="internal")
+                if pause.status == "deciding":
+                    transition(pause, "open")
+                continue
+            decided.append((pause, decision))
+        if decided:
+            self._enqueue(run, decided)
+        for n, pause, _ in begun:
+            if results[n]["ok"]:
+                results[n]["decision"] = pause.decision
+        return {"status": "decided" if decided else "refused", "results": results}
 
     def _deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
         """Apply the configured default to a pause whose deadline passed."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["SessionCore"]
 
 log = logging.getLogger("nb_hitl.session")
+
+#: seconds between two transcript stream messages to one widget (20 per second at most)
+STREAM_INTERVAL = 0.05
 
 
 class SessionCore:
@@ -116,11 +120,20 @@ class SessionCore:
         return run
 
     def _push(self, run: ReplyRun, **traits: Any) -> None:
-        """Send the run's view to its widget (trait assignment = one comm update)."""
+        """Send the run's view to its widget (trait assignment = one comm update).
+
+        The transcript's pending changes go first as one stream message
+        (:meth:`_flush_transcript`); the ``transcript`` trait (the full
+        record, for saved notebooks and reloads) is set only when it changed
+        since it was last set: ``_push`` runs at status changes, pauses and
+        decisions, never per delta.
+        """
         if run.widget is None:
             return
+        self._flush_transcript(run)
         # transcript first: a pause card goes under its tool call's entry
-        traits.setdefault("transcript", run.transcript.view())
+        if run.transcript.trait_dirty:
+            traits.setdefault("transcript", run.transcript.view())
         traits.setdefault("pauses", [p.to_view() for p in run.pauses.values()])
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
@@ -130,6 +143,43 @@ class SessionCore:
                     setattr(run.widget, name, value)
         except Exception:  # a closed comm must not stop the agent
             log.warning("could not update the reply widget", exc_info=True)
+
+    def _stream(self, run: ReplyRun) -> None:
+        """Send the transcript's pending changes, at most every
+        :data:`STREAM_INTERVAL` seconds: changes that come sooner are
+        coalesced and sent by a timer on the running loop (a trailing flush),
+        so the last delta shows within the interval even if the model stalls.
+        """
+        tr = run.transcript
+        if run.widget is None or not tr.pending:
+            return
+        wait = tr.last_flush + STREAM_INTERVAL - time.monotonic()
+        if wait <= 0:
+            self._flush_transcript(run)
+        elif tr.timer is None:
+            tr.timer = asyncio.get_running_loop().call_later(wait, self._flush_transcript, run)
+
+    def _flush_transcript(self, run: ReplyRun) -> None:
+        """Send ``{"type": "nbh_transcript", "seq", "ops"}`` now (see
+        :meth:`~nb_hitl.session._transcript.Transcript.take_ops`)."""
+        tr = run.transcript
+        if tr.timer is not None:
+            tr.timer.cancel()
+            tr.timer = None
+        if run.widget is None or not tr.pending:
+            return
+        seq, ops = tr.take_ops()
+        tr.last_flush = time.monotonic()
+        try:
+            run.widget.send({"type": "nbh_transcript", "seq": seq, "ops": ops})
+        except Exception:  # a closed comm must not stop the agent
+            log.warning("could not stream to the reply widget", exc_info=True)
+
+    def _transcript_sync(self, run: ReplyRun) -> dict[str, Any]:
+        """The page's resync (on connect or after a gap): every entry and the
+        ``seq`` they include; stream messages with a higher ``seq`` follow."""
+        self._flush_transcript(run)
+        return {"seq": run.transcript.seq, "entries": [dict(e) for e in run.transcript]}
 
     def _notify(self, kind: str, run: ReplyRun) -> None:
         for listener in list(self._listeners):

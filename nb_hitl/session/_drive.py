@@ -44,6 +44,7 @@ from ._actions import Actions
 from ._promise import apply_note, record_decision
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun, transition
 from ._team import resume_batch
+from ._transcript import record_event
 
 __all__ = ["Driver", "close_dangling_tool_calls", "close_delivered_tool_calls"]
 
@@ -341,8 +342,6 @@ class Driver(Actions):
         run.status = "running"
         self._push(run)
         tr = run.transcript
-        dirty = False
-        last_push = 0.0
 
         def call_name(tool_call_id: str) -> str:
             pause = run.pauses.get(tool_call_id)
@@ -391,7 +390,7 @@ class Driver(Actions):
                 owner = self.team.owner(ev.reply_id)  # the agent whose call it is (a member in a team)
                 told = apply_note(owner, ev.tool_call_id)  # before the next model call (_promise.py)
                 if told is not None:  # the result text as the model now reads it
-                    tr.tool_result(ev.tool_call_id, name=call_name(ev.tool_call_id))["text"] = told
+                    tr.tool_result(ev.tool_call_id, name=call_name(ev.tool_call_id), text=told)
                 tr.tool_result(ev.tool_call_id, state=enum_value(ev.state), name=call_name(ev.tool_call_id))
                 pause = run.pauses.get(ev.tool_call_id)
                 if pause is not None and pause.status in ("decided", "delivered"):
@@ -414,15 +413,11 @@ class Driver(Actions):
                     run.status = "error"
                     run.reason = str(getattr(ev.error, "message", ev.error))
             else:
-                changed = False
+                changed = record_event(tr, ev)
             if self.team.is_pipeline:
                 tag_entry(self.team, tr, ev)
-            dirty = dirty or changed
-            now = time.monotonic()
-            if dirty and now - last_push > 0.03:
-                self._push(run)
-                dirty = False
-                last_push = now
+            if changed:
+                self._stream(run)
         if result_due:
             self.checkpoint()
         self._push(run)

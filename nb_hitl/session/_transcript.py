@@ -10,15 +10,32 @@ Each entry is a dict the page renders as is (``js/reply.ts``, ``Entry``):
 ``{"kind": "text" | "tool_call" | "tool_result" | "note", "id", "text",
 ...}``; tool entries add ``name`` and ``tool_call_id``, results a ``state``
 (``running`` then AgentScope's ``ToolResultState`` value).
+
+Streaming: every change is also recorded as an operation (``{"op": "add",
+"entry"}``, ``{"op": "append", "id", "text"}``, ``{"op": "set", "id",
+"fields"}``) that :meth:`Transcript.take_ops` hands out once, numbered by
+:attr:`Transcript.seq`, so the page receives what changed and never the
+whole transcript again (see "Streaming" in ``docs/design.md``).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+from agentscope.event import (
+    DataBlockDeltaEvent,
+    DataBlockStartEvent,
+    HintBlockEvent,
+    ModelCallEndEvent,
+    ModelCallStartEvent,
+    ThinkingBlockDeltaEvent,
+    ThinkingBlockStartEvent,
+)
 
 from .._agentscope import strip_system_reminders
 
-__all__ = ["Transcript"]
+__all__ = ["Transcript", "record_event"]
 
 
 def _no_reminder_tags(text: str) -> str:
@@ -40,10 +57,48 @@ class Transcript(list[dict[str, Any]]):
     def __init__(self) -> None:
         super().__init__()
         self._by_id: dict[str, dict[str, Any]] = {}
+        self._ops: list[dict[str, Any]] = []
+        #: number of the last batch handed out by :meth:`take_ops` (0: none yet)
+        self.seq = 0
+        #: entries changed since the widget's ``transcript`` trait was last set
+        self.trait_dirty = False
+        # streaming state of the session's widget (kept here: one per reply)
+        self.last_flush = 0.0
+        self.timer: Any = None
 
     def view(self) -> list[dict[str, Any]]:
         """Copies of the entries, for a widget trait."""
+        self.trait_dirty = False
         return [dict(e) for e in self]
+
+    @property
+    def pending(self) -> bool:
+        """Whether changes wait to be handed out by :meth:`take_ops`."""
+        return bool(self._ops)
+
+    def take_ops(self) -> tuple[int, list[dict[str, Any]]]:
+        """The changes since the last call, as ``(seq, ops)``; ``seq`` grows by
+        one per non-empty batch. Consecutive appends to one entry are merged."""
+        ops, self._ops = self._ops, []
+        if ops:
+            self.seq += 1
+        return self.seq, ops
+
+    def _record(self, op: dict[str, Any]) -> None:
+        self.trait_dirty = True
+        last = self._ops[-1] if self._ops else None
+        if (
+            op["op"] == "append"
+            and last is not None
+            and last["op"] in ("append", "add")
+            and (last.get("id") or last.get("entry", {}).get("id")) == op["id"]
+        ):
+            if last["op"] == "append":
+                last["text"] += op["text"]
+            else:  # the entry was added in this batch: it carries its text
+                last["entry"]["text"] += op["text"]
+            return
+        self._ops.append(op)
 
     def _entry(self, kind: str, key: str, **fields: Any) -> dict[str, Any]:
         e = self._by_id.get(key)
@@ -51,7 +106,19 @@ class Transcript(list[dict[str, Any]]):
             e = {"kind": kind, "id": key, "text": "", **fields}
             self._by_id[key] = e
             self.append(e)
+            self._record({"op": "add", "entry": dict(e)})
         return e
+
+    def _append(self, e: dict[str, Any], delta: str) -> None:
+        if delta:
+            e["text"] += delta
+            self._record({"op": "append", "id": e["id"], "text": delta})
+
+    def _set(self, e: dict[str, Any], **fields: Any) -> None:
+        changed = {k: v for k, v in fields.items() if e.get(k) != v}
+        if changed:
+            e.update(changed)
+            self._record({"op": "set", "id": e["id"], "fields": changed})
 
     def call_name(self, tool_call_id: str) -> str:
         """The tool name of a call seen in this transcript (``""`` if unknown)."""
@@ -61,7 +128,7 @@ class Transcript(list[dict[str, Any]]):
     def text(self, block_id: str, delta: str = "") -> dict[str, Any]:
         """Start a text block (``delta=""``) or append ``delta`` to it."""
         e = self._entry("text", block_id)
-        e["text"] += delta
+        self._append(e, delta)
         return e
 
     def tool_call(self, tool_call_id: str, name: str | None = None, input_text: str = "") -> dict[str, Any]:
@@ -76,11 +143,16 @@ class Transcript(list[dict[str, Any]]):
         if name is not None:
             fields = {"name": name, **fields}
         e = self._entry("tool_call", "call:" + tool_call_id, **fields)
-        e["text"] += input_text
+        self._append(e, input_text)
         return e
 
     def tool_result(
-        self, tool_call_id: str, delta: str = "", state: str | None = None, name: str | None = None
+        self,
+        tool_call_id: str,
+        delta: str = "",
+        state: str | None = None,
+        name: str | None = None,
+        text: str | None = None,
     ) -> dict[str, Any]:
         """Start, extend or end the result entry of a tool call.
 
@@ -91,6 +163,8 @@ class Transcript(list[dict[str, Any]]):
                 ``ToolResultState`` value (``"success"``, ``"error"``,
                 ``"interrupted"``...) when it ends.
             name: the tool's name (defaults to the call's name seen earlier).
+            text: the whole text, replacing what was streamed (the result as
+                the model reads it once nb_hitl's note replaced AgentScope's).
         """
         e = self._entry(
             "tool_result",
@@ -98,15 +172,73 @@ class Transcript(list[dict[str, Any]]):
             name=name if name is not None else self.call_name(tool_call_id),
             tool_call_id=tool_call_id,
         )
-        e["text"] += delta
+        self._append(e, delta)
+        if text is not None:
+            self._set(e, text=text)
         if state is not None:
-            e["state"] = state
+            self._set(e, state=state)
             if state != "running":
-                e["text"] = _no_reminder_tags(e["text"])
+                self._set(e, text=_no_reminder_tags(e["text"]))
         return e
 
     def note(self, text: str) -> dict[str, Any]:
         """Append a note (e.g. "The agent reached its iteration limit.")."""
-        e = {"kind": "note", "id": f"note:{len(self)}", "text": text}
-        self.append(e)
+        return self.add("note", f"note:{len(self)}", text=text)
+
+    def add(self, kind: str, key: str, **fields: Any) -> dict[str, Any]:
+        """Add an entry of any ``kind`` (``thinking``, ``step``, ``hint``, ``data``...)
+        or update the fields of the entry ``key`` if it exists."""
+        e = self._by_id.get(key)
+        if e is None:
+            return self._entry(kind, key, **fields)
+        self._set(e, **fields)
         return e
+
+
+def record_event(tr: Transcript, ev: Any) -> bool:
+    """Add what an AgentScope event shows beyond text and tool calls to ``tr``.
+
+    Handles ``ModelCallStartEvent`` / ``ModelCallEndEvent`` (a ``step``
+    entry per model call: ``model_name``, ``started_at`` in epoch seconds,
+    then ``elapsed`` seconds and AgentScope's token counts), thinking blocks
+    (``thinking`` entries), ``HintBlockEvent`` (``hint``) and data blocks
+    (``data``: ``media_type``, ``name``, ``url`` or the size of inline data in
+    ``bytes``; the data itself is not sent to the page).
+
+    Returns:
+        whether ``ev`` was one of these (and the transcript changed).
+    """
+    if isinstance(ev, ModelCallStartEvent):
+        n = sum(1 for e in tr if e["kind"] == "step") + 1
+        tr.add("step", f"step:{n}", model_name=ev.model_name, started_at=time.time(), state="calling")
+    elif isinstance(ev, ModelCallEndEvent):
+        step = next((e for e in reversed(tr) if e["kind"] == "step"), None)
+        if step is None:
+            return False
+        tr.add(
+            "step",
+            step["id"],
+            state="done",
+            elapsed=round(time.time() - float(step.get("started_at", time.time())), 3),
+            input_tokens=ev.input_tokens,
+            output_tokens=ev.output_tokens,
+            cache_input_tokens=ev.cache_input_tokens,
+        )
+    elif isinstance(ev, ThinkingBlockStartEvent):
+        tr.add("thinking", "thinking:" + ev.block_id)
+    elif isinstance(ev, ThinkingBlockDeltaEvent):
+        tr._append(tr.add("thinking", "thinking:" + ev.block_id), ev.delta)
+    elif isinstance(ev, HintBlockEvent):
+        hint = ev.hint if isinstance(ev.hint, str) else "\n".join(getattr(b, "text", "") or "" for b in ev.hint)
+        tr.add("hint", "hint:" + ev.block_id, text=hint, source=ev.source or "")
+    elif isinstance(ev, DataBlockStartEvent):
+        tr.add("data", "data:" + ev.block_id, media_type=ev.media_type, name=ev.name or "", bytes=0)
+    elif isinstance(ev, DataBlockDeltaEvent):
+        e = tr.add("data", "data:" + ev.block_id, media_type=ev.media_type)
+        if ev.url:
+            tr.add("data", e["id"], url=ev.url)
+        elif ev.data:
+            tr.add("data", e["id"], bytes=int(e.get("bytes", 0)) + len(ev.data) * 3 // 4)
+    else:
+        return False
+    return True

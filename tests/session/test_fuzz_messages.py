@@ -44,7 +44,18 @@ CONFIRM, ASK, EXT = "c1", "q1", "x1"
 IDS = (CONFIRM, ASK, EXT)
 Q1, Q1_OPTS = "Pick one?", ["A", "B", "C"]
 Q2, Q2_OPTS = "Pick some?", ["X", "Y"]
-KNOWN_ACTIONS = {"approve", "deny", "modify", "answer", "external_result", "return_error", "interrupt", "ping"}
+KNOWN_ACTIONS = {
+    "approve",
+    "deny",
+    "modify",
+    "answer",
+    "external_result",
+    "return_error",
+    "interrupt",
+    "ping",
+    "batch",
+    "transcript_sync",
+}
 
 
 class Lookup(ToolBase):
@@ -113,6 +124,8 @@ class Parked:
         self.state_json = self.agent.state.model_dump_json()
 
     def _capture(self, payload: Any) -> None:
+        if isinstance(payload, dict) and payload.get("type") == "nbh_transcript":
+            return  # the transcript stream, not an answer
         with self._lock:
             self.replies.append(payload)
 

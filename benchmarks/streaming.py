@@ -1,0 +1,173 @@
+"""Benchmark: a long streamed reply in the page, next to three baselines in the same run.
+
+In real JupyterLab + Debian Chromium, one kernel runs, in turn, the same real
+``agentscope.agent.Agent`` on the scripted offline model streaming ``--deltas``
+text deltas (one word each, a short sleep between them):
+
+* ``no UI``: ``Session(agent, display=False)`` (the CPU baseline);
+* ``Output``: the agent's ``reply_stream`` consumed by hand, each delta
+  appended to an ``ipywidgets.Output`` (``append_stdout``);
+* ``per delta``: each delta sent as its own custom comm message;
+* ``nb_hitl``: ``Session(agent)`` with its ``ReplyWidget``.
+
+For each it prints: bytes kernel -> page (the sizes of the websocket frames
+carrying ``comm_msg`` messages, seen by the browser), page updates per second
+(those frames / the stream's duration), the latency of the last delta (kernel
+``time.time()`` when it was yielded -> the page's ``Date.now()`` when the
+text is in the DOM; the model stalls 3 s after it, so only a trailing flush
+shows it) and the kernel's CPU time (``time.process_time()``) against ``no UI``.
+
+Run from the repository root::
+
+    .venv/bin/python -m benchmarks.streaming [--deltas 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._lab import lab_page, open_notebook, output_locator, write_notebook
+
+SETUP = """
+import asyncio, json, time
+import ipywidgets
+from IPython.display import display
+from agentscope.agent import Agent
+from agentscope.message import TextBlock
+from agentscope.model import ChatResponse
+from agentscope.tool import Toolkit
+from nb_hitl import Session
+from nb_hitl.models import ScriptedChatModel, Turn
+
+DELTAS = {deltas}
+LAST = {{}}
+
+class Stream(ScriptedChatModel):
+    async def _stream(self, text, calls):
+        words = text.text.split(" ")
+        for i, w in enumerate(words):
+            last = i == len(words) - 1
+            if last:
+                LAST["at"] = time.time()
+            yield ChatResponse(id="r", is_last=False, content=[TextBlock(id=text.id, text=w if last else w + " ")])
+            await asyncio.sleep(0.001)
+        await asyncio.sleep(3)  # the model stalls after its last delta
+
+def agent():
+    words = " ".join(f"w{{i:04d}}" for i in range(DELTAS - 1)) + " LASTDELTA"
+    return Agent(name="bench", system_prompt="x", model=Stream([Turn(words)]), toolkit=Toolkit())
+
+async def measure(kind):
+    a = agent()
+    cpu, wall = time.process_time(), time.time()
+    if kind == "noui":
+        await Session(a, display=False).run("go")
+    elif kind == "nbhitl":
+        await Session(a).run("go")
+    elif kind == "output":
+        out = ipywidgets.Output(); display(out)
+        async for ev in a.reply_stream("go"):
+            if type(ev).__name__ == "TextBlockDeltaEvent":
+                out.append_stdout(ev.delta)
+    elif kind == "perdelta":
+        w = ipywidgets.HTML("per-delta"); display(w)
+        async for ev in a.reply_stream("go"):
+            if type(ev).__name__ == "TextBlockDeltaEvent":
+                w.send({{"delta": ev.delta}})
+    print("RESULT", json.dumps({{"kind": kind, "cpu": time.process_time() - cpu, "wall": time.time() - wall,
+                                 "last_at": LAST["at"]}}))
+"""
+
+SEEN_JS = """
+() => new Promise((resolve) => {
+  const check = () => {
+    const hit = [...document.querySelectorAll('.jp-OutputArea-output')].some((e) => e.textContent.includes('LASTDELTA'));
+    if (hit) { resolve(Date.now() / 1000); return true; }
+    return false;
+  };
+  if (check()) return;
+  const obs = new MutationObserver(() => { if (check()) obs.disconnect(); });
+  obs.observe(document.body, { subtree: true, childList: true, characterData: true });
+})
+"""
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--deltas", type=int, default=10_000)
+    args = parser.parse_args(argv)
+    kinds = ["noui", "output", "perdelta", "nbhitl"]
+    results: dict[str, Any] = {}
+    with lab_page() as (lab, page):
+        frames: list[tuple[float, int]] = []
+
+        def on_ws(ws: Any) -> None:
+            def received(payload: Any) -> None:
+                text = payload if isinstance(payload, str) else payload.decode("utf-8", "replace")
+                if '"comm_msg"' in text:
+                    frames.append((time.monotonic(), len(payload)))
+
+            ws.on("framereceived", received)
+
+        page.on("websocket", on_ws)
+        cells = [textwrap.dedent(SETUP.format(deltas=args.deltas))] + [f'await measure("{k}")' for k in kinds]
+        write_notebook(lab.root / "streaming.ipynb", cells)
+        open_notebook(page, lab, "streaming.ipynb")
+        page.evaluate(
+            "() => { const w = window.jupyterapp.shell.currentWidget; w.content.activeCellIndex = 0;"
+            " window.jupyterapp.commands.execute('notebook:run-cell'); }"
+        )
+        time.sleep(5)
+        for n, kind in enumerate(kinds, start=1):
+            frames.clear()
+            seen = page.evaluate_handle(SEEN_JS) if kind != "noui" else None
+            page.evaluate(
+                "(i) => { const w = window.jupyterapp.shell.currentWidget; w.content.activeCellIndex = i;"
+                " window.jupyterapp.commands.execute('notebook:run-cell'); }",
+                n,
+            )
+            line = output_locator(page, f'"kind": "{kind}"').last
+            line.wait_for(timeout=300_000)
+            text = line.inner_text()
+            res = json.loads(text[text.index("RESULT") + 6 :].strip().splitlines()[0])
+            if seen is not None:
+                res["latency"] = page.evaluate("(p) => p", seen) - res["last_at"]
+            res["bytes"] = sum(size for _, size in frames)
+            res["updates_per_s"] = len(frames) / max(res["wall"] - 3.0, 1e-9)
+            results[kind] = res
+        errors = [e for e in page.nbh_errors if "pageerror" in e]
+        if errors:
+            print("page errors:", *errors, sep="\n  ")
+    text_bytes = len(" ".join(f"w{i:04d}" for i in range(args.deltas - 1)) + " LASTDELTA")
+    base_cpu = results["noui"]["cpu"]
+    print(f"{args.deltas} deltas, {text_bytes} bytes of text")
+    labels = {
+        "noui": "agent, no UI",
+        "output": "ipywidgets.Output",
+        "perdelta": "one message per delta",
+        "nbhitl": "nb_hitl",
+    }
+    for kind in kinds:
+        r = results[kind]
+        line = (
+            f"{labels[kind]:>22}: kernel CPU {r['cpu']:.2f} s (x{r['cpu'] / base_cpu:.2f} vs no UI), "
+            f"kernel->page {r['bytes'] / 1e3:.0f} kB (x{r['bytes'] / text_bytes:.2f} the text), "
+            f"{r['updates_per_s']:.1f} updates/s"
+        )
+        if "latency" in r:
+            line += f", last delta on the page {r['latency'] * 1000:.0f} ms after it was yielded"
+        print(line)
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""The transcript streams into the page; "Approve all" is one page message.
+
+In real JupyterLab + Chromium, with real ``agentscope.agent.Agent``s on
+:class:`~nb_hitl.models.ScriptedChatModel`:
+
+* a long streamed reply arrives as ``nbh_transcript`` messages and the page
+  shows every character; a second view connecting mid-reply resyncs and shows it all;
+* a delta followed by a model stall is on the page during the stall;
+* while the reply waits for a person the document title starts with "● ";
+* "Approve all" on 12 confirmations sends ONE page message, and the agent is
+  resumed once and its model called once after all of them.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any
+
+from tests.harness.lab import JupyterLabServer, open_notebook, output_locator, write_notebook
+
+OUT = ".jp-OutputArea-output"
+REPLY = f'{OUT} [data-testid="nbh-reply"]'
+
+
+def run_cell(page, index: int) -> None:  # type: ignore[no-untyped-def]
+    page.evaluate(
+        """(i) => {
+            const w = window.jupyterapp.shell.currentWidget;
+            w.content.activeCellIndex = i;
+            window.jupyterapp.commands.execute('notebook:run-cell');
+        }""",
+        index,
+    )
+
+
+def kernel_json(page, index: int, marker: str, timeout_ms: int = 30_000) -> Any:  # type: ignore[no-untyped-def]
+    run_cell(page, index)
+    line = output_locator(page, marker).last
+    line.wait_for(timeout=timeout_ms)
+    text = line.inner_text()
+    return json.loads(text[text.index(marker) + len(marker) :].strip().splitlines()[0])
+
+
+STREAM_SETUP = textwrap.dedent(
+    """
+    import asyncio
+    from agentscope.agent import Agent
+    from agentscope.message import TextBlock
+    from agentscope.model import ChatResponse
+    from agentscope.tool import Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn
+
+    class Stalling(ScriptedChatModel):
+        async def _stream(self, text, calls):
+            words = text.text.split(" ")
+            for i, w in enumerate(words):
+                yield ChatResponse(id="r", is_last=False, content=[TextBlock(id=text.id, text=w + " ")])
+                await asyncio.sleep(0.002)
+            yield ChatResponse(id="r", is_last=False, content=[TextBlock(id=text.id, text="LAST-DELTA")])
+            await asyncio.sleep(15)  # the model stalls after its last delta
+
+    WORDS = " ".join(f"w{i}" for i in range(800))
+    agent = Agent(name="streamer", system_prompt="x", model=Stalling([Turn(WORDS)]), toolkit=Toolkit())
+    session = Session(agent)
+    task = session.start("Talk.")
+    """
+)
+
+
+def test_a_long_reply_streams_shows_its_last_delta_during_a_stall_and_resyncs(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "stream.ipynb", [STREAM_SETUP, "display(session.current.widget)"])
+    open_notebook(page, lab, "stream.ipynb")
+    run_cell(page, 0)
+    text = page.locator(f'{REPLY} [data-testid="nbh-text"]').first
+    text.wait_for(timeout=60_000)
+    # the last delta is shown while the model stalls (15 s): the reply is still running
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('[data-testid="nbh-text"]')].some(e => e.textContent.includes("LAST-DELTA"))""",
+        timeout=12_000,
+    )
+    assert page.locator(f'{REPLY} [data-testid="nbh-status"]').get_attribute("data-status") == "running"
+    shown = text.inner_text()
+    assert shown.startswith("w0 w1 ") and "w799 LAST-DELTA" in shown
+    # a second view of the same widget connects mid-reply: it resyncs and shows the same text
+    run_cell(page, 1)
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('[data-testid="nbh-reply"]')].filter(
+            r => [...r.querySelectorAll('[data-testid="nbh-text"]')].some(e => e.textContent.includes("w799 LAST-DELTA"))
+        ).length === 2""",
+        timeout=30_000,
+    )
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+GROUP_SETUP = textwrap.dedent(
+    """
+    import json
+    from typing import Any
+    from agentscope.agent import Agent
+    from agentscope.message import TextBlock
+    from agentscope.middleware import MiddlewareBase
+    from agentscope.permission import PermissionBehavior, PermissionDecision
+    from agentscope.tool import ToolBase, ToolChunk, Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn, tool_call
+
+    class Stamp(ToolBase):
+        name = "stamp"
+        description = "Stamp one form."
+        input_schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        is_concurrency_safe = True
+        is_read_only = False
+
+        async def check_permissions(self, tool_input, context):
+            return PermissionDecision(behavior=PermissionBehavior.ASK, message="Stamp?", bypass_immune=True)
+
+        async def __call__(self, n: int) -> ToolChunk:
+            return ToolChunk(content=[TextBlock(text=f"stamped {n}")])
+
+    class Inputs(MiddlewareBase):
+        def __init__(self):
+            self.kinds = []
+        async def on_reply(self, agent, input_kwargs, next_handler):
+            inp = input_kwargs.get("inputs")
+            self.kinds.append([type(inp).__name__, len(getattr(inp, "confirm_results", []) or [])])
+            async for item in next_handler():
+                yield item
+
+    N = 12
+    inputs = Inputs()
+    agent = Agent(
+        name="stamper", system_prompt="x",
+        model=ScriptedChatModel([Turn("Stamping.", [tool_call("stamp", id=f"s{i}", n=i) for i in range(N)]),
+                                 Turn("All stamped.")], on_exhausted="raise"),
+        toolkit=Toolkit(tools=[Stamp()]), middlewares=[inputs],
+    )
+    session = Session(agent)
+    task = session.start("Stamp.")
+    sent = []
+    _handler = session.current.widget._handler
+    session.current.widget.set_handler(lambda m: (sent.append(m.get("action")), _handler(m))[1])
+    """
+)
+GROUP_STATE = textwrap.dedent(
+    """
+    print("GROUPSTATE", json.dumps({
+        "sent": [a for a in sent if a != "transcript_sync"],
+        "inputs": inputs.kinds,
+        "model_calls": agent.model.call_count,
+        "status": session.current.status,
+    }))
+    """
+)
+
+
+def test_approve_all_is_one_page_message_and_one_resume(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "group.ipynb", [GROUP_SETUP, GROUP_STATE])
+    open_notebook(page, lab, "group.ipynb")
+    run_cell(page, 0)
+    reply = page.locator(REPLY)
+    reply.locator('[data-testid="nbh-card"][data-status="open"]').nth(11).wait_for(timeout=60_000)
+    page.wait_for_function("() => document.title.startsWith('● ')", timeout=10_000)
+    approve_all = reply.locator('[data-testid="nbh-group"] button', has_text="Approve all")
+    approve_all.click()
+    reply.locator('[data-testid="nbh-final-text"]').wait_for(timeout=60_000)
+    page.wait_for_function("() => !document.title.startsWith('● ')", timeout=10_000)
+    statuses = reply.locator('[data-testid="nbh-card"]').evaluate_all("els => els.map(e => e.dataset.status)")
+    state = kernel_json(page, 1, "GROUPSTATE")
+    assert state == {
+        "sent": ["batch"],
+        "inputs": [["Msg", 0], ["UserConfirmResultEvent", 12]],
+        "model_calls": 2,
+        "status": "finished",
+    }, state
+    assert statuses == ["delivered"] * 12, statuses
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
