@@ -169,7 +169,8 @@ FORM_INPUT_SCHEMA: dict[str, Any] = {
             "description": (
                 "A JSON Schema (draft 2020-12) of the answer: an object whose `properties` are the fields. "
                 'Supported fields: {"type": "number"|"integer"} (minimum/maximum allowed), '
-                '{"type": "string", "format": "date"}, {"type": "string", "enum": [...]}, '
+                '{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"} (sent with '
+                'the user\'s UTC offset), {"type": "string", "enum": [...]}, '
                 '{"type": "boolean"}, {"type": "string"} (free text). Give each field a `title`, '
                 "list mandatory fields in `required`."
             ),
