@@ -98,6 +98,14 @@ export interface PauseView {
   agent: string;
 }
 
+/** A remote (AG-UI) pause's view: `nb_hitl.pauses.RemotePauseView`, the keys the AG-UI client adds. */
+export interface RemotePauseView extends PauseView {
+  /** the server's reason it refused the answer given on this card */
+  refused?: string | null;
+  /** the interrupt's metadata is malformed (form_error says how); it can only be cancelled */
+  unanswerable?: boolean;
+}
+
 /** One transcript entry of a reply (see nb_hitl/widgets/reply.py). */
 export interface TranscriptEntry {
   kind: "text" | "tool_call" | "tool_result" | "note" | "thinking" | "step" | "hint" | "data";

@@ -35,6 +35,7 @@ __all__ = [
     "PauseKind",
     "PauseStatus",
     "PauseView",
+    "RemotePauseView",
     "SuggestedRuleView",
     "pause_kind",
     "build_pause",
@@ -102,6 +103,19 @@ class PauseView(TypedDict):
     response_schema: dict[str, Any] | None
     form_error: str | None
     agent: str
+
+
+class RemotePauseView(PauseView, total=False):
+    """A remote (AG-UI) pause's view: :class:`PauseView` plus the keys only
+    the AG-UI client sets.
+
+    ``refused``: the server's reason it refused the answer given on this
+    card. ``unanswerable``: the interrupt's metadata is malformed
+    (``form_error`` says how); it can only be cancelled.
+    """
+
+    refused: str | None
+    unanswerable: bool
 
 
 def pause_kind(tool_call: ToolCallBlock, tool: ToolBase | None) -> PauseKind:

@@ -48,6 +48,8 @@ export function renderSchemaForm(schema: any, opts: FormOptions = {}): { el: HTM
       getters.push([
         name,
         () => {
+          // text the browser cannot read as a number leaves value "" with badInput set
+          if (num.validity && num.validity.badInput) return { present: true, error: "not a number" };
           if (num.value.trim() === "") return { present: false };
           const v = Number(num.value);
           if (!Number.isFinite(v)) return { present: true, error: "not a number" };
@@ -57,7 +59,7 @@ export function renderSchemaForm(schema: any, opts: FormOptions = {}): { el: HTM
     } else if (type === "string" && (p.format === "date" || p.format === "date-time")) {
       const d = h("input", { id, type: p.format === "date" ? "date" : "datetime-local", "data-field": name, disabled: !!opts.disabled }) as HTMLInputElement;
       input = d;
-      getters.push([name, () => (d.value ? { present: true, value: p.format === "date-time" && d.value.length === 16 ? d.value + ":00Z" : d.value } : { present: false })]);
+      getters.push([name, () => (d.value ? { present: true, value: p.format === "date-time" ? withZone(d.value) : d.value } : { present: false })]);
     } else if (type === "string" && (p.maxLength === undefined || p.maxLength > 200)) {
       const ta = h("textarea", { id, "data-field": name, disabled: !!opts.disabled }) as HTMLTextAreaElement;
       if (typeof p.default === "string") ta.value = p.default;
@@ -71,17 +73,24 @@ export function renderSchemaForm(schema: any, opts: FormOptions = {}): { el: HTM
     }
     const row = h("div", { class: "nbh-field", "data-testid": "nbh-field", "data-name": name }, label, h("div", {}, input));
     const described: string[] = [];
+    if (type === "string" && p.format === "date-time") {
+      // the browser's wall clock is sent with its UTC offset: say which zone that is
+      const zoneId = `${id}-zone`;
+      described.push(zoneId);
+      row.append(h("div", { class: "nbh-muted", id: zoneId, "data-testid": "nbh-field-zone" }, `Time zone: ${browserZone()}`));
+    }
     if (p.description) {
       const descId = `${id}-desc`;
       described.push(descId);
       row.append(h("div", { class: "nbh-muted", id: descId }, String(p.description)));
     }
     if (required.includes(name)) input.setAttribute("aria-required", "true");
-    if (opts.error && opts.errorField && (opts.errorField === name || opts.errorField.startsWith(name + ".") || opts.errorField === "value." + name)) {
+    const fieldError = errorFor(name, String(p.title || name), opts);
+    if (fieldError) {
       const errId = `${id}-err`;
       described.push(errId);
       input.setAttribute("aria-invalid", "true");
-      row.append(h("div", { class: "nbh-error", "data-testid": "nbh-field-error", id: errId, role: "alert" }, opts.error));
+      row.append(h("div", { class: "nbh-error", "data-testid": "nbh-field-error", id: errId, role: "alert" }, fieldError));
     }
     if (described.length) input.setAttribute("aria-describedby", described.join(" "));
     el.append(row);
@@ -90,11 +99,16 @@ export function renderSchemaForm(schema: any, opts: FormOptions = {}): { el: HTM
     el,
     value: () => {
       const out: Record<string, any> = {};
+      const errors: string[] = [];
+      let first = "";
       for (const [name, get] of getters) {
         const r = get();
-        if (r.error) return { ok: false, error: `${name}: ${r.error}`, field: name };
-        if (r.present) out[name] = r.value;
+        if (r.error) {
+          errors.push(`${String((props[name] || {}).title || name)}: ${r.error}`);
+          first = first || "value." + name;
+        } else if (r.present) out[name] = r.value;
       }
+      if (errors.length) return { ok: false, error: errors.join("\n"), field: first };
       return { ok: true, value: out, error: "", field: "" };
     },
   };
@@ -106,4 +120,50 @@ function safeJson(text: string): any {
   } catch {
     return text;
   }
+}
+
+/** The browser's IANA time zone (Europe/Berlin), or "UTC±hh:mm" when unnamed. */
+export function browserZone(): string {
+  try {
+    const z = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (z) return z;
+  } catch {
+    /* fall through */
+  }
+  return "UTC" + offsetText(new Date());
+}
+
+function offsetText(d: Date): string {
+  const off = -d.getTimezoneOffset(); // minutes east of UTC
+  const sign = off < 0 ? "-" : "+";
+  const a = Math.abs(off);
+  return `${sign}${String(Math.floor(a / 60)).padStart(2, "0")}:${String(a % 60).padStart(2, "0")}`;
+}
+
+/** A datetime-local value ("2026-07-15T13:10", local wall time) as an RFC 3339
+ * instant with the browser's offset at that date ("2026-07-15T13:10:00+02:00"). */
+export function withZone(local: string): string {
+  const full = local.length === 16 ? local + ":00" : local;
+  const d = new Date(full); // no offset in the text: parsed as local time
+  if (Number.isNaN(d.getTime())) return full;
+  return full + offsetText(d);
+}
+
+/** The error lines meant for field `name`: the kernel (and value()) send one
+ * line per invalid field, "<title>: <what is wrong>"; the single errorField
+ * names the first, whose whole text is used when no line names it. */
+function errorFor(name: string, title: string, opts: FormOptions): string {
+  if (!opts.error) return "";
+  const lines = opts.error.split("\n").filter((l) => l.startsWith(title + ": "));
+  if (lines.length) return lines.join("\n");
+  const f = opts.errorField || "";
+  if (f === name || f.startsWith(name + ".") || f === "value." + name || f.startsWith("value." + name + ".")) return opts.error;
+  return "";
+}
+
+/** True when every line of `error` is shown at one of the schema's fields. */
+export function errorAtFields(schema: any, error: string): boolean {
+  const props: Record<string, any> = (schema && schema.properties) || {};
+  const titles = Object.entries(props).map(([n, p]) => String((p || {}).title || n) + ": ");
+  return error !== "" && error.split("\n").every((l) => titles.some((t) => l.startsWith(t)));
 }

@@ -6,7 +6,7 @@
 import { h, clear } from "../lib/dom";
 import type { Rpc, Reply } from "../lib/rpc";
 import type { AnyModel } from "@anywidget/types";
-import type { DecisionView, PauseView, ReplyModel } from "../types";
+import type { DecisionView, PauseView, RemotePauseView, ReplyModel } from "../types";
 import { cardFor, kindLabel, bulkActions } from "./cards/index";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 
@@ -389,6 +389,9 @@ export class CardSet {
         deadlineEl(p),
       ),
     );
+    // a remote server refused the answer given on this card: say so here, where it was given
+    const refused = (p as RemotePauseView).refused;
+    if (refused) card.append(h("div", { class: "nbh-error", "data-testid": "nbh-refused", role: "alert" }, refused));
     if (p.status !== "open") {
       this.appendRecord(card, p, ui, kind.showsInputWhenClosed ? kind.showsInputWhenClosed(p) : true);
       return card;

@@ -41,6 +41,7 @@ __all__ = [
     "FORM_METADATA_SCHEMA",
     "schema_problem",
     "check_form_value",
+    "form_errors",
     "form_output",
 ]
 
@@ -55,38 +56,60 @@ def _field_label(schema: dict[str, Any], name: str) -> str:
     return name
 
 
-def check_form_value(schema: dict[str, Any], value: Any) -> None:
-    """Check a form's answer against its JSON Schema.
+def form_errors(schema: dict[str, Any], value: Any) -> list[tuple[str, str]]:
+    """Every way a form's answer breaks its JSON Schema, one per field.
 
     Uses ``jsonschema``: the validator the schema declares (``$schema``),
     Draft 2020-12 by default, with ``jsonschema.FormatChecker`` so formats
-    such as ``date`` are enforced (plain JSON Schema only annotates them).
+    such as ``date`` are enforced (plain JSON Schema only annotates them);
+    all errors (``iter_errors``), the most relevant one per field
+    (``best_match``), in the schema's field order.
 
     Args:
         schema: the pause's ``response_schema``.
         value: the value the page sent (an object for a form).
 
-    Raises:
-        DecisionError: ``field`` is the value's JSON path in the message
-            (``value.amount``; ``value.<name>`` for a missing required
-            field; ``value`` for the whole value), and the text names the
-            field by its title and says what is wrong.
+    Returns:
+        ``[(field, text), ...]``: ``field`` is the value's JSON path
+        (``value.amount``; ``value.<name>`` for a missing required field;
+        ``value`` for the whole value); ``text`` names the field by its title
+        and says what is wrong. Empty when the value fits.
     """
     validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     validator = validator_cls(schema, format_checker=jsonschema.FormatChecker())
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-    if error is None:
-        return
-    path = [str(p) for p in error.absolute_path]
-    if error.validator == "required" and isinstance(error.instance, dict):
-        missing = [r for r in (error.validator_value or []) if r not in error.instance]
-        if missing and not path:
-            raise DecisionError(
-                f"{_field_label(schema, missing[0])}: this field is required.", field=f"value.{missing[0]}"
-            )
-    field = ".".join(["value", *path])
-    label = _field_label(schema, path[0]) if path else "The answer"
-    raise DecisionError(f"{label}: {error.message}", field=field)
+    by_field: dict[str, list[jsonschema.ValidationError]] = {}
+    missing: list[str] = []
+    for error in validator.iter_errors(value):
+        path = [str(p) for p in error.absolute_path]
+        if error.validator == "required" and not path and isinstance(error.instance, dict):
+            missing += [r for r in (error.validator_value or []) if r not in error.instance and r not in missing]
+            continue
+        by_field.setdefault(path[0] if path else "", []).append(error)
+    found: dict[str, str] = {}
+    for name in missing:
+        found[name] = f"{_field_label(schema, name)}: this field is required."
+    for name, errors in by_field.items():
+        if name in found:
+            continue
+        best = jsonschema.exceptions.best_match(errors)
+        label = _field_label(schema, name) if name else "The answer"
+        found[name] = f"{label}: {best.message}" if best is not None else f"{label}: invalid"
+    order = list((schema.get("properties") or {}).keys())
+    names = sorted(found, key=lambda n: (order.index(n) if n in order else len(order), n))
+    return [(f"value.{n}" if n else "value", found[n]) for n in names]
+
+
+def check_form_value(schema: dict[str, Any], value: Any) -> None:
+    """Check a form's answer against its JSON Schema (:func:`form_errors`).
+
+    Raises:
+        DecisionError: the text has one line per invalid field (each
+            ``"<title>: <what is wrong>"``, in field order), so the page can
+            mark every field at once; ``field`` is the first one's path.
+    """
+    errors = form_errors(schema, value)
+    if errors:
+        raise DecisionError("\n".join(text for _, text in errors), field=errors[0][0])
 
 
 def form_output(title: str | None, value: Any) -> str:
@@ -146,7 +169,8 @@ FORM_INPUT_SCHEMA: dict[str, Any] = {
             "description": (
                 "A JSON Schema (draft 2020-12) of the answer: an object whose `properties` are the fields. "
                 'Supported fields: {"type": "number"|"integer"} (minimum/maximum allowed), '
-                '{"type": "string", "format": "date"}, {"type": "string", "enum": [...]}, '
+                '{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"} (sent with '
+                'the user\'s UTC offset), {"type": "string", "enum": [...]}, '
                 '{"type": "boolean"}, {"type": "string"} (free text). Give each field a `title`, '
                 "list mandatory fields in `required`."
             ),

@@ -1,9 +1,9 @@
 // A structured question: a form drawn from the agent's JSON Schema
 // (lib/form.ts); the kernel validates the answer before the agent sees it.
 import { h } from "../../lib/dom";
-import { renderSchemaForm } from "../../lib/form";
+import { errorAtFields, renderSchemaForm } from "../../lib/form";
 import { enterPresses } from "../../lib/a11y";
-import type { JsonSchema, PauseView } from "../../types";
+import type { JsonSchema, PauseView, RemotePauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
 
@@ -31,6 +31,15 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
   const dis = !open || ui.pending;
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
+  if ((p as RemotePauseView).unanswerable) {
+    // a remote interrupt whose metadata is malformed: say what is wrong; it can only be cancelled
+    card.append(
+      h("div", { class: "nbh-error", "data-testid": "nbh-unanswerable" }, "This question cannot be answered: " + (p.form_error || "its metadata is malformed.")),
+      ctx.errorBox() || "",
+      h("button", { class: "nbh-primary", "data-testid": "nbh-cancel", disabled: dis, onclick: () => ctx.send("cancel") }, "Cancel it"),
+    );
+    return;
+  }
   if (p.form_error) {
     card.append(
       h("div", { class: "nbh-error", "data-testid": "nbh-form-invalid" }, "The agent's form cannot be shown: " + p.form_error),
@@ -56,7 +65,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   // an error the form already shows at its field is not repeated below
   const props = (schema && schema.properties) || {};
   const top = ui.errorField.startsWith("value.") ? ui.errorField.slice(6) : ui.errorField;
-  const atField = top !== "" && Object.prototype.hasOwnProperty.call(props, top);
+  const atField = (top !== "" && Object.prototype.hasOwnProperty.call(props, top) && !ui.error.includes("\n")) || errorAtFields(schema, ui.error);
   const submit = h(
       "button",
       {
@@ -85,4 +94,6 @@ export const formCard: CardKind = {
   openLabel: "The agent asks for input",
   closedLabel: "Form",
   build,
+  // a submitted form shows its values ("Submitted:"), not the schema it was asked with
+  showsInputWhenClosed: (p) => !(p.decision && p.decision.action === "submit"),
 };
