@@ -64,7 +64,9 @@ def _run_scenario(url: str, token: str) -> dict[str, dict[str, Any]]:
 
 
 def _deletions(agent: Any) -> list[ToolResultBlock]:
-    return [r for r in tool_results(agent.state.context, "delete_file") if getattr(r.state, "value", r.state) == "success"]
+    return [
+        r for r in tool_results(agent.state.context, "delete_file") if getattr(r.state, "value", r.state) == "success"
+    ]
 
 
 def test_C28_official_ts_client_runs_resumes_replays_cancels(tmp_path):
