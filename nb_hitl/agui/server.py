@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Literal
 
 from ag_ui.core import (
+    PROTOCOL_VERSION,
     BaseEvent,
     Interrupt,
     MessagesSnapshotEvent,
@@ -211,7 +212,11 @@ class AguiServer:
             ``ag_ui.core`` events, ``RUN_STARTED`` first and exactly one
             terminal event (``RUN_FINISHED`` or ``RUN_ERROR``) last.
         """
-        yield RunStartedEvent(thread_id=inp.thread_id, run_id=inp.run_id, timestamp=now_ms())
+        # protocolVersion: the AG-UI version this producer speaks (``ag_ui.core``'s,
+        # "1.0"); a 1.0 client reads it on RUN_STARTED and warns when it is newer
+        yield RunStartedEvent(
+            thread_id=inp.thread_id, run_id=inp.run_id, protocol_version=PROTOCOL_VERSION, timestamp=now_ms()
+        )
         try:
             thread = await self.registry.get(inp.thread_id, principal)
             resume = list(inp.resume or [])
