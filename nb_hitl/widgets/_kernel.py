@@ -13,7 +13,9 @@ nobody could click.
 :func:`answer_info_requests_while_busy` wraps the callback that feeds the
 kernel's main shell: those two requests, arriving while the lock is held, are
 dispatched the way ipykernel dispatches comm messages (``concurrent=True``);
-every other message goes to ipykernel unchanged. It is installed once per
+every other message goes to ipykernel unchanged. Each answer is framed by the
+iopub ``status`` messages JupyterLab waits for (``busy``/``idle`` of the request,
+then ``busy`` again for the running cell). It is installed once per
 kernel, by the first nb_hitl widget created in it; the event loop itself is
 never patched. Outside an ipykernel (or on a layout it does not know) it does
 nothing.
@@ -34,6 +36,7 @@ log = logging.getLogger(__name__)
 #: read-only shell requests answered while a cell holds the shell's lock
 INFO_REQUESTS = frozenset({"kernel_info_request", "comm_info_request"})
 
+
 _MARK = "_nb_hitl_info_while_busy"
 
 
@@ -47,13 +50,67 @@ def _main_shell_stream(kernel: Any) -> Any:
     return getattr(kernel, "shell_stream", None)
 
 
-def _msg_type(kernel: Any, msg: Any) -> str | None:
+def _request(kernel: Any, msg: Any) -> dict[str, Any] | None:
+    """A shell message without its content (``header``, ``parent_header``, ...), usable
+    as the parent of a status; None when unreadable (ipykernel reports it itself)."""
     try:
         _, frames = kernel.session.feed_identities(msg, copy=False)
-        header = kernel.session.deserialize(frames, content=False, copy=False)["header"]
-        return str(header.get("msg_type"))
+        return dict(kernel.session.deserialize(frames, content=False, copy=False))
     except Exception:  # noqa: BLE001 - not ours to judge: ipykernel reports it
         return None
+
+
+async def _answer_with_status(kernel: Any, msg: Any, request: dict[str, Any], cell: dict[str, Any] | None) -> None:
+    """Dispatch one info request with the iopub ``status`` messages a front end waits for.
+
+    JupyterLab's kernel connection resolves a shell request only when it has both the
+    reply *and* an iopub ``status: idle`` whose parent is that request (its
+    ``KernelFutureHandler``). ipykernel's concurrent dispatch (meant for comm messages)
+    publishes no status, so a reloaded page waited forever on ``kernel_info_request``
+    and showed "Loading widget...". Around the answer this publishes ``busy`` then
+    ``idle`` for the request, then ``busy`` again for the cell that still runs, so the
+    kernel's indicator (and jupyter_server's ``execution_state``) stay truthful.
+    """
+    kernel._publish_status("busy", "shell", parent=request)
+    try:
+        await kernel.dispatch_shell(msg, subshell_id=None, concurrent=True)
+    finally:
+        kernel._publish_status("idle", "shell", parent=request)
+        if cell is not None:
+            kernel._publish_status("busy", "shell", parent=cell)
+
+
+class _RunningCell:
+    """The ``execute_request`` of the cell that runs now (as a status parent), or None.
+
+    Read from IPython's ``pre_run_cell`` / ``post_run_cell`` events, which run in the
+    cell's own context, where ``kernel.get_parent("shell")`` is its request; seeded
+    with the installing cell, since the first widget is usually made inside one.
+    """
+
+    def __init__(self) -> None:
+        self.parent: dict[str, Any] | None = None
+
+    @classmethod
+    def follow(cls, kernel: Any) -> _RunningCell:
+        cell = cls()
+        shell = getattr(kernel, "shell", None)
+        events = getattr(shell, "events", None)
+        if events is None:
+            return cell
+
+        def started(*_: Any) -> None:
+            parent = kernel.get_parent("shell")
+            is_cell = (parent or {}).get("header", {}).get("msg_type") == "execute_request"
+            cell.parent = parent if is_cell else None
+
+        def ended(*_: Any) -> None:
+            cell.parent = None
+
+        started()
+        events.register("pre_run_cell", started)
+        events.register("post_run_cell", ended)
+        return cell
 
 
 def answer_info_requests_while_busy(kernel: Any = None) -> bool:
@@ -84,21 +141,26 @@ def answer_info_requests_while_busy(kernel: Any = None) -> bool:
     if getattr(original, _MARK, False):
         return True
 
-    async def dispatch_concurrently(msg: Any) -> None:
-        # what ipykernel's shell_main does for a comm message while locked
+    cell = _RunningCell.follow(kernel)
+
+    async def dispatch_concurrently(msg: Any, request: dict[str, Any]) -> None:
+        # what ipykernel's shell_main does for a comm message while locked, plus the
+        # busy/idle status of the request (see _answer_with_status)
         shell_parent = kernel.get_parent("shell")
         shell_ident = kernel._get_shell_context_var(kernel._shell_parent_ident)
         try:
             await asyncio.create_task(
-                kernel.dispatch_shell(msg, subshell_id=None, concurrent=True),
+                _answer_with_status(kernel, msg, request, cell.parent),
                 context=contextvars.copy_context(),
             )
         finally:
             kernel.set_parent(shell_ident, shell_parent, channel="shell")
 
     def on_recv(msg: Any) -> Any:
-        if lock.locked() and _msg_type(kernel, msg) in INFO_REQUESTS:
-            return dispatch_concurrently(msg)
+        if lock.locked():
+            request = _request(kernel, msg)
+            if request is not None and request["header"].get("msg_type") in INFO_REQUESTS:
+                return dispatch_concurrently(msg, request)
         return original(msg)
 
     setattr(on_recv, _MARK, True)

@@ -45,7 +45,18 @@ def _reply(kernel: KernelHarness, msg_type: str, timeout: float = 10.0) -> tuple
     msg_id = kernel._send_shell(msg_type, {"target_name": "jupyter.widget"} if msg_type == "comm_info_request" else {})
     reply = kernel._shell_reply(msg_id, time.monotonic() + timeout)
     assert reply is not None, f"no {msg_type} reply within {timeout}s while the cell awaits"
+    # JupyterLab resolves a request only on its reply AND an iopub idle status whose
+    # parent is that request: without the idle, a reloaded page waits forever.
+    assert kernel.wait_for(
+        lambda: [m["content"]["execution_state"] for m in kernel.messages("status", msg_id)] == ["busy", "idle"],
+        timeout=timeout,
+    ), f"{msg_type}: statuses {[m['content'] for m in kernel.messages('status', msg_id)]}"
     return reply, time.monotonic() - start
+
+
+def _last_status(kernel: KernelHarness) -> tuple[str, str | None]:
+    last = kernel.messages("status")[-1]
+    return last["content"]["execution_state"], (last.get("parent_header") or {}).get("msg_id")
 
 
 def test_C23_info_requests_answered_while_a_cell_awaits_a_pause() -> None:
@@ -61,6 +72,8 @@ def test_C23_info_requests_answered_while_a_cell_awaits_a_pause() -> None:
         assert info["msg_type"] == "kernel_info_reply" and info["content"]["status"] == "ok"
         comms, _ = _reply(kernel, "comm_info_request")
         assert comms["content"]["status"] == "ok"
+        # the cell still runs: the kernel says busy again, for the cell
+        assert kernel.wait_for(lambda: _last_status(kernel) == ("busy", msg_id), timeout=5)
         assert rec.comm_id in comms["content"]["comms"]
         # an execute_request still waits for the cell: cells stay in order
         queued = kernel.execute_async_start("print('after')")
