@@ -38,6 +38,7 @@ from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
 from ._drive import Driver, close_dangling_tool_calls, close_delivered_tool_calls
 from ._promise import allowed_decisions, install_guard
 from ._run import PauseTransitionError, ReplyRun, pending_message, transition
+from ._sigint import sigint_wakes_the_loop
 from ._transcript import Transcript
 
 __all__ = [
@@ -201,8 +202,9 @@ class Session(Driver):
         async def body() -> Msg:
             task = self.start(message, interrupt_pending=interrupt_pending)
             # Shielded: interrupting the cell (Kernel > Interrupt) stops waiting
-            # here but does not cancel the reply, whose widget stays live.
-            return await asyncio.shield(task)
+            # here at once but does not cancel the reply, whose widget stays live.
+            with sigint_wakes_the_loop():
+                return await asyncio.shield(task)
 
         return ReplyCall(body, "session.run(...)")
 

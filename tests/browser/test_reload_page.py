@@ -142,3 +142,35 @@ def test_a_busy_kernel_is_checked_again_and_the_card_comes_back_live(page, lab: 
     card.locator('[data-testid="nbh-approve"]').click()
     page.locator(f'{OUT} [data-testid="nbh-final-text"]').first.wait_for(timeout=60_000)
     wait_execution_done(page)
+
+
+def test_kernel_interrupt_stops_the_wait_and_the_card_still_finishes_the_reply(page, lab: JupyterLabServer) -> None:
+    """Kernel > Interrupt while ``await session.run(...)`` waits on a card: the cell ends at
+    once with nb_hitl's note (not a CancelledError later), the card stays live, and a click
+    finishes the reply; the tool runs once."""
+    write_notebook(lab.root / "interrupt.ipynb", [SETUP, AWAITING])
+    open_notebook(page, lab, "interrupt.ipynb")
+    _run_all(page)
+    card = _confirm(page)
+    card.wait_for(timeout=60_000)
+    page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
+
+    page.evaluate("() => { window.jupyterapp.commands.execute('kernelmenu:interrupt'); }")
+    page.locator(f"{OUT}:has-text('Kernel > Interrupt stopped this cell from waiting')").first.wait_for(timeout=15_000)
+    wait_execution_done(page)  # no cell is left at [*]
+    assert page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').count() == 1
+
+    card.locator('[data-testid="nbh-approve"]').click()
+    page.locator(f'{OUT} [data-testid="nbh-final-text"]').first.wait_for(timeout=60_000)
+    page.evaluate(
+        """(code) => {
+            const nb = window.jupyterapp.shell.currentWidget.content;
+            nb.activeCellIndex = nb.widgets.length - 1;
+            window.jupyterapp.commands.execute('notebook:insert-cell-below');
+            nb.activeCell.model.sharedModel.setSource(code);
+            window.jupyterapp.commands.execute('notebook:run-cell');
+        }""",
+        CHECK,
+    )
+    page.locator(f"{OUT}:has-text('EXISTS: False')").first.wait_for(timeout=60_000)
+    assert _confirm(page, "delivered").count() == 1
