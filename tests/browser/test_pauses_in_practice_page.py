@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 
 from tests.harness import REPO_ROOT
-from tests.harness.lab import JupyterLabServer, open_notebook, wait_execution_done
+from tests.harness.lab import JupyterLabServer, open_notebook, restart_kernel, wait_execution_done
 
 OUT = ".jp-OutputArea-output"
 NOTEBOOK = REPO_ROOT / "notebooks" / "pauses_in_practice.ipynb"
@@ -31,6 +31,19 @@ def _run_cells(page, first: int, last: int | None = None) -> None:  # type: igno
             }
         }""",
         [first, last],
+    )
+
+
+def _wait_cell_done(page, index: int, timeout: float = 120_000) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the cell at ``index`` shows an execution count (not ``[*]`` or ``[ ]``)."""
+    page.wait_for_function(
+        """(i) => {
+            const cell = window.jupyterapp.shell.currentWidget.content.widgets[i];
+            const prompt = cell && cell.node.querySelector(".jp-InputArea-prompt");
+            return !!prompt && /\\[\\d+\\]/.test(prompt.textContent || "");
+        }""",
+        arg=index,
+        timeout=timeout,
     )
 
 
@@ -78,3 +91,44 @@ def test_pauses_in_practice_clicked_through(page, lab: JupyterLabServer) -> None
     assert "Nothing to do: the deletion of draft.md was already answered" in whole
     assert "files: ['notes.txt', 'old_log.txt']" in whole
     assert "4 decisions in" in whole
+
+
+def test_pauses_in_practice_real_restart_and_restore_by_click(page, lab: JupyterLabServer) -> None:
+    """Section 3 with a real Kernel > Restart: the reply parks on a question, the kernel
+    restarts (the old card says so), the set-up cells and the restore cell run again as the
+    notebook says, and a click in the restored card finishes the reply."""
+    # a folder of its own: the notebook keeps its checkpoints next to itself
+    (lab.root / "restart").mkdir(exist_ok=True)
+    shutil.copy(NOTEBOOK, lab.root / "restart" / "pauses_in_practice.ipynb")
+    open_notebook(page, lab, "restart/pauses_in_practice.ipynb")
+    _run_cells(page, 0, 18)  # sections 1 and 2 answer themselves; section 3 parks on a question
+    _card(page, "ask_user").first.wait_for(timeout=180_000)
+    page.locator(f"{OUT}:has-text('checkpoints:')").first.wait_for(timeout=60_000)
+
+    restart_kernel(page, lab)
+    page.locator(f'{OUT} [data-testid="nbh-reply"][data-kernel="gone"]').first.wait_for(timeout=30_000)
+
+    _run_cells(page, 1, 3)  # imports and definitions, as the notebook asks after a real restart
+    _run_cells(page, 20, 20)  # Session.restore(...) and start_resume()
+    page.locator(f"{OUT}:has-text('restored session:')").first.wait_for(timeout=60_000)
+    restored = page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').last
+    ask = restored.locator('[data-testid="nbh-card"][data-kind="ask_user"][data-status="open"]')
+    ask.wait_for(timeout=60_000)
+    ask.locator('[data-testid="nbh-option"][data-label="Keep it"] input').check()
+    ask.locator('[data-testid="nbh-answer-submit"]').click()
+    restored.locator('[data-testid="nbh-final-text"]').wait_for(timeout=60_000)
+
+    _run_cells(page, 21, 21)  # finds the question answered and awaits the reply's end
+    _wait_cell_done(page, 21)
+    outputs = page.evaluate(
+        """() => {
+            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+            const all = [];
+            for (let i = 0; i < cells.length; i++) all.push(...(cells.get(i).toJSON().outputs || []));
+            return all;
+        }"""
+    )
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
+    assert "a new agent object: True" in whole
+    assert "Nothing to do: the question was already answered" in whole
