@@ -85,7 +85,8 @@ export class Transcript {
       return { el: h("div", { class: "nbh-entry nbh-step", "data-testid": "nbh-step" }, body), body };
     }
     if (e.kind === "hint") {
-      const el = h("div", { class: "nbh-entry nbh-hint", "data-testid": "nbh-hint" }, h("div", { class: "nbh-muted" }, `hint${e.source ? ` (${e.source})` : ""}`), body);
+      // what the runtime tells the model (time, team messages...): there when wanted, folded by default
+      const el = h("details", { class: "nbh-entry nbh-hint", "data-testid": "nbh-hint" }, h("summary", { class: "nbh-muted" }, `Hint${e.source ? ` from ${e.source}` : ""}`), body);
       return { el, body };
     }
     if (e.kind === "data") {

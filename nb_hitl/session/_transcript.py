@@ -20,6 +20,7 @@ whole transcript again (see "Streaming" in ``docs/design.md``).
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -44,6 +45,22 @@ def _no_reminder_tags(text: str) -> str:
     if "<system-reminder>" not in text:
         return text
     return strip_system_reminders(text)
+
+
+def hint_source(source: str | None) -> str:
+    """A hint's ``source`` as a person reads it: ``"alice"`` stays ``"alice"``; AgentScope's
+    JSON labels (``'{"label": "System", "sublabel": "Runtime State"}'``) become
+    ``"System · Runtime State"``; anything else unreadable is kept as given."""
+    if not source or not source.lstrip().startswith("{"):
+        return source or ""
+    try:
+        parsed = json.loads(source)
+    except ValueError:
+        return source
+    if not isinstance(parsed, dict):
+        return source
+    parts = [str(parsed[k]) for k in ("label", "sublabel") if parsed.get(k)]
+    return " · ".join(parts) or source
 
 
 class Transcript(list[dict[str, Any]]):
@@ -230,7 +247,7 @@ def record_event(tr: Transcript, ev: Any) -> bool:
         tr._append(tr.add("thinking", "thinking:" + ev.block_id), ev.delta)
     elif isinstance(ev, HintBlockEvent):
         hint = ev.hint if isinstance(ev.hint, str) else "\n".join(getattr(b, "text", "") or "" for b in ev.hint)
-        tr.add("hint", "hint:" + ev.block_id, text=hint, source=ev.source or "")
+        tr.add("hint", "hint:" + ev.block_id, text=_no_reminder_tags(hint), source=hint_source(ev.source))
     elif isinstance(ev, DataBlockStartEvent):
         tr.add("data", "data:" + ev.block_id, media_type=ev.media_type, name=ev.name or "", bytes=0)
     elif isinstance(ev, DataBlockDeltaEvent):

@@ -49,3 +49,26 @@ def test_a_result_without_its_start_takes_the_call_name() -> None:
     assert tr[-1] == {"kind": "tool_result", "id": "result:c2", "text": "Ana", "name": "lookup", "tool_call_id": "c2"}
     tr.tool_result("c3", "orphan")
     assert tr[-1]["name"] == ""
+
+
+def test_a_runtime_hint_reads_as_a_person_would_read_it() -> None:
+    """AgentScope's runtime hint: a JSON label as its ``source`` and the text wrapped in
+    ``<system-reminder>`` for the model. The entry keeps the words, not the markup."""
+    from agentscope.event import HintBlockEvent
+
+    from nb_hitl.session._transcript import hint_source, record_event
+
+    tr = Transcript()
+    ev = HintBlockEvent(
+        reply_id="r1",
+        block_id="h1",
+        source=json.dumps({"label": "System", "sublabel": "Runtime State"}),
+        hint="<system-reminder>\n<current-time>2026-11-30T18:08:26</current-time>\n</system-reminder>",
+    )
+    assert record_event(tr, ev) is True
+    (entry,) = list(tr)
+    assert entry["kind"] == "hint" and entry["source"] == "System · Runtime State"
+    assert "<system-reminder>" not in entry["text"] and "2026-11-30T18:08:26" in entry["text"]
+    assert hint_source("alice") == "alice"
+    assert hint_source("{not json") == "{not json"
+    assert hint_source(None) == ""
