@@ -7,8 +7,8 @@ conversation with its own agent, built by the factory you pass and driven by
 its own headless :class:`~nb_hitl.session.Session`: pause handling,
 validation, the permission re-check and the exactly-once resume are the
 Session's. A paused reply ends its run with ``RUN_FINISHED`` and an
-``interrupt`` outcome; a resume run answers every open interrupt at once.
-The rules a resume must follow, the order of a run's events and how the
+``interrupt`` outcome; a resume run answers every open interrupt at once;
+new input while interrupts are open runs nothing and repeats them. The rules a resume must follow, the order of a run's events and how the
 Session's listeners feed the stream are described in ``docs/design.md``
 ("AG-UI"). Running it: :func:`~nb_hitl.agui.background.serve_in_background`.
 """
