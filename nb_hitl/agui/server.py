@@ -8,7 +8,8 @@ its own headless :class:`~nb_hitl.session.Session`: pause handling,
 validation, the permission re-check and the exactly-once resume are the
 Session's. A paused reply ends its run with ``RUN_FINISHED`` and an
 ``interrupt`` outcome; a resume run answers every open interrupt at once;
-new input while interrupts are open runs nothing and repeats them. The rules a resume must follow, the order of a run's events and how the
+new input while interrupts are open runs nothing and repeats them. The
+rules a resume must follow, the order of a run's events and how the
 Session's listeners feed the stream are described in ``docs/design.md``
 ("AG-UI"). Running it: :func:`~nb_hitl.agui.background.serve_in_background`.
 """
@@ -481,10 +482,10 @@ def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[
     "interrupts_pending", "message": <for people>, "message_ids": <the user
     messages not taken>}``."""
     ids = ", ".join(i.id for i, _ in open_now)
-    told = "Your message was not given to the agent" if new else "Nothing ran"
+    told = "Your message was not given to the agent: it" if new else "Nothing ran: the agent"
     return {
         "code": "interrupts_pending",
-        "message": f"{told}: it waits for answers to its open interrupts ({ids}). "
+        "message": f"{told} waits for answers to its open interrupts ({ids}). "
         "Answer all of them in one resume, then send new messages.",
         "message_ids": [m.id for m in new],
     }
