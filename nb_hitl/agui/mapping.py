@@ -70,7 +70,7 @@ class ResumeError(NbHitlError):
         code: machine-readable reason, also used as AG-UI ``RUN_ERROR.code``:
             ``unknown_interrupt``, ``missing_interrupt``,
             ``duplicate_interrupt``, ``interrupt_expired``, ``interrupt_closed``,
-            ``invalid_payload``, ``interrupts_pending``, ``thread_busy``,
+            ``invalid_payload``, ``thread_busy``,
             ``conflicting_replay``, ``input_with_resume``, ``no_input``.
         interrupt_ids: the interrupt ids at fault.
     """

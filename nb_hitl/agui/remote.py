@@ -134,12 +134,16 @@ class RemoteSession:
             the peer breaks the protocol (the widget shows why too). A
             resume the server refuses at once (``RUN_STARTED``, ``RUN_ERROR``)
             does not end the turn: nothing was resumed, so the interrupts
-            reopen for new answers and the reason is shown.
+            reopen for new answers and the reason is shown. When the thread
+            already waits on interrupts (raised for another client), the
+            server runs nothing and repeats them (AG-UI 1.0): this turn shows
+            them with the server's note (``RunRecord.refused_input``) and the
+            message is not given to the agent.
 
         Raises:
             PendingPauseError: the current turn still waits for answers
-                (AG-UI: new input on a thread with open interrupts is an
-                error).
+                (AG-UI: new input on a thread with open interrupts is not
+                taken).
         """
         prior = self.current
         if prior is not None and prior.task is not None and not prior.task.done():

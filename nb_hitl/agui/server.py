@@ -7,8 +7,9 @@ conversation with its own agent, built by the factory you pass and driven by
 its own headless :class:`~nb_hitl.session.Session`: pause handling,
 validation, the permission re-check and the exactly-once resume are the
 Session's. A paused reply ends its run with ``RUN_FINISHED`` and an
-``interrupt`` outcome; a resume run answers every open interrupt at once.
-The rules a resume must follow, the order of a run's events and how the
+``interrupt`` outcome; a resume run answers every open interrupt at once;
+new input while interrupts are open runs nothing and repeats them. The
+rules a resume must follow, the order of a run's events and how the
 Session's listeners feed the stream are described in ``docs/design.md``
 ("AG-UI"). Running it: :func:`~nb_hitl.agui.background.serve_in_background`.
 """
@@ -266,7 +267,7 @@ class AguiServer:
                             f"Interrupt {e.interrupt_id} was already answered (run {done.run_id}) with another "
                             "answer; an interrupt is decided once.",
                         )
-                async for event in self._finish(thread, inp, EventTranslator(), replayed=True):
+                async for event in self._finish(thread, inp, EventTranslator(), note={"replayed": True}):
                     yield event
                 return
             answered = [e.interrupt_id for e in resume if e.interrupt_id in thread.ledger]
@@ -297,16 +298,13 @@ class AguiServer:
             if failed:
                 raise Refusal("resume_failed", "Some answers could not be applied: " + "; ".join(failed))
         else:
-            open_now = self._open(thread)
-            if open_now:
-                raise Refusal(
-                    "interrupts_pending",
-                    "This thread waits for answers to its open interrupts ("
-                    + ", ".join(i.id for i, _ in open_now)
-                    + "); send a resume answering all of them before new input.",
-                    {"open_interrupts": [i.model_dump(mode="json", by_alias=True) for i, _ in open_now]},
-                )
             new = self._new_user_messages(thread, inp.messages)
+            open_now = self._open(thread)
+            if open_now:  # AG-UI 1.0: nothing runs, the interrupt outcome is repeated
+                note = held_input(open_now, new)
+                async for event in self._finish(thread, inp, EventTranslator(), note={"refused_input": note}):
+                    yield event
+                return
             if not new:
                 raise Refusal("no_input", "The run carries no new user message for the agent.")
             msgs = [
@@ -421,8 +419,9 @@ class AguiServer:
                 return
 
     async def _finish(
-        self, thread: ThreadState, inp: RunAgentInput, translator: EventTranslator, *, replayed: bool = False
+        self, thread: ThreadState, inp: RunAgentInput, translator: EventTranslator, *, note: dict | None = None
     ) -> AsyncIterator[BaseEvent]:
+        """The run's closing events; ``note`` goes into ``RUN_FINISHED.metadata.nb_hitl``."""
         for event in translator.close():
             yield event
         run = thread.session.current
@@ -441,7 +440,7 @@ class AguiServer:
             },
             timestamp=now_ms(),
         )
-        meta = {META_KEY: {"replayed": True}} if replayed else None
+        meta = {META_KEY: note} if note else None
         if open_now:
             yield RunFinishedEvent(
                 thread_id=inp.thread_id,
@@ -474,6 +473,22 @@ class AguiServer:
         yield RunErrorEvent(
             message=run.reason or f"The reply ended: {run.status}", code="agent_error", timestamp=now_ms()
         )
+
+
+def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[str, Any]:
+    """``RUN_FINISHED.metadata.nb_hitl.refused_input`` of a run whose input came
+    while interrupts were open (AG-UI 1.0, "Interrupts and Resume": the producer
+    keeps them open and ends with the interrupt outcome again): ``{"code":
+    "interrupts_pending", "message": <for people>, "message_ids": <the user
+    messages not taken>}``."""
+    ids = ", ".join(i.id for i, _ in open_now)
+    told = "Your message was not given to the agent: it" if new else "Nothing ran: the agent"
+    return {
+        "code": "interrupts_pending",
+        "message": f"{told} waits for answers to its open interrupts ({ids}). "
+        "Answer all of them in one resume, then send new messages.",
+        "message_ids": [m.id for m in new],
+    }
 
 
 def _at(interrupt_ids: list[str], field: str | None) -> dict[str, Any]:

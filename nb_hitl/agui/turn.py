@@ -57,6 +57,10 @@ class RunRecord:
         interrupts: the interrupts of an interrupt outcome.
         error: the ``RUN_ERROR`` message (or the transport failure).
         error_code: the ``RUN_ERROR.code``.
+        refused_input: the server's note when the run's new input was not
+            taken because interrupts were open
+            (``RUN_FINISHED.metadata.nb_hitl.refused_input``: ``code``,
+            ``message``, ``message_ids``), else ``None``.
     """
 
     run_id: str
@@ -66,6 +70,7 @@ class RunRecord:
     interrupts: list[Interrupt] = field(default_factory=list)
     error: str | None = None
     error_code: str | None = None
+    refused_input: dict[str, Any] | None = None
 
 
 @dataclass
@@ -289,6 +294,7 @@ class RunReader:
         record.outcome = kind
         if kind == "interrupt":
             self._interrupted(list(outcome.interrupts))
+            self._held(ev)
             return
         for view in turn.pauses.values():
             if view["status"] == "decided":
@@ -334,6 +340,19 @@ class RunReader:
                 tool_call_name=call.get("name") or None,
             )
         turn.status, turn.reason = "paused", ""
+
+    def _held(self, ev: Any) -> None:
+        """An interrupt outcome that answers new input (AG-UI 1.0: the server
+        ran nothing and repeats its open interrupts): say so in the turn."""
+        meta = ev.metadata.get(META_KEY) if isinstance(ev.metadata, dict) else None
+        note = meta.get("refused_input") if isinstance(meta, dict) else None
+        if self.record.resume is not None or not isinstance(note, dict):
+            return
+        told = str(note["message"]) if isinstance(note.get("message"), str) else ""
+        self.record.refused_input = dict(note)
+        reason = told[:500] or "Your message was not given to the agent: it waits for answers to its open interrupts."
+        self.turn.reason = reason
+        self.turn.entry("note", f"note:{self.record.run_id}", text=reason)
 
 
 def metadata_problem(interrupt: Interrupt) -> str | None:

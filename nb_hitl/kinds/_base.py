@@ -65,6 +65,7 @@ class Decision:
             following it (AgentScope's "denied by user" is not true of a
             deadline or a cancelled pause).
         cause: who decided: ``"person"``, ``"timeout"`` or ``"cancelled"``.
+        reason: the person's own words with a denial (audited), or ``None``.
         deny_rules: "Always deny": deny rules (``PermissionBehavior.DENY``
             copies of suggested rules) the driver adds through the agent's
             permission engine with the denial (AgentScope ignores rules sent
@@ -83,6 +84,7 @@ class Decision:
     note_replaces: bool = False
     cause: str = "person"
     deny_rules: tuple[PermissionRule, ...] = field(default_factory=tuple)
+    reason: str | None = None
 
     @property
     def is_confirmation(self) -> bool:

@@ -4,7 +4,9 @@ The person approves (with chosen ``suggested_rules``), denies or edits the
 input; the answer is AgentScope's ``ConfirmResult``. The deadline default
 and an AG-UI ``cancelled`` entry are a denial. The AG-UI payload is AG-UI's
 approve-with-edits shape ``{"approved", "editedArgs"?, "acceptedRules"?}``,
-``reason = "tool_call"``. What Approve runs is AgentScope's own reading of the arguments
+``reason = "tool_call"``, plus an optional ``reason`` with a denial. A person's reason
+replaces AgentScope's "denied by user!" in the call's ``ToolResultBlock`` (the model reads
+who denied it and why) and goes into the audit line. What Approve runs is AgentScope's own reading of the arguments
 (:mod:`nb_hitl.kinds._reading`); ambiguous arguments refuse Approve. A
 deadline or a cancelled entry denies, but the model is told nobody answered
 / the pause was cancelled, not that the user denied it.
@@ -22,7 +24,7 @@ from agentscope.permission import PermissionBehavior, PermissionRule
 
 from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
-from ..messages import MAX_TEXT, parse_edited_input, parse_json_object
+from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
 from ._reading import InputReading, read_input, same_value, visible_json
 from ._schema import META_KEY, REASON_TOOL_CALL, SCHEMA_DIALECT, embed_schema, validate_payload
@@ -204,7 +206,17 @@ def _deny(pause: Pause, call: Any, msg: Any) -> Decision:
     deny_rules = tuple(
         r.model_copy(update={"behavior": PermissionBehavior.DENY}) for r in _rules(pause, list(msg.deny_rules))
     )
-    return Decision(pause.tool_call_id, "deny", confirm_result=result, note=told, deny_rules=deny_rules)
+    # with a reason, the result says who denied the call and why (it replaces
+    # AgentScope's "denied by user!", which it still says); without one, AgentScope's text stays
+    return Decision(
+        pause.tool_call_id,
+        "deny",
+        confirm_result=result,
+        note=told,
+        note_replaces=told is not None,
+        deny_rules=deny_rules,
+        reason=reason,
+    )
 
 
 def _rules_of(message: Mapping[str, Any]) -> list[int]:
@@ -297,6 +309,13 @@ class ConfirmKind(PauseKindSpec):
                 "description": f"true runs {pause.tool_name} (with editedArgs when given); false denies it.",
             },
             "editedArgs": edited,
+            "reason": {
+                "type": "string",
+                "maxLength": MAX_SHORT,
+                "title": "Reason",
+                "description": "Only with approved = false: why the call is denied. The agent reads it in the "
+                "call's result and the audit log records it.",
+            },
         }
         if pause.suggested_rules:
             labels = "; ".join(f"{i}: {rule_label(r)}" for i, r in enumerate(pause.suggested_rules))
@@ -326,10 +345,12 @@ class ConfirmKind(PauseKindSpec):
         return f"{head}{why}: run {pause.tool_name}({input_args(pause)})?"
 
     def resume_message(self, pause: Pause, payload: Any) -> dict[str, Any]:
-        """``approved`` -> approve / modify (with ``editedArgs``); ``false`` -> deny.
+        """``approved`` -> approve / modify (with ``editedArgs``); ``false`` -> deny
+        (with its ``reason``, if any).
 
         Raises:
-            DecisionError: ``editedArgs`` or ``acceptedRules`` with ``approved: false``.
+            DecisionError: ``editedArgs`` or ``acceptedRules`` with ``approved: false``;
+                ``reason`` with ``approved: true``.
         """
         base = base_message(pause)
         rules = list(payload.get("acceptedRules") or [])
@@ -340,7 +361,10 @@ class ConfirmKind(PauseKindSpec):
                     "and AgentScope ignores rules sent with a denial.",
                     field="approved",
                 )
-            return {**base, "action": "deny"}
+            reason = (payload.get("reason") or "").strip()
+            return {**base, "action": "deny", **({"reason": reason} if reason else {})}
+        if "reason" in payload:
+            raise DecisionError("reason only goes with approved: false (a denial).", field="reason")
         if "editedArgs" in payload:
             return {
                 **base,
@@ -371,6 +395,13 @@ class ConfirmKind(PauseKindSpec):
                 payload["acceptedRules"] = rules
         elif action == "deny":
             payload = {"approved": False}
+            reason = message.get("reason")
+            if isinstance(reason, str) and reason.strip():
+                if "reason" not in schema.get("properties", {}):
+                    raise DecisionError(
+                        "This agent does not take a reason with a denial; deny without one.", field="reason"
+                    )
+                payload["reason"] = reason.strip()
         elif action == "modify":
             edited = _parse_json_text(message.get("input"), "input")
             name = message.get("name")

@@ -286,4 +286,5 @@ class SessionCore:
             accepted_rules=summary.get("accepted_rules", []),
             answers=summary.get("answers"),
             output=summary.get("output"),
+            **({"reason": decision.reason} if decision.reason else {}),  # a person's reason for a denial
         )

@@ -12,10 +12,10 @@
   to the agent (so both survive a checkpoint).
 * :func:`apply_note` puts a note instead of the call's saved tool result
   text (a deadline or a cancelled pause is not reported as the user's
-  denial); :func:`flush_hints` (the guard's ``on_reasoning``) adds the other
-  notes as a ``HintBlock`` before the next model call: after Modify the
-  model reads that a person changed the call and from what to what; a
-  denial carries the person's reason.
+  denial; a denial with a reason says who denied the call and why);
+  :func:`flush_hints` (the guard's ``on_reasoning``) adds the other notes
+  as a ``HintBlock`` before the next model call: after Modify the model
+  reads that a person changed the call and from what to what.
 """
 
 from __future__ import annotations

@@ -207,24 +207,44 @@ def test_partial_resume_is_refused_and_nothing_is_resumed(served):
     assert_resumed_once(answers(interrupts), interrupts, full)
 
 
-def test_new_input_on_a_thread_with_open_interrupts_is_a_run_error(served):
+def test_new_input_on_a_thread_with_open_interrupts_runs_nothing_and_repeats_the_interrupts(served):
+    """AG-UI 1.0 ("Interrupts and Resume", an uncovered interrupt): the server
+    keeps the interrupts open, runs nothing and ends with the interrupt
+    outcome again, so a client that missed the pause learns it from the run."""
     handle, server, factory, _ = served
     tid = "two-newinput"
     interrupts = interrupts_of(run(post_run(handle, make(tid, [user("tidy", "u1")]))))
     before = parked(server, tid)
+    agent = factory.agents[tid]
+    calls_before, context_before = len(agent.model.calls), len(agent.state.context)
     cap = run(post_run(handle, make(tid, [user("tidy", "u1"), user("something else", "u2")])))
     assert_conformant(cap)
-    err = error_of(cap)
-    assert err.code == "interrupts_pending"
-    assert [i["id"] for i in err.metadata[META_KEY]["open_interrupts"]] == [i.id for i in interrupts]
+    assert cap.types == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT", "RUN_FINISHED"]
+    repeated = assert_interrupted(cap, tid)
+    assert [i.model_dump() for i in repeated] == [i.model_dump() for i in interrupts]  # same ids, same expiry
+    note = cap.last().metadata[META_KEY]["refused_input"]
+    assert note["code"] == "interrupts_pending" and note["message_ids"] == ["u2"]
+    assert note["message"].startswith("Your message was not given to the agent")
+    assert all(i.id in note["message"] for i in interrupts)
+    # the new message is not in the history the client is given, nor in the agent's
+    assert "u2" not in [m.id for m in cap.events[1].messages]
+    assert len(agent.state.context) == context_before and len(agent.model.calls) == calls_before
     assert parked(server, tid) == before
-    # no resume and no new message is refused too (AG-UI rule 4)
+    # no resume and no new message: the same outcome (a client catching up)
     again = run(post_run(handle, make(tid, [user("tidy", "u1")])))
-    assert error_of(again).code == "interrupts_pending"
+    assert_conformant(again)
+    assert [i.id for i in interrupts_of(again)] == [i.id for i in interrupts]
+    assert again.last().metadata[META_KEY]["refused_input"]["message_ids"] == []
     # a resume that smuggles in a new user message is refused, nothing resumed
     mixed = run(post_run(handle, make(tid, [user("tidy", "u1"), user("and this", "u3")], answers(interrupts))))
     assert error_of(mixed).code == "input_with_resume"
     assert parked(server, tid) == before
+    # the message held back is new input once the interrupts are answered
+    done = run(post_run(handle, make(tid, [user("tidy", "u1")], answers(interrupts))))
+    assert_resumed_once(answers(interrupts), interrupts, done)
+    later = run(post_run(handle, make(tid, [user("tidy", "u1"), user("something else", "u2")])))
+    assert_conformant(later)
+    assert "u2" in [m.id for m in agent.state.context]
 
 
 def test_wrong_interrupt_ids_are_refused(served):

@@ -4,9 +4,10 @@
 the client's own API (``HttpAgent.runAgent``, ``resume``,
 ``buildResumeArray``, ``pendingInterrupts``): a first run ending in two
 interrupts, a resume, the same resume replayed, a cancel, then a new message
-while interrupts are open (the same client refuses it by itself; a client that
-did not see the pause gets ``RUN_ERROR`` ``interrupts_pending`` naming the
-open interrupts, and resumes them). It prints one JSON line per step.
+while interrupts are open (the same client refuses it by itself; for a client
+that did not see the pause the server runs nothing and ends the run with the
+open interrupts again, which the client keeps as ``pendingInterrupts`` and
+resumes, denying the deletion with a reason). It prints one JSON line per step.
 
 The test installs the script's pinned packages with ``npm ci`` into its own
 folder (skipped when ``node_modules`` is newer than the lock file).
@@ -25,7 +26,7 @@ from agentscope.message import ToolResultBlock
 
 from nb_hitl.agui import AguiServer, serve_in_background
 from nb_hitl.agui.demo import two_pause_factory
-from nb_hitl.models import tool_results
+from nb_hitl.models import result_text, tool_results
 
 CLIENT_DIR = Path(__file__).parent / "ts_client"
 
@@ -61,6 +62,10 @@ def _run_scenario(url: str, token: str) -> dict[str, dict[str, Any]]:
     assert done.returncode == 0, f"scenario failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
     steps = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return {s["step"]: s for s in steps}
+
+
+def agents_of(factory: Any) -> dict[str, Any]:
+    return factory.agents  # type: ignore[no-any-return]
 
 
 def _deletions(agent: Any) -> list[ToolResultBlock]:
@@ -108,17 +113,26 @@ def test_C28_official_ts_client_runs_resumes_replays_cancels(tmp_path):
     assert local["interruptsBefore"] == 2 and local["first"] is None
     assert "2 pending interrupt(s) not addressed by resume" in local["thrown"]
 
-    refused = steps["new_message_refused"]
-    assert (refused["first"], refused["last"]) == ("RUN_STARTED", "RUN_ERROR")
-    assert refused["error"]["code"] == "interrupts_pending" and refused["protocolVersion"] == "1.0"
-    assert len(refused["openInterrupts"]) == 2 and refused["sameAsAnnounced"]
+    refused = steps["new_message_refused"]  # AG-UI 1.0: nothing runs, the interrupts are repeated
+    assert (refused["first"], refused["last"]) == ("RUN_STARTED", "RUN_FINISHED")
+    assert refused["outcome"] == "interrupt" and refused["error"] is None and refused["thrown"] is None
+    assert len(refused["pending"]) == 2 and refused["sameAsAnnounced"]  # filled by the client itself
+    assert refused["note"]["code"] == "interrupts_pending" and len(refused["note"]["message_ids"]) == 1
+    assert refused["note"]["message"].startswith("Your message was not given to the agent")
+    assert not refused["refusedMessageKept"]  # the server's MESSAGES_SNAPSHOT replaced the client's list
 
     after = steps["resume_after_refusal"]
-    assert after["outcome"] == "success" and after["toolNames"] == ["AskUser", "delete_file"]
+    assert after["outcome"] == "success" and after["pending"] == []
+    assert after["toolNames"] == ["AskUser", "delete_file"]
     assert after["result"] == "You chose to archive notes.txt. You denied the deletion, so nothing was deleted."
+    # the deny reason the client sent is what the model reads in the tool result
+    (denied,) = tool_results(agents_of(factory)["ts-c28-c"].state.context, "delete_file")
+    assert result_text(denied).startswith("The user denied your call ")
+    assert result_text(denied).endswith(" to delete_file, saying: Keep the log until Friday.")
+    assert "Never mind" not in str([m.content for m in agents_of(factory)["ts-c28-c"].state.context])
 
     # the approved deletion ran exactly once (the replay did not run it again)
-    agents = factory.agents  # type: ignore[attr-defined]
+    agents = agents_of(factory)
     assert len(_deletions(agents["ts-c28-a"])) == 1
     assert not (agents["ts-c28-a"].sandbox / "old_log.txt").exists()
     for thread in ("ts-c28-b", "ts-c28-c"):  # cancelled, denied: nothing deleted

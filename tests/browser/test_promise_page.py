@@ -104,7 +104,7 @@ def test_C25_card_shows_what_runs_refuses_approve_and_denies_with_a_reason(page,
 
     final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
     final.wait_for(timeout=60_000)
-    assert "saying: Neither file, please." in final.inner_text()  # a hint before the next model call
+    assert "saying: Neither file, please." in final.inner_text()  # in the call's result the model reads
     decided = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"] [data-testid="nbh-decision"]')
     assert decided.inner_text() == "Denied"
     assert "nbh-warn" in (decided.get_attribute("class") or "")

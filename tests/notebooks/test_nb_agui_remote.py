@@ -37,6 +37,6 @@ def test_agui_remote_notebook_runs_headless():
     assert "runs: ['interrupt', 'success']" in text
     assert "one resume with 2 entries: True" in text
     assert "reason=tool_call" in text and "reason=input_required" in text
-    assert "answer schema properties: ['acceptedRules', 'approved', 'editedArgs']" in text
+    assert "answer schema properties: ['acceptedRules', 'approved', 'editedArgs', 'reason']" in text
     assert "sandbox now holds: ['draft.md', 'notes.txt']" in text
     assert "server stopped: True" in text

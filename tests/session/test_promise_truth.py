@@ -92,18 +92,25 @@ def test_C16_after_modify_the_model_reads_that_a_person_changed_the_call(tmp_pat
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "old_log.txt"]
 
 
-def test_deny_with_a_reason_the_model_reads_it(tmp_path: Path) -> None:
+def test_deny_with_a_reason_the_model_reads_it_in_the_result_and_the_audit_keeps_it(tmp_path: Path) -> None:
     folder = make_sandbox(tmp_path / "box")
+    audit = tmp_path / "audit.jsonl"
 
     async def deny(session: Session, pause: Any) -> None:
         out = await session.act({**base(pause), "action": "deny", "reason": "Keep the logs until Friday."})
         assert out["decision"]["note"].endswith("saying: Keep the logs until Friday.")
 
-    agent, _ = run_with(folder, deny)
+    agent, session = run_with(folder, deny, audit_log=str(audit))
     result = told(agent)
     assert result.state == ToolResultState.DENIED
-    assert "denied by user" in result_text(result)
-    assert hints(agent) == ["The user denied your call call_del to delete_file, saying: Keep the logs until Friday."]
+    # the ToolResultBlock says who denied the call and why, instead of AgentScope's bare "denied by user!"
+    told_text = "The user denied your call call_del to delete_file, saying: Keep the logs until Friday."
+    assert result_text(result) == told_text
+    assert hints(agent) == []
+    entry = next(e for e in session.runs[-1].transcript if e["kind"] == "tool_result")
+    assert entry["text"] == told_text
+    (row,) = [r for r in audit_rows(audit) if r["decision"] == "deny"]
+    assert row["reason"] == "Keep the logs until Friday." and row["confirmed"] is False
     assert "old_log.txt" in [p.name for p in folder.iterdir()]
 
 
@@ -162,12 +169,12 @@ def test_notes_survive_in_the_history_for_later_model_calls(tmp_path: Path) -> N
     """The note is in the agent's history (a HintBlock after the result), not only in one model call."""
     folder = make_sandbox(tmp_path / "box")
 
-    async def deny(session: Session, pause: Any) -> None:
-        await session.act({**base(pause), "action": "deny", "reason": "no"})
+    async def modify(session: Session, pause: Any) -> None:
+        await session.act({**base(pause), "action": "modify", "input": '{"path": "draft.md"}'})
 
-    agent, _ = run_with(folder, deny)
+    agent, _ = run_with(folder, modify)
     saved = [b for m in agent.state.context if not isinstance(m.content, str) for b in m.content]
     ours = [b for b in saved if b.type == "tool_result" or (b.type == "hint" and b.source == "nb_hitl")]
     assert [b.type for b in ours] == ["tool_result", "hint"]
-    assert str(ours[1].hint).endswith("saying: no")
+    assert str(ours[1].hint).startswith("A person edited your tool call call_del")
     assert json.loads(agent.state.model_dump_json())["middle_context"].get("nb_hitl.notes") == {}

@@ -38,6 +38,7 @@ async function run(agent, parameters) {
     onRunFinishedEvent: (params) => {
       seen.outcome = params.outcome;
       seen.replayed = params.event.metadata?.nb_hitl?.replayed === true;
+      seen.note = params.event.metadata?.nb_hitl?.refused_input;
       if (params.outcome === "interrupt") seen.interrupts = params.interrupts;
       if (params.outcome === "success") seen.result = params.result;
     },
@@ -128,34 +129,40 @@ async function main() {
   emit("new_message_same_client", { ...brief(local), interruptsBefore: cFirst.interrupts.length });
 
   // a client that did not see the pause (another tab, a reload): the server
-  // refuses with RUN_ERROR and names the open interrupts in its metadata
+  // runs nothing and ends the run with the open interrupts again (AG-UI 1.0),
+  // so the client fills pendingInterrupts by itself
   const d = agentFor("ts-c28-c");
   say(d, "Never mind, what time is it?");
+  const refusedId = d.messages.at(-1).id;
   const refused = await run(d, {});
-  const open = refused.error?.metadata?.nb_hitl?.open_interrupts ?? [];
   emit("new_message_refused", {
     ...brief(refused),
-    openInterrupts: open.map((i) => i.id),
-    sameAsAnnounced: JSON.stringify(open.map((i) => i.id)) === JSON.stringify(cFirst.interrupts.map((i) => i.id)),
+    pending: d.pendingInterrupts.map((i) => i.id),
+    sameAsAnnounced:
+      JSON.stringify(d.pendingInterrupts.map((i) => i.id)) === JSON.stringify(cFirst.interrupts.map((i) => i.id)),
+    note: refused.note ?? null,
+    refusedMessageKept: d.messages.some((m) => m.id === refusedId),
   });
 
-  // it learns them from the refusal and resumes with the client's own API
-  d.pendingInterrupts = open;
-  d.messages = d.messages.filter((m) => m.role !== "user"); // the refused message is not resent
-  const dNames = Object.fromEntries(open.map((i) => [i.id, i.metadata?.nb_hitl?.tool_name]));
+  // it answers them with the client's own API, nothing patched by hand
+  const dNames = toolNames(d);
   const dResume = buildResumeArray(
-    open,
+    d.pendingInterrupts,
     Object.fromEntries(
-      open.map((i) => [
+      d.pendingInterrupts.map((i) => [
         i.id,
-        dNames[i.id] === "AskUser"
+        dNames[i.toolCallId] === "AskUser"
           ? { status: "resolved", payload: { answers: [{ question: QUESTION, selected: ["notes.txt"] }] } }
-          : { status: "resolved", payload: { approved: false } },
+          : { status: "resolved", payload: { approved: false, reason: "Keep the log until Friday." } },
       ]),
     ),
   );
   const after = await run(d, { resume: dResume });
-  emit("resume_after_refusal", { ...brief(after), toolNames: Object.values(dNames).sort() });
+  emit("resume_after_refusal", {
+    ...brief(after),
+    toolNames: d.pendingInterrupts.length ? null : Object.values(dNames).sort(),
+    pending: d.pendingInterrupts.map((i) => i.id),
+  });
 }
 
 main().catch((err) => {
