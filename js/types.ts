@@ -125,6 +125,8 @@ export interface TranscriptEntry {
   media_type?: string;
   url?: string;
   bytes?: number;
+  /** text, thinking: the Markdown rendered and sanitised by the kernel once the block ended */
+  html?: string;
 }
 
 /** Reply status (the header chip). */

@@ -1,12 +1,14 @@
 // The page side of nb_hitl's ReplyWidget: a live transcript of one agent
 // reply with its pauses drawn inline, one card per pause (card.ts, and
 // cards/ for what each pause kind adds). Everything from the agent or the
-// model is set with textContent (lib/dom.ts); the theme ships once as the
+// model is set with textContent (lib/dom.ts), or is the kernel's sanitised
+// Markdown, sanitised again in the page (lib/safe_html.ts); the theme ships once as the
 // widget's _css (lib/theme.css).
 import type { AnyModel, Render } from "@anywidget/types";
 import { h, clear } from "../lib/dom";
 import { Rpc, probe, KERNEL_GONE } from "../lib/rpc";
 import { Announcer, keepKeys } from "../lib/a11y";
+import { safeFragment } from "../lib/safe_html";
 import type { ReplyModel } from "../types";
 import { Transcript } from "./transcript";
 import { TranscriptStream, markWaiting } from "./stream";
@@ -87,11 +89,19 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   const stream = new TranscriptStream(model, rpc, () => onStream());
   const entries = () => stream.entries;
   const header_ = () => drawHeader(header, model, rpc, cards.live, showBanner);
+  let shownFinal: { text: string; html?: string } = { text: "" };
   const drawFinal = () => {
     const text = String(model.get("final_text") || "");
+    // the final message is the last text block: shown with that block's Markdown, once rendered
+    const html = transcript.hideRepeatedFinal(entries(), text);
+    if (text === shownFinal.text && html === shownFinal.html) return;
+    shownFinal = { text, html };
     finalEl.textContent = "";
-    if (text) finalEl.append(h("div", { class: "nbh-ok", "data-testid": "nbh-final-text" }, text));
-    transcript.hideRepeatedFinal(entries(), text);
+    if (!text) return;
+    const box = h("div", { class: html === undefined ? "nbh-ok" : "nbh-ok nbh-md", "data-testid": "nbh-final-text" });
+    if (html === undefined) box.textContent = text;
+    else box.append(safeFragment(html));
+    finalEl.append(box);
   };
   const drawAll = () => {
     header_();
@@ -104,6 +114,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     stream.fromTrait();
     transcript.draw(entries());
     cards.drawAll();
+    drawFinal();
   });
   model.on("change:pauses", () => cards.drawAll());
   const markTitle = () => markWaiting(root, model.get("status") === "paused" && cards.live !== false);

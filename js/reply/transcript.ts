@@ -2,8 +2,11 @@
 // with a slot where the call's pause card goes) and tool results, appended
 // as they stream and updated in place; thinking blocks (collapsed), one step
 // per model call (elapsed time, tokens), hints and data blocks. Text is set
-// with textContent only.
-import { h, prettyJson } from "../lib/dom";
+// with textContent only; a text or thinking block that ended carries `html`,
+// its Markdown rendered and sanitised by the kernel, which replaces the plain
+// text once, through lib/safe_html.ts (parsed inert, walked again).
+import { h, clear, prettyJson } from "../lib/dom";
+import { safeFragment } from "../lib/safe_html";
 import type { TranscriptEntry } from "../types";
 
 interface EntryEl {
@@ -11,6 +14,35 @@ interface EntryEl {
   body: HTMLElement;
   slot?: HTMLElement;
   state?: HTMLElement;
+  /** the `html` shown (undefined: plain text) */
+  html?: string;
+  plainClass?: string;
+}
+
+/** The rendered Markdown of an entry, if it has one (text and thinking only). */
+export function entryHtml(e: TranscriptEntry | undefined): string | undefined {
+  return e && (e.kind === "text" || e.kind === "thinking") && typeof e.html === "string" ? e.html : undefined;
+}
+
+/** Show `html` (sanitised again) or, when undefined, `text` in `body`. */
+function show(rec: EntryEl, text: string, html: string | undefined): void {
+  if (html !== undefined) {
+    if (rec.html === html) return;
+    if (rec.html === undefined) rec.plainClass = rec.body.className;
+    rec.html = html;
+    clear(rec.body);
+    rec.body.append(safeFragment(html));
+    // the entry's own classes (tests and themes find it by them), less the plain-text look
+    const keep = (rec.plainClass || "").split(" ").filter((c) => c && c !== "nbh-plain" && c !== "nbh-pre");
+    rec.body.className = [...keep, "nbh-md"].join(" ");
+    return;
+  }
+  if (rec.html !== undefined) {
+    rec.html = undefined;
+    rec.body.className = rec.plainClass || "";
+    rec.body.textContent = "";
+  }
+  if (rec.body.textContent !== text) rec.body.textContent = text;
 }
 
 export class Transcript {
@@ -35,7 +67,7 @@ export class Transcript {
       }
       const text = e.kind === "tool_call" ? prettyJson(e.text) : e.kind === "step" ? stepText(e) : e.kind === "data" ? dataText(e) : e.text;
       if (e.kind === "step") this.track(e);
-      if (rec.body.textContent !== text) rec.body.textContent = text;
+      show(rec, text, entryHtml(e));
       if (rec.state) {
         const st = e.state || "";
         if (rec.state.textContent !== st) rec.state.textContent = st;
@@ -46,11 +78,14 @@ export class Transcript {
     }
   }
 
-  /** The final message already streamed as the last text block: show it once. */
-  hideRepeatedFinal(entries: TranscriptEntry[], finalText: string): void {
+  /** The final message already streamed as the last text block: show it once.
+   * Returns that block's rendered Markdown, if any, for the final message. */
+  hideRepeatedFinal(entries: TranscriptEntry[], finalText: string): string | undefined {
     const last = entries.filter((e) => e.kind === "text").pop();
     const lastEl = last ? this.entries.get(last.id) : undefined;
-    if (last && lastEl) lastEl.el.hidden = !!finalText && last.text.trim() === finalText.trim();
+    const repeated = !!last && !!finalText && last.text.trim() === finalText.trim();
+    if (last && lastEl) lastEl.el.hidden = repeated;
+    return repeated ? entryHtml(last) : undefined;
   }
 
   // a model call still running shows its elapsed time, once a second
@@ -108,7 +143,7 @@ export class Transcript {
       const step = e.id.startsWith("assign:") || e.id.startsWith("report:");
       return { el: h("div", { class: step ? "nbh-entry nbh-muted" : "nbh-entry nbh-warn", "data-testid": step ? "nbh-step" : "nbh-note" }, body), body };
     }
-    body.style.whiteSpace = "pre-wrap";
+    body.className = "nbh-text nbh-plain";
     return { el: h("div", { class: "nbh-entry", "data-testid": "nbh-text" }, body), body };
   }
 }

@@ -3,7 +3,8 @@
 A :class:`RemoteTurn` is one user message and the AG-UI runs its resumes
 needed; a :class:`RunRecord` is one of those runs. :class:`RunReader` folds
 a run's events into the turn: transcript entries (the same ``{"kind", "id",
-"text", ...}`` dicts a local :class:`~nb_hitl.session.Session` produces),
+"text", ...}`` dicts a local :class:`~nb_hitl.session.Session` produces, a
+text entry's Markdown rendered as ``html`` when its message ends),
 pause views for an interrupt outcome
 (:func:`~nb_hitl.agui.mapping.interrupt_view`), the final text, and the
 history to send with the next run. :func:`view_data` is what a display
@@ -28,6 +29,7 @@ from ag_ui.core import (
     ToolMessage,
 )
 
+from ..markdown import markdown_html
 from .client import AguiClientError
 from .mapping import META_KEY, META_VERSION, OUR_KINDS, interrupt_view, our_kind
 from .schema_guard import SchemaRefused, check_schema, without_patterns
@@ -187,6 +189,7 @@ class RunReader:
         self.calls_here: set[str] = set()
         self.last_chunk: str | None = None
         self.last_text = ""
+        self.ended: set[str] = set()  # text entries whose Markdown was rendered
 
     def feed(self, ev: Any) -> None:
         """Apply one event (events after the terminal one are only recorded)."""
@@ -205,6 +208,8 @@ class RunReader:
         if t == EventType.TEXT_MESSAGE_START:
             turn.entry("text", ev.message_id)
             self.texts.setdefault(ev.message_id, "")
+        elif t == EventType.TEXT_MESSAGE_END:
+            self._render(ev.message_id)
         elif t in (EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_CHUNK):
             mid = ev.message_id or (list(self.texts)[-1] if self.texts else f"text-{record.run_id}")
             if ev.delta:
@@ -233,12 +238,28 @@ class RunReader:
                             e["state"] = m.error
         elif t == EventType.RUN_FINISHED:
             self.terminal = True
+            self._render()
             self._finished(ev)
         elif t == EventType.RUN_ERROR:
             self.terminal = True
+            self._render()
             record.outcome, record.error, record.error_code = "error", ev.message, ev.code
             turn.status = "error"
             turn.reason = ev.message + (f" ({ev.code})" if ev.code else "")
+
+    def _render(self, message_id: str | None = None) -> None:
+        """Give a text entry that ended its Markdown as ``html``
+        (:func:`~nb_hitl.markdown.markdown_html`), as a local transcript does:
+        the message ``message_id`` (``TEXT_MESSAGE_END``), or, at the run's
+        end, every text entry not rendered yet (chunks have no end event)."""
+        for e in self.turn.transcript:
+            done = e["id"] in self.ended or "html" in e
+            if e["kind"] != "text" or done or (message_id and e["id"] != message_id):
+                continue
+            self.ended.add(e["id"])
+            html = markdown_html(e["text"])
+            if html is not None:
+                e["html"] = html
 
     def _call_start_or_chunk(self, ev: Any) -> None:
         turn = self.turn

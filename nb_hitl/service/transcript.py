@@ -2,7 +2,8 @@
 
 ``GET /sessions/{id}/messages`` returns AgentScope ``Msg`` JSON; the widget
 draws entries ``{"kind": "text"|"tool_call"|"tool_result"|"note", "id",
-"text", "name", "tool_call_id", "state"}``. The late output of a tool the
+"text", "name", "tool_call_id", "state"}``; a text entry whose Markdown
+renders to more than its plain text adds ``html`` (sanitised). The late output of a tool the
 service moved to the background arrives as a hint block in a later reply;
 it is drawn as a tool result there, where a person reading the session
 looks for it.
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+from ..markdown import markdown_html
 
 __all__ = ["transcript_entries"]
 
@@ -72,7 +75,10 @@ def transcript_entries(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if late is not None:
                 entries.append(late)
             elif kind == "text":
-                entries.append({"kind": "text", "id": str(b.get("id")), "text": str(b.get("text") or "")})
+                text = str(b.get("text") or "")
+                entry = {"kind": "text", "id": str(b.get("id")), "text": text}
+                html = markdown_html(text)  # a stored block has ended: its Markdown, as a live reply shows it
+                entries.append(entry if html is None else {**entry, "html": html})
             elif kind == "tool_call":
                 entries.append(
                     {

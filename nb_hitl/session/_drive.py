@@ -341,6 +341,13 @@ class Driver(Actions):
         """Consume one ``reply_stream`` call into the transcript and pauses."""
         run.status = "running"
         self._push(run)
+        try:
+            await self._events(run, inp)
+        finally:  # a text block cut short (cancelled, failed) is rendered too
+            run.transcript.finish()
+        self._push(run)
+
+    async def _events(self, run: ReplyRun, inp: Any) -> None:
         tr = run.transcript
 
         def call_name(tool_call_id: str) -> str:
@@ -420,4 +427,3 @@ class Driver(Actions):
                 self._stream(run)
         if result_due:
             self.checkpoint()
-        self._push(run)

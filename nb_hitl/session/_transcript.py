@@ -9,7 +9,10 @@ AgentScope's ``reply_stream`` here and from AG-UI events by a remote client.
 Each entry is a dict the page renders as is (``js/reply.ts``, ``Entry``):
 ``{"kind": "text" | "tool_call" | "tool_result" | "note", "id", "text",
 ...}``; tool entries add ``name`` and ``tool_call_id``, results a ``state``
-(``running`` then AgentScope's ``ToolResultState`` value).
+(``running`` then AgentScope's ``ToolResultState`` value). A text or
+thinking entry streams as plain text; when its block ends it gets ``html``,
+its Markdown rendered once and sanitised (:func:`nb_hitl.markdown.markdown_html`;
+none for text that reads the same without HTML).
 
 Streaming: every change is also recorded as an operation (``{"op": "add",
 "entry"}``, ``{"op": "append", "id", "text"}``, ``{"op": "set", "id",
@@ -30,13 +33,19 @@ from agentscope.event import (
     HintBlockEvent,
     ModelCallEndEvent,
     ModelCallStartEvent,
+    TextBlockEndEvent,
     ThinkingBlockDeltaEvent,
+    ThinkingBlockEndEvent,
     ThinkingBlockStartEvent,
 )
 
 from .._agentscope import strip_system_reminders
+from ..markdown import markdown_html
 
-__all__ = ["Transcript", "record_event"]
+__all__ = ["MARKDOWN_KINDS", "Transcript", "record_event"]
+
+MARKDOWN_KINDS = ("text", "thinking")
+"""Entry kinds whose text is the model's Markdown (rendered when they end)."""
 
 
 def _no_reminder_tags(text: str) -> str:
@@ -75,6 +84,7 @@ class Transcript(list[dict[str, Any]]):
         super().__init__()
         self._by_id: dict[str, dict[str, Any]] = {}
         self._ops: list[dict[str, Any]] = []
+        self._ended: set[str] = set()  # text/thinking entries whose Markdown was rendered
         #: number of the last batch handed out by :meth:`take_ops` (0: none yet)
         self.seq = 0
         #: entries changed since the widget's ``transcript`` trait was last set
@@ -198,6 +208,35 @@ class Transcript(list[dict[str, Any]]):
                 self._set(e, text=_no_reminder_tags(e["text"]))
         return e
 
+    def end_text(self, key: str, text: str | None = None) -> None:
+        """A text or thinking block ended: render its Markdown once, as the
+        entry's ``html`` (a ``set`` op; the page swaps the plain text for it).
+        Text that reads the same without HTML gets none and stays plain.
+
+        Args:
+            key: the entry's id (a text block's ``block_id``, ``thinking:<block_id>``).
+            text: the block's final text when it is not what streamed
+                (AgentScope's ``TextBlockEndEvent.text``); replaces the entry's text.
+
+        Unknown keys and entries of other kinds are left alone.
+        """
+        e = self._by_id.get(key)
+        if e is None or e["kind"] not in MARKDOWN_KINDS:
+            return
+        if text is not None:
+            self._set(e, text=text)
+        self._ended.add(key)
+        html = markdown_html(e["text"])
+        if html is not None:
+            self._set(e, html=html)
+
+    def finish(self) -> None:
+        """Render every text or thinking entry whose end never came (a reply
+        cancelled or failed mid-block); those rendered already are kept."""
+        for e in self:
+            if e["kind"] in MARKDOWN_KINDS and e["id"] not in self._ended:
+                self.end_text(e["id"])
+
     def note(self, text: str) -> dict[str, Any]:
         """Append a note (e.g. "The agent reached its iteration limit.")."""
         return self.add("note", f"note:{len(self)}", text=text)
@@ -213,9 +252,10 @@ class Transcript(list[dict[str, Any]]):
 
 
 def record_event(tr: Transcript, ev: Any) -> bool:
-    """Add what an AgentScope event shows beyond text and tool calls to ``tr``.
+    """Add what an AgentScope event shows beyond text deltas and tool calls to ``tr``.
 
-    Handles ``ModelCallStartEvent`` / ``ModelCallEndEvent`` (a ``step``
+    Handles ``TextBlockEndEvent`` / ``ThinkingBlockEndEvent`` (the entry's
+    Markdown rendered, :meth:`Transcript.end_text`), ``ModelCallStartEvent`` / ``ModelCallEndEvent`` (a ``step``
     entry per model call: ``model_name``, ``started_at`` in epoch seconds,
     then ``elapsed`` seconds and AgentScope's token counts), thinking blocks
     (``thinking`` entries), ``HintBlockEvent`` (``hint``) and data blocks
@@ -245,6 +285,10 @@ def record_event(tr: Transcript, ev: Any) -> bool:
         tr.add("thinking", "thinking:" + ev.block_id)
     elif isinstance(ev, ThinkingBlockDeltaEvent):
         tr._append(tr.add("thinking", "thinking:" + ev.block_id), ev.delta)
+    elif isinstance(ev, TextBlockEndEvent):
+        tr.end_text(ev.block_id, ev.text)
+    elif isinstance(ev, ThinkingBlockEndEvent):
+        tr.end_text("thinking:" + ev.block_id)
     elif isinstance(ev, HintBlockEvent):
         hint = ev.hint if isinstance(ev.hint, str) else "\n".join(getattr(b, "text", "") or "" for b in ev.hint)
         tr.add("hint", "hint:" + ev.block_id, text=_no_reminder_tags(hint), source=hint_source(ev.source))
