@@ -23,6 +23,7 @@ from ..decisions import Decision
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
+from ._cards import trait_due
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun, can_transition, transition
 
 if TYPE_CHECKING:
@@ -120,29 +121,46 @@ class SessionCore:
         return run
 
     def _push(self, run: ReplyRun, **traits: Any) -> None:
-        """Send the run's view to its widget (trait assignment = one comm update).
+        """Send the run's view to its widget: what changed, and the traits given.
 
         The transcript's pending changes go first as one stream message
-        (:meth:`_flush_transcript`); the ``transcript`` trait (the full
-        record, for saved notebooks and reloads) is set only when it changed
-        since it was last set: ``_push`` runs at status changes, pauses and
-        decisions, never per delta.
+        (:meth:`_flush_transcript`), then the pause cards that changed as one
+        ``nbh_cards`` message (:class:`~nb_hitl.session._cards.CardFeed`),
+        then the traits in one comm update. The ``transcript`` trait (the
+        full record, for saved notebooks and reloads) is set only when it
+        changed since it was last set: ``_push`` runs at status changes,
+        pauses and decisions, never per delta. The ``pauses`` trait always
+        holds every card in the kernel, but reaches the page only when the
+        set of cards changed or the reply ended
+        (:func:`~nb_hitl.session._cards.trait_due`).
         """
-        if run.widget is None:
+        widget = run.widget
+        if widget is None:
             return
         self._flush_transcript(run)
         # transcript first: a pause card goes under its tool call's entry
         if run.transcript.trait_dirty:
             traits.setdefault("transcript", run.transcript.view())
-        traits.setdefault("pauses", [p.to_view() for p in run.pauses.values()])
+        views = [p.to_view() for p in run.pauses.values()]
+        ops = run.cards.take_ops(views)
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:
-            with run.widget.hold_sync():
+            if ops:
+                widget.send(run.cards.message(ops))
+            with widget.hold_sync():
+                widget.set_pauses(views, run.cards.seq, send=trait_due(run.cards, views, run.live))
                 for name, value in traits.items():
-                    setattr(run.widget, name, value)
+                    setattr(widget, name, value)
         except Exception:  # a closed comm must not stop the agent
             log.warning("could not update the reply widget", exc_info=True)
+
+    def _cards_sync(self, run: ReplyRun) -> dict[str, Any]:
+        """The page's resync of the pause cards (on connect or after a gap):
+        every card and the ``seq`` it includes; ``nbh_cards`` messages with a
+        higher ``seq`` follow."""
+        self._push(run)
+        return {"seq": run.cards.seq, "pauses": run.cards.views()}
 
     def _stream(self, run: ReplyRun) -> None:
         """Send the transcript's pending changes, at most every

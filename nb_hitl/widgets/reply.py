@@ -15,7 +15,12 @@ readable record; case C12):
   ``expired`` | ``error``; ``status_reason`` says why.
 * ``transcript``: ``[{"kind": "text"|"tool_call"|"tool_result"|"note",
   "id", "text", "name", "state"}]``.
-* ``pauses``: ``[Pause.to_view()]`` (see :mod:`nb_hitl.pauses`).
+* ``pauses``: ``[Pause.to_view()]`` (see :mod:`nb_hitl.pauses`). A session
+  keeps it current in the kernel but sends it to the page only when the set of
+  cards changed or the reply ended (:meth:`ReplyWidget.set_pauses`); in
+  between, each changed card travels alone as an ``nbh_cards`` message.
+* ``cards_seq``: the ``seq`` of the last ``nbh_cards`` message ``pauses``
+  includes (0 when no card was streamed).
 * ``final_text``: the reply's final message text.
 * ``pending``: how many pauses wait for the person (status ``open``);
   derived from ``pauses`` here, so front ends that react to trait changes
@@ -57,6 +62,10 @@ class ReplyWidget(RequestWidget):
     pauses = traitlets.List(traitlets.Dict()).tag(sync=True)
     final_text = traitlets.Unicode("").tag(sync=True)
     pending = traitlets.Int(0).tag(sync=True)
+    cards_seq = traitlets.Int(0).tag(sync=True)
+
+    #: traits being set in the kernel only (see :meth:`set_pauses`)
+    _kernel_only: frozenset[str] = frozenset()
 
     def __init__(self, handler: Handler | None = None, **traits: Any) -> None:
         unknown = set(traits) - set(self.class_trait_names(sync=True))
@@ -64,6 +73,32 @@ class ReplyWidget(RequestWidget):
             raise TypeError(f"ReplyWidget got unknown argument(s): {', '.join(sorted(unknown))}")
         super().__init__(handler=handler, **traits)
         self.pending = open_count(self.pauses)
+
+    def set_pauses(self, views: list[dict[str, Any]], seq: int, *, send: bool) -> None:
+        """Set ``pauses`` and ``cards_seq`` together; send them to the page only if ``send``.
+
+        Args:
+            views: every pause of the reply (``Pause.to_view()`` dicts), in order.
+            seq: the ``seq`` of the last ``nbh_cards`` message ``views`` includes.
+            send: ``True`` sends both in one comm update (even when unchanged);
+                ``False`` keeps them in the kernel: the page already has the
+                changes as card messages, and gets the traits when it asks for
+                the widget's state (a reload) or on the next send.
+        """
+        self._kernel_only = frozenset({"pauses", "cards_seq"})
+        try:
+            self.pauses = views
+            self.cards_seq = seq
+        finally:
+            self._kernel_only = frozenset()
+        if send:
+            self.send_state(["pauses", "cards_seq"])
+
+    def _should_send_property(self, key: str, value: Any) -> bool:
+        # ipywidgets' hook deciding whether a trait change goes to the page
+        if key in self._kernel_only:
+            return False
+        return bool(super()._should_send_property(key, value))
 
     @traitlets.observe("pauses")
     def _count_pending(self, change: Any) -> None:
