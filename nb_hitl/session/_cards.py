@@ -36,8 +36,9 @@ class CardFeed:
         self.messages = 0
         self.cards_sent = 0
         self._sent: dict[str, dict[str, Any]] = {}
-        #: tool call ids when the ``pauses`` trait was last sent to the page
+        #: tool call ids and ``seq`` when the ``pauses`` trait was last sent to the page
         self.trait_ids: tuple[str, ...] | None = None
+        self.trait_seq = -1
 
     def take_ops(self, views: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """The ops that bring the page from what it was sent to ``views``.
@@ -78,11 +79,13 @@ def trait_due(feed: CardFeed, views: Sequence[dict[str, Any]], live: bool) -> bo
     """Whether the ``pauses`` trait must be sent to the page with this push.
 
     It is when the reply gained or lost a card (what a reconnecting page and a
-    saved notebook need at once), and for every push once the reply ended (the
-    final record). A decision on a known card only travels as its own card op.
+    saved notebook need at once), and once the reply ended, when a card changed
+    since it was last sent (the final record). A decision on a known card only
+    travels as its own card op.
     """
     ids = tuple(v["tool_call_id"] for v in views)
-    if ids != feed.trait_ids or not live:
+    if ids != feed.trait_ids or (not live and feed.seq != feed.trait_seq):
         feed.trait_ids = ids
+        feed.trait_seq = feed.seq
         return True
     return False

@@ -141,7 +141,7 @@ class SessionCore:
         # transcript first: a pause card goes under its tool call's entry
         if run.transcript.trait_dirty:
             traits.setdefault("transcript", run.transcript.view())
-        views = [p.to_view() for p in run.pauses.values()]
+        views: list[dict[str, Any]] = [dict(p.to_view()) for p in run.pauses.values()]
         ops = run.cards.take_ops(views)
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
