@@ -101,6 +101,15 @@ function refusal(d: DecisionView | null): boolean {
   return a === "deny" || a === "reject" || a === "cancelled" || a === "return_error" || a === "timeout";
 }
 
+/** The most characters of a call's input a card shows (a huge input stays readable and cheap to draw). */
+export const MAX_SHOWN_CHARS = 20000;
+
+/** `text`, cut to {@link MAX_SHOWN_CHARS} with a note saying how much is left out. */
+export function clip(text: string): string {
+  const s = String(text ?? "");
+  return s.length <= MAX_SHOWN_CHARS ? s : `${s.slice(0, MAX_SHOWN_CHARS)}\n… (${s.length - MAX_SHOWN_CHARS} more characters not shown)`;
+}
+
 export function timeLeft(deadline: number): string {
   const s = Math.max(0, Math.round(deadline - Date.now() / 1000));
   return s > 0 ? `${s}s left` : "deadline passed";
@@ -516,12 +525,12 @@ export class CardSet {
     if (p.decision && p.decision.edited_input !== undefined) {
       card.append(
         h("div", { class: "nbh-muted" }, "Asked for:"),
-        h("pre", { class: "nbh-pre" }, p.input_text),
+        h("pre", { class: "nbh-pre" }, clip(p.input_text)),
         h("div", { class: "nbh-muted" }, "Ran with your edit:"),
         h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, p.decision.edited_input_text ?? JSON.stringify(p.decision.edited_input, null, 2)),
       );
     } else if (showInput) {
-      card.append(h("pre", { class: "nbh-pre" }, p.input_text));
+      card.append(h("pre", { class: "nbh-pre" }, clip(p.input_text)));
     }
     if (p.decision && p.decision.action === "submit" && typeof p.decision.output === "string")
       card.append(h("div", { class: "nbh-muted" }, "Submitted:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-submitted" }, p.decision.output));

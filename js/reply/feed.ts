@@ -131,10 +131,14 @@ export class CardFeed {
     if (this.syncing) return;
     this.syncing = true;
     this.resyncs += 1;
-    const reply = await this.rpc.request("cards_sync", {});
+    const reply = await this.rpc.request("cards_sync", { seq: this.seq });
     this.syncing = false;
-    if (!reply.ok || !Array.isArray(reply.pauses) || typeof reply.seq !== "number") return;
-    this.reset(reply.pauses as PauseView[], reply.seq);
+    if (!reply.ok || typeof reply.seq !== "number") return;
+    if (reply.current === true && reply.seq === this.seq) {
+      // the page already holds every card at this seq: nothing came again
+    } else if (Array.isArray(reply.pauses)) {
+      this.reset(reply.pauses as PauseView[], reply.seq);
+    } else return;
     const later = this.buffered.filter((m) => m.seq > this.seq).sort((a, b) => a.seq - b.seq);
     this.buffered = [];
     for (const m of later) {

@@ -51,7 +51,7 @@ class Actions(SessionCore):
         if action == "transcript_sync":  # the page (re)connected or saw a gap in the stream
             return self._transcript_sync(run)
         if action == "cards_sync":  # the same for the pause cards
-            return self._cards_sync(run)
+            return self._cards_sync(run, message.get("seq"))
         if action == "interrupt":
             if not run.live:
                 raise PauseNotLiveError(f"This reply is already {run.status}: {run.reason or 'nothing to interrupt'}")

@@ -9,8 +9,9 @@ one card, not every card of the reply again.
 
 The widget's ``pauses`` trait stays the record (saved with the notebook,
 read on reload); :func:`trait_due` says when it must also be sent to the
-page: when the set of cards changed, and once the reply has ended. See
-"Pause cards" in ``docs/design.md``.
+page: when the set of cards changed, and once the reply has ended; such a
+push sends no card message (the trait holds the changes, and its
+``cards_seq`` the ``seq`` they took). See "Pause cards" in ``docs/design.md``.
 """
 
 from __future__ import annotations
@@ -62,8 +63,6 @@ class CardFeed:
         self._sent = fresh
         if ops:
             self.seq += 1
-            self.messages += 1
-            self.cards_sent += sum(1 for op in ops if op["op"] == "card")
         return ops
 
     def views(self) -> list[dict[str, Any]]:
@@ -71,7 +70,13 @@ class CardFeed:
         return list(self._sent.values())
 
     def message(self, ops: list[dict[str, Any]]) -> dict[str, Any]:
-        """The custom message for ``ops`` (just taken by :meth:`take_ops`)."""
+        """The custom message for ``ops`` (just taken by :meth:`take_ops`), counted as sent.
+
+        Ops not sent as a message (the ``pauses`` trait went with the same
+        push) still took their ``seq``: the trait carries it as ``cards_seq``.
+        """
+        self.messages += 1
+        self.cards_sent += sum(1 for op in ops if op["op"] == "card")
         return {"type": "nbh_cards", "seq": self.seq, "ops": ops}
 
 

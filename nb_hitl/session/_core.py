@@ -146,20 +146,24 @@ class SessionCore:
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:
-            if ops:
+            full = trait_due(run.cards, views, run.live)
+            if ops and not full:  # the trait, sent below, holds these changes too
                 widget.send(run.cards.message(ops))
             with widget.hold_sync():
-                widget.set_pauses(views, run.cards.seq, send=trait_due(run.cards, views, run.live))
+                widget.set_pauses(views, run.cards.seq, send=full)
                 for name, value in traits.items():
                     setattr(widget, name, value)
         except Exception:  # a closed comm must not stop the agent
             log.warning("could not update the reply widget", exc_info=True)
 
-    def _cards_sync(self, run: ReplyRun) -> dict[str, Any]:
+    def _cards_sync(self, run: ReplyRun, page_seq: Any = None) -> dict[str, Any]:
         """The page's resync of the pause cards (on connect or after a gap):
-        every card and the ``seq`` it includes; ``nbh_cards`` messages with a
-        higher ``seq`` follow."""
+        every card and the ``seq`` it includes (``nbh_cards`` messages with a
+        higher ``seq`` follow), or only ``{"seq", "current": True}`` when the
+        page already holds that ``seq`` (``page_seq``)."""
         self._push(run)
+        if isinstance(page_seq, int) and page_seq == run.cards.seq:
+            return {"seq": run.cards.seq, "current": True}
         return {"seq": run.cards.seq, "pauses": run.cards.views()}
 
     def _stream(self, run: ReplyRun) -> None:

@@ -55,6 +55,7 @@ KNOWN_ACTIONS = {
     "ping",
     "batch",
     "transcript_sync",
+    "cards_sync",
 }
 
 
