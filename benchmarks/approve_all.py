@@ -13,7 +13,8 @@ by default). Two ways to approve them, in the same run:
 For each it prints the wall time and the kernel's CPU time from "approve" to
 the reply's end, the bytes the kernel sent to the page (every comm message of
 the reply's widget, as JSON) and the peak of traced memory (a separate pass
-under ``tracemalloc``). It checks that the agent was resumed once with every
+under ``tracemalloc``); and the bytes per decision when the N calls are
+approved one at a time (flat as N grows: each decision sends its own card). It checks that the agent was resumed once with every
 result and that the model was called once after them. Outside a kernel
 ipywidgets' comms are ``comm.DummyComm``: the bytes are counted where the
 comm would publish them.
@@ -98,8 +99,9 @@ async def baseline(n: int, measure: Callable[[], Any]) -> dict[str, Any]:
     return {**m.figures, "bytes": 0, "resumes": 1, "model_calls_after": len(agent.model.calls) - calls_before}
 
 
-async def with_ui(n: int, measure: Callable[[], Any]) -> dict[str, Any]:
-    """A displayed Session; "Approve all" as the page sends it, through the widget's comm handler."""
+async def parked_session(n: int) -> tuple[Session, Any, asyncio.Task, dict[str, int]]:
+    """A displayed Session parked on ``n`` confirmations; ``(session, run, task, sent)`` where
+    ``sent`` counts what its widget publishes from now on (``bytes``, ``messages``)."""
     agent = make_agent(n)
     session = Session(agent)
     task = session.start("Archive them all.")
@@ -118,12 +120,34 @@ async def with_ui(n: int, measure: Callable[[], Any]) -> dict[str, Any]:
         return publish(msg_type, data, metadata, buffers, **keys)
 
     widget.comm.publish_msg = counting
+    return session, run, task, sent
+
+
+def page_message(widget: Any, message: dict[str, Any]) -> None:
+    """What ipywidgets does with the page's ``model.send(message)``: the comm's custom-message handler."""
+    widget._handle_msg({"content": {"data": {"method": "custom", "content": message}}, "buffers": []})
+
+
+async def one_at_a_time_bytes(n: int) -> float:
+    """Bytes sent to the page per decision when the ``n`` calls are approved one by one."""
+    session, run, task, sent = await parked_session(n)
+    for k, pause in enumerate(list(session.pending)):
+        page_message(run.widget, {"request_id": f"r{k}", "action": "approve", "tool_call_id": pause.tool_call_id})
+        while k < n - 1 and (run.resumes < k + 1 or run.status != "paused"):
+            await asyncio.sleep(0.001)
+    await task
+    return sent["bytes"] / n
+
+
+async def with_ui(n: int, measure: Callable[[], Any]) -> dict[str, Any]:
+    """A displayed Session; "Approve all" as the page sends it, through the widget's comm handler."""
+    session, run, task, sent = await parked_session(n)
+    agent = session.agent
     calls_before = len(agent.model.calls)
     items = [{"action": "approve", "tool_call_id": p.tool_call_id, "reply_id": p.reply_id} for p in session.pending]
     message = {"request_id": "approve-all", "action": "batch", "items": items}
     with measure() as m:
-        # what ipywidgets does with the page's message: the comm's custom-message handler
-        widget._handle_msg({"content": {"data": {"method": "custom", "content": message}}, "buffers": []})
+        page_message(run.widget, message)
         await task
     assert run.resumes == 1, f"resumed {run.resumes} times"
     return {
@@ -171,6 +195,7 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, dict[str, Any]]]:
     out: dict[int, dict[str, dict[str, Any]]] = {}
     for n in sizes:
         out[n] = {"baseline": measured(baseline, n), "nb_hitl": measured(with_ui, n)}
+        out[n]["nb_hitl"]["one_at_a_time_bytes"] = asyncio.run(one_at_a_time_bytes(n))
     print(f"{'N':>5} {'':9} {'wall s':>8} {'cpu s':>8} {'bytes':>9} {'peak MB':>8} {'resumes':>7} {'model':>5}")
     for n, rows in out.items():
         for name, r in rows.items():
@@ -179,7 +204,12 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, dict[str, Any]]]:
                 f" {r['resumes']:7d} {r['model_calls_after']:5d}"
             )
         ratio = rows["nb_hitl"]["wall_s"] / rows["baseline"]["wall_s"]
-        print(f"{n:>5} nb_hitl / baseline wall ×{ratio:.2f}; card messages {rows['nb_hitl']['card_messages']}")
+        cpu = rows["nb_hitl"]["cpu_s"] / rows["baseline"]["cpu_s"]
+        print(
+            f"{n:>5} nb_hitl / baseline: wall ×{ratio:.2f}, cpu ×{cpu:.2f}; card messages "
+            f"{rows['nb_hitl']['card_messages']}; one at a time: "
+            f"{rows['nb_hitl']['one_at_a_time_bytes'] / 1000:.1f} KB per decision"
+        )
     if len(out) > 1:
         small, big = min(out), max(out)
         growth = out[big]["nb_hitl"]["wall_s"] / out[small]["nb_hitl"]["wall_s"]

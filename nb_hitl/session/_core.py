@@ -126,31 +126,31 @@ class SessionCore:
         The transcript's pending changes go first as one stream message
         (:meth:`_flush_transcript`), then the pause cards that changed as one
         ``nbh_cards`` message (:class:`~nb_hitl.session._cards.CardFeed`),
-        then the traits in one comm update. The ``transcript`` trait (the
-        full record, for saved notebooks and reloads) is set only when it
-        changed since it was last set: ``_push`` runs at status changes,
-        pauses and decisions, never per delta. The ``pauses`` trait always
-        holds every card in the kernel, but reaches the page only when the
-        set of cards changed or the reply ended
-        (:func:`~nb_hitl.session._cards.trait_due`).
+        then the traits in one comm update. The record traits ``pauses`` and
+        ``transcript`` (what a saved notebook and a reload show) always hold
+        everything in the kernel, but reach the page only when the set of
+        cards changed or the reply ended
+        (:func:`~nb_hitl.session._cards.trait_due`): a decision on one card
+        sends that card, never every card or the whole transcript again.
         """
         widget = run.widget
         if widget is None:
             return
         self._flush_transcript(run)
-        # transcript first: a pause card goes under its tool call's entry
-        if run.transcript.trait_dirty:
-            traits.setdefault("transcript", run.transcript.view())
         views: list[dict[str, Any]] = [dict(p.to_view()) for p in run.pauses.values()]
         ops = run.cards.take_ops(views)
+        record: dict[str, Any] = {"pauses": views, "cards_seq": run.cards.seq}
+        if run.transcript.trait_dirty:
+            record["transcript"] = run.transcript.view()
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:
             full = trait_due(run.cards, views, run.live)
-            if ops and not full:  # the trait, sent below, holds these changes too
+            if ops and not full:  # the record, sent below, holds these changes too
                 widget.send(run.cards.message(ops))
             with widget.hold_sync():
-                widget.set_pauses(views, run.cards.seq, send=full)
+                # transcript with the cards: a pause card goes under its tool call's entry
+                widget.set_record(send=full, **record)
                 for name, value in traits.items():
                     setattr(widget, name, value)
         except Exception:  # a closed comm must not stop the agent

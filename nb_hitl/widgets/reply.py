@@ -16,9 +16,10 @@ readable record; case C12):
 * ``transcript``: ``[{"kind": "text"|"tool_call"|"tool_result"|"note",
   "id", "text", "name", "state"}]``.
 * ``pauses``: ``[Pause.to_view()]`` (see :mod:`nb_hitl.pauses`). A session
-  keeps it current in the kernel but sends it to the page only when the set of
-  cards changed or the reply ended (:meth:`ReplyWidget.set_pauses`); in
-  between, each changed card travels alone as an ``nbh_cards`` message.
+  keeps it (and ``transcript``) current in the kernel but sends them to the
+  page only when the set of cards changed or the reply ended
+  (:meth:`ReplyWidget.set_record`); in between, each changed card travels
+  alone as an ``nbh_cards`` message (and the transcript as its stream).
 * ``cards_seq``: the ``seq`` of the last ``nbh_cards`` message ``pauses``
   includes (0 when no card was streamed).
 * ``final_text``: the reply's final message text.
@@ -38,6 +39,12 @@ import traitlets
 from ._base import Handler, RequestWidget
 
 __all__ = ["ReplyWidget"]
+
+
+#: the traits a session keeps current in the kernel and sends to the page only
+#: now and then (:meth:`ReplyWidget.set_record`); the page gets their changes
+#: as stream messages meanwhile
+RECORD_TRAITS = ("pauses", "cards_seq", "transcript")
 
 
 class ReplyWidget(RequestWidget):
@@ -74,25 +81,34 @@ class ReplyWidget(RequestWidget):
         super().__init__(handler=handler, **traits)
         self.pending = open_count(self.pauses)
 
-    def set_pauses(self, views: list[dict[str, Any]], seq: int, *, send: bool) -> None:
-        """Set ``pauses`` and ``cards_seq`` together; send them to the page only if ``send``.
+    def set_record(self, *, send: bool, **traits: Any) -> None:
+        """Set record traits in the kernel; send the record to the page only if ``send``.
 
         Args:
-            views: every pause of the reply (``Pause.to_view()`` dicts), in order.
-            seq: the ``seq`` of the last ``nbh_cards`` message ``views`` includes.
-            send: ``True`` sends both in one comm update (even when unchanged);
-                ``False`` keeps them in the kernel: the page already has the
-                changes as card messages, and gets the traits when it asks for
-                the widget's state (a reload) or on the next send.
+            send: ``True`` sends every record trait (:data:`RECORD_TRAITS`, their
+                current values, even when unchanged) in one comm update;
+                ``False`` keeps the new values in the kernel: the page has the
+                changes already (card and transcript stream messages), and gets
+                the values when it asks for the widget's state (a reload) or with
+                the next send.
+            **traits: values of record traits: ``pauses`` (``Pause.to_view()``
+                dicts, in order), ``cards_seq`` (the ``seq`` of the last
+                ``nbh_cards`` message ``pauses`` includes), ``transcript``.
+
+        Raises:
+            TypeError: a name that is not a record trait.
         """
-        self._kernel_only = frozenset({"pauses", "cards_seq"})
+        unknown = set(traits) - set(RECORD_TRAITS)
+        if unknown:
+            raise TypeError(f"not record traits: {', '.join(sorted(unknown))}")
+        self._kernel_only = frozenset(RECORD_TRAITS)
         try:
-            self.pauses = views
-            self.cards_seq = seq
+            for name, value in traits.items():
+                setattr(self, name, value)
         finally:
             self._kernel_only = frozenset()
         if send:
-            self.send_state(["pauses", "cards_seq"])
+            self.send_state(list(RECORD_TRAITS))
 
     def _should_send_property(self, key: str, value: Any) -> bool:
         # ipywidgets' hook deciding whether a trait change goes to the page

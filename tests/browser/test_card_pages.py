@@ -59,7 +59,7 @@ MANY_SETUP = textwrap.dedent(
     feed = CardFeed()
     feed.take_ops(PAUSES)
     w = ReplyWidget(handler=handler, agent_name="many", prompt="archive", reply_id="many", status="paused")
-    w.set_pauses(PAUSES, feed.seq, send=True)
+    w.set_record(pauses=PAUSES, cards_seq=feed.seq, send=True)
     display(w)
     """
 )
