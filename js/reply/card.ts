@@ -280,25 +280,28 @@ export class CardSet {
   }
 
   // "Showing 50 of 10000 cards" and "Show more": the cards past the page are
-  // not drawn until asked for; the group actions count them.
+  // not drawn until asked for; the group actions count them. Built once and
+  // updated in place (the keyboard may be on the button when a card changes).
+  private pagerText: HTMLElement | null = null;
+  private pagerButton: HTMLElement | null = null;
+
   private drawPager(): void {
     const total = this.feed.size;
-    const pager = this.pager;
-    clear(pager);
-    pager.hidden = total <= this.limit;
-    if (pager.hidden) return;
+    this.pager.hidden = total <= this.limit;
+    if (this.pager.hidden) return;
+    if (!this.pagerText || !this.pagerButton) {
+      this.pagerText = h("span", { class: "nbh-muted", "data-testid": "nbh-pager-text" });
+      this.pagerButton = h("button", { "data-testid": "nbh-show-more", onclick: () => this.showMore() });
+      clear(this.pager);
+      this.pager.append(this.pagerText, this.pagerButton);
+    }
     const hiddenOpen = this.pauses()
       .slice(this.limit)
       .filter((p) => this.canAct(p)).length;
-    pager.append(
-      h(
-        "span",
-        { class: "nbh-muted", "data-testid": "nbh-pager-text" },
-        `Showing ${this.limit} of ${total} cards` +
-          (hiddenOpen ? `; ${hiddenOpen} open cards not shown are included in the group actions above.` : "."),
-      ),
-      h("button", { "data-testid": "nbh-show-more", onclick: () => this.showMore() }, `Show ${Math.min(PAGE_SIZE, total - this.limit)} more`),
-    );
+    this.pagerText.textContent =
+      `Showing ${this.limit} of ${total} cards` +
+      (hiddenOpen ? `; ${hiddenOpen} open cards not shown are included in the group actions above.` : ".");
+    this.pagerButton.textContent = `Show ${Math.min(PAGE_SIZE, total - this.limit)} more`;
   }
 
   /** Draw the next page of cards. */
@@ -308,9 +311,9 @@ export class CardSet {
     const added = this.pauses().slice(from, this.limit);
     for (const p of added) this.redraw(p, false);
     this.drawPager();
-    const more = this.pager.querySelector<HTMLElement>('[data-testid="nbh-show-more"]');
+    // the keyboard stays on "Show more" while there is more; else it goes to the first card shown
     const first = added.length ? this.cards.get(added[0].tool_call_id)?.el : null;
-    (more || first)?.focus();
+    (this.pager.hidden ? first : this.pagerButton)?.focus();
     this.announce(`${added.length} more cards shown`);
   }
 

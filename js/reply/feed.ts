@@ -39,14 +39,23 @@ export class CardFeed {
     if (!msg || msg.type !== "nbh_cards" || typeof msg.seq !== "number" || !Array.isArray(msg.ops)) return;
     this.receive(msg as CardsMsg);
   };
+  // `pauses` and `cards_seq` come in one update, but a front end may announce
+  // each key as soon as it is set (marimo): read them together, once both are in
+  private traitDue = false;
   private onTrait = () => {
-    if (!this.writing) this.fromTrait();
+    if (this.writing || this.traitDue) return;
+    this.traitDue = true;
+    queueMicrotask(() => {
+      this.traitDue = false;
+      this.fromTrait();
+    });
   };
 
   constructor(private model: AnyModel<ReplyModel>, private rpc: Rpc, private onChange: CardsChanged) {
     this.reset(this.model.get("pauses") || [], Number(this.model.get("cards_seq")) || 0);
     model.on("msg:custom", this.handler);
     model.on("change:pauses", this.onTrait);
+    model.on("change:cards_seq", this.onTrait);
   }
 
   /** Every card, in the kernel's order. */
@@ -175,5 +184,6 @@ export class CardFeed {
     window.clearTimeout(this.saveTimer);
     this.model.off("msg:custom", this.handler);
     this.model.off("change:pauses", this.onTrait);
+    this.model.off("change:cards_seq", this.onTrait);
   }
 }

@@ -44,7 +44,7 @@ __all__ = ["ReplyWidget"]
 #: the traits a session keeps current in the kernel and sends to the page only
 #: now and then (:meth:`ReplyWidget.set_record`); the page gets their changes
 #: as stream messages meanwhile
-RECORD_TRAITS = ("pauses", "cards_seq", "transcript")
+RECORD_TRAITS = ("cards_seq", "pauses", "transcript")
 
 
 class ReplyWidget(RequestWidget):
