@@ -71,7 +71,7 @@ class ReplyWidget(RequestWidget):
     pending = traitlets.Int(0).tag(sync=True)
     cards_seq = traitlets.Int(0).tag(sync=True)
 
-    #: traits being set in the kernel only (see :meth:`set_pauses`)
+    #: traits being set in the kernel only (see :meth:`set_record`)
     _kernel_only: frozenset[str] = frozenset()
 
     def __init__(self, handler: Handler | None = None, **traits: Any) -> None:
