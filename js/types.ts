@@ -141,6 +141,8 @@ export interface ReplyModel {
   status_reason: string;
   transcript: TranscriptEntry[];
   pauses: PauseView[];
+  /** seq of the last nbh_cards message `pauses` includes */
+  cards_seq: number;
   final_text: string;
 }
 

@@ -118,12 +118,12 @@ def record_events(agent: Any, events: list[Any] | None = None) -> list[Any]:
 
 def widget_replies(widget: Any) -> list[dict[str, Any]]:
     """Capture what the widget sends back to the page (``RequestWidget.send``): the
-    answers to page messages; transcript stream messages still go out as usual."""
+    answers to page messages; transcript and card stream messages still go out as usual."""
     sent: list[dict[str, Any]] = []
     real_send = widget.send
 
     def send(content: Any, buffers: Any = None) -> None:
-        if isinstance(content, dict) and content.get("type") == "nbh_transcript":
+        if isinstance(content, dict) and content.get("type") in ("nbh_transcript", "nbh_cards"):
             real_send(content, buffers)
         else:
             sent.append(content)

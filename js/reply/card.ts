@@ -5,8 +5,8 @@
 // pause's kind (cards/index.ts); nothing here looks at the kind itself.
 import { h, clear } from "../lib/dom";
 import type { Rpc, Reply } from "../lib/rpc";
-import type { AnyModel } from "@anywidget/types";
-import type { DecisionView, PauseView, RemotePauseView, ReplyModel } from "../types";
+import type { DecisionView, PauseView, RemotePauseView } from "../types";
+import type { CardFeed } from "./feed";
 import { cardFor, kindLabel, bulkActions } from "./cards/index";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 
@@ -101,6 +101,15 @@ function refusal(d: DecisionView | null): boolean {
   return a === "deny" || a === "reject" || a === "cancelled" || a === "return_error" || a === "timeout";
 }
 
+/** The most characters of a call's input a card shows (a huge input stays readable and cheap to draw). */
+export const MAX_SHOWN_CHARS = 20000;
+
+/** `text`, cut to {@link MAX_SHOWN_CHARS} with a note saying how much is left out. */
+export function clip(text: string): string {
+  const s = String(text ?? "");
+  return s.length <= MAX_SHOWN_CHARS ? s : `${s.slice(0, MAX_SHOWN_CHARS)}\n… (${s.length - MAX_SHOWN_CHARS} more characters not shown)`;
+}
+
 export function timeLeft(deadline: number): string {
   const s = Math.max(0, Math.round(deadline - Date.now() / 1000));
   return s > 0 ? `${s}s left` : "deadline passed";
@@ -113,8 +122,15 @@ function deadlineEl(p: PauseView): HTMLElement | null {
   return span;
 }
 
+/** Cards drawn at first, and added by each "Show more": a reply of thousands
+ *  of cards draws a page of them, never all at once (the group actions still
+ *  act on every open card). */
+export const PAGE_SIZE = 50;
+
 /** The cards of one reply: one per pause, redrawn when its pause changes. */
 export class CardSet {
+  /** how many cards (in the reply's order) are drawn */
+  limit = PAGE_SIZE;
   /** null: not known yet */
   live: boolean | null = null;
   private cards = new Map<string, CardUi>();
@@ -129,11 +145,12 @@ export class CardSet {
   private memo = new Map<string, unknown>();
 
   constructor(
-    private model: AnyModel<ReplyModel>,
+    private feed: CardFeed,
     private rpc: Rpc,
     private host: CardHost,
     private groupBar: HTMLElement,
     private groupNote: HTMLElement,
+    private pager: HTMLElement,
     private announce: (text: string) => void,
   ) {}
 
@@ -147,11 +164,17 @@ export class CardSet {
   }
 
   private pauses(): PauseView[] {
-    return this.model.get("pauses") || [];
+    return this.feed.all();
   }
 
   private current(id: string): PauseView | undefined {
-    return this.pauses().find((p) => p.tool_call_id === id);
+    return this.feed.get(id);
+  }
+
+  /** Whether the card of `id` is among the cards drawn (see {@link PAGE_SIZE}). */
+  private shown(id: string): boolean {
+    const i = this.feed.position(id);
+    return i >= 0 && i < this.limit;
   }
 
   canAct(p: PauseView): boolean {
@@ -211,16 +234,87 @@ export class CardSet {
     });
   }
 
+  /** Draw every card drawn so far (and the first page): a status or liveness change. */
   drawAll(): void {
     const pauses = this.pauses();
-    const fresh = pauses.filter((p) => this.redraw(p, false) && this.canAct(p));
-    this.drawGroup(pauses);
+    for (const [id, ui] of this.cards) {
+      if (ui.el && !this.feed.get(id)) this.forget(id); // dropped while a resync replaced the cards
+    }
+    this.finish(pauses.slice(0, this.limit).filter((p) => this.redraw(p, false) && this.canAct(p)));
+  }
+
+  /** Draw only the cards of `ids` (one card message): the other cards' DOM is not touched. */
+  drawSome(ids: string[]): void {
+    const fresh: PauseView[] = [];
+    for (const id of ids) {
+      const p = this.feed.get(id);
+      if (!p) this.forget(id);
+      else if (this.redraw(p, false) && this.canAct(p)) fresh.push(p);
+    }
+    this.finish(fresh);
+  }
+
+  /** Move cards drawn before their tool call's transcript entry existed under it. */
+  place(): void {
+    for (const el of Array.from(this.host.loose.children) as HTMLElement[]) {
+      const p = this.feed.get(el.dataset.toolCallId || "");
+      if (p) this.redraw(p, false);
+    }
+  }
+
+  private forget(id: string): void {
+    this.cards.get(id)?.el?.remove();
+    this.cards.delete(id);
+    this.drafts.delete(id);
+  }
+
+  private finish(fresh: PauseView[]): void {
+    this.drawGroup(this.pauses());
+    this.drawPager();
     // a pause that arrives while the keyboard is on a decided card of this
     // reply (the person just answered the previous one) takes the focus
     const active = document.activeElement;
     if (fresh.length && active && this.closedCards().some((el) => el.contains(active))) {
       this.cards.get(fresh[0].tool_call_id)?.el?.focus();
     }
+  }
+
+  // "Showing 50 of 10000 cards" and "Show more": the cards past the page are
+  // not drawn until asked for; the group actions count them. Built once and
+  // updated in place (the keyboard may be on the button when a card changes).
+  private pagerText: HTMLElement | null = null;
+  private pagerButton: HTMLElement | null = null;
+
+  private drawPager(): void {
+    const total = this.feed.size;
+    this.pager.hidden = total <= this.limit;
+    if (this.pager.hidden) return;
+    if (!this.pagerText || !this.pagerButton) {
+      this.pagerText = h("span", { class: "nbh-muted", "data-testid": "nbh-pager-text" });
+      this.pagerButton = h("button", { "data-testid": "nbh-show-more", onclick: () => this.showMore() });
+      clear(this.pager);
+      this.pager.append(this.pagerText, this.pagerButton);
+    }
+    const hiddenOpen = this.pauses()
+      .slice(this.limit)
+      .filter((p) => this.canAct(p)).length;
+    this.pagerText.textContent =
+      `Showing ${this.limit} of ${total} cards` +
+      (hiddenOpen ? `; ${hiddenOpen} open cards not shown are included in the group actions above.` : ".");
+    this.pagerButton.textContent = `Show ${Math.min(PAGE_SIZE, total - this.limit)} more`;
+  }
+
+  /** Draw the next page of cards. */
+  showMore(): void {
+    const from = this.limit;
+    this.limit += PAGE_SIZE;
+    const added = this.pauses().slice(from, this.limit);
+    for (const p of added) this.redraw(p, false);
+    this.drawPager();
+    // the keyboard stays on "Show more" while there is more; else it goes to the first card shown
+    const first = added.length ? this.cards.get(added[0].tool_call_id)?.el : null;
+    (this.pager.hidden ? first : this.pagerButton)?.focus();
+    this.announce(`${added.length} more cards shown`);
   }
 
   private closedCards(): HTMLElement[] {
@@ -282,6 +376,7 @@ export class CardSet {
 
   /** Draw (or move) the card of `p`; true when it was rebuilt. */
   redraw(p: PauseView, force: boolean): boolean {
+    if (!this.shown(p.tool_call_id)) return false;
     const ui = this.uiFor(p.tool_call_id);
     const key = JSON.stringify([p.status, p.decision, p.reason, this.live, p.deadline]);
     const entry = this.host.slotFor(p.tool_call_id);
@@ -433,12 +528,12 @@ export class CardSet {
     if (p.decision && p.decision.edited_input !== undefined) {
       card.append(
         h("div", { class: "nbh-muted" }, "Asked for:"),
-        h("pre", { class: "nbh-pre" }, p.input_text),
+        h("pre", { class: "nbh-pre" }, clip(p.input_text)),
         h("div", { class: "nbh-muted" }, "Ran with your edit:"),
         h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, p.decision.edited_input_text ?? JSON.stringify(p.decision.edited_input, null, 2)),
       );
     } else if (showInput) {
-      card.append(h("pre", { class: "nbh-pre" }, p.input_text));
+      card.append(h("pre", { class: "nbh-pre" }, clip(p.input_text)));
     }
     if (p.decision && p.decision.action === "submit" && typeof p.decision.output === "string")
       card.append(h("div", { class: "nbh-muted" }, "Submitted:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-submitted" }, p.decision.output));

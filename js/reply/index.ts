@@ -13,6 +13,7 @@ import type { ReplyModel } from "../types";
 import { Transcript } from "./transcript";
 import { TranscriptStream, markWaiting } from "./stream";
 import { CardSet, timeLeft } from "./card";
+import { CardFeed } from "./feed";
 
 const STATUS_TEXT: Record<string, string> = {
   running: "running",
@@ -66,15 +67,22 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   const groupNote = h("div", { class: "nbh-muted", "data-testid": "nbh-group-note", "aria-live": "polite" });
   const transcript = new Transcript();
   const looseCards = h("div", { class: "nbh-loose" });
+  const pager = h("div", { class: "nbh-row", "data-testid": "nbh-pager", hidden: true });
   const finalEl = h("div", { class: "nbh-final", "data-testid": "nbh-final" });
   const announcer = new Announcer();
-  root.append(announcer.el, banner, header, groupBar, groupNote, transcript.el, looseCards, finalEl);
+  root.append(announcer.el, banner, header, groupBar, groupNote, transcript.el, looseCards, pager, finalEl);
   // the notebook's shortcuts must not take the keys of the cards' controls
   keepKeys(root);
   el.append(root);
 
   const say = (text: string) => announcer.say(text);
-  const cards = new CardSet(model, rpc, { slotFor: (id) => transcript.slotFor(id), loose: looseCards }, groupBar, groupNote, say);
+  // the cards stream as custom messages too (feed.ts): a change redraws only its card
+  const feed = new CardFeed(model, rpc, (ids) => {
+    if (ids) cards.drawSome(ids);
+    else cards.drawAll();
+    fromKernel();
+  });
+  const cards = new CardSet(feed, rpc, { slotFor: (id) => transcript.slotFor(id), loose: looseCards }, groupBar, groupNote, pager, say);
 
   const showBanner = (text: string) => {
     banner.hidden = false;
@@ -83,7 +91,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   // the transcript streams as custom messages (stream.ts); the trait is the saved record
   const onStream = () => {
     transcript.draw(entries());
-    cards.drawAll();
+    cards.place();
     drawFinal();
   };
   const stream = new TranscriptStream(model, rpc, () => onStream());
@@ -113,10 +121,9 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   model.on("change:transcript", () => {
     stream.fromTrait();
     transcript.draw(entries());
-    cards.drawAll();
+    cards.place();
     drawFinal();
   });
-  model.on("change:pauses", () => cards.drawAll());
   const markTitle = () => markWaiting(root, model.get("status") === "paused" && cards.live !== false);
   model.on("change:status", () => {
     markTitle();
@@ -130,6 +137,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   model.on("change:agent_name", header_);
   drawAll();
   void stream.resync();
+  void feed.resync();
   markTitle();
 
   const timer = window.setInterval(() => {
@@ -197,10 +205,9 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   // its kernel restarts or disconnects)
   model.on("comm_live_update" as any, () => void check());
   // a trait change from the kernel: it is live
-  const fromKernel = () => {
+  function fromKernel(): void {
     if (cards.live === false && !rpc.gone) void check();
-  };
-  model.on("change:pauses", fromKernel);
+  }
   model.on("change:status", fromKernel);
   void check();
 
@@ -209,6 +216,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     window.clearTimeout(recheck);
     window.clearInterval(timer);
     stream.dispose();
+    feed.dispose();
     transcript.dispose();
     markWaiting(root, false);
     rpc.dispose();

@@ -30,8 +30,9 @@ __all__ = ["Actions"]
 
 log = logging.getLogger("nb_hitl.session")
 
-#: the most decisions one ``batch`` page message may hold
-MAX_BATCH = 1000
+#: the most decisions one ``batch`` page message may hold ("Approve all" on a
+#: reply of 10,000 cards is still one message and one resume)
+MAX_BATCH = 10_000
 
 
 class Actions(SessionCore):
@@ -49,6 +50,8 @@ class Actions(SessionCore):
         action = message.get("action")
         if action == "transcript_sync":  # the page (re)connected or saw a gap in the stream
             return self._transcript_sync(run)
+        if action == "cards_sync":  # the same for the pause cards
+            return self._cards_sync(run, message.get("seq"))
         if action == "interrupt":
             if not run.live:
                 raise PauseNotLiveError(f"This reply is already {run.status}: {run.reason or 'nothing to interrupt'}")
@@ -172,7 +175,7 @@ class Actions(SessionCore):
         results: list[dict[str, Any]] = []
         for n, item in enumerate(items):
             results.append({"tool_call_id": item.get("tool_call_id"), "ok": True})
-            if item.get("action") in ("batch", "interrupt", "transcript_sync"):
+            if item.get("action") in ("batch", "interrupt", "transcript_sync", "cards_sync"):
                 results[n].update(ok=False, error="A batch holds decisions only.", field="action")
                 continue
             try:

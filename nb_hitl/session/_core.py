@@ -23,6 +23,7 @@ from ..decisions import Decision
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
+from ._cards import trait_due
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun, can_transition, transition
 
 if TYPE_CHECKING:
@@ -120,29 +121,50 @@ class SessionCore:
         return run
 
     def _push(self, run: ReplyRun, **traits: Any) -> None:
-        """Send the run's view to its widget (trait assignment = one comm update).
+        """Send the run's view to its widget: what changed, and the traits given.
 
         The transcript's pending changes go first as one stream message
-        (:meth:`_flush_transcript`); the ``transcript`` trait (the full
-        record, for saved notebooks and reloads) is set only when it changed
-        since it was last set: ``_push`` runs at status changes, pauses and
-        decisions, never per delta.
+        (:meth:`_flush_transcript`), then the pause cards that changed as one
+        ``nbh_cards`` message (:class:`~nb_hitl.session._cards.CardFeed`),
+        then the traits in one comm update. The record traits ``pauses`` and
+        ``transcript`` (what a saved notebook and a reload show) always hold
+        everything in the kernel, but reach the page only when the set of
+        cards changed or the reply ended
+        (:func:`~nb_hitl.session._cards.trait_due`): a decision on one card
+        sends that card, never every card or the whole transcript again.
         """
-        if run.widget is None:
+        widget = run.widget
+        if widget is None:
             return
         self._flush_transcript(run)
-        # transcript first: a pause card goes under its tool call's entry
+        views: list[dict[str, Any]] = [dict(p.to_view()) for p in run.pauses.values()]
+        ops = run.cards.take_ops(views)
+        record: dict[str, Any] = {"pauses": views, "cards_seq": run.cards.seq}
         if run.transcript.trait_dirty:
-            traits.setdefault("transcript", run.transcript.view())
-        traits.setdefault("pauses", [p.to_view() for p in run.pauses.values()])
+            record["transcript"] = run.transcript.view()
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:
-            with run.widget.hold_sync():
+            full = trait_due(run.cards, views, run.live)
+            if ops and not full:  # the record, sent below, holds these changes too
+                widget.send(run.cards.message(ops))
+            with widget.hold_sync():
+                # transcript with the cards: a pause card goes under its tool call's entry
+                widget.set_record(send=full, **record)
                 for name, value in traits.items():
-                    setattr(run.widget, name, value)
+                    setattr(widget, name, value)
         except Exception:  # a closed comm must not stop the agent
             log.warning("could not update the reply widget", exc_info=True)
+
+    def _cards_sync(self, run: ReplyRun, page_seq: Any = None) -> dict[str, Any]:
+        """The page's resync of the pause cards (on connect or after a gap):
+        every card and the ``seq`` it includes (``nbh_cards`` messages with a
+        higher ``seq`` follow), or only ``{"seq", "current": True}`` when the
+        page already holds that ``seq`` (``page_seq``)."""
+        self._push(run)
+        if isinstance(page_seq, int) and page_seq == run.cards.seq:
+            return {"seq": run.cards.seq, "current": True}
+        return {"seq": run.cards.seq, "pauses": run.cards.views()}
 
     def _stream(self, run: ReplyRun) -> None:
         """Send the transcript's pending changes, at most every

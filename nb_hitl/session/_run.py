@@ -25,6 +25,7 @@ from agentscope.message import Msg, ToolCallBlock
 from ..decisions import Decision
 from ..errors import NbHitlError
 from ..pauses import Pause, PauseStatus
+from ._cards import CardFeed
 from ._transcript import Transcript
 
 __all__ = [
@@ -115,6 +116,7 @@ class ReplyRun:
         final: the reply's final ``Msg`` once it ended.
         resumes: how many times the agent was resumed (one per event sent).
         transcript: the entries shown above the cards (:class:`Transcript`).
+        cards: what the page was sent of the pause cards (:class:`CardFeed`).
     """
 
     reply_id: str = ""
@@ -129,6 +131,7 @@ class ReplyRun:
     resumes: int = 0
     error: BaseException | None = None
     transcript: Transcript = field(default_factory=Transcript)
+    cards: CardFeed = field(default_factory=CardFeed)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task | None = None
 

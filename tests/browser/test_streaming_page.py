@@ -146,7 +146,7 @@ GROUP_SETUP = textwrap.dedent(
 GROUP_STATE = textwrap.dedent(
     """
     print("GROUPSTATE", json.dumps({
-        "sent": [a for a in sent if a != "transcript_sync"],
+        "sent": [a for a in sent if a not in ("transcript_sync", "cards_sync")],
         "inputs": inputs.kinds,
         "model_calls": agent.model.call_count,
         "status": session.current.status,

@@ -55,6 +55,7 @@ KNOWN_ACTIONS = {
     "ping",
     "batch",
     "transcript_sync",
+    "cards_sync",
 }
 
 
@@ -124,8 +125,8 @@ class Parked:
         self.state_json = self.agent.state.model_dump_json()
 
     def _capture(self, payload: Any) -> None:
-        if isinstance(payload, dict) and payload.get("type") == "nbh_transcript":
-            return  # the transcript stream, not an answer
+        if isinstance(payload, dict) and payload.get("type") in ("nbh_transcript", "nbh_cards"):
+            return  # the transcript and card streams, not answers
         with self._lock:
             self.replies.append(payload)
 

@@ -1,0 +1,155 @@
+"""Pause cards reach the page as what changed (``nbh_cards`` messages), and
+"Approve all" on a reply of many confirmations is one resume.
+
+The agent is a real ``agentscope.agent.Agent`` on ScriptedChatModel asking
+for N parallel calls of a tool whose every call is a safety check (so
+AgentScope asks for each). What the kernel sends to the page is read where
+ipywidgets publishes it (outside a kernel the widget's comm is
+``comm.DummyComm``); page messages go through the widget's comm handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from benchmarks.approve_all import make_agent
+from nb_hitl import Session
+from tests.support import run_async
+
+
+class Wire:
+    """Every comm message the reply widget publishes (what the page would receive)."""
+
+    def __init__(self, widget: Any) -> None:
+        self.messages: list[dict[str, Any]] = []
+        publish = widget.comm.publish_msg
+
+        def capture(msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> Any:
+            self.messages.append(json.loads(json.dumps(data, default=str)))
+            return publish(msg_type, data, metadata, buffers, **keys)
+
+        widget.comm.publish_msg = capture
+
+    def cards(self) -> list[dict[str, Any]]:
+        return [
+            m["content"]
+            for m in self.messages
+            if m.get("method") == "custom"
+            and isinstance(m.get("content"), dict)
+            and m["content"].get("type") == "nbh_cards"
+        ]
+
+    def pause_traits(self) -> list[dict[str, Any]]:
+        return [m["state"] for m in self.messages if m.get("method") == "update" and "pauses" in m.get("state", {})]
+
+    def bytes(self) -> int:
+        return sum(len(json.dumps(m)) for m in self.messages)
+
+
+def page_view(start: list[dict[str, Any]], start_seq: int, wire: Wire) -> tuple[int, list[dict[str, Any]]]:
+    """What a page holding ``start`` at ``start_seq`` shows after the card
+    messages and trait updates on the wire, applied as js/reply/feed.ts does."""
+    seq, order, views = start_seq, [v["tool_call_id"] for v in start], {v["tool_call_id"]: v for v in start}
+    for m in wire.messages:
+        if m.get("method") == "update" and "pauses" in m.get("state", {}):
+            if m["state"]["cards_seq"] >= seq:
+                seq = m["state"]["cards_seq"]
+                order = [v["tool_call_id"] for v in m["state"]["pauses"]]
+                views = {v["tool_call_id"]: v for v in m["state"]["pauses"]}
+            continue
+        msg = m.get("content") if m.get("method") == "custom" else None
+        if not (isinstance(msg, dict) and msg.get("type") == "nbh_cards") or msg["seq"] <= seq:
+            continue
+        assert msg["seq"] == seq + 1, "a gap in the card stream"
+        for op in msg["ops"]:
+            if op["op"] == "card":
+                key = op["view"]["tool_call_id"]
+                order += [] if key in views else [key]
+                views[key] = op["view"]
+            else:
+                order.remove(op["id"])
+                views.pop(op["id"])
+        seq = msg["seq"]
+    return seq, [views[k] for k in order]
+
+
+async def parked_on_all(session: Session, task: asyncio.Task, n: int) -> Any:
+    while not (session.current and session.current.status == "paused" and len(session.pending) == n):
+        assert not task.done(), task
+        await asyncio.sleep(0.005)
+    return session.current
+
+
+def page_message(widget: Any, content: dict[str, Any]) -> None:
+    """What ipywidgets does with a page's ``model.send(content)``."""
+    widget._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+
+
+def test_approve_all_of_50_is_one_resume_one_model_call_and_o_n_card_pushes() -> None:
+    n = 50
+
+    async def scenario() -> tuple[Any, Any, Wire, list[Any]]:
+        agent = make_agent(n)
+        session = Session(agent)
+        task = session.start("Archive them all.")
+        run = await parked_on_all(session, task, n)
+        wire = Wire(run.widget)
+        start, start_seq = list(run.widget.pauses), run.widget.cards_seq
+        calls_before = len(agent.model.calls)
+        items = [{"action": "approve", "tool_call_id": p.tool_call_id, "reply_id": p.reply_id} for p in session.pending]
+        page_message(run.widget, {"request_id": "all", "action": "batch", "items": items})
+        final = await asyncio.wait_for(task, 60)
+        assert final.get_text_content() == f"Archived {n} files."
+        assert len(agent.model.calls) == calls_before + 1  # the model, once, after every result
+        assert page_view(start, start_seq, wire) == (run.cards.seq, run.widget.pauses)
+        return run, agent, wire, start
+
+    run, _agent, wire, _start = run_async(scenario())
+    assert run.resumes == 1
+    assert all(p.status == "delivered" for p in run.pauses.values())
+    # O(n): a handful of card messages, each card sent a bounded number of times
+    cards = wire.cards()
+    assert 1 <= len(cards) <= 6
+    assert sum(len(c["ops"]) for c in cards) <= 4 * n
+    # the whole list went to the page once, with the final record
+    traits = wire.pause_traits()
+    assert len(traits) == 1 and [p["status"] for p in traits[0]["pauses"]] == ["delivered"] * n
+
+
+def one_at_a_time(n: int) -> tuple[Any, Wire]:
+    async def scenario() -> tuple[Any, Wire]:
+        agent = make_agent(n)
+        session = Session(agent)
+        task = session.start("Archive them all.")
+        run = await parked_on_all(session, task, n)
+        wire = Wire(run.widget)
+        start, start_seq = list(run.widget.pauses), run.widget.cards_seq
+        for k, pause in enumerate(list(session.pending)):
+            page_message(run.widget, {"request_id": f"r{k}", "action": "approve", "tool_call_id": pause.tool_call_id})
+            if k < n - 1:
+                while run.resumes < k + 1 or run.status != "paused":
+                    await asyncio.sleep(0.002)
+                # the page sees the decision before the reply ends: as a card message
+                assert page_view(start, start_seq, wire)[1] == run.widget.pauses
+        await asyncio.wait_for(task, 60)
+        assert page_view(start, start_seq, wire) == (run.cards.seq, run.widget.pauses)
+        return run, wire
+
+    result: tuple[Any, Wire] = run_async(scenario())
+    return result
+
+
+def test_one_decision_sends_one_card_not_every_card() -> None:
+    small, big = one_at_a_time(10), one_at_a_time(30)
+    for n, (run, wire) in ((10, small), (30, big)):
+        assert run.resumes == n
+        card_ops = [op for c in wire.cards() for op in c["ops"]]
+        # each decision's own card a few times (deciding, decided, delivered), never the others
+        assert len(card_ops) <= 4 * n, len(card_ops)
+        assert len(wire.pause_traits()) == 1  # the final record only
+    # bytes to the page per decision stay flat as n grows (they grew with n when
+    # every card, and the whole transcript, went again with each decision)
+    per_decision = (big[1].bytes() / 30) / (small[1].bytes() / 10)
+    assert per_decision < 1.5, per_decision
