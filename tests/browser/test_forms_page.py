@@ -269,6 +269,11 @@ def test_empty_external_and_review_results_ask_before_sending(page, lab: Jupyter
             timeout=30_000,
         )
         assert done.get_attribute("data-status") == "delivered"
+    # "delivered" means resumed; the final text comes with the model's next turn
+    page.wait_for_function(
+        "() => document.querySelectorAll('.jp-OutputArea-output [data-testid=nbh-final-text]').length === 2",
+        timeout=30_000,
+    )
     texts = page.locator(f'{OUT} [data-testid="nbh-final-text"]').all_inner_texts()
     assert sorted(texts) == ["read []", "read []"]
 
