@@ -9,6 +9,7 @@ import { h, clear } from "../lib/dom";
 import { Rpc, probe, KERNEL_GONE } from "../lib/rpc";
 import { Announcer, keepKeys } from "../lib/a11y";
 import { safeFragment } from "../lib/safe_html";
+import { notifyOn, notifySupported, notifyWaiting, toggleNotify } from "../lib/notify";
 import type { ReplyModel } from "../types";
 import { Transcript } from "./transcript";
 import { TranscriptStream, markWaiting } from "./stream";
@@ -50,8 +51,33 @@ function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc, 
       ),
     );
   }
+  if ((status === "running" || status === "paused") && notifySupported()) {
+    const on = notifyOn();
+    header.append(
+      h(
+        "button",
+        {
+          "data-testid": "nbh-notify",
+          "aria-pressed": on ? "true" : "false",
+          title: "Tell me outside this tab when a reply waits for me (browser notification)",
+          onclick: async () => {
+            await toggleNotify();
+            drawHeader(header, model, rpc, live, showBanner);
+          },
+        },
+        on ? "Notifying" : "Notify me",
+      ),
+    );
+  }
   const reason = String(model.get("status_reason") || "");
   if (reason && status !== "running" && status !== "paused") header.append(h("span", { class: "nbh-muted" }, reason));
+}
+
+/** The notification of a reply that starts waiting: who waits and for which calls. */
+function waitingNote(model: AnyModel<ReplyModel>): [string, string] {
+  const names = (model.get("pauses") || []).filter((p) => p.status === "open").map((p) => p.tool_name);
+  const agent = String(model.get("agent_name") || "The agent");
+  return [`${agent} is waiting for you`, names.length ? `To answer: ${names.join(", ")}` : "A pause needs your answer."];
 }
 
 const render: Render<ReplyModel> = ({ model, el }) => {
@@ -125,8 +151,15 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     drawFinal();
   });
   const markTitle = () => markWaiting(root, model.get("status") === "paused" && cards.live !== false);
+  let lastStatus = String(model.get("status") || "");
   model.on("change:status", () => {
     markTitle();
+    const now = String(model.get("status") || "");
+    if (now === "paused" && lastStatus !== "paused") {
+      const [title, body] = waitingNote(model);
+      notifyWaiting(title, body, String(model.get("reply_id") || title));
+    }
+    lastStatus = now;
     const status = String(model.get("status") || "");
     say(`${model.get("agent_name") || "agent"}: ${STATUS_TEXT[status] || status}`);
     header_();

@@ -1,0 +1,58 @@
+// Opt-in browser notifications: a reply that starts waiting for a person while
+// the tab is in the background says so outside the page too. Off until the
+// person turns it on from a reply's header (the browser asks for permission on
+// that click); the choice is kept per origin in localStorage. Title and body go
+// to the Notification API, which shows them as text.
+
+const KEY = "nbh-notify";
+
+export function notifySupported(): boolean {
+  return typeof window !== "undefined" && "Notification" in window;
+}
+
+function stored(): boolean {
+  try {
+    return window.localStorage.getItem(KEY) === "1";
+  } catch {
+    return false; // storage refused (sandboxed frame): treat as off
+  }
+}
+
+function store(on: boolean): void {
+  try {
+    if (on) window.localStorage.setItem(KEY, "1");
+    else window.localStorage.removeItem(KEY);
+  } catch {
+    // nothing to keep it in: it lasts for this page only
+  }
+}
+
+export function notifyOn(): boolean {
+  return notifySupported() && Notification.permission === "granted" && stored();
+}
+
+/** Turn notifications on (asking the browser) or off; resolves to the new state. */
+export async function toggleNotify(): Promise<boolean> {
+  if (!notifySupported()) return false;
+  if (notifyOn()) {
+    store(false);
+    return false;
+  }
+  const permission = Notification.permission === "granted" ? "granted" : await Notification.requestPermission();
+  store(permission === "granted");
+  return permission === "granted";
+}
+
+/** Notify, when turned on and the page is hidden; one notification per tag. */
+export function notifyWaiting(title: string, body: string, tag: string): void {
+  if (!notifyOn() || !document.hidden) return;
+  try {
+    const note = new Notification(title, { body, tag });
+    note.onclick = () => {
+      window.focus();
+      note.close();
+    };
+  } catch {
+    // some browsers allow notifications only from a service worker: the title mark remains
+  }
+}
