@@ -13,8 +13,10 @@ import type { AnyModel, RenderProps } from "@anywidget/types";
 // replaced by the kernel with the digest of the page code it serves
 const DIGEST = "__NBH_PAGE_CODE_DIGEST__";
 const PREFIX = "IPY_MODEL_";
-// anywidget waits 2 s for a model; a notebook being restored may need longer
-const LOOKUP_TRIES = 25;
+// how long a widget waits for its page-code model (a notebook being
+// restored may register it after the widget; anywidget's own lookup gives up
+// after 2 s, and a host may never answer for a model it does not have)
+const LOOKUP_MS = 10_000;
 const LOOKUP_PAUSE_MS = 200;
 
 interface WidgetDef {
@@ -34,10 +36,14 @@ async function sharedModel(model: AnyModel): Promise<AnyModel> {
   const ref = String(model.get("_nbh_page_code") || "");
   const id = ref.startsWith(PREFIX) ? ref.slice(PREFIX.length) : ref;
   if (!id) throw new Error("this widget names no page-code model");
+  const deadline = Date.now() + LOOKUP_MS;
   let last: unknown = null;
-  for (let i = 0; i < LOOKUP_TRIES; i++) {
+  while (Date.now() < deadline) {
     try {
-      const found = await model.widget_manager.get_model(id);
+      const found = await Promise.race([
+        model.widget_manager.get_model(id),
+        pause(Math.max(deadline - Date.now(), 0)).then(() => null),
+      ]);
       if (found) return found;
     } catch (err) {
       last = err;

@@ -4,8 +4,8 @@ anywidget sends a widget's ``_esm`` (and ``_css``) with every widget and
 JupyterLab's ``saveState`` saves it with every widget's state, so a notebook
 of 20 replies would carry 20 copies of the same bundle. Here each bundle
 (``static/<name>.js`` with the theme ``static/theme.css``) is held by one
-shared :class:`PageCode` model per kernel, created the first time a widget
-needs it; each widget's ``_esm`` is the small loader ``static/loader.js``
+shared :class:`PageCode` model per kernel (per thread that makes widgets),
+created the first time a widget needs it; each widget's ``_esm`` is the small loader ``static/loader.js``
 (built from ``js/loader.ts``) with the bundle's SHA-256 digest written in,
 and its ``_nbh_page_code`` trait names the shared model. The page imports
 the bundle once per digest. A saved notebook keeps the shared model's state
@@ -138,18 +138,23 @@ def _read(name: str) -> tuple[str, str]:
     return code, css
 
 
-_shared: dict[str, PageCode] = {}
+# one set per thread that makes widgets: a Jupyter kernel makes them on its
+# main thread, while ``marimo run`` runs each page's kernel in its own thread
+# of one process, and a model opened for one page is unknown to the others
+_shared: weakref.WeakKeyDictionary[threading.Thread, dict[str, PageCode]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
 def page_code(name: str) -> PageCode:
-    """The kernel's :class:`PageCode` for bundle ``name``, created on first use.
+    """The :class:`PageCode` for bundle ``name`` of the calling kernel, created on first use.
 
-    A closed one (``Widget.close_all()``, a front end that closed it) is
-    replaced by a new one.
+    One per kernel: per thread that makes widgets (a Jupyter kernel's main
+    thread; each page's kernel thread under ``marimo run``). A closed one
+    (``Widget.close_all()``, a front end that closed it) is replaced.
     """
     with _lock:
-        shared = _shared.get(name)
+        mine = _shared.setdefault(threading.current_thread(), {})
+        shared = mine.get(name)
         if shared is None or shared.comm is None:
-            shared = _shared[name] = PageCode(name)
+            shared = mine[name] = PageCode(name)
         return shared

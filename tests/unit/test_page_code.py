@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import threading
+import weakref
 from pathlib import Path
 
 import pytest
@@ -66,11 +68,22 @@ def test_a_closed_page_code_model_is_replaced() -> None:
     assert ReplyWidget()._nbh_page_code == new.ref
 
 
+def test_each_thread_that_makes_widgets_gets_its_own_page_code() -> None:
+    # marimo's run mode: each page's kernel is a thread of one process
+    here = page_code("reply")
+    seen: list[str] = []
+    worker = threading.Thread(target=lambda: seen.append(ReplyWidget()._nbh_page_code))
+    worker.start()
+    worker.join()
+    assert seen and seen[0] != here.ref
+    assert ReplyWidget()._nbh_page_code == here.ref
+
+
 def test_reload_sends_new_code_and_renews_live_loaders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("reply.js", "theme.css", "loader.js"):
         shutil.copy(STATIC / name, tmp_path / name)
     monkeypatch.setattr(_page_code, "STATIC", tmp_path)
-    monkeypatch.setattr(_page_code, "_shared", {})
+    monkeypatch.setattr(_page_code, "_shared", weakref.WeakKeyDictionary())
     widget = ReplyWidget(agent_name="hmr")
     shared = page_code("reply")
     old = shared.digest
