@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import threading
+import time
 import weakref
 from pathlib import Path
 
@@ -93,6 +94,29 @@ def test_reload_sends_new_code_and_renews_live_loaders(tmp_path: Path, monkeypat
     shared.reload()
     assert shared.digest != old and shared.code.endswith("// rebuilt\n")
     assert shared.digest in widget._esm and old not in widget._esm
+
+
+def test_live_reload_follows_a_rebuilt_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ANYWIDGET_HMR=1: anywidget's own watcher (watchfiles) on the bundle and the theme
+    for name in ("reply.js", "theme.css", "loader.js"):
+        shutil.copy(STATIC / name, tmp_path / name)
+    monkeypatch.setenv("ANYWIDGET_HMR", "1")
+    monkeypatch.setattr(_page_code, "STATIC", tmp_path)
+    monkeypatch.setattr(_page_code, "_shared", weakref.WeakKeyDictionary())
+    widget = ReplyWidget(agent_name="hmr")
+    shared = page_code("reply")
+    try:
+        old = shared.digest
+        time.sleep(0.5)  # the watcher thread starts
+        (tmp_path / "theme.css").write_text((tmp_path / "theme.css").read_text() + "\n.nbh-rebuilt {}\n")
+        deadline = time.monotonic() + 15
+        while shared.digest == old and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert shared.digest != old and shared.css.endswith(".nbh-rebuilt {}\n")
+        assert shared.digest in widget._esm
+    finally:
+        for watcher in shared._watchers:
+            watcher.stop_thread()
 
 
 def test_page_code_needs_a_built_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
