@@ -15,7 +15,8 @@ sets it), three notebooks of ``--turns`` cells are run and saved:
 
 For each it prints the saved ``.ipynb`` size (total and per reply), the bytes
 of page code saved in it (every widget state's ``_esm`` and ``_css``, and the
-shared page-code model's ``code`` and ``css``; copies counted separately) and
+shared page-code model's ``code`` and ``css``) with the number of whole
+bundles among them, and
 the bytes of ``comm_open``/``comm_msg`` websocket frames kernel -> page per
 reply (the sizes of the frames the browser received while the cells ran).
 
@@ -120,16 +121,16 @@ def page_code_bytes(saved: dict[str, Any]) -> tuple[int, int]:
     """``(bytes, copies)`` of page code in a saved notebook's widget state.
 
     Counts every model state's ``_esm`` and ``_css`` and the ``code`` / ``css``
-    of nb_hitl's shared page-code model; ``copies`` is how many states carry
-    more than 2 kB of it (a loader of a few hundred bytes is not a copy).
+    of nb_hitl's shared page-code model; ``copies`` is how many states carry a
+    whole bundle (an ``_esm`` or ``code`` over 10 kB; a widget's loader of
+    about 2 kB is not a copy).
     """
     state = saved.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
     total = copies = 0
     for model in state.get("state", {}).values():
         st = model.get("state", {})
-        size = sum(len(str(st.get(k, "")).encode()) for k in ("_esm", "_css", "code", "css"))
-        total += size
-        copies += size > 2000
+        total += sum(len(str(st.get(k, "")).encode()) for k in ("_esm", "_css", "code", "css"))
+        copies += any(len(str(st.get(k, ""))) > 10_000 for k in ("_esm", "code"))
     return total, copies
 
 
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         print(
             f"{name:>8}: saved .ipynb {r['size'] / 1e3:.1f} kB ({r['size'] / n / 1e3:.2f} kB per reply, "
             f"x{r['size'] / base:.1f} the plain-text notebook), page code saved {r['code'] / 1e3:.1f} kB "
-            f"in {r['copies']} cop{'y' if r['copies'] == 1 else 'ies'}, "
+            f"({r['copies']} whole bundle{'' if r['copies'] == 1 else 's'}), "
             f"comm kernel->page {r['traffic'] / n / 1e3:.2f} kB per reply"
             + (f", {r['approved']} approvals clicked" if r["approved"] else "")
         )

@@ -10,9 +10,11 @@ the replies say they cannot be drawn.
 
 from __future__ import annotations
 
-import json
 import re
 import textwrap
+
+import nbformat
+from nbformat.sign import NotebookNotary
 
 from tests.harness.lab import (
     JupyterLabServer,
@@ -85,10 +87,13 @@ def test_page_code_saved_once_and_reopened_notebook_draws_every_reply(page, lab:
 
     # a saved page-code model whose code was changed behind the loaders' back is not run
     path = lab.root / "page_code.ipynb"
-    nb = json.loads(path.read_text())
-    state = nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    nb = nbformat.read(str(path), as_version=4)
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     state[shared_id]["state"]["code"] = "window.__nbhPwned = 1; export default { render() {} };"
-    path.write_text(json.dumps(nb))
+    # signed with the server's key, as a save from the page would be: an untrusted
+    # notebook shows widgets as plain text and would not test the loader
+    NotebookNotary(data_dir=str(lab.data_dir)).sign(nb)
+    nbformat.write(nb, str(path))
     restart_kernel(page, lab)
     open_notebook(page, lab, "page_code.ipynb")
     errors = page.locator(f'{OUT} [data-testid="nbh-load-error"]')
