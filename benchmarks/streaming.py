@@ -49,7 +49,7 @@ import asyncio, json, time
 import ipywidgets
 from IPython.display import display
 from agentscope.agent import Agent
-from agentscope.message import TextBlock
+from agentscope.message import TextBlock, UserMsg
 from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit
 from nb_hitl import Session
@@ -82,13 +82,13 @@ async def measure(kind):
         await Session(a).run("go")
     elif kind == "output":
         out = ipywidgets.Output(); display(out)
-        async for ev in a.reply_stream("go"):
+        async for ev in a.reply_stream(UserMsg(name="user", content="go")):
             if type(ev).__name__ == "TextBlockDeltaEvent":
                 with out:
                     print(ev.delta, end="")
     elif kind == "perdelta":
         w = ipywidgets.HTML("per-delta"); display(w)
-        async for ev in a.reply_stream("go"):
+        async for ev in a.reply_stream(UserMsg(name="user", content="go")):
             if type(ev).__name__ == "TextBlockDeltaEvent":
                 w.send({{"delta": ev.delta}})
     print("RESULT", json.dumps({{"kind": kind, "cpu": time.process_time() - cpu, "wall": time.time() - wall,
@@ -99,18 +99,23 @@ KINDS = ["noui", "output", "perdelta", "nbhitl"]
 # a kernel -> page message that carries a view's update (widget message or printed output)
 VIEW_MESSAGE = re.compile(r'"msg_type":\s*"(?:comm_msg|stream)"')
 
+# armed before cell ``i`` runs, on that cell's output only; not returned
+# (Playwright would wait for the promise)
 SEEN_JS = """
-() => new Promise((resolve) => {
+(i) => { window.__nbhSeen = new Promise((resolve) => {
   const check = () => {
-    const hit = [...document.querySelectorAll('.jp-OutputArea-output')].some((e) => e.textContent.includes('LASTDELTA'));
+    const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[i];
+    const hit = !!cell && [...cell.querySelectorAll('.jp-OutputArea-output')].some((e) => e.textContent.includes('LASTDELTA'));
     if (hit) { resolve(Date.now() / 1000); return true; }
     return false;
   };
   if (check()) return;
   const obs = new MutationObserver(() => { if (check()) obs.disconnect(); });
   obs.observe(document.body, { subtree: true, childList: true, characterData: true });
-})
+}); }
 """
+# the kinds that show the text in the page (one message per delta only sends it)
+SHOWN = {"output", "nbhitl"}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -144,7 +149,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         time.sleep(5)
         for n, kind in enumerate(kinds, start=1):
             frames.clear()
-            seen = page.evaluate_handle(SEEN_JS) if kind != "noui" else None
+            if kind in SHOWN:
+                page.evaluate(SEEN_JS, n)
             page.evaluate(
                 "(i) => { const w = window.jupyterapp.shell.currentWidget; w.content.activeCellIndex = i;"
                 " window.jupyterapp.commands.execute('notebook:run-cell'); }",
@@ -154,8 +160,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             line.wait_for(timeout=300_000)
             text = line.inner_text()
             res = json.loads(text[text.index("RESULT") + 6 :].strip().splitlines()[0])
-            if seen is not None:
-                res["latency"] = page.evaluate("(p) => p", seen) - res["last_at"]
+            if kind in SHOWN:
+                res["latency"] = page.evaluate("() => window.__nbhSeen") - res["last_at"]
             res["bytes"] = sum(size for _, size in frames)
             res["updates_per_s"] = len(frames) / max(res["wall"] - 3.0, 1e-9)
             results[kind] = res
