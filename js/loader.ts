@@ -5,9 +5,10 @@
 // this loader gets it through anywidget's `model.widget_manager.get_model`,
 // checks it against the SHA-256 digest the kernel wrote into this loader
 // (`_esm` is kernel-authored; a model's traits may be written by a page),
-// imports it from a Blob URL (as anywidget imports an `_esm`), and renders with it. The module
-// is imported once per page per digest, and the theme is one constructed
-// stylesheet adopted by each document or shadow root a widget is drawn in.
+// imports it from a Blob URL (as anywidget imports an `_esm`) and renders
+// with it. The module is imported once per page per digest, and the theme is
+// one constructed stylesheet adopted by each document or shadow root a widget
+// is drawn in.
 import type { AnyModel, RenderProps } from "@anywidget/types";
 
 // replaced by the kernel with the digest of the page code it serves
