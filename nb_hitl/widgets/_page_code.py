@@ -85,6 +85,7 @@ class PageCode(anywidget.AnyWidget):
     def __init__(self, name: str) -> None:
         code, css = _read(name)
         super().__init__(name=name, code=code, css=css, digest=page_code_digest(code, css))
+        self._loader: str | None = None
         self._users: weakref.WeakSet[anywidget.AnyWidget] = weakref.WeakSet()
         self._watchers: list[Any] = []
         if os.environ.get("ANYWIDGET_HMR") == "1":
@@ -97,7 +98,9 @@ class PageCode(anywidget.AnyWidget):
 
     def loader(self) -> str:
         """The ``_esm`` of a widget drawn with this code (:func:`loader_source`)."""
-        return loader_source((STATIC / _LOADER).read_text(encoding="utf-8"), self.digest)
+        if self._loader is None:
+            self._loader = loader_source((STATIC / _LOADER).read_text(encoding="utf-8"), self.digest)
+        return self._loader
 
     def attach(self, widget: anywidget.AnyWidget) -> None:
         """Remember a live widget drawn with this code (its loader is renewed on a live reload)."""
@@ -116,6 +119,7 @@ class PageCode(anywidget.AnyWidget):
             return
         with self.hold_sync():
             self.code, self.css, self.digest = code, css, digest
+        self._loader = None
         loader = self.loader()
         for widget in list(self._users):
             if widget.comm is not None:
