@@ -1,8 +1,8 @@
 // The page side of nb_hitl's ReplyWidget: a live transcript of one agent
 // reply with its pauses drawn inline, one card per pause (card.ts, and
 // cards/ for what each pause kind adds). Everything from the agent or the
-// model is set with textContent (lib/dom.ts); the theme ships once per
-// kernel with the page code (lib/theme.css).
+// model is set with textContent (lib/dom.ts); the theme ships once as the
+// widget's _css (lib/theme.css).
 import type { AnyModel, Render } from "@anywidget/types";
 import { h, clear } from "../lib/dom";
 import { Rpc, probe, KERNEL_GONE } from "../lib/rpc";
