@@ -6,26 +6,33 @@ text deltas (one word each, a short sleep between them):
 
 * ``no UI``: ``Session(agent, display=False)`` (the CPU baseline);
 * ``Output``: the agent's ``reply_stream`` consumed by hand, each delta
-  appended to an ``ipywidgets.Output`` (``append_stdout``);
+  printed into an ``ipywidgets.Output`` (``with out: print(...)``: one
+  ``stream`` message per delta; ``Output.append_stdout`` would resend the
+  whole output list each time, quadratic);
 * ``per delta``: each delta sent as its own custom comm message;
 * ``nb_hitl``: ``Session(agent)`` with its ``ReplyWidget``.
 
 For each it prints: bytes kernel -> page (the sizes of the websocket frames
-carrying ``comm_msg`` messages, seen by the browser), page updates per second
+carrying ``comm_msg`` or ``stream`` messages, seen by the browser), page updates per second
 (those frames / the stream's duration), the latency of the last delta (kernel
 ``time.time()`` when it was yielded -> the page's ``Date.now()`` when the
 text is in the DOM; the model stalls 3 s after it, so only a trailing flush
 shows it) and the kernel's CPU time (``time.process_time()``) against ``no UI``.
 
+The default run streams 2,000 deltas and finishes in a few minutes;
+``--deltas 10000`` also runs (``--kinds`` picks what to run; ``no UI``, the
+CPU baseline, always runs).
+
 Run from the repository root::
 
-    .venv/bin/python -m benchmarks.streaming [--deltas 10000]
+    .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--kinds noui output perdelta nbhitl]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import textwrap
 import time
@@ -42,7 +49,7 @@ import asyncio, json, time
 import ipywidgets
 from IPython.display import display
 from agentscope.agent import Agent
-from agentscope.message import TextBlock
+from agentscope.message import TextBlock, UserMsg
 from agentscope.model import ChatResponse
 from agentscope.tool import Toolkit
 from nb_hitl import Session
@@ -75,37 +82,50 @@ async def measure(kind):
         await Session(a).run("go")
     elif kind == "output":
         out = ipywidgets.Output(); display(out)
-        async for ev in a.reply_stream("go"):
+        async for ev in a.reply_stream(UserMsg(name="user", content="go")):
             if type(ev).__name__ == "TextBlockDeltaEvent":
-                out.append_stdout(ev.delta)
+                with out:
+                    print(ev.delta, end="")
     elif kind == "perdelta":
         w = ipywidgets.HTML("per-delta"); display(w)
-        async for ev in a.reply_stream("go"):
+        async for ev in a.reply_stream(UserMsg(name="user", content="go")):
             if type(ev).__name__ == "TextBlockDeltaEvent":
                 w.send({{"delta": ev.delta}})
     print("RESULT", json.dumps({{"kind": kind, "cpu": time.process_time() - cpu, "wall": time.time() - wall,
                                  "last_at": LAST["at"]}}))
 """
 
+KINDS = ["noui", "output", "perdelta", "nbhitl"]
+# a kernel -> page message that carries a view's update (widget message or printed output)
+VIEW_MESSAGE = re.compile(r'"msg_type":\s*"(?:comm_msg|stream)"')
+
+# armed before cell ``i`` runs, on that cell's output only; not returned
+# (Playwright would wait for the promise)
 SEEN_JS = """
-() => new Promise((resolve) => {
+(i) => { window.__nbhSeen = new Promise((resolve) => {
   const check = () => {
-    const hit = [...document.querySelectorAll('.jp-OutputArea-output')].some((e) => e.textContent.includes('LASTDELTA'));
+    const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[i];
+    const hit = !!cell && [...cell.querySelectorAll('.jp-OutputArea-output')].some((e) => e.textContent.includes('LASTDELTA'));
     if (hit) { resolve(Date.now() / 1000); return true; }
     return false;
   };
   if (check()) return;
   const obs = new MutationObserver(() => { if (check()) obs.disconnect(); });
   obs.observe(document.body, { subtree: true, childList: true, characterData: true });
-})
+}); }
 """
+# the kinds that show the text in the page (one message per delta only sends it)
+SHOWN = {"output", "nbhitl"}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--deltas", type=int, default=10_000)
+    parser.add_argument("--deltas", type=int, default=2_000)
+    parser.add_argument(
+        "--kinds", nargs="+", choices=KINDS, default=KINDS, help="what to run (no UI always runs: the CPU baseline)"
+    )
     args = parser.parse_args(argv)
-    kinds = ["noui", "output", "perdelta", "nbhitl"]
+    kinds = ["noui"] + [k for k in KINDS if k in args.kinds and k != "noui"]
     results: dict[str, Any] = {}
     with lab_page() as (lab, page):
         frames: list[tuple[float, int]] = []
@@ -113,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         def on_ws(ws: Any) -> None:
             def received(payload: Any) -> None:
                 text = payload if isinstance(payload, str) else payload.decode("utf-8", "replace")
-                if '"comm_msg"' in text:
+                if VIEW_MESSAGE.search(text):
                     frames.append((time.monotonic(), len(payload)))
 
             ws.on("framereceived", received)
@@ -129,7 +149,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         time.sleep(5)
         for n, kind in enumerate(kinds, start=1):
             frames.clear()
-            seen = page.evaluate_handle(SEEN_JS) if kind != "noui" else None
+            if kind in SHOWN:
+                page.evaluate(SEEN_JS, n)
             page.evaluate(
                 "(i) => { const w = window.jupyterapp.shell.currentWidget; w.content.activeCellIndex = i;"
                 " window.jupyterapp.commands.execute('notebook:run-cell'); }",
@@ -139,8 +160,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             line.wait_for(timeout=300_000)
             text = line.inner_text()
             res = json.loads(text[text.index("RESULT") + 6 :].strip().splitlines()[0])
-            if seen is not None:
-                res["latency"] = page.evaluate("(p) => p", seen) - res["last_at"]
+            if kind in SHOWN:
+                res["latency"] = page.evaluate("() => window.__nbhSeen") - res["last_at"]
             res["bytes"] = sum(size for _, size in frames)
             res["updates_per_s"] = len(frames) / max(res["wall"] - 3.0, 1e-9)
             results[kind] = res

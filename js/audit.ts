@@ -1,5 +1,5 @@
 // The audit log table: rows of strings, drawn with textContent only. The
-// theme ships once as the widget's _css (lib/theme.css).
+// theme ships once per kernel with the page code (lib/theme.css).
 import type { Render } from "@anywidget/types";
 import { h, clear } from "./lib/dom";
 import { Rpc } from "./lib/rpc";

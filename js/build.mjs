@@ -1,6 +1,8 @@
-// Bundles each widget's page code into nb_hitl/static/<name>.js, the file
-// anywidget loads as the widget's _esm, and the shared theme into
-// nb_hitl/static/theme.css, loaded once as the base widget's _css.
+// Bundles each widget's page code into nb_hitl/static/<name>.js and the
+// shared theme into nb_hitl/static/theme.css: the kernel sends them to the
+// page once, in one shared page-code model, and each widget's anywidget _esm
+// is the small loader (loader.ts -> nb_hitl/static/loader.js) that imports
+// them from there (see nb_hitl/widgets/_page_code.py).
 import { build } from "esbuild";
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -16,6 +18,7 @@ const widgets = {
   permissions: "permissions.ts",
   audit: "audit.ts",
   inbox: "inbox.ts",
+  loader: "loader.ts",
 };
 await Promise.all([
   ...Object.entries(widgets).map(([name, entry]) =>

@@ -3,7 +3,7 @@
 // decision comes from the kernel, which asks AgentScope's PermissionEngine.
 // Text from the agent (rules, tool inputs, messages) reaches the page only
 // through h() / textContent.
-const css = ""; // the theme ships once as every widget's _css (nb_hitl/widgets/_base.py)
+const css = ""; // the theme ships once per kernel with the page code (nb_hitl/widgets/_page_code.py)
 import { h, clear } from "./lib/dom";
 import { Rpc, Reply, AnyModelLike, isLive } from "./lib/rpc";
 import { Rule, RuleList, badge, groupByTool, ruleText } from "./permissions/rule_list";

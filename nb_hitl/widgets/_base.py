@@ -11,8 +11,10 @@ person clicked, and the kernel keeps running.
 A handler may be synchronous or return an awaitable; an awaitable is run
 as a task on the loop that owns the widget and answered when it ends.
 
-Every nb_hitl widget shares one stylesheet, ``static/theme.css`` (built from
-``js/lib/theme.css``), set once here as anywidget's ``_css``.
+A subclass names its page code (``_page_code = "reply"``: ``static/reply.js``
+with the theme ``static/theme.css``); the code travels once per kernel in a
+shared model and the widget's ``_esm`` is a small loader (see
+:mod:`nb_hitl.widgets._page_code`).
 """
 
 from __future__ import annotations
@@ -20,15 +22,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import pathlib
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import anywidget
+import traitlets
 
 from ..errors import NbHitlError
 from ._kernel import answer_info_requests_while_busy
+from ._page_code import page_code
 
 __all__ = ["RequestWidget", "Handler"]
 
@@ -68,9 +71,13 @@ def error_reply(request_id: Any, exc: BaseException) -> dict[str, Any]:
 class RequestWidget(anywidget.AnyWidget):
     """An anywidget whose page messages are answered one for one.
 
-    Subclasses set ``_esm`` and their traits; the logic lives in the
-    ``handler`` given by the owner (a session or a client), so the widget only
-    carries data between the page and that logic.
+    Subclasses set ``_page_code`` (the name of their bundle in ``static/``)
+    and their traits; the logic lives in the ``handler`` given by the owner
+    (a session or a client), so the widget only carries data between the
+    page and that logic. The widget's ``_esm`` is then the loader of the
+    kernel's shared page code and ``_nbh_page_code`` names that model
+    (``"IPY_MODEL_<id>"``); a subclass that sets its own ``_esm`` instead
+    keeps anywidget's usual one-copy-per-widget behaviour.
 
     Args:
         handler: ``(message: dict) -> dict | None | Awaitable[dict | None]``.
@@ -85,12 +92,18 @@ class RequestWidget(anywidget.AnyWidget):
             stress benchmark).
     """
 
-    # anywidget reads the file when the class is defined and injects it once
-    # per widget class into the page (a <style> keyed by the class name)
-    _css = pathlib.Path(__file__).parent.parent / "static" / "theme.css"
+    #: the bundle this widget is drawn with, ``static/<name>.js`` (None: own ``_esm``)
+    _page_code: ClassVar[str | None] = None
+
+    _nbh_page_code = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, handler: Handler | None = None, **kwargs: Any) -> None:
+        shared = page_code(self._page_code) if self._page_code else None
+        if shared is not None:
+            kwargs.update(_esm=shared.loader(), _nbh_page_code=shared.ref)
         super().__init__(**kwargs)
+        if shared is not None:
+            shared.attach(self)
         self._handler = handler
         self._loop: asyncio.AbstractEventLoop | None
         try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 from typing import Any
 
 import traitlets
@@ -69,7 +68,7 @@ class AuditLogTable(RequestWidget):
     :meth:`refresh` does the same from Python.
     """
 
-    _esm = pathlib.Path(__file__).parent.parent / "static" / "audit.js"
+    _page_code = "audit"
     columns = traitlets.List(traitlets.Unicode(), default_value=COLUMNS).tag(sync=True)
     rows = traitlets.List(traitlets.Dict()).tag(sync=True)
     path = traitlets.Unicode("").tag(sync=True)

@@ -13,7 +13,6 @@ the opened session, which is a :class:`~nb_hitl.widgets.reply.ReplyWidget`
 
 from __future__ import annotations
 
-import pathlib
 from typing import Any
 
 import ipywidgets
@@ -36,7 +35,7 @@ class InboxWidget(RequestWidget):
             ``{"action": "refresh"}``.
     """
 
-    _esm = pathlib.Path(__file__).parent.parent / "static" / "inbox.js"
+    _page_code = "inbox"
 
     service = traitlets.Unicode("").tag(sync=True)
     user_id = traitlets.Unicode("").tag(sync=True)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import pathlib
 import time
 from typing import Any
 
@@ -100,7 +99,7 @@ class PermissionExplorer(RequestWidget):
         matrix_calls (list of {tool_name, input}); revision (int, bumped on every refresh).
     """
 
-    _esm = pathlib.Path(__file__).parent.parent / "static" / "permissions.js"
+    _page_code = "permissions"
 
     agent_name = traitlets.Unicode("").tag(sync=True)
     context = traitlets.Dict()

@@ -31,7 +31,6 @@ readable record; case C12):
 
 from __future__ import annotations
 
-import pathlib
 from typing import Any
 
 import traitlets
@@ -58,7 +57,7 @@ class ReplyWidget(RequestWidget):
         **traits: initial trait values (unknown names raise ``TypeError``).
     """
 
-    _esm = pathlib.Path(__file__).parent.parent / "static" / "reply.js"
+    _page_code = "reply"
 
     agent_name = traitlets.Unicode("").tag(sync=True)
     prompt = traitlets.Unicode("").tag(sync=True)

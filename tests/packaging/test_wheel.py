@@ -35,7 +35,7 @@ from tests.harness.kernel import REPO_ROOT, VENV_PYTHON
 
 pytestmark = pytest.mark.timeout(600)
 
-STATIC = ("reply.js", "permissions.js", "audit.js", "theme.css")
+STATIC = ("reply.js", "permissions.js", "audit.js", "inbox.js", "loader.js", "theme.css")
 
 QUICKSTART = textwrap.dedent(
     """
