@@ -2,8 +2,8 @@
 // reply with its pauses drawn inline, one card per pause (card.ts, and
 // cards/ for what each pause kind adds). Everything from the agent or the
 // model is set with textContent (lib/dom.ts), or is the kernel's sanitised
-// Markdown, sanitised again in the page (lib/safe_html.ts); the theme ships once as the
-// widget's _css (lib/theme.css).
+// Markdown, sanitised again in the page (lib/safe_html.ts); the theme ships once per
+// kernel with the page code (lib/theme.css, widgets/_page_code.py).
 import type { AnyModel, Render } from "@anywidget/types";
 import { h, clear } from "../lib/dom";
 import { Rpc, probe, KERNEL_GONE } from "../lib/rpc";
