@@ -33,73 +33,17 @@ __all__ = ["MarimoServer", "NotebookServer"]
 class NotebookServer(JupyterLabServer):
     """``python -m notebook`` (Jupyter Notebook 7) for one test module; see :class:`JupyterLabServer`."""
 
-    def start(self) -> NotebookServer:
-        """Start Notebook 7 and wait until ``/api/status`` answers.
+    app_module = "notebook"
+    app_label = "jupyter notebook"
 
-        Raises:
-            RuntimeError: the process exited or did not answer in time (with the log's tail).
-        """
-        for d in (self.config_dir, self.data_dir, self.runtime_dir, self.ipython_dir, self.workspaces_dir):
-            d.mkdir(parents=True, exist_ok=True)
-        self._initial_settings = {
-            "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
-            **self.lab_settings,
-        }
-        self.reset_user_settings()
-        env = kernel_env(
-            {
-                "JUPYTER_CONFIG_DIR": str(self.config_dir),
-                "JUPYTER_DATA_DIR": str(self.data_dir),
-                "JUPYTER_RUNTIME_DIR": str(self.runtime_dir),
-                "IPYTHONDIR": str(self.ipython_dir),
-                "JUPYTERLAB_SETTINGS_DIR": str(self.user_settings_dir),
-                "JUPYTERLAB_WORKSPACES_DIR": str(self.workspaces_dir),
-                **self.extra_env,
-            }
-        )
-        self.port = free_port()
-        cmd = [
-            str(VENV_PYTHON),
-            "-m",
-            "notebook",
-            "--no-browser",
-            "--allow-root",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={self.port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={self.root}",
+    def app_args(self) -> list[str]:
+        """Notebook 7's flags (``JupyterNotebookApp`` traits): settings and
+        workspaces in the throw-away config dir, ``window.jupyterapp`` exposed."""
+        return [
             f"--JupyterNotebookApp.user_settings_dir={self.user_settings_dir}",
             f"--JupyterNotebookApp.workspaces_dir={self.workspaces_dir}",
             "--JupyterNotebookApp.expose_app_in_browser=True",
-            "--ServerApp.disable_check_xsrf=True",
-            *self.extra_args,
         ]
-        self._log_file = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=str(self.root),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            if self.proc.poll() is not None:
-                log = self.log_tail()
-                self.stop()
-                raise RuntimeError(f"jupyter notebook exited with {self.proc.returncode}:\n{log}")
-            try:
-                self.api("GET", "api/status", timeout=2)
-                return self
-            except (OSError, urllib.error.URLError):
-                if time.monotonic() > deadline:
-                    log = self.log_tail()
-                    self.stop()
-                    raise RuntimeError(f"jupyter notebook did not answer in {self.startup_timeout}s:\n{log}") from None
-                time.sleep(0.2)
 
 
 class MarimoServer:

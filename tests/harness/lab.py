@@ -198,23 +198,41 @@ class JupyterLabServer:
         for plugin_id, values in self._initial_settings.items():
             self.write_user_settings(plugin_id, values)
 
-    def start(self) -> JupyterLabServer:
-        """Start the server and wait until ``/api/status`` answers.
+    #: ``python -m <app_module>`` runs the server; ``app_label`` names it in errors.
+    app_module = "jupyterlab"
+    app_label = "jupyter lab"
 
-        Raises:
-            RuntimeError: the process exited or did not answer in time
-                (the message has the tail of its log).
-        """
-        for d in (self.config_dir, self.data_dir, self.runtime_dir, self.ipython_dir, self.workspaces_dir):
-            d.mkdir(parents=True, exist_ok=True)
+    def app_args(self) -> list[str]:
+        """The application's own flags (``LabApp`` traits): no news or update
+        checks, ``window.jupyterapp`` exposed, settings and workspaces in the
+        throw-away config dir. A subclass running another Jupyter app
+        (Notebook 7) returns that app's flags."""
+        return [
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.user_settings_dir={self.user_settings_dir}",
+            f"--LabApp.workspaces_dir={self.workspaces_dir}",
+        ]
+
+    def initial_user_settings(self) -> dict[str, dict[str, Any]]:
+        """The user settings written at start: no news toast, ``saveState`` when
+        ``save_widget_state``, then ``lab_settings`` merged per plugin."""
         settings: dict[str, dict[str, Any]] = {NOTIFICATION_PLUGIN: {"fetchNews": "false", "checkForUpdates": False}}
         if self.save_widget_state:
             settings[WIDGET_MANAGER_PLUGIN] = {"saveState": True}
         for plugin_id, values in self.lab_settings.items():
             settings[plugin_id] = {**settings.get(plugin_id, {}), **values}
-        self._initial_settings = settings
-        self.reset_user_settings()
-        env = kernel_env(
+        return settings
+
+    def server_env(self) -> dict[str, str]:
+        """The server's environment: :func:`~tests.harness.kernel.kernel_env` with
+        the throw-away ``JUPYTER_CONFIG_DIR`` / ``JUPYTER_DATA_DIR`` /
+        ``JUPYTER_RUNTIME_DIR`` / ``IPYTHONDIR`` and JupyterLab's settings and
+        workspaces dirs (created here), then ``env``."""
+        for d in (self.config_dir, self.data_dir, self.runtime_dir, self.ipython_dir, self.workspaces_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        return kernel_env(
             {
                 "JUPYTER_CONFIG_DIR": str(self.config_dir),
                 "JUPYTER_DATA_DIR": str(self.data_dir),
@@ -225,11 +243,22 @@ class JupyterLabServer:
                 **self.extra_env,
             }
         )
+
+    def start(self) -> JupyterLabServer:
+        """Start ``python -m <app_module>`` and wait until ``/api/status`` answers.
+
+        Raises:
+            RuntimeError: the process exited or did not answer in time
+                (the message has the tail of its log).
+        """
+        env = self.server_env()
+        self._initial_settings = self.initial_user_settings()
+        self.reset_user_settings()
         self.port = free_port()
         cmd = [
             str(VENV_PYTHON),
             "-m",
-            "jupyterlab",
+            self.app_module,
             "--no-browser",
             "--allow-root",
             "--ServerApp.ip=127.0.0.1",
@@ -237,12 +266,8 @@ class JupyterLabServer:
             "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={self.root}",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.expose_app_in_browser=True",
-            f"--LabApp.user_settings_dir={self.user_settings_dir}",
-            f"--LabApp.workspaces_dir={self.workspaces_dir}",
             "--ServerApp.disable_check_xsrf=True",
+            *self.app_args(),
             *self.extra_args,
         ]
         self._log_file = open(self.log_path, "wb")
@@ -260,17 +285,16 @@ class JupyterLabServer:
             if self.proc.poll() is not None:
                 log = self.log_tail()
                 self.stop()
-                raise RuntimeError(f"jupyter lab exited with {self.proc.returncode}:\n{log}")
+                raise RuntimeError(f"{self.app_label} exited with {self.proc.returncode}:\n{log}")
             try:
                 self.api("GET", "api/status", timeout=2)
-                break
+                return self
             except (OSError, urllib.error.URLError):
                 if time.monotonic() > deadline:
                     log = self.log_tail()
                     self.stop()
-                    raise RuntimeError(f"jupyter lab did not answer in {self.startup_timeout}s:\n{log}") from None
+                    raise RuntimeError(f"{self.app_label} did not answer in {self.startup_timeout}s:\n{log}") from None
                 time.sleep(0.2)
-        return self
 
     def log_tail(self, chars: int = 6000) -> str:
         """The end of the server's combined stdout/stderr."""
