@@ -29,7 +29,8 @@ from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool
 from nb_hitl.store import AuditLog
 from nb_hitl.team_demo import LEADER, TASK, WORKER, team_demo
 from tests.support import parked_on, run_async, wait_until
-from tests.teams.team_support import ask_answer, files, pair_team
+from tests.support_agents import files
+from tests.teams.team_support import ask_answer, pair_team
 
 FINAL_OK = "worker reported back (success): Done. Deleted draft.md. The folder now holds: notes.txt, old_log.txt."
 
