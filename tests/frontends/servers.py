@@ -19,13 +19,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
 from tests.harness.kernel import VENV_PYTHON, kernel_env
-from tests.harness.lab import JupyterLabServer, free_port
+from tests.harness.lab import JupyterLabServer, ServerProcess, free_port
 
 __all__ = ["MarimoServer", "NotebookServer"]
 
@@ -46,7 +44,7 @@ class NotebookServer(JupyterLabServer):
         ]
 
 
-class MarimoServer:
+class MarimoServer(ServerProcess):
     """``marimo <mode> <notebook> --headless --no-token`` on 127.0.0.1 and a free port.
 
     Args:
@@ -65,8 +63,6 @@ class MarimoServer:
         self.port = 0
         self._tmp = Path(tempfile.mkdtemp(prefix="nbh-marimo-"))
         self.log_path = self._tmp / "marimo.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._log_file: object = None
 
     @property
     def base_url(self) -> str:
@@ -93,41 +89,12 @@ class MarimoServer:
             "--host=127.0.0.1",
             f"--port={self.port}",
         ]
-        log = open(self.log_path, "wb")  # closed in stop()
-        self._log_file = log
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=str(self.notebook.parent),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            if self.proc.poll() is not None:
-                tail, code = self.log_tail(), self.proc.returncode
-                self.stop()
-                raise RuntimeError(f"marimo exited with {code}:\n{tail}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/", timeout=2) as resp:
-                    if resp.status == 200:
-                        return self
-            except (OSError, urllib.error.URLError):
-                pass
-            if time.monotonic() > deadline:
-                tail = self.log_tail()
-                self.stop()
-                raise RuntimeError(f"marimo did not answer in {self.startup_timeout}s:\n{tail}")
-            time.sleep(0.2)
+        self.launch(cmd, cwd=self.notebook.parent, env=env, label="marimo", ready=self._answers)
+        return self
 
-    def log_tail(self, chars: int = 6000) -> str:
-        """The end of marimo's combined stdout/stderr."""
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
+    def _answers(self) -> bool:
+        with urllib.request.urlopen(f"{self.base_url}/", timeout=2) as resp:
+            return bool(resp.status == 200)
 
     def stop(self) -> None:
         """SIGTERM marimo's process group (its kernels too), SIGKILL after 10 s."""
@@ -142,9 +109,8 @@ class MarimoServer:
                 except OSError:
                     pass
                 proc.wait(timeout=10)
-        log = self._log_file
-        if log is not None:
-            log.close()  # type: ignore[attr-defined]
+        if self._log_file is not None:
+            self._log_file.close()
             self._log_file = None
         self.proc = None
 

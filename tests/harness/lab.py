@@ -33,7 +33,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -48,6 +48,7 @@ __all__ = [
     "CHROMIUM",
     "CHROMIUM_ARGS",
     "JupyterLabServer",
+    "ServerProcess",
     "free_port",
     "launch_chromium",
     "new_page",
@@ -116,7 +117,76 @@ def write_notebook(path: str | os.PathLike[str], cells: Sequence[str | tuple[str
     return p
 
 
-class JupyterLabServer:
+class ServerProcess:
+    """A server subprocess writing to ``log_path``: launched in its own session,
+    waited on until it answers, its log's tail in every error.
+
+    Subclasses set ``log_path`` and ``startup_timeout`` and define :meth:`stop`
+    (which must close ``_log_file``); :class:`JupyterLabServer` and the front-end
+    servers of the tests share it.
+    """
+
+    log_path: Path
+    startup_timeout: float
+    proc: subprocess.Popen[bytes] | None = None
+    _log_file: Any = None
+
+    def launch(
+        self, cmd: Sequence[str], *, cwd: Path, env: dict[str, str], label: str, ready: Callable[[], bool]
+    ) -> None:
+        """Start ``cmd`` (output to ``log_path``) and poll ``ready`` every 0.2 s.
+
+        Args:
+            cmd: the command line.
+            cwd: its working directory.
+            env: its whole environment.
+            label: the server's name in error messages (``"jupyter lab"``).
+            ready: True once the server answers; ``OSError`` / ``URLError`` count as not yet.
+
+        Raises:
+            RuntimeError: the process exited, or did not answer in ``startup_timeout``
+                seconds (the server is stopped; the message has the tail of its log).
+        """
+        self._log_file = open(self.log_path, "wb")  # closed by stop()
+        self.proc = proc = subprocess.Popen(
+            list(cmd),
+            cwd=str(cwd),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            if proc.poll() is not None:
+                tail = self.log_tail()
+                self.stop()
+                raise RuntimeError(f"{label} exited with {proc.returncode}:\n{tail}")
+            try:
+                if ready():
+                    return
+            except (OSError, urllib.error.URLError):
+                pass
+            if time.monotonic() > deadline:
+                tail = self.log_tail()
+                self.stop()
+                raise RuntimeError(f"{label} did not answer in {self.startup_timeout}s:\n{tail}")
+            time.sleep(0.2)
+
+    def log_tail(self, chars: int = 6000) -> str:
+        """The end of the server's combined stdout/stderr."""
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """Stop the server and close ``_log_file``."""
+        raise NotImplementedError
+
+
+class JupyterLabServer(ServerProcess):
     """A ``jupyter lab`` subprocess for one test session.
 
     Args:
@@ -167,8 +237,6 @@ class JupyterLabServer:
         self.user_settings_dir = self.config_dir / "lab" / "user-settings"
         self.workspaces_dir = self.config_dir / "lab" / "workspaces"
         self.log_path = self._tmp / "jupyter-lab.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._log_file: Any = None
         self._initial_settings: dict[str, dict[str, Any]] = {}
 
     # -- lifecycle ---------------------------------------------------------------
@@ -270,38 +338,12 @@ class JupyterLabServer:
             *self.app_args(),
             *self.extra_args,
         ]
-        self._log_file = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=str(self.root),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            if self.proc.poll() is not None:
-                log = self.log_tail()
-                self.stop()
-                raise RuntimeError(f"{self.app_label} exited with {self.proc.returncode}:\n{log}")
-            try:
-                self.api("GET", "api/status", timeout=2)
-                return self
-            except (OSError, urllib.error.URLError):
-                if time.monotonic() > deadline:
-                    log = self.log_tail()
-                    self.stop()
-                    raise RuntimeError(f"{self.app_label} did not answer in {self.startup_timeout}s:\n{log}") from None
-                time.sleep(0.2)
+        self.launch(cmd, cwd=self.root, env=env, label=self.app_label, ready=self._answers)
+        return self
 
-    def log_tail(self, chars: int = 6000) -> str:
-        """The end of the server's combined stdout/stderr."""
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
+    def _answers(self) -> bool:
+        self.api("GET", "api/status", timeout=2)
+        return True
 
     def stop(self) -> None:
         """Shut down kernels and server; SIGKILL whatever is left (kernels run in their own sessions)."""
