@@ -5,7 +5,7 @@ Every agent is a real ``agentscope.agent.Agent`` on
 :func:`scripted_agent` takes any tools, :func:`sandbox_agent` the demo's
 sandbox tools (``list_files``, ``delete_file`` that asks, ``AskUser``) over a
 folder made by :func:`nb_hitl.demo.make_sandbox`. :func:`files` lists what a
-sandbox folder still holds.
+sandbox folder still holds; :class:`Lookup` is an external tool.
 
 Import it as ``tests.support_agents`` (``pythonpath = ["."]`` in pyproject.toml).
 """
@@ -18,13 +18,14 @@ from typing import Any
 
 from agentscope.agent import Agent
 from agentscope.middleware import MiddlewareBase
+from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.state import AgentState
-from agentscope.tool import Toolkit
+from agentscope.tool import ToolBase, Toolkit
 
 from nb_hitl.demo import sandbox_tools
 from nb_hitl.models import ScriptedChatModel
 
-__all__ = ["files", "sandbox_agent", "scripted_agent"]
+__all__ = ["Lookup", "files", "sandbox_agent", "scripted_agent"]
 
 
 def scripted_agent(
@@ -75,3 +76,19 @@ def sandbox_agent(
 def files(folder: Path) -> list[str]:
     """The names of what ``folder`` holds, sorted."""
     return sorted(p.name for p in folder.iterdir())
+
+
+class Lookup(ToolBase):
+    """An external tool (AgentScope's ``is_external_tool=True``): whoever drives the
+    agent runs it, so a ``lookup`` call parks the reply as an ``external`` pause.
+    Its permission check always allows (no confirmation first)."""
+
+    name = "lookup"
+    description = "Look a word up in the user's own dictionary."
+    input_schema = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
+    is_concurrency_safe = True
+    is_read_only = True
+    is_external_tool = True
+
+    async def check_permissions(self, tool_input: dict[str, Any], context: Any) -> PermissionDecision:
+        return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="lookup is always allowed")

@@ -25,32 +25,17 @@ from typing import Any
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState
-from agentscope.permission import PermissionBehavior, PermissionDecision
-from agentscope.tool import AskUser, FunctionTool, ToolBase, ToolChunk
+from agentscope.tool import AskUser, FunctionTool, ToolChunk
 
 from nb_hitl import DecisionError, PauseNotLiveError, Session
 from nb_hitl.demo import make_sandbox
 from nb_hitl.models import Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
 from tests.support import InputRecorder, parked, run_async, wait_until, widget_replies
-from tests.support_agents import scripted_agent
+from tests.support_agents import Lookup, scripted_agent
 
 
 # ---------------------------------------------------------------- helpers
-class Lookup(ToolBase):
-    """An external tool (``is_external_tool=True``): whoever drives the agent runs it."""
-
-    name = "lookup"
-    description = "Look a word up in the user's own dictionary."
-    input_schema = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
-    is_concurrency_safe = True
-    is_read_only = True
-    is_external_tool = True
-
-    async def check_permissions(self, tool_input: dict[str, Any], context: Any) -> PermissionDecision:
-        return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="lookup is always allowed")
-
-
 def file_tools(box: Path, *, concurrent: bool = True) -> list[Any]:
     """``delete_file`` and ``archive_file`` over ``box`` (both ask: not read-only)."""
 
