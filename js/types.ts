@@ -114,6 +114,9 @@ export interface TranscriptEntry {
   name?: string;
   state?: string;
   tool_call_id?: string;
+  /** in a team: the agent that wrote the entry (leader or member); team steps also name the `member` */
+  agent?: string;
+  member?: string;
   /** step (one model call): AgentScope's ModelCallStart/EndEvent */
   model_name?: string;
   started_at?: number;

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentscope.agent import Agent
 from agentscope.event import ReplyEndEvent, ReplyStartEvent, UserInterruptEvent
@@ -27,6 +27,9 @@ from agentscope.message import Msg, ToolCallBlock
 from agentscope.pipeline import GoalPipeline, TeamPipeline
 from agentscope.state import AgentState
 from agentscope.types import ReplyFinishedReason
+
+if TYPE_CHECKING:  # the session package imports this module
+    from .session._transcript import Transcript
 
 __all__ = [
     "ASSIGN_TOOL",
@@ -366,10 +369,16 @@ _ENTRY_KEYS = {
     "ToolResultStartEvent": ("tool_call_id", "result:"),
     "ToolResultTextDeltaEvent": ("tool_call_id", "result:"),
     "ToolResultEndEvent": ("tool_call_id", "result:"),
+    # what record_event (session/_transcript.py) adds
+    "ThinkingBlockStartEvent": ("block_id", "thinking:"),
+    "ThinkingBlockDeltaEvent": ("block_id", "thinking:"),
+    "HintBlockEvent": ("block_id", "hint:"),
+    "DataBlockStartEvent": ("block_id", "data:"),
+    "DataBlockDeltaEvent": ("block_id", "data:"),
 }
 
 
-def plumbing_step(team: Team, transcript: list[dict[str, Any]], event: Any) -> bool:
+def plumbing_step(team: Team, transcript: Transcript, event: Any) -> bool:
     """Show the pipeline's ``TeamAssign`` as steps, not as a tool call.
 
     The leader's ``TeamAssign`` call and result events become two notes in
@@ -377,8 +386,9 @@ def plumbing_step(team: Team, transcript: list[dict[str, Any]], event: Any) -> b
     starts the member (the call's ``ToolResultStartEvent``), and
     ``"worker reported back to lead (success): ..."`` when the member's
     reply came back as the result. Entry ids: ``assign:<tool_call_id>`` and
-    ``report:<tool_call_id>``; each carries ``agent`` (the leader),
-    ``member`` and ``tool_call_id``.
+    ``report:<tool_call_id>``; each carries ``agent`` (who wrote it: the
+    leader, the member for the report), ``member`` and ``tool_call_id``. Both
+    go through :meth:`Transcript.add`, so a streaming page gets them as ops.
 
     Returns:
         True when ``event`` was a ``TeamAssign`` event (the caller shows
@@ -401,31 +411,27 @@ def plumbing_step(team: Team, transcript: list[dict[str, Any]], event: Any) -> b
     elif name == "ToolResultStartEvent":
         member, _prompt, text = assignment_text(team.leader.name, seen["input"] or _call_input(team, tool_call_id))
         seen["member"] = member
-        transcript.append(
-            {
-                "kind": "note",
-                "id": f"assign:{tool_call_id}",
-                "text": text,
-                "agent": team.leader.name,
-                "member": member,
-                "tool_call_id": tool_call_id,
-            }
+        transcript.add(
+            "note",
+            f"assign:{tool_call_id}",
+            text=text,
+            agent=team.leader.name,
+            member=member,
+            tool_call_id=tool_call_id,
         )
     elif name == "ToolResultTextDeltaEvent":
         seen["output"] += event.delta
     elif name == "ToolResultEndEvent":
         member = seen.get("member") or assignment_text(team.leader.name, seen["input"])[0] or "the member"
         state = str(getattr(event.state, "value", event.state))
-        transcript.append(
-            {
-                "kind": "note",
-                "id": f"report:{tool_call_id}",
-                "text": f"{member} reported back to {team.leader.name} ({state})"
-                + (f": {seen['output']}" if seen["output"] else ""),
-                "agent": member,
-                "member": member,
-                "tool_call_id": tool_call_id,
-            }
+        report = f"{member} reported back to {team.leader.name} ({state})"
+        transcript.add(
+            "note",
+            f"report:{tool_call_id}",
+            text=report + (f": {seen['output']}" if seen["output"] else ""),
+            agent=member,
+            member=member,
+            tool_call_id=tool_call_id,
         )
     return True
 
@@ -437,15 +443,22 @@ def _call_input(team: Team, tool_call_id: str) -> str:
     return ""
 
 
-def tag_entry(team: Team, transcript: list[dict[str, Any]], event: Any) -> None:
-    """Mark the transcript entry ``event`` wrote with the agent it came from
-    (``entry["agent"]``), so the page can say which agent said or called
-    what. Looks at the newest entries first; does nothing when not found."""
-    key = _ENTRY_KEYS.get(type(event).__name__)
+def tag_entry(team: Team, transcript: Transcript, event: Any) -> bool:
+    """Name the agent ``event`` came from on the transcript entry it wrote
+    (:meth:`Transcript.label <nb_hitl.session._transcript.Transcript.label>`:
+    ``entry["agent"]``, streamed to the page as a ``set`` op), so the page can
+    say which agent wrote each text, tool call, result, thinking, hint, data
+    block and model call step. The first agent named stays.
+
+    Returns:
+        whether the entry changed (False for other events, an entry not
+        found, or one already named).
+    """
+    name = type(event).__name__
+    if name == "ModelCallStartEvent":  # record_event numbers the steps: this call's is the newest
+        step = next((e for e in reversed(transcript) if e["kind"] == "step"), None)
+        return step is not None and transcript.label(step["id"], team.owner_name(event))
+    key = _ENTRY_KEYS.get(name)
     if key is None:
-        return
-    entry_id = key[1] + str(getattr(event, key[0], ""))
-    for entry in reversed(transcript):
-        if entry.get("id") == entry_id:
-            entry.setdefault("agent", team.owner_name(event))
-            return
+        return False
+    return transcript.label(key[1] + str(getattr(event, key[0], "")), team.owner_name(event))

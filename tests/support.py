@@ -4,7 +4,9 @@ headless with nbclient.
 
 Import it as ``tests.support`` (``pythonpath = ["."]`` in pyproject.toml).
 Its ``assert`` s are rewritten by pytest (``tests/conftest.py`` registers it).
-The AG-UI pieces are in :mod:`tests.agui_support`; kernels and JupyterLab are
+``StreamRecorder`` rebuilds what the page holds from a ReplyWidget's
+transcript stream. The shared agents are in :mod:`tests.support_agents`,
+the AG-UI pieces in :mod:`tests.agui_support`; kernels and JupyterLab are
 driven by :mod:`tests.harness`.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +133,58 @@ def widget_replies(widget: Any) -> list[dict[str, Any]]:
 
     widget.send = send  # type: ignore[method-assign]
     return sent
+
+
+# ------------------------------------------- the transcript stream to the page
+def apply_ops(entries: list[dict[str, Any]], ops: list[dict[str, Any]]) -> None:
+    """Apply one stream message's ``ops`` to ``entries``, as js/reply/stream.ts does."""
+    by_id = {e["id"]: e for e in entries}
+    for op in ops:
+        if op["op"] == "add":
+            if op["entry"]["id"] not in by_id:
+                e = dict(op["entry"])
+                entries.append(e)
+                by_id[e["id"]] = e
+        elif op["op"] == "append":
+            by_id[op["id"]]["text"] += op["text"]
+        else:
+            by_id[op["id"]].update(op["fields"])
+
+
+class StreamRecorder:
+    """Stream messages and ``transcript`` trait sets of a ReplyWidget, with their times.
+
+    Attach it before the reply streams (right after ``Session.start``: the
+    widget exists, nothing is sent yet); :meth:`rebuilt` is then what the page
+    holds.
+    """
+
+    def __init__(self, widget: Any) -> None:
+        self.stream: list[tuple[float, dict[str, Any]]] = []
+        self.replies: list[dict[str, Any]] = []
+        self.trait_sets = 0
+        real_send = widget.send
+
+        def send(content: Any, buffers: Any = None) -> None:
+            if isinstance(content, dict) and content.get("type") == "nbh_transcript":
+                self.stream.append((time.monotonic(), content))
+            else:
+                self.replies.append(content)
+            real_send(content, buffers)
+
+        widget.send = send
+        widget.observe(self._trait, names="transcript")
+
+    def _trait(self, _change: Any) -> None:
+        self.trait_sets += 1
+
+    def rebuilt(self) -> list[dict[str, Any]]:
+        """The entries the page built from every stream message, in order."""
+        entries: list[dict[str, Any]] = []
+        for n, (_, msg) in enumerate(self.stream):
+            assert msg["seq"] == n + 1, "stream messages are numbered 1, 2, 3... in order"
+            apply_ops(entries, msg["ops"])
+        return entries
 
 
 # ------------------------------------------------ a ReplyWidget in a kernel

@@ -4,7 +4,9 @@
 // per model call (elapsed time, tokens), hints and data blocks. Text is set
 // with textContent only; a text or thinking block that ended carries `html`,
 // its Markdown rendered and sanitised by the kernel, which replaces the plain
-// text once, through lib/safe_html.ts (parsed inert, walked again).
+// text once, through lib/safe_html.ts (parsed inert, walked again). In a
+// team each entry names the agent that wrote it (its `agent` field, which may
+// come in a later "set" op), as text.
 import { h, clear, prettyJson } from "../lib/dom";
 import { safeFragment } from "../lib/safe_html";
 import type { TranscriptEntry } from "../types";
@@ -12,6 +14,9 @@ import type { TranscriptEntry } from "../types";
 interface EntryEl {
   el: HTMLElement;
   body: HTMLElement;
+  /** where the agent's name goes (default: the start of `el`) */
+  head?: HTMLElement;
+  agent?: HTMLElement;
   slot?: HTMLElement;
   state?: HTMLElement;
   /** the `html` shown (undefined: plain text) */
@@ -67,6 +72,10 @@ export class Transcript {
       }
       const text = e.kind === "tool_call" ? prettyJson(e.text) : e.kind === "step" ? stepText(e) : e.kind === "data" ? dataText(e) : e.text;
       if (e.kind === "step") this.track(e);
+      if (e.agent && !rec.agent) {
+        rec.agent = h("span", { class: "nbh-chip", "data-testid": "nbh-entry-agent", "data-agent": e.agent }, e.agent);
+        (rec.head || rec.el).prepend(rec.agent, " ");
+      }
       show(rec, text, entryHtml(e));
       if (rec.state) {
         const st = e.state || "";
@@ -112,8 +121,9 @@ export class Transcript {
     const body = h("div", { class: e.kind === "text" ? "nbh-text" : "nbh-pre" });
     if (e.kind === "thinking") {
       // collapsed by default: the model's reasoning is there when wanted
-      const el = h("details", { class: "nbh-entry nbh-thinking", "data-testid": "nbh-thinking" }, h("summary", { class: "nbh-muted" }, "Thinking"), body);
-      return { el, body };
+      const head = h("summary", { class: "nbh-muted" }, "Thinking");
+      const el = h("details", { class: "nbh-entry nbh-thinking", "data-testid": "nbh-thinking" }, head, body);
+      return { el, body, head };
     }
     if (e.kind === "step") {
       body.className = "nbh-muted";
@@ -121,8 +131,9 @@ export class Transcript {
     }
     if (e.kind === "hint") {
       // what the runtime tells the model (time, team messages...): there when wanted, folded by default
-      const el = h("details", { class: "nbh-entry nbh-hint", "data-testid": "nbh-hint" }, h("summary", { class: "nbh-muted" }, `Hint${e.source ? ` from ${e.source}` : ""}`), body);
-      return { el, body };
+      const head = h("summary", { class: "nbh-muted" }, `Hint${e.source ? ` from ${e.source}` : ""}`);
+      const el = h("details", { class: "nbh-entry nbh-hint", "data-testid": "nbh-hint" }, head, body);
+      return { el, body, head };
     }
     if (e.kind === "data") {
       body.className = "nbh-muted";
@@ -130,13 +141,15 @@ export class Transcript {
     }
     if (e.kind === "tool_call") {
       const slot = h("div", { class: "nbh-slot" });
-      const el = h("div", { class: "nbh-entry nbh-call", "data-testid": "nbh-tool-call" }, h("div", { class: "nbh-muted" }, `→ ${e.name || "tool"}`), body, slot);
-      return { el, body, slot };
+      const head = h("div", { class: "nbh-muted" }, `→ ${e.name || "tool"}`);
+      const el = h("div", { class: "nbh-entry nbh-call", "data-testid": "nbh-tool-call" }, head, body, slot);
+      return { el, body, head, slot };
     }
     if (e.kind === "tool_result") {
       const state = h("span", { class: "nbh-chip" });
-      const el = h("div", { class: "nbh-entry nbh-result", "data-testid": "nbh-tool-result" }, h("div", { class: "nbh-muted" }, `← ${e.name || "result"} `, state), body);
-      return { el, body, state };
+      const head = h("div", { class: "nbh-muted" }, `← ${e.name || "result"} `, state);
+      const el = h("div", { class: "nbh-entry nbh-result", "data-testid": "nbh-tool-result" }, head, body);
+      return { el, body, head, state };
     }
     if (e.kind === "note") {
       // a team's steps ("lead assigned … to worker") are not warnings

@@ -6,10 +6,11 @@ results and notes. Its methods take plain values (block ids, tool call ids,
 deltas), not AgentScope events, so the same transcript can be built from
 AgentScope's ``reply_stream`` here and from AG-UI events by a remote client.
 
-Each entry is a dict the page renders as is (``js/reply.ts``, ``Entry``):
-``{"kind": "text" | "tool_call" | "tool_result" | "note", "id", "text",
-...}``; tool entries add ``name`` and ``tool_call_id``, results a ``state``
-(``running`` then AgentScope's ``ToolResultState`` value). A text or
+Each entry is a dict the page renders as is (``js/reply/transcript.ts``,
+``TranscriptEntry``): ``{"kind": "text" | "tool_call" | "tool_result" |
+"note", "id", "text", ...}``; tool entries add ``name`` and
+``tool_call_id``, results a ``state`` (``running`` then AgentScope's
+``ToolResultState`` value); in a team, ``agent`` names who wrote it. A text or
 thinking entry streams as plain text; when its block ends it gets ``html``,
 its Markdown rendered once and sanitised (:func:`nb_hitl.markdown.markdown_html`;
 none for text that reads the same without HTML).
@@ -236,6 +237,19 @@ class Transcript(list[dict[str, Any]]):
         for e in self:
             if e["kind"] in MARKDOWN_KINDS and e["id"] not in self._ended:
                 self.end_text(e["id"])
+
+    def label(self, entry_id: str, agent: str) -> bool:
+        """Name the agent that wrote the entry ``entry_id`` (its ``agent``
+        field, a ``set`` op) unless it is named already.
+
+        Returns:
+            whether the entry changed (False when there is no such entry).
+        """
+        e = self._by_id.get(entry_id)
+        if e is None or "agent" in e:
+            return False
+        self._set(e, agent=agent)
+        return True
 
     def note(self, text: str) -> dict[str, Any]:
         """Append a note (e.g. "The agent reached its iteration limit.")."""

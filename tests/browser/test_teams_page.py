@@ -4,8 +4,8 @@
 then wait for clicks instead of answering with ``session.act``) and run with
 Run All. A person answers the worker's AskUser card and approves its
 deletion in the reply widget: each card names the worker as the agent that
-asks, the leader's ``TeamAssign`` is a step in the transcript and never a
-card, the leader's final message shows in the widget and in the cell output,
+asks, each transcript entry names the agent that wrote it, the leader's
+``TeamAssign`` is a step in the transcript and never a card, the leader's final message shows in the widget and in the cell output,
 and the file is deleted exactly once.
 """
 
@@ -76,6 +76,15 @@ def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     assert final.inner_text().endswith(FINAL)
     assert reply.locator('[data-testid="nbh-status"]').get_attribute("data-status") == "finished"
     assert reply.locator('[data-testid="nbh-card"]').count() == 2
+    # each entry of the transcript names the agent that wrote it (streamed, as text)
+    named = reply.locator('[data-testid="nbh-entry-agent"]')
+    assert sorted(set(named.all_inner_texts())) == ["lead", "worker"]
+    for entry in ("nbh-tool-call", "nbh-tool-result"):
+        labels = reply.locator(f'[data-testid="{entry}"] [data-testid="nbh-entry-agent"]').all_inner_texts()
+        assert labels and set(labels) == {"worker"}, (entry, labels)
+    assert reply.locator('[data-testid="nbh-tool-call"]').count() == len(
+        reply.locator('[data-testid="nbh-tool-call"] [data-testid="nbh-entry-agent"]').all_inner_texts()
+    )
 
     wait_execution_done(page, timeout=120)
     output_locator(page, "delete_file ran: ['draft.md']").first.wait_for(timeout=30_000)

@@ -19,13 +19,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
 from tests.harness.kernel import VENV_PYTHON, kernel_env
-from tests.harness.lab import JupyterLabServer, free_port
+from tests.harness.lab import JupyterLabServer, ServerProcess, free_port
 
 __all__ = ["MarimoServer", "NotebookServer"]
 
@@ -33,76 +31,20 @@ __all__ = ["MarimoServer", "NotebookServer"]
 class NotebookServer(JupyterLabServer):
     """``python -m notebook`` (Jupyter Notebook 7) for one test module; see :class:`JupyterLabServer`."""
 
-    def start(self) -> NotebookServer:
-        """Start Notebook 7 and wait until ``/api/status`` answers.
+    app_module = "notebook"
+    app_label = "jupyter notebook"
 
-        Raises:
-            RuntimeError: the process exited or did not answer in time (with the log's tail).
-        """
-        for d in (self.config_dir, self.data_dir, self.runtime_dir, self.ipython_dir, self.workspaces_dir):
-            d.mkdir(parents=True, exist_ok=True)
-        self._initial_settings = {
-            "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
-            **self.lab_settings,
-        }
-        self.reset_user_settings()
-        env = kernel_env(
-            {
-                "JUPYTER_CONFIG_DIR": str(self.config_dir),
-                "JUPYTER_DATA_DIR": str(self.data_dir),
-                "JUPYTER_RUNTIME_DIR": str(self.runtime_dir),
-                "IPYTHONDIR": str(self.ipython_dir),
-                "JUPYTERLAB_SETTINGS_DIR": str(self.user_settings_dir),
-                "JUPYTERLAB_WORKSPACES_DIR": str(self.workspaces_dir),
-                **self.extra_env,
-            }
-        )
-        self.port = free_port()
-        cmd = [
-            str(VENV_PYTHON),
-            "-m",
-            "notebook",
-            "--no-browser",
-            "--allow-root",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={self.port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={self.root}",
+    def app_args(self) -> list[str]:
+        """Notebook 7's flags (``JupyterNotebookApp`` traits): settings and
+        workspaces in the throw-away config dir, ``window.jupyterapp`` exposed."""
+        return [
             f"--JupyterNotebookApp.user_settings_dir={self.user_settings_dir}",
             f"--JupyterNotebookApp.workspaces_dir={self.workspaces_dir}",
             "--JupyterNotebookApp.expose_app_in_browser=True",
-            "--ServerApp.disable_check_xsrf=True",
-            *self.extra_args,
         ]
-        self._log_file = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=str(self.root),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            if self.proc.poll() is not None:
-                log = self.log_tail()
-                self.stop()
-                raise RuntimeError(f"jupyter notebook exited with {self.proc.returncode}:\n{log}")
-            try:
-                self.api("GET", "api/status", timeout=2)
-                return self
-            except (OSError, urllib.error.URLError):
-                if time.monotonic() > deadline:
-                    log = self.log_tail()
-                    self.stop()
-                    raise RuntimeError(f"jupyter notebook did not answer in {self.startup_timeout}s:\n{log}") from None
-                time.sleep(0.2)
 
 
-class MarimoServer:
+class MarimoServer(ServerProcess):
     """``marimo <mode> <notebook> --headless --no-token`` on 127.0.0.1 and a free port.
 
     Args:
@@ -121,8 +63,6 @@ class MarimoServer:
         self.port = 0
         self._tmp = Path(tempfile.mkdtemp(prefix="nbh-marimo-"))
         self.log_path = self._tmp / "marimo.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._log_file: object = None
 
     @property
     def base_url(self) -> str:
@@ -149,41 +89,12 @@ class MarimoServer:
             "--host=127.0.0.1",
             f"--port={self.port}",
         ]
-        log = open(self.log_path, "wb")  # closed in stop()
-        self._log_file = log
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=str(self.notebook.parent),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            if self.proc.poll() is not None:
-                tail, code = self.log_tail(), self.proc.returncode
-                self.stop()
-                raise RuntimeError(f"marimo exited with {code}:\n{tail}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/", timeout=2) as resp:
-                    if resp.status == 200:
-                        return self
-            except (OSError, urllib.error.URLError):
-                pass
-            if time.monotonic() > deadline:
-                tail = self.log_tail()
-                self.stop()
-                raise RuntimeError(f"marimo did not answer in {self.startup_timeout}s:\n{tail}")
-            time.sleep(0.2)
+        self.launch(cmd, cwd=self.notebook.parent, env=env, label="marimo", ready=self._answers)
+        return self
 
-    def log_tail(self, chars: int = 6000) -> str:
-        """The end of marimo's combined stdout/stderr."""
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
+    def _answers(self) -> bool:
+        with urllib.request.urlopen(f"{self.base_url}/", timeout=2) as resp:
+            return bool(resp.status == 200)
 
     def stop(self) -> None:
         """SIGTERM marimo's process group (its kernels too), SIGKILL after 10 s."""
@@ -198,9 +109,8 @@ class MarimoServer:
                 except OSError:
                     pass
                 proc.wait(timeout=10)
-        log = self._log_file
-        if log is not None:
-            log.close()  # type: ignore[attr-defined]
+        if self._log_file is not None:
+            self._log_file.close()
             self._log_file = None
         self.proc = None
 

@@ -33,7 +33,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -48,6 +48,7 @@ __all__ = [
     "CHROMIUM",
     "CHROMIUM_ARGS",
     "JupyterLabServer",
+    "ServerProcess",
     "free_port",
     "launch_chromium",
     "new_page",
@@ -116,7 +117,76 @@ def write_notebook(path: str | os.PathLike[str], cells: Sequence[str | tuple[str
     return p
 
 
-class JupyterLabServer:
+class ServerProcess:
+    """A server subprocess writing to ``log_path``: launched in its own session,
+    waited on until it answers, its log's tail in every error.
+
+    Subclasses set ``log_path`` and ``startup_timeout`` and define :meth:`stop`
+    (which must close ``_log_file``); :class:`JupyterLabServer` and the front-end
+    servers of the tests share it.
+    """
+
+    log_path: Path
+    startup_timeout: float
+    proc: subprocess.Popen[bytes] | None = None
+    _log_file: Any = None
+
+    def launch(
+        self, cmd: Sequence[str], *, cwd: Path, env: dict[str, str], label: str, ready: Callable[[], bool]
+    ) -> None:
+        """Start ``cmd`` (output to ``log_path``) and poll ``ready`` every 0.2 s.
+
+        Args:
+            cmd: the command line.
+            cwd: its working directory.
+            env: its whole environment.
+            label: the server's name in error messages (``"jupyter lab"``).
+            ready: True once the server answers; ``OSError`` / ``URLError`` count as not yet.
+
+        Raises:
+            RuntimeError: the process exited, or did not answer in ``startup_timeout``
+                seconds (the server is stopped; the message has the tail of its log).
+        """
+        self._log_file = open(self.log_path, "wb")  # closed by stop()
+        self.proc = proc = subprocess.Popen(
+            list(cmd),
+            cwd=str(cwd),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            if proc.poll() is not None:
+                tail = self.log_tail()
+                self.stop()
+                raise RuntimeError(f"{label} exited with {proc.returncode}:\n{tail}")
+            try:
+                if ready():
+                    return
+            except (OSError, urllib.error.URLError):
+                pass
+            if time.monotonic() > deadline:
+                tail = self.log_tail()
+                self.stop()
+                raise RuntimeError(f"{label} did not answer in {self.startup_timeout}s:\n{tail}")
+            time.sleep(0.2)
+
+    def log_tail(self, chars: int = 6000) -> str:
+        """The end of the server's combined stdout/stderr."""
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """Stop the server and close ``_log_file``."""
+        raise NotImplementedError
+
+
+class JupyterLabServer(ServerProcess):
     """A ``jupyter lab`` subprocess for one test session.
 
     Args:
@@ -167,8 +237,6 @@ class JupyterLabServer:
         self.user_settings_dir = self.config_dir / "lab" / "user-settings"
         self.workspaces_dir = self.config_dir / "lab" / "workspaces"
         self.log_path = self._tmp / "jupyter-lab.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._log_file: Any = None
         self._initial_settings: dict[str, dict[str, Any]] = {}
 
     # -- lifecycle ---------------------------------------------------------------
@@ -198,23 +266,41 @@ class JupyterLabServer:
         for plugin_id, values in self._initial_settings.items():
             self.write_user_settings(plugin_id, values)
 
-    def start(self) -> JupyterLabServer:
-        """Start the server and wait until ``/api/status`` answers.
+    #: ``python -m <app_module>`` runs the server; ``app_label`` names it in errors.
+    app_module = "jupyterlab"
+    app_label = "jupyter lab"
 
-        Raises:
-            RuntimeError: the process exited or did not answer in time
-                (the message has the tail of its log).
-        """
-        for d in (self.config_dir, self.data_dir, self.runtime_dir, self.ipython_dir, self.workspaces_dir):
-            d.mkdir(parents=True, exist_ok=True)
+    def app_args(self) -> list[str]:
+        """The application's own flags (``LabApp`` traits): no news or update
+        checks, ``window.jupyterapp`` exposed, settings and workspaces in the
+        throw-away config dir. A subclass running another Jupyter app
+        (Notebook 7) returns that app's flags."""
+        return [
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.user_settings_dir={self.user_settings_dir}",
+            f"--LabApp.workspaces_dir={self.workspaces_dir}",
+        ]
+
+    def initial_user_settings(self) -> dict[str, dict[str, Any]]:
+        """The user settings written at start: no news toast, ``saveState`` when
+        ``save_widget_state``, then ``lab_settings`` merged per plugin."""
         settings: dict[str, dict[str, Any]] = {NOTIFICATION_PLUGIN: {"fetchNews": "false", "checkForUpdates": False}}
         if self.save_widget_state:
             settings[WIDGET_MANAGER_PLUGIN] = {"saveState": True}
         for plugin_id, values in self.lab_settings.items():
             settings[plugin_id] = {**settings.get(plugin_id, {}), **values}
-        self._initial_settings = settings
-        self.reset_user_settings()
-        env = kernel_env(
+        return settings
+
+    def server_env(self) -> dict[str, str]:
+        """The server's environment: :func:`~tests.harness.kernel.kernel_env` with
+        the throw-away ``JUPYTER_CONFIG_DIR`` / ``JUPYTER_DATA_DIR`` /
+        ``JUPYTER_RUNTIME_DIR`` / ``IPYTHONDIR`` and JupyterLab's settings and
+        workspaces dirs (created here), then ``env``."""
+        for d in (self.config_dir, self.data_dir, self.runtime_dir, self.ipython_dir, self.workspaces_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        return kernel_env(
             {
                 "JUPYTER_CONFIG_DIR": str(self.config_dir),
                 "JUPYTER_DATA_DIR": str(self.data_dir),
@@ -225,11 +311,22 @@ class JupyterLabServer:
                 **self.extra_env,
             }
         )
+
+    def start(self) -> JupyterLabServer:
+        """Start ``python -m <app_module>`` and wait until ``/api/status`` answers.
+
+        Raises:
+            RuntimeError: the process exited or did not answer in time
+                (the message has the tail of its log).
+        """
+        env = self.server_env()
+        self._initial_settings = self.initial_user_settings()
+        self.reset_user_settings()
         self.port = free_port()
         cmd = [
             str(VENV_PYTHON),
             "-m",
-            "jupyterlab",
+            self.app_module,
             "--no-browser",
             "--allow-root",
             "--ServerApp.ip=127.0.0.1",
@@ -237,47 +334,16 @@ class JupyterLabServer:
             "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={self.root}",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.expose_app_in_browser=True",
-            f"--LabApp.user_settings_dir={self.user_settings_dir}",
-            f"--LabApp.workspaces_dir={self.workspaces_dir}",
             "--ServerApp.disable_check_xsrf=True",
+            *self.app_args(),
             *self.extra_args,
         ]
-        self._log_file = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=str(self.root),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            if self.proc.poll() is not None:
-                log = self.log_tail()
-                self.stop()
-                raise RuntimeError(f"jupyter lab exited with {self.proc.returncode}:\n{log}")
-            try:
-                self.api("GET", "api/status", timeout=2)
-                break
-            except (OSError, urllib.error.URLError):
-                if time.monotonic() > deadline:
-                    log = self.log_tail()
-                    self.stop()
-                    raise RuntimeError(f"jupyter lab did not answer in {self.startup_timeout}s:\n{log}") from None
-                time.sleep(0.2)
+        self.launch(cmd, cwd=self.root, env=env, label=self.app_label, ready=self._answers)
         return self
 
-    def log_tail(self, chars: int = 6000) -> str:
-        """The end of the server's combined stdout/stderr."""
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
+    def _answers(self) -> bool:
+        self.api("GET", "api/status", timeout=2)
+        return True
 
     def stop(self) -> None:
         """Shut down kernels and server; SIGKILL whatever is left (kernels run in their own sessions)."""

@@ -25,31 +25,17 @@ from typing import Any
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState
-from agentscope.permission import PermissionBehavior, PermissionDecision
-from agentscope.tool import AskUser, FunctionTool, ToolBase, ToolChunk, Toolkit
+from agentscope.tool import AskUser, FunctionTool, ToolChunk
 
 from nb_hitl import DecisionError, PauseNotLiveError, Session
 from nb_hitl.demo import make_sandbox
-from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from nb_hitl.models import Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
 from tests.support import InputRecorder, parked, run_async, wait_until, widget_replies
+from tests.support_agents import Lookup, scripted_agent
 
 
 # ---------------------------------------------------------------- helpers
-class Lookup(ToolBase):
-    """An external tool (``is_external_tool=True``): whoever drives the agent runs it."""
-
-    name = "lookup"
-    description = "Look a word up in the user's own dictionary."
-    input_schema = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
-    is_concurrency_safe = True
-    is_read_only = True
-    is_external_tool = True
-
-    async def check_permissions(self, tool_input: dict[str, Any], context: Any) -> PermissionDecision:
-        return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="lookup is always allowed")
-
-
 def file_tools(box: Path, *, concurrent: bool = True) -> list[Any]:
     """``delete_file`` and ``archive_file`` over ``box`` (both ask: not read-only)."""
 
@@ -78,16 +64,30 @@ def file_tools(box: Path, *, concurrent: bool = True) -> list[Any]:
     ]
 
 
-def make_agent(
-    script: list[Any], tools: list[Any], recorder: InputRecorder | None = None, name: str = "batcher"
-) -> Agent:
-    return Agent(
-        name=name,
-        system_prompt="Work through the batch.",
-        model=ScriptedChatModel(script, on_exhausted="raise"),
-        toolkit=Toolkit(tools=tools),
-        middlewares=[recorder] if recorder is not None else None,
-    )
+def make_agent(script: list[Any], tools: list[Any], recorder: InputRecorder | None = None) -> Agent:
+    return scripted_agent(script, tools, name="batcher", system_prompt="Work through the batch.", recorder=recorder)
+
+
+def delete_and_archive(box: Path, say: str = "", recorder: InputRecorder | None = None) -> Agent:
+    """One reply asks to confirm ``del`` (delete notes.txt) and ``arc`` (archive draft.md) at once."""
+    batch = [tool_call("delete_file", id="del", path="notes.txt"), tool_call("archive_file", id="arc", path="draft.md")]
+    return make_agent([Turn(say, batch), report], file_tools(box), recorder)
+
+
+def delete_twice(box: Path, *, concurrent: bool) -> Agent:
+    """One reply calls ``delete_file`` twice: ``d1`` (notes.txt) and ``d2`` (draft.md)."""
+    batch = [tool_call("delete_file", id="d1", path="notes.txt"), tool_call("delete_file", id="d2", path="draft.md")]
+    return make_agent([Turn("", batch), report], file_tools(box, concurrent=concurrent))
+
+
+def three_kinds(box: Path, recorder: InputRecorder, say: str = "") -> Agent:
+    """One reply parked on a confirmation ``c1``, an AskUser ``q1`` and an external call ``x1``."""
+    batch = [
+        tool_call("delete_file", id="c1", path="notes.txt"),
+        tool_call("AskUser", id="q1", questions=[question("Keep the draft?", ["Yes", "No"])]),
+        tool_call("lookup", id="x1", word="tidy"),
+    ]
+    return make_agent([Turn(say, batch), report], [*file_tools(box), AskUser(), Lookup()], recorder)
 
 
 def history_calls_and_results(agent: Agent) -> tuple[list[ToolCallBlock], list[ToolResultBlock]]:
@@ -206,20 +206,7 @@ def test_C03_two_askuser_calls_keep_their_answers_apart(tmp_path: Path, timing: 
 def test_C04_deny_first_approve_second(tmp_path: Path, order: str) -> None:
     box = make_sandbox(tmp_path / "box")
     recorder = InputRecorder()
-    agent = make_agent(
-        [
-            Turn(
-                "Cleaning up.",
-                [
-                    tool_call("delete_file", id="del", path="notes.txt"),
-                    tool_call("archive_file", id="arc", path="draft.md"),
-                ],
-            ),
-            report,
-        ],
-        file_tools(box),
-        recorder,
-    )
+    agent = delete_and_archive(box, "Cleaning up.", recorder)
 
     async def scenario() -> None:
         session = Session(agent, display=False)
@@ -260,20 +247,7 @@ def test_C04_both_decided_before_the_agent_resumes(tmp_path: Path) -> None:
     reaches the agent once and every call gets a result."""
     box = make_sandbox(tmp_path / "box")
     recorder = InputRecorder()
-    agent = make_agent(
-        [
-            Turn(
-                "",
-                [
-                    tool_call("delete_file", id="del", path="notes.txt"),
-                    tool_call("archive_file", id="arc", path="draft.md"),
-                ],
-            ),
-            report,
-        ],
-        file_tools(box),
-        recorder,
-    )
+    agent = delete_and_archive(box, recorder=recorder)
 
     async def scenario() -> None:
         session = Session(agent, display=True)
@@ -301,19 +275,7 @@ def test_same_tool_twice_sequential_second_asked_after_first_answered(tmp_path: 
     """A tool that is not concurrency-safe: AgentScope's sequential batch stops
     at the first ASK; the second call is asked in the resumed stream."""
     box = make_sandbox(tmp_path / "box")
-    agent = make_agent(
-        [
-            Turn(
-                "",
-                [
-                    tool_call("delete_file", id="d1", path="notes.txt"),
-                    tool_call("delete_file", id="d2", path="draft.md"),
-                ],
-            ),
-            report,
-        ],
-        file_tools(box, concurrent=False),
-    )
+    agent = delete_twice(box, concurrent=False)
 
     async def scenario() -> None:
         session = Session(agent, display=False)
@@ -341,19 +303,7 @@ def test_same_tool_twice_concurrent_dedup(tmp_path: Path, accept_rule: bool) -> 
     the second ``pending`` (covered by the first's suggested rule). Approving
     without the rule asks the second; accepting the rule runs it unasked."""
     box = make_sandbox(tmp_path / "box")
-    agent = make_agent(
-        [
-            Turn(
-                "",
-                [
-                    tool_call("delete_file", id="d1", path="notes.txt"),
-                    tool_call("delete_file", id="d2", path="draft.md"),
-                ],
-            ),
-            report,
-        ],
-        file_tools(box, concurrent=True),
-    )
+    agent = delete_twice(box, concurrent=True)
 
     async def scenario() -> None:
         session = Session(agent, display=False)
@@ -386,21 +336,7 @@ def test_partial_answers_group_keeps_the_others_open_from_agent_state(tmp_path: 
     new Session adopting the reply (no events at all) shows the same."""
     box = make_sandbox(tmp_path / "box")
     recorder = InputRecorder()
-    agent = make_agent(
-        [
-            Turn(
-                "Three things.",
-                [
-                    tool_call("delete_file", id="c1", path="notes.txt"),
-                    tool_call("AskUser", id="q1", questions=[question("Keep the draft?", ["Yes", "No"])]),
-                    tool_call("lookup", id="x1", word="tidy"),
-                ],
-            ),
-            report,
-        ],
-        [*file_tools(box), AskUser(), Lookup()],
-        recorder,
-    )
+    agent = three_kinds(box, recorder, "Three things.")
 
     def awaiting() -> list[str]:
         return sorted(tc.id for tc in agent.state.get_awaiting_tool_calls(agent.name))
@@ -462,21 +398,7 @@ def test_partial_answers_group_keeps_the_others_open_from_agent_state(tmp_path: 
 def test_C06_wrong_decisions_are_refused_and_the_pause_stays_live(tmp_path: Path) -> None:
     box = make_sandbox(tmp_path / "box")
     recorder = InputRecorder()
-    agent = make_agent(
-        [
-            Turn(
-                "",
-                [
-                    tool_call("delete_file", id="c1", path="notes.txt"),
-                    tool_call("AskUser", id="q1", questions=[question("Keep the draft?", ["Yes", "No"])]),
-                    tool_call("lookup", id="x1", word="tidy"),
-                ],
-            ),
-            report,
-        ],
-        [*file_tools(box), AskUser(), Lookup()],
-        recorder,
-    )
+    agent = three_kinds(box, recorder)
     audit = tmp_path / "audit.jsonl"
 
     async def scenario() -> None:

@@ -27,12 +27,13 @@ from agentscope.state import AgentState
 from agentscope.tool import AskUser, FunctionTool, Toolkit
 
 from nb_hitl import PauseNotLiveError, Session
-from nb_hitl.demo import make_sandbox, sandbox_tools
+from nb_hitl.demo import make_sandbox
 from nb_hitl.kinds.form import FormTool
 from nb_hitl.kinds.review_tool import reviewed
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
 from tests.support import run_async, wait_until
+from tests.support_agents import sandbox_agent
 
 
 def report(msgs: list[Any]) -> Turn:
@@ -40,14 +41,7 @@ def report(msgs: list[Any]) -> Turn:
 
 
 def delete_agent(folder: Path) -> Agent:
-    return Agent(
-        name="deleter",
-        system_prompt="tidy",
-        model=ScriptedChatModel(
-            [Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report], on_exhausted="raise"
-        ),
-        toolkit=Toolkit(tools=sandbox_tools(folder)),
-    )
+    return sandbox_agent(folder, [Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report])
 
 
 def widget_pause(session: Session) -> dict[str, Any]:

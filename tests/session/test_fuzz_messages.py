@@ -27,18 +27,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentscope.agent import Agent
-from agentscope.permission import PermissionBehavior, PermissionDecision
-from agentscope.tool import AskUser, ToolBase, Toolkit
+from agentscope.tool import AskUser
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nb_hitl import Session
 from nb_hitl.decisions import MAX_SHORT, MAX_TEXT
 from nb_hitl.demo import make_sandbox, sandbox_tools
-from nb_hitl.models import ScriptedChatModel, Turn, tool_call, tool_results
+from nb_hitl.models import Turn, tool_call, tool_results
 from nb_hitl.store import AuditLog
 from tests.support import InputRecorder
+from tests.support_agents import Lookup, scripted_agent
 
 CONFIRM, ASK, EXT = "c1", "q1", "x1"
 IDS = (CONFIRM, ASK, EXT)
@@ -59,20 +58,6 @@ KNOWN_ACTIONS = {
 }
 
 
-class Lookup(ToolBase):
-    """An external tool: whoever drives the agent runs it."""
-
-    name = "lookup"
-    description = "Look a word up."
-    input_schema = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
-    is_concurrency_safe = True
-    is_read_only = True
-    is_external_tool = True
-
-    async def check_permissions(self, tool_input: dict[str, Any], context: Any) -> PermissionDecision:
-        return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="allowed")
-
-
 class Parked:
     """A real agent parked on a confirmation, an AskUser and an external call,
     driven by a Session on an asyncio loop in a background thread."""
@@ -90,25 +75,17 @@ class Parked:
                 "options": [{"label": label, "description": label} for label in Q2_OPTS],
             },
         ]
-        self.agent = Agent(
+        batch = [
+            tool_call("delete_file", id=CONFIRM, path="notes.txt"),
+            tool_call("AskUser", id=ASK, questions=questions),
+            tool_call("lookup", id=EXT, word="w"),
+        ]
+        self.agent = scripted_agent(
+            [Turn("", batch), lambda msgs: Turn(f"{len(tool_results(msgs))} results")],
+            [*sandbox_tools(self.box), Lookup()],
             name="fuzzed",
             system_prompt="s",
-            model=ScriptedChatModel(
-                [
-                    Turn(
-                        "",
-                        [
-                            tool_call("delete_file", id=CONFIRM, path="notes.txt"),
-                            tool_call("AskUser", id=ASK, questions=questions),
-                            tool_call("lookup", id=EXT, word="w"),
-                        ],
-                    ),
-                    lambda msgs: Turn(f"{len(tool_results(msgs))} results"),
-                ],
-                on_exhausted="raise",
-            ),
-            toolkit=Toolkit(tools=[*sandbox_tools(self.box), Lookup()]),
-            middlewares=[self.recorder],
+            recorder=self.recorder,
         )
         # sandbox_tools has its own AskUser; make sure it is the one registered
         assert any(isinstance(t, AskUser) for t in sandbox_tools(self.box))

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import ToolResultState
-from agentscope.tool import Toolkit
 
 from nb_hitl import DecisionError, Session
 from nb_hitl._agentscope import permission_context
-from nb_hitl.demo import make_sandbox, sandbox_tools
-from nb_hitl.models import ScriptedChatModel, Turn, tool_call, tool_results
+from nb_hitl.demo import make_sandbox
+from nb_hitl.models import Turn, tool_call, tool_results
 from tests.support import parked_on, run_async
+from tests.support_agents import sandbox_agent
 
 
 def delete_agent(folder: Path, second: bool = False) -> Agent:
@@ -28,8 +28,7 @@ def delete_agent(folder: Path, second: bool = False) -> Agent:
     if second:
         script.append(Turn("Again.", [tool_call("delete_file", id="call_2", path="notes.txt")]))
     script.append(Turn("ok"))
-    model = ScriptedChatModel(script, on_exhausted="raise")
-    return Agent(name="deleter", system_prompt="tidy", model=model, toolkit=Toolkit(tools=sandbox_tools(folder)))
+    return sandbox_agent(folder, script)
 
 
 def base(pause: Any) -> dict[str, Any]:

@@ -14,22 +14,20 @@ from typing import Any
 
 from agentscope.agent import Agent
 from agentscope.message import ToolResultState
-from agentscope.tool import Toolkit
 
 from nb_hitl import Session
-from nb_hitl.demo import make_sandbox, sandbox_tools
+from nb_hitl.demo import make_sandbox
 from nb_hitl.kinds import kind_spec
-from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from nb_hitl.models import Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
 from tests.support import parked_on, run_async
+from tests.support_agents import sandbox_agent
 
 
 def delete_agent(folder: Path) -> Agent:
-    model = ScriptedChatModel(
-        [Turn("Deleting.", [tool_call("delete_file", id="call_del", path="old_log.txt")]), Turn("ok")],
-        on_exhausted="raise",
+    return sandbox_agent(
+        folder, [Turn("Deleting.", [tool_call("delete_file", id="call_del", path="old_log.txt")]), Turn("ok")]
     )
-    return Agent(name="deleter", system_prompt="tidy", model=model, toolkit=Toolkit(tools=sandbox_tools(folder)))
 
 
 def told(agent: Agent) -> Any:

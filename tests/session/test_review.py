@@ -30,6 +30,7 @@ from nb_hitl.kinds.review_tool import REVIEW_CONTEXT_KEY, ReviewedTool, reviewed
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
 from tests.support import parked_on, record_events, run_async, wait_until
+from tests.support_agents import scripted_agent
 
 RAW = "Ana Lima, card 4111-1111-1111-1111, ana@example.com"
 SECRET = "4111-1111-1111-1111"
@@ -68,11 +69,11 @@ def allow_lookup() -> AgentState:
 
 
 def make_agent(counter: Counter, script: list[Any], state: AgentState | None = None) -> Agent:
-    return Agent(
+    return scripted_agent(
+        script,
+        [reviewed(counter.tool())],
         name="crm",
         system_prompt="Answer questions about customers.",
-        model=ScriptedChatModel(script, on_exhausted="raise"),
-        toolkit=Toolkit(tools=[reviewed(counter.tool())]),
         state=state if state is not None else allow_lookup(),
     )
 

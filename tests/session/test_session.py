@@ -18,13 +18,14 @@ import pytest
 from agentscope.agent import Agent
 from agentscope.message import ToolCallBlock, ToolResultBlock, ToolResultState
 from agentscope.permission import PermissionBehavior
-from agentscope.tool import AskUserMetadata, Toolkit
+from agentscope.tool import AskUserMetadata
 
 from nb_hitl import AlreadyDecidedError, PauseNotLiveError, PendingPauseError, Session
-from nb_hitl.demo import demo_agent, make_sandbox, sandbox_tools
-from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from nb_hitl.demo import demo_agent, make_sandbox
+from nb_hitl.models import Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
 from tests.support import parked_on, run_async
+from tests.support_agents import files, sandbox_agent
 
 QUESTION = "Which file should I delete?"
 
@@ -35,15 +36,6 @@ def history_blocks(agent: Agent, cls: type) -> list[Any]:
         if not isinstance(m.content, str):
             out.extend(b for b in m.content if isinstance(b, cls))
     return out
-
-
-def files(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir())
-
-
-def delete_agent(folder: Path, script: list[Any], name: str = "deleter") -> Agent:
-    model = ScriptedChatModel(script, on_exhausted="raise")
-    return Agent(name=name, system_prompt="tidy", model=model, toolkit=Toolkit(tools=sandbox_tools(folder)))
 
 
 def report(msgs: list[Any]) -> Turn:
@@ -133,7 +125,7 @@ def test_deny_flow_keeps_the_file(tmp_path: Path) -> None:
 
 def test_always_allow_adds_the_rule_and_the_next_call_runs_without_asking(tmp_path: Path) -> None:
     folder = make_sandbox(tmp_path / "box")
-    agent = delete_agent(
+    agent = sandbox_agent(
         folder,
         [
             Turn("First.", [tool_call("delete_file", path="notes.txt")]),
@@ -162,7 +154,7 @@ def test_always_allow_adds_the_rule_and_the_next_call_runs_without_asking(tmp_pa
 
 def test_edited_input_runs_on_a_copy(tmp_path: Path) -> None:
     folder = make_sandbox(tmp_path / "box")
-    agent = delete_agent(folder, [Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report])
+    agent = sandbox_agent(folder, [Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report])
 
     async def scenario() -> None:
         session = Session(agent, display=False)
@@ -194,7 +186,7 @@ def test_edited_input_runs_on_a_copy(tmp_path: Path) -> None:
 @pytest.mark.parametrize("second", ["approve", "deny"])
 def test_C15_second_decision_in_the_same_tick_is_already_decided(tmp_path: Path, second: str) -> None:
     folder = make_sandbox(tmp_path / "box")
-    agent = delete_agent(folder, [Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report])
+    agent = sandbox_agent(folder, [Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report])
 
     async def scenario() -> None:
         session = Session(agent, display=False)
@@ -223,7 +215,7 @@ def test_C15_second_decision_in_the_same_tick_is_already_decided(tmp_path: Path,
 def test_C15_concurrent_clicks_from_two_tasks(tmp_path: Path) -> None:
     """Two click handlers racing on the loop: exactly one decision wins."""
     folder = make_sandbox(tmp_path / "box")
-    agent = delete_agent(folder, [Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report])
+    agent = sandbox_agent(folder, [Turn("Deleting.", [tool_call("delete_file", path="notes.txt")]), report])
 
     async def click(session: Session, action: str, tool_call_id: str) -> str:
         try:
@@ -252,7 +244,7 @@ def test_C15_concurrent_clicks_from_two_tasks(tmp_path: Path) -> None:
 
 def test_C07_new_message_while_parked(tmp_path: Path) -> None:
     folder = make_sandbox(tmp_path / "box")
-    agent = delete_agent(
+    agent = sandbox_agent(
         folder,
         [
             Turn("Deleting.", [tool_call("delete_file", id="call_first", path="notes.txt")]),

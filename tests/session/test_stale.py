@@ -33,12 +33,13 @@ from agentscope.state import AgentState
 from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 
 from nb_hitl import PauseNotLiveError, PendingPauseError, Session
-from nb_hitl.demo import make_sandbox, sandbox_tools
+from nb_hitl.demo import make_sandbox
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.session import close_dangling_tool_calls
 from nb_hitl.store import AuditLog, CheckpointStore
 from tests.support import InputRecorder, run_async, wait_until, widget_replies
 from tests.support import parked as _parked
+from tests.support_agents import sandbox_agent
 
 
 # ---------------------------------------------------------------- helpers
@@ -55,14 +56,7 @@ def click(widget: Any, message: dict[str, Any], sent: list[dict[str, Any]]) -> N
 def delete_agent(
     box: Path, script: list[Any], recorder: InputRecorder | None = None, state: AgentState | None = None
 ) -> Agent:
-    return Agent(
-        name="tidy",
-        system_prompt="tidy",
-        model=ScriptedChatModel(script, on_exhausted="raise"),
-        toolkit=Toolkit(tools=sandbox_tools(box)),
-        middlewares=[recorder] if recorder else None,
-        state=state,
-    )
+    return sandbox_agent(box, script, name="tidy", recorder=recorder, state=state)
 
 
 def calls_and_results(agent: Agent) -> tuple[list[ToolCallBlock], dict[str, list[ToolResultBlock]]]:

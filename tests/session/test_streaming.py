@@ -30,52 +30,7 @@ from agentscope.tool import ToolBase, ToolChunk, Toolkit
 from nb_hitl import Session
 from nb_hitl.models import ScriptedChatModel, Turn, tool_call
 from nb_hitl.session import Transcript
-from tests.support import InputRecorder, parked, run_async, wait_until
-
-
-def apply_ops(entries: list[dict[str, Any]], ops: list[dict[str, Any]]) -> None:
-    """What js/reply/stream.ts does with one stream message."""
-    by_id = {e["id"]: e for e in entries}
-    for op in ops:
-        if op["op"] == "add":
-            if op["entry"]["id"] not in by_id:
-                e = dict(op["entry"])
-                entries.append(e)
-                by_id[e["id"]] = e
-        elif op["op"] == "append":
-            by_id[op["id"]]["text"] += op["text"]
-        else:
-            by_id[op["id"]].update(op["fields"])
-
-
-class Recorder:
-    """Stream messages and ``transcript`` trait sets of a ReplyWidget, with their times."""
-
-    def __init__(self, widget: Any) -> None:
-        self.stream: list[tuple[float, dict[str, Any]]] = []
-        self.replies: list[dict[str, Any]] = []
-        self.trait_sets = 0
-        real_send = widget.send
-
-        def send(content: Any, buffers: Any = None) -> None:
-            if isinstance(content, dict) and content.get("type") == "nbh_transcript":
-                self.stream.append((time.monotonic(), content))
-            else:
-                self.replies.append(content)
-            real_send(content, buffers)
-
-        widget.send = send
-        widget.observe(self._trait, names="transcript")
-
-    def _trait(self, _change: Any) -> None:
-        self.trait_sets += 1
-
-    def rebuilt(self) -> list[dict[str, Any]]:
-        entries: list[dict[str, Any]] = []
-        for n, (_, msg) in enumerate(self.stream):
-            assert msg["seq"] == n + 1, "stream messages are numbered 1, 2, 3... in order"
-            apply_ops(entries, msg["ops"])
-        return entries
+from tests.support import InputRecorder, StreamRecorder, apply_ops, parked, run_async, wait_until
 
 
 # ------------------------------------------------------------- the model
@@ -115,11 +70,11 @@ def test_a_long_reply_streams_deltas_not_the_whole_transcript() -> None:
         toolkit=Toolkit(),
     )
 
-    async def scenario() -> Recorder:
+    async def scenario() -> StreamRecorder:
         session = Session(agent, display=True)
         task = session.start("Talk a lot.")
         await wait_until(lambda: session.current is not None and session.current.widget is not None, "the widget")
-        rec = Recorder(session.current.widget)
+        rec = StreamRecorder(session.current.widget)
         await asyncio.wait_for(task, 60)
         widget = session.current.widget
         assert rec.rebuilt() == widget.transcript == list(session.current.transcript)
@@ -167,7 +122,7 @@ def test_the_last_delta_is_sent_while_the_model_stalls() -> None:
         started = time.monotonic()
         task = session.start("Say hello.")
         await wait_until(lambda: session.current is not None and session.current.widget is not None, "the widget")
-        rec = Recorder(session.current.widget)
+        rec = StreamRecorder(session.current.widget)
         await wait_until(lambda: any("Hello" in str(m["ops"]) for _, m in rec.stream), "Hello on the page", 2)
         sent_at = next(t for t, m in rec.stream if "Hello" in str(m["ops"]))
         assert sent_at - started < 0.6, "Hello was sent during the stall, not after it"
@@ -190,7 +145,7 @@ def test_transcript_sync_answers_every_entry_and_its_seq() -> None:
         session = Session(agent, display=True)
         await session.run("Count.")
         widget = session.current.widget
-        rec = Recorder(widget)
+        rec = StreamRecorder(widget)
         widget._on_page_message(widget, {"request_id": "s1", "action": "transcript_sync"}, [])
         reply = rec.replies[-1]
         assert reply["ok"] and reply["request_id"] == "s1"
@@ -239,7 +194,7 @@ def test_approve_all_on_50_calls_resumes_once_and_calls_the_model_once() -> None
         pauses = await parked(session)
         assert len(pauses) == n and model.call_count == 1
         widget = session.current.widget
-        rec = Recorder(widget)
+        rec = StreamRecorder(widget)
         items = [{"action": "approve", "tool_call_id": p.tool_call_id, "reply_id": p.reply_id} for p in pauses]
         widget._on_page_message(widget, {"request_id": "all", "action": "batch", "items": items}, [])
         await asyncio.wait_for(task, 30)
@@ -272,7 +227,7 @@ def test_a_batch_refuses_bad_items_one_by_one_and_sends_the_rest() -> None:
         task = session.start("Stamp.")
         await parked(session)
         widget = session.current.widget
-        rec = Recorder(widget)
+        rec = StreamRecorder(widget)
         widget._on_page_message(widget, {"request_id": "bad", "action": "batch", "items": "all"}, [])
         assert rec.replies[-1] == {
             "request_id": "bad",

@@ -8,7 +8,6 @@ Every agent is a real ``agentscope.agent.Agent`` on
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from agentscope.agent import Agent
@@ -20,10 +19,6 @@ from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 
 QUESTION = "Which file should I delete?"
-
-
-def files(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir())
 
 
 def since_last_user(messages: list[Any]) -> list[Any]:

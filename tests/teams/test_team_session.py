@@ -28,8 +28,9 @@ from nb_hitl.errors import DecisionError
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
 from nb_hitl.team_demo import LEADER, TASK, WORKER, team_demo
-from tests.support import parked_on, run_async, wait_until
-from tests.teams.team_support import ask_answer, files, pair_team
+from tests.support import StreamRecorder, parked_on, run_async, wait_until
+from tests.support_agents import files
+from tests.teams.team_support import ask_answer, pair_team
 
 FINAL_OK = "worker reported back (success): Done. Deleted draft.md. The folder now holds: notes.txt, old_log.txt."
 
@@ -92,6 +93,33 @@ def test_approve_member_pauses(tmp_path: Path) -> None:
         (WORKER, "delete_file", "approve"),
     ]
     assert {r["reply_id"] for r in records} == {run.pauses[next(iter(run.pauses))].reply_id}
+
+
+def test_the_streamed_page_names_the_agent_of_each_entry(tmp_path: Path) -> None:
+    """What the page builds from the transcript stream (not the saved record) names
+    the agent behind every text, tool call and result, and holds the team's steps."""
+    pipe = team_demo(tmp_path / "box", chunk_delay=0)
+
+    async def scenario() -> tuple[Any, StreamRecorder]:
+        session = Session(pipe, display=True)
+        task = session.start("Please clean up the sandbox.")
+        rec = StreamRecorder(session.current.widget)  # the widget exists, nothing is sent yet
+        await session.act(ask_answer(await parked_on(session, "ask_user"), "draft.md"))
+        await session.act({"action": "approve", "tool_call_id": (await parked_on(session, "confirm")).tool_call_id})
+        await asyncio.wait_for(task, 10)
+        return session.current, rec
+
+    run, rec = run_async(scenario())
+    page = rec.rebuilt()
+    assert page == list(run.transcript)
+    by_kind: dict[str, set[str]] = {}
+    for e in page:
+        assert e.get("agent"), f"no agent on {e}"
+        by_kind.setdefault(e["kind"], set()).add(e["agent"])
+    assert by_kind["tool_call"] == by_kind["tool_result"] == {WORKER}
+    assert by_kind["text"] == by_kind["step"] == {LEADER, WORKER}
+    steps = [(e["id"].split(":")[0], e["agent"]) for e in page if e["kind"] == "note"]
+    assert steps == [("assign", LEADER), ("report", WORKER)]
 
 
 def test_run_returns_the_leaders_final_message(tmp_path: Path) -> None:

@@ -26,9 +26,10 @@ from agentscope.state import AgentState
 from agentscope.tool import Toolkit
 
 from nb_hitl.models import ScriptedChatModel, Turn
+from nb_hitl.session import Transcript
 from nb_hitl.team import CHECKPOINT_FORMAT, Team, assignment_text, plumbing_step, states_from_checkpoint, tag_entry
 from nb_hitl.team_demo import LEADER, WORKER, team_demo
-from tests.support import run_async
+from tests.support import apply_ops, run_async
 
 
 def plain_agent() -> Agent:
@@ -85,7 +86,7 @@ def test_parked_team_owners_and_checkpoint(tmp_path: Path) -> None:
 
 def test_plumbing_steps_from_teamassign_events(tmp_path: Path) -> None:
     team = Team.of(team_demo(tmp_path / "box", chunk_delay=0))
-    transcript: list[dict] = []
+    transcript = Transcript()
     events = [
         ReplyStartEvent(reply_id="r-lead", name=LEADER, session_id="s"),
         ToolCallStartEvent(reply_id="r-lead", tool_call_id="c1", tool_call_name="TeamAssign"),
@@ -103,7 +104,7 @@ def test_plumbing_steps_from_teamassign_events(tmp_path: Path) -> None:
         took = plumbing_step(team, transcript, ev)
         handled.append(took)
         if not took and isinstance(ev, ToolCallStartEvent):
-            transcript.append({"kind": "tool_call", "id": "call:" + ev.tool_call_id, "text": ""})
+            transcript.tool_call(ev.tool_call_id)
         tag_entry(team, transcript, ev)
     assert handled == [False, True, True, True, True, False, False, True, True]
     assert [(e["kind"], e["text"], e.get("agent")) for e in transcript] == [
@@ -111,8 +112,32 @@ def test_plumbing_steps_from_teamassign_events(tmp_path: Path) -> None:
         ("tool_call", "", WORKER),
         ("note", "worker reported back to lead (success): Deleted x.", WORKER),
     ]
+    # the page gets the steps and each entry's agent as stream ops, not only the saved record
+    _seq, ops = transcript.take_ops()
+    page: list[dict] = []
+    apply_ops(page, ops)
+    assert page == transcript.view()
     # the worker's own tool call is not plumbing, even if named like one elsewhere
     assert not plumbing_step(team, [], ToolCallStartEvent(reply_id="r-w", tool_call_id="c3", tool_call_name="x"))
+
+
+def test_tag_entry_names_the_agent_once_as_a_set_op(tmp_path: Path) -> None:
+    """The first event of an entry names its agent (a ``set`` op); later events and
+    events of entries not in the transcript change nothing."""
+    team = Team.of(team_demo(tmp_path / "box", chunk_delay=0))
+    transcript = Transcript()
+    team.owner_name(ReplyStartEvent(reply_id="r-w", name=WORKER, session_id="s"))
+    transcript.tool_call("c2", "delete_file")
+    transcript.take_ops()
+    start = ToolCallStartEvent(reply_id="r-w", tool_call_id="c2", tool_call_name="delete_file")
+    assert tag_entry(team, transcript, start)
+    assert transcript.take_ops()[1] == [{"op": "set", "id": "call:c2", "fields": {"agent": WORKER}}]
+    delta = ToolCallDeltaEvent(reply_id="r-w", tool_call_id="c2", delta="{}")
+    assert not tag_entry(team, transcript, delta)  # named already
+    assert not tag_entry(team, transcript, ToolCallStartEvent(reply_id="r-w", tool_call_id="c9", tool_call_name="x"))
+    assert not tag_entry(team, transcript, ReplyStartEvent(reply_id="r-w", name=WORKER, session_id="s"))
+    assert transcript.take_ops()[1] == []
+    assert transcript.view()[0]["agent"] == WORKER
 
 
 def test_goal_pipeline_view() -> None:

@@ -40,9 +40,10 @@ from agentscope.tool import Bash, Edit, FunctionTool, Read, Toolkit, Write
 
 from nb_hitl import permissions as perm
 from nb_hitl.errors import DecisionError
-from nb_hitl.models import ScriptedChatModel, Turn, tool_call
+from nb_hitl.models import Turn, tool_call
 from nb_hitl.widgets.permissions import PermissionExplorer
 from tests.support import run_async
+from tests.support_agents import scripted_agent
 
 
 # ---------------------------------------------------------------------------
@@ -685,12 +686,13 @@ def _from_result(result: dict) -> dict:
 
 
 def make_agent(script: list | None = None, state: AgentState | None = None) -> Agent:
-    return Agent(
+    return scripted_agent(
+        script or [Turn("ok")],
+        make_tools(),
         name="explorer-test",
         system_prompt="You are a test agent.",
-        model=ScriptedChatModel(script or [Turn("ok")]),
-        toolkit=make_toolkit(),
         state=state,
+        on_exhausted="text",
     )
 
 

@@ -1,0 +1,94 @@
+"""Agents shared by the in-process tests.
+
+Every agent is a real ``agentscope.agent.Agent`` on
+:class:`~nb_hitl.models.ScriptedChatModel` with a real ``Toolkit``:
+:func:`scripted_agent` takes any tools, :func:`sandbox_agent` the demo's
+sandbox tools (``list_files``, ``delete_file`` that asks, ``AskUser``) over a
+folder made by :func:`nb_hitl.demo.make_sandbox`. :func:`files` lists what a
+sandbox folder still holds; :class:`Lookup` is an external tool.
+
+Import it as ``tests.support_agents`` (``pythonpath = ["."]`` in pyproject.toml).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agentscope.agent import Agent
+from agentscope.middleware import MiddlewareBase
+from agentscope.permission import PermissionBehavior, PermissionDecision
+from agentscope.state import AgentState
+from agentscope.tool import ToolBase, Toolkit
+
+from nb_hitl.demo import sandbox_tools
+from nb_hitl.models import ScriptedChatModel
+
+__all__ = ["Lookup", "files", "sandbox_agent", "scripted_agent"]
+
+
+def scripted_agent(
+    script: Sequence[Any],
+    tools: Sequence[Any] = (),
+    *,
+    name: str = "agent",
+    system_prompt: str = "tidy",
+    recorder: MiddlewareBase | None = None,
+    state: AgentState | None = None,
+    on_exhausted: str = "raise",
+) -> Agent:
+    """An ``Agent`` named ``name`` that plays ``script`` and has ``tools``.
+
+    Args:
+        script: the turns of :class:`~nb_hitl.models.ScriptedChatModel`
+            (``Turn`` objects or functions of the messages the model sees).
+        tools: the toolkit's tools (AgentScope ``ToolBase`` / ``FunctionTool``).
+        name: the agent's name (pauses and audit lines carry it).
+        system_prompt: the agent's system prompt.
+        recorder: a middleware to register (e.g. ``tests.support.InputRecorder``).
+        state: an ``AgentState`` to start from (a restored reply).
+        on_exhausted: what the model does when the script runs out
+            (``"raise"``: the test fails loudly; see ``ScriptedChatModel``).
+    """
+    return Agent(
+        name=name,
+        system_prompt=system_prompt,
+        model=ScriptedChatModel(script, on_exhausted=on_exhausted),
+        toolkit=Toolkit(tools=list(tools)),
+        middlewares=[recorder] if recorder is not None else None,
+        state=state,
+    )
+
+
+def sandbox_agent(
+    folder: Path,
+    script: Sequence[Any],
+    *,
+    name: str = "deleter",
+    recorder: MiddlewareBase | None = None,
+    state: AgentState | None = None,
+) -> Agent:
+    """:func:`scripted_agent` with :func:`nb_hitl.demo.sandbox_tools` over ``folder``."""
+    return scripted_agent(script, sandbox_tools(folder), name=name, recorder=recorder, state=state)
+
+
+def files(folder: Path) -> list[str]:
+    """The names of what ``folder`` holds, sorted."""
+    return sorted(p.name for p in folder.iterdir())
+
+
+class Lookup(ToolBase):
+    """An external tool (AgentScope's ``is_external_tool=True``): whoever drives the
+    agent runs it, so a ``lookup`` call parks the reply as an ``external`` pause.
+    Its permission check always allows (no confirmation first)."""
+
+    name = "lookup"
+    description = "Look a word up in the user's own dictionary."
+    input_schema = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
+    is_concurrency_safe = True
+    is_read_only = True
+    is_external_tool = True
+
+    async def check_permissions(self, tool_input: dict[str, Any], context: Any) -> PermissionDecision:
+        return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="lookup is always allowed")
