@@ -25,7 +25,7 @@ from agentscope.tool import ToolBase, Toolkit
 from nb_hitl.demo import sandbox_tools
 from nb_hitl.models import ScriptedChatModel
 
-__all__ = ["Lookup", "files", "sandbox_agent", "scripted_agent"]
+__all__ = ["Lookup", "deletion_cell", "files", "sandbox_agent", "scripted_agent"]
 
 
 def scripted_agent(
@@ -92,3 +92,27 @@ class Lookup(ToolBase):
 
     async def check_permissions(self, tool_input: dict[str, Any], context: Any) -> PermissionDecision:
         return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="lookup is always allowed")
+
+
+def deletion_cell(name: str, paths: Sequence[str] = ("old_log.txt",)) -> str:
+    """A notebook cell (source text) that makes ``box`` (a demo sandbox), ``agent`` (named
+    ``name``, asking to delete each of ``paths`` in turn, then saying "All done.") and
+    ``session = Session(agent)``: the set-up of the kernel and browser tests of one pause."""
+    turns = "".join(f'        Turn("Deleting {p}.", [tool_call("delete_file", path={p!r})]),\n' for p in paths)
+    return (
+        "from agentscope.agent import Agent\n"
+        "from agentscope.tool import Toolkit\n"
+        "from nb_hitl import Session\n"
+        "from nb_hitl.demo import make_sandbox, sandbox_tools\n"
+        "from nb_hitl.models import ScriptedChatModel, Turn, tool_call\n"
+        "box = make_sandbox()\n"
+        "agent = Agent(\n"
+        f"    name={name!r}, system_prompt='x',\n"
+        "    model=ScriptedChatModel([\n"
+        f"{turns}"
+        '        Turn("All done."),\n'
+        "    ], on_exhausted='raise'),\n"
+        "    toolkit=Toolkit(tools=sandbox_tools(box)),\n"
+        ")\n"
+        "session = Session(agent)\n"
+    )

@@ -9,35 +9,12 @@ constructor is wrapped to record what it was given and still called.
 
 from __future__ import annotations
 
-import textwrap
-
 from tests.harness.lab import JupyterLabServer, open_notebook, run_all_cells, write_notebook
+from tests.support_agents import deletion_cell
 
 OUT = ".jp-OutputArea-output"
 
-CELLS = [
-    textwrap.dedent(
-        """
-        from agentscope.agent import Agent
-        from agentscope.tool import Toolkit
-        from nb_hitl import Session
-        from nb_hitl.demo import make_sandbox, sandbox_tools
-        from nb_hitl.models import ScriptedChatModel, Turn, tool_call
-        box = make_sandbox()
-        agent = Agent(
-            name="tidier", system_prompt="x",
-            model=ScriptedChatModel([
-                Turn("First one.", [tool_call("delete_file", path="old_log.txt")]),
-                Turn("Second one.", [tool_call("delete_file", path="draft.md")]),
-                Turn("All done."),
-            ], on_exhausted="raise"),
-            toolkit=Toolkit(tools=sandbox_tools(box)),
-        )
-        session = Session(agent)
-        """
-    ),
-    "handle = session.start('tidy up')",
-]
+CELLS = [deletion_cell("tidier", ["old_log.txt", "draft.md"]), "handle = session.start('tidy up')"]
 
 SPY = """() => {
     window.__nbhNotes = [];

@@ -9,8 +9,6 @@ and the tool must run exactly once.
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from tests.harness.lab import (
@@ -21,28 +19,11 @@ from tests.harness.lab import (
     wait_execution_done,
     write_notebook,
 )
+from tests.support_agents import deletion_cell
 
 OUT = ".jp-OutputArea-output"
 
-SETUP = textwrap.dedent(
-    """
-    from agentscope.agent import Agent
-    from agentscope.tool import Toolkit
-    from nb_hitl import Session
-    from nb_hitl.demo import make_sandbox, sandbox_tools
-    from nb_hitl.models import ScriptedChatModel, Turn, tool_call
-    box = make_sandbox()
-    agent = Agent(
-        name="c23", system_prompt="x",
-        model=ScriptedChatModel([
-            Turn("Deleting it.", [tool_call("delete_file", path="old_log.txt")]),
-            Turn("All done."),
-        ], on_exhausted="raise"),
-        toolkit=Toolkit(tools=sandbox_tools(box)),
-    )
-    session = Session(agent)
-    """
-)
+SETUP = deletion_cell("c23")
 
 AWAITING = "reply = await session.run('tidy up')"
 BACKGROUND = "handle = session.start('tidy up')"
@@ -52,6 +33,20 @@ CHECK = "print('EXISTS:', (box / 'old_log.txt').exists())"
 
 def _run_all(page) -> None:  # type: ignore[no-untyped-def]
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+def _run_new_cell(page, code: str) -> None:  # type: ignore[no-untyped-def]
+    """Add a cell at the end of the notebook with ``code`` and run it (not awaited)."""
+    page.evaluate(
+        """(code) => {
+            const nb = window.jupyterapp.shell.currentWidget.content;
+            nb.activeCellIndex = nb.widgets.length - 1;
+            window.jupyterapp.commands.execute('notebook:insert-cell-below');
+            nb.activeCell.model.sharedModel.setSource(code);
+            window.jupyterapp.commands.execute('notebook:run-cell');
+        }""",
+        code,
+    )
 
 
 def _confirm(page, status: str = "open"):  # type: ignore[no-untyped-def]
@@ -80,17 +75,7 @@ def test_C23_reload_mid_pause_renders_the_card_and_a_click_finishes_the_reply(
     page.locator(f'{OUT} [data-testid="nbh-final-text"]').first.wait_for(timeout=60_000)
     assert page.locator(f'{OUT} [data-testid="nbh-final-text"]').first.inner_text() == "All done."
     # the kernel is free again: a new cell runs and sees the tool ran once
-    page.evaluate(
-        """(code) => {
-            const w = window.jupyterapp.shell.currentWidget;
-            const nb = w.content;
-            nb.activeCellIndex = nb.widgets.length - 1;
-            window.jupyterapp.commands.execute('notebook:insert-cell-below');
-            nb.activeCell.model.sharedModel.setSource(code);
-            window.jupyterapp.commands.execute('notebook:run-cell');
-        }""",
-        CHECK,
-    )
+    _run_new_cell(page, CHECK)
     # the new cell ran (the cells run before the reload keep no count: their
     # execute_reply went to the page that was reloaded, as in plain JupyterLab)
     page.locator(f"{OUT}:has-text('EXISTS: False')").first.wait_for(timeout=60_000)
@@ -162,15 +147,6 @@ def test_kernel_interrupt_stops_the_wait_and_the_card_still_finishes_the_reply(p
 
     card.locator('[data-testid="nbh-approve"]').click()
     page.locator(f'{OUT} [data-testid="nbh-final-text"]').first.wait_for(timeout=60_000)
-    page.evaluate(
-        """(code) => {
-            const nb = window.jupyterapp.shell.currentWidget.content;
-            nb.activeCellIndex = nb.widgets.length - 1;
-            window.jupyterapp.commands.execute('notebook:insert-cell-below');
-            nb.activeCell.model.sharedModel.setSource(code);
-            window.jupyterapp.commands.execute('notebook:run-cell');
-        }""",
-        CHECK,
-    )
+    _run_new_cell(page, CHECK)
     page.locator(f"{OUT}:has-text('EXISTS: False')").first.wait_for(timeout=60_000)
     assert _confirm(page, "delivered").count() == 1

@@ -9,35 +9,17 @@ lock; nb_hitl's widgets answer them while the lock is held
 
 from __future__ import annotations
 
-import textwrap
 import time
 
 import pytest
 
 from tests.harness import KernelHarness
 from tests.support import open_pause, reply_widget
+from tests.support_agents import deletion_cell
 
 pytestmark = pytest.mark.kernel
 
-AGENT = textwrap.dedent(
-    """
-    from agentscope.agent import Agent
-    from agentscope.tool import Toolkit
-    from nb_hitl import Session
-    from nb_hitl.demo import make_sandbox, sandbox_tools
-    from nb_hitl.models import ScriptedChatModel, Turn, tool_call
-    box = make_sandbox()
-    agent = Agent(
-        name="c23k", system_prompt="x",
-        model=ScriptedChatModel([
-            Turn("Deleting it.", [tool_call("delete_file", path="old_log.txt")]),
-            Turn("All done."),
-        ], on_exhausted="raise"),
-        toolkit=Toolkit(tools=sandbox_tools(box)),
-    )
-    session = Session(agent)
-    """
-)
+AGENT = deletion_cell("c23k")
 
 
 def _reply(kernel: KernelHarness, msg_type: str, timeout: float = 10.0) -> tuple[dict, float]:
