@@ -206,13 +206,19 @@ def test_sigkill_right_after_the_click_loses_no_decision(tmp_path: Path) -> None
     # whatever the kill interrupted, a deletion on disk always has its approval logged
     if not (sandbox / "notes.txt").exists():
         assert decided[confirm["tool_call_id"]] == "approve"
-    # and the checkpoint written at the last pause still restores that pause
+    # and the last checkpoint says where the call was: still asking (a restore asks it
+    # again), or finished with its deletion done (a restore does not run it again); a
+    # loaded machine lets the kernel get that far before the kill lands
     checkpoint = json.loads((ckpt / "killed.json").read_text())
-    asking = [
-        b["id"]
+    states = {
+        b["id"]: b.get("state")
         for m in checkpoint["state"]["context"]
         if m["role"] == "assistant" and not isinstance(m["content"], str)
         for b in m["content"]
-        if b.get("type") == "tool_call" and b.get("state") == "asking"
-    ]
-    assert asking == [confirm["tool_call_id"]]
+        if b.get("type") == "tool_call"
+    }
+    asking = [call_id for call_id, state in states.items() if state == "asking"]
+    if states[confirm["tool_call_id"]] == "finished":
+        assert asking == [] and not (sandbox / "notes.txt").exists()
+    else:
+        assert asking == [confirm["tool_call_id"]]
