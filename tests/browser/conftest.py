@@ -26,8 +26,7 @@ if str(_REPO) not in sys.path:  # until pytest `pythonpath = ["."]`
 
 from tests.harness.lab import (  # noqa: E402
     JupyterLabServer,
-    new_page,
-    screenshot,
+    page_for_test,
 )
 
 _HERE = Path(__file__).resolve().parent
@@ -51,16 +50,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
 
 @pytest.fixture
 def page(browser, lab: JupyterLabServer, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    p = new_page(browser)
     try:
-        yield p
+        with page_for_test(browser, request) as p:
+            yield p
     finally:
-        rep = getattr(request.node, "nbh_rep_call", None)
-        if rep is not None and rep.failed:
-            try:
-                screenshot(p, f"{request.node.name}-failure")
-            except Exception:
-                pass
-        p.context.close()
         lab.shutdown_kernels()
         lab.reset_user_settings()

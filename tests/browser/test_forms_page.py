@@ -206,16 +206,7 @@ EMPTY_CELL = textwrap.dedent(
     from nb_hitl import Session, reviewed
     from nb_hitl.models import ScriptedChatModel, Turn, tool_call, tool_results, result_text
 
-    class Lookup(ToolBase):
-        name = "lookup"
-        description = "Look a word up."
-        input_schema = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
-        is_concurrency_safe = True
-        is_read_only = True
-        is_external_tool = True
-
-        async def check_permissions(self, tool_input: dict[str, Any], context: Any) -> PermissionDecision:
-            return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="always allowed")
+    from tests.support_agents import Lookup  # the kernel has the repository on its path
 
     def lookup_customer(customer: str) -> str:
         \"\"\"Look up a customer.

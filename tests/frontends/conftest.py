@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.lab import new_page, screenshot
+from tests.harness.lab import page_for_test
 
 _HERE = Path(__file__).resolve().parent
 _BROWSER_MODULES = {"test_notebook7.py", "test_marimo.py"}
@@ -29,14 +29,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def page(browser, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    p = new_page(browser)
-    try:
+    with page_for_test(browser, request) as p:
         yield p
-    finally:
-        rep = getattr(request.node, "nbh_rep_call", None)
-        if rep is not None and rep.failed:
-            try:
-                screenshot(p, f"{request.node.name}-failure")
-            except Exception:
-                pass
-        p.context.close()

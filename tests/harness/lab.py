@@ -21,6 +21,7 @@ Recipe and pitfalls: docs/design.md.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -33,7 +34,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -454,6 +455,27 @@ def launch_chromium(playwright: Playwright, *, headless: bool = True, args: Sequ
             "Browser tests need it and never skip."
         )
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=headless, args=[*CHROMIUM_ARGS, *args])
+
+
+@contextlib.contextmanager
+def page_for_test(browser: Browser, request: Any) -> Iterator[Page]:
+    """A fresh page for one test (:func:`new_page`); on a failed test its screenshot goes to
+    ``test-artifacts/<test>-failure.png``, then the page's context is closed.
+
+    ``request`` is the test's ``pytest.FixtureRequest``; the outcome is read from the
+    ``nbh_rep_call`` attribute the top-level conftest's report hook sets.
+    """
+    p = new_page(browser)
+    try:
+        yield p
+    finally:
+        rep = getattr(request.node, "nbh_rep_call", None)
+        if rep is not None and rep.failed:
+            try:
+                screenshot(p, f"{request.node.name}-failure")
+            except Exception:
+                pass
+        p.context.close()
 
 
 def new_page(browser: Browser, *, width: int = 1300, height: int = 900) -> Page:
