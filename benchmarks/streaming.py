@@ -13,11 +13,17 @@ text deltas (one word each, a short sleep between them):
 * ``nb_hitl``: ``Session(agent)`` with its ``ReplyWidget``.
 
 For each it prints: bytes kernel -> page (the sizes of the websocket frames
-carrying ``comm_msg`` or ``stream`` messages, seen by the browser), page updates per second
-(those frames / the stream's duration), the latency of the last delta (kernel
-``time.time()`` when it was yielded -> the page's ``Date.now()`` when the
-text is in the DOM; the model stalls 3 s after it, so only a trailing flush
-shows it) and the kernel's CPU time (``time.process_time()``) against ``no UI``.
+carrying ``comm_msg`` or ``stream`` messages, seen by the browser, and of the
+``status`` messages the kernel sends around the page's own comm requests),
+page updates per second (the ``comm_msg`` / ``stream`` frames / the stream's
+duration), the latency of the last delta (kernel ``time.time()`` when it was
+yielded -> the page's ``Date.now()`` when the text is in the DOM; the model
+stalls 3 s after it, so only a trailing flush shows it) and the kernel's CPU
+time (``time.process_time()``) against ``no UI``.
+
+Kernel CPU varies by 10-20 % from one run to the next on a shared machine, so
+``no UI`` and ``nb_hitl`` run ``--repeat`` times each, alternating, and the
+figures are their medians; the other baselines run once.
 
 The default run streams 2,000 deltas and finishes in a few minutes;
 ``--deltas 10000`` also runs (``--kinds`` picks what to run; ``no UI``, the
@@ -25,7 +31,7 @@ CPU baseline, always runs).
 
 Run from the repository root::
 
-    .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--kinds noui output perdelta nbhitl]
+    .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--repeat 3] [--kinds noui output perdelta nbhitl]
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 import textwrap
 import time
@@ -73,7 +80,7 @@ def agent():
     words = " ".join(f"w{{i:04d}}" for i in range(DELTAS - 1)) + " LASTDELTA"
     return Agent(name="bench", system_prompt="x", model=Stream([Turn(words)]), toolkit=Toolkit())
 
-async def measure(kind):
+async def measure(kind, run):
     a = agent()
     cpu, wall = time.process_time(), time.time()
     if kind == "noui":
@@ -91,13 +98,29 @@ async def measure(kind):
         async for ev in a.reply_stream(UserMsg(name="user", content="go")):
             if type(ev).__name__ == "TextBlockDeltaEvent":
                 w.send({{"delta": ev.delta}})
-    print("RESULT", json.dumps({{"kind": kind, "cpu": time.process_time() - cpu, "wall": time.time() - wall,
+    print("RESULT", json.dumps({{"kind": kind, "run": run, "cpu": time.process_time() - cpu, "wall": time.time() - wall,
                                  "last_at": LAST["at"]}}))
 """
 
 KINDS = ["noui", "output", "perdelta", "nbhitl"]
+# the first msg_type of a frame is its header's (the parent header comes after it)
+MSG_TYPE = re.compile(r'"msg_type":\s*"([a-z_]+)"')
 # a kernel -> page message that carries a view's update (widget message or printed output)
-VIEW_MESSAGE = re.compile(r'"msg_type":\s*"(?:comm_msg|stream)"')
+VIEW_TYPES = ("comm_msg", "stream")
+
+
+def frame_kind(text: str) -> str | None:
+    """``"update"`` for a ``comm_msg`` / ``stream`` frame, ``"status"`` for a
+    kernel status sent around a comm request of the page, else ``None``."""
+    types = MSG_TYPE.findall(text)
+    if not types:
+        return None
+    if types[0] in VIEW_TYPES:
+        return "update"
+    if types[0] == "status" and "comm_msg" in types[1:]:
+        return "status"
+    return None
+
 
 # armed before cell ``i`` runs, on that cell's output only; not returned
 # (Playwright would wait for the promise)
@@ -124,22 +147,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--kinds", nargs="+", choices=KINDS, default=KINDS, help="what to run (no UI always runs: the CPU baseline)"
     )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of no UI and of nb_hitl (medians are shown)")
     args = parser.parse_args(argv)
-    kinds = ["noui"] + [k for k in KINDS if k in args.kinds and k != "noui"]
-    results: dict[str, Any] = {}
+    chosen = [k for k in KINDS if k in args.kinds and k != "noui"]
+    # the CPU pair alternates, so a slow spell of the machine hits both
+    pair = ["noui", "nbhitl"] if "nbhitl" in chosen else ["noui"]
+    kinds = [k for k in chosen if k not in pair] + pair * max(1, args.repeat)
+    runs: dict[str, list[dict[str, Any]]] = {}
     with lab_page() as (lab, page):
-        frames: list[tuple[float, int]] = []
+        frames: list[tuple[float, int, str]] = []
 
         def on_ws(ws: Any) -> None:
             def received(payload: Any) -> None:
                 text = payload if isinstance(payload, str) else payload.decode("utf-8", "replace")
-                if VIEW_MESSAGE.search(text):
-                    frames.append((time.monotonic(), len(payload)))
+                kind = frame_kind(text)
+                if kind is not None:
+                    frames.append((time.monotonic(), len(payload), kind))
 
             ws.on("framereceived", received)
 
         page.on("websocket", on_ws)
-        cells = [textwrap.dedent(SETUP.format(deltas=args.deltas))] + [f'await measure("{k}")' for k in kinds]
+        cells = [textwrap.dedent(SETUP.format(deltas=args.deltas))] + [
+            f'await measure("{k}", {n})' for n, k in enumerate(kinds, start=1)
+        ]
         write_notebook(lab.root / "streaming.ipynb", cells)
         open_notebook(page, lab, "streaming.ipynb")
         page.evaluate(
@@ -156,28 +186,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 " window.jupyterapp.commands.execute('notebook:run-cell'); }",
                 n,
             )
-            line = output_locator(page, f'"kind": "{kind}"').last
+            line = output_locator(page, f'"run": {n},').last
             line.wait_for(timeout=300_000)
             text = line.inner_text()
             res = json.loads(text[text.index("RESULT") + 6 :].strip().splitlines()[0])
             if kind in SHOWN:
                 res["latency"] = page.evaluate("() => window.__nbhSeen") - res["last_at"]
-            res["bytes"] = sum(size for _, size in frames)
-            res["updates_per_s"] = len(frames) / max(res["wall"] - 3.0, 1e-9)
-            results[kind] = res
+            res["bytes"] = sum(size for _, size, _ in frames)
+            res["updates_per_s"] = sum(1 for *_, k in frames if k == "update") / max(res["wall"] - 3.0, 1e-9)
+            runs.setdefault(kind, []).append(res)
         errors = [e for e in page.nbh_errors if "pageerror" in e]
         if errors:
             print("page errors:", *errors, sep="\n  ")
+    # each figure's median over the runs of its kind
+    results = {k: {f: statistics.median(r[f] for r in rs) for f in rs[0]} for k, rs in runs.items()}
     text_bytes = len(" ".join(f"w{i:04d}" for i in range(args.deltas - 1)) + " LASTDELTA")
     base_cpu = results["noui"]["cpu"]
-    print(f"{args.deltas} deltas, {text_bytes} bytes of text")
+    print(f"{args.deltas} deltas, {text_bytes} bytes of text; no UI and nb_hitl: medians of {len(runs['noui'])} runs")
+    for kind in pair:
+        cpus = ", ".join(f"{r['cpu']:.3f}" for r in runs[kind])
+        print(f"  kernel CPU of each {kind} run: {cpus} s")
     labels = {
         "noui": "agent, no UI",
         "output": "ipywidgets.Output",
         "perdelta": "one message per delta",
         "nbhitl": "nb_hitl",
     }
-    for kind in kinds:
+    for kind in results:
         r = results[kind]
         line = (
             f"{labels[kind]:>22}: kernel CPU {r['cpu']:.2f} s (x{r['cpu'] / base_cpu:.2f} vs no UI), "

@@ -147,6 +147,10 @@ export interface ReplyModel {
   /** seq of the last nbh_cards message `pauses` includes */
   cards_seq: number;
   final_text: string;
+  /** seq of the last nbh_transcript message `transcript` includes */
+  transcript_seq: number;
+  /** id of the transcript entry whose text is the final text ("" : none) */
+  final_entry: string;
 }
 
 /** The synced traits of `AuditLogTable`. */

@@ -142,7 +142,13 @@ export class CardFeed {
     this.resyncs += 1;
     const reply = await this.rpc.request("cards_sync", { seq: this.seq });
     this.syncing = false;
-    if (!reply.ok || typeof reply.seq !== "number") return;
+    if (reply.ok) this.take(reply);
+  }
+
+  /** Take a sync answer, `{seq, pauses}` or `{seq, current: true}`: from
+   * `resync` or the widget's connect request. */
+  take(reply: Record<string, unknown>): void {
+    if (typeof reply.seq !== "number") return;
     if (reply.current === true && reply.seq === this.seq) {
       // the page already holds every card at this seq: nothing came again
     } else if (Array.isArray(reply.pauses)) {

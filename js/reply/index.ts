@@ -125,7 +125,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   const header_ = () => drawHeader(header, model, rpc, cards.live, showBanner);
   let shownFinal: { text: string; html?: string } = { text: "" };
   const drawFinal = () => {
-    const text = String(model.get("final_text") || "");
+    const text = stream.finalText();
     // the final message is the last text block: shown with that block's Markdown, once rendered
     const html = transcript.hideRepeatedFinal(entries(), text);
     if (text === shownFinal.text && html === shownFinal.html) return;
@@ -145,7 +145,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   };
 
   model.on("change:transcript", () => {
-    stream.fromTrait();
+    if (!stream.fromTrait()) return; // the page's own write of what it holds
     transcript.draw(entries());
     cards.place();
     drawFinal();
@@ -167,10 +167,12 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   });
   model.on("change:status_reason", header_);
   model.on("change:final_text", drawFinal);
+  model.on("change:final_entry", () => {
+    drawFinal();
+    stream.scheduleSave();
+  });
   model.on("change:agent_name", header_);
   drawAll();
-  void stream.resync();
-  void feed.resync();
   markTitle();
 
   const timer = window.setInterval(() => {
@@ -209,13 +211,41 @@ const render: Render<ReplyModel> = ({ model, el }) => {
       cards.drawAll();
     }
   };
+  // the transcript and the cards are brought in step once the kernel answers
+  let synced = false;
+  const resync = () => {
+    if (synced || rpc.gone) return;
+    synced = true;
+    void stream.resync();
+    void feed.resync();
+  };
   const check = async () => {
     if (disposed || rpc.gone) return;
     window.clearTimeout(recheck);
     const state = await probe(rpc);
     if (disposed) return;
     if (cards.live !== true || state !== "live") setLive(state);
+    if (state === "live") resync();
     if (state === "silent") recheck = window.setTimeout(check, 3000);
+  };
+  // On connect, one request does both: it tells a live kernel (any answer)
+  // and brings the transcript and the cards in step ("sync"; the kernel
+  // answers "current" for what the page holds at its seq already).
+  const connect = async () => {
+    const reply = await rpc.request("sync", { transcript_seq: stream.seq, cards_seq: feed.seq }, { timeoutMs: 4000 });
+    if (disposed) return;
+    if (reply.code === "no_kernel" || reply.code === "no_answer") {
+      setLive(reply.code === "no_kernel" ? "gone" : "silent");
+      if (reply.code === "no_answer") recheck = window.setTimeout(check, 3000);
+      return;
+    }
+    if (cards.live !== true) setLive("live");
+    synced = true;
+    // a widget whose owner does not stream (AG-UI and service consoles) refuses "sync": nothing to bring in step
+    if (reply.ok) {
+      stream.take(reply.transcript || {});
+      feed.take(reply.cards || {});
+    }
   };
   rpc.onAnswer = () => {
     if (cards.live !== true && !rpc.gone) setLive("live");
@@ -242,7 +272,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     if (cards.live === false && !rpc.gone) void check();
   }
   model.on("change:status", fromKernel);
-  void check();
+  void connect();
 
   return () => {
     disposed = true;

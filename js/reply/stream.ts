@@ -1,8 +1,9 @@
 // The page side of the transcript stream (see "Streaming" in docs/design.md).
 // The kernel sends {type: "nbh_transcript", seq, ops} custom messages with
-// only what changed; the `transcript` trait holds the full record (saved
-// notebooks, reloads) and is set at low rate. On connect, and whenever a
-// message's seq is not the next one, the page asks for a full resync
+// only what changed, and never the whole `transcript` trait: the page writes
+// what it holds into its own model (not sent to the kernel), which is what
+// JupyterLab saves with the notebook. On connect, and whenever a message's
+// seq is not the next one, the page asks for a full resync
 // ("transcript_sync") and replays the messages that came after it.
 import type { AnyModel } from "@anywidget/types";
 import type { Rpc } from "../lib/rpc";
@@ -28,6 +29,8 @@ export class TranscriptStream {
   private byId = new Map<string, TranscriptEntry>();
   private buffered: StreamMsg[] = [];
   private syncing = false;
+  private saveTimer = 0;
+  private writing = false;
   private handler = (msg: any) => {
     if (!msg || msg.type !== "nbh_transcript" || typeof msg.seq !== "number" || !Array.isArray(msg.ops)) return;
     this.receive(msg as StreamMsg);
@@ -35,12 +38,52 @@ export class TranscriptStream {
 
   constructor(private model: AnyModel<ReplyModel>, private rpc: Rpc, private onChange: () => void) {
     this.fromTrait();
+    // the seq the trait includes (unknown for a widget saved before it was kept: -1)
+    const seq = model.get("transcript_seq");
+    this.seq = typeof seq === "number" ? seq : -1;
     model.on("msg:custom", this.handler);
   }
 
-  /** Take the full record from the trait (the kernel sets it after sending every change it holds). */
-  fromTrait(): void {
+  /** Take the full record from the trait (a widget whose owner sets it whole:
+   * AG-UI and service consoles); the page's own writes are skipped. */
+  fromTrait(): boolean {
+    if (this.writing) return false;
     this.reset((this.model.get("transcript") || []) as TranscriptEntry[]);
+    return true;
+  }
+
+  /** The entry `id`, if the page holds it. */
+  get(id: string): TranscriptEntry | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The reply's final text: the `final_text` trait, or the text of the
+   * entry `final_entry` names (the kernel keeps a final text the page has). */
+  finalText(): string {
+    const text = String(this.model.get("final_text") || "");
+    if (text) return text;
+    const id = String(this.model.get("final_entry") || "");
+    return (id && this.byId.get(id)?.text) || "";
+  }
+
+  // Write what the page holds into its own model (not sent to the kernel):
+  // JupyterLab saves the page's model state with the notebook. Coalesced: one
+  // write for a burst of stream messages. Only once the page is in step with
+  // the kernel (a resync answered), never an empty record over a saved one.
+  scheduleSave(): void {
+    if (this.saveTimer || this.seq < 0) return;
+    this.saveTimer = window.setTimeout(() => {
+      this.saveTimer = 0;
+      this.writing = true;
+      try {
+        this.model.set("transcript", this.entries.slice());
+        this.model.set("transcript_seq", this.seq);
+        const final = this.finalText();
+        if (final && !this.model.get("final_text")) this.model.set("final_text", final);
+      } finally {
+        this.writing = false;
+      }
+    }, 250);
   }
 
   private reset(entries: TranscriptEntry[]): void {
@@ -57,6 +100,7 @@ export class TranscriptStream {
     }
     this.apply(msg);
     this.onChange();
+    this.scheduleSave();
   }
 
   private apply(msg: StreamMsg): void {
@@ -82,11 +126,28 @@ export class TranscriptStream {
     if (this.syncing) return;
     this.syncing = true;
     this.resyncs += 1;
-    const reply = await this.rpc.request("transcript_sync", {});
+    const reply = await this.rpc.request("transcript_sync", { seq: this.seq });
     this.syncing = false;
-    if (!reply.ok || !Array.isArray(reply.entries) || typeof reply.seq !== "number") return;
-    this.reset(reply.entries as TranscriptEntry[]);
-    this.seq = reply.seq;
+    if (reply.ok) this.take(reply);
+  }
+
+  /** Take a sync answer, `{seq, entries}` or `{seq, current: true}` (the page
+   * holds that seq already): from `resync` or the widget's connect request,
+   * which may also answer `{seq, sent: true}`: the messages up to seq went out
+   * before the answer, so the page holds seq now unless they left before it
+   * listened (then it asks for every entry). */
+  take(reply: Record<string, unknown>): void {
+    if (typeof reply.seq !== "number") return;
+    if (reply.sent === true) {
+      if (this.seq !== reply.seq) void this.resync();
+      return;
+    }
+    if (reply.current === true && reply.seq === this.seq) {
+      // nothing came again
+    } else if (Array.isArray(reply.entries)) {
+      this.reset(reply.entries as TranscriptEntry[]);
+      this.seq = reply.seq;
+    } else return;
     const later = this.buffered.filter((m) => m.seq > this.seq).sort((a, b) => a.seq - b.seq);
     this.buffered = [];
     for (const m of later) {
@@ -100,9 +161,11 @@ export class TranscriptStream {
       this.apply(m);
     }
     this.onChange();
+    this.scheduleSave();
   }
 
   dispose(): void {
+    window.clearTimeout(this.saveTimer);
     this.model.off("msg:custom", this.handler);
   }
 }

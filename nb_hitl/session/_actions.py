@@ -48,8 +48,13 @@ class Actions(SessionCore):
         if not isinstance(message, dict):
             raise DecisionError("A page message must be a JSON object.")
         action = message.get("action")
-        if action == "transcript_sync":  # the page (re)connected or saw a gap in the stream
-            return self._transcript_sync(run)
+        if action == "sync":  # the page connected: both streams in one answer
+            return {
+                "transcript": self._transcript_sync(run, message.get("transcript_seq"), connect=True),
+                "cards": self._cards_sync(run, message.get("cards_seq")),
+            }
+        if action == "transcript_sync":  # the page saw a gap in the stream
+            return self._transcript_sync(run, message.get("seq"))
         if action == "cards_sync":  # the same for the pause cards
             return self._cards_sync(run, message.get("seq"))
         if action == "interrupt":
@@ -175,7 +180,7 @@ class Actions(SessionCore):
         results: list[dict[str, Any]] = []
         for n, item in enumerate(items):
             results.append({"tool_call_id": item.get("tool_call_id"), "ok": True})
-            if item.get("action") in ("batch", "interrupt", "transcript_sync", "cards_sync"):
+            if item.get("action") in ("batch", "interrupt", "sync", "transcript_sync", "cards_sync"):
                 results[n].update(ok=False, error="A batch holds decisions only.", field="action")
                 continue
             try:

@@ -37,9 +37,10 @@ class CardFeed:
         self.messages = 0
         self.cards_sent = 0
         self._sent: dict[str, dict[str, Any]] = {}
-        #: tool call ids and ``seq`` when the ``pauses`` trait was last sent to the page
-        self.trait_ids: tuple[str, ...] | None = None
-        self.trait_seq = -1
+        #: tool call ids and ``seq`` when the ``pauses`` trait was last sent to the
+        #: page (a new widget starts with no card, at ``seq`` 0)
+        self.trait_ids: tuple[str, ...] = ()
+        self.trait_seq = 0
 
     def take_ops(self, views: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """The ops that bring the page from what it was sent to ``views``.

@@ -24,6 +24,7 @@ from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
 from ._cards import trait_due
+from ._pace import flush_delay
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun, can_transition, transition
 
 if TYPE_CHECKING:
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["SessionCore"]
 
 log = logging.getLogger("nb_hitl.session")
-
-#: seconds between two transcript stream messages to one widget (20 per second at most)
-STREAM_INTERVAL = 0.05
 
 
 class SessionCore:
@@ -100,6 +98,7 @@ class SessionCore:
 
     def _new_run(self, prompt: str) -> ReplyRun:
         run = ReplyRun(prompt=prompt)
+        run.transcript.recording = self.display  # no widget: no stream to take the ops
         if self.display:
             from ..widgets.reply import ReplyWidget
 
@@ -128,10 +127,13 @@ class SessionCore:
         ``nbh_cards`` message (:class:`~nb_hitl.session._cards.CardFeed`),
         then the traits in one comm update. The record traits ``pauses`` and
         ``transcript`` (what a saved notebook and a reload show) always hold
-        everything in the kernel, but reach the page only when the set of
-        cards changed or the reply ended
+        everything in the kernel. ``pauses`` reaches the page only when the
+        set of cards changed or the reply ended
         (:func:`~nb_hitl.session._cards.trait_due`): a decision on one card
-        sends that card, never every card or the whole transcript again.
+        sends that card, never every card again. ``transcript`` never does:
+        the page builds it from the stream. A ``final_text`` that is the last
+        text block's text stays in the kernel too, and ``final_entry`` names
+        that block for the page.
         """
         widget = run.widget
         if widget is None:
@@ -142,6 +144,12 @@ class SessionCore:
         record: dict[str, Any] = {"pauses": views, "cards_seq": run.cards.seq}
         if run.transcript.trait_dirty:
             record["transcript"] = run.transcript.view()
+            record["transcript_seq"] = run.transcript.seq  # the stream was flushed above
+        if "final_text" in traits:  # the page has it when it is the last text block
+            entry = run.transcript.final_entry(traits["final_text"])
+            if entry is not None:
+                record["final_text"] = traits.pop("final_text")
+                traits["final_entry"] = entry
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:
@@ -167,19 +175,39 @@ class SessionCore:
         return {"seq": run.cards.seq, "pauses": run.cards.views()}
 
     def _stream(self, run: ReplyRun) -> None:
-        """Send the transcript's pending changes, at most every
-        :data:`STREAM_INTERVAL` seconds: changes that come sooner are
-        coalesced and sent by a timer on the running loop (a trailing flush),
-        so the last delta shows within the interval even if the model stalls.
+        """The transcript changed: send its pending changes when they are due
+        (:func:`~nb_hitl.session._pace.flush_delay`: once the stream is quiet,
+        or the oldest change has waited long enough, at most 20 times a
+        second). A timer on the running loop sends them if nothing else
+        comes (a trailing flush), so the last delta shows even if the model
+        stalls. Per delta this only notes the time while a timer is armed.
         """
         tr = run.transcript
         if run.widget is None or not tr.pending:
             return
-        wait = tr.last_flush + STREAM_INTERVAL - time.monotonic()
+        now = time.monotonic()
+        tr.last_change = now
+        if tr.first_change is None:
+            tr.first_change = now
+        if tr.timer is None:
+            self._stream_due(run, now)
+
+    def _stream_due(self, run: ReplyRun, now: float | None = None) -> None:
+        """Send the pending changes if they are due, else (re)arm the timer for when they will be."""
+        tr = run.transcript
+        tr.timer = None
+        if run.widget is None or not tr.pending or tr.first_change is None:
+            return
+        wait = flush_delay(
+            time.monotonic() if now is None else now,
+            last_flush=tr.last_flush,
+            first_change=tr.first_change,
+            last_change=tr.last_change,
+        )
         if wait <= 0:
             self._flush_transcript(run)
-        elif tr.timer is None:
-            tr.timer = asyncio.get_running_loop().call_later(wait, self._flush_transcript, run)
+        else:
+            tr.timer = asyncio.get_running_loop().call_later(wait, self._stream_due, run)
 
     def _flush_transcript(self, run: ReplyRun) -> None:
         """Send ``{"type": "nbh_transcript", "seq", "ops"}`` now (see
@@ -188,6 +216,7 @@ class SessionCore:
         if tr.timer is not None:
             tr.timer.cancel()
             tr.timer = None
+        tr.first_change = None
         if run.widget is None or not tr.pending:
             return
         seq, ops = tr.take_ops()
@@ -197,11 +226,25 @@ class SessionCore:
         except Exception:  # a closed comm must not stop the agent
             log.warning("could not stream to the reply widget", exc_info=True)
 
-    def _transcript_sync(self, run: ReplyRun) -> dict[str, Any]:
-        """The page's resync (on connect or after a gap): every entry and the
-        ``seq`` they include; stream messages with a higher ``seq`` follow."""
+    def _transcript_sync(self, run: ReplyRun, page_seq: Any = None, *, connect: bool = False) -> dict[str, Any]:
+        """The page's resync (after a gap, or on connect): every entry and the
+        ``seq`` they include (stream messages with a higher ``seq`` follow).
+
+        Less when the page holds enough (``page_seq``, the ``seq`` it holds):
+        ``{"seq", "current": True}`` when it holds that ``seq``; on connect
+        (``connect=True``), ``{"seq", "sent": True}`` when it holds an earlier
+        one: the messages up to ``seq`` went out before this answer, so a page
+        that got them holds ``seq`` when it reads it, and one that did not
+        (they left before it listened) asks again.
+        """
         self._flush_transcript(run)
-        return {"seq": run.transcript.seq, "entries": [dict(e) for e in run.transcript]}
+        seq = run.transcript.seq
+        held = page_seq if isinstance(page_seq, int) and not isinstance(page_seq, bool) else None
+        if held == seq:
+            return {"seq": seq, "current": True}
+        if connect and held is not None and 0 <= held < seq:
+            return {"seq": seq, "sent": True}
+        return {"seq": seq, "entries": [dict(e) for e in run.transcript]}
 
     def _notify(self, kind: str, run: ReplyRun) -> None:
         for listener in list(self._listeners):
@@ -210,7 +253,10 @@ class SessionCore:
             except Exception:  # a listener never stops the agent
                 log.warning("an on_change listener raised on %r", kind, exc_info=True)
 
-    def _expire(self, run: ReplyRun, status: str, reason: str) -> None:
+    def _expire(self, run: ReplyRun, status: str, reason: str, **traits: Any) -> None:
+        """End the run (``status``, ``reason``): open pauses and queued
+        decisions expire (audited as ``discarded``); one push sends the end
+        with ``traits`` (e.g. ``final_text``)."""
         for pause in run.pauses.values():
             if pause.status in ("open", "deciding"):
                 transition(pause, "expired", reason=reason)
@@ -232,7 +278,7 @@ class SessionCore:
         run.status = status
         run.reason = reason
         run.wake.set()
-        self._push(run)
+        self._push(run, **traits)
 
     def _discard_unapplied(self, run: ReplyRun) -> None:
         """Decisions handed to the agent whose reply stopped before AgentScope

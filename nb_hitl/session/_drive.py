@@ -215,9 +215,9 @@ class Driver(Actions):
             raise
         if run.status not in TERMINAL:
             run.status = "finished"
-        self._expire(run, run.status, run.reason or f"The reply {run.status}.")
+        # one push sends the end: status, reason and the final text
+        self._expire(run, run.status, run.reason or f"The reply {run.status}.", final_text=msg_text(run.final))
         self.checkpoint()
-        self._push(run, final_text=msg_text(run.final))
         self._notify("end", run)
         return run.final  # type: ignore[return-value]
 
@@ -345,7 +345,8 @@ class Driver(Actions):
             await self._events(run, inp)
         finally:  # a text block cut short (cancelled, failed) is rendered too
             run.transcript.finish()
-        self._push(run)
+        if run.status not in TERMINAL:  # an ended reply is pushed once, with its end (``_expire``)
+            self._push(run)
 
     async def _events(self, run: ReplyRun, inp: Any) -> None:
         tr = run.transcript

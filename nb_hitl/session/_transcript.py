@@ -90,8 +90,13 @@ class Transcript(list[dict[str, Any]]):
         self.seq = 0
         #: entries changed since the widget's ``transcript`` trait was last set
         self.trait_dirty = False
+        #: whether changes are recorded as ops (False: nothing will take them,
+        #: e.g. a session without a widget, so they are not kept)
+        self.recording = True
         # streaming state of the session's widget (kept here: one per reply)
-        self.last_flush = 0.0
+        self.last_flush = 0.0  # time.monotonic() of the last stream message
+        self.first_change: float | None = None  # of the oldest change not sent yet
+        self.last_change = 0.0
         self.timer: Any = None
 
     def view(self) -> list[dict[str, Any]]:
@@ -114,6 +119,8 @@ class Transcript(list[dict[str, Any]]):
 
     def _record(self, op: dict[str, Any]) -> None:
         self.trait_dirty = True
+        if not self.recording:
+            return
         last = self._ops[-1] if self._ops else None
         if (
             op["op"] == "append"
@@ -147,6 +154,14 @@ class Transcript(list[dict[str, Any]]):
         if changed:
             e.update(changed)
             self._record({"op": "set", "id": e["id"], "fields": changed})
+
+    def final_entry(self, final_text: str) -> str | None:
+        """The id of the last text entry if its text is exactly ``final_text``
+        (the reply's final message as streamed), else ``None``."""
+        for e in reversed(self):
+            if e["kind"] == "text":
+                return str(e["id"]) if final_text and e["text"] == final_text else None
+        return None
 
     def call_name(self, tool_call_id: str) -> str:
         """The tool name of a call seen in this transcript (``""`` if unknown)."""

@@ -14,15 +14,23 @@ readable record; case C12):
 * ``status``: ``running`` | ``paused`` | ``finished`` | ``interrupted`` |
   ``expired`` | ``error``; ``status_reason`` says why.
 * ``transcript``: ``[{"kind": "text"|"tool_call"|"tool_result"|"note",
-  "id", "text", "name", "state"}]``.
+  "id", "text", "name", "state"}]``. A session keeps it current in the
+  kernel and never sends it whole: the page builds it from the transcript's
+  stream messages (and a ``transcript_sync`` on connect) and writes it into
+  its own copy of the model, which is what JupyterLab saves with the notebook.
 * ``pauses``: ``[Pause.to_view()]`` (see :mod:`nb_hitl.pauses`). A session
-  keeps it (and ``transcript``) current in the kernel but sends them to the
-  page only when the set of cards changed or the reply ended
-  (:meth:`ReplyWidget.set_record`); in between, each changed card travels
-  alone as an ``nbh_cards`` message (and the transcript as its stream).
+  keeps it current in the kernel but sends it to the page only when the set
+  of cards changed or the reply ended (:meth:`ReplyWidget.set_record`); in
+  between, each changed card travels alone as an ``nbh_cards`` message.
 * ``cards_seq``: the ``seq`` of the last ``nbh_cards`` message ``pauses``
-  includes (0 when no card was streamed).
-* ``final_text``: the reply's final message text.
+  includes (0 when no card was streamed); ``transcript_seq`` the same for
+  ``transcript`` and the ``nbh_transcript`` messages.
+* ``final_text``: the reply's final message text. When it is exactly the
+  text of a transcript entry (the usual case: the last text block), a session
+  keeps it in the kernel and sets ``final_entry`` instead; the page, which has
+  that entry, shows and saves its text.
+* ``final_entry``: the id of the transcript entry whose text is the final
+  text (``""``: none; ``final_text`` then reaches the page itself).
 * ``pending``: how many pauses wait for the person (status ``open``);
   derived from ``pauses`` here, so front ends that react to trait changes
   (marimo's ``mo.ui.anywidget``) can rerun a cell when a pause opens or is
@@ -41,9 +49,12 @@ __all__ = ["ReplyWidget"]
 
 
 #: the traits a session keeps current in the kernel and sends to the page only
-#: now and then (:meth:`ReplyWidget.set_record`); the page gets their changes
-#: as stream messages meanwhile
-RECORD_TRAITS = ("cards_seq", "pauses", "transcript")
+#: now and then, or never (:meth:`ReplyWidget.set_record`); the page gets their
+#: changes as stream messages meanwhile
+RECORD_TRAITS = ("cards_seq", "pauses", "transcript", "transcript_seq", "final_text")
+#: the record traits a ``set_record(send=True)`` sends: the transcript and the
+#: final text reach the page only as the transcript's stream
+SENT_RECORD = ("cards_seq", "pauses")
 
 
 class ReplyWidget(RequestWidget):
@@ -67,8 +78,10 @@ class ReplyWidget(RequestWidget):
     transcript = traitlets.List(traitlets.Dict()).tag(sync=True)
     pauses = traitlets.List(traitlets.Dict()).tag(sync=True)
     final_text = traitlets.Unicode("").tag(sync=True)
+    final_entry = traitlets.Unicode("").tag(sync=True)
     pending = traitlets.Int(0).tag(sync=True)
     cards_seq = traitlets.Int(0).tag(sync=True)
+    transcript_seq = traitlets.Int(0).tag(sync=True)
 
     #: traits being set in the kernel only (see :meth:`set_record`)
     _kernel_only: frozenset[str] = frozenset()
@@ -84,15 +97,18 @@ class ReplyWidget(RequestWidget):
         """Set record traits in the kernel; send the record to the page only if ``send``.
 
         Args:
-            send: ``True`` sends every record trait (:data:`RECORD_TRAITS`, their
-                current values, even when unchanged) in one comm update;
-                ``False`` keeps the new values in the kernel: the page has the
-                changes already (card and transcript stream messages), and gets
-                the values when it asks for the widget's state (a reload) or with
+            send: ``True`` sends the card record (:data:`SENT_RECORD`, current
+                values, even when unchanged) in one comm update; ``False``, and
+                always for ``transcript`` and ``final_text``, keeps the new
+                values in the kernel: the page has the changes already (card
+                and transcript stream messages), and gets the values when it
+                asks for the widget's state (a reload) or, for the cards, with
                 the next send.
             **traits: values of record traits: ``pauses`` (``Pause.to_view()``
                 dicts, in order), ``cards_seq`` (the ``seq`` of the last
-                ``nbh_cards`` message ``pauses`` includes), ``transcript``.
+                ``nbh_cards`` message ``pauses`` includes), ``transcript`` and
+                ``transcript_seq`` (the same for it), ``final_text`` (the text
+                of the entry named by ``final_entry``).
 
         Raises:
             TypeError: a name that is not a record trait.
@@ -107,7 +123,7 @@ class ReplyWidget(RequestWidget):
         finally:
             self._kernel_only = frozenset()
         if send:
-            self.send_state(list(RECORD_TRAITS))
+            self.send_state(list(SENT_RECORD))
 
     def _should_send_property(self, key: str, value: Any) -> bool:
         # ipywidgets' hook deciding whether a trait change goes to the page

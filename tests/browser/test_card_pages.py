@@ -70,7 +70,7 @@ ONE_CARD = textwrap.dedent(
     w.send(feed.message(feed.take_ops(PAUSES)))
     """
 )
-GOT = 'print("GOT", json.dumps([(m.get("action"), m.get("tool_call_id"), len(m.get("items") or [])) for m in got if m.get("action") not in ("ping", "transcript_sync", "cards_sync")]))'
+GOT = 'print("GOT", json.dumps([(m.get("action"), m.get("tool_call_id"), len(m.get("items") or [])) for m in got if m.get("action") not in ("ping", "sync", "transcript_sync", "cards_sync")]))'
 
 
 def test_10000_cards_draw_a_page_and_approve_all_is_one_message(page, lab: JupyterLabServer) -> None:

@@ -144,7 +144,7 @@ GROUP_STATE = textwrap.dedent(
     """
     run = session.current
     print("STATE", json.dumps({
-        "sent": [m.get("action") for m in sent if m.get("action") not in ("transcript_sync", "cards_sync")],
+        "sent": [m.get("action") for m in sent if m.get("action") not in ("sync", "transcript_sync", "cards_sync")],
         "resumes": run.resumes,
         "status": run.status,
         "pauses": {p.tool_call_id: p.status for p in run.pauses.values()},

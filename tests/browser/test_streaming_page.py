@@ -8,16 +8,20 @@ In real JupyterLab + Chromium, with real ``agentscope.agent.Agent``s on
 * a delta followed by a model stall is on the page during the stall;
 * while the reply waits for a person the document title starts with "● ";
 * "Approve all" on 12 confirmations sends ONE page message, and the agent is
-  resumed once and its model called once after all of them.
+  resumed once and its model called once after all of them;
+* a finished reply's text reaches the page once (the stream), never again as
+  the ``transcript`` trait or ``final_text``; the page writes what it holds
+  into its own model, so the saved notebook has the whole record.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 import textwrap
 from typing import Any
 
-from tests.harness.lab import JupyterLabServer, open_notebook, output_locator, write_notebook
+from tests.harness.lab import JupyterLabServer, open_notebook, output_locator, save_notebook, write_notebook
 
 OUT = ".jp-OutputArea-output"
 REPLY = f'{OUT} [data-testid="nbh-reply"]'
@@ -94,6 +98,86 @@ def test_a_long_reply_streams_shows_its_last_delta_during_a_stall_and_resyncs(pa
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
 
 
+def ws_message(payload: bytes | str) -> dict[str, Any] | None:
+    """A kernel websocket frame as ``{"header", "parent_header", "content"}``: JupyterLab's
+    binary ``v1.kernel.websocket.jupyter.org`` framing (a count, then offsets of the
+    channel, header, parent header, metadata and content parts) or plain JSON."""
+    if isinstance(payload, str):  # other sockets (events) speak JSON too
+        msg = json.loads(payload)
+        return msg if isinstance(msg, dict) and "header" in msg else None
+    (n,) = struct.unpack_from("<Q", payload, 0)
+    offsets = list(struct.unpack_from(f"<{n}Q", payload, 8)) + [len(payload)]
+    parts = [payload[offsets[i] : offsets[i + 1]] for i in range(n)]
+    if len(parts) < 5:
+        return None
+    header, parent, _metadata, content = (json.loads(p) for p in parts[1:5])
+    return {"header": header, "parent_header": parent, "content": content}
+
+
+ONCE_TEXT = " ".join(f"word{i}" for i in range(400)) + " THE-END"
+ONCE_SETUP = textwrap.dedent(
+    f"""
+    from agentscope.agent import Agent
+    from agentscope.tool import Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn
+
+    agent = Agent(name="once", system_prompt="x", model=ScriptedChatModel([Turn({ONCE_TEXT!r})], chunk_delay=0.001),
+                  toolkit=Toolkit())
+    session = Session(agent)
+    reply = await session.run("Talk.")
+    print("DONE", len(reply.get_text_content()))
+    """
+)
+
+
+def test_a_finished_reply_sends_its_text_once_and_saves_the_whole_record(page, lab: JupyterLabServer) -> None:
+    comm_msgs: list[dict[str, Any]] = []
+
+    def on_ws(ws: Any) -> None:
+        def received(payload: Any) -> None:
+            msg = ws_message(payload)
+            if msg and (msg.get("header") or {}).get("msg_type") == "comm_msg":
+                comm_msgs.append(msg["content"].get("data") or {})
+
+        ws.on("framereceived", received)
+
+    page.on("websocket", on_ws)
+    write_notebook(lab.root / "once.ipynb", [ONCE_SETUP])
+    open_notebook(page, lab, "once.ipynb")
+    run_cell(page, 0)
+    output_locator(page, "DONE").first.wait_for(timeout=60_000)
+    final = page.locator(f'{REPLY} [data-testid="nbh-final-text"]')
+    final.wait_for(timeout=30_000)
+    assert final.inner_text().strip() == ONCE_TEXT  # drawn from the entry the kernel named
+    page.wait_for_timeout(500)  # the page's own write of its record is coalesced (250 ms)
+
+    streamed = "".join(
+        (op.get("text") or op.get("entry", {}).get("text") or "")
+        for d in comm_msgs
+        if (d.get("content") or {}).get("type") == "nbh_transcript"
+        for op in d["content"]["ops"]
+        if op["op"] in ("append", "add") and "hint" not in str(op.get("entry", {}).get("kind", ""))
+    )
+    assert streamed == ONCE_TEXT, "the text reached the page once, whole, in stream messages"
+    states = [d.get("state") or {} for d in comm_msgs if d.get("method") == "update"]
+    assert not any("transcript" in st for st in states), "the transcript trait is never sent whole"
+    assert not any(ONCE_TEXT in str(st) for st in states), "nor the final text"
+    assert any(st.get("final_entry") for st in states), "the final text is named by its entry"
+    whole = sum(ONCE_TEXT in json.dumps(d) for d in comm_msgs)
+    assert whole == 0, "no message carries the whole text again (a sync answer, a record)"
+
+    save_notebook(page)
+    models = lab.notebook_json("once.ipynb")["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]
+    saved = [m["state"] for m in models["state"].values() if m["state"].get("agent_name") == "once"]
+    assert len(saved) == 1
+    record = saved[0]
+    texts = [e["text"] for e in record["transcript"] if e["kind"] == "text"]
+    assert texts == [ONCE_TEXT] and record["final_text"] == ONCE_TEXT and record["transcript_seq"] >= 1
+    assert record["status"] == "finished"
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
 GROUP_SETUP = textwrap.dedent(
     """
     import json
@@ -146,7 +230,7 @@ GROUP_SETUP = textwrap.dedent(
 GROUP_STATE = textwrap.dedent(
     """
     print("GROUPSTATE", json.dumps({
-        "sent": [a for a in sent if a not in ("transcript_sync", "cards_sync")],
+        "sent": [a for a in sent if a not in ("sync", "transcript_sync", "cards_sync")],
         "inputs": inputs.kinds,
         "model_calls": agent.model.call_count,
         "status": session.current.status,
