@@ -117,7 +117,10 @@ async function render(props: RenderProps): Promise<unknown> {
     const note = document.createElement("div");
     note.setAttribute("role", "alert");
     note.dataset.testid = "nbh-load-error";
-    note.textContent = `nb_hitl could not draw this widget: ${err instanceof Error ? err.message : String(err)}.`;
+    note.textContent =
+      `nb_hitl could not draw this widget: ${err instanceof Error ? err.message : String(err)}. ` +
+      "If this front end cannot hand one widget model to another, set NB_HITL_PAGE_CODE=inline in the kernel " +
+      '(os.environ["NB_HITL_PAGE_CODE"] = "inline" before the widgets are made) and run the cell again.';
     props.el.replaceChildren(note);
     return undefined;
   }

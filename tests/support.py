@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from agentscope.middleware import MiddlewareBase
 
-from tests.harness.kernel import kernel_env
+from tests.harness.kernel import apply_ops, kernel_env
 
 if TYPE_CHECKING:
     import nbformat
@@ -136,21 +136,6 @@ def widget_replies(widget: Any) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------- the transcript stream to the page
-def apply_ops(entries: list[dict[str, Any]], ops: list[dict[str, Any]]) -> None:
-    """Apply one stream message's ``ops`` to ``entries``, as js/reply/stream.ts does."""
-    by_id = {e["id"]: e for e in entries}
-    for op in ops:
-        if op["op"] == "add":
-            if op["entry"]["id"] not in by_id:
-                e = dict(op["entry"])
-                entries.append(e)
-                by_id[e["id"]] = e
-        elif op["op"] == "append":
-            by_id[op["id"]]["text"] += op["text"]
-        else:
-            by_id[op["id"]].update(op["fields"])
-
-
 class StreamRecorder:
     """Stream messages and ``transcript`` trait sets of a ReplyWidget, with their times.
 

@@ -31,7 +31,7 @@ import traitlets
 
 from ..errors import NbHitlError
 from ._kernel import answer_info_requests_while_busy
-from ._page_code import page_code
+from ._page_code import inline_page_code, inline_source, page_code
 
 __all__ = ["RequestWidget", "Handler"]
 
@@ -76,8 +76,9 @@ class RequestWidget(anywidget.AnyWidget):
     (a session or a client), so the widget only carries data between the
     page and that logic. The widget's ``_esm`` is then the loader of the
     kernel's shared page code and ``_nbh_page_code`` names that model
-    (``"IPY_MODEL_<id>"``); a subclass that sets its own ``_esm`` instead
-    keeps anywidget's usual one-copy-per-widget behaviour.
+    (``"IPY_MODEL_<id>"``); a subclass that sets its own ``_esm`` instead,
+    and every widget when ``NB_HITL_PAGE_CODE=inline``, keeps anywidget's
+    usual one-copy-per-widget behaviour.
 
     Args:
         handler: ``(message: dict) -> dict | None | Awaitable[dict | None]``.
@@ -98,8 +99,12 @@ class RequestWidget(anywidget.AnyWidget):
     _nbh_page_code = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, handler: Handler | None = None, **kwargs: Any) -> None:
-        shared = page_code(self._page_code) if self._page_code else None
-        if shared is not None:
+        shared = None
+        if self._page_code and inline_page_code():  # a host without shared models (see _page_code)
+            esm, css = inline_source(self._page_code)
+            kwargs.update(_esm=esm, _css=css)
+        elif self._page_code:
+            shared = page_code(self._page_code)
             kwargs.update(_esm=shared.loader(), _nbh_page_code=shared.ref)
         super().__init__(**kwargs)
         if shared is not None:

@@ -14,6 +14,12 @@ once, so a reopened notebook still draws every saved widget.
 With ``ANYWIDGET_HMR=1`` (anywidget's live-reload switch) the bundle files
 are watched: a rebuilt bundle updates the shared model and every live
 widget's loader, and anywidget redraws them.
+
+A host whose widget manager cannot hand one model to another
+(``widget_manager.get_model``; the loader then says so in the widget) can be
+served the usual anywidget way, each widget with its own copy of the bundle:
+set the environment variable ``NB_HITL_PAGE_CODE=inline`` in the kernel
+(:func:`inline_page_code`) before the widgets are made.
 """
 
 from __future__ import annotations
@@ -29,7 +35,15 @@ from typing import Any
 import anywidget
 import traitlets
 
-__all__ = ["PageCode", "page_code", "loader_source", "page_code_digest", "DIGEST_PLACEHOLDER"]
+__all__ = [
+    "DIGEST_PLACEHOLDER",
+    "PageCode",
+    "inline_page_code",
+    "inline_source",
+    "loader_source",
+    "page_code",
+    "page_code_digest",
+]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +73,21 @@ def loader_source(template: str, digest: str) -> str:
     if DIGEST_PLACEHOLDER not in template:
         raise RuntimeError(f"nb_hitl's {_LOADER} has no digest placeholder; rebuild the page code (./run setup)")
     return template.replace(DIGEST_PLACEHOLDER, digest)
+
+
+def inline_page_code() -> bool:
+    """Whether widgets carry their own bundle as ``_esm`` (``NB_HITL_PAGE_CODE=inline``,
+    read each time a widget is made) instead of the shared page-code model."""
+    return os.environ.get("NB_HITL_PAGE_CODE", "").strip().lower() == "inline"
+
+
+def inline_source(name: str) -> tuple[str, str]:
+    """``(esm, css)`` of bundle ``name`` for a widget that carries its own copy.
+
+    Raises:
+        FileNotFoundError: the bundle is not built (``./run setup``).
+    """
+    return _read(name)
 
 
 class PageCode(anywidget.AnyWidget):

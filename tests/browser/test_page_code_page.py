@@ -5,7 +5,9 @@ saved widget state holds the reply bundle once (the shared page-code model)
 and each reply only its loader; after a kernel restart the reopened notebook
 draws every saved reply, themed, from that one copy. A saved page-code model
 whose code no longer matches the digest in the replies' loaders is not run:
-the replies say they cannot be drawn.
+the replies say they cannot be drawn. With ``NB_HITL_PAGE_CODE=inline`` (for
+hosts whose widget manager cannot hand one model to another) each reply carries
+its own bundle, the usual anywidget way, and is drawn and answered as well.
 """
 
 from __future__ import annotations
@@ -99,5 +101,40 @@ def test_page_code_saved_once_and_reopened_notebook_draws_every_reply(page, lab:
     errors = page.locator(f'{OUT} [data-testid="nbh-load-error"]')
     errors.nth(2).wait_for(timeout=60_000)
     assert "does not hold the code this widget was made with" in errors.first.inner_text()
+    assert "NB_HITL_PAGE_CODE=inline" in errors.first.inner_text()  # what a person can do about it
     assert page.evaluate("() => window.__nbhPwned") is None
     assert page.locator(f'{OUT} [data-testid="nbh-final-text"]').count() == 0
+
+
+INLINE_SETUP = textwrap.dedent(
+    """
+    import os
+    os.environ["NB_HITL_PAGE_CODE"] = "inline"
+    from nb_hitl import Session
+    from nb_hitl.demo import demo_agent
+    session = Session(demo_agent(chunk_delay=0))
+    task = session.start("Please tidy up my sandbox folder.")
+    """
+)
+
+
+def test_inline_page_code_draws_each_reply_from_its_own_bundle(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "inline.ipynb", [INLINE_SETUP, 'await task; print("STATUS", session.current.status)'])
+    open_notebook(page, lab, "inline.ipynb")
+    run_all_cells(page)
+    ask = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="ask_user"][data-status="open"]')
+    ask.wait_for(timeout=60_000)
+    ask.locator('[data-testid="nbh-option"][data-label="notes.txt"]').click()
+    ask.locator('[data-testid="nbh-answer-submit"]').click()
+    confirm = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
+    confirm.wait_for(timeout=60_000)
+    confirm.locator('[data-testid="nbh-approve"]').click()
+    output_locator(page, "STATUS finished").wait_for(timeout=60_000)
+    wait_execution_done(page)
+    save_notebook(page)
+    models = _saved_models(lab, "inline.ipynb")
+    assert not [m for m in models.values() if "code" in m["state"]], "no shared page-code model"
+    (reply,) = [m["state"] for m in models.values() if "pauses" in m["state"]]
+    assert reply.get("_nbh_page_code", "") == "" and len(reply["_esm"]) > 10_000 and "--nbh-brand" in reply["_css"]
+    assert page.locator('[data-testid="nbh-load-error"]').count() == 0
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

@@ -111,6 +111,25 @@ class CommRecord:
         """``state["_model_name"]`` (``"AnyModel"`` for anywidgets) or ``""``."""
         return str(self.state.get("_model_name", ""))
 
+    def transcript(self) -> list[dict[str, Any]]:
+        """The transcript a page builds from this comm: its state's ``transcript``
+        (at ``transcript_seq``), then every later ``nbh_transcript`` message's ops."""
+        entries = [dict(e) for e in self.state.get("transcript") or []]
+        held = int(self.state.get("transcript_seq") or 0)
+        for msg in self.custom:
+            if isinstance(msg, dict) and msg.get("type") == "nbh_transcript" and msg.get("seq", 0) > held:
+                apply_ops(entries, msg["ops"])
+        return entries
+
+    @property
+    def final_text(self) -> str:
+        """The final text a page shows: ``final_text``, or the text of the entry ``final_entry`` names."""
+        text = str(self.state.get("final_text") or "")
+        entry = self.state.get("final_entry")
+        if text or not entry:
+            return text
+        return next((str(e["text"]) for e in self.transcript() if e["id"] == entry), "")
+
     def snapshot(self) -> CommRecord:
         return CommRecord(
             self.comm_id,
@@ -120,6 +139,21 @@ class CommRecord:
             self.closed,
             self.parent_msg_id,
         )
+
+
+def apply_ops(entries: list[dict[str, Any]], ops: list[dict[str, Any]]) -> None:
+    """Apply one stream message's ``ops`` to ``entries``, as js/reply/stream.ts does."""
+    by_id = {e["id"]: e for e in entries}
+    for op in ops:
+        if op["op"] == "add":
+            if op["entry"]["id"] not in by_id:
+                e = dict(op["entry"])
+                entries.append(e)
+                by_id[e["id"]] = e
+        elif op["op"] == "append":
+            by_id[op["id"]]["text"] += op["text"]
+        else:
+            by_id[op["id"]].update(op["fields"])
 
 
 @dataclass

@@ -152,9 +152,9 @@ def test_checkpoint_restore_in_a_second_kernel(tmp_path: Path) -> None:
         assert confirm["tool_name"] == "delete_file" and json.loads(confirm["input_text"]) == {"path": "old_log.txt"}
         reply = b.request(comm_id, "approve", tool_call_id=confirm["tool_call_id"], reply_id=confirm["reply_id"])
         assert reply["ok"] is True, reply
-        b.wait_for(lambda: b.comm(comm_id).state.get("final_text"), 60, what="the restored reply to finish")
+        b.wait_for(lambda: b.comm(comm_id).final_text, 60, what="the restored reply to finish")
         assert b.comm(comm_id).state["status"] == "finished"
-        final = b.comm(comm_id).state["final_text"]
+        final = b.comm(comm_id).final_text
         assert final == "Done. Deleted old_log.txt. The folder now holds: draft.md, notes.txt."
         out = b.execute("print(session.current.resumes, session.current.status)").raise_for_error()
         assert out.stdout.split() == ["2", "finished"]

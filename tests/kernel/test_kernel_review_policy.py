@@ -102,15 +102,19 @@ SETUP = textwrap.dedent(
 
 
 def transcript_updates(k: KernelHarness, comm_id: str) -> list[Any]:
-    """Every ``transcript`` value the kernel sent to the page for this widget."""
+    """Every ``transcript`` value and transcript stream message the kernel sent to the page for this widget."""
     out = []
     for m in k.messages("comm_msg"):
         content = m["content"]
         if content.get("comm_id") != comm_id:
             continue
-        state = (content.get("data") or {}).get("state") or {}
+        data = content.get("data") or {}
+        state = data.get("state") or {}
         if "transcript" in state:
             out.append(state["transcript"])
+        custom = data.get("content") or {}
+        if isinstance(custom, dict) and custom.get("type") == "nbh_transcript":
+            out.append(custom["ops"])
     return out
 
 
@@ -149,15 +153,13 @@ def test_review_edit_in_a_kernel(kernel: KernelHarness) -> None:
     )
     assert reply["ok"] is True and reply["decision"] == {"action": "edit", "state": "success", "output": REDACTED}
     wait_status(kernel, rec.comm_id, "finished")
-    kernel.wait_for(
-        lambda: kernel.comm(rec.comm_id).state.get("final_text") == f"[success] {REDACTED}", 10, what="final_text"
-    )
+    kernel.wait_for(lambda: kernel.comm(rec.comm_id).final_text == f"[success] {REDACTED}", 10, what="final_text")
 
     state = kernel.comm(rec.comm_id).state
     done = state["pauses"][0]
     assert done["status"] == "delivered" and done["decision"]["action"] == "edit"
     assert done["review_output"] is None  # the unreviewed text left the widget (and a saved notebook)
-    result_entry = next(e for e in state["transcript"] if e["kind"] == "tool_result")
+    result_entry = next(e for e in kernel.comm(rec.comm_id).transcript() if e["kind"] == "tool_result")
     assert result_entry["text"] == REDACTED and result_entry["state"] == "success"
     assert all(SECRET not in json.dumps(t) for t in transcript_updates(kernel, rec.comm_id))
     assert kernel_json(kernel, "RUNS.read_text().splitlines()") == ["Ana"]
@@ -203,9 +205,7 @@ def test_review_survives_a_kernel_restart_without_running_the_tool_again(tmp_pat
         reply = k.request(rec.comm_id, "edit", tool_call_id=after["tool_call_id"], output=REDACTED)
         assert reply["ok"] is True, reply
         wait_status(k, rec.comm_id, "finished")
-        k.wait_for(
-            lambda: k.comm(rec.comm_id).state.get("final_text") == f"[success] {REDACTED}", 10, what="final_text"
-        )
+        k.wait_for(lambda: k.comm(rec.comm_id).final_text == f"[success] {REDACTED}", 10, what="final_text")
 
         assert (tmp_path / "runs.log").read_text().splitlines() == ["Ana"]  # exactly once, across both kernels
         assert kernel_json(k, f"{SECRET!r} in events_text() or {SECRET!r} in model_input(crm)") is False
@@ -255,7 +255,7 @@ def test_policy_forced_ask_in_a_kernel(kernel: KernelHarness) -> None:
     assert reply["ok"] is True
     wait_status(kernel, rec.comm_id, "finished")
     kernel.wait_for(
-        lambda: kernel.comm(rec.comm_id).state.get("final_text") == "[success] paid 120.0 to ACME",
+        lambda: kernel.comm(rec.comm_id).final_text == "[success] paid 120.0 to ACME",
         10,
         what="final_text",
     )
@@ -309,9 +309,7 @@ def test_deadline_in_a_kernel(kernel: KernelHarness, on_deadline: str, status: s
     records = kernel_json(kernel, f"[(r['decision'], r['applied']) for r in AuditLog({name + '.jsonl'!r}).records()]")
     assert records == [["timeout", applied]]
     if on_deadline == "deny":
-        kernel.wait_for(
-            lambda: kernel.comm(rec.comm_id).state.get("final_text", "").startswith("[denied]"), 10, what="final_text"
-        )
+        kernel.wait_for(lambda: kernel.comm(rec.comm_id).final_text.startswith("[denied]"), 10, what="final_text")
 
 
 def test_form_in_a_kernel(kernel: KernelHarness) -> None:
@@ -358,7 +356,7 @@ def test_form_in_a_kernel(kernel: KernelHarness) -> None:
     assert good["ok"] is True
     wait_status(kernel, rec.comm_id, "finished")
     kernel.wait_for(
-        lambda: kernel.comm(rec.comm_id).state.get("final_text") == "Refund of 45 EUR for late on 2025-03-01 is filed.",
+        lambda: kernel.comm(rec.comm_id).final_text == "Refund of 45 EUR for late on 2025-03-01 is filed.",
         10,
         what="final_text",
     )

@@ -104,12 +104,12 @@ def test_background_task_pattern(kernel: KernelHarness) -> None:
 
     state = wait_status(kernel, rec.comm_id, "finished")
     final = "Done. Deleted notes.txt. The folder now holds: draft.md, old_log.txt."
-    kernel.wait_for(lambda: kernel.comm(rec.comm_id).state.get("final_text") == final, 10, what="final_text")
+    kernel.wait_for(lambda: kernel.comm(rec.comm_id).final_text == final, 10, what="final_text")
     state = kernel.comm(rec.comm_id).state
     assert [p["status"] for p in state["pauses"]] == ["delivered", "delivered"]
     assert any(
         e["kind"] == "tool_result" and e.get("state") == "success" and "Deleted notes.txt." in e["text"]
-        for e in state["transcript"]
+        for e in kernel.comm(rec.comm_id).transcript()
     )
 
     assert kernel_json(kernel, "task_bg.done() and task_bg.result().get_text_content()") == final
@@ -199,9 +199,7 @@ def test_C15_approve_and_deny_back_to_back(kernel: KernelHarness) -> None:
     assert approve["ok"] is True and approve["decision"]["action"] == "approve"
     assert deny["ok"] is False and deny["code"] == "already_decided" and "Already decided" in deny["error"]
     wait_status(kernel, rec.comm_id, "finished")
-    kernel.wait_for(
-        lambda: kernel.comm(rec.comm_id).state.get("final_text") == "Result: success", 10, what="final_text"
-    )
+    kernel.wait_for(lambda: kernel.comm(rec.comm_id).final_text == "Result: success", 10, what="final_text")
     assert kernel_json(kernel, "session15.current.resumes") == 1
     assert kernel_json(kernel, "sorted(p.name for p in box15.iterdir())") == ["draft.md", "old_log.txt"]
     assert kernel_json(kernel, "[str(r.state) for r in tool_results(agent15.state.context, 'delete_file')]") == [
@@ -253,7 +251,7 @@ def test_C13_markup_round_trips_as_plain_strings(kernel: KernelHarness) -> None:
     assert q["options"][0] == {"label": XSS_IMG, "description": f"desc {XSS_SCRIPT}", "preview": f"pre {both}"}
     assert q["options"][1]["label"] == XSS_SCRIPT
     assert json.loads(ask["input_text"])["questions"][0]["question"] == f"Pick {both}?"
-    text = next(e for e in kernel.comm(rec.comm_id).state["transcript"] if e["kind"] == "text")
+    text = next(e for e in kernel.comm(rec.comm_id).transcript() if e["kind"] == "text")
     assert text["text"] == f"Text {both}"
 
     reply = kernel.request(
@@ -268,7 +266,7 @@ def test_C13_markup_round_trips_as_plain_strings(kernel: KernelHarness) -> None:
     assert both in confirm["input_text"]  # not escaped to \\u003c or &lt;
     assert kernel.request(rec.comm_id, "deny", tool_call_id=confirm["tool_call_id"])["ok"] is True
     state = wait_status(kernel, rec.comm_id, "finished")
-    kernel.wait_for(lambda: kernel.comm(rec.comm_id).state.get("final_text") == f"Final {both}", 10, what="final_text")
+    kernel.wait_for(lambda: kernel.comm(rec.comm_id).final_text == f"Final {both}", 10, what="final_text")
     decided = kernel.comm(rec.comm_id).state["pauses"][0]["decision"]
     assert decided["answers"][0]["selected"] == [XSS_IMG]
     assert state["status"] == "finished"

@@ -105,7 +105,7 @@ def _server(provider: str, script: list[Any], **kwargs: Any) -> FakeModelServer:
 
 
 def _final(k: KernelHarness, comm_id: str, text: str) -> None:
-    k.wait_for(lambda: k.comm(comm_id).state.get("final_text") == text, 30, what=f"final_text {text!r}")
+    k.wait_for(lambda: k.comm(comm_id).final_text == text, 30, what=f"final_text {text!r}")
 
 
 def _report(messages: list[dict[str, Any]]) -> Turn:

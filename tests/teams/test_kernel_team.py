@@ -89,7 +89,7 @@ def test_team_approve_in_a_kernel(tmp_path: Path) -> None:
         assert ask["reply_id"] == kernel_json(k, "worker.state.reply_id")
         assert ask["reply_id"] != kernel_json(k, "team.leader.state.reply_id")
         assert [p["tool_name"] for p in state["pauses"]] == ["AskUser"]
-        steps = [e["text"] for e in state["transcript"] if e["kind"] == "note"]
+        steps = [e["text"] for e in k.comm(comm_id).transcript() if e["kind"] == "note"]
         assert any(s.startswith("lead assigned “Tidy up the sandbox folder") and s.endswith("to worker") for s in steps)
         answer_ask(k, comm_id, ask, "draft.md")
 
@@ -107,7 +107,7 @@ def test_team_approve_in_a_kernel(tmp_path: Path) -> None:
         assert reply["ok"] is True, reply
 
         final_state = wait_status(k, comm_id, "finished")
-        k.wait_for(lambda: k.comm(comm_id).state.get("final_text", "").endswith(FINAL), 20, what="final_text")
+        k.wait_for(lambda: k.comm(comm_id).final_text.endswith(FINAL), 20, what="final_text")
         final_state = k.comm(comm_id).state
         assert [p["tool_name"] for p in final_state["pauses"]] == ["AskUser", "delete_file"]
         assert kernel_json(k, "task.result().name") == "lead"
