@@ -160,6 +160,8 @@ const render: Render<ReplyModel> = ({ model, el }) => {
       notifyWaiting(title, body, String(model.get("reply_id") || title));
     }
     lastStatus = now;
+    // a reply that stopped (ended, or waits for a person): its record is saved as it stands
+    if (now !== "running") stream.saveNow();
     const status = String(model.get("status") || "");
     say(`${model.get("agent_name") || "agent"}: ${STATUS_TEXT[status] || status}`);
     header_();
@@ -169,7 +171,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   model.on("change:final_text", drawFinal);
   model.on("change:final_entry", () => {
     drawFinal();
-    stream.scheduleSave();
+    stream.saveNow();
   });
   model.on("change:agent_name", header_);
   drawAll();

@@ -72,18 +72,23 @@ export class TranscriptStream {
   // the kernel (a resync answered), never an empty record over a saved one.
   scheduleSave(): void {
     if (this.saveTimer || this.seq < 0) return;
-    this.saveTimer = window.setTimeout(() => {
-      this.saveTimer = 0;
-      this.writing = true;
-      try {
-        this.model.set("transcript", this.entries.slice());
-        this.model.set("transcript_seq", this.seq);
-        const final = this.finalText();
-        if (final && !this.model.get("final_text")) this.model.set("final_text", final);
-      } finally {
-        this.writing = false;
-      }
-    }, 250);
+    this.saveTimer = window.setTimeout(() => this.saveNow(), 250);
+  }
+
+  /** Write the record now (the reply ended: a save right after it must hold all of it). */
+  saveNow(): void {
+    window.clearTimeout(this.saveTimer);
+    this.saveTimer = 0;
+    if (this.seq < 0) return;
+    this.writing = true;
+    try {
+      this.model.set("transcript", this.entries.slice());
+      this.model.set("transcript_seq", this.seq);
+      const final = this.finalText();
+      if (final && !this.model.get("final_text")) this.model.set("final_text", final);
+    } finally {
+      this.writing = false;
+    }
   }
 
   private reset(entries: TranscriptEntry[]): void {

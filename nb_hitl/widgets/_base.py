@@ -102,7 +102,9 @@ class RequestWidget(anywidget.AnyWidget):
         shared = None
         if self._page_code and inline_page_code():  # a host without shared models (see _page_code)
             esm, css = inline_source(self._page_code)
-            kwargs.update(_esm=esm, _css=css)
+            kwargs.update(_esm=esm)
+            # anywidget makes ``_css`` a trait only for a class that has one: as it does, here
+            self.add_traits(_css=traitlets.Unicode(css).tag(sync=True))
         elif self._page_code:
             shared = page_code(self._page_code)
             kwargs.update(_esm=shared.loader(), _nbh_page_code=shared.ref)

@@ -137,4 +137,6 @@ def test_inline_page_code_draws_each_reply_from_its_own_bundle(page, lab: Jupyte
     (reply,) = [m["state"] for m in models.values() if "pauses" in m["state"]]
     assert reply.get("_nbh_page_code", "") == "" and len(reply["_esm"]) > 10_000 and "--nbh-brand" in reply["_css"]
     assert page.locator('[data-testid="nbh-load-error"]').count() == 0
+    stderr = page.locator(f'{OUT}[data-mime-type="application/vnd.jupyter.stderr"]')
+    assert stderr.count() == 0, stderr.all_inner_texts()
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

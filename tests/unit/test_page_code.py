@@ -123,3 +123,19 @@ def test_page_code_needs_a_built_bundle(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(_page_code, "STATIC", tmp_path)
     with pytest.raises(FileNotFoundError):
         PageCode("reply")
+
+
+@pytest.mark.parametrize("value", ["inline", " Inline "])
+def test_inline_page_code_gives_each_widget_its_own_bundle(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("NB_HITL_PAGE_CODE", value)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no traitlets deprecation on an unknown ``_css`` argument
+        widget = ReplyWidget()
+    state = widget.get_state()
+    assert state["_esm"] == (STATIC / "reply.js").read_text() and state["_nbh_page_code"] == ""
+    assert state["_css"] == (STATIC / "theme.css").read_text()
+    monkeypatch.setenv("NB_HITL_PAGE_CODE", "shared")  # anything else: the shared model
+    other = ReplyWidget()
+    assert other._nbh_page_code.startswith("IPY_MODEL_") and not other.has_trait("_css")
