@@ -172,3 +172,22 @@ def lab_page(
         browser = launch_chromium(pw, headless=headless)
         stack.callback(browser.close)
         yield lab, new_page(browser)
+
+
+#: notebook source shared by the benchmarks whose agent runs ``step`` calls:
+#: the imports they use and the ``step`` tool (a plain string: not formatted)
+STEP_TOOL_SOURCE = """
+from agentscope.agent import Agent, ReActConfig
+from agentscope.message import TextBlock, ToolResultState
+from agentscope.tool import FunctionTool, ToolChunk, Toolkit
+from nb_hitl import Session
+from nb_hitl.models import ScriptedChatModel, Turn, tool_call
+
+def step(i: int) -> ToolChunk:
+    \"\"\"Run one step of the job.
+
+    Args:
+        i (int): the step number.
+    \"\"\"
+    return ToolChunk(content=[TextBlock(text=f"step {i} done")], state=ToolResultState.SUCCESS)
+"""

@@ -41,6 +41,7 @@ if __package__ in (None, ""):  # run as a script: benchmarks/click_to_resume.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._lab import (
+    STEP_TOOL_SOURCE,
     JupyterLabServer,
     format_summary,
     lab_page,
@@ -65,22 +66,9 @@ def agent_cell(steps: int, pattern: str) -> str:
         else 'task = session.start("Run every step.")'
     )
     return (
-        textwrap.dedent(
+        STEP_TOOL_SOURCE
+        + textwrap.dedent(
             f"""
-        from agentscope.agent import Agent, ReActConfig
-        from agentscope.message import TextBlock, ToolResultState
-        from agentscope.tool import FunctionTool, ToolChunk, Toolkit
-        from nb_hitl import Session
-        from nb_hitl.models import ScriptedChatModel, Turn, tool_call
-
-        def step(i: int) -> ToolChunk:
-            \"\"\"Run one step of the job.
-
-            Args:
-                i (int): the step number.
-            \"\"\"
-            return ToolChunk(content=[TextBlock(text=f"step {{i}} done")], state=ToolResultState.SUCCESS)
-
         STEPS = {steps}
         agent = Agent(
             name="bench",
@@ -128,8 +116,8 @@ def measure_approve_to_resume(page: Any, lab: JupyterLabServer, n: int, pattern:
     final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
     final.wait_for(timeout=60_000)
     assert final.inner_text() == "All steps done.", final.inner_text()
-    decided = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="resolved"]').count()
-    assert decided == warmup + n, f"{decided} resolved pauses for {warmup + n} clicks"
+    decided = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="delivered"]').count()
+    assert decided == warmup + n, f"{decided} delivered pauses for {warmup + n} clicks"
     results = page.locator(RESULTS).count()
     assert results == warmup + n, f"{results} tool results for {warmup + n} clicks"
     return samples

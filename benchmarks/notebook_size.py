@@ -39,6 +39,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._lab import (
+    STEP_TOOL_SOURCE,
     lab_page,
     open_notebook,
     output_locator,
@@ -51,21 +52,8 @@ from benchmarks._lab import (
 OUT = ".jp-OutputArea-output"
 OPEN_APPROVE = f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"] [data-testid="nbh-approve"]:not([disabled])'
 
+# formatted with turns= and every=, after STEP_TOOL_SOURCE
 NBHITL_SETUP = """
-from agentscope.agent import Agent, ReActConfig
-from agentscope.message import TextBlock, ToolResultState
-from agentscope.tool import FunctionTool, ToolChunk, Toolkit
-from nb_hitl import Session
-from nb_hitl.models import ScriptedChatModel, Turn, tool_call
-
-def step(i: int) -> ToolChunk:
-    \"\"\"Run one step of the job.
-
-    Args:
-        i (int): the step number.
-    \"\"\"
-    return ToolChunk(content=[TextBlock(text=f"step {{i}} done")], state=ToolResultState.SUCCESS)
-
 TURNS, EVERY = {turns}, {every}
 script = []
 for i in range(TURNS):
@@ -108,7 +96,7 @@ def show(i):
 def notebooks(turns: int, every: int) -> dict[str, list[str]]:
     """The cells of each notebook: a set-up cell, then one cell per turn."""
     return {
-        "nb_hitl": [textwrap.dedent(NBHITL_SETUP.format(turns=turns, every=every))]
+        "nb_hitl": [STEP_TOOL_SOURCE + NBHITL_SETUP.format(turns=turns, every=every)]
         + [f'await session.run("Turn {i}, please.")' for i in range(turns)],
         "text": [textwrap.dedent(TEXT_SETUP.format(turns=turns, every=every))]
         + [f"print(turn_text({i}))" for i in range(turns)],

@@ -3,12 +3,11 @@
 // messages holding only the cards that changed ({op: "card", view}: a new card
 // is appended, a known one replaced; {op: "drop", id}); the `pauses` trait
 // (with `cards_seq`, the seq it includes) is the record, sent when the set of
-// cards changes or the reply ends. On connect, and whenever a message's seq is
-// not the next one, the page asks for every card ("cards_sync") and replays
-// the messages after it. What the page holds is written back to its own model
-// (never sent to the kernel), so a notebook saved now restores what it shows.
+// cards changes or the reply ends. Order, gaps ("cards_sync") and writing what
+// the page holds into its own model: lib/seq_stream.ts.
 import type { AnyModel } from "@anywidget/types";
 import type { Rpc } from "../lib/rpc";
+import { SeqStream, type SyncAnswer } from "../lib/seq_stream";
 import type { PauseView, ReplyModel } from "../types";
 
 type CardOp = { op: "card"; view: PauseView } | { op: "drop"; id: string };
@@ -22,23 +21,11 @@ interface CardsMsg {
 /** ids of the cards that changed, or null: all of them may have. */
 export type CardsChanged = (ids: string[] | null) => void;
 
-export class CardFeed {
-  /** seq of the last message applied */
-  seq = 0;
-  /** number of resyncs asked for */
-  resyncs = 0;
+export class CardFeed extends SeqStream<CardsMsg, string[]> {
   private views = new Map<string, PauseView>();
   private order: string[] = [];
   private index = new Map<string, number>();
   private list: PauseView[] | null = null;
-  private buffered: CardsMsg[] = [];
-  private syncing = false;
-  private writing = false;
-  private saveTimer = 0;
-  private handler = (msg: any) => {
-    if (!msg || msg.type !== "nbh_cards" || typeof msg.seq !== "number" || !Array.isArray(msg.ops)) return;
-    this.receive(msg as CardsMsg);
-  };
   // `pauses` and `cards_seq` come in one update, but a front end may announce
   // each key as soon as it is set (marimo): read them together, once both are in
   private traitDue = false;
@@ -51,9 +38,10 @@ export class CardFeed {
     });
   };
 
-  constructor(private model: AnyModel<ReplyModel>, private rpc: Rpc, private onChange: CardsChanged) {
-    this.reset(this.model.get("pauses") || [], Number(this.model.get("cards_seq")) || 0);
-    model.on("msg:custom", this.handler);
+  constructor(model: AnyModel<ReplyModel>, rpc: Rpc, private onChange: CardsChanged) {
+    const seq = Number(model.get("cards_seq")) || 0;
+    super(model, rpc, "cards_sync", seq);
+    this.reset(model.get("pauses") || []);
     model.on("change:pauses", this.onTrait);
     model.on("change:cards_seq", this.onTrait);
   }
@@ -82,16 +70,15 @@ export class CardFeed {
   private fromTrait(): void {
     const seq = Number(this.model.get("cards_seq")) || 0;
     if (seq < this.seq) return; // older than what the card messages brought
-    this.reset(this.model.get("pauses") || [], seq);
-    this.buffered = this.buffered.filter((m) => m.seq > seq);
+    this.reset(this.model.get("pauses") || []);
+    this.heldThrough(seq);
     this.onChange(null);
   }
 
-  private reset(views: PauseView[], seq: number): void {
+  private reset(views: PauseView[]): void {
     this.views = new Map(views.map((v) => [v.tool_call_id, v]));
     this.order = views.map((v) => v.tool_call_id);
     this.reindex();
-    this.seq = seq;
   }
 
   private reindex(): void {
@@ -99,18 +86,16 @@ export class CardFeed {
     this.list = null;
   }
 
-  private receive(msg: CardsMsg): void {
-    if (msg.seq <= this.seq) return; // already had it (a resync's answer includes it)
-    if (msg.seq !== this.seq + 1 || this.syncing) {
-      this.buffered.push(msg);
-      void this.resync();
-      return;
-    }
-    this.onChange(this.apply(msg));
-    this.scheduleSave();
+  protected accepts(msg: unknown): msg is CardsMsg {
+    const m = msg as Partial<CardsMsg> | null;
+    return !!m && m.type === "nbh_cards" && typeof m.seq === "number" && Array.isArray(m.ops);
   }
 
-  private apply(msg: CardsMsg): string[] {
+  protected changed(ids: string[] | null): void {
+    this.onChange(ids);
+  }
+
+  protected apply(msg: CardsMsg): string[] {
     const changed: string[] = [];
     let dropped = false;
     for (const op of msg.ops) {
@@ -131,64 +116,22 @@ export class CardFeed {
     }
     if (dropped) this.reindex();
     else this.list = null;
-    this.seq = msg.seq;
     return changed;
   }
 
-  /** Ask the kernel for every card and the seq they include, then replay later messages. */
-  async resync(): Promise<void> {
-    if (this.syncing) return;
-    this.syncing = true;
-    this.resyncs += 1;
-    const reply = await this.rpc.request("cards_sync", { seq: this.seq });
-    this.syncing = false;
-    if (reply.ok) this.take(reply);
+  protected resetFrom(reply: SyncAnswer): boolean {
+    if (!Array.isArray(reply.pauses)) return false;
+    this.reset(reply.pauses as PauseView[]);
+    return true;
   }
 
-  /** Take a sync answer, `{seq, pauses}` or `{seq, current: true}`: from
-   * `resync` or the widget's connect request. */
-  take(reply: Record<string, unknown>): void {
-    if (typeof reply.seq !== "number") return;
-    if (reply.current === true && reply.seq === this.seq) {
-      // the page already holds every card at this seq: nothing came again
-    } else if (Array.isArray(reply.pauses)) {
-      this.reset(reply.pauses as PauseView[], reply.seq);
-    } else return;
-    const later = this.buffered.filter((m) => m.seq > this.seq).sort((a, b) => a.seq - b.seq);
-    this.buffered = [];
-    for (const m of later) {
-      if (m.seq !== this.seq + 1) {
-        this.buffered = later.filter((x) => x.seq >= m.seq);
-        this.onChange(null);
-        void this.resync();
-        return;
-      }
-      this.apply(m);
-    }
-    this.onChange(null);
-    this.scheduleSave();
-  }
-
-  // Write what the page holds into its own model (not sent to the kernel):
-  // JupyterLab saves the page's model state with the notebook. Coalesced: one
-  // write for a burst of card messages.
-  private scheduleSave(): void {
-    if (this.saveTimer) return;
-    this.saveTimer = window.setTimeout(() => {
-      this.saveTimer = 0;
-      this.writing = true;
-      try {
-        this.model.set("pauses", this.all().slice());
-        this.model.set("cards_seq", this.seq);
-      } finally {
-        this.writing = false;
-      }
-    }, 250);
+  protected write(): void {
+    this.model.set("pauses", this.all().slice());
+    this.model.set("cards_seq", this.seq);
   }
 
   dispose(): void {
-    window.clearTimeout(this.saveTimer);
-    this.model.off("msg:custom", this.handler);
+    super.dispose();
     this.model.off("change:pauses", this.onTrait);
     this.model.off("change:cards_seq", this.onTrait);
   }

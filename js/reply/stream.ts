@@ -2,11 +2,11 @@
 // The kernel sends {type: "nbh_transcript", seq, ops} custom messages with
 // only what changed, and never the whole `transcript` trait: the page writes
 // what it holds into its own model (not sent to the kernel), which is what
-// JupyterLab saves with the notebook. On connect, and whenever a message's
-// seq is not the next one, the page asks for a full resync
-// ("transcript_sync") and replays the messages that came after it.
+// JupyterLab saves with the notebook. Order, gaps ("transcript_sync") and
+// those writes: lib/seq_stream.ts.
 import type { AnyModel } from "@anywidget/types";
 import type { Rpc } from "../lib/rpc";
+import { SeqStream, type SyncAnswer } from "../lib/seq_stream";
 import type { ReplyModel, TranscriptEntry } from "../types";
 
 type Op =
@@ -20,28 +20,15 @@ interface StreamMsg {
   ops: Op[];
 }
 
-export class TranscriptStream {
+export class TranscriptStream extends SeqStream<StreamMsg, void> {
   entries: TranscriptEntry[] = [];
-  /** seq of the last batch applied (-1: unknown until the first resync) */
-  seq = -1;
-  /** number of resyncs asked for (tests read it from the DOM) */
-  resyncs = 0;
   private byId = new Map<string, TranscriptEntry>();
-  private buffered: StreamMsg[] = [];
-  private syncing = false;
-  private saveTimer = 0;
-  private writing = false;
-  private handler = (msg: any) => {
-    if (!msg || msg.type !== "nbh_transcript" || typeof msg.seq !== "number" || !Array.isArray(msg.ops)) return;
-    this.receive(msg as StreamMsg);
-  };
 
-  constructor(private model: AnyModel<ReplyModel>, private rpc: Rpc, private onChange: () => void) {
-    this.fromTrait();
+  constructor(model: AnyModel<ReplyModel>, rpc: Rpc, private onChange: () => void) {
     // the seq the trait includes (unknown for a widget saved before it was kept: -1)
     const seq = model.get("transcript_seq");
-    this.seq = typeof seq === "number" ? seq : -1;
-    model.on("msg:custom", this.handler);
+    super(model, rpc, "transcript_sync", typeof seq === "number" ? seq : -1);
+    this.fromTrait();
   }
 
   /** Take the full record from the trait (a widget whose owner sets it whole:
@@ -66,29 +53,11 @@ export class TranscriptStream {
     return (id && this.byId.get(id)?.text) || "";
   }
 
-  // Write what the page holds into its own model (not sent to the kernel):
-  // JupyterLab saves the page's model state with the notebook. Coalesced: one
-  // write for a burst of stream messages. Only once the page is in step with
-  // the kernel (a resync answered), never an empty record over a saved one.
-  scheduleSave(): void {
-    if (this.saveTimer || this.seq < 0) return;
-    this.saveTimer = window.setTimeout(() => this.saveNow(), 250);
-  }
-
-  /** Write the record now (the reply ended: a save right after it must hold all of it). */
-  saveNow(): void {
-    window.clearTimeout(this.saveTimer);
-    this.saveTimer = 0;
-    if (this.seq < 0) return;
-    this.writing = true;
-    try {
-      this.model.set("transcript", this.entries.slice());
-      this.model.set("transcript_seq", this.seq);
-      const final = this.finalText();
-      if (final && !this.model.get("final_text")) this.model.set("final_text", final);
-    } finally {
-      this.writing = false;
-    }
+  protected write(): void {
+    this.model.set("transcript", this.entries.slice());
+    this.model.set("transcript_seq", this.seq);
+    const final = this.finalText();
+    if (final && !this.model.get("final_text")) this.model.set("final_text", final);
   }
 
   private reset(entries: TranscriptEntry[]): void {
@@ -96,19 +65,22 @@ export class TranscriptStream {
     this.byId = new Map(this.entries.map((e) => [e.id, e]));
   }
 
-  private receive(msg: StreamMsg): void {
-    if (this.seq >= 0 && msg.seq <= this.seq) return; // already in a resync
-    if (this.seq < 0 || msg.seq !== this.seq + 1 || this.syncing) {
-      this.buffered.push(msg);
-      void this.resync();
-      return;
-    }
-    this.apply(msg);
-    this.onChange();
-    this.scheduleSave();
+  protected accepts(msg: unknown): msg is StreamMsg {
+    const m = msg as Partial<StreamMsg> | null;
+    return !!m && m.type === "nbh_transcript" && typeof m.seq === "number" && Array.isArray(m.ops);
   }
 
-  private apply(msg: StreamMsg): void {
+  protected resetFrom(reply: SyncAnswer): boolean {
+    if (!Array.isArray(reply.entries)) return false;
+    this.reset(reply.entries as TranscriptEntry[]);
+    return true;
+  }
+
+  protected changed(): void {
+    this.onChange();
+  }
+
+  protected apply(msg: StreamMsg): void {
     for (const op of msg.ops) {
       if (op.op === "add") {
         if (!this.byId.has(op.entry.id)) {
@@ -123,55 +95,6 @@ export class TranscriptStream {
         else Object.assign(e, op.fields);
       }
     }
-    this.seq = msg.seq;
-  }
-
-  /** Ask the kernel for every entry and the seq they include, then replay later messages. */
-  async resync(): Promise<void> {
-    if (this.syncing) return;
-    this.syncing = true;
-    this.resyncs += 1;
-    const reply = await this.rpc.request("transcript_sync", { seq: this.seq });
-    this.syncing = false;
-    if (reply.ok) this.take(reply);
-  }
-
-  /** Take a sync answer, `{seq, entries}` or `{seq, current: true}` (the page
-   * holds that seq already): from `resync` or the widget's connect request,
-   * which may also answer `{seq, sent: true}`: the messages up to seq went out
-   * before the answer, so the page holds seq now unless they left before it
-   * listened (then it asks for every entry). */
-  take(reply: Record<string, unknown>): void {
-    if (typeof reply.seq !== "number") return;
-    if (reply.sent === true) {
-      if (this.seq !== reply.seq) void this.resync();
-      return;
-    }
-    if (reply.current === true && reply.seq === this.seq) {
-      // nothing came again
-    } else if (Array.isArray(reply.entries)) {
-      this.reset(reply.entries as TranscriptEntry[]);
-      this.seq = reply.seq;
-    } else return;
-    const later = this.buffered.filter((m) => m.seq > this.seq).sort((a, b) => a.seq - b.seq);
-    this.buffered = [];
-    for (const m of later) {
-      if (m.seq !== this.seq + 1) {
-        // still a gap: keep the rest and ask again
-        this.buffered = later.filter((x) => x.seq >= m.seq);
-        this.onChange();
-        void this.resync();
-        return;
-      }
-      this.apply(m);
-    }
-    this.onChange();
-    this.scheduleSave();
-  }
-
-  dispose(): void {
-    window.clearTimeout(this.saveTimer);
-    this.model.off("msg:custom", this.handler);
   }
 }
 

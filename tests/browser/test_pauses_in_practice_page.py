@@ -51,6 +51,18 @@ def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def
     return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
 
 
+def _notebook_outputs(page) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Every output of the open notebook, from its model: JupyterLab draws only the cells in view."""
+    return page.evaluate(
+        """() => {
+            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+            const all = [];
+            for (let i = 0; i < cells.length; i++) all.push(...(cells.get(i).toJSON().outputs || []));
+            return all;
+        }"""
+    )
+
+
 def test_pauses_in_practice_clicked_through(page, lab: JupyterLabServer) -> None:
     shutil.copy(NOTEBOOK, lab.root / "pauses_in_practice.ipynb")
     open_notebook(page, lab, "pauses_in_practice.ipynb")
@@ -72,15 +84,7 @@ def test_pauses_in_practice_clicked_through(page, lab: JupyterLabServer) -> None
 
     _run_cells(page, 7)  # the rest: its act cells find the batch answered
     wait_execution_done(page, timeout=240)
-    # from the notebook's model: JupyterLab draws only the cells in view
-    outputs = page.evaluate(
-        """() => {
-            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
-            const all = [];
-            for (let i = 0; i < cells.length; i++) all.push(...(cells.get(i).toJSON().outputs || []));
-            return all;
-        }"""
-    )
+    outputs = _notebook_outputs(page)
     errors = [o for o in outputs if o.get("output_type") == "error"]
     assert not errors, errors
     whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
@@ -120,14 +124,7 @@ def test_pauses_in_practice_real_restart_and_restore_by_click(page, lab: Jupyter
 
     _run_cells(page, 21, 21)  # finds the question answered and awaits the reply's end
     _wait_cell_done(page, 21)
-    outputs = page.evaluate(
-        """() => {
-            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
-            const all = [];
-            for (let i = 0; i < cells.length; i++) all.push(...(cells.get(i).toJSON().outputs || []));
-            return all;
-        }"""
-    )
+    outputs = _notebook_outputs(page)
     assert not [o for o in outputs if o.get("output_type") == "error"]
     whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
     assert "a new agent object: True" in whole

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.approve_all import make_agent
@@ -75,11 +76,34 @@ def page_view(start: list[dict[str, Any]], start_seq: int, wire: Wire) -> tuple[
     return seq, [views[k] for k in order]
 
 
-async def parked_on_all(session: Session, task: asyncio.Task, n: int) -> Any:
+@dataclass
+class Parked:
+    """A reply parked on all of its ``n`` calls, the wire from then on, and the
+    page's view (cards, ``seq``) at that moment."""
+
+    agent: Any
+    session: Session
+    task: asyncio.Task
+    run: Any
+    wire: Wire
+    start: list[Any]
+    start_seq: int
+
+    def page_view(self) -> tuple[int, list[dict[str, Any]]]:
+        """What the page holds now: the view at parking plus every message since (:func:`page_view`)."""
+        return page_view(self.start, self.start_seq, self.wire)
+
+
+async def parked_on_all(n: int) -> Parked:
+    """Start a reply of ``n`` archive calls and wait until it is parked on all of them."""
+    agent = make_agent(n)
+    session = Session(agent)
+    task = session.start("Archive them all.")
     while not (session.current and session.current.status == "paused" and len(session.pending) == n):
         assert not task.done(), task
         await asyncio.sleep(0.005)
-    return session.current
+    run = session.current
+    return Parked(agent, session, task, run, Wire(run.widget), list(run.widget.pauses), run.widget.cards_seq)
 
 
 def page_message(widget: Any, content: dict[str, Any]) -> None:
@@ -90,23 +114,20 @@ def page_message(widget: Any, content: dict[str, Any]) -> None:
 def test_approve_all_of_50_is_one_resume_one_model_call_and_o_n_card_pushes() -> None:
     n = 50
 
-    async def scenario() -> tuple[Any, Any, Wire, list[Any]]:
-        agent = make_agent(n)
-        session = Session(agent)
-        task = session.start("Archive them all.")
-        run = await parked_on_all(session, task, n)
-        wire = Wire(run.widget)
-        start, start_seq = list(run.widget.pauses), run.widget.cards_seq
-        calls_before = len(agent.model.calls)
-        items = [{"action": "approve", "tool_call_id": p.tool_call_id, "reply_id": p.reply_id} for p in session.pending]
+    async def scenario() -> tuple[Any, Wire]:
+        parked = await parked_on_all(n)
+        run = parked.run
+        calls_before = len(parked.agent.model.calls)
+        pending = parked.session.pending
+        items = [{"action": "approve", "tool_call_id": c.tool_call_id, "reply_id": c.reply_id} for c in pending]
         page_message(run.widget, {"request_id": "all", "action": "batch", "items": items})
-        final = await asyncio.wait_for(task, 60)
+        final = await asyncio.wait_for(parked.task, 60)
         assert final.get_text_content() == f"Archived {n} files."
-        assert len(agent.model.calls) == calls_before + 1  # the model, once, after every result
-        assert page_view(start, start_seq, wire) == (run.cards.seq, run.widget.pauses)
-        return run, agent, wire, start
+        assert len(parked.agent.model.calls) == calls_before + 1  # the model, once, after every result
+        assert parked.page_view() == (run.cards.seq, run.widget.pauses)
+        return run, parked.wire
 
-    run, _agent, wire, _start = run_async(scenario())
+    run, wire = run_async(scenario())
     assert run.resumes == 1
     assert all(p.status == "delivered" for p in run.pauses.values())
     # O(n): a handful of card messages, each card sent a bounded number of times
@@ -120,22 +141,18 @@ def test_approve_all_of_50_is_one_resume_one_model_call_and_o_n_card_pushes() ->
 
 def one_at_a_time(n: int) -> tuple[Any, Wire]:
     async def scenario() -> tuple[Any, Wire]:
-        agent = make_agent(n)
-        session = Session(agent)
-        task = session.start("Archive them all.")
-        run = await parked_on_all(session, task, n)
-        wire = Wire(run.widget)
-        start, start_seq = list(run.widget.pauses), run.widget.cards_seq
-        for k, pause in enumerate(list(session.pending)):
+        parked = await parked_on_all(n)
+        run = parked.run
+        for k, pause in enumerate(list(parked.session.pending)):
             page_message(run.widget, {"request_id": f"r{k}", "action": "approve", "tool_call_id": pause.tool_call_id})
             if k < n - 1:
                 while run.resumes < k + 1 or run.status != "paused":
                     await asyncio.sleep(0.002)
                 # the page sees the decision before the reply ends: as a card message
-                assert page_view(start, start_seq, wire)[1] == run.widget.pauses
-        await asyncio.wait_for(task, 60)
-        assert page_view(start, start_seq, wire) == (run.cards.seq, run.widget.pauses)
-        return run, wire
+                assert parked.page_view()[1] == run.widget.pauses
+        await asyncio.wait_for(parked.task, 60)
+        assert parked.page_view() == (run.cards.seq, run.widget.pauses)
+        return run, parked.wire
 
     result: tuple[Any, Wire] = run_async(scenario())
     return result

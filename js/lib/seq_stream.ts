@@ -1,0 +1,149 @@
+// A kernel stream of numbered custom messages ({type, seq, ops}) that the page
+// applies in order: the reply's transcript (reply/stream.ts) and its pause
+// cards (reply/feed.ts). A message whose seq is not the next one is buffered
+// and the page asks the kernel to sync (every item and the seq they include),
+// then replays the buffered messages after that seq. What the page holds is
+// written into its own model (never sent to the kernel), which is what
+// JupyterLab saves with the notebook: coalesced while messages come, at once
+// when asked (a reply that stopped).
+import type { AnyModel } from "@anywidget/types";
+import type { Rpc } from "./rpc";
+import type { ReplyModel } from "../types";
+
+export interface SeqMsg {
+  seq: number;
+}
+
+/** A sync answer: `{seq, <items>}`, `{seq, current: true}` (the page holds
+ * that seq) or, to the connect request, `{seq, sent: true}` (the messages up
+ * to seq went out before the answer). */
+export type SyncAnswer = Record<string, unknown>;
+
+export abstract class SeqStream<M extends SeqMsg, Changes> {
+  /** seq of the last message applied (-1: unknown until a sync) */
+  seq: number;
+  /** number of syncs asked for */
+  resyncs = 0;
+  /** true while the page writes its own model: its change events are its own */
+  protected writing = false;
+  private buffered: M[] = [];
+  private syncing = false;
+  private saveTimer = 0;
+  private readonly handler = (msg: unknown) => {
+    if (this.accepts(msg)) this.receive(msg);
+  };
+
+  /**
+   * @param syncAction the page action that answers a sync (`transcript_sync`, `cards_sync`).
+   * @param seq the seq the model's state holds (-1: unknown).
+   */
+  constructor(
+    protected readonly model: AnyModel<ReplyModel>,
+    private readonly rpc: Rpc,
+    private readonly syncAction: string,
+    seq: number,
+  ) {
+    this.seq = seq;
+    model.on("msg:custom", this.handler);
+  }
+
+  /** Whether `msg` is one of this stream's messages, well formed. */
+  protected abstract accepts(msg: unknown): msg is M;
+  /** Apply one message's ops (the base then takes its seq); what changed. */
+  protected abstract apply(msg: M): Changes;
+  /** Tell the view: what one message changed, or null after a sync (anything may have). */
+  protected abstract changed(changes: Changes | null): void;
+  /** Take every item of a full sync answer at `seq`; false when the answer holds none. */
+  protected abstract resetFrom(reply: SyncAnswer, seq: number): boolean;
+  /** Write what the page holds into its own model. */
+  protected abstract write(): void;
+
+  /** The model's state now holds everything up to `seq` (a record the kernel
+   * sent whole): buffered messages up to it are dropped. */
+  protected heldThrough(seq: number): void {
+    this.seq = seq;
+    this.buffered = this.buffered.filter((m) => m.seq > seq);
+  }
+
+  private receive(msg: M): void {
+    if (this.seq >= 0 && msg.seq <= this.seq) return; // already had it (a sync's answer includes it)
+    if (this.seq < 0 || msg.seq !== this.seq + 1 || this.syncing) {
+      this.buffered.push(msg);
+      void this.resync();
+      return;
+    }
+    this.changed(this.step(msg));
+    this.scheduleSave();
+  }
+
+  private step(msg: M): Changes {
+    const changes = this.apply(msg);
+    this.seq = msg.seq;
+    return changes;
+  }
+
+  /** Ask the kernel for every item and the seq they include, then replay later messages. */
+  async resync(): Promise<void> {
+    if (this.syncing) return;
+    this.syncing = true;
+    this.resyncs += 1;
+    const reply = await this.rpc.request(this.syncAction, { seq: this.seq });
+    this.syncing = false;
+    if (reply.ok) this.take(reply);
+  }
+
+  /** Take a sync answer (from `resync` or the widget's connect request). To
+   * `sent`, the page holds seq now unless those messages left before it
+   * listened: then it asks for every item. */
+  take(reply: SyncAnswer): void {
+    if (typeof reply.seq !== "number") return;
+    if (reply.sent === true) {
+      if (this.seq !== reply.seq) void this.resync();
+      return;
+    }
+    const current = reply.current === true && reply.seq === this.seq;
+    if (!current) {
+      if (!this.resetFrom(reply, reply.seq)) return;
+      this.seq = reply.seq;
+    }
+    const later = this.buffered.filter((m) => m.seq > this.seq).sort((a, b) => a.seq - b.seq);
+    this.buffered = [];
+    for (const m of later) {
+      if (m.seq !== this.seq + 1) {
+        // still a gap: keep the rest and ask again
+        this.buffered = later.filter((x) => x.seq >= m.seq);
+        this.changed(null);
+        void this.resync();
+        return;
+      }
+      this.step(m);
+    }
+    this.changed(null);
+    this.scheduleSave();
+  }
+
+  /** Write the record soon: one write for a burst of messages. Never before
+   * the seq is known (an empty record over a saved one). */
+  scheduleSave(): void {
+    if (this.saveTimer || this.seq < 0) return;
+    this.saveTimer = window.setTimeout(() => this.saveNow(), 250);
+  }
+
+  /** Write the record now (a reply that stopped: a save right after it must hold all of it). */
+  saveNow(): void {
+    window.clearTimeout(this.saveTimer);
+    this.saveTimer = 0;
+    if (this.seq < 0) return;
+    this.writing = true;
+    try {
+      this.write();
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  dispose(): void {
+    window.clearTimeout(this.saveTimer);
+    this.model.off("msg:custom", this.handler);
+  }
+}
