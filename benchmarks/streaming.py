@@ -21,17 +21,23 @@ yielded -> the page's ``Date.now()`` when the text is in the DOM; the model
 stalls 3 s after it, so only a trailing flush shows it) and the kernel's CPU
 time (``time.process_time()``) against ``no UI``.
 
-Kernel CPU varies by 10-20 % from one run to the next on a shared machine, so
-``no UI`` and ``nb_hitl`` run ``--repeat`` times each, alternating, and the
-figures are their medians; the other baselines run once.
+Kernel CPU varies by 10-30 % from one run to the next on a shared machine
+(the baseline itself: its 2,000 timer wake-ups cost more or less), far more
+than nb_hitl adds. So ``no UI`` and ``nb_hitl`` run ``--repeat`` times each,
+alternating: each nb_hitl run is divided by the no-UI run just before it
+(a slow spell of the machine hits both), and nb_hitl's CPU figure is the
+median of those pair ratios, printed with their range. The other figures are
+medians over the runs; the other baselines run once, against the median
+no-UI run. A first pair warms the kernel up (imports; the first widget also
+sends the page code, once per kernel) and is printed, not counted.
 
-The default run streams 2,000 deltas and finishes in a few minutes;
+The default run (15 pairs) streams 2,000 deltas and finishes in about 3 minutes;
 ``--deltas 10000`` also runs (``--kinds`` picks what to run; ``no UI``, the
 CPU baseline, always runs).
 
 Run from the repository root::
 
-    .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--repeat 3] [--kinds noui output perdelta nbhitl]
+    .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--repeat 15] [--kinds noui output perdelta nbhitl]
 """
 
 from __future__ import annotations
@@ -137,6 +143,14 @@ SEEN_JS = """
   obs.observe(document.body, { subtree: true, childList: true, characterData: true });
 }); }
 """
+
+
+def cpu_ratios(baseline: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[float]:
+    """Each run's kernel CPU over the baseline run made just before it (the
+    runs alternate: baseline, run, baseline, run...)."""
+    return [r["cpu"] / b["cpu"] for b, r in zip(baseline, runs, strict=True)]
+
+
 # the kinds that show the text in the page (one message per delta only sends it)
 SHOWN = {"output", "nbhitl"}
 
@@ -147,12 +161,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--kinds", nargs="+", choices=KINDS, default=KINDS, help="what to run (no UI always runs: the CPU baseline)"
     )
-    parser.add_argument("--repeat", type=int, default=3, help="runs of no UI and of nb_hitl (medians are shown)")
+    parser.add_argument(
+        "--repeat", type=int, default=15, help="pairs of no UI and nb_hitl runs (their median ratio is shown)"
+    )
     args = parser.parse_args(argv)
     chosen = [k for k in KINDS if k in args.kinds and k != "noui"]
     # the CPU pair alternates, so a slow spell of the machine hits both
     pair = ["noui", "nbhitl"] if "nbhitl" in chosen else ["noui"]
-    kinds = [k for k in chosen if k not in pair] + pair * max(1, args.repeat)
+    # a first pair warms up (imports, the page code's first trip): not counted
+    warm_up = len(pair)
+    kinds = pair + [k for k in chosen if k not in pair] + pair * max(1, args.repeat)
     runs: dict[str, list[dict[str, Any]]] = {}
     with lab_page() as (lab, page):
         frames: list[tuple[float, int, str]] = []
@@ -194,7 +212,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 res["latency"] = page.evaluate("() => window.__nbhSeen") - res["last_at"]
             res["bytes"] = sum(size for _, size, _ in frames)
             res["updates_per_s"] = sum(1 for *_, k in frames if k == "update") / max(res["wall"] - 3.0, 1e-9)
-            runs.setdefault(kind, []).append(res)
+            if n > warm_up:
+                runs.setdefault(kind, []).append(res)
+            else:
+                print(f"warm-up {kind}: kernel CPU {res['cpu']:.3f} s (not counted)")
         errors = [e for e in page.nbh_errors if "pageerror" in e]
         if errors:
             print("page errors:", *errors, sep="\n  ")
@@ -206,6 +227,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for kind in pair:
         cpus = ", ".join(f"{r['cpu']:.3f}" for r in runs[kind])
         print(f"  kernel CPU of each {kind} run: {cpus} s")
+    ratios = {"nbhitl": cpu_ratios(runs["noui"], runs["nbhitl"])} if "nbhitl" in runs else {}
+    if ratios:
+        r = ratios["nbhitl"]
+        q1, _, q3 = statistics.quantiles(r, n=4) if len(r) > 1 else (r[0], r[0], r[0])
+        print(
+            f"  nb_hitl / no UI, run by run: {', '.join(f'{x:.2f}' for x in r)}; "
+            f"median x{statistics.median(r):.2f} (middle half x{q1:.2f}-x{q3:.2f}, range x{min(r):.2f}-x{max(r):.2f})"
+        )
     labels = {
         "noui": "agent, no UI",
         "output": "ipywidgets.Output",
@@ -214,8 +243,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     for kind in results:
         r = results[kind]
+        ratio = statistics.median(ratios[kind]) if kind in ratios else r["cpu"] / base_cpu
         line = (
-            f"{labels[kind]:>22}: kernel CPU {r['cpu']:.2f} s (x{r['cpu'] / base_cpu:.2f} vs no UI), "
+            f"{labels[kind]:>22}: kernel CPU {r['cpu']:.2f} s (x{ratio:.2f} vs no UI), "
             f"kernel->page {r['bytes'] / 1e3:.0f} kB (x{r['bytes'] / text_bytes:.2f} the text), "
             f"{r['updates_per_s']:.1f} updates/s"
         )

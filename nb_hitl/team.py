@@ -456,8 +456,7 @@ def tag_entry(team: Team, transcript: Transcript, event: Any) -> bool:
     """
     name = type(event).__name__
     if name == "ModelCallStartEvent":  # record_event numbers the steps: this call's is the newest
-        step = next((e for e in reversed(transcript) if e["kind"] == "step"), None)
-        return step is not None and transcript.label(step["id"], team.owner_name(event))
+        return transcript.label(f"step:{transcript.steps}", team.owner_name(event))
     key = _ENTRY_KEYS.get(name)
     if key is None:
         return False

@@ -12,7 +12,7 @@ import { safeFragment } from "../lib/safe_html";
 import { notifyOn, notifySupported, notifyWaiting, toggleNotify } from "../lib/notify";
 import type { ReplyModel } from "../types";
 import { Transcript } from "./transcript";
-import { TranscriptStream, markWaiting } from "./stream";
+import { TranscriptStream, markWaiting, type Changed } from "./stream";
 import { CardSet, timeLeft } from "./card";
 import { CardFeed } from "./feed";
 
@@ -115,19 +115,20 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     banner.textContent = text;
   };
   // the transcript streams as custom messages (stream.ts); the trait is the saved record
-  const onStream = () => {
-    transcript.draw(entries());
+  // a stream message redraws only the entries it changed (a sync: all of them)
+  const onStream = (changed: Changed) => {
+    transcript.draw(changed || entries());
     cards.place();
     drawFinal();
   };
-  const stream = new TranscriptStream(model, rpc, () => onStream());
+  const stream = new TranscriptStream(model, rpc, (changed) => onStream(changed));
   const entries = () => stream.entries;
   const header_ = () => drawHeader(header, model, rpc, cards.live, showBanner);
   let shownFinal: { text: string; html?: string } = { text: "" };
   const drawFinal = () => {
     const text = stream.finalText();
     // the final message is the last text block: shown with that block's Markdown, once rendered
-    const html = transcript.hideRepeatedFinal(entries(), text);
+    const html = transcript.hideRepeatedFinal(stream.lastText(), text);
     if (text === shownFinal.text && html === shownFinal.html) return;
     shownFinal = { text, html };
     finalEl.textContent = "";

@@ -20,11 +20,16 @@ interface StreamMsg {
   ops: Op[];
 }
 
-export class TranscriptStream extends SeqStream<StreamMsg, void> {
+/** The entries one message changed, in the order of its ops (a new entry
+ * comes after every entry it follows); null after a sync: any may have. */
+export type Changed = TranscriptEntry[] | null;
+
+export class TranscriptStream extends SeqStream<StreamMsg, TranscriptEntry[]> {
   entries: TranscriptEntry[] = [];
   private byId = new Map<string, TranscriptEntry>();
+  private lastTextEntry: TranscriptEntry | undefined;
 
-  constructor(model: AnyModel<ReplyModel>, rpc: Rpc, private onChange: () => void) {
+  constructor(model: AnyModel<ReplyModel>, rpc: Rpc, private onChange: (changed: Changed) => void) {
     // the seq the trait includes (unknown for a widget saved before it was kept: -1)
     const seq = model.get("transcript_seq");
     super(model, rpc, "transcript_sync", typeof seq === "number" ? seq : -1);
@@ -60,9 +65,15 @@ export class TranscriptStream extends SeqStream<StreamMsg, void> {
     if (final && !this.model.get("final_text")) this.model.set("final_text", final);
   }
 
+  /** The last text entry (the one a final text repeats), kept as entries come: no search. */
+  lastText(): TranscriptEntry | undefined {
+    return this.lastTextEntry;
+  }
+
   private reset(entries: TranscriptEntry[]): void {
     this.entries = entries.map((e) => ({ ...e }));
     this.byId = new Map(this.entries.map((e) => [e.id, e]));
+    this.lastTextEntry = this.entries.filter((e) => e.kind === "text").pop();
   }
 
   protected accepts(msg: unknown): msg is StreamMsg {
@@ -76,25 +87,31 @@ export class TranscriptStream extends SeqStream<StreamMsg, void> {
     return true;
   }
 
-  protected changed(): void {
-    this.onChange();
+  protected changed(changed: TranscriptEntry[] | null): void {
+    this.onChange(changed);
   }
 
-  protected apply(msg: StreamMsg): void {
+  /** Apply one message's ops; the entries they touched, each once, in op order. */
+  protected apply(msg: StreamMsg): TranscriptEntry[] {
+    const touched = new Set<TranscriptEntry>();
     for (const op of msg.ops) {
       if (op.op === "add") {
         if (!this.byId.has(op.entry.id)) {
           const e = { ...op.entry };
           this.entries.push(e);
           this.byId.set(e.id, e);
+          if (e.kind === "text") this.lastTextEntry = e;
+          touched.add(e);
         }
       } else {
         const e = this.byId.get(op.id);
         if (!e) continue;
         if (op.op === "append") e.text += op.text;
         else Object.assign(e, op.fields);
+        touched.add(e);
       }
     }
+    return [...touched];
   }
 }
 

@@ -21,6 +21,8 @@ interface EntryEl {
   state?: HTMLElement;
   /** the `html` shown (undefined: plain text) */
   html?: string;
+  /** the plain text shown: a longer text that starts with it only appends its rest */
+  text?: string;
   plainClass?: string;
 }
 
@@ -35,6 +37,7 @@ function show(rec: EntryEl, text: string, html: string | undefined): void {
     if (rec.html === html) return;
     if (rec.html === undefined) rec.plainClass = rec.body.className;
     rec.html = html;
+    rec.text = undefined;
     clear(rec.body);
     rec.body.append(safeFragment(html));
     // the entry's own classes (tests and themes find it by them), less the plain-text look
@@ -46,8 +49,14 @@ function show(rec: EntryEl, text: string, html: string | undefined): void {
     rec.html = undefined;
     rec.body.className = rec.plainClass || "";
     rec.body.textContent = "";
+    rec.text = "";
   }
-  if (rec.body.textContent !== text) rec.body.textContent = text;
+  const shown = rec.text ?? rec.body.textContent ?? "";
+  if (shown === text) return;
+  // streamed text grows at its end: add the new part as a text node, never set the whole text again
+  if (shown && text.length > shown.length && text.startsWith(shown)) rec.body.append(text.slice(shown.length));
+  else rec.body.textContent = text;
+  rec.text = text;
 }
 
 export class Transcript {
@@ -87,10 +96,9 @@ export class Transcript {
     }
   }
 
-  /** The final message already streamed as the last text block: show it once.
+  /** The final message already streamed as the last text block (`last`): show it once.
    * Returns that block's rendered Markdown, if any, for the final message. */
-  hideRepeatedFinal(entries: TranscriptEntry[], finalText: string): string | undefined {
-    const last = entries.filter((e) => e.kind === "text").pop();
+  hideRepeatedFinal(last: TranscriptEntry | undefined, finalText: string): string | undefined {
     const lastEl = last ? this.entries.get(last.id) : undefined;
     const repeated = !!last && !!finalText && last.text.trim() === finalText.trim();
     if (last && lastEl) lastEl.el.hidden = repeated;
@@ -105,7 +113,7 @@ export class Transcript {
       this.ticker = window.setInterval(() => {
         for (const [id, step] of this.steps) {
           const rec = this.entries.get(id);
-          if (rec) rec.body.textContent = stepText(step);
+          if (rec) rec.body.textContent = rec.text = stepText(step);
         }
         if (!this.steps.size) this.dispose();
       }, 1000);

@@ -26,6 +26,7 @@ from referencing import Registry
 from referencing.exceptions import NoSuchResource
 
 from ..errors import DecisionError
+from ..kinds.form import form_size_problem
 
 __all__ = ["SchemaRefused", "check_schema", "safe_validate", "without_patterns"]
 
@@ -67,13 +68,18 @@ def _re2(pattern: str, where: str) -> Any:
 
 def check_schema(schema: Any) -> None:
     """Raise :class:`SchemaRefused` when ``schema`` cannot be used safely:
-    a non-local ``$ref``, a pattern RE2 cannot compile, ``patternProperties``
-    beside ``additionalProperties`` / ``unevaluatedProperties``, or not a
-    valid JSON Schema of its dialect."""
+    too large to draw as a form
+    (:func:`~nb_hitl.kinds.form.form_size_problem`), a non-local ``$ref``, a
+    pattern RE2 cannot compile, ``patternProperties`` beside
+    ``additionalProperties`` / ``unevaluatedProperties``, or not a valid JSON
+    Schema of its dialect."""
     if schema is None:
         return
     if not isinstance(schema, dict):
         raise SchemaRefused("the response schema is not a JSON object")
+    large = form_size_problem(schema)
+    if large is not None:
+        raise SchemaRefused(f"it is too large to show: {large}")
     for where, node in _walk(schema):
         for key in _REF_KEYS:
             ref = node.get(key)

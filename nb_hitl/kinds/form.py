@@ -40,6 +40,9 @@ __all__ = [
     "FORM_INPUT_SCHEMA",
     "FORM_METADATA_SCHEMA",
     "schema_problem",
+    "form_size_problem",
+    "MAX_FORM_FIELDS",
+    "MAX_FIELD_CHOICES",
     "check_form_value",
     "form_errors",
     "form_output",
@@ -188,16 +191,52 @@ FORM_METADATA_SCHEMA: dict[str, Any] = {
 """What a successful result carries in ``metadata`` (``FormTool.metadata_schema``)."""
 
 
+MAX_FORM_FIELDS = 200
+"""The most fields a form is drawn with: a schema with more is refused (nobody
+fills in such a form, and drawing it would stall the page)."""
+
+MAX_FIELD_CHOICES = 1000
+"""The most choices (``enum`` values) one field of a form is drawn with."""
+
+
+def form_size_problem(schema: Any) -> str | None:
+    """Why ``schema`` is too large to draw as a form, or ``None``.
+
+    Counts the top-level ``properties`` (at most :data:`MAX_FORM_FIELDS`) and
+    each one's ``enum`` (at most :data:`MAX_FIELD_CHOICES`). Anything that is
+    not a dict of that shape passes: :func:`schema_problem` says what else is
+    wrong. Used for nb_hitl's own ``AskForm`` and for a peer's AG-UI
+    interrupt schemas alike, so no front end is sent a form it cannot draw.
+    """
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return None
+    if len(props) > MAX_FORM_FIELDS:
+        return f"it has {len(props)} fields (at most {MAX_FORM_FIELDS} are drawn); ask in smaller parts"
+    for name, field in props.items():
+        choices = field.get("enum") if isinstance(field, dict) else None
+        if isinstance(choices, list) and len(choices) > MAX_FIELD_CHOICES:
+            return (
+                f"its field {str(name)[:80]!r} has {len(choices)} choices "
+                f"(at most {MAX_FIELD_CHOICES} are drawn); ask in smaller parts"
+            )
+    return None
+
+
 def schema_problem(schema: Any) -> str | None:
     """Why a form schema cannot be shown, or ``None`` when it can.
 
-    Checks: a JSON object; a valid JSON Schema for its declared draft
-    (Draft 2020-12 by default; ``jsonschema``'s ``check_schema``);
-    ``"type": "object"`` with a non-empty ``properties`` object whose values
-    are objects.
+    Checks: a JSON object; not too large to draw (:func:`form_size_problem`,
+    checked first: a schema of 20,000 fields is refused before ``jsonschema``
+    walks it); a valid JSON Schema for its declared draft (Draft 2020-12 by
+    default; ``jsonschema``'s ``check_schema``); ``"type": "object"`` with a
+    non-empty ``properties`` object whose values are objects.
     """
     if not isinstance(schema, dict):
         return "The schema is not a JSON object."
+    large = form_size_problem(schema)
+    if large is not None:
+        return f"The form is too large to show: {large}."
     validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         validator_cls.check_schema(schema)
@@ -271,7 +310,9 @@ class FormTool(ToolBase):
             pause.response_schema = schema
             pause.form_error = None
         else:
-            pause.response_schema = schema if isinstance(schema, dict) else None
+            # a form too large to draw is not sent to the page either
+            keep = isinstance(schema, dict) and form_size_problem(schema) is None
+            pause.response_schema = schema if keep else None
             pause.form_error = problem
 
 

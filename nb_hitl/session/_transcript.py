@@ -86,6 +86,8 @@ class Transcript(list[dict[str, Any]]):
         self._by_id: dict[str, dict[str, Any]] = {}
         self._ops: list[dict[str, Any]] = []
         self._ended: set[str] = set()  # text/thinking entries whose Markdown was rendered
+        #: model calls seen (``step:<n>`` entries), counted, never searched for
+        self.steps = 0
         #: number of the last batch handed out by :meth:`take_ops` (0: none yet)
         self.seq = 0
         #: entries changed since the widget's ``transcript`` trait was last set
@@ -162,6 +164,10 @@ class Transcript(list[dict[str, Any]]):
             if e["kind"] == "text":
                 return str(e["id"]) if final_text and e["text"] == final_text else None
         return None
+
+    def by_id(self, entry_id: str) -> dict[str, Any] | None:
+        """The entry ``entry_id`` (``None`` if there is none), in constant time."""
+        return self._by_id.get(entry_id)
 
     def call_name(self, tool_call_id: str) -> str:
         """The tool name of a call seen in this transcript (``""`` if unknown)."""
@@ -295,10 +301,10 @@ def record_event(tr: Transcript, ev: Any) -> bool:
         whether ``ev`` was one of these (and the transcript changed).
     """
     if isinstance(ev, ModelCallStartEvent):
-        n = sum(1 for e in tr if e["kind"] == "step") + 1
-        tr.add("step", f"step:{n}", model_name=ev.model_name, started_at=time.time(), state="calling")
+        tr.steps += 1
+        tr.add("step", f"step:{tr.steps}", model_name=ev.model_name, started_at=time.time(), state="calling")
     elif isinstance(ev, ModelCallEndEvent):
-        step = next((e for e in reversed(tr) if e["kind"] == "step"), None)
+        step = tr.by_id(f"step:{tr.steps}")
         if step is None:
             return False
         tr.add(

@@ -206,3 +206,25 @@ def test_declining_a_valid_form_needs_a_message() -> None:
         return await asyncio.wait_for(task, 10)
 
     assert run_async(scenario()).get_text_content() == "[error] value=null text=I'd rather call you."
+
+
+def test_a_form_too_large_to_draw_is_refused_in_the_kernel() -> None:
+    """A 20,000-field form: refused before any front end draws it, its schema
+    not sent; even a value that fits cannot be submitted, and the model reads why."""
+    huge = {"type": "object", "properties": {f"field_{i}": {"type": "string"} for i in range(20_000)}}
+    agent = form_agent(huge)
+
+    async def scenario() -> Any:
+        session = Session(agent, display=False)
+        task = session.start("go")
+        pause = await wait_until(lambda: session.pending and session.pending[0], "the form")
+        assert pause.kind == "form" and "it has 20000 fields (at most 200 are drawn)" in pause.form_error
+        assert pause.to_view()["response_schema"] is None
+        with pytest.raises(DecisionError, match="cannot be answered"):
+            session.act({"action": "submit", "tool_call_id": pause.tool_call_id, "value": {"field_0": "x"}})
+        await session.act({"action": "return_error", "tool_call_id": pause.tool_call_id})
+        return await asyncio.wait_for(task, 10)
+
+    final = run_async(scenario()).get_text_content()
+    assert final.startswith("[error] value=null text=The form could not be shown to the user: The form is too large")
+    assert "ask in smaller parts" in final

@@ -27,24 +27,6 @@ function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Reco
   }
 }
 
-/** The largest form drawn: more fields (or more choices in one field) would
- *  stall the page, and nobody fills in such a form; it is refused instead. */
-export const MAX_FORM_FIELDS = 200;
-export const MAX_FIELD_CHOICES = 1000;
-
-/** Why `schema` is too large to draw as a form, or null. */
-export function tooLarge(schema: JsonSchema): string | null {
-  const props = schema && typeof schema.properties === "object" && schema.properties ? schema.properties : {};
-  const names = Object.keys(props);
-  if (names.length > MAX_FORM_FIELDS) return `it has ${names.length} fields (this page draws at most ${MAX_FORM_FIELDS})`;
-  for (const name of names) {
-    const choices = (props as Record<string, any>)[name]?.enum;
-    if (Array.isArray(choices) && choices.length > MAX_FIELD_CHOICES)
-      return `its field "${name}" has ${choices.length} choices (this page draws at most ${MAX_FIELD_CHOICES})`;
-  }
-  return null;
-}
-
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
   const dis = !open || ui.pending;
@@ -68,21 +50,6 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     return;
   }
   const schema: JsonSchema = p.response_schema || {};
-  const large = tooLarge(schema);
-  if (large) {
-    // refused before anything is drawn: say so, and let the person return it as an error
-    const why = `The agent's form is too large to show: ${large}.`;
-    card.append(
-      h("div", { class: "nbh-error", "data-testid": "nbh-form-too-large" }, `${why} Return this to the agent as an error (it can ask in smaller parts), or interrupt the reply.`),
-      ctx.errorBox() || "",
-      h(
-        "button",
-        { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send("return_error", { message: `${why} Ask for less at a time.` }) },
-        "Return this error to the agent",
-      ),
-    );
-    return;
-  }
   const form = renderSchemaForm(schema, { disabled: dis, errorField: ui.errorField, error: ui.error });
   // a refused answer redraws the card: put back what the person typed
   restoreFormValues(form.el, schema, ctx.remembered() as Record<string, any> | undefined);
