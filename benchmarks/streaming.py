@@ -10,9 +10,14 @@ text deltas (one word each, a short sleep between them):
   ``stream`` message per delta; ``Output.append_stdout`` would resend the
   whole output list each time, quadratic);
 * ``per delta``: each delta sent as its own custom comm message;
-* ``nb_hitl``: ``Session(agent)`` with its ``ReplyWidget``.
+* ``nb_hitl``: ``Session(agent)`` with its ``ReplyWidget``;
+* ``not drawn``: the same, but the widget is never displayed, so the page
+  draws nothing: the kernel's own cost of nb_hitl, without the browser's
+  drawing competing for the same cores (this 2-core machine runs Chromium,
+  JupyterLab's server and the kernel together).
 
-For each it prints: bytes kernel -> page (the sizes of the websocket frames
+For each it prints: the CPU time the browser (the Chromium processes it
+started, read with ``psutil``) used while the cell ran, bytes kernel -> page (the sizes of the websocket frames
 carrying ``comm_msg`` or ``stream`` messages, seen by the browser, and of the
 ``status`` messages the kernel sends around the page's own comm requests),
 page updates per second (the ``comm_msg`` / ``stream`` frames / the stream's
@@ -22,27 +27,28 @@ stalls 3 s after it, so only a trailing flush shows it) and the kernel's CPU
 time (``time.process_time()``) against ``no UI``.
 
 Kernel CPU varies by 10-30 % from one run to the next on a shared machine
-(the baseline itself: its 2,000 timer wake-ups cost more or less), far more
-than nb_hitl adds. So ``no UI`` and ``nb_hitl`` run ``--repeat`` times each,
-alternating: each nb_hitl run is divided by the no-UI run just before it
-(a slow spell of the machine hits both), and nb_hitl's CPU figure is the
-median of those pair ratios, printed with their range. The other figures are
-medians over the runs; the other baselines run once, against the median
-no-UI run. A first pair warms the kernel up (imports; the first widget also
-sends the page code, once per kernel) and is printed, not counted.
+(the baseline itself: its 2,000 timer wake-ups cost more or less), more than
+nb_hitl adds. So each round runs no UI, nb_hitl, no UI, not drawn
+(``--repeat`` rounds): each nb_hitl or not-drawn run is divided by the no-UI
+run just before it (a slow spell of the machine hits both), and its CPU
+figure is the median of those ratios, printed with their spread. The other
+figures are medians over the runs; the other baselines run once, against the
+median no-UI run. A first round warms the kernel up (imports; the first
+widget also sends the page code, once per kernel) and is printed, not counted.
 
-The default run (15 pairs) streams 2,000 deltas and finishes in about 3 minutes;
+The default run (15 rounds) streams 2,000 deltas and finishes in about 5 minutes;
 ``--deltas 10000`` also runs (``--kinds`` picks what to run; ``no UI``, the
 CPU baseline, always runs).
 
 Run from the repository root::
 
-    .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--repeat 15] [--kinds noui output perdelta nbhitl]
+    .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--repeat 15] [--kinds noui output perdelta nbhitl notdrawn]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import statistics
@@ -55,11 +61,14 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import psutil
+
 from benchmarks._lab import lab_page, open_notebook, output_locator, write_notebook
 
 SETUP = """
 import asyncio, json, time
 import ipywidgets
+import IPython.display as ipd
 from IPython.display import display
 from agentscope.agent import Agent
 from agentscope.message import TextBlock, UserMsg
@@ -93,6 +102,13 @@ async def measure(kind, run):
         await Session(a, display=False).run("go")
     elif kind == "nbhitl":
         await Session(a).run("go")
+    elif kind == "notdrawn":
+        shown = ipd.display
+        ipd.display = lambda *args, **kwargs: None  # the widget is made, never displayed
+        try:
+            await Session(a).run("go")
+        finally:
+            ipd.display = shown
     elif kind == "output":
         out = ipywidgets.Output(); display(out)
         async for ev in a.reply_stream(UserMsg(name="user", content="go")):
@@ -108,7 +124,9 @@ async def measure(kind, run):
                                  "last_at": LAST["at"]}}))
 """
 
-KINDS = ["noui", "output", "perdelta", "nbhitl"]
+KINDS = ["noui", "output", "perdelta", "nbhitl", "notdrawn"]
+# the kinds whose kernel CPU is measured against the no-UI run just before each
+PAIRED = ("nbhitl", "notdrawn")
 # the first msg_type of a frame is its header's (the parent header comes after it)
 MSG_TYPE = re.compile(r'"msg_type":\s*"([a-z_]+)"')
 # a kernel -> page message that carries a view's update (widget message or printed output)
@@ -145,10 +163,24 @@ SEEN_JS = """
 """
 
 
-def cpu_ratios(baseline: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[float]:
-    """Each run's kernel CPU over the baseline run made just before it (the
-    runs alternate: baseline, run, baseline, run...)."""
-    return [r["cpu"] / b["cpu"] for b, r in zip(baseline, runs, strict=True)]
+def browser_cpu() -> float:
+    """CPU seconds (user + system) used so far by the Chromium processes this
+    benchmark started (descendants of this process, through Playwright)."""
+    total = 0.0
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" in proc.name():
+                times = proc.cpu_times()
+                total += times.user + times.system
+        except psutil.Error:  # a process that ended meanwhile
+            continue
+    return total
+
+
+def cpu_ratios(sequence: list[dict[str, Any]], kind: str) -> list[float]:
+    """The kernel CPU of each ``kind`` run in ``sequence`` (the runs in the
+    order they ran) over that of the no-UI run just before it."""
+    return [r["cpu"] / b["cpu"] for b, r in itertools.pairwise(sequence) if b["kind"] == "noui" and r["kind"] == kind]
 
 
 # the kinds that show the text in the page (one message per delta only sends it)
@@ -161,17 +193,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--kinds", nargs="+", choices=KINDS, default=KINDS, help="what to run (no UI always runs: the CPU baseline)"
     )
-    parser.add_argument(
-        "--repeat", type=int, default=15, help="pairs of no UI and nb_hitl runs (their median ratio is shown)"
-    )
+    parser.add_argument("--repeat", type=int, default=15, help="rounds of no UI + nb_hitl (+ no UI + not drawn) runs")
     args = parser.parse_args(argv)
     chosen = [k for k in KINDS if k in args.kinds and k != "noui"]
-    # the CPU pair alternates, so a slow spell of the machine hits both
-    pair = ["noui", "nbhitl"] if "nbhitl" in chosen else ["noui"]
+    # each measured kind follows a no-UI run, so a slow spell of the machine hits both
+    pair = [x for k in PAIRED if k in chosen for x in ("noui", k)] or ["noui"]
     # a first pair warms up (imports, the page code's first trip): not counted
     warm_up = len(pair)
     kinds = pair + [k for k in chosen if k not in pair] + pair * max(1, args.repeat)
     runs: dict[str, list[dict[str, Any]]] = {}
+    sequence: list[dict[str, Any]] = []  # the counted runs, in order
     with lab_page() as (lab, page):
         frames: list[tuple[float, int, str]] = []
 
@@ -199,6 +230,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             frames.clear()
             if kind in SHOWN:
                 page.evaluate(SEEN_JS, n)
+            browser_before = browser_cpu()
             page.evaluate(
                 "(i) => { const w = window.jupyterapp.shell.currentWidget; w.content.activeCellIndex = i;"
                 " window.jupyterapp.commands.execute('notebook:run-cell'); }",
@@ -206,46 +238,53 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             )
             line = output_locator(page, f'"run": {n},').last
             line.wait_for(timeout=300_000)
+            browser = browser_cpu() - browser_before
             text = line.inner_text()
             res = json.loads(text[text.index("RESULT") + 6 :].strip().splitlines()[0])
             if kind in SHOWN:
                 res["latency"] = page.evaluate("() => window.__nbhSeen") - res["last_at"]
+            res["browser_cpu"] = browser
             res["bytes"] = sum(size for _, size, _ in frames)
             res["updates_per_s"] = sum(1 for *_, k in frames if k == "update") / max(res["wall"] - 3.0, 1e-9)
             if n > warm_up:
                 runs.setdefault(kind, []).append(res)
+                sequence.append(res)
             else:
                 print(f"warm-up {kind}: kernel CPU {res['cpu']:.3f} s (not counted)")
         errors = [e for e in page.nbh_errors if "pageerror" in e]
         if errors:
             print("page errors:", *errors, sep="\n  ")
     # each figure's median over the runs of its kind
-    results = {k: {f: statistics.median(r[f] for r in rs) for f in rs[0]} for k, rs in runs.items()}
+    results = {
+        k: {f: statistics.median(r[f] for r in rs) for f, v in rs[0].items() if isinstance(v, (int, float))}
+        for k, rs in runs.items()
+    }
     text_bytes = len(" ".join(f"w{i:04d}" for i in range(args.deltas - 1)) + " LASTDELTA")
     base_cpu = results["noui"]["cpu"]
     print(f"{args.deltas} deltas, {text_bytes} bytes of text; no UI and nb_hitl: medians of {len(runs['noui'])} runs")
-    for kind in pair:
-        cpus = ", ".join(f"{r['cpu']:.3f}" for r in runs[kind])
-        print(f"  kernel CPU of each {kind} run: {cpus} s")
-    ratios = {"nbhitl": cpu_ratios(runs["noui"], runs["nbhitl"])} if "nbhitl" in runs else {}
-    if ratios:
-        r = ratios["nbhitl"]
-        q1, _, q3 = statistics.quantiles(r, n=4) if len(r) > 1 else (r[0], r[0], r[0])
-        print(
-            f"  nb_hitl / no UI, run by run: {', '.join(f'{x:.2f}' for x in r)}; "
-            f"median x{statistics.median(r):.2f} (middle half x{q1:.2f}-x{q3:.2f}, range x{min(r):.2f}-x{max(r):.2f})"
-        )
     labels = {
         "noui": "agent, no UI",
         "output": "ipywidgets.Output",
         "perdelta": "one message per delta",
         "nbhitl": "nb_hitl",
+        "notdrawn": "nb_hitl, not drawn",
     }
+    for kind in dict.fromkeys(pair):
+        cpus = ", ".join(f"{r['cpu']:.3f}" for r in runs[kind])
+        print(f"  kernel CPU of each {labels[kind]} run: {cpus} s")
+    ratios = {k: cpu_ratios(sequence, k) for k in PAIRED if k in runs}
+    for kind, r in ratios.items():
+        q1, _, q3 = statistics.quantiles(r, n=4) if len(r) > 1 else (r[0], r[0], r[0])
+        print(
+            f"  {labels[kind]} / no UI, run by run: {', '.join(f'{x:.2f}' for x in r)}; "
+            f"median x{statistics.median(r):.2f} (middle half x{q1:.2f}-x{q3:.2f}, range x{min(r):.2f}-x{max(r):.2f})"
+        )
     for kind in results:
         r = results[kind]
         ratio = statistics.median(ratios[kind]) if kind in ratios else r["cpu"] / base_cpu
         line = (
             f"{labels[kind]:>22}: kernel CPU {r['cpu']:.2f} s (x{ratio:.2f} vs no UI), "
+            f"browser CPU {r['browser_cpu']:.2f} s, "
             f"kernel->page {r['bytes'] / 1e3:.0f} kB (x{r['bytes'] / text_bytes:.2f} the text), "
             f"{r['updates_per_s']:.1f} updates/s"
         )
