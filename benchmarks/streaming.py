@@ -63,7 +63,7 @@ if __package__ in (None, ""):
 
 import psutil
 
-from benchmarks._lab import lab_page, open_notebook, output_locator, write_notebook
+from benchmarks._lab import lab_page, open_notebook, write_notebook
 
 SETUP = """
 import asyncio, json, time
@@ -145,6 +145,15 @@ def frame_kind(text: str) -> str | None:
         return "status"
     return None
 
+
+# the RESULT line cell ``i`` printed, or false while it runs
+RESULT_JS = """
+(i) => {
+  const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[i];
+  const out = cell && [...cell.querySelectorAll('.jp-OutputArea-output')].find((e) => e.textContent.includes('RESULT'));
+  return out ? out.textContent : false;
+}
+"""
 
 # armed before cell ``i`` runs, on that cell's output only; not returned
 # (Playwright would wait for the promise)
@@ -236,10 +245,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 " window.jupyterapp.commands.execute('notebook:run-cell'); }",
                 n,
             )
-            line = output_locator(page, f'"run": {n},').last
-            line.wait_for(timeout=300_000)
+            # polled 5 times a second in that cell only: a locator over every output would
+            # keep the browser busy on the cores the kernel is measured on
+            done = page.wait_for_function(RESULT_JS, arg=n, polling=200, timeout=300_000)
             browser = browser_cpu() - browser_before
-            text = line.inner_text()
+            text = str(done.json_value())
             res = json.loads(text[text.index("RESULT") + 6 :].strip().splitlines()[0])
             if kind in SHOWN:
                 res["latency"] = page.evaluate("() => window.__nbhSeen") - res["last_at"]
