@@ -43,6 +43,8 @@ __all__ = [
     "form_size_problem",
     "MAX_FORM_FIELDS",
     "MAX_FIELD_CHOICES",
+    "MAX_FORM_CHOICES",
+    "MAX_SCHEMA_NODES",
     "check_form_value",
     "form_errors",
     "form_output",
@@ -192,34 +194,63 @@ FORM_METADATA_SCHEMA: dict[str, Any] = {
 
 
 MAX_FORM_FIELDS = 200
-"""The most fields a form is drawn with: a schema with more is refused (nobody
-fills in such a form, and drawing it would stall the page)."""
+"""The most fields a form is drawn with (``properties`` entries, at any depth):
+a schema with more is refused (nobody fills in such a form, and drawing it
+would stall the page)."""
 
 MAX_FIELD_CHOICES = 1000
 """The most choices (``enum`` values) one field of a form is drawn with."""
+
+MAX_FORM_CHOICES = 5000
+"""The most choices (``enum`` values) a whole form is drawn with."""
+
+MAX_SCHEMA_NODES = 20_000
+"""The most objects, arrays and values a form schema may hold: a larger one is
+refused before anything else walks it (``jsonschema``'s check takes seconds
+on a schema of 100,000 nested fields, and the kernel would not answer)."""
 
 
 def form_size_problem(schema: Any) -> str | None:
     """Why ``schema`` is too large to draw as a form, or ``None``.
 
-    Counts the top-level ``properties`` (at most :data:`MAX_FORM_FIELDS`) and
-    each one's ``enum`` (at most :data:`MAX_FIELD_CHOICES`). Anything that is
-    not a dict of that shape passes: :func:`schema_problem` says what else is
-    wrong. Used for nb_hitl's own ``AskForm`` and for a peer's AG-UI
-    interrupt schemas alike, so no front end is sent a form it cannot draw.
+    A bounded walk (it stops at the first limit passed, so a schema of any
+    size costs at most :data:`MAX_SCHEMA_NODES` steps) counts the fields
+    (``properties`` entries, at any depth: :data:`MAX_FORM_FIELDS`), the
+    choices of each ``enum`` (:data:`MAX_FIELD_CHOICES`) and of all of them
+    (:data:`MAX_FORM_CHOICES`), and every object, array and value
+    (:data:`MAX_SCHEMA_NODES`). A top-level field count is given exactly.
+    Anything else wrong with the schema is :func:`schema_problem`'s to say.
+    Used for nb_hitl's own ``AskForm`` and for a peer's AG-UI interrupt
+    schemas alike, so no front end is asked to draw a form it cannot.
     """
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(props, dict):
+    if not isinstance(schema, dict):
         return None
-    if len(props) > MAX_FORM_FIELDS:
-        return f"it has {len(props)} fields (at most {MAX_FORM_FIELDS} are drawn); ask in smaller parts"
-    for name, field in props.items():
-        choices = field.get("enum") if isinstance(field, dict) else None
-        if isinstance(choices, list) and len(choices) > MAX_FIELD_CHOICES:
-            return (
-                f"its field {str(name)[:80]!r} has {len(choices)} choices "
-                f"(at most {MAX_FIELD_CHOICES} are drawn); ask in smaller parts"
-            )
+    top = schema.get("properties")
+    if isinstance(top, dict) and len(top) > MAX_FORM_FIELDS:
+        return f"it has {len(top)} fields (at most {MAX_FORM_FIELDS} are drawn)"
+    fields = choices = nodes = 0
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        nodes += 1
+        if nodes > MAX_SCHEMA_NODES:
+            return f"its schema has more than {MAX_SCHEMA_NODES} parts"
+        if isinstance(node, dict):
+            props = node.get("properties")
+            if isinstance(props, dict):
+                fields += len(props)
+                if fields > MAX_FORM_FIELDS:
+                    return f"it has more than {MAX_FORM_FIELDS} fields, counting nested ones (at most {MAX_FORM_FIELDS} are drawn)"
+            enum = node.get("enum")
+            if isinstance(enum, list):
+                if len(enum) > MAX_FIELD_CHOICES:
+                    return f"a field has {len(enum)} choices (at most {MAX_FIELD_CHOICES} are drawn)"
+                choices += len(enum)
+                if choices > MAX_FORM_CHOICES:
+                    return f"it has more than {MAX_FORM_CHOICES} choices in all (at most {MAX_FORM_CHOICES} are drawn)"
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
     return None
 
 
@@ -236,7 +267,7 @@ def schema_problem(schema: Any) -> str | None:
         return "The schema is not a JSON object."
     large = form_size_problem(schema)
     if large is not None:
-        return f"The form is too large to show: {large}."
+        return f"The form is too large to show: {large}. Ask in smaller parts."
     validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         validator_cls.check_schema(schema)

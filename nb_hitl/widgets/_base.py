@@ -78,10 +78,7 @@ class RequestWidget(anywidget.AnyWidget):
     kernel's shared page code and ``_nbh_page_code`` names that model
     (``"IPY_MODEL_<id>"``); a subclass that sets its own ``_esm`` instead,
     and every widget when ``NB_HITL_PAGE_CODE=inline``, keeps anywidget's
-    usual one-copy-per-widget behaviour. Widgets drawn with shared page code
-    also share one ``ipywidgets.Layout`` (the page-code model's) unless given
-    their own ``layout``: nb_hitl's views never set one, and a second model
-    per reply would cost a comm, a page model and its saved state.
+    usual one-copy-per-widget behaviour.
 
     Args:
         handler: ``(message: dict) -> dict | None | Awaitable[dict | None]``.
@@ -111,9 +108,6 @@ class RequestWidget(anywidget.AnyWidget):
         elif self._page_code:
             shared = page_code(self._page_code)
             kwargs.update(_esm=shared.loader(), _nbh_page_code=shared.ref)
-            # one Layout model per kernel, not one per widget (ipywidgets lets
-            # widgets share a layout): a reply then opens one comm, not two
-            kwargs.setdefault("layout", shared.layout)
         super().__init__(**kwargs)
         if shared is not None:
             shared.attach(self)

@@ -54,22 +54,6 @@ def test_replies_share_one_page_code_model_and_carry_only_a_loader() -> None:
     assert InboxWidget()._nbh_page_code == inbox._nbh_page_code
 
 
-def test_replies_share_one_layout_model_unless_given_their_own() -> None:
-    """One ``Layout`` model per kernel (the page-code model's): a reply opens
-    one comm and adds one model to the saved notebook, not two."""
-    import ipywidgets
-
-    first, second = ReplyWidget(agent_name="a"), ReplyWidget(agent_name="b")
-    shared = page_code("reply")
-    assert first.layout is second.layout is shared.layout
-    assert first.get_state()["layout"] == second.get_state()["layout"] == f"IPY_MODEL_{shared.layout.model_id}"
-    own = ipywidgets.Layout(width="50%")
-    assert ReplyWidget(layout=own).layout is own
-    # a closed kernel-wide model is replaced with its layout
-    shared.close()
-    assert ReplyWidget().layout is page_code("reply").layout is not shared.layout
-
-
 def test_the_page_cannot_write_the_page_code() -> None:
     shared = page_code("reply")
     before = (shared.code, shared.css, shared.digest)
@@ -149,9 +133,6 @@ def test_inline_page_code_gives_each_widget_its_own_bundle(monkeypatch: pytest.M
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no traitlets deprecation on an unknown ``_css`` argument
         widget = ReplyWidget()
-        second = ReplyWidget()
-    # a host without shared models cannot resolve a shared layout either: each keeps its own
-    assert widget.layout is not second.layout
     state = widget.get_state()
     assert state["_esm"] == (STATIC / "reply.js").read_text() and state["_nbh_page_code"] == ""
     assert state["_css"] == (STATIC / "theme.css").read_text()
