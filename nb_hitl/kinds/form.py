@@ -341,7 +341,7 @@ class FormTool(ToolBase):
             pause.response_schema = schema
             pause.form_error = None
         else:
-            # a form too large to draw is not sent to the page either
+            # a form too large to draw is not offered as a form either (the call's input still holds it)
             keep = isinstance(schema, dict) and form_size_problem(schema) is None
             pause.response_schema = schema if keep else None
             pause.form_error = problem
