@@ -378,7 +378,9 @@ export class CardSet {
   redraw(p: PauseView, force: boolean): boolean {
     if (!this.shown(p.tool_call_id)) return false;
     const ui = this.uiFor(p.tool_call_id);
-    const key = JSON.stringify([p.status, p.decision, p.reason, this.live, p.deadline]);
+    // liveness as drawn: unknown and live draw the same card, so the connect
+    // answer (unknown -> live) never rebuilds it under a person's typing
+    const key = JSON.stringify([p.status, p.decision, p.reason, this.live === false, p.deadline]);
     const entry = this.host.slotFor(p.tool_call_id);
     if (!force && ui.el && ui.key === key) {
       // the pause may have arrived before its tool call's transcript entry:

@@ -210,8 +210,13 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     markTitle();
     if (was !== cards.live) {
       drawAll();
-      cards.invalidate();
-      cards.drawAll();
+      // unknown and live draw the same cards: the connect answer must not
+      // rebuild them under a person's typing (a number field's unreadable
+      // text cannot be put back)
+      if ((was === false) !== (cards.live === false)) {
+        cards.invalidate();
+        cards.drawAll();
+      }
     }
   };
   // the transcript and the cards are brought in step once the kernel answers

@@ -322,3 +322,43 @@ def test_denial_is_drawn_in_the_warning_colour(page, lab: JupyterLabServer) -> N
     assert colours["denied"] == colours["warn"], colours
     assert colours["approved"] == colours["ok"], colours
     assert colours["warn"] != colours["ok"], colours
+
+
+# the kernel answers the page's connect request 3 s late: the card is drawn,
+# and typed into, before the page knows the kernel is live
+SLOW_CONNECT = """
+import asyncio
+from nb_hitl.session import Session as _Session
+
+_on_action = _Session._on_action
+
+def _slow_connect(self, run, message, decided_by=None):
+    if isinstance(message, dict) and message.get("action") == "sync":
+        async def later():
+            await asyncio.sleep(3)
+            return _on_action(self, run, message, decided_by)
+        return later()
+    return _on_action(self, run, message, decided_by)
+
+_Session._on_action = _slow_connect
+"""
+
+
+def test_typing_survives_the_kernel_proving_live(page, lab: JupyterLabServer) -> None:
+    """A card drawn before the connect answer is typed into; the answer
+    (liveness unknown -> live) must not rebuild it: text a number field
+    cannot read ("1e", which the DOM reports as "") would be lost, and the
+    person told the field is required."""
+    write_notebook(lab.root / "fp_slow_connect.ipynb", [SLOW_CONNECT + INVALID_CELL])
+    open_notebook(page, lab, "fp_slow_connect.ipynb")
+    run_all_cells(page)
+    card = _card(page, "form")
+    card.wait_for(timeout=60_000)
+    reply = page.locator(f"{OUT} [data-live]")
+    assert reply.count() == 0  # not known live yet: the connect answer is on its way
+    field = card.locator('[data-field="amount"]')
+    field.press_sequentially("1e")
+    page.locator(f'{OUT} [data-live="true"]').wait_for(timeout=15_000)
+    card.locator('[data-testid="nbh-form-submit"]').click()
+    _field_error(card, "amount").wait_for(timeout=10_000)
+    assert _field_error(card, "amount").inner_text() == "Amount: not a number"
