@@ -119,7 +119,9 @@ export abstract class SeqStream<M extends SeqMsg, Changes> {
       this.step(m);
     }
     this.changed(null);
-    this.scheduleSave();
+    // a sync is one answer, not a burst: write at once, so a notebook saved
+    // right after a late-drawn reply holds its record
+    this.saveNow();
   }
 
   /** Write the record soon: one write for a burst of messages. Never before
