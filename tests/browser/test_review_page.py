@@ -225,6 +225,9 @@ def test_running_result_of_an_open_askuser_is_hidden(page, lab: JupyterLabServer
     reply = page.locator(REPLY)
     ask = reply.locator('[data-testid="nbh-card"][data-kind="ask_user"][data-status="open"]')
     ask.wait_for(timeout=60_000)
+    # the card may be drawn before the transcript that streams beside it (a
+    # record update is not held back while the page's connect answer is awaited)
+    page.wait_for_function(f"() => ({RESULTS_JS})().length >= 2", timeout=30_000)
 
     results = page.evaluate(RESULTS_JS)
     # list_files' result (success, with text) is shown; AskUser's "running"
