@@ -53,6 +53,8 @@ export interface CardCtx {
 export interface CardHost {
   slotFor(toolCallId: string): { slot: HTMLElement; body: HTMLElement } | undefined;
   loose: HTMLElement;
+  /** Called after the cards were drawn (each drawAll / drawSome). */
+  drawn?(): void;
 }
 
 export function decisionText(d: DecisionView | null): string {
@@ -271,6 +273,7 @@ export class CardSet {
   private finish(fresh: PauseView[]): void {
     this.drawGroup(this.pauses());
     this.drawPager();
+    this.host.drawn?.();
     // a pause that arrives while the keyboard is on a decided card of this
     // reply (the person just answered the previous one) takes the focus
     const active = document.activeElement;

@@ -101,6 +101,21 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   keepKeys(root);
   el.append(root);
 
+  // an open pause's deadline counts down once a second; the timer runs only
+  // while the view shows one (a notebook of ended replies keeps no timers)
+  let timer = 0;
+  const tickDeadlines = () => {
+    const spans = Array.from(root.querySelectorAll<HTMLElement>("[data-deadline]"));
+    for (const span of spans) span.textContent = timeLeft(Number(span.dataset.deadline));
+    if (!spans.length) {
+      window.clearInterval(timer);
+      timer = 0;
+    }
+  };
+  const armDeadlines = () => {
+    if (!timer && root.querySelector("[data-deadline]")) timer = window.setInterval(tickDeadlines, 1000);
+  };
+
   const say = (text: string) => announcer.say(text);
   // the cards stream as custom messages too (feed.ts): a change redraws only its card
   const feed = new CardFeed(model, rpc, (ids) => {
@@ -108,7 +123,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     else cards.drawAll();
     fromKernel();
   });
-  const cards = new CardSet(feed, rpc, { slotFor: (id) => transcript.slotFor(id), loose: looseCards }, groupBar, groupNote, pager, say);
+  const cards = new CardSet(feed, rpc, { slotFor: (id) => transcript.slotFor(id), loose: looseCards, drawn: armDeadlines }, groupBar, groupNote, pager, say);
 
   const showBanner = (text: string) => {
     banner.hidden = false;
@@ -178,11 +193,6 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   drawAll();
   markTitle();
 
-  const timer = window.setInterval(() => {
-    for (const span of Array.from(root.querySelectorAll<HTMLElement>("[data-deadline]"))) {
-      span.textContent = timeLeft(Number(span.dataset.deadline));
-    }
-  }, 1000);
 
   // Liveness: a ping answered means live; a send that fails means the
   // widget's comm is gone (the kernel restarted or stopped: final); no answer

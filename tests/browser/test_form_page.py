@@ -10,6 +10,8 @@
   edited text.
 * Policy + deadline: the confirmation card shows the policy chip and a
   countdown; nobody clicks, the deadline denies the call and the card says so.
+  The countdown's timer runs only while a deadline is shown: the ended reply
+  keeps none (a notebook of many replies must not keep one per reply).
 """
 
 from __future__ import annotations
@@ -218,7 +220,20 @@ POLICY_CELL = textwrap.dedent(
 )
 
 
+# every interval the page starts, with its handler's source, until it is cleared
+COUNT_INTERVALS = """
+(() => {
+  const live = new Map();
+  const set = window.setInterval.bind(window), clear = window.clearInterval.bind(window);
+  window.setInterval = (fn, ms, ...rest) => { const id = set(fn, ms, ...rest); live.set(id, String(fn)); return id; };
+  window.clearInterval = (id) => { live.delete(id); clear(id); };
+  window.__nbhDeadlineTimers = () => [...live.values()].filter((src) => src.includes("data-deadline")).length;
+})();
+"""
+
+
 def test_policy_chip_and_deadline_countdown(page, lab: JupyterLabServer) -> None:
+    page.add_init_script(COUNT_INTERVALS)
     write_notebook(lab.root / "rp_policy.ipynb", [POLICY_CELL])
     open_notebook(page, lab, "rp_policy.ipynb")
     run_all_cells(page)
@@ -232,7 +247,15 @@ def test_policy_chip_and_deadline_countdown(page, lab: JupyterLabServer) -> None
     )
     assert card.locator('[data-testid="nbh-always"]').count() == 0  # no "always allow" for a policy ask
     chip = card.locator('[data-testid="nbh-deadline"]')
-    assert chip.inner_text().endswith("s left")
+    first = chip.inner_text()
+    assert first.endswith("s left")
+    # it counts down, on one timer
+    page.wait_for_function(
+        "(t) => document.querySelector('.jp-OutputArea-output [data-testid=nbh-deadline]')?.textContent !== t",
+        arg=first,
+        timeout=5_000,
+    )
+    assert page.evaluate("() => window.__nbhDeadlineTimers()") == 1
     # nobody clicks: the deadline denies the call, and the card says what happened
     decided = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"] [data-testid="nbh-decision"]')
     decided.wait_for(timeout=30_000)
@@ -242,4 +265,6 @@ def test_policy_chip_and_deadline_countdown(page, lab: JupyterLabServer) -> None
     )
     assert decided.inner_text() == "Deadline passed: denied"
     assert page.locator(f'{OUT} [data-testid="nbh-deadline"]').count() == 0
+    # no deadline shown: its timer stops at its next tick
+    page.wait_for_function("() => window.__nbhDeadlineTimers() === 0", timeout=5_000)
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
