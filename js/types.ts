@@ -128,6 +128,8 @@ export interface TranscriptEntry {
   media_type?: string;
   url?: string;
   bytes?: number;
+  /** characters of `text` the kernel did not send (it sends at most 20,000; "Show all" asks for the rest) */
+  more?: number;
   /** text, thinking: the Markdown rendered and sanitised by the kernel once the block ended */
   html?: string;
 }

@@ -40,6 +40,7 @@ __all__ = [
     "install_innermost_acting",
     "install_reasoning",
     "find_tool_result",
+    "context_cut_result",
 ]
 
 POLICY_CONTEXT_KEY = "nb_hitl.policy"
@@ -297,3 +298,29 @@ def find_tool_result(agent: Any, tool_call_id: str) -> Any:
             if getattr(block, "type", None) == "tool_result" and block.id == tool_call_id:
                 return block
     return None
+
+
+#: what AgentScope 2.0.11 writes after the part of a tool result it keeps
+CONTEXT_CUT_MARK = "<<<TRUNCATED>>>"
+
+
+def context_cut_result(agent: Any, tool_call_id: str) -> str | None:
+    """The result of ``tool_call_id`` as the model reads it, when AgentScope
+    cut it to fit the model's context; ``None`` when it was kept whole.
+
+    AgentScope 2.0.11 (``Agent._split_tool_result_for_compression``) keeps a
+    result longer than ``context_config.tool_result_limit`` tokens only in
+    part, followed by ``"<<<TRUNCATED>>>"`` and a ``<system-reminder>`` saying
+    the rest was omitted (and where it was offloaded, if an offloader is
+    set). It saves that before ``ToolResultEndEvent``; the transcript then
+    shows what the model reads, not the tool's whole output.
+
+    Returns:
+        the saved result's text, ``<system-reminder>`` tags removed; ``None``
+        if the result is not saved or not cut.
+    """
+    block = find_tool_result(agent, tool_call_id)
+    if block is None:
+        return None
+    text = blocks_text(block.output)
+    return strip_system_reminders(text) if CONTEXT_CUT_MARK in text else None

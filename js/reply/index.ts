@@ -91,7 +91,14 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   // outside the bar: the bar is redrawn (and hidden with one call left) as
   // the sent cards change state, and the note must stay readable
   const groupNote = h("div", { class: "nbh-muted", "data-testid": "nbh-group-note", "aria-live": "polite" });
-  const transcript = new Transcript();
+  // "Show all" on an entry the kernel sent a part of: its whole text, asked for once
+  const transcript = new Transcript(async (id) => {
+    const reply = await rpc.request("entry_text", { id });
+    if (!reply.ok) return reply.error || "Could not get the whole text.";
+    const e = stream.expand(id, String(reply.text ?? ""));
+    if (e) onStream([e]);
+    return undefined;
+  });
   const looseCards = h("div", { class: "nbh-loose" });
   const pager = h("div", { class: "nbh-row", "data-testid": "nbh-pager", hidden: true });
   const finalEl = h("div", { class: "nbh-final", "data-testid": "nbh-final" });

@@ -6,7 +6,9 @@
 // its Markdown rendered and sanitised by the kernel, which replaces the plain
 // text once, through lib/safe_html.ts (parsed inert, walked again). In a
 // team each entry names the agent that wrote it (its `agent` field, which may
-// come in a later "set" op), as text.
+// come in a later "set" op), as text. The kernel sends at most 20,000
+// characters of an entry (a 1 MB tool result would hold the page); `more`
+// counts the rest, and "Show all" asks the kernel for the whole text.
 import { h, clear, prettyJson } from "../lib/dom";
 import { safeFragment } from "../lib/safe_html";
 import type { TranscriptEntry } from "../types";
@@ -19,6 +21,8 @@ interface EntryEl {
   agent?: HTMLElement;
   slot?: HTMLElement;
   state?: HTMLElement;
+  /** "… N more characters not shown" and its "Show all" button */
+  more?: HTMLElement;
   /** the `html` shown (undefined: plain text) */
   html?: string;
   /** the plain text shown: a longer text that starts with it only appends its rest */
@@ -65,6 +69,10 @@ export class Transcript {
   private steps = new Map<string, TranscriptEntry>();
   private ticker = 0;
 
+  /** @param showAll asks for an entry's whole text and shows it; resolves to
+   * an error to show, or undefined once shown. */
+  constructor(private readonly showAll?: (id: string) => Promise<string | undefined>) {}
+
   /** The slot under a tool call's entry (and its raw input), once that entry exists. */
   slotFor(toolCallId: string): { slot: HTMLElement; body: HTMLElement } | undefined {
     const rec = this.entries.get("call:" + toolCallId);
@@ -86,6 +94,7 @@ export class Transcript {
         (rec.head || rec.el).prepend(rec.agent, " ");
       }
       show(rec, text, entryHtml(e));
+      this.drawMore(rec, e);
       if (rec.state) {
         const st = e.state || "";
         if (rec.state.textContent !== st) rec.state.textContent = st;
@@ -96,11 +105,39 @@ export class Transcript {
     }
   }
 
+  /** The note under an entry the kernel sent a part of, with its "Show all". */
+  private drawMore(rec: EntryEl, e: TranscriptEntry): void {
+    const more = typeof e.more === "number" && e.more > 0 ? e.more : 0;
+    if (!more) {
+      rec.more?.remove();
+      rec.more = undefined;
+      return;
+    }
+    const note = `… ${more.toLocaleString("en")} more characters not shown`;
+    if (rec.more) {
+      (rec.more.firstChild as Text).data = note;
+      return;
+    }
+    const error = h("span", { class: "nbh-error", role: "alert", "data-testid": "nbh-show-all-error" });
+    const button = h("button", { "data-testid": "nbh-show-all", hidden: !this.showAll }, "Show all");
+    button.onclick = async () => {
+      if (!this.showAll) return;
+      button.disabled = true;
+      error.textContent = "";
+      const problem = await this.showAll(e.id);
+      button.disabled = false;
+      if (problem) error.textContent = problem;
+    };
+    rec.more = h("div", { class: "nbh-muted nbh-more", "data-testid": "nbh-more" }, note, " ", button, " ", error);
+    rec.body.after(rec.more);
+  }
+
   /** The final message already streamed as the last text block (`last`): show it once.
    * Returns that block's rendered Markdown, if any, for the final message. */
   hideRepeatedFinal(last: TranscriptEntry | undefined, finalText: string): string | undefined {
     const lastEl = last ? this.entries.get(last.id) : undefined;
-    const repeated = !!last && !!finalText && last.text.trim() === finalText.trim();
+    // a final message the kernel sent a part of stays in its entry, with its "Show all"
+    const repeated = !!last && !!finalText && !last.more && last.text.trim() === finalText.trim();
     if (last && lastEl) lastEl.el.hidden = repeated;
     return repeated ? entryHtml(last) : undefined;
   }

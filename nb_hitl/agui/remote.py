@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from ag_ui.core import EventType, ResumeEntry, UserMessage
 
+from ..entries import entry_text, lookup_in
 from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError, PendingPauseError
 from .client import AguiClient, AguiClientError, RemoteRunError
 from .mapping import META_KEY, ResumeError, check_resume, message_to_entry, parse_expires_at
@@ -328,6 +329,8 @@ class RemoteSession:
         action = message.get("action")
         if action == "interrupt":
             return self._cancel_all(turn)
+        if action == "entry_text":  # "Show all" on an entry shown in part
+            return entry_text(lookup_in(turn.transcript), message.get("id"))
         if turn is not self.current or turn.status != "paused":
             raise PauseNotLiveError(
                 "This turn is not waiting for answers"

@@ -29,6 +29,7 @@ from ag_ui.core import (
     ToolMessage,
 )
 
+from ..entries import shown_entry
 from ..markdown import markdown_html
 from .client import AguiClientError
 from .mapping import META_KEY, META_VERSION, OUR_KINDS, interrupt_view, our_kind
@@ -137,7 +138,7 @@ def view_data(turn: RemoteTurn) -> dict[str, Any]:
     of dict copies), ``status``, ``status_reason``, ``final_text``,
     ``reply_id`` (the last run's id, or ``None``)."""
     return {
-        "transcript": [dict(e) for e in turn.transcript],
+        "transcript": [shown_entry(e) for e in turn.transcript],
         "pauses": [dict(p) for p in turn.pauses.values()],
         "status": turn.status,
         "status_reason": turn.reason,

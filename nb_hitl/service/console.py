@@ -37,6 +37,7 @@ from agentscope.tool import AskUser
 
 from .._agentscope import enum_value
 from ..decisions import decide
+from ..entries import entry_text, lookup_in, shown_entry
 from ..errors import DecisionError, NbHitlError, PauseNotLiveError
 from ..pauses import Pause, build_pause
 from .http import ServiceError, ServiceHTTP, confirm_body, external_body, user_msg_body
@@ -141,7 +142,7 @@ class SessionConsole:
             )
         try:
             with self.widget.hold_sync():
-                self.widget.transcript = [dict(e) for e in self.transcript]
+                self.widget.transcript = [shown_entry(e) for e in self.transcript]
                 self.widget.pauses = [p.to_view() for p in self.pauses.values()]
                 self.widget.reply_id = self.reply_id or ""
                 self.widget.status = status
@@ -216,6 +217,8 @@ class SessionConsole:
             raise DecisionError("A page message must be a JSON object.")
         if message.get("action") == "interrupt":
             return self.interrupt()
+        if message.get("action") == "entry_text":  # "Show all" on an entry shown in part
+            return entry_text(lookup_in(self.transcript), message.get("id"))
         return self.answer(message)
 
     async def answer(self, message: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from .._agentscope import permission_engine
 from ..decisions import Decision, check_external_result, check_rules_match, decide, recheck_permission
+from ..entries import entry_text
 from ..errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError
 from ..kinds import kind_spec
 from ..pauses import Pause
@@ -57,6 +58,8 @@ class Actions(SessionCore):
             return self._transcript_sync(run, message.get("seq"))
         if action == "cards_sync":  # the same for the pause cards
             return self._cards_sync(run, message.get("seq"))
+        if action == "entry_text":  # "Show all" on an entry the page shows a part of
+            return entry_text(run.transcript.by_id, message.get("id"))
         if action == "interrupt":
             if not run.live:
                 raise PauseNotLiveError(f"This reply is already {run.status}: {run.reason or 'nothing to interrupt'}")
@@ -180,7 +183,7 @@ class Actions(SessionCore):
         results: list[dict[str, Any]] = []
         for n, item in enumerate(items):
             results.append({"tool_call_id": item.get("tool_call_id"), "ok": True})
-            if item.get("action") in ("batch", "interrupt", "sync", "transcript_sync", "cards_sync"):
+            if item.get("action") in ("batch", "interrupt", "sync", "transcript_sync", "cards_sync", "entry_text"):
                 results[n].update(ok=False, error="A batch holds decisions only.", field="action")
                 continue
             try:

@@ -26,6 +26,7 @@ from ..team import Team
 from ._cards import trait_due
 from ._pace import flush_delay
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun, can_transition, transition
+from ._transcript import shown_entry
 
 if TYPE_CHECKING:
     from . import Session
@@ -244,7 +245,7 @@ class SessionCore:
             return {"seq": seq, "current": True}
         if connect and held is not None and 0 <= held < seq:
             return {"seq": seq, "sent": True}
-        return {"seq": seq, "entries": [dict(e) for e in run.transcript]}
+        return {"seq": seq, "entries": [shown_entry(e) for e in run.transcript]}
 
     def _notify(self, kind: str, run: ReplyRun) -> None:
         for listener in list(self._listeners):

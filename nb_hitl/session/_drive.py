@@ -37,7 +37,15 @@ from agentscope.event import (
 )
 from agentscope.message import Msg, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState
 
-from .._agentscope import POLICY_CONTEXT_KEY, agentscope_tool_input, enum_value, is_parked, msg_text, permission_engine
+from .._agentscope import (
+    POLICY_CONTEXT_KEY,
+    agentscope_tool_input,
+    context_cut_result,
+    enum_value,
+    is_parked,
+    msg_text,
+    permission_engine,
+)
 from ..pauses import Pause, build_pause
 from ..team import plumbing_step, tag_entry
 from ._actions import Actions
@@ -397,6 +405,8 @@ class Driver(Actions):
             elif isinstance(ev, ToolResultEndEvent):
                 owner = self.team.owner(ev.reply_id)  # the agent whose call it is (a member in a team)
                 told = apply_note(owner, ev.tool_call_id)  # before the next model call (_promise.py)
+                if told is None:  # AgentScope may have cut a long result to fit the context
+                    told = context_cut_result(owner, ev.tool_call_id)
                 if told is not None:  # the result text as the model now reads it
                     tr.tool_result(ev.tool_call_id, name=call_name(ev.tool_call_id), text=told)
                 tr.tool_result(ev.tool_call_id, state=enum_value(ev.state), name=call_name(ev.tool_call_id))

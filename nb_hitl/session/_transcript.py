@@ -15,6 +15,13 @@ thinking entry streams as plain text; when its block ends it gets ``html``,
 its Markdown rendered once and sanitised (:func:`nb_hitl.markdown.markdown_html`;
 none for text that reads the same without HTML).
 
+What the page gets of an entry is at most :data:`SHOWN_CHARS` characters of
+its text (:func:`shown_entry`): a longer text (a 1 MB tool result, a tool
+call that writes a file) is cut there, its ``more`` field says how many
+characters are left out, and the page asks for the whole text only when the
+person does (:func:`nb_hitl.entries.entry_text`). The kernel keeps every
+character; the page, and the notebook it saves, stay light.
+
 Streaming: every change is also recorded as an operation (``{"op": "add",
 "entry"}``, ``{"op": "append", "id", "text"}``, ``{"op": "set", "id",
 "fields"}``) that :meth:`Transcript.take_ops` hands out once, numbered by
@@ -41,6 +48,7 @@ from agentscope.event import (
 )
 
 from .._agentscope import strip_system_reminders
+from ..entries import SHOWN_CHARS, shown_entry
 from ..markdown import markdown_html
 
 __all__ = ["MARKDOWN_KINDS", "Transcript", "record_event"]
@@ -102,9 +110,10 @@ class Transcript(list[dict[str, Any]]):
         self.timer: Any = None
 
     def view(self) -> list[dict[str, Any]]:
-        """Copies of the entries, for a widget trait."""
+        """The entries as the page gets them (:func:`shown_entry`), for a
+        widget trait or a sync answer."""
         self.trait_dirty = False
-        return [dict(e) for e in self]
+        return [shown_entry(e) for e in self]
 
     @property
     def pending(self) -> bool:
@@ -124,16 +133,16 @@ class Transcript(list[dict[str, Any]]):
         if not self.recording:
             return
         last = self._ops[-1] if self._ops else None
-        if (
-            op["op"] == "append"
-            and last is not None
-            and last["op"] in ("append", "add")
-            and (last.get("id") or last.get("entry", {}).get("id")) == op["id"]
-        ):
+        same = last is not None and op["op"] != "add" and (last.get("id") or last["entry"]["id"]) == op["id"]
+        if same and op["op"] == "append" and last is not None and last["op"] in ("append", "add"):
             if last["op"] == "append":
                 last["text"] += op["text"]
             else:  # the entry was added in this batch: it carries its text
                 last["entry"]["text"] += op["text"]
+            return
+        if same and op["op"] == "set" and last is not None and last["op"] in ("set", "add"):
+            # e.g. the count of characters past the shown part, once per delta
+            (last["fields"] if last["op"] == "set" else last["entry"]).update(op["fields"])
             return
         self._ops.append(op)
 
@@ -143,19 +152,38 @@ class Transcript(list[dict[str, Any]]):
             e = {"kind": kind, "id": key, "text": "", **fields}
             self._by_id[key] = e
             self.append(e)
-            self._record({"op": "add", "entry": dict(e)})
+            self._record({"op": "add", "entry": shown_entry(e)})
         return e
 
     def _append(self, e: dict[str, Any], delta: str) -> None:
-        if delta:
-            e["text"] += delta
+        if not delta:
+            return
+        before = len(e["text"])
+        e["text"] += delta
+        if before + len(delta) <= SHOWN_CHARS:
             self._record({"op": "append", "id": e["id"], "text": delta})
+            return
+        # past the shown part: the page gets what fills it, then only the count left out
+        if before < SHOWN_CHARS:
+            self._record({"op": "append", "id": e["id"], "text": delta[: SHOWN_CHARS - before]})
+        self._record({"op": "set", "id": e["id"], "fields": {"more": len(e["text"]) - SHOWN_CHARS}})
 
     def _set(self, e: dict[str, Any], **fields: Any) -> None:
         changed = {k: v for k, v in fields.items() if e.get(k) != v}
-        if changed:
-            e.update(changed)
-            self._record({"op": "set", "id": e["id"], "fields": changed})
+        if not changed:
+            return
+        was_cut = len(e["text"]) > SHOWN_CHARS
+        e.update(changed)
+        shown = dict(changed)
+        if "text" in changed:
+            cut = shown_entry({"text": changed["text"]})
+            shown["text"] = cut["text"]
+            if "more" in cut or was_cut:
+                shown["more"] = cut.get("more", 0)
+        if "html" in shown and len(e["text"]) > SHOWN_CHARS:
+            del shown["html"]  # not the Markdown of the part shown
+        if shown:
+            self._record({"op": "set", "id": e["id"], "fields": shown})
 
     def final_entry(self, final_text: str) -> str | None:
         """The id of the last text entry if its text is exactly ``final_text``
@@ -248,6 +276,8 @@ class Transcript(list[dict[str, Any]]):
         if text is not None:
             self._set(e, text=text)
         self._ended.add(key)
+        if len(e["text"]) > SHOWN_CHARS:
+            return  # the page shows a part of it, as plain text
         html = markdown_html(e["text"])
         if html is not None:
             self._set(e, html=html)

@@ -260,3 +260,58 @@ def test_approve_all_is_one_page_message_and_one_resume(page, lab: JupyterLabSer
     }, state
     assert statuses == ["delivered"] * 12, statuses
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+LONG_RESULT_SETUP = textwrap.dedent(
+    """
+    from agentscope.agent import Agent
+    from agentscope.message import TextBlock, ToolResultState
+    from agentscope.permission import PermissionBehavior, PermissionRule
+    from agentscope.state import AgentState
+    from agentscope.tool import FunctionTool, ToolChunk, Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn, tool_call
+
+    LOG = "".join(f"line {i:06d}\\n" for i in range(8000)) + "END-OF-LOG"
+
+    def dump() -> ToolChunk:
+        \"\"\"Return the whole log.\"\"\"
+        return ToolChunk(content=[TextBlock(text=LOG)], state=ToolResultState.SUCCESS)
+
+    state = AgentState()
+    state.permission_context.allow_rules["dump"] = [
+        PermissionRule(tool_name="dump", rule_content=None, behavior=PermissionBehavior.ALLOW, source="t")]
+    agent = Agent(name="reader", system_prompt="x", state=state,
+                  model=ScriptedChatModel([Turn("Reading.", [tool_call("dump")]), Turn("Read it all.")]),
+                  toolkit=Toolkit(tools=[FunctionTool(dump)]))
+    session = Session(agent)
+    await session.run("Read the log.")
+    print("DONE", len(LOG))
+    """
+)
+
+
+def test_a_long_tool_result_shows_a_part_and_the_rest_on_request(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "long_result.ipynb", [LONG_RESULT_SETUP])
+    open_notebook(page, lab, "long_result.ipynb")
+    run_cell(page, 0)
+    output_locator(page, "DONE").first.wait_for(timeout=60_000)
+    log_chars = 8000 * 12 + len("END-OF-LOG")
+    result = page.locator(f'{REPLY} [data-testid="nbh-tool-result"]')
+    body = result.locator(".nbh-pre")
+    more = result.locator('[data-testid="nbh-more"]')
+    more.wait_for(timeout=30_000)
+    # the kernel sent 20,000 characters of it, and says how many it kept back
+    assert more.inner_text().startswith(f"… {log_chars - 20_000:,} more characters not shown")
+    shown = body.text_content() or ""
+    assert len(shown) == 20_000 and shown.startswith("line 000000\n") and "END-OF-LOG" not in shown
+    result.locator('[data-testid="nbh-show-all"]').click()
+    page.wait_for_function(
+        """() => document.querySelector('.jp-OutputArea-output [data-testid="nbh-tool-result"] .nbh-pre')
+             ?.textContent.endsWith("END-OF-LOG")""",
+        timeout=30_000,
+    )
+    assert len(body.text_content() or "") == log_chars
+    assert more.count() == 0
+    assert page.locator(f'{REPLY} [data-testid="nbh-final-text"]').inner_text() == "Read it all."
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
