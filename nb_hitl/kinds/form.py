@@ -254,20 +254,21 @@ def form_size_problem(schema: Any) -> str | None:
     return None
 
 
-def schema_problem(schema: Any) -> str | None:
+def schema_problem(schema: Any, *, size_checked: bool = False) -> str | None:
     """Why a form schema cannot be shown, or ``None`` when it can.
 
     Checks: a JSON object; not too large to draw (:func:`form_size_problem`,
     checked first: a schema of 20,000 fields is refused before ``jsonschema``
-    walks it); a valid JSON Schema for its declared draft (Draft 2020-12 by
-    default; ``jsonschema``'s ``check_schema``); ``"type": "object"`` with a
-    non-empty ``properties`` object whose values are objects.
+    walks it; skipped when ``size_checked``, the caller having found it
+    small enough); a valid JSON Schema for its declared draft (Draft 2020-12
+    by default; ``jsonschema``'s ``check_schema``); ``"type": "object"`` with
+    a non-empty ``properties`` object whose values are objects.
     """
     if not isinstance(schema, dict):
         return "The schema is not a JSON object."
-    large = form_size_problem(schema)
+    large = None if size_checked else form_size_problem(schema)
     if large is not None:
-        return f"The form is too large to show: {large}. Ask in smaller parts."
+        return too_large(large)
     validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         validator_cls.check_schema(schema)
@@ -283,6 +284,11 @@ def schema_problem(schema: Any) -> str | None:
     if bad:
         return f"Field {bad[0]!r} is not described by an object."
     return None
+
+
+def too_large(problem: str) -> str:
+    """What the model reads of a form too large to show (:func:`form_size_problem`'s ``problem``)."""
+    return f"The form is too large to show: {problem}. Ask in smaller parts."
 
 
 class FormTool(ToolBase):
@@ -336,15 +342,14 @@ class FormTool(ToolBase):
         pause.title = str(title) if isinstance(title, str) and title.strip() else "The agent asks for input"
         pause.message = str(message) if isinstance(message, str) and message.strip() else None
         schema = data.get("schema")
-        problem = schema_problem(schema) if pause.input is not None else "The tool input is not a JSON object."
-        if problem is None:
-            pause.response_schema = schema
-            pause.form_error = None
+        # a form too large to draw is not offered as a form either (the call's input still holds it)
+        large = form_size_problem(schema) if isinstance(schema, dict) else None
+        if pause.input is None:
+            problem: str | None = "The tool input is not a JSON object."
         else:
-            # a form too large to draw is not offered as a form either (the call's input still holds it)
-            keep = isinstance(schema, dict) and form_size_problem(schema) is None
-            pause.response_schema = schema if keep else None
-            pause.form_error = problem
+            problem = too_large(large) if large is not None else schema_problem(schema, size_checked=True)
+        pause.response_schema = schema if large is None and isinstance(schema, dict) else None
+        pause.form_error = problem
 
 
 class FormKind(PauseKindSpec):
