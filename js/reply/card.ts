@@ -70,7 +70,7 @@ export function decisionText(d: DecisionView | null): string {
       return "Denied";
     case "modify":
       // edited_input_text: an input JSON would not show faithfully (big integers, invisible characters)
-      return dec.edited_input_text ? "Approved with edited input (below)" : `Approved with edited input: ${JSON.stringify(dec.edited_input)}`;
+      return dec.edited_input_text ? "Approved with modified input (below)" : `Approved with modified input: ${JSON.stringify(dec.edited_input)}`;
     case "answer":
       return (
         "Answered: " +
@@ -534,7 +534,7 @@ export class CardSet {
       card.append(
         h("div", { class: "nbh-muted" }, "Asked for:"),
         h("pre", { class: "nbh-pre" }, clip(p.input_text)),
-        h("div", { class: "nbh-muted" }, "Ran with your edit:"),
+        h("div", { class: "nbh-muted" }, "Ran with the modified input:"),
         h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, p.decision.edited_input_text ?? JSON.stringify(p.decision.edited_input, null, 2)),
       );
     } else if (showInput) {

@@ -2,7 +2,7 @@
 
 A person opens ``notebooks/quickstart.ipynb``, runs all cells, picks a file
 in the AskUser panel, clicks Modify, changes the path to another file that
-exists, and clicks "Approve edited input". The agent resumes in the same
+exists, and clicks "Approve modified input". The agent resumes in the same
 kernel (the cell awaits it at top level), the edited file is really deleted,
 the file first chosen is kept, and the agent's answer shows in the widget and
 in the cell's printed output. Before the good edit, an edit that is not JSON
@@ -119,7 +119,7 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     assert final.inner_text() == final_text
     decided = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"]')
     assert (
-        'Approved with edited input: {"path":"notes.txt"}'
+        'Approved with modified input: {"path":"notes.txt"}'
         in decided.locator('[data-testid="nbh-decision"]').inner_text()
     )
     status = page.locator(f'{OUT} [data-testid="nbh-status"]')

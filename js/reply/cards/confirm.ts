@@ -1,5 +1,5 @@
 // A confirmation (AgentScope's permission engine asked): approve, deny,
-// approve with an edited input, or approve and add suggested rules.
+// approve with a modified input, or approve and add suggested rules.
 import { h } from "../../lib/dom";
 import { enterPresses } from "../../lib/a11y";
 import type { PauseView } from "../../types";
@@ -72,7 +72,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       h(
         "div",
         { class: "nbh-row" },
-        h("button", { class: "nbh-primary", "data-testid": "nbh-modify-submit", disabled: dis, onclick: () => ctx.send("modify", { input: area.value }) }, "Approve edited input"),
+        h("button", { class: "nbh-primary", "data-testid": "nbh-modify-submit", disabled: dis, onclick: () => ctx.send("modify", { input: area.value }) }, "Approve modified input"),
         h("button", { "data-testid": "nbh-modify-cancel", disabled: ui.pending, onclick: toMode("view") }, "Cancel"),
       ),
     );
