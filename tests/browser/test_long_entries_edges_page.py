@@ -1,0 +1,157 @@
+"""Edges of long transcript entries shown in part, in real JupyterLab + Chromium.
+
+With real ``agentscope.agent.Agent``s on :class:`~nb_hitl.models.ScriptedChatModel`:
+
+* a final message longer than the shown part: the page never shows a cut
+  final message as if it were whole (no note, no "Show all");
+* astral characters (emoji: surrogate pairs in JavaScript) straddling the cut:
+  the page shows exactly the kernel's part, then the whole on "Show all";
+* a saved notebook reopened on a new kernel: the part and its note show, and
+  "Show all" answers with a clear error, not silence.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from tests.browser.test_streaming_page import kernel_json, run_cell
+from tests.harness.lab import (
+    JupyterLabServer,
+    open_notebook,
+    output_locator,
+    restart_kernel,
+    save_notebook,
+    wait_execution_done,
+    write_notebook,
+)
+
+OUT = ".jp-OutputArea-output"
+REPLY = f'{OUT} [data-testid="nbh-reply"]'
+
+LONG_FINAL_SETUP = textwrap.dedent(
+    """
+    from agentscope.agent import Agent
+    from agentscope.tool import Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn
+
+    FINAL = " ".join(f"word{i:05d}" for i in range(2500)) + " THE-END"   # 25,008 characters
+    agent = Agent(name="talker", system_prompt="x", model=ScriptedChatModel([Turn(FINAL)]), toolkit=Toolkit())
+    session = Session(agent)
+    reply = await session.run("Talk.")
+    print("DONE", len(reply.get_text_content()))
+    """
+)
+
+
+def test_a_final_message_longer_than_the_shown_part_is_never_shown_cut_as_if_whole(
+    page, lab: JupyterLabServer
+) -> None:
+    write_notebook(
+        lab.root / "long_final.ipynb",
+        [LONG_FINAL_SETUP, 'print("FINAL_TRAIT", len(session.current.widget.final_text))'],
+    )
+    open_notebook(page, lab, "long_final.ipynb")
+    run_cell(page, 0)
+    output_locator(page, "DONE").first.wait_for(timeout=60_000)
+    final_len = 2500 * 10 + len(" THE-END") - 1
+    page.locator(f'{REPLY} [data-testid="nbh-more"]').first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1500)
+    boxes = page.locator(f'{REPLY} [data-testid="nbh-final-text"]')
+    # the widget's final_text (the page writes what it holds into it) is still the whole text
+    page.wait_for_timeout(1000)
+    assert kernel_json(page, 1, "FINAL_TRAIT") == final_len
+    # a final box, if any, holds the whole final message (it has no note and no "Show all")
+    for text in boxes.all_text_contents():
+        assert text.strip().endswith("THE-END") and len(text.strip()) == final_len, (
+            f"the final message box shows {len(text)} of {final_len} characters, cut with no note"
+        )
+
+
+EMOJI_SETUP = textwrap.dedent(
+    """
+    import json
+    from agentscope.agent import Agent
+    from agentscope.message import TextBlock, ToolResultState
+    from agentscope.permission import PermissionBehavior, PermissionRule
+    from agentscope.state import AgentState
+    from agentscope.tool import FunctionTool, ToolChunk, Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn, tool_call
+
+    FIRST = "a" * 19_999 + "\\U0001F600" * 5 + "END-ONE"
+    SECOND = "b" * 19_998 + "\\U0001F680" * 4 + "END-TWO"
+
+    def first() -> ToolChunk:
+        \"\"\"The first log.\"\"\"
+        return ToolChunk(content=[TextBlock(text=FIRST)], state=ToolResultState.SUCCESS)
+
+    def second() -> ToolChunk:
+        \"\"\"The second log.\"\"\"
+        return ToolChunk(content=[TextBlock(text=SECOND)], state=ToolResultState.SUCCESS)
+
+    state = AgentState()
+    for name in ("first", "second"):
+        state.permission_context.allow_rules[name] = [
+            PermissionRule(tool_name=name, rule_content=None, behavior=PermissionBehavior.ALLOW, source="t")]
+    agent = Agent(name="reader", system_prompt="x", state=state,
+                  model=ScriptedChatModel([Turn("Reading.", [tool_call("first"), tool_call("second")]), Turn("Read.")]),
+                  toolkit=Toolkit(tools=[FunctionTool(first), FunctionTool(second)]))
+    session = Session(agent)
+    await session.run("Read the logs.")
+    print("DONE")
+    """
+)
+KERNEL_RESULTS = (
+    'print("RESULTS", json.dumps([e["text"] for e in session.current.transcript if e["kind"] == "tool_result"]))'
+)
+
+
+def test_astral_characters_at_the_cut_show_all_and_a_saved_notebook_without_its_kernel(
+    page, lab: JupyterLabServer
+) -> None:
+    write_notebook(lab.root / "emoji.ipynb", [EMOJI_SETUP, KERNEL_RESULTS])
+    open_notebook(page, lab, "emoji.ipynb")
+    run_cell(page, 0)
+    output_locator(page, "DONE").first.wait_for(timeout=60_000)
+    kernel = kernel_json(page, 1, "RESULTS")
+    assert len(kernel) == 2 and kernel[0].endswith("END-ONE")
+    results = page.locator(f'{REPLY} [data-testid="nbh-tool-result"]')
+    results.nth(1).locator('[data-testid="nbh-more"]').wait_for(timeout=30_000)
+    for n, whole in enumerate(kernel):
+        body = results.nth(n).locator(".nbh-pre").text_content() or ""
+        assert body == whole[:20_000], (n, len(body), body[-5:])
+        note = results.nth(n).locator('[data-testid="nbh-more"]').inner_text()
+        assert note.startswith(f"… {len(whole) - 20_000:,} more characters not shown"), note
+    results.nth(0).locator('[data-testid="nbh-show-all"]').click()
+    page.wait_for_function(
+        """() => document.querySelector('.jp-OutputArea-output [data-testid="nbh-tool-result"] .nbh-pre')
+             ?.textContent.endsWith("END-ONE")""",
+        timeout=30_000,
+    )
+    assert results.nth(0).locator(".nbh-pre").text_content() == kernel[0]
+    wait_execution_done(page)
+    save_notebook(page)
+
+    # the saved notebook on a new kernel: the second result's part and note, and Show all says why not
+    restart_kernel(page, lab)
+    open_notebook(page, lab, "emoji.ipynb")
+    page.locator(f'{REPLY}[data-live="false"]').first.wait_for(timeout=60_000)
+    results = page.locator(f'{REPLY} [data-testid="nbh-tool-result"]')
+    assert results.nth(0).locator(".nbh-pre").text_content() == kernel[0], "Show all was saved"
+    assert (results.nth(1).locator(".nbh-pre").text_content() or "") == kernel[1][:20_000]
+    more = results.nth(1).locator('[data-testid="nbh-more"]')
+    more.wait_for(timeout=10_000)
+    more.locator('[data-testid="nbh-show-all"]').click()
+    error = more.locator('[data-testid="nbh-show-all-error"]')
+    page.wait_for_function(
+        """(el) => el && el.textContent.trim().length > 0""",
+        arg=error.element_handle(),
+        timeout=20_000,
+    )
+    assert "kernel" in error.inner_text().lower(), error.inner_text()
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+_ = json  # used by the kernel cells' text
