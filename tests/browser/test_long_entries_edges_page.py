@@ -145,10 +145,15 @@ def test_astral_characters_at_the_cut_show_all_and_a_saved_notebook_without_its_
     more.wait_for(timeout=10_000)
     more.locator('[data-testid="nbh-show-all"]').click()
     error = more.locator('[data-testid="nbh-show-all-error"]')
-    page.wait_for_function(
-        """(el) => el && el.textContent.trim().length > 0""",
-        arg=error.element_handle(),
-        timeout=20_000,
+    button = more.locator('[data-testid="nbh-show-all"]')
+    for _ in range(40):  # 20 s: a reopened notebook's page knows it is not live
+        if (error.text_content() or "").strip():
+            break
+        page.wait_for_timeout(500)
+    banner = page.locator(f'{REPLY} [data-testid="nbh-live-banner"]').first
+    assert (error.text_content() or "").strip(), (
+        f"Show all said nothing in 20 s (button disabled: {button.is_disabled()}; "
+        f"banner: {banner.text_content()!r})"
     )
     assert "kernel" in error.inner_text().lower(), error.inner_text()
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
