@@ -160,3 +160,76 @@ def test_astral_characters_at_the_cut_show_all_and_a_saved_notebook_without_its_
 
 
 _ = json  # used by the kernel cells' text
+
+
+STREAM_SETUP = textwrap.dedent(
+    """
+    import asyncio, json
+    from agentscope.agent import Agent
+    from agentscope.message import TextBlock, ThinkingBlock
+    from agentscope.model import ChatResponse
+    from agentscope.tool import Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn
+
+    class Slow(ScriptedChatModel):
+        async def _stream(self, text, calls):
+            for i in range(3000):   # a thinking block of 24,000 characters, "**" Markdown in it
+                yield ChatResponse(id="r", is_last=False, content=[ThinkingBlock(id="th1", thinking=f"**t{i:05d}** ")])
+            for i in range(6000):   # then 42,000 characters of text, slowly
+                yield ChatResponse(id="r", is_last=False, content=[TextBlock(id=text.id, text=f"w{i:05d} ")])
+                await asyncio.sleep(0.002)
+            yield ChatResponse(id="r", is_last=False, content=[TextBlock(id=text.id, text="THE-END")])
+
+    agent = Agent(name="streamer", system_prompt="x", model=Slow([Turn("x")]), toolkit=Toolkit())
+    session = Session(agent)
+    task = session.start("Talk.")
+    """
+)
+KERNEL_ENTRIES = 'await task; print("ENTRIES", json.dumps({e["kind"]: e["text"] for e in session.current.transcript if e["kind"] in ("text", "thinking")}))'
+
+
+def _visible_text(page, index: int) -> str:  # type: ignore[no-untyped-def]
+    return page.evaluate(
+        """(i) => { const r = document.querySelectorAll('.jp-OutputArea-output [data-testid="nbh-reply"]')[i];
+                   const t = r.querySelector('[data-testid="nbh-text"]');
+                   return t ? t.querySelector('.nbh-text').textContent : null; }""",
+        index,
+    )
+
+
+def test_show_all_mid_stream_then_more_deltas_and_a_second_view(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "long_stream.ipynb", [STREAM_SETUP, KERNEL_ENTRIES, "display(session.current.widget)"])
+    open_notebook(page, lab, "long_stream.ipynb")
+    run_cell(page, 0)
+    text = page.locator(f'{REPLY} [data-testid="nbh-text"]').first
+    more = text.locator('[data-testid="nbh-more"]')
+    more.wait_for(timeout=60_000)
+    more.locator('[data-testid="nbh-show-all"]').click()
+    kernel = kernel_json(page, 1, "ENTRIES", timeout_ms=90_000)
+    whole = kernel["text"]
+    assert whole.endswith("THE-END") and len(whole) > 40_000
+    page.wait_for_timeout(1500)
+    shown = _visible_text(page, 0) or ""
+    notes = text.locator('[data-testid="nbh-more"]')
+    # page text = kernel text, or its first 20,000 characters with the right count
+    if notes.count():
+        assert shown == whole[:20_000], (len(shown), shown[-20:])
+        assert notes.inner_text().startswith(f"… {len(whole) - 20_000:,} more characters not shown")
+    else:
+        assert shown == whole, (len(shown), shown[-20:])
+    # the thinking block: plain text part, no Markdown of a part, and its note
+    thinking = page.locator(f'{REPLY} [data-testid="nbh-thinking"]').first
+    assert thinking.locator("strong").count() == 0
+    assert thinking.locator('[data-testid="nbh-more"]').count() == 1
+    # a second view of the same widget
+    run_cell(page, 2)
+    page.locator(REPLY).nth(1).locator('[data-testid="nbh-text"]').wait_for(timeout=30_000)
+    page.wait_for_timeout(1500)
+    second = _visible_text(page, 1) or ""
+    second_notes = page.locator(REPLY).nth(1).locator('[data-testid="nbh-text"] [data-testid="nbh-more"]')
+    if second_notes.count():
+        assert second == whole[:20_000]
+    else:
+        assert second == whole
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
