@@ -233,3 +233,41 @@ def test_show_all_mid_stream_then_more_deltas_and_a_second_view(page, lab: Jupyt
     else:
         assert second == whole
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+def _view_state(page, index: int) -> dict:  # type: ignore[no-untyped-def]
+    return page.evaluate(
+        """(i) => { const r = document.querySelectorAll('.jp-OutputArea-output [data-testid="nbh-reply"]')[i];
+                   const t = r.querySelector('[data-testid="nbh-text"]');
+                   const m = t.querySelector('[data-testid="nbh-more"]');
+                   return {text: t.querySelector('.nbh-text').textContent, note: m ? m.textContent : null}; }""",
+        index,
+    )
+
+
+def test_show_all_in_one_view_while_the_entry_grows_keeps_the_other_view_consistent(
+    page, lab: JupyterLabServer
+) -> None:
+    write_notebook(
+        lab.root / "two_views.ipynb",
+        [STREAM_SETUP + "\ndisplay(session.current.widget)\n", KERNEL_ENTRIES],
+    )
+    open_notebook(page, lab, "two_views.ipynb")
+    run_cell(page, 0)
+    page.locator(REPLY).nth(1).wait_for(timeout=60_000)
+    first_more = page.locator(REPLY).nth(0).locator('[data-testid="nbh-text"] [data-testid="nbh-more"]')
+    first_more.wait_for(timeout=60_000)
+    first_more.locator('[data-testid="nbh-show-all"]').click()
+    kernel = kernel_json(page, 1, "ENTRIES", timeout_ms=90_000)
+    whole = kernel["text"]
+    page.wait_for_timeout(2000)
+    for view in (0, 1):
+        state = _view_state(page, view)
+        if state["note"] is None:
+            assert state["text"] == whole, (view, len(state["text"]), len(whole))
+        else:
+            assert state["text"] == whole[:20_000], (
+                f"view {view} shows {len(state['text'])} characters of {len(whole)} and says: {state['note'][:60]!r}"
+            )
+            assert state["note"].startswith(f"… {len(whole) - 20_000:,} more characters"), (view, state["note"][:60])
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
