@@ -91,13 +91,12 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   // outside the bar: the bar is redrawn (and hidden with one call left) as
   // the sent cards change state, and the note must stay readable
   const groupNote = h("div", { class: "nbh-muted", "data-testid": "nbh-group-note", "aria-live": "polite" });
-  // "Show all" on an entry the kernel sent a part of: its whole text, asked for once
+  // "Show all" on an entry the kernel sent a part of: the rest is in the kernel only
   const transcript = new Transcript(async (id) => {
-    const reply = await rpc.request("entry_text", { id });
-    if (!reply.ok) return reply.error || "Could not get the whole text.";
-    const e = stream.expand(id, String(reply.text ?? ""));
-    if (e) onStream([e]);
-    return undefined;
+    if (cards.live === false)
+      return { error: "The rest of this text is in the kernel that ran this reply, and that kernel is not live." };
+    const reply = await rpc.request("entry_text", { id }, { timeoutMs: 10000 });
+    return reply.ok ? { text: String(reply.text ?? "") } : { error: reply.error || "Could not get the whole text." };
   });
   const looseCards = h("div", { class: "nbh-loose" });
   const pager = h("div", { class: "nbh-row", "data-testid": "nbh-pager", hidden: true });
@@ -148,9 +147,11 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   const header_ = () => drawHeader(header, model, rpc, cards.live, showBanner);
   let shownFinal: { text: string; html?: string } = { text: "" };
   const drawFinal = () => {
-    const text = stream.finalText();
-    // the final message is the last text block: shown with that block's Markdown, once rendered
-    const html = transcript.hideRepeatedFinal(stream.lastText(), text);
+    const last = stream.lastText();
+    // the final message is the last text block: shown with that block's Markdown, once rendered;
+    // a block the kernel sent a part of is the final message in place, with its "Show all"
+    const text = last?.more && stream.finalText() === last.text ? "" : stream.finalText();
+    const html = transcript.hideRepeatedFinal(last, text);
     if (text === shownFinal.text && html === shownFinal.html) return;
     shownFinal = { text, html };
     finalEl.textContent = "";

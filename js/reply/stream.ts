@@ -28,8 +28,6 @@ export class TranscriptStream extends SeqStream<StreamMsg, TranscriptEntry[]> {
   entries: TranscriptEntry[] = [];
   private byId = new Map<string, TranscriptEntry>();
   private lastTextEntry: TranscriptEntry | undefined;
-  /** entries shown whole on request ("Show all"): the length of the part the kernel sent */
-  private expanded = new Map<string, number>();
 
   constructor(model: AnyModel<ReplyModel>, rpc: Rpc, private onChange: (changed: Changed) => void) {
     // the seq the trait includes (unknown for a widget saved before it was kept: -1)
@@ -67,18 +65,6 @@ export class TranscriptStream extends SeqStream<StreamMsg, TranscriptEntry[]> {
     if (final && !this.model.get("final_text")) this.model.set("final_text", final);
   }
 
-  /** Show the entry `id` whole: `text` is its whole text, asked of the kernel
-   * ("Show all"); written into the record like the rest. The entry, if held. */
-  expand(id: string, text: string): TranscriptEntry | undefined {
-    const e = this.byId.get(id);
-    if (!e) return undefined;
-    if (!this.expanded.has(id)) this.expanded.set(id, e.text.length);
-    e.text = text;
-    delete e.more;
-    this.saveNow();
-    return e;
-  }
-
   /** The last text entry (the one a final text repeats), kept as entries come: no search. */
   lastText(): TranscriptEntry | undefined {
     return this.lastTextEntry;
@@ -86,7 +72,6 @@ export class TranscriptStream extends SeqStream<StreamMsg, TranscriptEntry[]> {
 
   private reset(entries: TranscriptEntry[]): void {
     this.entries = entries.map((e) => ({ ...e }));
-    this.expanded.clear();
     this.byId = new Map(this.entries.map((e) => [e.id, e]));
     this.lastTextEntry = this.entries.filter((e) => e.kind === "text").pop();
   }
@@ -122,15 +107,7 @@ export class TranscriptStream extends SeqStream<StreamMsg, TranscriptEntry[]> {
         const e = this.byId.get(op.id);
         if (!e) continue;
         if (op.op === "append") e.text += op.text;
-        else {
-          // an entry shown whole that grew on: back to the part the kernel sent, and its count
-          const sent = this.expanded.get(e.id);
-          if (sent !== undefined && ("more" in op.fields || "text" in op.fields)) {
-            this.expanded.delete(e.id);
-            if (!("text" in op.fields)) e.text = e.text.slice(0, sent);
-          }
-          Object.assign(e, op.fields);
-        }
+        else Object.assign(e, op.fields);
         touched.add(e);
       }
     }

@@ -8,7 +8,9 @@
 // team each entry names the agent that wrote it (its `agent` field, which may
 // come in a later "set" op), as text. The kernel sends at most 20,000
 // characters of an entry (a 1 MB tool result would hold the page); `more`
-// counts the rest, and "Show all" asks the kernel for the whole text.
+// counts the rest, and "Show all" asks the kernel for the whole text, which
+// this view alone shows (the record, and other views, keep the part) until
+// the entry changes.
 import { h, clear, prettyJson } from "../lib/dom";
 import { safeFragment } from "../lib/safe_html";
 import type { TranscriptEntry } from "../types";
@@ -23,6 +25,8 @@ interface EntryEl {
   state?: HTMLElement;
   /** "… N more characters not shown" and its "Show all" button */
   more?: HTMLElement;
+  /** the entry as last drawn */
+  entry?: TranscriptEntry;
   /** the `html` shown (undefined: plain text) */
   html?: string;
   /** the plain text shown: a longer text that starts with it only appends its rest */
@@ -69,9 +73,12 @@ export class Transcript {
   private steps = new Map<string, TranscriptEntry>();
   private ticker = 0;
 
-  /** @param showAll asks for an entry's whole text and shows it; resolves to
-   * an error to show, or undefined once shown. */
-  constructor(private readonly showAll?: (id: string) => Promise<string | undefined>) {}
+  /** whole texts asked for ("Show all"), with the part and count they were asked on */
+  private whole = new Map<string, { text: string; part: string; more: number }>();
+
+  /** @param fetchWhole asks the kernel for an entry's whole text: `{text}`,
+   * or `{error}` to show beside the button. */
+  constructor(private readonly fetchWhole?: (id: string) => Promise<{ text?: string; error?: string }>) {}
 
   /** The slot under a tool call's entry (and its raw input), once that entry exists. */
   slotFor(toolCallId: string): { slot: HTMLElement; body: HTMLElement } | undefined {
@@ -87,14 +94,20 @@ export class Transcript {
         this.entries.set(e.id, rec);
         this.el.append(rec.el);
       }
-      const text = e.kind === "tool_call" ? prettyJson(e.text) : e.kind === "step" ? stepText(e) : e.kind === "data" ? dataText(e) : e.text;
+      rec.entry = e;
+      // shown whole after "Show all" while the entry is what it was then
+      const whole = this.whole.get(e.id);
+      const expanded = !!whole && whole.part === e.text && whole.more === e.more;
+      if (whole && !expanded) this.whole.delete(e.id);
+      const raw = whole && expanded ? whole.text : e.text;
+      const text = e.kind === "tool_call" ? prettyJson(raw) : e.kind === "step" ? stepText(e) : e.kind === "data" ? dataText(e) : raw;
       if (e.kind === "step") this.track(e);
       if (e.agent && !rec.agent) {
         rec.agent = h("span", { class: "nbh-chip", "data-testid": "nbh-entry-agent", "data-agent": e.agent }, e.agent);
         (rec.head || rec.el).prepend(rec.agent, " ");
       }
-      show(rec, text, entryHtml(e));
-      this.drawMore(rec, e);
+      show(rec, text, expanded ? undefined : entryHtml(e));
+      this.drawMore(rec, expanded ? 0 : e.more || 0);
       if (rec.state) {
         const st = e.state || "";
         if (rec.state.textContent !== st) rec.state.textContent = st;
@@ -106,9 +119,8 @@ export class Transcript {
   }
 
   /** The note under an entry the kernel sent a part of, with its "Show all". */
-  private drawMore(rec: EntryEl, e: TranscriptEntry): void {
-    const more = typeof e.more === "number" && e.more > 0 ? e.more : 0;
-    if (!more) {
+  private drawMore(rec: EntryEl, more: number): void {
+    if (!(more > 0)) {
       rec.more?.remove();
       rec.more = undefined;
       return;
@@ -119,14 +131,23 @@ export class Transcript {
       return;
     }
     const error = h("span", { class: "nbh-error", role: "alert", "data-testid": "nbh-show-all-error" });
-    const button = h("button", { "data-testid": "nbh-show-all", hidden: !this.showAll }, "Show all");
+    const button = h("button", { "data-testid": "nbh-show-all", hidden: !this.fetchWhole }, "Show all");
     button.onclick = async () => {
-      if (!this.showAll) return;
+      const asked = rec.entry;
+      if (!this.fetchWhole || !asked) return;
       button.disabled = true;
       error.textContent = "";
-      const problem = await this.showAll(e.id);
+      const got = await this.fetchWhole(asked.id);
       button.disabled = false;
-      if (problem) error.textContent = problem;
+      if (got.error !== undefined || got.text === undefined) {
+        error.textContent = got.error || "Could not get the whole text.";
+        return;
+      }
+      const now = rec.entry;
+      // the entry changed while the kernel answered: show it as it is now (Show all again)
+      if (!now || now.text !== asked.text || now.more !== asked.more) return;
+      this.whole.set(now.id, { text: got.text, part: now.text, more: now.more || 0 });
+      this.draw([now]);
     };
     rec.more = h("div", { class: "nbh-muted nbh-more", "data-testid": "nbh-more" }, note, " ", button, " ", error);
     rec.body.after(rec.more);
