@@ -14,6 +14,7 @@ The full table is in ``docs/design.md`` ("AG-UI").
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ag_ui.core import (
@@ -63,11 +64,19 @@ class EventTranslator:
     :meth:`close` before the run's terminal event to end any text, tool
     call or reasoning stream left open (a reply cut short).
 
+    Args:
+        reading: the result of a tool call as the model reads it, when that
+            is not what the tool streamed (``None`` otherwise): AgentScope
+            cuts a result longer than its ``tool_result_limit``
+            (:func:`nb_hitl._agentscope.context_cut_result`). ``TOOL_CALL_RESULT``
+            then carries what the model read, as the local transcript does.
+
     Attributes:
         text: the assistant text streamed in this run, by message id.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, reading: Callable[[str], str | None] | None = None) -> None:
+        self._reading = reading
         self._open_text: set[str] = set()
         self._open_tools: set[str] = set()
         self._ending: dict[str, None] = {}
@@ -129,6 +138,9 @@ class EventTranslator:
             self._results.setdefault(ev.tool_call_id, []).append(f"[{ev.media_type}]")
         elif isinstance(ev, ase.ToolResultEndEvent):
             text = "".join(self._results.pop(ev.tool_call_id, []))
+            told = self._reading(ev.tool_call_id) if self._reading is not None else None
+            if told is not None:
+                text = told
             out.append(
                 ToolCallResultEvent(
                     message_id=result_message_id(ev.reply_id, ev.tool_call_id),

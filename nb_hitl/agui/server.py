@@ -45,7 +45,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .._agentscope import blocks_text, msg_text, permission_engine
+from .._agentscope import blocks_text, context_cut_result, msg_text, permission_engine
 from ..decisions import check_external_result, decide, recheck_permission
 from ..errors import DecisionError, NbHitlError, PendingPauseError
 from ..pauses import Pause
@@ -232,7 +232,7 @@ class AguiServer:
                     if thread.adopt:  # restored with a parked reply: re-open its pauses first
                         thread.adopt = False
                         thread.session.start_resume()
-                        async for _ in self._pump(thread, EventTranslator()):
+                        async for _ in self._pump(thread, self._translator(thread)):
                             pass
                     async for event in self._run_locked(thread, inp, resume, principal):
                         yield event
@@ -267,7 +267,7 @@ class AguiServer:
                             f"Interrupt {e.interrupt_id} was already answered (run {done.run_id}) with another "
                             "answer; an interrupt is decided once.",
                         )
-                async for event in self._finish(thread, inp, EventTranslator(), note={"replayed": True}):
+                async for event in self._finish(thread, inp, self._translator(thread), note={"replayed": True}):
                     yield event
                 return
             answered = [e.interrupt_id for e in resume if e.interrupt_id in thread.ledger]
@@ -302,7 +302,7 @@ class AguiServer:
             open_now = self._open(thread)
             if open_now:  # AG-UI 1.0: nothing runs, the interrupt outcome is repeated
                 note = held_input(open_now, new)
-                async for event in self._finish(thread, inp, EventTranslator(), note={"refused_input": note}):
+                async for event in self._finish(thread, inp, self._translator(thread), note={"refused_input": note}):
                     yield event
                 return
             if not new:
@@ -320,7 +320,7 @@ class AguiServer:
                 session.start(msgs if len(msgs) > 1 else msgs[0])
             except PendingPauseError as exc:
                 raise Refusal("thread_busy", str(exc)) from None
-        translator = EventTranslator()
+        translator = self._translator(thread)
         async for event in self._pump(thread, translator):
             yield event
         async for event in self._finish(thread, inp, translator):
@@ -406,6 +406,12 @@ class AguiServer:
         if not awaiting:
             return False
         return all(tc.id in run.pauses and run.pauses[tc.id].status == "open" for tc in awaiting)
+
+    @staticmethod
+    def _translator(thread: ThreadState) -> EventTranslator:
+        """A run's event translator; a tool result AgentScope cut for the
+        model is sent as the model reads it."""
+        return EventTranslator(reading=lambda tool_call_id: context_cut_result(thread.agent, tool_call_id))
 
     async def _pump(self, thread: ThreadState, translator: EventTranslator) -> AsyncIterator[BaseEvent]:
         assert thread.queue is not None
