@@ -269,3 +269,66 @@ def test_show_all_in_one_view_while_the_entry_grows_keeps_the_other_view_consist
             )
             assert state["note"].startswith(f"… {len(whole) - 20_000:,} more characters"), (view, state["note"][:60])
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+def test_show_all_on_a_long_final_message_and_the_saved_final_text(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "long_final2.ipynb", [LONG_FINAL_SETUP])
+    open_notebook(page, lab, "long_final2.ipynb")
+    run_cell(page, 0)
+    output_locator(page, "DONE").first.wait_for(timeout=60_000)
+    final_len = 2500 * 10 + len(" THE-END") - 1
+    text = page.locator(f'{REPLY} [data-testid="nbh-text"]').first
+    text.locator('[data-testid="nbh-show-all"]').click()
+    page.wait_for_function(
+        """() => document.querySelector('.jp-OutputArea-output [data-testid="nbh-text"] .nbh-text')
+             ?.textContent.trim().endsWith("THE-END")""",
+        timeout=30_000,
+    )
+    page.wait_for_timeout(1000)
+    boxes = page.locator(f'{REPLY} [data-testid="nbh-final-text"]').all_text_contents()
+    visible = [t for t in boxes if t.strip()]
+    # the whole final message is on the page; a final box beside it holds the same text, never its first 20,000
+    for box in visible:
+        assert len(box.strip()) == final_len, f"after Show all the final box still shows {len(box.strip())} characters"
+
+
+LONG_CALL_SETUP = textwrap.dedent(
+    """
+    from agentscope.agent import Agent
+    from agentscope.message import TextBlock, ToolResultState
+    from agentscope.tool import FunctionTool, ToolChunk, Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn, tool_call
+
+    def write_note(text: str) -> ToolChunk:
+        \"\"\"Write a note.\"\"\"
+        return ToolChunk(content=[TextBlock(text=f"wrote {len(text)}")], state=ToolResultState.SUCCESS)
+
+    agent = Agent(name="writer", system_prompt="x",
+                  model=ScriptedChatModel([Turn("Writing.", [tool_call("write_note", text="n" * 30_000)]), Turn("Done.")]),
+                  toolkit=Toolkit(tools=[FunctionTool(write_note)]))
+    session = Session(agent)
+    task = session.start("Write it.")
+    """
+)
+
+
+def test_a_tool_call_input_past_the_limit_under_its_confirm_card(page, lab: JupyterLabServer) -> None:
+    write_notebook(lab.root / "long_call.ipynb", [LONG_CALL_SETUP])
+    open_notebook(page, lab, "long_call.ipynb")
+    run_cell(page, 0)
+    card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
+    card.wait_for(timeout=60_000)
+    call = page.locator(f'{REPLY} [data-testid="nbh-tool-call"]').first
+    note = call.locator('[data-testid="nbh-more"]')
+    body = call.locator(".nbh-pre").first
+    page.wait_for_timeout(1000)
+    # the card shows the call's input, and hides the raw JSON above it: a note about
+    # characters "not shown" of a text that is not shown at all, with a Show all that shows nothing, is wrong
+    if note.count() and note.is_visible():
+        assert body.is_visible(), (
+            f"the call's text is hidden under its card, but the note says {note.inner_text()!r} above the card"
+        )
+    card.locator('[data-testid="nbh-approve"]').click()
+    page.locator(f'{REPLY} [data-testid="nbh-final-text"]').get_by_text("Done.").wait_for(timeout=60_000)
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
