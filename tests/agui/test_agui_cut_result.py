@@ -1,6 +1,7 @@
 """A tool result AgentScope cut to fit the model's context, over AG-UI.
 
-The local transcript shows such a result as the model reads it (AgentScope's
+The local transcript shows such a result (and one nb_hitl replaced with a
+person's deny reason) as the model reads it (AgentScope's
 part, ``<<<TRUNCATED>>>`` and its reminder). An AG-UI client (and
 :class:`~nb_hitl.agui.RemoteSession`'s transcript) must not be told a
 different result: the ``TOOL_CALL_RESULT`` content is what the model read.
@@ -39,3 +40,40 @@ def test_tool_call_result_content_is_what_the_model_read_when_agentscope_cut_it(
     content = results[0].content
     assert len(content) < BIG, f"AG-UI sent the tool's whole {len(content):,} characters; the model read {len(told):,}"
     assert "<<<TRUNCATED>>>" in content
+
+
+def test_tool_call_result_of_a_call_denied_with_a_reason_is_what_the_model_read(tmp_path) -> None:
+    from ag_ui.core import ResumeEntry
+
+    from nb_hitl.agui.mapping import META_KEY
+    from tests.agui_support import Factory
+
+    factory = Factory(tmp_path)
+    server = AguiServer(factory, token=False)
+    thread = "deny-reason"
+
+    async def go() -> list:
+        first = await collect(server, AguiClient.make_input(thread, [user("go", "m1")]))
+        entries = []
+        for interrupt in first[-1].outcome.interrupts:
+            kind = interrupt.metadata[META_KEY]["kind"]
+            payload = (
+                {"approved": False, "reason": "Keep that log, it is evidence."}
+                if kind == "confirm"
+                else {"answers": [{"question": "Which file should I archive?", "selected": ["notes.txt"]}]}
+            )
+            entries.append(ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload=payload))
+        return await collect(server, AguiClient.make_input(thread, [user("go", "m1")], entries))
+
+    second = asyncio.run(asyncio.wait_for(go(), 60))
+    agent = factory.agents[thread]
+    delete_id = next(
+        b.id for m in agent.state.context for b in m.get_content_blocks("tool_call") if b.name == "delete_file"
+    )
+    results = {e.tool_call_id: e.content for e in second if e.type.value == "TOOL_CALL_RESULT"}
+    read = tool_results(agent.model.calls[-1], "delete_file")[-1].output
+    read_text = read if isinstance(read, str) else "".join(getattr(b, "text", "") for b in read)
+    assert "evidence" in read_text, read_text  # the model read the person's reason
+    assert "evidence" in results[delete_id], (
+        f"AG-UI told the client {results[delete_id]!r}; the model read {read_text!r}"
+    )
