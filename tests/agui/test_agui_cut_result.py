@@ -1,13 +1,14 @@
-"""A tool result AgentScope cut to fit the model's context, over AG-UI.
+"""A tool result over AG-UI is what the model read.
 
-The local transcript shows such a result (and one nb_hitl replaced with a
-person's deny reason) as the model reads it (AgentScope's
-part, ``<<<TRUNCATED>>>`` and its reminder). An AG-UI client (and
+The local transcript shows a tool result as the model reads it: AgentScope's
+part of a long one (``<<<TRUNCATED>>>`` and its reminder), or nb_hitl's note
+carrying a person's deny reason. An AG-UI client (and
 :class:`~nb_hitl.agui.RemoteSession`'s transcript) must not be told a
 different result: the ``TOOL_CALL_RESULT`` content is what the model read.
 
-The agent is a real ``agentscope.agent.Agent`` on ``ScriptedChatModel``
-(its tool returns 1 MB); the server is nb_hitl's AG-UI server, run in process.
+Agents are real ``agentscope.agent.Agent``s on ``ScriptedChatModel`` (a tool
+that returns 1 MB; the two-pause demo agent); the server is nb_hitl's AG-UI
+server, run in process.
 """
 
 from __future__ import annotations
