@@ -66,9 +66,9 @@ class EventTranslator:
 
     Args:
         reading: the result of a tool call as the model reads it, when that
-            is not what the tool streamed (``None`` otherwise): AgentScope
-            cuts a result longer than its ``tool_result_limit``
-            (:func:`nb_hitl._agentscope.context_cut_result`). ``TOOL_CALL_RESULT``
+            is not what the tool streamed (``None`` otherwise): nb_hitl's note
+            (a denial's reason) or AgentScope's cut of a result longer than
+            its ``tool_result_limit`` (``ReplyRun.told``). ``TOOL_CALL_RESULT``
             then carries what the model read, as the local transcript does.
 
     Attributes:

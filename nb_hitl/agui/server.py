@@ -45,7 +45,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .._agentscope import blocks_text, context_cut_result, msg_text, permission_engine
+from .._agentscope import blocks_text, msg_text, permission_engine
 from ..decisions import check_external_result, decide, recheck_permission
 from ..errors import DecisionError, NbHitlError, PendingPauseError
 from ..pauses import Pause
@@ -409,9 +409,17 @@ class AguiServer:
 
     @staticmethod
     def _translator(thread: ThreadState) -> EventTranslator:
-        """A run's event translator; a tool result AgentScope cut for the
-        model is sent as the model reads it."""
-        return EventTranslator(reading=lambda tool_call_id: context_cut_result(thread.agent, tool_call_id))
+        """A run's event translator: a tool result the model reads otherwise
+        than the tool streamed it (nb_hitl's note, AgentScope's cut to fit
+        the context) is sent as the model reads it, as the local transcript
+        shows it (``ReplyRun.told``, filled by the Session before this
+        translator reads the event from the queue)."""
+
+        def reading(tool_call_id: str) -> str | None:
+            run = thread.session.current
+            return run.told.get(tool_call_id) if run is not None else None
+
+        return EventTranslator(reading=reading)
 
     async def _pump(self, thread: ThreadState, translator: EventTranslator) -> AsyncIterator[BaseEvent]:
         assert thread.queue is not None

@@ -408,6 +408,7 @@ class Driver(Actions):
                 if told is None:  # AgentScope may have cut a long result to fit the context
                     told = context_cut_result(owner, ev.tool_call_id)
                 if told is not None:  # the result text as the model now reads it
+                    run.told[ev.tool_call_id] = told
                     tr.tool_result(ev.tool_call_id, name=call_name(ev.tool_call_id), text=told)
                 tr.tool_result(ev.tool_call_id, state=enum_value(ev.state), name=call_name(ev.tool_call_id))
                 pause = run.pauses.get(ev.tool_call_id)

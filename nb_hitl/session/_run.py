@@ -117,6 +117,9 @@ class ReplyRun:
         resumes: how many times the agent was resumed (one per event sent).
         transcript: the entries shown above the cards (:class:`Transcript`).
         cards: what the page was sent of the pause cards (:class:`CardFeed`).
+        told: by ``tool_call`` id, the result text the model reads when it is
+            not what the tool streamed (nb_hitl's note, AgentScope's cut to fit
+            the context): what an AG-UI client is told, as the transcript shows.
     """
 
     reply_id: str = ""
@@ -132,6 +135,7 @@ class ReplyRun:
     error: BaseException | None = None
     transcript: Transcript = field(default_factory=Transcript)
     cards: CardFeed = field(default_factory=CardFeed)
+    told: dict[str, str] = field(default_factory=dict)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task | None = None
 
