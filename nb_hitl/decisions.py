@@ -102,7 +102,7 @@ async def recheck_permission(engine: Any, tool: ToolBase, edited: dict[str, Any]
         else:
             why = f" ({decision.decision_reason})" if decision.decision_reason else ""
         raise DecisionError(
-            f"The edited input is refused by the permission engine: {decision.message}{why}.",
+            f"The modified input is refused by the permission engine: {decision.message}{why}.",
             field="input",
         )
     return decision

@@ -145,9 +145,9 @@ def _rules(pause: Pause, indices: list[int], edits: Any = ()) -> tuple[Permissio
 
 def _parse_json_text(text: Any, field: str) -> dict[str, Any]:
     if not isinstance(text, str):
-        raise DecisionError("The edited input must be JSON text.", field=field)
+        raise DecisionError("The modified input must be JSON text.", field=field)
     if len(text) > MAX_TEXT:
-        raise DecisionError("The edited input is too long.", field=field)
+        raise DecisionError("The modified input is too long.", field=field)
     return parse_json_object(text, field=field)
 
 
@@ -296,7 +296,7 @@ class ConfirmKind(PauseKindSpec):
         edited = embed_schema(pause.input_schema, defs)
         edited = {
             **edited,
-            "title": "Edited input",
+            "title": "Modified input",
             "description": (
                 f"A full replacement of {pause.tool_name}'s input (not merged). It is checked against "
                 "the tool's input schema and the agent's permission rules again before it runs."
