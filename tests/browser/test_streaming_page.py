@@ -21,30 +21,11 @@ import struct
 import textwrap
 from typing import Any
 
+from tests.browser.test_review_page import kernel_json, run_cell
 from tests.harness.lab import JupyterLabServer, open_notebook, output_locator, save_notebook, write_notebook
 
 OUT = ".jp-OutputArea-output"
 REPLY = f'{OUT} [data-testid="nbh-reply"]'
-
-
-def run_cell(page, index: int) -> None:  # type: ignore[no-untyped-def]
-    page.evaluate(
-        """(i) => {
-            const w = window.jupyterapp.shell.currentWidget;
-            w.content.activeCellIndex = i;
-            window.jupyterapp.commands.execute('notebook:run-cell');
-        }""",
-        index,
-    )
-
-
-def kernel_json(page, index: int, marker: str, timeout_ms: int = 30_000) -> Any:  # type: ignore[no-untyped-def]
-    run_cell(page, index)
-    line = output_locator(page, marker).last
-    line.wait_for(timeout=timeout_ms)
-    text = line.inner_text()
-    return json.loads(text[text.index(marker) + len(marker) :].strip().splitlines()[0])
-
 
 STREAM_SETUP = textwrap.dedent(
     """
