@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import textwrap
 
+from playwright.sync_api import expect
+
 from tests.browser.test_review_page import kernel_json, run_cell
 from tests.harness.lab import JupyterLabServer, open_notebook, screenshot, write_notebook
 
@@ -106,14 +108,16 @@ def test_10000_cards_draw_a_page_and_approve_all_is_one_message(page, lab: Jupyt
     assert cards.count() == 2 * PAGE
     assert approve_all.inner_text() == f"Approve all ({N - 1})"
 
-    # a click on one card sends that decision
+    # a click on one card sends that decision; the kernel's answer is waited for
+    # before a cell reads what it got (ipykernel dispatches a comm message apart
+    # from the cells' queue, so the two are not ordered)
     cards.first.locator('[data-testid="nbh-approve"]').click()
-    assert kernel_json(page, 2, "GOT") == [["approve", "c00000", 0]]
-    # "Approve all" acts on every open card, drawn or not, as one message
     page.wait_for_function(
         f"""() => !document.querySelector('{REPLY} [data-tool-call-id="c00000"] [data-testid="nbh-approve"]')?.disabled""",
         timeout=30_000,
     )
+    assert kernel_json(page, 2, "GOT") == [["approve", "c00000", 0]]
+    # "Approve all" acts on every open card, drawn or not, as one message
     approve_all.click()
     page.wait_for_function(
         f"""() => document.querySelectorAll('{REPLY} [data-testid="nbh-card"]').length === {2 * PAGE}
@@ -162,6 +166,8 @@ def test_a_form_of_20000_fields_is_refused_in_its_card(page, lab: JupyterLabServ
     assert card.locator("[data-field]").count() == 0
     assert card.locator('[data-testid="nbh-form-submit"]').count() == 0
     card.locator('[data-testid="nbh-return-error"]').click()
+    # the kernel answered the click ("Sending…" gone) before a cell reads what it got
+    expect(card).not_to_contain_text("Sending…", timeout=30_000)
     assert kernel_json(page, 1, "GOT") == [["return_error", "huge", 0]]
     screenshot(page, "card-pages-huge-form")
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

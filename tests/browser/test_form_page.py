@@ -214,7 +214,9 @@ POLICY_CELL = textwrap.dedent(
         toolkit=Toolkit(tools=[FunctionTool(send_payment)]),
         middlewares=[policy_middleware(Policy("payments", tools=["send_payment"]))],
     )
-    session = Session(agent, deadline=6, on_deadline="deny")
+    # long enough that a page drawing the card late (a loaded machine) still shows
+    # the countdown running before the deadline passes
+    session = Session(agent, deadline=15, on_deadline="deny")
     task = session.start("pay ACME")
     """
 )

@@ -19,6 +19,8 @@ import json
 import textwrap
 from typing import Any
 
+from playwright.sync_api import expect
+
 from tests.harness.lab import (
     JupyterLabServer,
     open_notebook,
@@ -45,11 +47,17 @@ def run_cell(page, index: int) -> None:  # type: ignore[no-untyped-def]
 
 
 def kernel_json(page, index: int, marker: str, timeout_ms: int = 30_000) -> Any:  # type: ignore[no-untyped-def]
-    """Run cell ``index`` (it prints ``marker`` + JSON) and return the JSON it printed."""
+    """Run cell ``index`` (it prints ``marker`` + JSON) and return the JSON it printed.
+
+    Waits for one more output with ``marker`` than before the run (the cells run
+    in order, so it is the last one): an earlier cell that printed the same
+    marker is never read in its place.
+    """
+    lines = output_locator(page, marker)
+    before = lines.count()
     run_cell(page, index)
-    line = output_locator(page, marker).last
-    line.wait_for(timeout=timeout_ms)
-    text = line.inner_text()
+    expect(lines).to_have_count(before + 1, timeout=timeout_ms)
+    text = lines.last.inner_text()
     return json.loads(text[text.index(marker) + len(marker) :].strip().splitlines()[0])
 
 

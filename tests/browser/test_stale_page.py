@@ -23,6 +23,8 @@ import re
 import textwrap
 import time
 
+from playwright.sync_api import expect
+
 from tests.harness.lab import (
     JupyterLabServer,
     open_notebook,
@@ -244,7 +246,9 @@ def test_C01_old_widget_refuses_a_click_after_a_new_prompt(page, lab: JupyterLab
     # visibly expired, with the reason, and nothing left to click
     assert card.get_attribute("data-status") == "expired"
     assert f"No longer live: {reason}" in card.locator('[data-testid="nbh-decision"]').inner_text()
-    assert old.locator('[data-testid="nbh-status"]').get_attribute("data-status") == "interrupted"
+    # the reply's end ("interrupted") is pushed when its task unwinds, which may
+    # come after the answer to the click: wait for it, do not read it at once
+    expect(old.locator('[data-testid="nbh-status"]')).to_have_attribute("data-status", "interrupted", timeout=30_000)
     assert (
         card.locator('[data-testid="nbh-approve"]').count() == 0
         or card.locator('[data-testid="nbh-approve"]').is_disabled()

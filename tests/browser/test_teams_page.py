@@ -15,6 +15,8 @@ import json
 import re
 from pathlib import Path
 
+from playwright.sync_api import expect
+
 from tests.harness.lab import (
     ARTIFACTS,
     REPO_ROOT,
@@ -53,7 +55,9 @@ def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     ask.wait_for(timeout=60_000)
     assert ask.locator('[data-testid="nbh-agent"]').inner_text() == "asked by worker"
     reply = page.locator(f'{OUT} [data-testid="nbh-reply"]').first
-    assert "lead assigned “Tidy up the sandbox folder" in reply.inner_text()
+    # the leader's step is a transcript entry: it streams beside the card and may
+    # be drawn after it (the card comes in a record update)
+    expect(reply).to_contain_text("lead assigned “Tidy up the sandbox folder", timeout=30_000)
     # the pipeline's own TeamAssign is never a card
     assert page.locator(f'{OUT} [data-testid="nbh-card"]').count() == 1
     ask.locator('[data-testid="nbh-option"][data-label="draft.md"]').click()
