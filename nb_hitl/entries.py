@@ -5,8 +5,8 @@ an AG-UI turn's, a service session's) is a list of entry dicts
 (``{"kind", "id", "text", ...}``, see ``nb_hitl/session/_transcript.py``).
 An entry's text can be large: a tool that returns a 1 MB log, a tool call
 that writes a file. Drawn whole, such a text held the page's main thread for
-over half a second (``benchmarks/responsive.py``) and went into the saved
-notebook. The page therefore gets at most :data:`SHOWN_CHARS` characters of
+up to 0.3 s (0.7 s on a busy machine; ``benchmarks/responsive.py``) and went
+into the saved notebook. The page therefore gets at most :data:`SHOWN_CHARS` characters of
 each entry; ``more`` says how many are left out, and the page asks for the
 whole text when the person wants it (the widget's ``entry_text`` action).
 """

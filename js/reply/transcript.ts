@@ -99,7 +99,7 @@ export class Transcript {
       rec.entry = e;
       // shown whole after "Show all" while the entry is what it was then
       const whole = this.whole.get(e.id);
-      const expanded = !!whole && whole.part === e.text && whole.more === e.more;
+      const expanded = !!whole && whole.part === e.text && whole.more === (e.more || 0);
       if (whole && !expanded) this.whole.delete(e.id);
       const raw = whole && expanded ? whole.text : e.text;
       const text = e.kind === "tool_call" ? prettyJson(raw) : e.kind === "step" ? stepText(e) : e.kind === "data" ? dataText(e) : raw;
@@ -137,6 +137,9 @@ export class Transcript {
     button.onclick = async () => {
       const asked = rec.entry;
       if (!this.fetchWhole || !asked) return;
+      // the stream changes its entries in place: what was asked on, kept as it was
+      const part = asked.text;
+      const count = asked.more || 0;
       button.disabled = true;
       error.textContent = "";
       const got = await this.fetchWhole(asked.id);
@@ -147,8 +150,8 @@ export class Transcript {
       }
       const now = rec.entry;
       // the entry changed while the kernel answered: show it as it is now (Show all again)
-      if (!now || now.text !== asked.text || now.more !== asked.more) return;
-      this.whole.set(now.id, { text: got.text, part: now.text, more: now.more || 0 });
+      if (!now || now.text !== part || (now.more || 0) !== count) return;
+      this.whole.set(now.id, { text: got.text, part, more: count });
       this.draw([now]);
     };
     rec.more = h("div", { class: "nbh-muted nbh-more", "data-testid": "nbh-more" }, note, " ", button, " ", error);
