@@ -9,7 +9,11 @@
   model (its ``tool_result_limit``) and says so; the transcript shows what the
   model reads, not the 1 MB; the page gets 20,000 characters of it (stream and
   sync answer alike), and the page's ``entry_text`` action answers the whole
-  text; a bad id is refused with a clear error at ``id``.
+  text; a bad id is refused with a clear error at ``id``;
+* a hostile page's ``entry_text``: a non-string, empty or huge id, and
+  ``entry_text`` inside a ``batch``, are refused with a clear error at ``id``
+  (or ``action``), the error stays short (a 5 MB id is not echoed back), and
+  the kernel keeps answering.
 
 Agents are real ``agentscope.agent.Agent``s on
 :class:`~nb_hitl.models.ScriptedChatModel`; page messages go through the
@@ -121,14 +125,21 @@ def reader() -> Agent:
     )
 
 
+async def read_the_log() -> tuple[Session, Any, StreamRecorder]:
+    """A displayed session whose reader agent ended its reply (its tool
+    returned 1 MB), with its widget's messages recorded from the start."""
+    session = Session(reader(), display=True)
+    task = session.start("How long is the log?")
+    await wait_until(lambda: session.current is not None and session.current.widget is not None, "the widget")
+    widget = session.current.widget
+    rec = StreamRecorder(widget)
+    await asyncio.wait_for(task, 60)
+    return session, widget, rec
+
+
 def test_a_1_mb_tool_result_reaches_the_page_in_part_and_whole_on_request() -> None:
     async def scenario() -> None:
-        session = Session(reader(), display=True)
-        task = session.start("How long is the log?")
-        await wait_until(lambda: session.current is not None and session.current.widget is not None, "the widget")
-        widget = session.current.widget
-        rec = StreamRecorder(widget)
-        await asyncio.wait_for(task, 60)
+        session, widget, rec = await read_the_log()
         run = session.current
         streamed = sum(len(json.dumps(msg)) for _, msg in rec.stream)
         assert streamed < 60_000, f"{streamed} bytes streamed for a 1 MB result"
@@ -152,5 +163,25 @@ def test_a_1_mb_tool_result_reaches_the_page_in_part_and_whole_on_request() -> N
         widget._on_page_message(widget, {"request_id": "b", "action": "entry_text", "id": "result:nope"}, [])
         refused = rec.replies[-1]
         assert not refused["ok"] and refused["field"] == "id" and "no transcript entry" in refused["error"]
+
+    run_async(scenario())
+
+
+def test_entry_text_from_a_hostile_page_is_refused_clearly() -> None:
+    async def scenario() -> None:
+        session, widget, rec = await read_the_log()
+        first = session.current
+        result_id = next(e["id"] for e in first.transcript if e["kind"] == "tool_result")
+        for n, bad in enumerate([3, None, "", {"id": result_id}, [result_id], True, 1e308, "x" * 5_000_000]):
+            widget._on_page_message(widget, {"request_id": f"h{n}", "action": "entry_text", "id": bad}, [])
+            answer = rec.replies[-1]
+            assert answer["request_id"] == f"h{n}" and answer["ok"] is False and answer["field"] == "id", answer
+            assert len(json.dumps(answer)) < 5_000
+        batch = {"action": "batch", "items": [{"action": "entry_text", "id": result_id}]}
+        widget._on_page_message(widget, {"request_id": "b", **batch}, [])
+        await wait_until(lambda: rec.replies[-1].get("request_id") == "b", "the batch answer")
+        assert [r["ok"] for r in rec.replies[-1]["results"]] == [False]
+        widget._on_page_message(widget, {"request_id": "ok", "action": "entry_text", "id": result_id}, [])
+        assert rec.replies[-1]["ok"] and len(rec.replies[-1]["text"]) > 20_000
 
     run_async(scenario())
