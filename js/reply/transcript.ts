@@ -22,8 +22,6 @@ interface EntryEl {
   head?: HTMLElement;
   agent?: HTMLElement;
   slot?: HTMLElement;
-  /** a tool call's raw input and its note: hidden as one when its card shows the input */
-  raw?: HTMLElement;
   state?: HTMLElement;
   /** "… N more characters not shown" and its "Show all" button */
   more?: HTMLElement;
@@ -85,7 +83,7 @@ export class Transcript {
   /** The slot under a tool call's entry (and its raw input), once that entry exists. */
   slotFor(toolCallId: string): { slot: HTMLElement; body: HTMLElement } | undefined {
     const rec = this.entries.get("call:" + toolCallId);
-    return rec && rec.slot ? { slot: rec.slot, body: rec.raw || rec.body } : undefined;
+    return rec && rec.slot ? { slot: rec.slot, body: rec.body } : undefined;
   }
 
   draw(entries: TranscriptEntry[]): void {
@@ -155,8 +153,8 @@ export class Transcript {
       this.draw([now]);
     };
     rec.more = h("div", { class: "nbh-muted nbh-more", "data-testid": "nbh-more" }, note, " ", button, " ", error);
-    if (rec.raw) rec.raw.append(rec.more);
-    else rec.body.after(rec.more);
+    // right after the text: hidden with it (theme.css) when a card shows a call's input instead
+    rec.body.after(rec.more);
   }
 
   /** The final message already streamed as the last text block (`last`): show it once.
@@ -214,9 +212,8 @@ export class Transcript {
     if (e.kind === "tool_call") {
       const slot = h("div", { class: "nbh-slot" });
       const head = h("div", { class: "nbh-muted" }, `→ ${e.name || "tool"}`);
-      const raw = h("div", {}, body);
-      const el = h("div", { class: "nbh-entry nbh-call", "data-testid": "nbh-tool-call" }, head, raw, slot);
-      return { el, body, head, slot, raw };
+      const el = h("div", { class: "nbh-entry nbh-call", "data-testid": "nbh-tool-call" }, head, body, slot);
+      return { el, body, head, slot };
     }
     if (e.kind === "tool_result") {
       const state = h("span", { class: "nbh-chip" });
