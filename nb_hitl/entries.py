@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import DecisionError
 
-__all__ = ["SHOWN_CHARS", "entry_text", "lookup_in", "shown_entry"]
+__all__ = ["SHOWN_CHARS", "cut_text", "entry_text", "lookup_in", "shown_entry"]
 
 SHOWN_CHARS = 20_000
 """Characters of an entry's text sent to the page (the rest on request)."""
@@ -39,10 +39,14 @@ def shown_entry(entry: dict[str, Any], limit: int = SHOWN_CHARS) -> dict[str, An
     out = dict(entry)
     text = out.get("text")
     if isinstance(text, str) and len(text) > limit:
-        out["text"] = text[:limit]
-        out["more"] = len(text) - limit
+        out["text"], out["more"] = cut_text(text, limit)
         out.pop("html", None)
     return out
+
+
+def cut_text(text: str, limit: int = SHOWN_CHARS) -> tuple[str, int]:
+    """``text`` as the page gets it: its first ``limit`` characters and how many are left out (0: whole)."""
+    return text[:limit], max(0, len(text) - limit)
 
 
 def entry_text(lookup: Callable[[str], dict[str, Any] | None], entry_id: Any) -> dict[str, Any]:

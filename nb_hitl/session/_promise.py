@@ -115,8 +115,10 @@ def apply_note(agent: Any, tool_call_id: str) -> str | None:
     """
     notes = _entries(agent, NOTES_CONTEXT_KEY)
     entry = notes.get(tool_call_id)
+    if not isinstance(entry, dict):
+        return None  # most results: no search of the context
     block = find_tool_result(agent, tool_call_id)
-    if not isinstance(entry, dict) or block is None:
+    if block is None:
         return None
     text = str(entry.get("text", ""))
     if entry.get("replace"):

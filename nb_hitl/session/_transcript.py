@@ -48,7 +48,7 @@ from agentscope.event import (
 )
 
 from .._agentscope import strip_system_reminders
-from ..entries import SHOWN_CHARS, shown_entry
+from ..entries import SHOWN_CHARS, cut_text, shown_entry
 from ..markdown import markdown_html
 
 __all__ = ["MARKDOWN_KINDS", "Transcript", "record_event"]
@@ -187,10 +187,9 @@ class Transcript(list[dict[str, Any]]):
         e.update(changed)
         shown = dict(changed)
         if "text" in changed:
-            cut = shown_entry({"text": changed["text"]})
-            shown["text"] = cut["text"]
-            if "more" in cut or was_cut:
-                shown["more"] = cut.get("more", 0)
+            shown["text"], more = cut_text(changed["text"])
+            if more or was_cut:
+                shown["more"] = more
         if "html" in shown and len(e["text"]) > SHOWN_CHARS:
             del shown["html"]  # not the Markdown of the part shown
         if shown:
