@@ -12,6 +12,7 @@ element's text changes), so Python/Playwright round trips are not counted.
 from __future__ import annotations
 
 import contextlib
+import json
 import statistics
 import sys
 import tempfile
@@ -37,8 +38,40 @@ __all__ = [
     "measure_click_to_dom",
     "summarize",
     "format_summary",
+    "RUN_CELL_JS",
+    "CELL_OUTPUT_JS",
+    "run_cell",
+    "cell_json",
     *_harness_lab.__all__,
 ]
+
+#: run cell ``i`` of the open notebook (argument: its index)
+RUN_CELL_JS = """(i) => { const w = window.jupyterapp.shell.currentWidget; w.content.activeCellIndex = i;
+  window.jupyterapp.commands.execute('notebook:run-cell'); }"""
+
+#: the text of cell ``i``'s output holding ``marker``, or false (argument: ``[i, marker]``);
+#: polled in that cell only: a locator over every output would keep the browser busy
+CELL_OUTPUT_JS = """
+([i, marker]) => {
+  const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[i];
+  const out = cell && [...cell.querySelectorAll('.jp-OutputArea-output')].find((e) => e.textContent.includes(marker));
+  return out ? out.textContent : false;
+}
+"""
+
+
+def run_cell(page: Any, index: int) -> None:
+    """Run cell ``index`` of the open notebook."""
+    page.evaluate(RUN_CELL_JS, index)
+
+
+def cell_json(page: Any, index: int, marker: str, timeout_ms: float = 600_000) -> Any:
+    """The JSON printed after ``marker`` in cell ``index``'s output, once it is
+    there (polled 5 times a second)."""
+    done = page.wait_for_function(CELL_OUTPUT_JS, arg=[index, marker], polling=200, timeout=timeout_ms)
+    text = str(done.json_value())
+    return json.loads(text[text.index(marker) + len(marker) :].strip().splitlines()[0])
+
 
 _ARM_JS = """
 async ([clickSel, changedSel, changedWhen, resetJs]) => {

@@ -36,7 +36,6 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import textwrap
 import time
@@ -46,7 +45,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._lab import lab_page, open_notebook, summarize, write_notebook
+from benchmarks._lab import cell_json, lab_page, open_notebook, run_cell, summarize, write_notebook
 
 SETUP = """
 import asyncio, json, time
@@ -117,25 +116,6 @@ PAGE_CLICKS_JS = """
 }, true); }
 """
 
-RUN_JS = """(i) => { const w = window.jupyterapp.shell.currentWidget; w.content.activeCellIndex = i;
-  window.jupyterapp.commands.execute('notebook:run-cell'); }"""
-
-# the text of cell ``i``'s output holding ``marker``, or false
-OUTPUT_JS = """
-([i, marker]) => {
-  const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[i];
-  const out = cell && [...cell.querySelectorAll('.jp-OutputArea-output')].find((e) => e.textContent.includes(marker));
-  return out ? out.textContent : false;
-}
-"""
-
-
-def cell_json(page: Any, index: int, marker: str, timeout_ms: float = 600_000) -> Any:
-    """The JSON printed after ``marker`` in cell ``index``'s output, once it is there."""
-    done = page.wait_for_function(OUTPUT_JS, arg=[index, marker], polling=200, timeout=timeout_ms)
-    text = str(done.json_value())
-    return json.loads(text[text.index(marker) + len(marker) :].strip().splitlines()[0])
-
 
 def click_while_running(page: Any, lab: Any, index: int, every: float) -> list[float]:
     """Click the ping button of cell ``index`` every ``every`` seconds until the
@@ -183,15 +163,15 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         write_notebook(lab.root / "responsive.ipynb", cells)
         open_notebook(page, lab, "responsive.ipynb")
         page.evaluate(PAGE_CLICKS_JS)
-        page.evaluate(RUN_JS, 0)
+        run_cell(page, 0)
         time.sleep(5)
         for n, kind in enumerate(order, start=1):
             index = 2 * n - 1
             page.evaluate("() => { window.__nbhClicks = []; }")
-            page.evaluate(RUN_JS, index)
+            run_cell(page, index)
             sent = click_while_running(page, lab, index, args.every)
             result = cell_json(page, index, "RESULT")
-            page.evaluate(RUN_JS, index + 1)
+            run_cell(page, index + 1)
             got = cell_json(page, index + 1, "CLICKS")
             handled = page.evaluate("() => window.__nbhClicks")
             # the clicks sent while the reply ran, each with the kernel time it arrived

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import re
 import statistics
 import sys
@@ -63,7 +62,7 @@ if __package__ in (None, ""):
 
 import psutil
 
-from benchmarks._lab import lab_page, open_notebook, write_notebook
+from benchmarks._lab import cell_json, lab_page, open_notebook, run_cell, write_notebook
 
 SETUP = """
 import asyncio, json, time
@@ -146,15 +145,6 @@ def frame_kind(text: str) -> str | None:
     return None
 
 
-# the RESULT line cell ``i`` printed, or false while it runs
-RESULT_JS = """
-(i) => {
-  const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[i];
-  const out = cell && [...cell.querySelectorAll('.jp-OutputArea-output')].find((e) => e.textContent.includes('RESULT'));
-  return out ? out.textContent : false;
-}
-"""
-
 # armed before cell ``i`` runs, on that cell's output only; not returned
 # (Playwright would wait for the promise)
 SEEN_JS = """
@@ -230,27 +220,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ]
         write_notebook(lab.root / "streaming.ipynb", cells)
         open_notebook(page, lab, "streaming.ipynb")
-        page.evaluate(
-            "() => { const w = window.jupyterapp.shell.currentWidget; w.content.activeCellIndex = 0;"
-            " window.jupyterapp.commands.execute('notebook:run-cell'); }"
-        )
+        run_cell(page, 0)
         time.sleep(5)
         for n, kind in enumerate(kinds, start=1):
             frames.clear()
             if kind in SHOWN:
                 page.evaluate(SEEN_JS, n)
             browser_before = browser_cpu()
-            page.evaluate(
-                "(i) => { const w = window.jupyterapp.shell.currentWidget; w.content.activeCellIndex = i;"
-                " window.jupyterapp.commands.execute('notebook:run-cell'); }",
-                n,
-            )
-            # polled 5 times a second in that cell only: a locator over every output would
-            # keep the browser busy on the cores the kernel is measured on
-            done = page.wait_for_function(RESULT_JS, arg=n, polling=200, timeout=300_000)
+            run_cell(page, n)
+            # polled in that cell only: a locator over every output would keep the
+            # browser busy on the cores the kernel is measured on
+            res = cell_json(page, n, "RESULT", timeout_ms=300_000)
             browser = browser_cpu() - browser_before
-            text = str(done.json_value())
-            res = json.loads(text[text.index("RESULT") + 6 :].strip().splitlines()[0])
             if kind in SHOWN:
                 res["latency"] = page.evaluate("() => window.__nbhSeen") - res["last_at"]
             res["browser_cpu"] = browser
