@@ -106,6 +106,11 @@ class Transcript(list[dict[str, Any]]):
         super().__init__()
         self._by_id: dict[str, dict[str, Any]] = {}
         self._ops: list[dict[str, Any]] = []
+        # the entry whose text the last pending op carries (an ``append`` op or
+        # an ``add`` op's entry), and that holder: a delta to that entry only
+        # extends it (the per-delta path of a streamed reply)
+        self._tail_id: str | None = None
+        self._tail: dict[str, Any] = {}
         self._ended: set[str] = set()  # text/thinking entries whose Markdown was rendered
         #: model calls seen (``step:<n>`` entries), counted, never searched for
         self.steps = 0
@@ -137,6 +142,7 @@ class Transcript(list[dict[str, Any]]):
         """The changes since the last call, as ``(seq, ops)``; ``seq`` grows by
         one per non-empty batch. Consecutive appends to one entry are merged."""
         ops, self._ops = self._ops, []
+        self._tail_id = None
         if ops:
             self.seq += 1
         return self.seq, ops
@@ -156,6 +162,12 @@ class Transcript(list[dict[str, Any]]):
             (last["fields"] if last["op"] == "set" else last["entry"]).update(op["fields"])
             return
         self._ops.append(op)
+        if op["op"] == "append":
+            self._tail_id, self._tail = op["id"], op
+        elif op["op"] == "add":
+            self._tail_id, self._tail = op["entry"]["id"], op["entry"]
+        else:
+            self._tail_id = None
 
     def _entry(self, kind: str, key: str, **fields: Any) -> dict[str, Any]:
         e = self._by_id.get(key)
@@ -172,6 +184,10 @@ class Transcript(list[dict[str, Any]]):
         before = len(e["text"])
         _extend(e, delta)
         if before + len(delta) <= SHOWN_CHARS:
+            if self._tail_id == e["id"]:  # the pending op of this entry takes it too
+                self.trait_dirty = True
+                _extend(self._tail, delta)
+                return
             self._record({"op": "append", "id": e["id"], "text": delta})
             return
         # past the shown part: the page gets what fills it, then only the count left out
