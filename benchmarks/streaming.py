@@ -26,9 +26,14 @@ yielded -> the page's ``Date.now()`` when the text is in the DOM; the model
 stalls 3 s after it, so only a trailing flush shows it) and the kernel's CPU
 time (``time.process_time()``) against ``no UI``.
 
-Kernel CPU varies by 10-30 % from one run to the next on a shared machine
-(the baseline itself: its 2,000 timer wake-ups cost more or less), more than
-nb_hitl adds. So each round runs no UI, nb_hitl, no UI, not drawn
+Each run starts with ``gc.collect()`` (not timed). Without it, a run paid
+at random for the garbage of the runs before it: a full collection of this
+kernel's heap (agentscope, pydantic, ipywidgets: some 300,000 objects) takes
+about 0.17 s on this machine, as much as a whole no-UI reply, so the no-UI
+runs alone spread from 0.18 s to 0.35 s and hid what nb_hitl adds. The full
+collections inside a run are counted and printed. Kernel CPU still varies
+from one run to the next on a shared machine, so each round runs no UI,
+nb_hitl, no UI, not drawn
 (``--repeat`` rounds): each nb_hitl or not-drawn run is divided by the no-UI
 run just before it (a slow spell of the machine hits both), and its CPU
 figure is the median of those ratios, printed with their spread. The other
@@ -65,7 +70,7 @@ import psutil
 from benchmarks._lab import cell_json, lab_page, open_notebook, run_cell, write_notebook
 
 SETUP = """
-import asyncio, json, time
+import asyncio, gc, json, time
 import ipywidgets
 import IPython.display as ipd
 from IPython.display import display
@@ -96,6 +101,8 @@ def agent():
 
 async def measure(kind, run):
     a = agent()
+    gc.collect()  # every run starts with no garbage left by the ones before
+    before = [g["collections"] for g in gc.get_stats()]
     cpu, wall = time.process_time(), time.time()
     if kind == "noui":
         await Session(a, display=False).run("go")
@@ -119,7 +126,9 @@ async def measure(kind, run):
         async for ev in a.reply_stream(UserMsg(name="user", content="go")):
             if type(ev).__name__ == "TextBlockDeltaEvent":
                 w.send({{"delta": ev.delta}})
-    print("RESULT", json.dumps({{"kind": kind, "run": run, "cpu": time.process_time() - cpu, "wall": time.time() - wall,
+    cpu, wall = time.process_time() - cpu, time.time() - wall
+    full = gc.get_stats()[2]["collections"] - before[2]
+    print("RESULT", json.dumps({{"kind": kind, "run": run, "cpu": cpu, "wall": wall, "full_gc": full,
                                  "last_at": LAST["at"]}}))
 """
 
@@ -262,7 +271,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     for kind in dict.fromkeys(pair):
         cpus = ", ".join(f"{r['cpu']:.3f}" for r in runs[kind])
-        print(f"  kernel CPU of each {labels[kind]} run: {cpus} s")
+        full = sum(r["full_gc"] for r in runs[kind])
+        print(f"  kernel CPU of each {labels[kind]} run: {cpus} s; full collections inside them: {full}")
     ratios = {k: cpu_ratios(sequence, k) for k in PAIRED if k in runs}
     for kind, r in ratios.items():
         q1, _, q3 = statistics.quantiles(r, n=4) if len(r) > 1 else (r[0], r[0], r[0])
