@@ -14,7 +14,11 @@ text deltas (one word each, a short sleep between them):
 * ``not drawn``: the same, but the widget is never displayed, so the page
   draws nothing: the kernel's own cost of nb_hitl, without the browser's
   drawing competing for the same cores (this 2-core machine runs Chromium,
-  JupyterLab's server and the kernel together).
+  JupyterLab's server and the kernel together);
+* ``page draws``: the no-UI agent while the page itself (no kernel message)
+  appends the same text to a block in the cell's output, in the steps
+  nb_hitl's view takes: what the browser's drawing alone costs the kernel's
+  CPU time on the cores they share.
 
 For each it prints: the CPU time the browser (the Chromium processes it
 started, read with ``psutil``) used while the cell ran, bytes kernel -> page (the sizes of the websocket frames
@@ -34,7 +38,7 @@ runs alone spread from 0.18 s to 0.35 s and hid what nb_hitl adds. The full
 collections inside a run are counted and printed. Kernel CPU still varies
 from one run to the next on a shared machine, so each round runs no UI,
 nb_hitl, no UI, not drawn
-(``--repeat`` rounds): each nb_hitl or not-drawn run is divided by the no-UI
+(``--repeat`` rounds; ``page draws`` joins them when chosen): each nb_hitl, not-drawn or page-draws run is divided by the no-UI
 run just before it (a slow spell of the machine hits both), and its CPU
 figure is the median of those ratios, printed with their spread. The other
 figures are medians over the runs; the other baselines run once, against the
@@ -47,7 +51,7 @@ CPU baseline, always runs).
 
 Run from the repository root::
 
-    .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--repeat 15] [--kinds noui output perdelta nbhitl notdrawn]
+    .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--repeat 15] [--kinds noui output perdelta nbhitl notdrawn pagedraw]
 """
 
 from __future__ import annotations
@@ -104,7 +108,7 @@ async def measure(kind, run):
     gc.collect()  # every run starts with no garbage left by the ones before
     before = [g["collections"] for g in gc.get_stats()]
     cpu, wall = time.process_time(), time.time()
-    if kind == "noui":
+    if kind in ("noui", "pagedraw"):  # pagedraw: the page draws text meanwhile, on its own
         await Session(a, display=False).run("go")
     elif kind == "nbhitl":
         await Session(a).run("go")
@@ -132,9 +136,9 @@ async def measure(kind, run):
                                  "last_at": LAST["at"]}}))
 """
 
-KINDS = ["noui", "output", "perdelta", "nbhitl", "notdrawn"]
+KINDS = ["noui", "output", "perdelta", "nbhitl", "notdrawn", "pagedraw"]
 # the kinds whose kernel CPU is measured against the no-UI run just before each
-PAIRED = ("nbhitl", "notdrawn")
+PAIRED = ("nbhitl", "notdrawn", "pagedraw")
 # the first msg_type of a frame is its header's (the parent header comes after it)
 MSG_TYPE = re.compile(r'"msg_type":\s*"([a-z_]+)"')
 # a kernel -> page message that carries a view's update (widget message or printed output)
@@ -168,6 +172,25 @@ SEEN_JS = """
   const obs = new MutationObserver(() => { if (check()) obs.disconnect(); });
   obs.observe(document.body, { subtree: true, childList: true, characterData: true });
 }); }
+"""
+
+
+# for "pagedraw": the page itself appends the reply's text to a block in cell
+# ``i``'s output area, in the steps nb_hitl's view takes (about 1.2 kB every
+# 250 ms, 12 kB in all), while the kernel runs the agent with no UI: what
+# drawing alone costs the kernel on cores it shares with the browser
+PAGE_DRAW_JS = """
+(i) => {
+  const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[i];
+  const block = document.createElement('div');
+  block.style.whiteSpace = 'pre-wrap';
+  (cell.querySelector('.jp-Cell-outputWrapper') || cell).append(block);
+  let step = 0;
+  const timer = setInterval(() => {
+    block.append(Array.from({ length: 200 }, (_, k) => `w${String(step * 200 + k).padStart(4, '0')} `).join(''));
+    if (++step === 10) clearInterval(timer);
+  }, 250);
+}
 """
 
 
@@ -237,6 +260,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 page.evaluate(SEEN_JS, n)
             browser_before = browser_cpu()
             run_cell(page, n)
+            if kind == "pagedraw":
+                page.evaluate(PAGE_DRAW_JS, n)
             # polled in that cell only: a locator over every output would keep the
             # browser busy on the cores the kernel is measured on
             res = cell_json(page, n, "RESULT", timeout_ms=300_000)
@@ -268,6 +293,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "perdelta": "one message per delta",
         "nbhitl": "nb_hitl",
         "notdrawn": "nb_hitl, not drawn",
+        "pagedraw": "no UI, page draws",
     }
     for kind in dict.fromkeys(pair):
         cpus = ", ".join(f"{r['cpu']:.3f}" for r in runs[kind])
