@@ -107,11 +107,21 @@ export class TranscriptStream extends SeqStream<StreamMsg, TranscriptEntry[]> {
         const e = this.byId.get(op.id);
         if (!e) continue;
         if (op.op === "append") e.text += op.text;
-        else Object.assign(e, op.fields);
+        else setFields(e, op.fields);
         touched.add(e);
       }
     }
     return [...touched];
+  }
+}
+
+/** Write a `set` op's fields into `e`; a field set to null is removed (e.g.
+ * the `html` of a text that changed after it was rendered). */
+function setFields(e: TranscriptEntry, fields: Partial<TranscriptEntry>): void {
+  const target = e as unknown as Record<string, unknown>;
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === null) delete target[key];
+    else target[key] = value;
   }
 }
 

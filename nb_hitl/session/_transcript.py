@@ -24,7 +24,7 @@ character; the page, and the notebook it saves, stay light.
 
 Streaming: every change is also recorded as an operation (``{"op": "add",
 "entry"}``, ``{"op": "append", "id", "text"}``, ``{"op": "set", "id",
-"fields"}``) that :meth:`Transcript.take_ops` hands out once, numbered by
+"fields"}``, where a field set to ``None`` is removed) that :meth:`Transcript.take_ops` hands out once, numbered by
 :attr:`Transcript.seq`, so the page receives what changed and never the
 whole transcript again (see "Streaming" in ``docs/design.md``).
 """
@@ -159,7 +159,14 @@ class Transcript(list[dict[str, Any]]):
             return
         if same and op["op"] == "set" and last is not None and last["op"] in ("set", "add"):
             # e.g. the count of characters past the shown part, once per delta
-            (last["fields"] if last["op"] == "set" else last["entry"]).update(op["fields"])
+            if last["op"] == "set":
+                last["fields"].update(op["fields"])
+            else:  # the entry as added: a field set to None is left out
+                for key, value in op["fields"].items():
+                    if value is None:
+                        last["entry"].pop(key, None)
+                    else:
+                        last["entry"][key] = value
             return
         self._ops.append(op)
         if op["op"] == "append":
@@ -181,6 +188,8 @@ class Transcript(list[dict[str, Any]]):
     def _append(self, e: dict[str, Any], delta: str) -> None:
         if not delta:
             return
+        if e["id"] in self._ended:  # more text after its end: render it again when it ends
+            self._reopen(e)
         before = len(e["text"])
         _extend(e, delta)
         if before + len(delta) <= SHOWN_CHARS:
@@ -206,10 +215,24 @@ class Transcript(list[dict[str, Any]]):
             shown["text"], more = cut_text(changed["text"])
             if more or was_cut:
                 shown["more"] = more
-        if "html" in shown and len(e["text"]) > SHOWN_CHARS:
+            if "html" not in changed and "html" in e:  # the old rendering is not this text's
+                del e["html"]
+                shown["html"] = None
+        if shown.get("html") is not None and len(e["text"]) > SHOWN_CHARS:
             del shown["html"]  # not the Markdown of the part shown
         if shown:
             self._record({"op": "set", "id": e["id"], "fields": shown})
+
+    def _reopen(self, e: dict[str, Any]) -> None:
+        """A text or thinking entry gets text after its end (a direct call;
+        AgentScope starts a new block instead): its ``html`` is no longer the
+        rendering of its text, so it is dropped (a ``set`` op with ``html:
+        None``; the page removes a field set to null) and :meth:`finish`
+        renders it again."""
+        self._ended.discard(e["id"])
+        if "html" in e:
+            del e["html"]
+            self._record({"op": "set", "id": e["id"], "fields": {"html": None}})
 
     def final_entry(self, final_text: str) -> str | None:
         """The id of the last text entry if its text is exactly ``final_text``

@@ -152,8 +152,13 @@ def apply_ops(entries: list[dict[str, Any]], ops: list[dict[str, Any]]) -> None:
                 by_id[e["id"]] = e
         elif op["op"] == "append":
             by_id[op["id"]]["text"] += op["text"]
-        else:
-            by_id[op["id"]].update(op["fields"])
+        else:  # a field set to null is removed
+            e = by_id[op["id"]]
+            for key, value in op["fields"].items():
+                if value is None:
+                    e.pop(key, None)
+                else:
+                    e[key] = value
 
 
 @dataclass

@@ -1,11 +1,12 @@
-"""Trying to break the delta fast path of ``Transcript`` (commit 7e13f1f).
+"""The transcript's operations replayed as the page applies them.
 
-A wider replay than ``test_any_interleaving_of_changes_rebuilds_the_view_from_the_ops``:
-every public way of changing a transcript (thinking via ``record_event``'s
-path, block ends with and without a replacing text, labels, notes, steps,
-``finish``), deltas at the 20,000-character cut, page syncs between deltas,
-and a check that a batch handed out by ``take_ops`` is never changed
-afterwards (the page may hold or re-read it).
+Every public way of changing a transcript (text, thinking as
+``record_event`` adds it, tool calls and results, block ends with and without
+a replacing text, labels, notes, steps, ``finish``), deltas at the
+20,000-character cut and page syncs between deltas: the page's rebuild equals
+the kernel's view, and a batch handed out by ``take_ops`` is never changed
+afterwards (the page may hold or re-read it). Also a real reply whose thinking
+and text alternate deltas, and a rendering that is no longer its text's.
 """
 
 from __future__ import annotations
@@ -53,13 +54,8 @@ _CHANGES = st.tuples(st.sampled_from(_WHAT), st.sampled_from(["a", "b"]), _TEXTS
 
 
 def _same_view(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``more: 0`` read as no ``more``; and, on an entry shown in part, no
-    ``html`` (the page keeps a stale one: see
-    ``test_a_delta_after_the_block_end_past_the_cut_leaves_stale_html_on_the_page``)."""
-    return [
-        {k: v for k, v in e.items() if not (k == "more" and v == 0) and not (k == "html" and e.get("more"))}
-        for e in entries
-    ]
+    """``more: 0`` read as no ``more`` (nothing left out), as the page reads it."""
+    return [{k: v for k, v in e.items() if not (k == "more" and v == 0)} for e in entries]
 
 
 class _Page:
@@ -222,24 +218,49 @@ def test_interleaved_thinking_and_text_with_syncs_mid_stream_reach_the_page_whol
     run_async(scenario())
 
 
-# ------------------------------- pre-existing (not from 7e13f1f): stale html
+# -------------------------------- a rendering that is no longer its text's
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pre-existing: a delta after the block end that crosses the cut leaves the ended "
-    "block's html on the page (only `more` is sent), while the kernel's view drops it",
-)
-def test_a_delta_after_the_block_end_past_the_cut_leaves_stale_html_on_the_page() -> None:
+@pytest.mark.parametrize("more", [3, SHOWN_CHARS - 1], ids=["within the cut", "past the cut"])
+@pytest.mark.parametrize("handed_out", [True, False], ids=["html sent", "html pending"])
+def test_text_after_the_block_end_drops_its_old_rendering_on_both_sides(more: int, handed_out: bool) -> None:
+    """A delta to a block whose Markdown was rendered: the old ``html`` is not
+    the rendering of the new text, on the page (a ``set`` op with ``html:
+    None`` removes it) as in the kernel; ``finish`` renders the whole text
+    again when it fits the page's part."""
     tr = Transcript()
     page: list[dict[str, Any]] = []
     tr._append(tr.add("thinking", "thinking:a"), "___")  # Markdown: a rule
-    tr.finish()  # the block is rendered: html "<hr>"
-    tr._append(tr.add("thinking", "thinking:a"), "x" * (SHOWN_CHARS - 1))  # grows past the cut
+    tr.finish()  # rendered: html "<hr>"
+    assert tr[0]["html"] == "<hr>"
+    if handed_out:
+        apply_ops(page, tr.take_ops()[1])
+        assert page[0]["html"] == "<hr>"
+    tr._append(tr.add("thinking", "thinking:a"), "\n\n**" + "x" * more + "**")
     apply_ops(page, tr.take_ops()[1])
-    (kernel,) = tr.view()
-    assert "html" not in kernel and kernel["more"] == 2
-    assert "html" not in page[0], f"the page still shows the old rendering {page[0].get('html')!r}"
+    assert "html" not in tr[0] and "html" not in page[0], page[0].get("html")
+    assert page == tr.view()
+    tr.finish()  # the block ends again: its whole text is rendered when the page shows it whole
+    apply_ops(page, tr.take_ops()[1])
+    assert page == tr.view()
+    if more == 3:
+        assert page[0]["html"] == tr[0]["html"] == "<hr>\n<p><strong>xxx</strong></p>"
+    else:
+        assert "html" not in page[0] and page[0]["more"] == len(tr[0]["text"]) - SHOWN_CHARS > 0
+
+
+def test_a_replacing_end_text_that_reads_plain_drops_the_old_rendering() -> None:
+    """``end_text(key, text)`` with a final text that needs no HTML, after the
+    block was rendered: the page shows the plain text, not the old HTML."""
+    tr = Transcript()
+    page: list[dict[str, Any]] = []
+    tr.text("b1", "**bold**")
+    tr.end_text("b1")
+    apply_ops(page, tr.take_ops()[1])
+    assert "<strong>" in page[0]["html"]
+    tr.end_text("b1", "plain words")
+    apply_ops(page, tr.take_ops()[1])
+    assert page == tr.view() and page[0] == {"kind": "text", "id": "b1", "text": "plain words"}
 
 
 def test_a_delta_after_a_set_of_the_same_entry_is_not_merged_before_the_set() -> None:
