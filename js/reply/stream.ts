@@ -61,8 +61,11 @@ export class TranscriptStream extends SeqStream<StreamMsg, TranscriptEntry[]> {
   protected write(): void {
     this.model.set("transcript", this.entries.slice());
     this.model.set("transcript_seq", this.seq);
-    const final = this.finalText();
-    if (final && !this.model.get("final_text")) this.model.set("final_text", final);
+    // the final text the page holds, saved as the trait; one it holds in part
+    // stays in its entry (with `more`), never saved as if it were whole
+    const id = String(this.model.get("final_entry") || "");
+    const entry = id ? this.byId.get(id) : undefined;
+    if (entry?.text && !entry.more && !this.model.get("final_text")) this.model.set("final_text", entry.text);
   }
 
   /** The last text entry (the one a final text repeats), kept as entries come: no search. */

@@ -290,6 +290,13 @@ def test_show_all_on_a_long_final_message_and_the_saved_final_text(page, lab: Ju
     # the whole final message is on the page; a final box beside it holds the same text, never its first 20,000
     for box in visible:
         assert len(box.strip()) == final_len, f"after Show all the final box still shows {len(box.strip())} characters"
+    # saved: the record keeps the part with its count, and no final_text cut as if it were whole
+    save_notebook(page)
+    models = lab.notebook_json("long_final2.ipynb")["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]
+    (record,) = [m["state"] for m in models["state"].values() if m["state"].get("agent_name") == "talker"]
+    (entry,) = [e for e in record["transcript"] if e["kind"] == "text"]
+    assert len(entry["text"]) + entry["more"] == final_len and record["final_entry"] == entry["id"]
+    assert record.get("final_text", "") in ("", None), f"saved final_text of {len(record['final_text'])} characters"
 
 
 LONG_CALL_SETUP = textwrap.dedent(
