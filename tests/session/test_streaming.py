@@ -26,8 +26,6 @@ from agentscope.message import TextBlock
 from agentscope.model import ChatResponse
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import ToolBase, ToolChunk, Toolkit
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from nb_hitl import Session
 from nb_hitl.models import ScriptedChatModel, Turn, tool_call
@@ -60,46 +58,6 @@ def test_transcript_ops_rebuild_the_entries_and_merge_appends() -> None:
     assert rebuilt == tr.view()
     assert tr.take_ops() == (2, [])  # nothing new: no message, same seq
     assert not tr.trait_dirty  # view() was taken
-
-
-# one change to a transcript: (what, which entry, a text); "take" hands the ops out
-_CHANGES = st.tuples(
-    st.sampled_from(["text", "call", "result", "result_end", "result_text", "take"]),
-    st.sampled_from(["a", "b"]),
-    # a number n: n characters (three such cross the part the page is shown)
-    st.one_of(st.text(max_size=6), st.just(9_000)),
-)
-
-
-def _same_view(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``entries`` with ``more: 0`` read as no ``more`` (nothing left out), as the page reads it."""
-    return [{k: v for k, v in e.items() if not (k == "more" and v == 0)} for e in entries]
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(_CHANGES, max_size=40))
-def test_any_interleaving_of_changes_rebuilds_the_view_from_the_ops(changes: list[tuple[str, str, str | int]]) -> None:
-    """Deltas to several entries, replacements and ends, handed out at any
-    points: the page's replay of every batch equals the kernel's view (each
-    delta is merged into the pending op of its own entry, never another's)."""
-    tr = Transcript()
-    rebuilt: list[dict[str, Any]] = []
-    for what, key, given_text in changes:
-        text = "x" * given_text if isinstance(given_text, int) else given_text
-        if what == "text":
-            tr.text(key, text)
-        elif what == "call":
-            tr.tool_call(key, "tool", input_text=text)
-        elif what == "result":
-            tr.tool_result(key, text)
-        elif what == "result_end":
-            tr.tool_result(key, state="success")
-        elif what == "result_text":
-            tr.tool_result(key, text=text)
-        else:
-            apply_ops(rebuilt, tr.take_ops()[1])
-    apply_ops(rebuilt, tr.take_ops()[1])
-    assert _same_view(rebuilt) == _same_view(tr.view())
 
 
 # ---------------------------------------------------- streaming in a reply
