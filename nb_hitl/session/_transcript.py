@@ -24,7 +24,8 @@ character; the page, and the notebook it saves, stay light.
 
 Streaming: every change is also recorded as an operation (``{"op": "add",
 "entry"}``, ``{"op": "append", "id", "text"}``, ``{"op": "set", "id",
-"fields"}``, where a field set to ``None`` is removed) that :meth:`Transcript.take_ops` hands out once, numbered by
+"fields"}``, where a field set to ``None`` is removed) that
+:meth:`Transcript.take_ops` hands out once, numbered by
 :attr:`Transcript.seq`, so the page receives what changed and never the
 whole transcript again (see "Streaming" in ``docs/design.md``).
 """
