@@ -149,6 +149,7 @@ export interface ReplyModel {
   /** seq of the last nbh_cards message `pauses` includes */
   cards_seq: number;
   final_text: string;
+  final_html?: string;
   /** seq of the last nbh_transcript message `transcript` includes */
   transcript_seq: number;
   /** id of the transcript entry whose text is the final text ("" : none) */

@@ -151,7 +151,9 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     // the final message is the last text block: shown with that block's Markdown, once rendered;
     // a block the kernel sent a part of is the final message in place, with its "Show all"
     const text = last?.more && stream.finalText() === last.text ? "" : stream.finalText();
-    const html = transcript.hideRepeatedFinal(last, text);
+    // the last text block's rendering when the final message is that block; else the
+    // kernel's rendering of the message itself (`final_html`, sanitised again here)
+    const html = transcript.hideRepeatedFinal(last, text) ?? (String(model.get("final_html") || "") || undefined);
     if (text === shownFinal.text && html === shownFinal.html) return;
     shownFinal = { text, html };
     finalEl.textContent = "";
@@ -193,6 +195,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   });
   model.on("change:status_reason", header_);
   model.on("change:final_text", drawFinal);
+  model.on("change:final_html", drawFinal);
   model.on("change:final_entry", () => {
     drawFinal();
     stream.saveNow();
@@ -222,7 +225,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
       showBanner(`No longer live: ${KERNEL_GONE}`);
     } else {
       showBanner(
-        "No longer live: the kernel does not answer. It may be busy running a cell that blocks, or it stopped or restarted; this is the saved record of what was pending or decided. This page checks again every few seconds.",
+        "No longer live: the kernel that ran this reply does not answer. It may be busy running a cell that blocks, or it stopped or restarted (a kernel started since does not know this reply); this is the saved record of what was pending or decided. This page checks again every few seconds.",
       );
     }
     markTitle();

@@ -39,6 +39,9 @@ export function entryHtml(e: TranscriptEntry | undefined): string | undefined {
   return e && (e.kind === "text" || e.kind === "thinking") && typeof e.html === "string" ? e.html : undefined;
 }
 
+/** `text` without its whitespace: two texts that differ only in it say the same. */
+const squash = (text: string) => text.replace(/\s+/g, "");
+
 /** Show `html` (sanitised again) or, when undefined, `text` in `body`. */
 function show(rec: EntryEl, text: string, html: string | undefined): void {
   if (html !== undefined) {
@@ -161,10 +164,12 @@ export class Transcript {
    * Returns that block's rendered Markdown, if any, for the final message. */
   hideRepeatedFinal(last: TranscriptEntry | undefined, finalText: string): string | undefined {
     const lastEl = last ? this.entries.get(last.id) : undefined;
-    // a final message the kernel sent a part of stays in its entry, with its "Show all"
-    const repeated = !!last && !!finalText && !last.more && last.text.trim() === finalText.trim();
+    // a final message the kernel sent a part of stays in its entry, with its "Show all";
+    // one that differs only in whitespace (AgentScope streams a response's text blocks as
+    // one, and joins them with newlines in the message) is shown once, as the message
+    const repeated = !!last && !!finalText && !last.more && squash(last.text) === squash(finalText);
     if (last && lastEl) lastEl.el.hidden = repeated;
-    return repeated ? entryHtml(last) : undefined;
+    return repeated && last.text.trim() === finalText.trim() ? entryHtml(last) : undefined;
   }
 
   // a model call still running shows its elapsed time, once a second

@@ -26,7 +26,7 @@ from ..team import Team
 from ._cards import trait_due
 from ._pace import flush_delay
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun, can_transition, transition
-from ._transcript import shown_entry
+from ._transcript import final_html, shown_entry
 
 if TYPE_CHECKING:
     from . import Session
@@ -151,6 +151,8 @@ class SessionCore:
             if entry is not None:
                 record["final_text"] = traits.pop("final_text")
                 traits["final_entry"] = entry
+            else:  # the page shows it in its own box, rendered as a text block is
+                traits["final_html"] = final_html(traits["final_text"])
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:

@@ -82,6 +82,17 @@ def hint_source(source: str | None) -> str:
     return " · ".join(parts) or source
 
 
+def final_html(text: str) -> str:
+    """A final message shown in its own box (not as a transcript entry): its
+    Markdown as sanitised HTML (:func:`~nb_hitl.markdown.markdown_html`), as a
+    text block gets when it ends; ``""`` when it reads the same as plain text
+    or is longer than the page's part (:data:`~nb_hitl.entries.SHOWN_CHARS`:
+    the page shows that much as plain text)."""
+    if len(text) > SHOWN_CHARS:
+        return ""
+    return markdown_html(text) or ""
+
+
 def _extend(holder: dict[str, Any], delta: str) -> None:
     """``holder["text"] += delta`` in time linear in ``delta``, not in the text.
 

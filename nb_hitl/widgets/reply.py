@@ -31,6 +31,9 @@ readable record; case C12):
   that entry, shows and saves its text.
 * ``final_entry``: the id of the transcript entry whose text is the final
   text (``""``: none; ``final_text`` then reaches the page itself).
+* ``final_html``: a ``final_text`` that reaches the page, as sanitised HTML
+  of its Markdown (:func:`nb_hitl.markdown.markdown_html`; ``""``: shown as
+  plain text).
 * ``pending``: how many pauses wait for the person (status ``open``);
   derived from ``pauses`` here, so front ends that react to trait changes
   (marimo's ``mo.ui.anywidget``) can rerun a cell when a pause opens or is
@@ -79,6 +82,7 @@ class ReplyWidget(RequestWidget):
     pauses = traitlets.List(traitlets.Dict()).tag(sync=True)
     final_text = traitlets.Unicode("").tag(sync=True)
     final_entry = traitlets.Unicode("").tag(sync=True)
+    final_html = traitlets.Unicode("").tag(sync=True)
     pending = traitlets.Int(0).tag(sync=True)
     cards_seq = traitlets.Int(0).tag(sync=True)
     transcript_seq = traitlets.Int(0).tag(sync=True)

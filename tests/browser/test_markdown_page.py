@@ -7,6 +7,9 @@
   ``[x](javascript:...)``, a raw HTML block, a ``javascript:`` autolink,
   ``<svg><script>``) execute nothing (``window.__pwned`` stays undefined)
   and show as text.
+* A final message that is no text block's text (a response of two text
+  blocks, which AgentScope streams as one) is shown once, rendered, in its
+  own box: never as Markdown source.
 * The page's own second line of defence: HTML in a transcript entry that did
   not come through the kernel's sanitiser (the widget's ``transcript`` trait
   set by hand) is walked again in the page: no ``<img>``, ``<script>``,
@@ -151,5 +154,56 @@ def test_a_finished_reply_shows_rendered_markdown_and_runs_no_attack(page, lab: 
     dom = page.evaluate(DOM_JS)
     assert dom["pwned"] == "undefined" and dom["bad"] == 0, dom
     assert set(dom["attrs"]) <= {"href", "rel", "target", "title", "start", "align"}, dom["attrs"]
+    wait_execution_done(page)
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+TWO_BLOCKS_CELL = textwrap.dedent(
+    """
+    from agentscope.agent import Agent
+    from agentscope.message import TextBlock
+    from agentscope.model import ChatResponse
+    from agentscope.tool import Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn
+
+    class TwoBlocks(ScriptedChatModel):
+        # one response of two text blocks: streamed as one block, joined with a newline in the reply
+        async def _stream(self, text, calls):
+            yield ChatResponse(id="r", is_last=False, content=[TextBlock(id="b1", text="# Part one\\n\\n**ONE-BOLD**")])
+            yield ChatResponse(id="r", is_last=False, content=[
+                TextBlock(id="b2", text='- **TWO-BOLD** <img src=x onerror="window.__pwned=1">')])
+
+    session = Session(Agent(name="two", system_prompt="x", model=TwoBlocks([Turn("x")]), toolkit=Toolkit()))
+    reply = await session.run("Talk.")
+    print("TWO DONE", session.current.widget.final_entry == "")
+    """
+)
+
+
+def test_a_final_message_of_two_text_blocks_is_shown_once_rendered(page, lab: JupyterLabServer) -> None:
+    """AgentScope streams a response's text blocks as one (their texts run
+    together) but joins them with a newline in the reply: the final message is
+    no block's text, so it has its own box. It is shown once, as Markdown
+    rendered by the kernel and walked again by the page, never as source."""
+    write_notebook(lab.root / "two_blocks.ipynb", [TWO_BLOCKS_CELL])
+    open_notebook(page, lab, "two_blocks.ipynb")
+    page.evaluate("() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 0; }")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-cell'); }")
+    output_locator(page, "TWO DONE True").wait_for(timeout=90_000)
+    reply = page.locator(REPLY)
+    final = reply.locator('[data-testid="nbh-final-text"]')
+    final.wait_for(timeout=30_000)
+    assert "nbh-md" in (final.get_attribute("class") or "")
+    assert final.locator("h1").inner_text() == "Part one"
+    assert final.locator("p strong").inner_text() == "ONE-BOLD"
+    assert final.locator("ul > li strong").inner_text() == "TWO-BOLD"
+    assert "**" not in final.inner_text()
+    # the streamed block says the same, run together: hidden, so the message shows once
+    texts = reply.locator('[data-testid="nbh-text"]')
+    assert texts.count() == 1 and texts.first.is_hidden()
+    assert reply.get_by_text("ONE-BOLD").filter(visible=True).count() == 1
+    dom = page.evaluate(DOM_JS)
+    assert dom["pwned"] == "undefined" and dom["bad"] == 0, dom
     wait_execution_done(page)
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

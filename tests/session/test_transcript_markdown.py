@@ -219,3 +219,29 @@ def test_remote_chunks_are_rendered_when_the_run_ends() -> None:
     reader.feed(RunFinishedEvent(thread_id="t1", run_id="run1", result="done"))
     reader.end()
     assert turn.transcript[0]["html"] == "<ol>\n<li>one</li>\n<li>two</li>\n</ol>"
+
+
+class TwoBlocks(ScriptedChatModel):
+    """One response of two text blocks: AgentScope streams them as one block
+    (their texts run together) and joins them with a newline in the reply."""
+
+    async def _stream(self, text: TextBlock | None, calls: list[Any]) -> AsyncGenerator[ChatResponse, None]:
+        yield ChatResponse(id="r", is_last=False, content=[TextBlock(id="b1", text="# Part one\n\n**ONE**")])
+        yield ChatResponse(id="r", is_last=False, content=[TextBlock(id="b2", text="- **TWO**")])
+
+
+def test_a_final_message_that_is_not_a_text_block_is_rendered_for_its_own_box() -> None:
+    agent = Agent(name="two", system_prompt="x", model=TwoBlocks([Turn("x")]), toolkit=Toolkit())
+
+    async def scenario() -> Any:
+        session = Session(agent, display=True)
+        reply = await session.run("Talk.")
+        return reply, session.current
+
+    reply, run = run_async(scenario())
+    final = reply.get_text_content()
+    assert run.transcript.final_entry(final) is None  # no entry holds it: it travels itself
+    widget = run.widget
+    assert widget.final_entry == "" and widget.final_text == final
+    assert widget.final_html == to_safe_html(final)
+    assert "<h1>Part one</h1>" in widget.final_html and "<li><strong>TWO</strong></li>" in widget.final_html
