@@ -40,7 +40,9 @@ from one run to the next on a shared machine, so each round runs no UI,
 nb_hitl, no UI, not drawn
 (``--repeat`` rounds; ``page draws`` joins them when chosen): each nb_hitl, not-drawn or page-draws run is divided by the no-UI
 run just before it (a slow spell of the machine hits both), and its CPU
-figure is the median of those ratios, printed with their spread. The other
+figure is the median of those ratios, printed with a 90 % confidence
+interval of that median (``median_interval``: order statistics, no
+assumption on the ratios' distribution) and their spread. The other
 figures are medians over the runs; the other baselines run once, against the
 median no-UI run. A first round warms the kernel up (imports; the first
 widget also sends the page code, once per kernel) and is printed, not counted.
@@ -58,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import re
 import statistics
 import sys
@@ -214,6 +217,30 @@ def cpu_ratios(sequence: list[dict[str, Any]], kind: str) -> list[float]:
     return [r["cpu"] / b["cpu"] for b, r in itertools.pairwise(sequence) if b["kind"] == "noui" and r["kind"] == kind]
 
 
+def median_interval(values: list[float], level: float = 0.9) -> tuple[float, float]:
+    """A distribution-free confidence interval for the median of ``values``:
+    the order statistics ``(x_(j), x_(n+1-j))`` with the largest ``j`` whose
+    coverage, from the binomial distribution with ``p = 1/2``
+    (``1 - 2 * P(B <= j - 1)``, B ~ Binomial(n, 1/2)), is at least ``level``.
+    The sample's whole range when no narrower pair covers ``level`` (fewer than
+    about 5 values for 90 %).
+
+    Raises:
+        ValueError: ``values`` is empty.
+    """
+    xs = sorted(values)
+    n = len(xs)
+    if not n:
+        raise ValueError("no values")
+    j = 1  # 1-based: (x_(1), x_(n)) covers 1 - 2 / 2**n
+    while j + 1 <= n + 1 - (j + 1):
+        below = sum(math.comb(n, i) for i in range(j + 1)) / 2**n  # P(B <= j)
+        if 1 - 2 * below < level:
+            break
+        j += 1
+    return xs[j - 1], xs[n - j]
+
+
 # the kinds that show the text in the page (one message per delta only sends it)
 SHOWN = {"output", "nbhitl"}
 
@@ -302,9 +329,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ratios = {k: cpu_ratios(sequence, k) for k in PAIRED if k in runs}
     for kind, r in ratios.items():
         q1, _, q3 = statistics.quantiles(r, n=4) if len(r) > 1 else (r[0], r[0], r[0])
+        lo, hi = median_interval(r)
         print(
             f"  {labels[kind]} / no UI, run by run: {', '.join(f'{x:.2f}' for x in r)}; "
-            f"median x{statistics.median(r):.2f} (middle half x{q1:.2f}-x{q3:.2f}, range x{min(r):.2f}-x{max(r):.2f})"
+            f"median x{statistics.median(r):.2f} (90% confidence interval of the median x{lo:.2f}-x{hi:.2f}; "
+            f"middle half x{q1:.2f}-x{q3:.2f}, range x{min(r):.2f}-x{max(r):.2f})"
         )
     for kind in results:
         r = results[kind]
