@@ -68,6 +68,11 @@ def error_reply(request_id: Any, exc: BaseException) -> dict[str, Any]:
     }
 
 
+def _cut(value: Any, limit: int = 80) -> Any:
+    """``value``, or a string longer than ``limit`` characters cut with "…"."""
+    return value[: limit - 1] + "…" if isinstance(value, str) and len(value) > limit else value
+
+
 class RequestWidget(anywidget.AnyWidget):
     """An anywidget whose page messages are answered one for one.
 
@@ -95,6 +100,8 @@ class RequestWidget(anywidget.AnyWidget):
 
     #: the bundle this widget is drawn with, ``static/<name>.js`` (None: own ``_esm``)
     _page_code: ClassVar[str | None] = None
+    #: the traits its text form names (see ``__repr__``)
+    _repr_fields: ClassVar[tuple[str, ...]] = ()
 
     _nbh_page_code = traitlets.Unicode("").tag(sync=True)
 
@@ -125,6 +132,20 @@ class RequestWidget(anywidget.AnyWidget):
             answer_info_requests_while_busy()
         except Exception:  # never let this stop a widget from being made
             log.debug("could not install the info-request wrapper", exc_info=True)
+
+    def __repr__(self) -> str:
+        """The widget's text form, ``ReplyWidget(agent_name='helper', prompt='…')``:
+        the traits ``_repr_fields`` names, each cut to 80 characters.
+
+        It is also the ``text/plain`` of the widget's output (anywidget puts
+        ``repr()`` there), which is what a front end shows when it cannot draw
+        the widget: nbviewer, GitHub, ``nbconvert`` to text, or JupyterLab
+        opened with "No Kernel" (its widget manager then restores no widget
+        from the saved state). anywidget's own repr is ``object.__repr__``;
+        ipywidgets' would serialise every trait, the transcript included.
+        """
+        fields = ", ".join(f"{name}={_cut(getattr(self, name))!r}" for name in self._repr_fields)
+        return f"{type(self).__name__}({fields})"
 
     def set_handler(self, handler: Handler | None) -> None:
         """Replace the handler (``None`` refuses every action)."""

@@ -69,6 +69,7 @@ class AuditLogTable(RequestWidget):
     """
 
     _page_code = "audit"
+    _repr_fields = ("path",)
     columns = traitlets.List(traitlets.Unicode(), default_value=COLUMNS).tag(sync=True)
     rows = traitlets.List(traitlets.Dict()).tag(sync=True)
     path = traitlets.Unicode("").tag(sync=True)

@@ -36,6 +36,7 @@ class InboxWidget(RequestWidget):
     """
 
     _page_code = "inbox"
+    _repr_fields = ("service", "user_id")
 
     service = traitlets.Unicode("").tag(sync=True)
     user_id = traitlets.Unicode("").tag(sync=True)

@@ -100,6 +100,7 @@ class PermissionExplorer(RequestWidget):
     """
 
     _page_code = "permissions"
+    _repr_fields = ("agent_name",)
 
     agent_name = traitlets.Unicode("").tag(sync=True)
     context = traitlets.Dict()

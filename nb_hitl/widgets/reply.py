@@ -72,6 +72,9 @@ class ReplyWidget(RequestWidget):
     """
 
     _page_code = "reply"
+    # what the reply is about; not its status, which the text form (made
+    # when the widget is displayed) would keep at "running" for good
+    _repr_fields = ("agent_name", "prompt")
 
     agent_name = traitlets.Unicode("").tag(sync=True)
     prompt = traitlets.Unicode("").tag(sync=True)

@@ -73,6 +73,16 @@ def test_page_code_saved_once_and_reopened_notebook_draws_every_reply(page, lab:
         assert code_state["digest"] in reply["_esm"] and len(reply["_esm"]) < 4_000
         assert "_css" not in reply
 
+    # what a front end that cannot draw the widget shows (nbviewer, or JupyterLab
+    # opened with "No Kernel", whose widget manager then restores no widget)
+    outputs = [o for c in lab.notebook_json("page_code.ipynb")["cells"] for o in c.get("outputs", [])]
+    texts = [
+        "".join(o["data"]["text/plain"])
+        for o in outputs
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
+    assert texts == [f"ReplyWidget(agent_name='pc', prompt='q{i}')" for i in range(3)], texts
+
     restart_kernel(page, lab)
     open_notebook(page, lab, "page_code.ipynb")
     _wait_replies_drawn(page)
