@@ -23,7 +23,7 @@ __all__ = ["MAX_DELAY", "MIN_GAP", "QUIET", "flush_delay"]
 #: seconds between two stream messages to one widget, at least (≤ 20 per second)
 MIN_GAP = 0.05
 #: seconds without a change after which the pending changes are sent
-QUIET = 0.04
+QUIET = 0.06
 #: seconds a change may wait while the stream keeps changing
 MAX_DELAY = 0.25
 

@@ -105,6 +105,28 @@ def test_a_fast_stream_is_sent_in_few_messages_each_character_once() -> None:
     assert len(rec.stream) <= took / MAX_DELAY * 2 + 4, (len(rec.stream), round(took, 2))
 
 
+def test_a_model_at_a_local_models_pace_is_not_sent_token_by_token() -> None:
+    """A delta every 45 ms (about 20 tokens a second, a local model's pace): the
+    gaps between tokens are not pauses, so the text goes out a few times a second,
+    not once per token as with a 40 ms quiet rule (about 20 messages a second)."""
+    words = " ".join(f"w{i}" for i in range(40))
+    agent = talker("local", words, chunk_delay=0.045)
+
+    async def scenario() -> tuple[StreamRecorder, float]:
+        session = Session(agent, display=True)
+        task = session.start("Talk.")
+        await wait_until(lambda: session.current is not None and session.current.widget is not None, "the widget")
+        rec = StreamRecorder(session.current.widget)
+        started = time.monotonic()
+        await asyncio.wait_for(task, 60)
+        return rec, time.monotonic() - started
+
+    rec, took = run_async(scenario())
+    assert "".join(e["text"] for e in rec.rebuilt() if e["kind"] == "text") == words
+    assert took >= 40 * 0.045
+    assert len(rec.stream) <= took / MAX_DELAY * 2 + 4, (len(rec.stream), round(took, 2))
+
+
 def test_a_session_without_a_widget_keeps_no_ops() -> None:
     agent = talker("quiet", "one two three " * 200)
 
