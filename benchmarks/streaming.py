@@ -90,6 +90,10 @@ from nb_hitl.models import ScriptedChatModel, Turn
 
 DELTAS = {deltas}
 LAST = {{}}
+# around the measured part of each run only: benchmarks/kernel_instructions.py
+# counts the kernel's instructions there (callgrind), this benchmark nothing more
+START = lambda: None
+STOP = lambda kind, run: None
 
 class Stream(ScriptedChatModel):
     async def _stream(self, text, calls):
@@ -110,16 +114,22 @@ async def measure(kind, run):
     a = agent()
     gc.collect()  # every run starts with no garbage left by the ones before
     before = [g["collections"] for g in gc.get_stats()]
+    messages = None  # the reply widget's transcript stream messages
+    START()
     cpu, wall = time.process_time(), time.time()
     if kind in ("noui", "pagedraw"):  # pagedraw: the page draws text meanwhile, on its own
         await Session(a, display=False).run("go")
     elif kind == "nbhitl":
-        await Session(a).run("go")
+        s = Session(a)
+        await s.run("go")
+        messages = s.runs[-1].transcript.seq
     elif kind == "notdrawn":
         shown = ipd.display
         ipd.display = lambda *args, **kwargs: None  # the widget is made, never displayed
         try:
-            await Session(a).run("go")
+            s = Session(a)
+            await s.run("go")
+            messages = s.runs[-1].transcript.seq
         finally:
             ipd.display = shown
     elif kind == "output":
@@ -134,9 +144,10 @@ async def measure(kind, run):
             if type(ev).__name__ == "TextBlockDeltaEvent":
                 w.send({{"delta": ev.delta}})
     cpu, wall = time.process_time() - cpu, time.time() - wall
+    STOP(kind, run)
     full = gc.get_stats()[2]["collections"] - before[2]
     print("RESULT", json.dumps({{"kind": kind, "run": run, "cpu": cpu, "wall": wall, "full_gc": full,
-                                 "last_at": LAST["at"]}}))
+                                 "last_at": LAST["at"], "messages": messages}}))
 """
 
 KINDS = ["noui", "output", "perdelta", "nbhitl", "notdrawn", "pagedraw"]
@@ -344,6 +355,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             f"kernel->page {r['bytes'] / 1e3:.0f} kB (x{r['bytes'] / text_bytes:.2f} the text), "
             f"{r['updates_per_s']:.1f} updates/s"
         )
+        if "messages" in r:
+            line += f", {r['messages']:.0f} stream messages"
         if "latency" in r:
             line += f", last delta on the page {r['latency'] * 1000:.0f} ms after it was yielded"
         print(line)

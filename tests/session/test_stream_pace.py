@@ -85,9 +85,9 @@ class StateRecorder:
         return {k for u in self.updates for k in u}
 
 
-def test_a_fast_stream_is_sent_in_few_messages_each_character_once() -> None:
-    words = " ".join(f"w{i}" for i in range(3000))
-    agent = talker("fast", words, chunk_delay=0.0002)
+def recorded_reply(agent: Any) -> tuple[StreamRecorder, float]:
+    """Run one reply of ``agent`` in a displayed session: what its widget was
+    sent, and the seconds from the widget's creation to the reply's end."""
 
     async def scenario() -> tuple[StreamRecorder, float]:
         session = Session(agent, display=True)
@@ -98,7 +98,12 @@ def test_a_fast_stream_is_sent_in_few_messages_each_character_once() -> None:
         await asyncio.wait_for(task, 60)
         return rec, time.monotonic() - started
 
-    rec, took = run_async(scenario())
+    return run_async(scenario())
+
+
+def test_a_fast_stream_is_sent_in_few_messages_each_character_once() -> None:
+    words = " ".join(f"w{i}" for i in range(3000))
+    rec, took = recorded_reply(talker("fast", words, chunk_delay=0.0002))
     text = "".join(e["text"] for e in rec.rebuilt() if e["kind"] == "text")
     assert text == words
     # 20 a second would be 20 * took; a change waits up to MAX_DELAY, so a few a second
@@ -110,18 +115,7 @@ def test_a_model_at_a_local_models_pace_is_not_sent_token_by_token() -> None:
     gaps between tokens are not pauses, so the text goes out a few times a second,
     not once per token as with a 40 ms quiet rule (about 20 messages a second)."""
     words = " ".join(f"w{i}" for i in range(40))
-    agent = talker("local", words, chunk_delay=0.045)
-
-    async def scenario() -> tuple[StreamRecorder, float]:
-        session = Session(agent, display=True)
-        task = session.start("Talk.")
-        await wait_until(lambda: session.current is not None and session.current.widget is not None, "the widget")
-        rec = StreamRecorder(session.current.widget)
-        started = time.monotonic()
-        await asyncio.wait_for(task, 60)
-        return rec, time.monotonic() - started
-
-    rec, took = run_async(scenario())
+    rec, took = recorded_reply(talker("local", words, chunk_delay=0.045))
     assert "".join(e["text"] for e in rec.rebuilt() if e["kind"] == "text") == words
     assert took >= 40 * 0.045
     assert len(rec.stream) <= took / MAX_DELAY * 2 + 4, (len(rec.stream), round(took, 2))
