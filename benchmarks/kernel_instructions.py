@@ -29,9 +29,10 @@ grows with the messages it sends. The page's own requests (the connect's
 ``sync``; liveness probes if the slowed kernel answers late) are counted
 too and printed.
 
-**From there to full speed.** A run of rounds at a slower pace (``--paces``:
-nb_hitl's ``MAX_DELAY`` and ``QUIET`` set to each value in turn, so it sends
-fewer messages) gives a second point: the instructions nb_hitl adds are fitted
+**From there to full speed.** Rounds at a slower pace (``--paces``: nb_hitl's
+``MAX_DELAY`` set to each value in turn; a delta comes every 9 ms or so under
+callgrind, so the quiet rule never sends and ``MAX_DELAY`` alone sets the
+messages) give a second point: the instructions nb_hitl adds are fitted
 as ``fixed + per_message * messages`` (least squares over every counted run of
 that kind), and its share is printed at the message count a full-speed reply
 sends (``--native-messages``: what ``benchmarks/streaming.py`` prints for the
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         type=float,
         nargs="+",
         default=[0.25, 1.0],
-        help="nb_hitl's MAX_DELAY and QUIET for each set of rounds",
+        help="nb_hitl's MAX_DELAY (seconds) for each set of rounds",
     )
     parser.add_argument(
         "--native-messages", type=float, default=13.0, help="stream messages of a full-speed reply (streaming.py)"
@@ -187,9 +188,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
             page.on("websocket", on_ws)
             cells = [textwrap.dedent(SETUP.format(deltas=args.deltas)), HOOKS] + [
-                f"import nb_hitl.session._pace as _pace\n_pace.MAX_DELAY = {pace}\n"
-                f"_pace.QUIET = {min(pace, 0.06)}\n"
-                f'await measure("{k}", {n})'
+                f'import nb_hitl.session._pace as _pace\n_pace.MAX_DELAY = {pace}\nawait measure("{k}", {n})'
                 for n, (pace, k) in enumerate(cells_kinds, start=1)
             ]
             write_notebook(lab.root / "instructions.ipynb", cells)
