@@ -27,8 +27,11 @@ carrying ``comm_msg`` or ``stream`` messages, seen by the browser, and of the
 page updates per second (the ``comm_msg`` / ``stream`` frames / the stream's
 duration), the latency of the last delta (kernel ``time.time()`` when it was
 yielded -> the page's ``Date.now()`` when the text is in the DOM; the model
-stalls 3 s after it, so only a trailing flush shows it) and the kernel's CPU
-time (``time.process_time()``) against ``no UI``.
+stalls 3 s after it, so only a trailing flush shows it), the transcript stream
+messages nb_hitl's widget was sent, and the kernel's CPU time
+(``time.process_time()``) against ``no UI``. ``START()`` and ``STOP(kind,
+run)``, no-ops here, mark the measured part of each run:
+``benchmarks/kernel_instructions.py`` counts the kernel's instructions there.
 
 Each run starts with ``gc.collect()`` (not timed). Without it, a run paid
 at random for the garbage of the runs before it: a full collection of this
@@ -90,8 +93,8 @@ from nb_hitl.models import ScriptedChatModel, Turn
 
 DELTAS = {deltas}
 LAST = {{}}
-# around the measured part of each run only: benchmarks/kernel_instructions.py
-# counts the kernel's instructions there (callgrind), this benchmark nothing more
+# the measured part of each run: benchmarks/kernel_instructions.py counts
+# the kernel's instructions there (callgrind); no-ops in this benchmark
 START = lambda: None
 STOP = lambda kind, run: None
 
