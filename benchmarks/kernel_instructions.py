@@ -48,7 +48,6 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import re
 import shutil
@@ -65,7 +64,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._lab import cell_json, lab_page, open_notebook, run_cell, write_notebook
-from benchmarks.streaming import SETUP, cpu_ratios, median_interval
+from benchmarks.streaming import SETUP, cpu_ratios, median_interval, paired
 from tests.harness.kernel import VENV_PYTHON
 
 HELPER_C = """
@@ -161,7 +160,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         help="nb_hitl's MAX_DELAY (seconds) for each set of rounds",
     )
     parser.add_argument(
-        "--native-messages", type=float, default=13.0, help="stream messages of a full-speed reply (streaming.py)"
+        "--native-messages",
+        type=float,
+        default=13.0,
+        help="stream messages of a full-speed reply of --deltas (streaming.py; 13 for 2,000)",
     )
     args = parser.parse_args(argv)
     # the first round warms up; each pace then runs its rounds
@@ -229,7 +231,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         at_pace = [r for r in counted if r["pace"] == pace]
         for kind in ("nbhitl", "notdrawn"):
             runs = [r for r in at_pace if r["kind"] == kind]
-            ratios = cpu_ratios([{**r, "cpu": r["ir"]} for r in at_pace], kind)
+            ratios = cpu_ratios(at_pace, kind, "ir")
             if not ratios:
                 continue
             lo, hi = median_interval(ratios)
@@ -258,11 +260,7 @@ def added_fit(runs: list[dict[str, Any]], kind: str) -> tuple[float, float] | No
     instructions each ``kind`` run adds to the no-UI run just before it,
     against the stream messages it sent; ``None`` with fewer than two
     distinct message counts."""
-    points = [
-        (float(r["messages"]), float(r["ir"] - b["ir"]))
-        for b, r in itertools.pairwise(runs)
-        if b["kind"] == "noui" and r["kind"] == kind
-    ]
+    points = [(float(r["messages"]), float(r["ir"] - b["ir"])) for b, r in paired(runs, kind)]
     if len({m for m, _ in points}) < 2:
         return None
     slope, intercept = statistics.linear_regression([m for m, _ in points], [d for _, d in points])

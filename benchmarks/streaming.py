@@ -225,10 +225,16 @@ def browser_cpu() -> float:
     return total
 
 
-def cpu_ratios(sequence: list[dict[str, Any]], kind: str) -> list[float]:
-    """The kernel CPU of each ``kind`` run in ``sequence`` (the runs in the
-    order they ran) over that of the no-UI run just before it."""
-    return [r["cpu"] / b["cpu"] for b, r in itertools.pairwise(sequence) if b["kind"] == "noui" and r["kind"] == kind]
+def paired(sequence: list[dict[str, Any]], kind: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each ``kind`` run in ``sequence`` (the runs in the order they ran) with
+    the no-UI run just before it, as ``(no_ui, run)``."""
+    return [(b, r) for b, r in itertools.pairwise(sequence) if b["kind"] == "noui" and r["kind"] == kind]
+
+
+def cpu_ratios(sequence: list[dict[str, Any]], kind: str, figure: str = "cpu") -> list[float]:
+    """``figure`` (default the kernel CPU) of each ``kind`` run in ``sequence``
+    over that of the no-UI run just before it (:func:`paired`)."""
+    return [r[figure] / b[figure] for b, r in paired(sequence, kind)]
 
 
 def median_interval(values: list[float], level: float = 0.9) -> tuple[float, float]:
