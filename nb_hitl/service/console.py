@@ -36,6 +36,7 @@ from agentscope.message import ToolCallBlock
 from agentscope.tool import AskUser
 
 from .._agentscope import enum_value
+from ..answers import front
 from ..decisions import decide
 from ..entries import entry_text, lookup_in, shown_entry
 from ..errors import DecisionError, NbHitlError, PauseNotLiveError
@@ -213,9 +214,7 @@ class SessionConsole:
     # -- acting ------------------------------------------------------------
     def handle(self, message: Any) -> Any:
         """The ReplyWidget handler (page message -> awaitable answer)."""
-        if not isinstance(message, dict):
-            raise DecisionError("A page message must be a JSON object.")
-        if message.get("action") == "interrupt":
+        if front.as_message(message).get("action") == "interrupt":
             return self.interrupt()
         if message.get("action") == "entry_text":  # "Show all" on an entry shown in part
             return entry_text(lookup_in(self.transcript), message.get("id"))
@@ -316,7 +315,7 @@ class SessionConsole:
                     timeout=self.outcome_timeout,
                 )
             except ServiceError as exc:
-                outcome = Outcome("refused", f"Not sent: {exc}")
+                outcome = Outcome("not_applied", f"Not sent: {exc}")
             self.ledger.record(**base, phase=outcome.status, detail=outcome.detail)
         finally:
             self._sending.difference_update(ids)

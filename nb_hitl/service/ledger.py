@@ -37,7 +37,7 @@ class AnswerLedger:
     ``user_id``, ``agent_id``, ``session_id``, ``reply_id``, ``tool_call_id``,
     ``tool_name``, ``decision`` (page action), ``event_id`` (the id of the
     AgentScope event sent), ``phase`` (``sending`` before the POST, then
-    ``applied`` / ``refused`` / ``unknown``), ``detail``, ``second_approval``.
+    ``applied`` / ``not_applied`` / ``answered_elsewhere`` / ``unknown`` (``refused`` in older lines)), ``detail``, ``second_approval``.
     """
 
     def __init__(self, path: str | os.PathLike[str], service_url: str, user_id: str) -> None:
@@ -55,9 +55,9 @@ class AnswerLedger:
     def _index(self, rec: dict[str, Any]) -> None:
         if rec.get("service") != self.service_url or rec.get("user_id") != self.user_id:
             return
-        if rec.get("decision") not in APPROVING or rec.get("phase") == "refused":
+        if rec.get("decision") not in APPROVING or rec.get("phase") in ("refused", "not_applied"):
             # a refused approval never reached the tool
-            if rec.get("phase") == "refused":
+            if rec.get("phase") in ("refused", "not_applied"):
                 key = self._key(str(rec.get("session_id")), str(rec.get("tool_call_id")))
                 held = self._approved.get(key)
                 if held is not None and held.get("event_id") == rec.get("event_id"):

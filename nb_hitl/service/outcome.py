@@ -23,35 +23,15 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from ..answers.outcome import Outcome
 from .http import ServiceError, ServiceHTTP
 from .inbox import parked_calls
 
 __all__ = ["Outcome", "OutcomeJudge", "await_outcome"]
 
 _ASK_EVENTS = ("REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION")
-
-
-@dataclass
-class Outcome:
-    """What became of one answer.
-
-    Attributes:
-        status: ``applied`` (the service acted on it), ``refused`` (it did
-            not; the call still waits) or ``unknown`` (no verdict within the
-            time allowed: it may still be applied later).
-        detail: a sentence for the card.
-        states: ``{tool_call_id: result state}`` seen on the stream
-            (``success``, ``denied``, ``running`` ...).
-        seconds: time from sending to the verdict.
-    """
-
-    status: Literal["applied", "refused", "unknown"]
-    detail: str
-    states: dict[str, str] = field(default_factory=dict)
-    seconds: float = 0.0
 
 
 class OutcomeJudge:
@@ -86,11 +66,11 @@ class OutcomeJudge:
         elif kind == "REPLY_END" and (frame.get("error") or frame.get("finished_reason") == "error"):
             err = frame.get("error")
             text = err.get("message") if isinstance(err, dict) else err
-            return Outcome("refused", f"The service's run failed: {text or 'no reason given'}.")
+            return Outcome("not_applied", f"The service's run failed: {text or 'no reason given'}.")
         elif kind in _ASK_EVENTS:
             asked = {str(tc.get("id")) for tc in frame.get("tool_calls") or [] if isinstance(tc, dict)}
             if asked & (self.ids - set(self.states)):
-                return Outcome("refused", "The service asked for this call again; the answer was not applied.")
+                return Outcome("not_applied", "The service asked for this call again; the answer was not applied.")
         return None
 
 
@@ -126,7 +106,7 @@ async def await_outcome(
         poll: seconds between ``/status`` checks.
 
     Returns:
-        Outcome: ``applied`` / ``refused`` / ``unknown``.
+        Outcome: ``applied`` / ``not_applied`` / ``unknown`` (:class:`~nb_hitl.answers.outcome.Outcome`).
 
     Raises:
         ServiceError: the POST itself failed (nothing was queued).
@@ -167,7 +147,7 @@ async def await_outcome(
             elif judge.started:
                 verdict.set_result(
                     Outcome(
-                        "refused",
+                        "not_applied",
                         "The service did not apply this answer: its run ended with the call still waiting "
                         "(it gives no reason on the stream; its log may). The call can be answered again.",
                     )

@@ -30,6 +30,7 @@ from typing import Any
 from agentscope.message import Msg, UserMsg
 
 from .._agentscope import POLICY_CONTEXT_KEY, msg_text
+from ..answers.lifecycle import PauseTransitionError, transition
 from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore, current_user
@@ -37,7 +38,7 @@ from ..team import Team, states_from_checkpoint
 from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
 from ._drive import Driver, close_dangling_tool_calls, close_delivered_tool_calls
 from ._promise import allowed_decisions, install_guard
-from ._run import PauseTransitionError, ReplyRun, pending_message, transition
+from ._run import ReplyRun, pending_message
 from ._sigint import sigint_wakes_the_loop
 from ._transcript import Transcript
 
@@ -354,7 +355,9 @@ class Session(Driver):
             except (asyncio.CancelledError, Exception):  # its widget shows how it ended
                 log.debug("the interrupted reply ended with an error", exc_info=True)
 
-    def act(self, message: dict[str, Any], *, decided_by: str | None = None) -> Any:
+    def act(
+        self, message: dict[str, Any], *, decided_by: str | None = None, origin: dict[str, Any] | None = None
+    ) -> Any:
         """Take an action as the page would (``{"action", "tool_call_id", ...}``).
 
         The same path as a click: for programmatic answers and tests. The
@@ -366,6 +369,8 @@ class Session(Driver):
             message: the page's message.
             decided_by: recorded as ``decided_by`` in the audit line
                 (default: the session's ``decided_by``).
+            origin: recorded as the answer's ``origin``
+                (:func:`nb_hitl.answers.record.origin`; default: this kernel).
 
         Returns:
             a :class:`PendingAction` giving the
@@ -379,7 +384,7 @@ class Session(Driver):
         run = self.current
         if run is None:
             raise PauseNotLiveError("Nothing has run yet.")
-        result = self._on_action(run, message, decided_by)
+        result = self._on_action(run, message, decided_by, origin)
         if asyncio.iscoroutine(result):
             try:
                 loop = asyncio.get_running_loop()
@@ -387,6 +392,38 @@ class Session(Driver):
                 return result
             return PendingAction(result, loop)
         return result
+
+    async def act_all(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        decided_by: str | None = None,
+        origin: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Answer several pauses at once, all or nothing: one resume.
+
+        Every message goes through the front door and the checks a click
+        gets (:mod:`nb_hitl.answers.front`); if any is refused, none is taken
+        and every pause stays open. Used by the AG-UI server for a resume
+        (every open interrupt answered in one run).
+
+        Args:
+            messages: page messages (``{"action", "tool_call_id", ...}``).
+            decided_by: recorded as ``decided_by`` (default: the session's).
+            origin: recorded as the answers' ``origin``
+                (:func:`nb_hitl.answers.record.origin`; default: this kernel).
+
+        Returns:
+            ``{"status": "decided", "results": [{"tool_call_id", "ok", "decision"}]}``.
+
+        Raises:
+            BatchRefused: an answer was refused; ``results`` says which and why.
+            PauseNotLiveError: nothing has run yet.
+        """
+        run = self.current
+        if run is None:
+            raise PauseNotLiveError("Nothing has run yet.")
+        return await self._on_batch(run, {"items": list(messages)}, decided_by, origin, all_or_nothing=True)
 
     def audit_table(self) -> Any:
         """An :class:`~nb_hitl.widgets.AuditLogTable` of this session's audit log.

@@ -15,40 +15,41 @@ or interrupt the reply) through the same transitions and audits ``timeout``.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from .._agentscope import permission_engine
-from ..decisions import Decision, check_external_result, check_rules_match, decide, recheck_permission
+from ..answers import front
+from ..answers.lifecycle import transition
+from ..answers.record import KERNEL
+from ..decisions import Decision, decide
 from ..entries import entry_text
-from ..errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError
+from ..errors import NbHitlError, PauseNotLiveError
 from ..kinds import kind_spec
 from ..pauses import Pause
 from ._core import SessionCore
-from ._run import ReplyRun, transition
+from ._run import ReplyRun
 
 __all__ = ["Actions"]
 
 log = logging.getLogger("nb_hitl.session")
 
-#: the most decisions one ``batch`` page message may hold ("Approve all" on a
-#: reply of 10,000 cards is still one message and one resume)
-MAX_BATCH = 10_000
+MAX_BATCH = front.MAX_BATCH
 
 
 class Actions(SessionCore):
     """Page actions and deadlines of a session (mixed into :class:`~nb_hitl.session.Session`)."""
 
-    def _on_action(self, run: ReplyRun, message: Any, decided_by: str | None = None) -> Any:
+    def _on_action(
+        self, run: ReplyRun, message: Any, decided_by: str | None = None, origin: dict[str, Any] | None = None
+    ) -> Any:
         """Handle one page message for ``run`` (runs in the comm handler).
 
-        Synchronous part: shape, liveness, exactly-once, pure decision.
+        Synchronous part: the front door (:func:`~nb_hitl.answers.front.admit`).
         Returns a coroutine for the async part (checks, audit, queue);
-        ``decided_by`` (default: the session's) goes into the audit line.
+        ``decided_by`` (default: the session's) and ``origin`` (default: this
+        kernel, :data:`~nb_hitl.answers.record.KERNEL`) go into the audit line.
         """
-        if not isinstance(message, dict):
-            raise DecisionError("A page message must be a JSON object.")
-        action = message.get("action")
+        action = front.as_message(message).get("action")
         if action == "sync":  # the page connected: both streams in one answer
             return {
                 "transcript": self._transcript_sync(run, message.get("transcript_seq"), connect=True),
@@ -68,45 +69,23 @@ class Actions(SessionCore):
             # thread-safe)
             return self._interrupt_from_page(run)
         if action == "batch":
-            return self._on_batch(run, message, decided_by)
+            return self._on_batch(run, message, decided_by, origin)
         pause, decision = self._begin_decision(run, message)
         self._push(run)
-        return self._finish_decision(run, pause, decision, decided_by)
+        return self._finish_decision(run, pause, decision, decided_by, origin)
 
-    def _begin_decision(self, run: ReplyRun, message: dict[str, Any]) -> tuple[Pause, Decision]:
-        """The synchronous checks of one decision; its pause goes ``deciding``."""
-        tool_call_id = message.get("tool_call_id")
-        if not isinstance(tool_call_id, str) or not tool_call_id:
-            raise DecisionError("The message names no tool_call_id.", field="tool_call_id")
+    def _closed(self, run: ReplyRun) -> str | None:
+        """Why ``run`` takes no answer any more, or ``None`` while it does."""
+        if self.superseded_by is not None:
+            return run.reason or "Superseded by a newer Session for this agent."
+        if not run.live:
+            return run.reason or "the reply ended"
+        return None
+
+    def _begin_decision(self, run: ReplyRun, message: Any) -> tuple[Pause, Decision]:
+        """The front door for one answer; its pause goes ``deciding``."""
         with self._lock:
-            pause = run.pauses.get(tool_call_id)
-            if pause is None:
-                raise DecisionError(f"This reply has no open tool call {tool_call_id[:80]!r}.", field="tool_call_id")
-            reply_id = message.get("reply_id")
-            if reply_id is not None and reply_id != pause.reply_id:
-                raise DecisionError(
-                    f"This decision names reply {str(reply_id)[:80]!r}, but the tool call belongs to "
-                    f"reply {pause.reply_id!r}.",
-                    field="reply_id",
-                )
-            if pause.decision is not None and pause.decision.get("action") == "timeout":
-                raise PauseNotLiveError(
-                    f"The deadline of this pause passed; {pause.decision.get('applied') or 'the default was applied'}."
-                )
-            if pause.status in ("deciding", "decided", "delivered"):
-                raise AlreadyDecidedError(
-                    f"Already decided: {pause.tool_name} ({tool_call_id}) has its decision"
-                    + (f" ({pause.decision.get('action')})." if pause.decision else ".")
-                )
-            if pause.status == "expired" or not run.live or self.superseded_by is not None:
-                raise PauseNotLiveError(
-                    f"This pause is no longer live: {pause.reason or run.reason or 'the reply ended'}"
-                )
-            if pause.deadline is not None and time.time() > pause.deadline:
-                raise PauseNotLiveError("The deadline of this pause has passed.")
-            decision = decide(pause, message)
-            transition(pause, "deciding")
-        return pause, decision
+            return front.admit(run.pauses, message, closed=self._closed(run))
 
     async def _interrupt_from_page(self, run: ReplyRun) -> dict[str, Any]:
         if not run.live:
@@ -118,35 +97,39 @@ class Actions(SessionCore):
         return {"status": "interrupting"}
 
     async def _finish_decision(
-        self, run: ReplyRun, pause: Pause, decision: Decision, decided_by: str | None = None
+        self,
+        run: ReplyRun,
+        pause: Pause,
+        decision: Decision,
+        decided_by: str | None = None,
+        origin: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        await self._check_decision(run, pause, decision, decided_by)
+        await self._check_decision(run, pause, decision, decided_by, origin)
         self._enqueue(run, [(pause, decision)])
         return {"status": "decided", "decision": pause.decision}
 
     async def _check_decision(
-        self, run: ReplyRun, pause: Pause, decision: Decision, decided_by: str | None = None
+        self,
+        run: ReplyRun,
+        pause: Pause,
+        decision: Decision,
+        decided_by: str | None = None,
+        origin: dict[str, Any] | None = None,
     ) -> None:
-        """The async checks and the audit record; on refusal the pause goes back to ``open``."""
+        """:func:`~nb_hitl.answers.front.verify`, then the audit record; on
+        refusal the pause goes back to ``open``."""
         try:
             agent = self.team.agent(pause.agent)  # the agent that asked: its tool, schema and engine
             tool = await agent.toolkit.get_tool(pause.tool_name)
-            if decision.edited_input is not None and tool is not None:
-                # the agent's own engine: it holds every rule added since the
-                # agent was built, including rules accepted through "Always allow"
-                await recheck_permission(permission_engine(agent), tool, decision.edited_input)
-            if decision.accepted_rules and tool is not None:  # edited "Always allow" rules (C18)
-                await check_rules_match(tool, decision.accepted_rules, decision.approved_input)
-            if decision.tool_result is not None and decision.tool_result.state == "success":
-                await check_external_result(tool, decision.tool_result)
+            await front.verify(pause, decision, tool=tool, engine=permission_engine(agent))
             if not run.live or pause.status != "deciding":
                 raise PauseNotLiveError(
                     f"This pause is no longer live: {pause.reason or run.reason or 'the reply ended'}"
                 )
-            self._audit(pause, decision, decided_by)
+            self._audit(pause, decision, decided_by, origin or KERNEL)
         except BaseException:
             if pause.status == "deciding":
-                transition(pause, "open")
+                front.release(pause)
                 self._push(run)
             raise
 
@@ -160,41 +143,39 @@ class Actions(SessionCore):
         self._push(run)
         self._notify("decision", run)
 
-    def _on_batch(self, run: ReplyRun, message: dict[str, Any], decided_by: str | None) -> Any:
+    def _on_batch(
+        self,
+        run: ReplyRun,
+        message: dict[str, Any],
+        decided_by: str | None,
+        origin: dict[str, Any] | None = None,
+        *,
+        all_or_nothing: bool = False,
+    ) -> Any:
         """``{"action": "batch", "items": [decision message, ...]}``: the page's
-        group actions ("Approve all", "Submit all") as one message.
+        group actions ("Approve all", "Submit all") as one message, and an
+        AG-UI resume (``all_or_nothing``).
 
-        Each item goes through the same checks as a single decision; the
-        accepted ones reach the agent together (one
-        ``UserConfirmResultEvent`` / ``ExternalExecutionResultEvent`` per
-        kind, one resume). Returns a coroutine answering ``{"results":
-        [{"tool_call_id", "ok", "error"?, "field"?, "decision"?}]}`` in item
-        order; an item refused does not stop the others.
+        Each item goes through the front door
+        (:func:`~nb_hitl.answers.front.admit_all`); the accepted ones reach the
+        agent together (one ``UserConfirmResultEvent`` /
+        ``ExternalExecutionResultEvent`` per kind, one resume). Returns a
+        coroutine answering ``{"status", "results": [{"tool_call_id", "ok",
+        "error"?, "field"?, "code"?, "decision"?}]}`` in item order; without
+        ``all_or_nothing`` an item refused does not stop the others.
 
         Raises:
             DecisionError: ``items`` is not a non-empty list of objects.
+            BatchRefused: ``all_or_nothing`` and an item failed the front door
+                (from the coroutine: or a later check; nothing was queued).
         """
-        items = message.get("items")
-        if not isinstance(items, list) or not items or not all(isinstance(i, dict) for i in items):
-            raise DecisionError("A batch names its decisions in 'items', a non-empty list of objects.", field="items")
-        if len(items) > MAX_BATCH:
-            raise DecisionError(f"A batch holds at most {MAX_BATCH} decisions.", field="items")
-        begun: list[tuple[int, Pause, Decision]] = []
-        results: list[dict[str, Any]] = []
-        for n, item in enumerate(items):
-            results.append({"tool_call_id": item.get("tool_call_id"), "ok": True})
-            if item.get("action") in ("batch", "interrupt", "sync", "transcript_sync", "cards_sync", "entry_text"):
-                results[n].update(ok=False, error="A batch holds decisions only.", field="action")
-                continue
-            try:
-                pause, decision = self._begin_decision(run, item)
-            except NbHitlError as exc:
-                results[n].update(ok=False, error=str(exc), field=exc.field, code=exc.code)
-                continue
-            begun.append((n, pause, decision))
-        if begun:
+        with self._lock:
+            admitted, results = front.admit_all(
+                run.pauses, message.get("items"), closed=self._closed(run), all_or_nothing=all_or_nothing
+            )
+        if admitted:
             self._push(run)
-        return self._finish_batch(run, begun, results, decided_by)
+        return self._finish_batch(run, admitted, results, decided_by, origin, all_or_nothing=all_or_nothing)
 
     async def _finish_batch(
         self,
@@ -202,24 +183,53 @@ class Actions(SessionCore):
         begun: list[tuple[int, Pause, Decision]],
         results: list[dict[str, Any]],
         decided_by: str | None,
+        origin: dict[str, Any] | None = None,
+        *,
+        all_or_nothing: bool = False,
     ) -> dict[str, Any]:
-        decided: list[tuple[Pause, Decision]] = []
+        checked: list[tuple[int, Pause, Decision]] = []
         for n, pause, decision in begun:
             try:
-                await self._check_decision(run, pause, decision, decided_by)
+                agent = self.team.agent(pause.agent)
+                tool = await agent.toolkit.get_tool(pause.tool_name)
+                await front.verify(pause, decision, tool=tool, engine=permission_engine(agent))
+                if not run.live or pause.status != "deciding":
+                    raise PauseNotLiveError(
+                        f"This pause is no longer live: {pause.reason or run.reason or 'the reply ended'}"
+                    )
             except NbHitlError as exc:
-                results[n].update(ok=False, error=str(exc), field=exc.field, code=exc.code)
+                results[n] = front.item_result(results[n], exc)
+                front.release(pause)
                 continue
             except Exception as exc:  # one item's failure never drops the others
                 log.exception("a batch decision failed")
-                results[n].update(ok=False, error=f"{type(exc).__name__}: {exc}", code="internal")
-                if pause.status == "deciding":
-                    transition(pause, "open")
+                results[n] = front.item_result(results[n], NbHitlError(f"{type(exc).__name__}: {exc}"))
+                results[n]["code"] = "internal"
+                front.release(pause)
+                continue
+            checked.append((n, pause, decision))
+        if all_or_nothing and len(checked) < len(begun):
+            for _, pause, _ in checked:
+                front.release(pause)
+            self._push(run)
+            refused = next(r for r in results if not r["ok"])
+            raise front.BatchRefused(f"Nothing was sent: {refused['tool_call_id']!s:.80}: {refused['error']}", results)
+        decided: list[tuple[Pause, Decision]] = []
+        for n, pause, decision in checked:
+            try:
+                self._audit(pause, decision, decided_by, origin or KERNEL)
+            except Exception as exc:  # the audit line must be written before the agent is resumed
+                log.exception("the audit record of a batch decision failed")
+                results[n] = front.item_result(results[n], NbHitlError(f"{type(exc).__name__}: {exc}"))
+                results[n]["code"] = "internal"
+                front.release(pause)
                 continue
             decided.append((pause, decision))
         if decided:
             self._enqueue(run, decided)
-        for n, pause, _ in begun:
+        elif begun:
+            self._push(run)
+        for n, pause, _ in checked:
             if results[n]["ok"]:
                 results[n]["decision"] = pause.decision
         return {"status": "decided" if decided else "refused", "results": results}

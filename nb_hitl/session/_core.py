@@ -5,7 +5,7 @@ driving loop (``_drive``), the page actions (``_actions``) and the public API
 all use: new runs and their widgets, pushing a run's view, notifying
 listeners, expiring pauses, requesting an interrupt, writing the checkpoint
 and the audit records. The pause status only changes through
-:func:`~nb_hitl.session._run.transition`.
+:func:`~nb_hitl.answers.lifecycle.transition`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from agentscope.message import ToolCallBlock
 
+from ..answers.lifecycle import can_transition, transition
+from ..answers.record import KERNEL, RECORD_VERSION, decision_fields, pause_fields
 from ..decisions import Decision
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
 from ._cards import trait_due
 from ._pace import flush_delay
-from ._run import DELIVERED_CONTEXT_KEY, ReplyRun, can_transition, transition
+from ._run import DELIVERED_CONTEXT_KEY, ReplyRun
 from ._transcript import final_html, shown_entry
 
 if TYPE_CHECKING:
@@ -59,7 +61,9 @@ class SessionCore:
     _inherited: list[asyncio.Task]
 
     # -- implemented by the page actions (``_actions``) -----------------
-    def _on_action(self, run: ReplyRun, message: Any, decided_by: str | None = None) -> Any:
+    def _on_action(
+        self, run: ReplyRun, message: Any, decided_by: str | None = None, origin: dict[str, Any] | None = None
+    ) -> Any:
         raise NotImplementedError
 
     def _deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
@@ -323,39 +327,32 @@ class SessionCore:
 
     # -- audit -----------------------------------------------------------
     def _audit_record(self, fields: dict[str, Any]) -> None:
-        """Append one audit record (fsynced; see :class:`~nb_hitl.store.AuditLog`)."""
+        """Append one audit record (fsynced; see :class:`~nb_hitl.store.AuditLog`),
+        in the one shape of :mod:`nb_hitl.answers.record`."""
         if self.audit_log is None:
             return
         self.audit_log.append(
-            {"session_id": self.session_id, "agent": self.agent.name, "decided_by": self.decided_by, **fields}
-        )
-
-    def _audit_pause(self, pause: Pause, **fields: Any) -> None:
-        """Append one audit record about ``pause``."""
-        self._audit_record(
             {
-                "reply_id": pause.reply_id,
-                "tool_call_id": pause.tool_call_id,
-                "tool_name": pause.tool_name,
-                "kind": pause.kind,
-                "original_input": pause.input if pause.input is not None else pause.tool_call.input,
-                "policy": pause.policy,
-                **({"agent": pause.agent} if pause.agent else {}),  # a team member that asked
+                "v": RECORD_VERSION,
+                "session_id": self.session_id,
+                "agent": self.agent.name,
+                "decided_by": self.decided_by,
+                "origin": KERNEL,
                 **fields,
             }
         )
 
-    def _audit(self, pause: Pause, decision: Decision, decided_by: str | None = None) -> None:
-        summary = decision.summary()
+    def _audit_pause(self, pause: Pause, **fields: Any) -> None:
+        """Append one audit record about ``pause``."""
+        self._audit_record({**pause_fields(pause), **fields})
+
+    def _audit(
+        self, pause: Pause, decision: Decision, decided_by: str | None = None, origin: dict[str, Any] | None = None
+    ) -> None:
+        """Append the record of an answer (``origin``: where it came from)."""
         self._audit_pause(
             pause,
             decided_by=decided_by or self.decided_by,
-            edited_input=decision.edited_input,
-            # a denial nobody gave is audited as what it was ("timeout", "cancelled")
-            decision=decision.action if decision.cause == "person" else decision.cause,
-            confirmed=summary.get("confirmed"),
-            accepted_rules=summary.get("accepted_rules", []),
-            answers=summary.get("answers"),
-            output=summary.get("output"),
-            **({"reason": decision.reason} if decision.reason else {}),  # a person's reason for a denial
+            origin=origin or KERNEL,
+            **decision_fields(decision),
         )

@@ -46,11 +46,12 @@ from .._agentscope import (
     msg_text,
     permission_engine,
 )
+from ..answers.lifecycle import transition
 from ..pauses import Pause, build_pause
 from ..team import plumbing_step, tag_entry
 from ._actions import Actions
 from ._promise import apply_note, record_decision
-from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun, transition
+from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun
 from ._team import resume_batch
 from ._transcript import record_event
 

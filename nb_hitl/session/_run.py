@@ -1,16 +1,10 @@
-"""The run state of one reply and the life cycle of its pauses.
+"""The run state of one reply.
 
 :class:`ReplyRun` is what a :class:`~nb_hitl.session.Session` knows about one
 reply it drives (AgentScope's ``reply_id``, its pauses, the decisions queued
 for the agent, its transcript). A pause's ``status`` only changes through
-:func:`transition`, along the named edges of :data:`TRANSITIONS`::
-
-    open -> deciding -> decided -> delivered
-    open | deciding | decided -> expired
-    deciding -> open (a check refused the decision)
-
-An illegal change raises :class:`PauseTransitionError` (an internal error,
-logged) instead of silently overwriting the status.
+:func:`~nb_hitl.answers.lifecycle.transition` (the one status table every
+road an answer takes uses).
 """
 
 from __future__ import annotations
@@ -22,9 +16,9 @@ from typing import Any
 
 from agentscope.message import Msg, ToolCallBlock
 
+from ..answers.lifecycle import TRANSITIONS, PauseTransitionError, can_transition, transition
 from ..decisions import Decision
-from ..errors import NbHitlError
-from ..pauses import Pause, PauseStatus
+from ..pauses import Pause
 from ._cards import CardFeed
 from ._transcript import Transcript
 
@@ -49,56 +43,6 @@ restore knows which parked calls may already have run."""
 
 TERMINAL = ("finished", "interrupted", "expired", "error")
 """Run statuses after which the reply takes no decision."""
-
-TRANSITIONS: dict[tuple[PauseStatus, PauseStatus], str] = {
-    ("open", "deciding"): "decide",  # a click passed the synchronous checks
-    ("deciding", "open"): "refuse",  # an async check refused it: the pause is open again
-    ("deciding", "decided"): "record",  # audited and queued for the agent
-    ("decided", "delivered"): "deliver",  # handed to the agent in a resume event
-    ("delivered", "delivered"): "deliver",  # the tool result arrived for a delivered decision
-    ("open", "expired"): "expire",
-    ("deciding", "expired"): "expire",
-    ("decided", "expired"): "expire",  # recorded, but the reply ended before the agent got it
-    ("delivered", "expired"): "expire",  # delivered, but the reply stopped before AgentScope applied it
-}
-"""The legal pause status changes, ``(from, to) -> name of the transition``."""
-
-
-class PauseTransitionError(NbHitlError):
-    """An illegal pause status change was asked for (a bug in nb_hitl, not a user error)."""
-
-
-def can_transition(pause: Pause, to: PauseStatus) -> bool:
-    """Whether ``pause`` may move from its status to ``to``."""
-    return (pause.status, to) in TRANSITIONS
-
-
-def transition(pause: Pause, to: PauseStatus, *, reason: str | None = None) -> str:
-    """Move ``pause.status`` to ``to`` along a legal edge of :data:`TRANSITIONS`.
-
-    Args:
-        pause: the pause (its ``status`` is changed in place).
-        to: the new status.
-        reason: set as ``pause.reason`` (expiries say why).
-
-    Returns:
-        the name of the transition (``"decide"``, ``"expire"``...).
-
-    Raises:
-        PauseTransitionError: ``(pause.status, to)`` is not a legal edge; the
-            status is left unchanged and the error is logged.
-    """
-    name = TRANSITIONS.get((pause.status, to))
-    if name is None:
-        err = PauseTransitionError(
-            f"Illegal pause transition {pause.status} -> {to} for {pause.tool_name} ({pause.tool_call_id})"
-        )
-        log.error("%s", err)
-        raise err
-    pause.status = to
-    if reason is not None:
-        pause.reason = reason
-    return name
 
 
 @dataclass

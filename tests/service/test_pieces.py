@@ -75,11 +75,11 @@ def test_judge_refusals() -> None:
     judge = OutcomeJudge("ev", ["call_1"])
     judge.feed({"id": "ev"})
     out = judge.feed({"type": "REPLY_END", "finished_reason": "error", "error": {"message": "bad metadata"}})
-    assert out is not None and out.status == "refused" and "bad metadata" in out.detail
+    assert out is not None and out.status == "not_applied" and "bad metadata" in out.detail
     judge = OutcomeJudge("ev", ["call_1"])
     judge.feed({"id": "ev"})
     again = judge.feed({"type": "REQUIRE_USER_CONFIRM", "tool_calls": [CALL]})
-    assert again is not None and again.status == "refused"
+    assert again is not None and again.status == "not_applied"
     assert judge.feed({"type": "TOOL_RESULT_END", "tool_call_id": "call_other"}) is None
 
 
@@ -110,7 +110,7 @@ def test_ledger_remembers_approvals_across_instances(tmp_path: Path) -> None:
     base = {"session_id": "s", "tool_call_id": "call_1", "event_id": "e1"}
     ledger.record(**base, decision="approve", phase="sending")
     assert ledger.approved("s", "call_1") is not None
-    ledger.record(**base, decision="approve", phase="refused")
+    ledger.record(**base, decision="approve", phase="not_applied")
     assert ledger.approved("s", "call_1") is None  # a refused approval never reached the tool
     ledger.record(**{**base, "event_id": "e2"}, decision="approve", phase="sending")
     ledger.record(**{**base, "event_id": "e2"}, decision="approve", phase="unknown")

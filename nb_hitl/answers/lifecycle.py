@@ -1,0 +1,87 @@
+"""The life cycle of a pause: one status table for every road an answer takes.
+
+A pause's ``status`` (:data:`~nb_hitl.pauses.PauseStatus`) only changes
+through :func:`transition`, along the named edges of :data:`TRANSITIONS`::
+
+    open -> deciding -> decided -> delivered
+    open | deciding | decided | delivered -> expired
+    deciding -> open (a check refused the answer, or the carrier could not apply it)
+
+The local :class:`~nb_hitl.session.Session`, the AG-UI server (which drives
+one), the AG-UI client and the service console all move their pauses through
+this table, so "decided" and "delivered" mean the same everywhere:
+
+* ``deciding``: an answer passed the front door (:mod:`nb_hitl.answers.front`)
+  and is being checked, recorded or sent;
+* ``decided``: it is recorded and queued for the agent (local) or handed to
+  the carrier that delivers it;
+* ``delivered``: the agent (or the service) took it; for the service console
+  this is set only when the answer produced the call's result.
+
+An illegal change raises :class:`PauseTransitionError` (an internal error,
+logged) instead of silently overwriting the status.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..errors import NbHitlError
+from ..pauses import Pause, PauseStatus
+
+__all__ = ["TRANSITIONS", "PauseTransitionError", "transition", "can_transition", "ANSWERED"]
+
+log = logging.getLogger("nb_hitl.answers")
+
+TRANSITIONS: dict[tuple[PauseStatus, PauseStatus], str] = {
+    ("open", "deciding"): "decide",  # an answer passed the front door
+    ("deciding", "open"): "refuse",  # a check (or the carrier) refused it: the pause is open again
+    ("deciding", "decided"): "record",  # audited and queued / handed to the carrier
+    ("decided", "delivered"): "deliver",  # the agent (or the service) took it
+    ("delivered", "delivered"): "deliver",  # the tool result arrived for a delivered decision
+    ("open", "expired"): "expire",
+    ("deciding", "expired"): "expire",
+    ("decided", "expired"): "expire",  # recorded, but the reply ended before the agent got it
+    ("delivered", "expired"): "expire",  # delivered, but the reply stopped before AgentScope applied it
+}
+"""The legal pause status changes, ``(from, to) -> name of the transition``."""
+
+ANSWERED: tuple[PauseStatus, ...] = ("deciding", "decided", "delivered")
+"""Statuses of a pause that has its answer (a second one is refused)."""
+
+
+class PauseTransitionError(NbHitlError):
+    """An illegal pause status change was asked for (a bug in nb_hitl, not a user error)."""
+
+
+def can_transition(pause: Pause, to: PauseStatus) -> bool:
+    """Whether ``pause`` may move from its status to ``to``."""
+    return (pause.status, to) in TRANSITIONS
+
+
+def transition(pause: Pause, to: PauseStatus, *, reason: str | None = None) -> str:
+    """Move ``pause.status`` to ``to`` along a legal edge of :data:`TRANSITIONS`.
+
+    Args:
+        pause: the pause (its ``status`` is changed in place).
+        to: the new status.
+        reason: set as ``pause.reason`` (expiries say why).
+
+    Returns:
+        the name of the transition (``"decide"``, ``"expire"``...).
+
+    Raises:
+        PauseTransitionError: ``(pause.status, to)`` is not a legal edge; the
+            status is left unchanged and the error is logged.
+    """
+    name = TRANSITIONS.get((pause.status, to))
+    if name is None:
+        err = PauseTransitionError(
+            f"Illegal pause transition {pause.status} -> {to} for {pause.tool_name} ({pause.tool_call_id})"
+        )
+        log.error("%s", err)
+        raise err
+    pause.status = to
+    if reason is not None:
+        pause.reason = reason
+    return name

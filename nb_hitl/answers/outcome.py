@@ -1,0 +1,55 @@
+"""What a carrier reports back once it tried to deliver a checked answer.
+
+A *carrier* is where an admitted answer goes: the local agent (the
+Session's queue and resume), an AG-UI resume run, the HTTP call to
+AgentScope's service. Whatever the carrier, the person reads one of these
+outcomes on the card, and each is true:
+
+* ``applied``: this answer produced the call's result (the tool ran, was
+  denied, or the external result entered the history). Never inferred from
+  "the call no longer waits".
+* ``answered_elsewhere``: another answer (another console, another process,
+  a person in another place) settled the call first; ``by`` and ``at`` say
+  who and when when the carrier can know.
+* ``not_applied``: the carrier could not deliver it, or the far side refused
+  it; the call still waits, ``detail`` says why and what to do.
+* ``unknown``: no verdict in the time allowed; ``detail`` says what is known
+  and what to check. A carrier that cannot tell keeps the call answerable
+  only when a second answer cannot run the tool twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Outcome", "OutcomeStatus"]
+
+OutcomeStatus = Literal["applied", "answered_elsewhere", "not_applied", "unknown"]
+
+
+@dataclass
+class Outcome:
+    """What became of one answer (or of one batch sent together).
+
+    Attributes:
+        status: see the module docstring.
+        detail: a sentence for the card (what happened, what to do).
+        states: ``{tool_call_id: result state}`` the carrier saw
+            (``success``, ``denied``, ``running`` ...).
+        seconds: time from sending to the verdict.
+        by: who answered, for ``answered_elsewhere`` (when known).
+        at: when (ISO-8601 UTC), for ``answered_elsewhere`` (when known).
+    """
+
+    status: OutcomeStatus
+    detail: str
+    states: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    by: str | None = None
+    at: str | None = None
+
+    @property
+    def applied(self) -> bool:
+        """``status == "applied"``."""
+        return self.status == "applied"

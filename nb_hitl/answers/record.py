@@ -1,0 +1,89 @@
+"""The one audit record of an answer, whichever road it took.
+
+Every line the local :class:`~nb_hitl.session.Session` (and so the AG-UI
+server, which drives one) and the service console append to an
+:class:`~nb_hitl.store.AuditLog` is built here, so a log mixing roads reads
+the same way. A record (version :data:`RECORD_VERSION`)::
+
+    {"v": 2,
+     "time", "ts", "who",                 # added by AuditLog.append
+     "session_id", "agent",               # the nb_hitl Session (its checkpoint name) and its agent
+     "reply_id", "tool_call_id", "tool_name", "kind", "original_input", "policy",
+     "decision",                          # approve | deny | modify | answer | ... | timeout | cancelled | discarded
+     "decided_by",                        # who answered (OS user, AG-UI principal, console user, "deadline")
+     "origin": {"road": "kernel" | "agui" | "service",
+                "thread_id", "run_id",            # AG-UI
+                "service_url", "service_session_id", "agent_id"},   # AgentScope's service
+     "edited_input", "confirmed", "accepted_rules", "answers", "output", "reason",
+     "told"}                              # what the model read, when the road knows it
+
+Version 1 lines (written before the version field existed) have no ``v``
+and no ``origin``: :func:`road_of` reads them as the kernel's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..decisions import Decision
+from ..pauses import Pause
+
+__all__ = ["RECORD_VERSION", "ROADS", "origin", "pause_fields", "decision_fields", "road_of"]
+
+RECORD_VERSION = 2
+"""The version of the audit record written today (``"v"``)."""
+
+ROADS = ("kernel", "agui", "service")
+"""Where an answer comes from: a click or ``act`` in this kernel, an AG-UI
+resume at the served agent, the console of AgentScope's service."""
+
+
+def origin(road: str, **ids: Any) -> dict[str, Any]:
+    """The ``origin`` of a record: ``{"road": road, **ids}`` without ``None`` ids.
+
+    Raises:
+        ValueError: ``road`` is not one of :data:`ROADS`.
+    """
+    if road not in ROADS:
+        raise ValueError(f"road must be one of {ROADS}, got {road!r}")
+    return {"road": road, **{k: v for k, v in ids.items() if v is not None}}
+
+
+KERNEL = origin("kernel")
+"""The origin of a click or ``session.act`` in this kernel."""
+
+
+def pause_fields(pause: Pause) -> dict[str, Any]:
+    """What a record says of the pause: ids, tool, kind, the input the model
+    sent (as shown), the policy that asked and, in a team, the agent that asked."""
+    return {
+        "reply_id": pause.reply_id,
+        "tool_call_id": pause.tool_call_id,
+        "tool_name": pause.tool_name,
+        "kind": pause.kind,
+        "original_input": pause.input if pause.input is not None else pause.tool_call.input,
+        "policy": pause.policy,
+        **({"agent": pause.agent} if pause.agent else {}),
+    }
+
+
+def decision_fields(decision: Decision) -> dict[str, Any]:
+    """What a record says of the answer: the action (or, for a default nobody
+    chose, its cause: ``timeout``, ``cancelled``), the edit, the rules, the
+    answers or result, and a person's reason."""
+    summary = decision.summary()
+    return {
+        "decision": decision.action if decision.cause == "person" else decision.cause,
+        "edited_input": decision.edited_input,
+        "confirmed": summary.get("confirmed"),
+        "accepted_rules": summary.get("accepted_rules", []),
+        "answers": summary.get("answers"),
+        "output": summary.get("output"),
+        **({"reason": decision.reason} if decision.reason else {}),
+    }
+
+
+def road_of(record: dict[str, Any]) -> str:
+    """The road a record's answer came by (``"kernel"`` for version 1 lines)."""
+    got = record.get("origin")
+    return str(got.get("road")) if isinstance(got, dict) and got.get("road") in ROADS else "kernel"
