@@ -35,6 +35,7 @@ from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore, current_user
 from ..team import Team, states_from_checkpoint
+from ._actions import Desk
 from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
 from ._drive import Driver, close_dangling_tool_calls, close_delivered_tool_calls
 from ._promise import allowed_decisions, install_guard
@@ -144,6 +145,7 @@ class Session(Driver):
         self.on_deadline = on_deadline
         self.decided_by = decided_by or current_user()
         self.runs: list[ReplyRun] = []
+        self.desk = Desk(self)  # where answers arrive (clicks, act, deadlines)
         self.superseded_by: Session | None = None
         self._lock = threading.Lock()
         self._listeners: list[Callable[[str, ReplyRun], None]] = []
@@ -384,7 +386,7 @@ class Session(Driver):
         run = self.current
         if run is None:
             raise PauseNotLiveError("Nothing has run yet.")
-        result = self._on_action(run, message, decided_by, origin)
+        result = self.desk.on_action(run, message, decided_by, origin)
         if asyncio.iscoroutine(result):
             try:
                 loop = asyncio.get_running_loop()
@@ -423,7 +425,7 @@ class Session(Driver):
         run = self.current
         if run is None:
             raise PauseNotLiveError("Nothing has run yet.")
-        return await self._on_batch(run, {"items": list(messages)}, decided_by, origin, all_or_nothing=True)
+        return await self.desk.on_batch(run, {"items": list(messages)}, decided_by, origin, all_or_nothing=True)
 
     def audit_table(self) -> Any:
         """An :class:`~nb_hitl.widgets.AuditLogTable` of this session's audit log.

@@ -49,7 +49,7 @@ from .._agentscope import (
 from ..answers.lifecycle import transition
 from ..pauses import Pause, build_pause
 from ..team import plumbing_step, tag_entry
-from ._actions import Actions
+from ._core import SessionCore
 from ._promise import apply_note, record_decision
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun
 from ._team import resume_batch
@@ -155,7 +155,7 @@ def close_delivered_tool_calls(agent: Any) -> list[str]:
     return closed
 
 
-class Driver(Actions):
+class Driver(SessionCore):
     """The driving loop of a session (mixed into :class:`~nb_hitl.session.Session`)."""
 
     async def _drive(
@@ -341,7 +341,7 @@ class Driver(Actions):
         if self.deadline is not None:
             pause.deadline = pause.created_at + self.deadline
             loop = asyncio.get_running_loop()
-            loop.call_later(self.deadline, self._deadline_passed, run, pause)
+            loop.call_later(self.deadline, self.desk.deadline_passed, run, pause)
         run.pauses[pause.tool_call_id] = pause
         self._notify("pause", run)
         return pause
