@@ -175,16 +175,24 @@ class SessionCore:
             return {"seq": run.cards.seq, "current": True}
         return {"seq": run.cards.seq, "pauses": run.cards.views()}
 
-    def _stream(self, run: ReplyRun) -> None:
-        """The transcript changed: send its pending changes when they are due
-        (:func:`~nb_hitl.session._pace.flush_delay`: once the stream is quiet,
-        or the oldest change has waited long enough, at most 20 times a
-        second). A timer on the running loop sends them if nothing else
-        comes (a trailing flush), so the last delta shows even if the model
-        stalls. Per delta this only notes the time while a timer is armed.
+    def _stream(self, run: ReplyRun, *, urgent: bool = False) -> None:
+        """The transcript changed: send its pending changes when they are due.
+
+        Pacing batches streamed text only: a change that is not a delta
+        (``urgent``: a tool call or result starts or ends, a model call
+        starts or ends, a block ends) goes out at once with whatever text is
+        pending, so what follows a person's answer is never held back. Deltas
+        are sent when due (:func:`~nb_hitl.session._pace.flush_delay`: once the
+        stream is quiet, or the oldest change has waited long enough, at most
+        20 times a second); a timer on the running loop sends them if nothing
+        else comes (a trailing flush), so the last delta shows even if the
+        model stalls. Per delta this only notes the time while a timer is armed.
         """
         tr = run.transcript
         if run.widget is None or not tr.pending:
+            return
+        if urgent:
+            self._flush_transcript(run)
             return
         now = time.monotonic()
         tr.last_change = now

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from agentscope.event import (
+    DataBlockDeltaEvent,
     ExceedMaxItersEvent,
     ExternalExecutionResultEvent,
     ReplyEndEvent,
@@ -27,6 +28,7 @@ from agentscope.event import (
     RequireUserConfirmEvent,
     TextBlockDeltaEvent,
     TextBlockStartEvent,
+    ThinkingBlockDeltaEvent,
     ToolCallDeltaEvent,
     ToolCallStartEvent,
     ToolResultEndEvent,
@@ -153,6 +155,22 @@ def close_delivered_tool_calls(agent: Any) -> list[str]:
                 closed.append(block.id)
     marks.clear()
     return closed
+
+
+DELTA_EVENTS = (
+    TextBlockDeltaEvent,
+    ThinkingBlockDeltaEvent,
+    ThinkingBlockDeltaEvent,
+    ToolCallDeltaEvent,
+    ToolResultTextDeltaEvent,
+    DataBlockDeltaEvent,
+)
+"""Events that add streamed text (or data) to an entry."""
+
+PACED_EVENTS = (*DELTA_EVENTS, TextBlockStartEvent)
+"""The events whose changes wait for the stream's pacing: deltas, and a text
+block's start (an empty entry, shown with its first delta). Every other event
+sends what is pending at once."""
 
 
 class Driver(SessionCore):
@@ -436,7 +454,8 @@ class Driver(SessionCore):
                 changed = record_event(tr, ev)
             if self.team.is_pipeline:
                 tag_entry(self.team, tr, ev)
-            if changed:
-                self._stream(run)
+            urgent = not isinstance(ev, PACED_EVENTS)  # pacing batches deltas only
+            if changed or urgent:
+                self._stream(run, urgent=urgent)
         if result_due:
             self.checkpoint()
