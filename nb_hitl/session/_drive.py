@@ -47,6 +47,7 @@ from .._agentscope import (
     permission_engine,
 )
 from ..pauses import Pause, build_pause
+from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
 from ._actions import Actions
 from ._promise import apply_note, record_decision
@@ -323,6 +324,7 @@ class Driver(Actions):
         if self.team.is_pipeline:
             pause.agent = agent.name
         pause.decisions = self.decisions.get(pause.tool_name, pause.decisions)  # Session(decisions=...)
+        describe_shell_pause(agent, pause)  # the simple commands of a shell call (nb_hitl.shell_policy)
         policies = agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
         if isinstance(policies, dict) and tool_call.id in policies:
             pause.policy = str(policies[tool_call.id])
