@@ -43,6 +43,7 @@ from typing import Any
 
 from agentscope.permission import (
     PermissionBehavior,
+    PermissionContext,
     PermissionDecision,
     PermissionEngine,
     PermissionMode,
@@ -59,6 +60,7 @@ __all__ = [
     "shell_field",
     "judge_shell_call",
     "command_rule",
+    "rule_covers",
 ]
 
 SHELL_RULE_SOURCE = "nb_hitl: shell command"
@@ -224,3 +226,28 @@ async def judge_shell_call(
             )
     verdict.changed = verdict.decision is not whole
     return verdict
+
+
+async def rule_covers(tool: ToolBase, rule: PermissionRule, tool_input: Mapping[str, Any]) -> list[str] | None:
+    """The simple commands of a shell call that ``rule`` covers under the
+    shell rules, by the tool's own ``match_rule``: a deny or ask rule on any
+    of a command's forms (:meth:`~nb_hitl.permissions.shell.SimpleCommand.rule_forms`),
+    an allow rule on its text.
+
+    Returns:
+        the covered commands' texts, in order (empty when none), or ``None``
+        when ``tool`` takes no shell command.
+    """
+    key = shell_field(tool)
+    command = tool_input.get(key) if key else None
+    if key is None or not isinstance(command, str):
+        return None
+    engine = PermissionEngine(PermissionContext())
+    covered = []
+    for cmd in parse_command(command).commands:
+        forms = [cmd.text] if rule.behavior == PermissionBehavior.ALLOW else cmd.rule_forms()
+        for form in forms:
+            if await engine._rule_matches(tool, rule, {**tool_input, key: form}):
+                covered.append(cmd.text)
+                break
+    return covered
