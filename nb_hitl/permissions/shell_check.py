@@ -19,7 +19,7 @@ whole line, which AgentScope made first):
 ==========================================  ====================================
 what was found                              decision
 ==========================================  ====================================
-``whole`` denies                            ``whole``
+``whole`` denies                            ``whole`` (a deny rule's, if one matches)
 a simple command is denied                  DENY, naming the command and rule
 a part cannot be judged (syntax error,      ASK, bypass-immune, no suggested
 computed program, non-literal ``sh -c``)    rules (DENY in ``dont_ask``)
@@ -185,8 +185,10 @@ async def judge_shell_call(
         elif behavior == "ask":
             asking.append((cmd, why, decision))
     verdict = ShellVerdict(whole, parse, parts)
-    if whole.behavior == PermissionBehavior.DENY:
-        return verdict
+    if whole.behavior == PermissionBehavior.DENY and (
+        denied is None or (whole.decision_reason or "").startswith("Rule:")
+    ):
+        return verdict  # a deny from the mode or the tool is told as such, unless a deny rule names the command
     dont_ask = engine.context.mode == PermissionMode.DONT_ASK
     if denied is not None:
         cmd, why, decision = denied
