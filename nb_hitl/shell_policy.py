@@ -69,11 +69,13 @@ class ShellRulesMiddleware(MiddlewareBase):
         verdict = await judge_shell_call(engine, tool, tool_input, decision)
         if verdict is None:
             return decision
+        details = agent.state.middle_context.get(SHELL_CONTEXT_KEY)
+        if not isinstance(details, dict):
+            details = agent.state.middle_context[SHELL_CONTEXT_KEY] = {}
         if verdict.decision.behavior == PermissionBehavior.ASK:
-            details = agent.state.middle_context.get(SHELL_CONTEXT_KEY)
-            if not isinstance(details, dict):
-                details = agent.state.middle_context[SHELL_CONTEXT_KEY] = {}
             details[tool_call.id] = verdict.detail()
+        else:
+            details.pop(tool_call.id, None)  # nothing stale for a reused call id
         return verdict.decision
 
 

@@ -26,7 +26,8 @@ Pure functions over the parse tree; nothing here decides. What it finds:
 * problems, for what cannot be judged: a syntax error, a program name
   computed at run time (``$cmd``, ``$(...)``, a glob or brace pattern), the
   code of ``sh -c`` / ``eval`` that is not a literal, nesting too deep, a
-  line too long. A call with a problem asks.
+  line too long, more than :data:`MAX_COMMANDS` commands, a wrapper with
+  more than :data:`MAX_WRAPPED_WORDS` words. A call with a problem asks.
 """
 
 from __future__ import annotations
@@ -47,10 +48,18 @@ __all__ = [
     "SHELLS",
     "MAX_COMMAND_CHARS",
     "MAX_NESTING",
+    "MAX_COMMANDS",
+    "MAX_WRAPPED_WORDS",
 ]
 
 MAX_COMMAND_CHARS = 100_000
 """Longer command lines are not parsed: they ask."""
+
+MAX_COMMANDS = 200
+"""More simple commands than this in one line are not judged one by one: the call asks."""
+
+MAX_WRAPPED_WORDS = 64
+"""A wrapper (``sudo``...) followed by more words than this is not judged: the call asks."""
 
 MAX_NESTING = 4
 """How many levels of ``sh -c '...'`` / ``eval '...'`` code are read; deeper asks."""
@@ -60,7 +69,7 @@ WRAPPERS = frozenset(
         "sudo", "doas", "env", "nohup", "command", "builtin", "exec", "time", "nice", "ionice", "timeout",
         "stdbuf", "xargs", "setsid", "chroot", "flock", "unbuffer", "caffeinate", "chrt", "taskset", "watch",
         "strace", "ltrace", "torsocks", "proxychains", "firejail", "systemd-run", "runuser", "sg", "script",
-        "parallel", "run-one", "catchsegv", "valgrind", "nsenter", "unshare", "busybox", "fakeroot",
+        "parallel", "run-one", "catchsegv", "valgrind", "nsenter", "unshare", "busybox", "fakeroot", "coproc",
     }
 )  # fmt: skip
 """Programs that run another command given in their arguments. A deny or ask
@@ -166,7 +175,7 @@ def _program_starts(words: list[str]) -> Iterator[int]:
     yield 0
     base = posixpath.basename(words[0]) if words else ""
     if base in WRAPPERS:
-        yield from range(1, len(words))
+        yield from range(1, min(len(words), MAX_WRAPPED_WORDS + 1))
     if base == "find":
         for i, w in enumerate(words):
             if w in _FIND_EXEC and i + 1 < len(words):
@@ -328,7 +337,16 @@ def parse_command(command: str, *, _depth: int = 0, _via: str = "") -> ShellPars
             stack.extend((c, inherited if not c.type.endswith("_redirect") else (), via) for c in reversed(children))
             continue
         if node.type == "command" or node.type in _DECLARATIONS:
+            if len(commands) >= MAX_COMMANDS:
+                problems.append(f"it has more than {MAX_COMMANDS} commands")
+                break
             cmd, own = _simple_command(node, redirects, via)
+            if cmd.program is not None and posixpath.basename(cmd.program) in WRAPPERS:
+                if len(cmd.args) > MAX_WRAPPED_WORDS:
+                    problems.append(
+                        f"`{cmd.program}` is followed by more than {MAX_WRAPPED_WORDS} words; "
+                        "which of them it runs cannot be checked"
+                    )
             commands.append(cmd)
             problems.extend(own)
             code = _inner_code(cmd)

@@ -27,7 +27,8 @@ a simple command is not allowed             ASK; suggested rules: one per such
                                             command, ``<its text>:*``
 every simple command is allowed             ``whole``; when ``whole`` is the
                                             mode's plain fallback ASK (no ask
-                                            rule, not a safety ask): ALLOW
+                                            rule, not a safety ask): ALLOW;
+                                            an ASK kept offers no rules
 ==========================================  ====================================
 
 So a call asks unless every simple command in it is allowed by the rules,
@@ -219,12 +220,20 @@ async def judge_shell_call(
             bypass_immune=bool(whole.bypass_immune) or any(s is not None for _, _, s in asking),
             suggested_rules=list({r.rule_content: r for r in suggested}.values()),
         )
-    elif whole.behavior != PermissionBehavior.ALLOW and parse.commands and not whole.bypass_immune:
-        if await engine._check_ask_rules(tool, dict(tool_input)) is None:
+    elif whole.behavior != PermissionBehavior.ALLOW and parse.commands:
+        if not whole.bypass_immune and await engine._check_ask_rules(tool, dict(tool_input)) is None:
             verdict.decision = PermissionDecision(
                 behavior=PermissionBehavior.ALLOW,
                 message=f"Permission granted for {tool.name}: every command in it is allowed.",
                 decision_reason=f"{SHELL_REASON}: every command allowed",
+            )
+        elif whole.suggested_rules:  # an ask rule or a safety ask: no allow rule could silence it
+            verdict.decision = PermissionDecision(
+                behavior=whole.behavior,
+                message=whole.message,
+                decision_reason=whole.decision_reason,
+                bypass_immune=whole.bypass_immune,
+                suggested_rules=[],
             )
     verdict.changed = verdict.decision is not whole
     return verdict

@@ -257,3 +257,22 @@ def test_rule_reach_says_a_bash_rule_is_matched_per_command_under_the_shell_rule
     line = perm.rule_reach(rule("git status:*"))
     assert line.startswith("also allows anything chained after `git status`")
     assert "matched against each simple command on its own" in line
+
+
+def test_bounds_keep_a_model_written_line_cheap() -> None:
+    from nb_hitl.permissions.shell import MAX_COMMANDS, MAX_WRAPPED_WORDS
+
+    many = parse_command("; ".join(["true"] * (MAX_COMMANDS + 1)))
+    assert len(many.commands) == MAX_COMMANDS and any("more than" in p for p in many.problems)
+    padded = parse_command("sudo " + "-E " * (MAX_WRAPPED_WORDS + 1) + "rm -rf x")
+    assert any("which of them it runs" in p for p in padded.problems)
+    assert judge(engine(mode="bypass"), "sudo " + "-E " * (MAX_WRAPPED_WORDS + 1) + "rm -rf x").decision.behavior == (
+        PermissionBehavior.ASK
+    )
+    assert "rm x" in parse_command("coproc rm x").commands[0].rule_forms()
+
+
+def test_an_ask_kept_for_an_ask_rule_offers_no_allow_rule() -> None:
+    kept = judge(engine(rule("sh:*"), rule("*| sh*", "ask")), "ls | sh")  # each command is allowed
+    assert kept.decision.behavior == PermissionBehavior.ASK
+    assert kept.decision.suggested_rules == []
