@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 from agentscope.message import ToolCallBlock
 from agentscope.permission import PermissionDecision, PermissionRule
@@ -27,7 +27,7 @@ from agentscope.tool import AskUser, AskUserParams, ToolBase
 from ._agentscope import enum_value, rule_label
 from .kinds import kind_spec
 from .kinds._reading import InputReading, read_input, visible_text
-from .kinds.confirm import CONFIRM_DECISIONS, rule_reach_line
+from .kinds.confirm import CONFIRM_DECISIONS, rule_reach_line, shell_command_view
 from .messages import format_validation_error
 
 __all__ = [
@@ -317,24 +317,9 @@ class Pause:
             response_schema=self.response_schema,
             form_error=self.form_error,
             agent=self.agent,
-            shell_commands=[_shell_view(c) for c in self.shell_commands],
+            shell_commands=[cast(ShellCommandView, shell_command_view(c)) for c in self.shell_commands],
             shell_problems=list(self.shell_problems),
         )
-
-
-def _shell_view(c: dict[str, Any]) -> ShellCommandView:
-    """A kept simple command as the page shows it (every key present, strings as text)."""
-    program = c.get("program")
-    return ShellCommandView(
-        program=None if program is None else str(program),
-        args=[str(a) for a in c.get("args") or []],
-        redirections=[str(r) for r in c.get("redirections") or []],
-        assignments=[str(a) for a in c.get("assignments") or []],
-        text=str(c.get("text") or ""),
-        via=str(c.get("via") or ""),
-        behavior=str(c.get("behavior") or ""),
-        why=str(c.get("why") or ""),
-    )
 
 
 def build_pause(

@@ -108,11 +108,11 @@ def describe_shell_pause(agent: Any, pause: Any) -> None:
 
     Args:
         agent: the agent (its ``state.middle_context`` is read).
-        pause: a :class:`~nb_hitl.pauses.Pause` of kind ``confirm``.
+        pause: a :class:`~nb_hitl.pauses.Pause` (only a confirmation has a detail kept).
     """
     details = agent.state.middle_context.get(SHELL_CONTEXT_KEY)
     detail = details.get(pause.tool_call_id) if isinstance(details, dict) else None
-    if pause.kind != "confirm" or not isinstance(detail, dict):
+    if not isinstance(detail, dict):  # kept only for a call that asked: a confirmation
         return
     commands = detail.get("commands")
     pause.shell_commands = [dict(c) for c in commands if isinstance(c, dict)] if isinstance(commands, list) else []

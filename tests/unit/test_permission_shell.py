@@ -276,3 +276,30 @@ def test_an_ask_kept_for_an_ask_rule_offers_no_allow_rule() -> None:
     kept = judge(engine(rule("sh:*"), rule("*| sh*", "ask")), "ls | sh")  # each command is allowed
     assert kept.decision.behavior == PermissionBehavior.ASK
     assert kept.decision.suggested_rules == []
+
+
+def test_the_simple_commands_travel_with_the_pause_and_its_ag_ui_interrupt() -> None:
+    from agentscope.message import ToolCallBlock
+
+    from nb_hitl.agui.mapping import interrupt_view, pause_to_interrupt
+    from nb_hitl.pauses import Pause
+
+    parsed = parse_command("git status && sh t.sh")
+    commands = [
+        {**c.to_dict(), "behavior": b, "why": ""} for c, b in zip(parsed.commands, ["allow", "ask"], strict=True)
+    ]
+    call = ToolCallBlock(id="call-1", name="Bash", input='{"command": "git status && sh t.sh"}')
+    pause = Pause(reply_id="r1", tool_call=call, kind="confirm", shell_commands=commands, shell_problems=["x"])
+    view = pause.to_view()
+    assert [(c["program"], c["args"], c["behavior"]) for c in view["shell_commands"]] == [
+        ("git", ["status"], "allow"),
+        ("sh", ["t.sh"], "ask"),
+    ]
+    interrupt = pause_to_interrupt(pause, "thread-1")
+    remote = interrupt_view(interrupt, key="call-1", run_id="r1")
+    assert remote["shell_commands"] == view["shell_commands"] and remote["shell_problems"] == ["x"]
+    # a peer's malformed entries are shown as text, never trusted as shapes
+    bad = interrupt.model_copy(deep=True)
+    bad.metadata["nb_hitl"]["shell_commands"] = [{"program": 5, "args": "rm -rf /"}, "junk"]
+    (shown,) = interrupt_view(bad, key="call-1", run_id="r1")["shell_commands"]
+    assert shown["program"] == "5" and shown["args"] == []
