@@ -32,6 +32,7 @@ Pure functions over the parse tree; nothing here decides. What it finds:
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -301,6 +302,7 @@ def _inner_code(cmd: SimpleCommand) -> tuple[str | None, str] | None:
     return None
 
 
+@functools.lru_cache(maxsize=64)
 def parse_command(command: str, *, _depth: int = 0, _via: str = "") -> ShellParse:
     """Read a command line into its simple commands (tree-sitter-bash).
 
@@ -312,6 +314,8 @@ def parse_command(command: str, *, _depth: int = 0, _via: str = "") -> ShellPars
         (a syntax error, a computed program name, non-literal ``sh -c`` or
         ``eval`` code, nesting deeper than :data:`MAX_NESTING`, more than
         :data:`MAX_COMMAND_CHARS` characters). Never raises for any string.
+        The result is immutable and cached (the same line is read once per
+        permission check, by every rule that looks at it).
     """
     if not isinstance(command, str):
         return ShellParse(str(command), (), ("the command is not text",))
