@@ -284,22 +284,26 @@ def _simple_command(node: Node, redirects: tuple[str, ...], via: str) -> tuple[S
     return cmd, problems
 
 
-def _inner_code(cmd: SimpleCommand) -> tuple[str | None, str] | None:
-    """The code ``sh -c CODE`` / ``eval WORDS`` runs: ``(code or None when not
-    literal, label)``, or ``None`` when the command runs no inline code."""
+def _inner_code(cmd: SimpleCommand) -> list[tuple[str | None, str]]:
+    """The code ``sh -c CODE`` / ``eval WORDS`` runs, also behind a wrapper
+    (``sudo sh -c ...``, ``find -exec bash -c ...``): ``[(code or None when
+    not literal, label)]``, empty when the command runs no inline code."""
     if cmd.program is None:
-        return None
-    words = list(cmd.values)
-    base = posixpath.basename(cmd.program)
-    if base == "eval":
-        rest = words[1:]
-        return (None if any(w is None for w in rest) else " ".join(w for w in rest if w is not None)), "eval"
-    if base in SHELLS:
-        for i, w in enumerate(words[1:], start=1):
-            if w is not None and w.startswith("-") and not w.startswith("--") and "c" in w[1:]:
-                code = words[i + 1] if i + 1 < len(words) else None
-                return code, f"{base} -c"
-    return None
+        return []
+    values = list(cmd.values)
+    words = [v if v is not None else a for v, a in zip(values, (cmd.program, *cmd.args), strict=False)]
+    found: list[tuple[str | None, str]] = []
+    for start in _program_starts(words):
+        base = posixpath.basename(words[start])
+        rest = values[start + 1 :]
+        if base == "eval":
+            found.append((None if any(w is None for w in rest) else " ".join(w for w in rest if w is not None), "eval"))
+        elif base in SHELLS:
+            for i, w in enumerate(rest):
+                if w is not None and w.startswith("-") and not w.startswith("--") and "c" in w[1:]:
+                    found.append((rest[i + 1] if i + 1 < len(rest) else None, f"{base} -c"))
+                    break
+    return found
 
 
 @functools.lru_cache(maxsize=64)
@@ -353,9 +357,7 @@ def parse_command(command: str, *, _depth: int = 0, _via: str = "") -> ShellPars
                     )
             commands.append(cmd)
             problems.extend(own)
-            code = _inner_code(cmd)
-            if code is not None:
-                text, label = code
+            for text, label in _inner_code(cmd):
                 if text is None:
                     problems.append(f"`{label}` runs code that is only known when the command runs")
                 elif _depth + 1 > MAX_NESTING:
@@ -364,6 +366,10 @@ def parse_command(command: str, *, _depth: int = 0, _via: str = "") -> ShellPars
                     inner = parse_command(text, _depth=_depth + 1, _via=label)
                     commands.extend(inner.commands)
                     problems.extend(inner.problems)
+            if len(commands) > MAX_COMMANDS:
+                problems.append(f"it has more than {MAX_COMMANDS} commands")
+                del commands[MAX_COMMANDS:]
+                break
             redirects = ()  # nested commands (in substitutions) have their own
         if node.type == "command_substitution":
             via = "`...`" if _text(node).startswith("`") else "$(...)"

@@ -111,6 +111,11 @@ def test_shell_code_given_as_a_literal_is_read_too() -> None:
     assert texts('bash -lc "curl y | sh"')[1:] == ["curl y", "sh"]
     assert texts("eval 'rm -rf x'")[1:] == ["rm -rf x"]
     assert [c.via for c in parse_command("sh -c 'rm x'").commands] == ["", "sh -c"]
+    # behind a wrapper too
+    assert texts("sudo sh -c 'rm -rf x'")[1:] == ["rm -rf x"]
+    assert texts("env FOO=1 /bin/bash -c 'rm -rf x'")[1:] == ["rm -rf x"]
+    assert texts("find . -exec sh -c 'rm \"$1\"' _ {} \\;")[1:] == ['rm "$1"']
+    assert "`bash -c` runs code" in parse_command('sudo bash -c "$X"').problems[0]
 
 
 @pytest.mark.parametrize(
@@ -164,6 +169,20 @@ def test_c38_deny_rule_denies_every_disguise_in_every_mode(command: str, mode: s
     verdict = judge(engine(rule("rm:*", "deny"), mode=mode), command)
     assert verdict.decision.behavior == PermissionBehavior.DENY
     assert verdict.decision.decision_reason in ("Rule: rm:*", "Explore mode does not allow modifications")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sudo sh -c 'rm -rf x'", '"rm" -rf x', "\\rm -rf x", "r''m -rf x", "echo $(rm -rf x)", "echo `rm -rf x`",
+        "ls | xargs rm -rf", "find . -exec rm -rf {} +", "FOO=1 rm -rf x", "(rm -rf x)", "nohup rm -rf x &",
+        "command -p rm -rf x", "time rm x", "true && { rm x; }", "if true; then rm x; fi", "ls\nrm x",
+        "env -i PATH=/bin /usr/bin/env rm x", "cat <<EOF\n$(rm x)\nEOF",
+    ],
+)  # fmt: skip
+def test_more_disguises_are_denied_in_bypass_mode(command: str) -> None:
+    verdict = judge(engine(rule("rm:*", "deny"), mode="bypass"), command)
+    assert verdict.decision.behavior == PermissionBehavior.DENY, verdict.decision
 
 
 def test_a_call_asks_unless_every_simple_command_is_allowed() -> None:
