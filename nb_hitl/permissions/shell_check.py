@@ -24,7 +24,8 @@ a simple command is denied                  DENY, naming the command and rule
 a part cannot be judged (syntax error,      ASK, bypass-immune, no suggested
 computed program, non-literal ``sh -c``)    rules (DENY in ``dont_ask``)
 a simple command is not allowed             ASK; suggested rules: one per such
-                                            command, ``<its text>:*``
+                                            command, ``<its text>:*`` (DENY in
+                                            ``dont_ask``)
 every simple command is allowed             ``whole``; when ``whole`` is the
                                             mode's plain fallback ASK (no ask
                                             rule, not a safety ask): ALLOW;
@@ -210,6 +211,13 @@ async def judge_shell_call(
             bypass_immune=True,
             suggested_rules=[],
         )
+    elif asking and dont_ask:  # an ask rule matched a command: no person to ask
+        listed = "; ".join(f"{_quote(c)}: {w}" if w else _quote(c) for c, w, _ in asking)
+        verdict.decision = PermissionDecision(
+            behavior=PermissionBehavior.DENY,
+            message=f"Permission denied for {tool.name} (dont_ask mode): a command in it needs a person ({listed}).",
+            decision_reason=f"{SHELL_REASON}: dont_ask mode converted ASK to DENY",
+        )
     elif asking:
         listed = "; ".join(f"{_quote(c)}: {w}" if w else _quote(c) for c, w, _ in asking)
         suggested = [command_rule(tool.name, c) for c, _, safety in asking if safety is None and c.program]
@@ -221,7 +229,8 @@ async def judge_shell_call(
             suggested_rules=list({r.rule_content: r for r in suggested}.values()),
         )
     elif whole.behavior != PermissionBehavior.ALLOW and parse.commands:
-        if not whole.bypass_immune and await engine._check_ask_rules(tool, dict(tool_input)) is None:
+        fallback = not whole.bypass_immune and (whole.decision_reason or "").startswith("Mode:")  # the engine's step 6
+        if fallback and await engine._check_ask_rules(tool, dict(tool_input)) is None:
             verdict.decision = PermissionDecision(
                 behavior=PermissionBehavior.ALLOW,
                 message=f"Permission granted for {tool.name}: every command in it is allowed.",

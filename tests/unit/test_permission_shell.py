@@ -291,6 +291,12 @@ def test_bounds_keep_a_model_written_line_cheap() -> None:
     assert "rm x" in parse_command("coproc rm x").commands[0].rule_forms()
 
 
+def test_an_ask_rule_on_one_command_denies_in_dont_ask_mode() -> None:
+    verdict = judge(engine(rule("cd:*"), rule("git:*"), rule("git push:*", "ask"), mode="dont_ask"), "cd a && git push")
+    assert verdict.decision.behavior == PermissionBehavior.DENY
+    assert "dont_ask" in verdict.decision.message and "`git push`" in verdict.decision.message
+
+
 def test_an_ask_kept_for_an_ask_rule_offers_no_allow_rule() -> None:
     kept = judge(engine(rule("sh:*"), rule("*| sh*", "ask")), "ls | sh")  # each command is allowed
     assert kept.decision.behavior == PermissionBehavior.ASK
