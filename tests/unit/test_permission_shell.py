@@ -239,6 +239,14 @@ def test_only_shell_tools_are_judged() -> None:
     assert asyncio.run(judge_shell_call(engine(), tool, {"name": "rm -rf x"})) is None
     tool.shell_command_field = "name"  # type: ignore[attr-defined]
     assert shell_field(tool) == "name"
+    # a tool that declares a shell command is read the same way: a whole-tool allow rule
+    # allows each command, but a line that cannot be parsed still asks
+    e = engine(PermissionRule(tool_name="hello", rule_content=None, behavior=PermissionBehavior.ALLOW, source="t"))
+    ok = asyncio.run(judge_shell_call(e, tool, {"name": "ls && make"}))
+    assert ok is not None and ok.decision.behavior == PermissionBehavior.ALLOW
+    assert [p["text"] for p in ok.parts] == ["ls", "make"]
+    bad = asyncio.run(judge_shell_call(e, tool, {"name": 'ls "x'}))
+    assert bad is not None and bad.decision.behavior == PermissionBehavior.ASK
 
 
 # ---------------------------------------------------------------------------
