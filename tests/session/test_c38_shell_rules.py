@@ -17,8 +17,7 @@ from agentscope.agent import Agent
 from agentscope.message import ToolResultState
 from agentscope.permission import PermissionBehavior, PermissionContext, PermissionMode, PermissionRule
 from agentscope.state import AgentState
-from agentscope.tool import Bash, Toolkit
-from agentscope.tool._builtin._backend import ExecResult, LocalBackend
+from agentscope.tool import Bash, ExecResult, LocalBackend, Toolkit
 
 from nb_hitl import Session
 from nb_hitl._agentscope import SHELL_CONTEXT_KEY, permission_context
