@@ -24,6 +24,7 @@ __all__ = [
     "POLICY_CONTEXT_KEY",
     "POLICY_DETAIL_KEY",
     "REVIEW_CONTEXT_KEY",
+    "SHELL_CONTEXT_KEY",
     "enum_value",
     "permission_engine",
     "permission_context",
@@ -51,6 +52,11 @@ forced its ask (and the mapping survives a checkpoint)."""
 POLICY_DETAIL_KEY = "nb_hitl.policy_detail"
 """Key in ``AgentState.middle_context``: ``{tool_call_id: {"message",
 "reason"}}``: what the policy said when it forced the ask."""
+
+SHELL_CONTEXT_KEY = "nb_hitl.shell"
+"""Key in ``AgentState.middle_context``: ``{tool_call_id: {"commands",
+"problems", "message", "reason", "bypass_immune", "changed"}}``: what the
+shell rules (:mod:`nb_hitl.shell_policy`) found in a call that asks."""
 
 REVIEW_CONTEXT_KEY = "nb_hitl.review"
 """Key in ``AgentState.middle_context``: ``{tool_call_id: {"status":

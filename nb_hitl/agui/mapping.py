@@ -159,7 +159,8 @@ def pause_to_interrupt(
         it), ``input_schema``, ``permission_message``, ``decision_reason``,
         ``bypass_immune``, ``suggested_rules`` (``[{index, label, tool_name,
         rule_content, behavior}]``), ``ask_user`` (``AskUserParams`` as
-        JSON, or ``None``), ``ask_user_error``, ``policy``, and for forms
+        JSON, or ``None``), ``ask_user_error``, ``policy``, ``shell_commands``
+        and ``shell_problems`` (a shell call's simple commands), and for forms
         and reviews ``title``, ``message``, ``form_error``,
         ``review_output`` (the result to review, only while the pause is
         open), ``review_state``, ``review_error``.
@@ -185,6 +186,8 @@ def pause_to_interrupt(
         "ask_user": view["ask_user"],
         "ask_user_error": pause.ask_user_error,
         "policy": pause.policy,
+        "shell_commands": view["shell_commands"],
+        "shell_problems": view["shell_problems"],
     }
     for key in ("title", "message", "form_error", "review_output", "review_state", "review_error"):
         meta[key] = view[key]

@@ -33,6 +33,7 @@ from .._agentscope import POLICY_CONTEXT_KEY, msg_text
 from ..answers.lifecycle import PauseTransitionError, transition
 from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
 from ..pauses import Pause
+from ..shell_policy import install_shell_rules
 from ..store import AuditLog, CheckpointLock, CheckpointStore, current_user
 from ..team import Team, states_from_checkpoint
 from ._actions import Desk
@@ -94,6 +95,13 @@ class Session(Driver):
             "Always" choices for that tool, on the page and in the kernel.
             Choose from ``approve``, ``deny`` (required), ``modify``,
             ``always_allow``, ``always_deny``; unlisted tools offer all.
+        shell_rules: judge shell commands (AgentScope's ``Bash``, tools with
+            a ``shell_command_field``) one simple command at a time with the
+            agent's own permission engine (:mod:`nb_hitl.shell_policy`): a
+            deny rule's program denies wherever it appears, a call asks
+            unless every simple command in it is allowed, and what cannot be
+            parsed asks. On by default; ``False`` leaves AgentScope's
+            whole-line matching alone.
 
     A new ``Session`` for an agent, or for a checkpoint, that already has one
     in this process supersedes it: the old session's open pauses expire
@@ -121,6 +129,7 @@ class Session(Driver):
         on_deadline: str = "deny",
         decided_by: str | None = None,
         decisions: Mapping[str, Sequence[str]] | None = None,
+        shell_rules: bool = True,
     ) -> None:
         if on_deadline not in ("deny", "interrupt"):
             raise ValueError(f"on_deadline must be 'deny' or 'interrupt', got {on_deadline!r}")
@@ -132,6 +141,8 @@ class Session(Driver):
         self.decisions = allowed_decisions(decisions)
         for member in self.team.agents.values():
             install_guard(member)  # an approval binds to the input shown (_promise.py)
+            if shell_rules:  # shell commands judged one simple command at a time (nb_hitl.shell_policy)
+                install_shell_rules(member)
         self.display = display
         self.audit_log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
         self.checkpoints = (

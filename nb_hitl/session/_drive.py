@@ -50,6 +50,7 @@ from .._agentscope import (
 )
 from ..answers.lifecycle import transition
 from ..pauses import Pause, build_pause
+from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
 from ._core import SessionCore
 from ._promise import apply_note, record_decision
@@ -342,6 +343,7 @@ class Driver(SessionCore):
         if self.team.is_pipeline:
             pause.agent = agent.name
         pause.decisions = self.decisions.get(pause.tool_name, pause.decisions)  # Session(decisions=...)
+        describe_shell_pause(agent, pause)  # the simple commands of a shell call (nb_hitl.shell_policy)
         policies = agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
         if isinstance(policies, dict) and tool_call.id in policies:
             pause.policy = str(policies[tool_call.id])
