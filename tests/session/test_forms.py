@@ -70,10 +70,13 @@ def form_agent(schema: Any, events: list[Any] | None = None) -> Agent:
     [
         (REFUND, None),
         ("not a dict", "The schema is not a JSON object."),
-        ({"type": "nonsense", "properties": {"a": {}}}, "Not a valid JSON Schema at $.type"),
+        (
+            {"type": "nonsense", "properties": {"a": {}}},
+            "The schema cannot be used: it is not a valid JSON Schema at $.type",
+        ),
         (
             {"type": "object", "properties": {"a": {"minimum": "zero"}}},
-            "Not a valid JSON Schema at $.properties.a.minimum",
+            "The schema cannot be used: it is not a valid JSON Schema at $.properties.a.minimum",
         ),
         ({"type": "array", "items": {}}, 'A form schema must have "type": "object".'),
         ({"type": "object"}, 'A form schema needs "properties"'),
@@ -180,14 +183,18 @@ def test_an_invalid_schema_can_only_be_returned_as_an_error() -> None:
         session = Session(agent, display=False)
         task = session.start("go")
         pause = await wait_until(lambda: session.pending and session.pending[0], "the form")
-        assert pause.kind == "form" and pause.form_error.startswith("Not a valid JSON Schema at $.properties.n.type")
+        assert pause.kind == "form" and pause.form_error.startswith(
+            "The schema cannot be used: it is not a valid JSON Schema at $.properties.n.type"
+        )
         with pytest.raises(DecisionError, match="cannot be answered"):
             session.act({"action": "submit", "tool_call_id": pause.tool_call_id, "value": {"n": 1}})
         await session.act({"action": "return_error", "tool_call_id": pause.tool_call_id})
         return await asyncio.wait_for(task, 10)
 
     final = run_async(scenario()).get_text_content()
-    assert final.startswith("[error] value=null text=The form could not be shown to the user: Not a valid JSON Schema")
+    assert final.startswith(
+        "[error] value=null text=The form could not be shown to the user: The schema cannot be used"
+    )
 
 
 def test_declining_a_valid_form_needs_a_message() -> None:
