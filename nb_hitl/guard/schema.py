@@ -330,23 +330,26 @@ def _pattern_properties(validator: Any, props: dict[str, Any], instance: Any, sc
                 yield from validator.descend(value, subschema, path=key, schema_path=patrn)
 
 
-def validation_errors(schema: Mapping[str, Any], payload: Any) -> list[jsonschema.ValidationError]:
+def validation_errors(
+    schema: Mapping[str, Any], payload: Any, *, field: str = "value", formats: bool = True
+) -> list[jsonschema.ValidationError]:
     """Every way ``payload`` breaks ``schema`` (checked by :func:`check_schema`
     first), as ``jsonschema`` reports them: the validator of the schema's
     dialect (Draft 2020-12 by default), RE2 for ``pattern`` and
     ``patternProperties``, :data:`NO_FETCH` for references, formats
-    enforced.
+    enforced unless ``formats=False`` (as AgentScope's own check of a tool
+    input, ``jsonschema.validate``, does not).
 
     Raises:
-        DecisionError: the answer is nested too deeply to be checked
-            (``field="value"``), or a reference resolves nowhere.
+        DecisionError: the payload is nested too deeply to be checked
+            (with ``field``), or a reference resolves nowhere.
     """
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls = jsonschema.validators.extend(base, {"pattern": _pattern, "patternProperties": _pattern_properties})
-    validator = cls(schema, registry=NO_FETCH, format_checker=base.FORMAT_CHECKER)
+    validator = cls(schema, registry=NO_FETCH, format_checker=base.FORMAT_CHECKER if formats else None)
     try:
         return list(validator.iter_errors(payload))
     except RecursionError:
-        raise DecisionError("The answer is nested too deeply to be checked.", field="value") from None
+        raise DecisionError("The value is nested too deeply to be checked against its schema.", field=field) from None
     except jsonschema.exceptions._WrappedReferencingError as exc:
         raise DecisionError(f"The schema has a reference that cannot be resolved: {exc}") from None

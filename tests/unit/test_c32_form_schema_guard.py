@@ -13,6 +13,7 @@ refused with a clear error, and nothing is resumed with invalid data.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from nb_hitl.guard import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 from nb_hitl.kinds import kind_spec
 from nb_hitl.kinds._schema import validate_payload
 from nb_hitl.kinds.form import FormTool
+from nb_hitl.messages import parse_edited_input
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.pauses import Pause
 from tests.support import run_async, wait_until
@@ -264,3 +266,20 @@ def test_c32_a_schema_just_inside_the_depth_cap_is_a_form() -> None:
         await session.act({"action": "return_error", "tool_call_id": pause.tool_call_id, "message": "Not now."})
 
     assert with_form(_deep(INSIDE), check) == "[error] Not now."
+
+
+def test_c32_a_peer_tool_schema_with_a_remote_ref_is_not_fetched_when_an_edit_is_checked(
+    leak_url: tuple[str, list[str]],
+) -> None:
+    """The same guard checks a person's edit against a tool's input schema
+    (a peer's, e.g. an MCP server's): the URL is never fetched and the edit is
+    refused with why; a pattern is evaluated by RE2."""
+    url, hits = leak_url
+    with pytest.raises(DecisionError, match="not fetched"):
+        parse_edited_input('{"path": "a"}', {"type": "object", "properties": {"path": {"$ref": url}}})
+    schema = {"type": "object", "properties": {"path": {"type": "string", "pattern": "^(a+)+$"}}}
+    with pytest.raises(DecisionError) as refused:
+        parse_edited_input(json.dumps({"path": "a" * 26 + "!"}), schema)
+    assert refused.value.field == "input.path" and "does not match" in str(refused.value)
+    assert parse_edited_input(json.dumps({"path": "a" * 26}), schema) == {"path": "a" * 26}
+    assert hits == []
