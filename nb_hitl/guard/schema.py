@@ -36,6 +36,8 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 
 from ..errors import DecisionError
 
+_encode_string = json.encoder.encode_basestring  # C-accelerated: a string as a JSON string literal
+
 __all__ = [
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
@@ -93,8 +95,12 @@ def _walk(node: Any, path: str = "#") -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _json_bytes(value: Any) -> int:
+    """The bytes of ``value`` (a string, number, boolean or null) as JSON (UTF-8)."""
+    if isinstance(value, str):
+        text = _encode_string(value)
+        return len(text) if text.isascii() else len(text.encode())
     try:
-        return len(json.dumps(value, ensure_ascii=False).encode())
+        return len(json.dumps(value))  # numbers, true, false, null: ASCII
     except (TypeError, ValueError):
         raise SchemaRefused(f"it holds a value that is not JSON ({type(value).__name__})") from None
 
@@ -105,6 +111,10 @@ def _measure(schema: Any) -> None:
     separators=(",", ":"), ensure_ascii=False)``): an iterative walk that
     stops at the first cap passed."""
     size = 0
+    too_large = SchemaRefused(
+        f"its JSON is larger than {MAX_SCHEMA_BYTES:,} bytes (at most {MAX_SCHEMA_BYTES:,}); "
+        "describe the answer with a smaller schema"
+    )
     stack: list[tuple[Any, int]] = [(schema, 1)]
     while stack:
         node, depth = stack.pop()
@@ -118,16 +128,15 @@ def _measure(schema: Any) -> None:
             if isinstance(node, dict):
                 for key, value in node.items():
                     size += _json_bytes(str(key)) + 1  # the key and its colon
+                    if size > MAX_SCHEMA_BYTES:
+                        raise too_large
                     stack.append((value, depth + 1))
             else:
                 stack.extend((value, depth + 1) for value in node)
         else:
             size += _json_bytes(node)
         if size > MAX_SCHEMA_BYTES:
-            raise SchemaRefused(
-                f"its JSON is larger than {MAX_SCHEMA_BYTES:,} bytes (at most {MAX_SCHEMA_BYTES:,}); "
-                "describe the answer with a smaller schema"
-            )
+            raise too_large
 
 
 @functools.lru_cache(maxsize=256)
