@@ -120,6 +120,8 @@ class RemoteTurn:
     verdict: asyncio.Future[str | None] | None = None
     """Set when a resume run's first answer is in: the refusal text, or None."""
     tool_calls: dict[str, dict[str, str]] = field(default_factory=dict)
+    """The tool calls streamed, by id: ``{"name"}`` (the arguments are the
+    ``call:<id>`` entry's text: :meth:`call_args`)."""
     last_push: float = 0.0
     pending: dict[str, list[str]] = field(default_factory=dict)
     """Deltas not joined into their transcript entry yet, by entry id."""
@@ -150,14 +152,21 @@ class RemoteTurn:
         self.pending.setdefault(key, []).append(delta)
 
     def flush(self) -> None:
-        """Join the pending deltas into their entries (one join per entry);
-        a ``call:<id>`` entry's text is also its tool call's ``args``."""
+        """Join the pending deltas into their entries: one join per entry,
+        appended to its text in place (the entry's reference is dropped
+        first, so CPython grows the string instead of copying it)."""
         for key, parts in self.pending.items():
             e = self.by_id[key]
-            e["text"] += "".join(parts)
-            if key.startswith("call:") and key[5:] in self.tool_calls:
-                self.tool_calls[key[5:]]["args"] = e["text"]
+            text, e["text"] = e["text"], ""
+            text += "".join(parts)
+            e["text"] = text
         self.pending.clear()
+
+    def call_args(self, tool_call_id: str) -> str:
+        """The arguments streamed for a tool call so far (its ``call:<id>`` entry's text)."""
+        self.flush()
+        e = self.by_id.get("call:" + tool_call_id)
+        return str(e["text"]) if e is not None else ""
 
 
 def view_data(turn: RemoteTurn) -> dict[str, Any]:
@@ -253,7 +262,7 @@ class RunReader:
             turn.grow("tool_call", "call:" + self.last_chunk, ev.delta)
         elif t == EventType.TOOL_CALL_ARGS:
             self.calls_here.add(ev.tool_call_id)
-            turn.tool_calls.setdefault(ev.tool_call_id, {"name": "", "args": ""})
+            turn.tool_calls.setdefault(ev.tool_call_id, {"name": ""})
             turn.grow("tool_call", "call:" + ev.tool_call_id, ev.delta, tool_call_id=ev.tool_call_id)
         elif t == EventType.TOOL_CALL_RESULT:
             self._result(ev)
@@ -296,13 +305,13 @@ class RunReader:
     def _call_start_or_chunk(self, ev: Any) -> None:
         turn = self.turn
         key = "call:" + ev.tool_call_id
-        call = turn.tool_calls.setdefault(ev.tool_call_id, {"name": "", "args": ""})
+        call = turn.tool_calls.setdefault(ev.tool_call_id, {"name": ""})
         e = turn.entry("tool_call", key, name=call["name"], tool_call_id=ev.tool_call_id)
         if ev.tool_call_id not in self.calls_here:
             # a peer may re-announce a call of an earlier run
             # (ag-ui-langgraph does on resume): start it afresh
             self.calls_here.add(ev.tool_call_id)
-            call["args"], e["text"] = "", ""
+            e["text"] = ""
             turn.pending.pop(key, None)
         if ev.tool_call_name:
             call["name"] = e["name"] = ev.tool_call_name
@@ -332,7 +341,7 @@ class RunReader:
             return self.snapshot
         self.turn.flush()
         calls = [
-            ToolCall(id=i, function=FunctionCall(name=c["name"], arguments=c["args"]))
+            ToolCall(id=i, function=FunctionCall(name=c["name"], arguments=self.turn.call_args(i)))
             for i, c in self.turn.tool_calls.items()
             if i in self.calls_here
         ]
@@ -363,7 +372,6 @@ class RunReader:
 
     def _interrupted(self, interrupts: list[Interrupt]) -> None:
         turn, record = self.turn, self.record
-        turn.flush()  # the cards show each call's arguments
         ids = [i.id for i in interrupts]
         if len(set(ids)) != len(ids):
             raise AguiClientError(
@@ -393,7 +401,7 @@ class RunReader:
                 problem,
                 key=key,
                 run_id=record.run_id,
-                tool_call_text=call.get("args") or None,
+                tool_call_text=(turn.call_args(i.tool_call_id) if i.tool_call_id else "") or None,
                 tool_call_name=call.get("name") or None,
             )
         turn.status, turn.reason = "paused", ""
