@@ -16,7 +16,6 @@ Session's listeners feed the stream are described in ``docs/design.md``
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -45,9 +44,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .._agentscope import blocks_text, msg_text, permission_engine
-from ..decisions import check_external_result, decide, recheck_permission
-from ..errors import DecisionError, NbHitlError, PendingPauseError
+from .._agentscope import blocks_text, msg_text
+from ..answers.front import BatchRefused
+from ..answers.record import origin
+from ..errors import DecisionError, PendingPauseError
 from ..pauses import Pause
 from ..session import ReplyRun
 from .background import ServerHandle, serve_in_background
@@ -276,27 +276,18 @@ class AguiServer:
                     "conflicting_replay",
                     f"This resume mixes interrupts answered earlier ({', '.join(answered)}) with open ones.",
                 )
-            plan = await self._plan(thread, inp, resume)
+            messages = self._plan(thread, inp, resume)
+            # the one front door (nb_hitl.answers): every answer is admitted,
+            # verified and audited by the Session, all or nothing, one resume
+            where = origin("agui", thread_id=thread.thread_id, run_id=inp.run_id, principal=principal)
+            try:
+                await session.act_all([m for _, m in messages], decided_by=principal, origin=where)
+            except BatchRefused as exc:
+                raise refusal_of(exc, {m["tool_call_id"]: e for e, m in messages}) from None
+            for entry, _ in messages:
+                thread.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), inp.run_id)
             thread.seen_ids.update(m.id for m in inp.messages)
             yield MessagesSnapshotEvent(messages=messages_snapshot(thread.agent.state.context), timestamp=now_ms())
-            # Every entry was checked above; the Session repeats the checks
-            # (a race with an interrupt is still caught) and queues each
-            # decision exactly once.
-            acts: list[tuple[ResumeEntry, Any]] = []
-            failed: list[str] = []
-            for entry, _pause, message in plan:
-                try:
-                    acts.append((entry, session.act(message, decided_by=principal)))
-                except NbHitlError as exc:
-                    failed.append(f"{entry.interrupt_id}: {exc}")
-            results = await asyncio.gather(*(c for _, c in acts), return_exceptions=True)
-            for (entry, _coro), result in zip(acts, results, strict=True):
-                if isinstance(result, BaseException):
-                    failed.append(f"{entry.interrupt_id}: {result}")
-                else:
-                    thread.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), inp.run_id)
-            if failed:
-                raise Refusal("resume_failed", "Some answers could not be applied: " + "; ".join(failed))
         else:
             new = self._new_user_messages(thread, inp.messages)
             open_now = self._open(thread)
@@ -326,10 +317,17 @@ class AguiServer:
         async for event in self._finish(thread, inp, translator):
             yield event
 
-    async def _plan(
+    def _plan(
         self, thread: ThreadState, inp: RunAgentInput, resume: list[ResumeEntry]
-    ) -> list[tuple[ResumeEntry, Pause, dict[str, Any]]]:
-        """Turn every entry into a checked page message, or refuse them all."""
+    ) -> list[tuple[ResumeEntry, dict[str, Any]]]:
+        """The AG-UI checks of a resume (ids, every open interrupt answered
+        once, expiry, payloads against ``response_schema``), then each entry's
+        page message (:func:`~nb_hitl.agui.mapping.resume_to_message`); the
+        answers themselves are checked by the Session's front door.
+
+        Raises:
+            Refusal: a rule of the resume is broken (nothing was taken).
+        """
         open_now = self._open(thread)
         open_ids = {i.id for i, _ in open_now}
         closed = [
@@ -364,18 +362,10 @@ class AguiServer:
         except ResumeError as exc:
             raise Refusal(exc.code, str(exc), _at(exc.interrupt_ids, exc.field)) from None
         by_id = {i.id: p for i, p in open_now}
-        engine = permission_engine(thread.agent)
         plan = []
         for entry in resume:
-            pause = by_id[entry.interrupt_id]
             try:
-                message = resume_to_message(pause, entry, thread_id=thread.thread_id)
-                decision = decide(pause, message)
-                tool = await thread.agent.toolkit.get_tool(pause.tool_name)
-                if decision.edited_input is not None and tool is not None:
-                    await recheck_permission(engine, tool, decision.edited_input)
-                if decision.tool_result is not None and decision.tool_result.state == "success":
-                    await check_external_result(tool, decision.tool_result)
+                message = resume_to_message(by_id[entry.interrupt_id], entry, thread_id=thread.thread_id)
             except ResumeError as exc:
                 raise Refusal(exc.code, str(exc), _at([entry.interrupt_id], exc.field)) from None
             except DecisionError as exc:
@@ -385,7 +375,7 @@ class AguiServer:
                     f"Interrupt {entry.interrupt_id}{where}: {exc}",
                     _at([entry.interrupt_id], exc.field),
                 ) from None
-            plan.append((entry, pause, message))
+            plan.append((entry, message))
         return plan
 
     def _settled(self, thread: ThreadState, run: ReplyRun | None, item: tuple[str, Any]) -> bool:
@@ -503,6 +493,36 @@ def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[
         "Answer all of them in one resume, then send new messages.",
         "message_ids": [m.id for m in new],
     }
+
+
+REFUSAL_CODES = {"invalid": "invalid_payload", "already_decided": "interrupt_closed", "expired": "interrupt_closed"}
+"""``RUN_ERROR.code`` of an answer the Session's front door refused, by the
+refusal's own code (:mod:`nb_hitl.errors`); any other code is ``resume_failed``."""
+
+
+def refusal_of(exc: BatchRefused, entries: dict[str, ResumeEntry]) -> Refusal:
+    """The :class:`Refusal` of a resume whose answers the Session refused
+    (all or nothing: nothing was taken).
+
+    Args:
+        exc: the Session's refusal; ``exc.results`` says, per answer, why.
+        entries: the resume entries by the ``tool_call_id`` they answer.
+
+    Returns:
+        a refusal naming the interrupts at fault and, for the first, the field
+        (``RUN_ERROR.metadata.nb_hitl``), with the code of the first
+        (:data:`REFUSAL_CODES`).
+    """
+    refused = [r for r in exc.results if not r["ok"]]
+    if not refused:
+        return Refusal("resume_failed", str(exc))
+    ids = [entries[r["tool_call_id"]].interrupt_id if r["tool_call_id"] in entries else "?" for r in refused]
+    parts = []
+    for iid, r in zip(ids, refused, strict=True):
+        where = f" (at {r['field']})" if r.get("field") else ""
+        parts.append(f"Interrupt {iid}{where}: {r['error']}")
+    code = REFUSAL_CODES.get(str(refused[0].get("code")), "resume_failed")
+    return Refusal(code, "; ".join(parts), _at(ids, refused[0].get("field")))
 
 
 def _at(interrupt_ids: list[str], field: str | None) -> dict[str, Any]:
