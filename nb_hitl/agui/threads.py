@@ -24,12 +24,12 @@ from typing import Any
 
 from ag_ui.core import Interrupt
 from agentscope.message import Msg
-from agentscope.state import AgentState
 
 from .._agentscope import is_parked
 from ..pauses import Pause
 from ..session import _SESSIONS as session_registry
-from ..session import ReplyRun, Session, close_dangling_tool_calls
+from ..session import ReplyRun, Session
+from ..session import _restore as restore
 from ..store import CheckpointStore
 
 __all__ = [
@@ -264,9 +264,10 @@ class ThreadRegistry:
             owner = (record["state"].get("middle_context") or {}).get(OWNER_KEY)
             if owner != principal:
                 raise Refusal("thread_not_found", f"No thread {thread_id[:80]!r} here.")
-            state = AgentState.model_validate(record["state"])
-            agent = await self._build(thread_id, state=state)
-            close_dangling_tool_calls(agent)
+            # the one restore (nb_hitl.session._restore), as Session.restore:
+            # a call whose decision was handed to the agent is not asked again
+            agent = await self._build(thread_id, state=restore.states(record))
+            restore.settle(agent, record)
             restored = True
         else:
             agent = await self._build(thread_id)
