@@ -34,6 +34,7 @@ from ..kinds._schema import (
     REASON_TOOL_CALL,
     validate_payload,
 )
+from ..messages import MAX_SHORT
 from ..pauses import Pause
 
 __all__ = [
@@ -52,6 +53,8 @@ __all__ = [
     "validate_payload",
     "resume_to_message",
     "cancel_message",
+    "CANCEL_PAYLOAD_SCHEMA",
+    "cancel_payload",
     "check_resume",
     "our_kind",
     "effective_schema",
@@ -209,10 +212,59 @@ def response_schema(pause: Pause) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 # ResumeEntry -> page message (server side)
 # ---------------------------------------------------------------------------
-def cancel_message(pause: Pause) -> dict[str, Any]:
+CANCEL_PAYLOAD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"message": {"type": "string", "minLength": 1, "maxLength": MAX_SHORT}},
+    "required": ["message"],
+    "additionalProperties": False,
+}
+"""The payload a ``cancelled`` entry may carry for nb_hitl's own interrupts:
+``{"message": <the person's words>}``, their "Return the error" text, which
+the model reads as the call's ERROR result (as in a local session). Both
+sides use it: the client builds it (:func:`cancel_payload`), the server
+turns it back into the page message (:func:`cancel_message`). A ``cancelled``
+entry without a payload keeps AG-UI's meaning: abandoned, no answer."""
+
+
+def cancel_payload(message: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The payload of the ``cancelled`` entry a ``return_error`` page message
+    stands for: ``{"message": text}`` when the person typed one, else ``None``.
+
+    Raises:
+        DecisionError: the text breaks :data:`CANCEL_PAYLOAD_SCHEMA` (too long).
+    """
+    text = message.get("message") if message.get("action") == "return_error" else None
+    if not isinstance(text, str) or not text.strip():
+        return None
+    payload = {"message": text}
+    validate_payload(CANCEL_PAYLOAD_SCHEMA, payload)
+    return payload
+
+
+def cancel_message(pause: Pause, payload: Any = None) -> dict[str, Any]:
     """The page message a ``cancelled`` entry stands for (see the module
-    docstring: a denial for a confirmation, an ERROR result otherwise)."""
-    return kind_spec(pause.kind).cancel_message(pause)
+    docstring: a denial for a confirmation, an ERROR result otherwise).
+
+    Args:
+        pause: the open pause.
+        payload: the entry's payload: ``None``, or :data:`CANCEL_PAYLOAD_SCHEMA`
+            (the person's text, which becomes the ERROR result the model reads).
+
+    Raises:
+        DecisionError: the payload breaks :data:`CANCEL_PAYLOAD_SCHEMA`, or it
+            carries a text for a confirmation (a cancelled confirmation is
+            denied as cancelled; a reason goes with a resolved
+            ``{"approved": false, "reason": ...}``).
+    """
+    message = kind_spec(pause.kind).cancel_message(pause)
+    if payload is None:
+        return message
+    validate_payload(CANCEL_PAYLOAD_SCHEMA, payload)
+    if message.get("action") != "return_error":
+        raise DecisionError(
+            "A cancelled confirmation takes no message; deny it with a reason instead.", field="message"
+        )
+    return {**message, "message": payload["message"]}
 
 
 def resume_to_message(pause: Pause, entry: ResumeEntry, *, thread_id: str) -> dict[str, Any]:
@@ -244,7 +296,7 @@ def resume_to_message(pause: Pause, entry: ResumeEntry, *, thread_id: str) -> di
             interrupt_ids=[entry.interrupt_id],
         )
     if entry.status == "cancelled":
-        return cancel_message(pause)
+        return cancel_message(pause, entry.payload)
     spec = kind_spec(pause.kind)
     validate_payload(spec.response_schema(pause), entry.payload)
     return spec.resume_message(pause, entry.payload)
@@ -449,7 +501,9 @@ def message_to_entry(interrupt: Interrupt, message: Mapping[str, Any]) -> Resume
     ``return_error``; for any interrupt ``submit`` (``{"value": payload}``,
     the generated form) and ``cancel`` (status ``cancelled``, no payload).
     ``return_error`` is sent as ``cancelled``: the server turns it into an
-    ERROR result (see the module docstring).
+    ERROR result (see the module docstring); for nb_hitl's own interrupts the
+    person's text goes with it (:func:`cancel_payload`), so the remote model
+    reads it as a local one would.
 
     Raises:
         DecisionError: unknown action, or a payload that breaks the schema
@@ -457,9 +511,10 @@ def message_to_entry(interrupt: Interrupt, message: Mapping[str, Any]) -> Resume
             or the form field's path).
     """
     action = message.get("action")
-    if action == "cancel" or action == "return_error":
-        return ResumeEntry(interrupt_id=interrupt.id, status="cancelled")
     kind = our_kind(interrupt)
+    if action == "cancel" or action == "return_error":
+        payload = cancel_payload(message) if kind is not None else None
+        return ResumeEntry(interrupt_id=interrupt.id, status="cancelled", payload=payload)
     schema = effective_schema(interrupt)
     if action == "submit":
         value = message.get("value")

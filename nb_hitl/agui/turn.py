@@ -151,6 +151,8 @@ def answer_summary(entry: ResumeEntry, message: dict[str, Any], view: dict[str, 
     """The ``decision`` shown on a pause card once ``message`` was turned into ``entry``."""
     action = message.get("action")
     if entry.status == "cancelled":
+        if isinstance(entry.payload, dict) and entry.payload.get("message"):  # the person's text, as sent
+            return {"action": "return_error", "state": "error", "output": entry.payload["message"]}
         return {"action": "return_error" if action == "return_error" else "cancel"}
     payload: dict[str, Any] = entry.payload if isinstance(entry.payload, dict) else {}
     if view["kind"] == "confirm":
