@@ -53,9 +53,9 @@ from ..session import ReplyRun
 from .background import ServerHandle, serve_in_background
 from .events import EventTranslator, messages_snapshot, now_ms
 from .guard import Access, AuthHook
-from .http import Limits, handle_run
+from .http import Limits, handle_close, handle_run
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
-from .threads import Answered, Refusal, ThreadRegistry, ThreadState, canonical
+from .threads import Answered, Refusal, ThreadRegistry, ThreadState, canonical, held_input, refusal_at, refusal_of
 
 __all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
 
@@ -72,7 +72,10 @@ class AguiServer:
             is also called as ``agent_factory(thread_id, state=AgentState)``
             to rebuild a thread after a restart.
         path: the endpoint's path (``POST``); ``GET <path>/health`` answers
-            ``{"status": "ok"}`` (no auth; it says nothing about threads).
+            ``{"status": "ok"}`` (no auth; it says nothing about threads);
+            ``DELETE <path>/threads/<thread_id>`` (same auth as a run) lets
+            the owner close a thread that waits on nothing (its checkpoint
+            is deleted too): 200, 404 ``thread_not_found``, 409 ``thread_busy``.
         token: the shared secret clients send as ``Authorization: Bearer
             <token>``; ``None``: a random one is made (:attr:`token`, shown
             by ``serve_in_background``); ``False``: no token (only with an
@@ -83,7 +86,9 @@ class AguiServer:
             127.0.0.1 and ::1 (``"*"``: any; use behind a proxy that checks).
         allowed_origins: browser origins allowed besides the server's own.
         max_body: request body limit in bytes (413 beyond).
-        body_timeout: seconds to receive a body (408 beyond).
+        body_timeout: seconds to receive a body after its headers (408
+            beyond; under :func:`~nb_hitl.agui.background.serve_in_background`
+            a connection still sending a body to any other path is closed).
         ping: seconds between SSE keep-alive comments.
         max_threads: threads kept at most (finished ones are evicted LRU).
         thread_ttl: seconds a finished, idle thread is kept.
@@ -138,6 +143,7 @@ class AguiServer:
         self.user_name = user_name
         self.registry = ThreadRegistry(agent_factory, self.session_kwargs, max_threads=max_threads, ttl=thread_ttl)
         health = self.path.rstrip("/") + "/health"
+        threads = self.path.rstrip("/") + "/threads/{thread_id}"
         # a browser app on an allowed origin sends a CORS preflight first
         # (Authorization and application/json are not "simple"); answer it
         cors = (
@@ -145,7 +151,7 @@ class AguiServer:
                 Middleware(
                     CORSMiddleware,
                     allow_origins=sorted(self.access.allowed_origins),
-                    allow_methods=["POST", "GET"],
+                    allow_methods=["POST", "GET", "DELETE"],
                     allow_headers=["authorization", "content-type", "accept"],
                 )
             ]
@@ -156,6 +162,7 @@ class AguiServer:
             routes=[
                 Route(self.path, self._endpoint, methods=["POST"]),
                 Route(health, self._health, methods=["GET"]),
+                Route(threads, self._close_thread, methods=["DELETE"]),
             ],
             middleware=cors,
         )
@@ -175,6 +182,9 @@ class AguiServer:
 
     async def _endpoint(self, request: Request) -> Response:
         return await handle_run(request, self.access, self.limits, self.run)
+
+    async def _close_thread(self, request: Request) -> Response:
+        return await handle_close(request, self.access, self.registry.close, Refusal)
 
     def _open(self, thread: ThreadState) -> list[tuple[Interrupt, Pause]]:
         """The thread's open interrupts, in pause order (ids and expiry stay
@@ -360,20 +370,20 @@ class AguiServer:
         try:
             check_resume([i for i, _ in open_now], resume, now=self.clock())
         except ResumeError as exc:
-            raise Refusal(exc.code, str(exc), _at(exc.interrupt_ids, exc.field)) from None
+            raise Refusal(exc.code, str(exc), refusal_at(exc.interrupt_ids, exc.field)) from None
         by_id = {i.id: p for i, p in open_now}
         plan = []
         for entry in resume:
             try:
                 message = resume_to_message(by_id[entry.interrupt_id], entry, thread_id=thread.thread_id)
             except ResumeError as exc:
-                raise Refusal(exc.code, str(exc), _at([entry.interrupt_id], exc.field)) from None
+                raise Refusal(exc.code, str(exc), refusal_at([entry.interrupt_id], exc.field)) from None
             except DecisionError as exc:
                 where = f" (at {exc.field})" if exc.field else ""
                 raise Refusal(
                     "invalid_payload",
                     f"Interrupt {entry.interrupt_id}{where}: {exc}",
-                    _at([entry.interrupt_id], exc.field),
+                    refusal_at([entry.interrupt_id], exc.field),
                 ) from None
             plan.append((entry, message))
         return plan
@@ -477,55 +487,3 @@ class AguiServer:
         yield RunErrorEvent(
             message=run.reason or f"The reply ended: {run.status}", code="agent_error", timestamp=now_ms()
         )
-
-
-def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[str, Any]:
-    """``RUN_FINISHED.metadata.nb_hitl.refused_input`` of a run whose input came
-    while interrupts were open (AG-UI 1.0, "Interrupts and Resume": the producer
-    keeps them open and ends with the interrupt outcome again): ``{"code":
-    "interrupts_pending", "message": <for people>, "message_ids": <the user
-    messages not taken>}``."""
-    ids = ", ".join(i.id for i, _ in open_now)
-    told = "Your message was not given to the agent: it" if new else "Nothing ran: the agent"
-    return {
-        "code": "interrupts_pending",
-        "message": f"{told} waits for answers to its open interrupts ({ids}). "
-        "Answer all of them in one resume, then send new messages.",
-        "message_ids": [m.id for m in new],
-    }
-
-
-REFUSAL_CODES = {"invalid": "invalid_payload", "already_decided": "interrupt_closed", "expired": "interrupt_closed"}
-"""``RUN_ERROR.code`` of an answer the Session's front door refused, by the
-refusal's own code (:mod:`nb_hitl.errors`); any other code is ``resume_failed``."""
-
-
-def refusal_of(exc: BatchRefused, entries: dict[str, ResumeEntry]) -> Refusal:
-    """The :class:`Refusal` of a resume whose answers the Session refused
-    (all or nothing: nothing was taken).
-
-    Args:
-        exc: the Session's refusal; ``exc.results`` says, per answer, why.
-        entries: the resume entries by the ``tool_call_id`` they answer.
-
-    Returns:
-        a refusal naming the interrupts at fault and, for the first, the field
-        (``RUN_ERROR.metadata.nb_hitl``), with the code of the first
-        (:data:`REFUSAL_CODES`).
-    """
-    refused = [r for r in exc.results if not r["ok"]]
-    if not refused:
-        return Refusal("resume_failed", str(exc))
-    ids = [entries[r["tool_call_id"]].interrupt_id if r["tool_call_id"] in entries else "?" for r in refused]
-    parts = []
-    for iid, r in zip(ids, refused, strict=True):
-        where = f" (at {r['field']})" if r.get("field") else ""
-        parts.append(f"Interrupt {iid}{where}: {r['error']}")
-    code = REFUSAL_CODES.get(str(refused[0].get("code")), "resume_failed")
-    return Refusal(code, "; ".join(parts), _at(ids, refused[0].get("field")))
-
-
-def _at(interrupt_ids: list[str], field: str | None) -> dict[str, Any]:
-    """``RUN_ERROR.metadata.nb_hitl`` of a refused resume: which of the
-    client's own interrupts is at fault, and where (for its card)."""
-    return {"interrupt_ids": list(interrupt_ids), "field": field}
