@@ -53,7 +53,7 @@ from ..session import ReplyRun
 from .background import ServerHandle, serve_in_background
 from .events import EventTranslator, messages_snapshot, now_ms
 from .guard import Access, AuthHook
-from .http import Limits, handle_close, handle_run
+from .http import Limits, close_unread, handle_close, handle_run
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
 from .threads import Answered, Refusal, ThreadRegistry, ThreadState, canonical, held_input, refusal_at, refusal_of
 
@@ -166,6 +166,7 @@ class AguiServer:
             ],
             middleware=cors,
         )
+        self._asgi = close_unread(self.app)
 
     @property
     def threads(self) -> dict[str, ThreadState]:
@@ -173,8 +174,9 @@ class AguiServer:
         return self.registry.threads
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        """The ASGI entry point (delegates to the Starlette app)."""
-        await self.app(scope, receive, send)
+        """The ASGI entry point (delegates to the Starlette app; a response
+        sent before its body was read closes the connection: :func:`close_unread`)."""
+        await self._asgi(scope, receive, send)
 
     # ------------------------------------------------------------------ HTTP
     async def _health(self, request: Request) -> Response:

@@ -123,6 +123,57 @@ def test_slow_clients_are_closed_before_they_finish_sending(slow_served):
     assert done.status == 200 and done.types[-1] == "RUN_FINISHED"
 
 
+def _unread(port: int, budget: int = 1200) -> list[tuple[bool, bytes, int]]:
+    async def go() -> list[tuple[bool, bytes, int]]:
+        starts = [_head("/nowhere"), _head("/health")] * 2
+        return list(await asyncio.gather(*(_trickle(port, start, b"x", budget) for start in starts)))
+
+    return asyncio.run(go())
+
+
+def test_a_body_nobody_reads_closes_the_connection_under_plain_uvicorn(tmp_path):
+    """The app's own guard (close_unread): under uvicorn's stock h11 protocol,
+    without serve_in_background's deadlines, a 404 / 405 answered before the
+    body was read says Connection: close and the connection ends."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    server = AguiServer(Factory(tmp_path), token="slow-token")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(32)
+    plain = uvicorn.Server(uvicorn.Config(server, http="h11", lifespan="off", log_level="warning"))
+    thread = threading.Thread(target=plain.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not plain.started:
+            assert thread.is_alive()
+            threading.Event().wait(0.01)
+        results = _unread(sock.getsockname()[1], budget=200)
+    finally:
+        plain.should_exit = True
+        thread.join(10)
+        sock.close()
+    for closed, got, sent in results:
+        assert closed and sent < 200, (sent, got[:80])
+        assert got.split(b"\r\n", 1)[0] in (b"HTTP/1.1 404 Not Found", b"HTTP/1.1 405 Method Not Allowed")
+        assert b"connection: close" in got.lower()
+
+
+def test_the_protocol_ends_a_trickled_body_for_any_app():
+    """serve_in_background's own deadline, for an app without the guard: a
+    body still arriving after body_timeout is cut off."""
+    from starlette.applications import Starlette
+
+    with serve_in_background(Starlette(), header_timeout=LIMIT, body_timeout=LIMIT, announce=False) as handle:
+        results = _unread(handle.port)
+    for closed, got, sent in results:
+        assert closed and sent < 1200, (sent, got[:80])
+        assert b"connection: close" not in got.lower()  # answered keep-alive: only the deadline ends it
+
+
 def test_the_owner_closes_its_thread_and_nobody_else_can(tmp_path):
     factory = Factory(tmp_path / "sandboxes")
     server = AguiServer(factory, auth=_auth, session_kwargs={"checkpoints": str(tmp_path / "checkpoints")})
