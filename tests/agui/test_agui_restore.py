@@ -105,10 +105,11 @@ def _save(store: CheckpointStore, session_id: str, record: dict[str, Any]) -> No
     store.save(session_id, record["agent_name"], json.dumps(record["state"]))
 
 
-@pytest.fixture
-def delivered(tmp_path):
+@pytest.fixture(scope="module")
+def delivered(tmp_path_factory):
+    """One checkpoint, restored by both tests (each into its own store)."""
     runs: list[int] = []
-    record, reply_id, tool_call_id = delivered_checkpoint(tmp_path, runs)
+    record, reply_id, tool_call_id = delivered_checkpoint(tmp_path_factory.mktemp("c29"), runs)
     return runs, record, reply_id, tool_call_id
 
 
