@@ -35,11 +35,10 @@ from ag_ui.core import (
 )
 
 from ..entries import shown_entry
-from ..guard import SchemaRefused, check_schema, without_patterns
-from ..kinds.form import form_size_problem
 from ..markdown import markdown_html
+from .cards import checked_interrupt, metadata_problem, safe_view, view_problem
 from .client import AguiClientError
-from .mapping import META_KEY, META_VERSION, OUR_KINDS, interrupt_view, our_kind
+from .mapping import META_KEY
 
 __all__ = [
     "RemoteTurn",
@@ -50,6 +49,7 @@ __all__ = [
     "metadata_problem",
     "safe_view",
     "view_data",
+    "view_problem",
 ]
 
 
@@ -189,6 +189,8 @@ def answer_summary(entry: ResumeEntry, message: dict[str, Any], view: dict[str, 
     """The ``decision`` shown on a pause card once ``message`` was turned into ``entry``."""
     action = message.get("action")
     if entry.status == "cancelled":
+        if isinstance(entry.payload, dict) and entry.payload.get("message"):  # the person's text, as sent
+            return {"action": "return_error", "state": "error", "output": entry.payload["message"]}
         return {"action": "return_error" if action == "return_error" else "cancel"}
     payload: dict[str, Any] = entry.payload if isinstance(entry.payload, dict) else {}
     if view["kind"] == "confirm":
@@ -418,61 +420,3 @@ class RunReader:
         reason = told[:500] or "Your message was not given to the agent: it waits for answers to its open interrupts."
         self.turn.reason = reason
         self.turn.entry("note", f"note:{self.record.run_id}", text=reason)
-
-
-def metadata_problem(interrupt: Interrupt) -> str | None:
-    """What is wrong with an interrupt's ``metadata.nb_hitl``, if it has one
-    that :func:`~nb_hitl.agui.mapping.our_kind` cannot use (``None``: fine,
-    or no such metadata: then the interrupt is drawn as a form)."""
-    meta = interrupt.metadata.get(META_KEY) if isinstance(interrupt.metadata, dict) else None
-    if meta is None or our_kind(interrupt) is not None:
-        return None
-    if not isinstance(meta, dict):
-        return f"its metadata.{META_KEY} is not an object"
-    if meta.get("version") != META_VERSION:
-        return f"its metadata.{META_KEY}.version is {str(meta.get('version'))[:40]!r}, not {META_VERSION}"
-    if meta.get("kind") not in OUR_KINDS:
-        return f"its metadata.{META_KEY}.kind {str(meta.get('kind'))[:40]!r} is not one of {', '.join(OUR_KINDS)}"
-    return f"its metadata.{META_KEY} is malformed (tool_name, input_text, suggested_rules or ask_user)"
-
-
-def checked_interrupt(interrupt: Interrupt) -> tuple[Interrupt, str | None]:
-    """The interrupt as the rest of the client may use it, and what is wrong
-    with it (``None``: nothing).
-
-    The copy's ``response_schema`` has no patterns
-    (:func:`~nb_hitl.guard.without_patterns`); a schema too large to draw
-    (:func:`~nb_hitl.kinds.form.form_size_problem`) or refused by
-    :func:`~nb_hitl.guard.check_schema`, or malformed metadata, gives a copy
-    with neither, answerable only by cancelling.
-    """
-    try:
-        large = form_size_problem(interrupt.response_schema)
-        if large is not None:
-            raise SchemaRefused(f"it is too large to show: {large}")
-        check_schema(interrupt.response_schema)
-    except SchemaRefused as exc:
-        return interrupt.model_copy(update={"response_schema": None, "metadata": None}), f"its response schema: {exc}"
-    problem = metadata_problem(interrupt)
-    if problem is not None:
-        return interrupt.model_copy(update={"response_schema": None, "metadata": None}), problem
-    return interrupt.model_copy(update={"response_schema": without_patterns(interrupt.response_schema)}), None
-
-
-def safe_view(
-    interrupt: Interrupt, problem: str | None, *, key: str, run_id: str, **call: str | None
-) -> dict[str, Any]:
-    """The pause view of a checked interrupt; when it cannot be answered (a
-    ``problem``, or metadata that breaks the view), a form card that says
-    why (``form_error``) and offers only to cancel (``return_error``)."""
-    if problem is None:
-        try:
-            return interrupt_view(interrupt, key=key, run_id=run_id, **call)
-        except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            problem = f"its metadata could not be read ({type(exc).__name__}: {str(exc)[:160]})"
-            interrupt = interrupt.model_copy(update={"response_schema": None, "metadata": None})
-    view = interrupt_view(interrupt, key=key, run_id=run_id, **call)
-    view["kind"] = "form"
-    view["form_error"] = f"interrupt {interrupt.id[:80]} cannot be answered: {problem}. It can only be cancelled."
-    view["unanswerable"] = True
-    return view

@@ -35,11 +35,12 @@ from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
 from ..pauses import Pause
 from ..shell_policy import install_shell_rules
 from ..store import AuditLog, CheckpointLock, CheckpointStore, current_user
-from ..team import Team, states_from_checkpoint
+from ..team import Team
 from ._actions import Desk
 from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
-from ._drive import Driver, close_dangling_tool_calls, close_delivered_tool_calls
+from ._drive import Driver, close_dangling_tool_calls
 from ._promise import allowed_decisions, install_guard
+from ._restore import reopen
 from ._run import ReplyRun, pending_message
 from ._sigint import sigint_wakes_the_loop
 from ._transcript import Transcript
@@ -324,13 +325,9 @@ class Session(Driver):
         lock = store.lock(session_id)  # before reading: the file cannot change under us
         try:
             record = store.load(session_id)
-            # a team's checkpoint holds every agent: the factory gets {name: AgentState}
-            agent = agent_factory(states_from_checkpoint(record["state"]))
-            team = Team.of(agent)
-            team.load_pipeline_extras(record["state"])
-            for member in team.agents.values():
-                close_delivered_tool_calls(member)
-                close_dangling_tool_calls(member)
+            # a team's checkpoint holds every agent: the factory gets {name: AgentState};
+            # the one restore (_restore.py): calls that may have run are closed
+            agent = reopen(record, agent_factory)
             return cls(agent, checkpoints=store, session_id=session_id, **kwargs)
         except BaseException:
             if _BY_CHECKPOINT.get(lock.key) is None:
