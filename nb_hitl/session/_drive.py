@@ -52,6 +52,7 @@ from ..answers.lifecycle import transition
 from ..pauses import Pause, build_pause
 from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
+from ._call_ids import renamed_calls, reused_id_message
 from ._core import SessionCore
 from ._promise import apply_note, record_decision
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun
@@ -358,6 +359,19 @@ class Driver(SessionCore):
         prepare = getattr(tool, "prepare_pause", None)
         if prepare is not None and enum_value(tool_call.state) == ToolCallState.SUBMITTED.value:
             await prepare(pause, self)
+        renamed = renamed_calls(agent).get(tool_call.id)
+        if isinstance(renamed, dict):  # the model reused an id: the card and the audit log say so (_call_ids.py)
+            said = reused_id_message(str(renamed.get("sent")), tool_call.id)
+            pause.message = f"{said}\n\n{pause.message}" if pause.message else said
+            if not renamed.get("audited"):
+                renamed["audited"] = True
+                self._audit_pause(
+                    pause,
+                    decision="id_reused",
+                    decided_by="nb_hitl",
+                    sent_tool_call_id=renamed.get("sent"),
+                    reason=said,
+                )
         if self.deadline is not None:
             pause.deadline = pause.created_at + self.deadline
             loop = asyncio.get_running_loop()

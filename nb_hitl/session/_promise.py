@@ -35,6 +35,7 @@ from .._agentscope import (
     blocks_text,
     find_tool_result,
     install_innermost_acting,
+    install_outermost_model_call,
     install_reasoning,
     permission_engine,
     strip_system_reminders,
@@ -42,6 +43,7 @@ from .._agentscope import (
 from ..kinds import Decision
 from ..kinds._reading import canonical, visible_json
 from ..kinds.confirm import allowed_decisions
+from ._call_ids import CallIdGuard, flush_rename_hints
 
 __all__ = [
     "ApprovalGuard",
@@ -68,10 +70,12 @@ def _entries(agent: Any, key: str) -> dict[str, Any]:
 
 def install_guard(agent: Any) -> None:
     """Install :class:`ApprovalGuard` as ``agent``'s innermost ``on_acting`` middleware and as an
-    ``on_reasoning`` middleware (idempotent)."""
+    ``on_reasoning`` middleware, and :class:`~nb_hitl.session._call_ids.CallIdGuard` as its
+    outermost ``on_model_call`` middleware (a reused tool call id gets a fresh one); idempotent."""
     guard = ApprovalGuard()
     install_innermost_acting(agent, guard)
     install_reasoning(agent, guard)
+    install_outermost_model_call(agent, CallIdGuard())
 
 
 def record_decision(agent: Any, decision: Decision, tool_name: str) -> None:
@@ -172,6 +176,7 @@ class ApprovalGuard(MiddlewareBase):
         next_handler: Callable[..., AsyncGenerator],
     ) -> AsyncGenerator:
         flush_hints(agent)  # what a person did, read before the next model call
+        flush_rename_hints(agent)  # a call that reused an id was given a fresh one
         async for item in next_handler():
             yield item
 
