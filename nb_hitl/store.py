@@ -9,8 +9,9 @@ Files only: nothing here knows AgentScope's classes beyond pydantic's
   guarded by a cross-process lock (``filelock``, in a per-user lock folder)
   so one process at a time drives a session.
 * :class:`AuditLog`: one JSON line per decision, appended (``0600``, never
-  through a symlink) and ``fsync``-ed *before* the agent is resumed; a torn
-  last line left by a crash never swallows the next record.
+  through a symlink) and ``fsync``-ed *before* the agent is resumed, under an
+  advisory lock (``fcntl.flock``) so processes sharing a log never interleave;
+  a torn last line left by a crash never swallows the next record.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ from pathlib import Path
 from typing import Any
 
 import filelock
+
+try:  # POSIX: an advisory lock around each audit append (see AuditLog.append)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: appends are safe within one process only
+    fcntl = None  # type: ignore[assignment]
 
 from .errors import NbHitlError
 
@@ -427,7 +433,11 @@ class AuditLog:
         """Append one record and ``fsync`` it before returning.
 
         A last line left without its newline (a crash mid-write) is closed
-        first, so this record is its own line.
+        first, so this record is its own line. The check of the last byte and
+        the write happen under an exclusive ``fcntl.flock`` on the log (POSIX;
+        advisory, released when the file is closed, even by a crash), so two
+        processes appending at once never both close the same torn line nor
+        take each other's last line for a torn one.
 
         Args:
             record: JSON-able fields; ``time``, ``ts`` and ``who`` are added.
@@ -449,6 +459,8 @@ class AuditLog:
         with self._lock:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
             try:
+                if fcntl is not None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)  # released by os.close below
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     line = b"\n" + line
