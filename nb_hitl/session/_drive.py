@@ -54,7 +54,7 @@ from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
 from ._call_ids import renamed_calls, reused_id_message
 from ._core import SessionCore
-from ._promise import apply_note, record_decision
+from ._promise import apply_note, asked_again, asked_again_message, record_decision
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun
 from ._team import resume_batch
 from ._transcript import record_event
@@ -370,6 +370,20 @@ class Driver(SessionCore):
                     decision="id_reused",
                     decided_by="nb_hitl",
                     sent_tool_call_id=renamed.get("sent"),
+                    reason=said,
+                )
+        again = asked_again(agent, tool_call.id)
+        if again is not None:  # approved, then changed by a middleware: asked again (_promise.py)
+            said = asked_again_message(again)
+            pause.message = f"{said}\n\n{pause.message}" if pause.message else said
+            run.transcript.tool_result(tool_call.id, state="not run", text="")  # its result started, nothing ran
+            if not again.get("audited"):
+                again["audited"] = True
+                self._audit_pause(
+                    pause,
+                    decision="input_changed",
+                    decided_by="nb_hitl",
+                    approved_input=again.get("approved"),
                     reason=said,
                 )
         if self.deadline is not None:
