@@ -5,9 +5,12 @@ a new tool call with the id of an earlier call of the same context, the new
 call is lost: within one reply (a reply is one assistant message)
 ``Agent._next_action`` counts it as finished because a result with that id is
 already there, so it is never checked, shown or run, and the next model call
-reads it next to the earlier call's result. Across replies, and in a
-non-streamed answer that holds one id twice, the results are paired by id
-too, so which result belongs to which call is a guess.
+reads it with no result of its own, next to the earlier call's result. In a
+non-streamed answer that holds one id twice, AgentScope's state updates
+(``Agent._update_tool_call_state``) reach only the first block, so the
+second is asked under the first's id and never runs. Across replies the
+history holds two calls and two results with one id, which a provider that
+pairs results by id cannot tell apart.
 
 :class:`CallIdGuard` (an ``on_model_call`` middleware the Session installs
 outermost, :func:`nb_hitl._agentscope.install_outermost_model_call`) gives
@@ -186,11 +189,16 @@ class CallIdGuard(MiddlewareBase):
             remember(out)
             return out
 
+        chunks = cast(AsyncGenerator[ChatResponse, None], res)
+
         async def stream() -> AsyncGenerator[ChatResponse, None]:
-            async for chunk in cast(AsyncGenerator[ChatResponse, None], res):
-                out = fresh_call_ids(chunk, used, renames, given, whole=chunk.is_last)
-                if chunk.is_last:
-                    remember(out)
-                yield out
+            try:
+                async for chunk in chunks:
+                    out = fresh_call_ids(chunk, used, renames, given, whole=chunk.is_last)
+                    if chunk.is_last:
+                        remember(out)
+                    yield out
+            finally:  # an interrupted reply closes this stream: close the model's too (its cleanup runs now)
+                await chunks.aclose()
 
         return stream()
