@@ -44,6 +44,7 @@ __all__ = [
     "CallIdGuard",
     "RENAMED_CONTEXT_KEY",
     "context_call_ids",
+    "fresh_id",
     "fresh_call_ids",
     "renamed_calls",
     "reused_id_message",
@@ -77,7 +78,8 @@ def context_call_ids(agent: Any) -> set[str]:
     return ids
 
 
-def _fresh(old: str, taken: set[str]) -> str:
+def fresh_id(old: str, taken: set[str]) -> str:
+    """``<old>_r<n>`` with the smallest ``n`` from 2 not in ``taken``."""
     n = 2
     while f"{old}_r{n}" in taken:
         n += 1
@@ -114,11 +116,11 @@ def fresh_call_ids(
         sent = block.id
         new: str | None = None
         if whole and sent in seen:  # a second call with this id in one answer
-            new = _fresh(sent, used)
+            new = fresh_id(sent, used)
         elif sent in renames:  # a later chunk of a renamed call, or the whole streamed answer
             new = renames[sent]
         elif sent in used:
-            new = renames[sent] = _fresh(sent, used)
+            new = renames[sent] = fresh_id(sent, used)
         seen.add(sent)
         if new is not None:
             used.add(new)

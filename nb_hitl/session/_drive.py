@@ -48,7 +48,7 @@ from .._agentscope import (
     msg_text,
     permission_engine,
 )
-from ..answers.lifecycle import transition
+from ..answers.lifecycle import can_transition, transition
 from ..pauses import Pause, build_pause
 from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
@@ -373,16 +373,23 @@ class Driver(SessionCore):
                     reason=said,
                 )
         again = asked_again(agent, tool_call.id)
-        if again is not None:  # approved, then changed by a middleware: asked again (_promise.py)
+        if again is not None:  # approved, then changed by a middleware: asked again under a new id (_promise.py)
             said = asked_again_message(again)
             pause.message = f"{said}\n\n{pause.message}" if pause.message else said
-            run.transcript.tool_result(tool_call.id, state="not run", text="")  # its result started, nothing ran
+            was = str(again.get("was"))
+            approved = run.pauses.get(was)
+            if approved is not None:  # the approved card of this run: it did not run
+                if can_transition(approved, "expired"):
+                    why = f"Not run: a middleware changed its input after the approval; asked again as {tool_call.id}."
+                    transition(approved, "expired", reason=why)
+                run.transcript.tool_result(was, state="not run", text="")  # its result had started
             if not again.get("audited"):
                 again["audited"] = True
                 self._audit_pause(
                     pause,
                     decision="input_changed",
                     decided_by="nb_hitl",
+                    approved_tool_call_id=was,
                     approved_input=again.get("approved"),
                     reason=said,
                 )

@@ -7,10 +7,11 @@
   only when AgentScope's reading of its input is the approved input. When a
   middleware changed the input after the approval, the call is asked again
   (:func:`ask_again`): nothing runs, the call goes back to ``asking`` with the
-  changed input, and the reply parks; the Session shows it in a fresh card
-  (its ``_sync_pauses`` re-opens a delivered call that waits again), the
-  audit log says why, and once the call has its result the model reads
-  what happened in a hint. A changed tool name, unreadable arguments or a
+  changed input under a fresh id, and the reply parks; the Session shows it
+  as a new pause (every road keeps "answered once" per call id, so a second
+  question is a new call id) and expires the approved one, the audit log
+  says why, and once the call has its result the model reads what happened
+  in a hint. A changed tool name, unreadable arguments or a
   changed input a deny rule covers are refused: the model gets a DENIED
   result saying why.
 * :func:`record_decision` writes the approved input and the note for the
@@ -51,7 +52,7 @@ from .._agentscope import (
 from ..kinds import Decision
 from ..kinds._reading import canonical, visible_json
 from ..kinds.confirm import allowed_decisions
-from ._call_ids import CallIdGuard, flush_rename_hints
+from ._call_ids import CallIdGuard, context_call_ids, flush_rename_hints, fresh_id
 from ._run import DELIVERED_CONTEXT_KEY
 
 __all__ = [
@@ -72,10 +73,11 @@ REFUSED_KEY = "nb_hitl.refused"
 """``ToolResultEndEvent.metadata`` key set when the guard refused to run a call."""
 
 ASKED_AGAIN_CONTEXT_KEY = "nb_hitl.asked_again"
-"""Key in ``AgentState.middle_context``: ``{tool_call_id: {"tool", "approved",
-"runs", "audited"}}``: calls whose input a middleware changed after their
-approval and that :func:`ask_again` put back to ``asking`` (the inputs as
-shown); removed once the call has its result and the model was told."""
+"""Key in ``AgentState.middle_context``: ``{new tool_call id: {"was": the approved
+call's id, "tool", "approved", "runs", "audited"}}``: calls whose input a
+middleware changed after their approval and that :func:`ask_again` put back
+to ``asking`` under a fresh id (the inputs as shown); removed once the call
+has its result and the model was told."""
 
 
 def _entries(agent: Any, key: str) -> dict[str, Any]:
@@ -177,10 +179,11 @@ def flush_hints(agent: Any) -> list[str]:
             continue
         again.pop(tool_call_id, None)
         text = (
-            f"<system-reminder>After the person approved your call {tool_call_id} to {entry.get('tool')} with "
-            f"{entry.get('approved')}, a middleware changed its input to {entry.get('runs')} before it ran. "
-            "nb_hitl ran nothing with either input and asked the person again about the changed input (the "
-            "call now shows it); the result of this call is the outcome of that second question.</system-reminder>"
+            f"<system-reminder>After the person approved your call {entry.get('was')} to {entry.get('tool')} "
+            f"with {entry.get('approved')}, a middleware changed its input to {entry.get('runs')} before it ran. "
+            "nb_hitl ran nothing with either input and asked the person again about the changed input, as "
+            f"call {tool_call_id} (your call now shows that id and input); the result of {tool_call_id} is the "
+            "outcome of that second question.</system-reminder>"
         )
         agent.state.append_context(agent.name, [HintBlock(hint=text, source="nb_hitl")])
         added.append(text)
@@ -281,12 +284,14 @@ async def ask_again(agent: Any, tool_call: Any, changed: Changed) -> bool:
     """Put an approved call whose input a middleware changed back to ``asking``, with the changed input.
 
     Called by the guard instead of running the call: the agent's own block
-    gets the changed input and state ``asking`` (AgentScope's confirmation
-    state), its ``suggested_rules`` are the permission engine's for the
-    changed input, and the call's delivered mark is cleared (it did not run,
-    so a restore asks again instead of closing it as "may have run"). With no
+    gets the changed input, state ``asking`` (AgentScope's confirmation
+    state) and a fresh id (:func:`~nb_hitl.session._call_ids.fresh_id`: the
+    approved call was answered, and every road answers a call id once); its
+    ``suggested_rules`` are the permission engine's for the changed input,
+    and the approved call's delivered mark is cleared (nothing ran, so a
+    restore asks again instead of closing it as "may have run"). With no
     result, AgentScope parks the reply on the call after the round
-    (``Agent._next_action``), and the Session shows it in a fresh card.
+    (``Agent._next_action``), and the Session shows it as a new pause.
 
     Returns:
         False when the call cannot be asked again and must be refused: no
@@ -306,13 +311,17 @@ async def ask_again(agent: Any, tool_call: Any, changed: Changed) -> bool:
     if enum_value(verdict.behavior) == "deny":
         changed.refusal += f" A permission rule denies the changed input: {verdict.message}"
         return False
+    was = tool_call.id
+    new = fresh_id(was, context_call_ids(agent))
+    live.id = new
     live.input = tool_call.input
     live.suggested_rules = list(verdict.suggested_rules or [])
     live.state = ToolCallState.ASKING
     marks = agent.state.middle_context.get(DELIVERED_CONTEXT_KEY)
     if isinstance(marks, dict):
-        marks.pop(tool_call.id, None)
-    _entries(agent, ASKED_AGAIN_CONTEXT_KEY)[tool_call.id] = {
+        marks.pop(was, None)
+    _entries(agent, ASKED_AGAIN_CONTEXT_KEY)[new] = {
+        "was": was,
         "tool": tool_call.name,
         "approved": changed.approved,
         "runs": visible_json(changed.runs, None),
@@ -330,7 +339,7 @@ def asked_again(agent: Any, tool_call_id: str) -> dict[str, Any] | None:
 def asked_again_message(entry: dict[str, Any]) -> str:
     """What the card and the audit log say of a call asked again."""
     return (
-        "A middleware changed this call after it was approved, before it ran, so nothing ran. "
+        f"A middleware changed call {entry.get('was')} after it was approved, before it ran, so nothing ran. "
         f"Approved: {entry.get('approved')}; it would run with: {entry.get('runs')}. "
         "Approve to run it with the input shown here, or deny it."
     )

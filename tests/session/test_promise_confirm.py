@@ -258,15 +258,18 @@ def test_a_middleware_rewrite_after_approval_is_asked_again_in_a_fresh_card(
         await session.act(msg(first, "approve"))
         (again,) = await parked(session, resumes=1)
         assert received == []  # nothing ran, with either input
-        assert again is not first and again.tool_call_id == first.tool_call_id
+        # a new card, under a new call id (every road answers a call id once)
+        assert again.tool_call_id == "call_1_r2"
         assert (again.kind, again.status, again.input) == ("confirm", "open", {"path": "precious.txt"})
-        assert again.message is not None and again.message.startswith("A middleware changed this call after")
+        assert again.message is not None and again.message.startswith("A middleware changed call call_1 after")
         assert 'Approved: {"path": "notes.txt"}' in again.message and '{"path": "precious.txt"}' in again.message
         view = again.to_view()
         assert view["status"] == "open" and '"precious.txt"' in view["input_text"] and view["message"] == again.message
+        # the approved card says it did not run
+        assert first.status == "expired" and first.reason is not None and first.reason.startswith("Not run:")
         # the agent waits on the call again, state asking, with the input shown
         (parked_call,) = agent.state.get_awaiting_tool_calls(agent.name)
-        assert json.loads(parked_call.input) == {"path": "precious.txt"}
+        assert (parked_call.id, json.loads(parked_call.input)) == ("call_1_r2", {"path": "precious.txt"})
         assert agent.state.middle_context["nb_hitl.delivered"] == {}  # it did not run: a restore asks again
         await session.act(msg(again, second))
         await asyncio.wait_for(task, 10)
@@ -279,13 +282,19 @@ def test_a_middleware_rewrite_after_approval_is_asked_again_in_a_fresh_card(
         assert result.state == ToolResultState.SUCCESS and result_text(result) == "wrote precious.txt x1"
     else:
         assert received == [] and result.state == ToolResultState.DENIED
+    assert result.id == "call_1_r2"  # the model's call now shows the id and input that were asked
     (hint,) = hints(agent)
-    assert 'with {"path": "notes.txt"}, a middleware changed its input to {"path": "precious.txt"}' in hint
-    rows = [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records()]
-    assert [d for d, _ in rows] == ["approve", "input_changed", second]
-    assert rows[1][1] == "nb_hitl"
-    entry = next(e for e in session.runs[-1].transcript if e["kind"] == "tool_result")
-    assert entry["state"] == ("success" if second == "approve" else "denied")
+    assert 'call call_1 to write_note with {"path": "notes.txt"}, a middleware changed its input' in hint
+    assert '{"path": "precious.txt"}' in hint and "as call call_1_r2" in hint
+    rows = [(r["tool_call_id"], r["decision"], r["decided_by"]) for r in AuditLog(audit).records()]
+    assert [(i, d) for i, d, _ in rows] == [
+        ("call_1", "approve"),
+        ("call_1_r2", "input_changed"),
+        ("call_1_r2", second),
+    ]
+    assert rows[1][2] == "nb_hitl"
+    results = {e["tool_call_id"]: e["state"] for e in session.runs[-1].transcript if e["kind"] == "tool_result"}
+    assert results == {"call_1": "not run", "call_1_r2": "success" if second == "approve" else "denied"}
 
 
 class GuardedNote(FunctionTool):
@@ -326,7 +335,7 @@ def test_a_rewrite_to_an_input_the_engine_denies_is_refused_not_asked(in_place: 
     text = result_text(results[0])
     assert "changed after the person approved it" in text and "Nothing ran" in text
     assert "A permission rule denies the changed input: precious.txt is never written" in text
-    assert [p.status for p in session.runs[-1].pauses.values()] == ["delivered"]  # no second card
+    assert [p.tool_call_id for p in session.runs[-1].pauses.values()] == ["call_1"]  # no second card
 
 
 def test_guard_leaves_unapproved_and_unchanged_calls_alone() -> None:
