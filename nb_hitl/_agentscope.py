@@ -40,6 +40,7 @@ __all__ = [
     "strip_system_reminders",
     "install_innermost_acting",
     "install_reasoning",
+    "install_outermost_model_call",
     "find_tool_result",
     "context_cut_result",
 ]
@@ -293,6 +294,17 @@ def install_reasoning(agent: Any, middleware: Any) -> None:
         raise TypeError(f"expected an agentscope Agent with on_reasoning middlewares, got {type(agent).__name__}")
     chain[:] = [mw for mw in chain if type(mw) is not type(middleware)]
     chain.append(middleware)
+
+
+def install_outermost_model_call(agent: Any, middleware: Any) -> None:
+    """Make ``middleware`` the outermost ``on_model_call`` middleware of ``agent``
+    (``Agent._model_call_middlewares``, filtered once in ``Agent.__init__``; the
+    first one wraps the others, so it sees the answer as the agent will read it);
+    idempotent, as :func:`install_innermost_acting`."""
+    chain = getattr(agent, "_model_call_middlewares", None)
+    if not isinstance(chain, list):
+        raise TypeError(f"expected an agentscope Agent with on_model_call middlewares, got {type(agent).__name__}")
+    chain[:] = [middleware, *(mw for mw in chain if type(mw) is not type(middleware))]
 
 
 def find_tool_result(agent: Any, tool_call_id: str) -> Any:

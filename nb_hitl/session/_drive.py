@@ -48,12 +48,13 @@ from .._agentscope import (
     msg_text,
     permission_engine,
 )
-from ..answers.lifecycle import transition
+from ..answers.lifecycle import can_transition, transition
 from ..pauses import Pause, build_pause
 from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
+from ._call_ids import renamed_calls, reused_id_message
 from ._core import SessionCore
-from ._promise import apply_note, record_decision
+from ._promise import apply_note, asked_again, asked_again_message, record_decision
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun
 from ._team import resume_batch
 from ._transcript import record_event
@@ -358,6 +359,40 @@ class Driver(SessionCore):
         prepare = getattr(tool, "prepare_pause", None)
         if prepare is not None and enum_value(tool_call.state) == ToolCallState.SUBMITTED.value:
             await prepare(pause, self)
+        renamed = renamed_calls(agent).get(tool_call.id)
+        if isinstance(renamed, dict):  # the model reused an id: the card and the audit log say so (_call_ids.py)
+            said = reused_id_message(str(renamed.get("sent")), tool_call.id)
+            pause.message = f"{said}\n\n{pause.message}" if pause.message else said
+            if not renamed.get("audited"):
+                renamed["audited"] = True
+                self._audit_pause(
+                    pause,
+                    decision="id_reused",
+                    decided_by="nb_hitl",
+                    sent_tool_call_id=renamed.get("sent"),
+                    reason=said,
+                )
+        again = asked_again(agent, tool_call.id)
+        if again is not None:  # approved, then changed by a middleware: asked again under a new id (_promise.py)
+            said = asked_again_message(again)
+            pause.message = f"{said}\n\n{pause.message}" if pause.message else said
+            was = str(again.get("was"))
+            approved = run.pauses.get(was)
+            if approved is not None:  # the approved card of this run: it did not run
+                if can_transition(approved, "expired"):
+                    why = f"Not run: a middleware changed its input after the approval; asked again as {tool_call.id}."
+                    transition(approved, "expired", reason=why)
+                run.transcript.tool_result(was, state="not run", text="")  # its result had started
+            if not again.get("audited"):
+                again["audited"] = True
+                self._audit_pause(
+                    pause,
+                    decision="input_changed",
+                    decided_by="nb_hitl",
+                    approved_tool_call_id=was,
+                    approved_input=again.get("approved"),
+                    reason=said,
+                )
         if self.deadline is not None:
             pause.deadline = pause.created_at + self.deadline
             loop = asyncio.get_running_loop()
