@@ -6,6 +6,7 @@ through :func:`transition`, along the named edges of :data:`TRANSITIONS`::
     open -> deciding -> decided -> delivered
     open | deciding | decided | delivered -> expired
     deciding -> open (a check refused the answer, or the carrier could not apply it)
+    decided -> open (the far side refused what the carrier handed it: an AG-UI resume refused by the server)
 
 The local :class:`~nb_hitl.session.Session`, the AG-UI server (which drives
 one), the AG-UI client and the service console all move their pauses through
@@ -25,9 +26,13 @@ logged) instead of silently overwriting the status.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from ..errors import NbHitlError
-from ..pauses import Pause, PauseStatus
+from ..pauses import PauseStatus
+
+if TYPE_CHECKING:
+    from .front import Answerable
 
 __all__ = ["TRANSITIONS", "PauseTransitionError", "transition", "can_transition", "ANSWERED"]
 
@@ -38,6 +43,7 @@ TRANSITIONS: dict[tuple[PauseStatus, PauseStatus], str] = {
     ("deciding", "open"): "refuse",  # a check (or the carrier) refused it: the pause is open again
     ("deciding", "decided"): "record",  # audited and queued / handed to the carrier
     ("decided", "delivered"): "deliver",  # the agent (or the service) took it
+    ("decided", "open"): "refuse",  # the carrier's far side refused it before the agent took it (an AG-UI resume)
     ("delivered", "delivered"): "deliver",  # the tool result arrived for a delivered decision
     ("open", "expired"): "expire",
     ("deciding", "expired"): "expire",
@@ -54,12 +60,12 @@ class PauseTransitionError(NbHitlError):
     """An illegal pause status change was asked for (a bug in nb_hitl, not a user error)."""
 
 
-def can_transition(pause: Pause, to: PauseStatus) -> bool:
+def can_transition(pause: Answerable, to: PauseStatus) -> bool:
     """Whether ``pause`` may move from its status to ``to``."""
     return (pause.status, to) in TRANSITIONS
 
 
-def transition(pause: Pause, to: PauseStatus, *, reason: str | None = None) -> str:
+def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None) -> str:
     """Move ``pause.status`` to ``to`` along a legal edge of :data:`TRANSITIONS`.
 
     Args:
