@@ -43,14 +43,22 @@ class ServiceError(NbHitlError):
         self.status = status
 
 
-def confirm_body(reply_id: str, results: Sequence[ConfirmResult]) -> dict[str, Any]:
-    """``UserConfirmResultEvent(reply_id, confirm_results)`` as JSON (AgentScope's type)."""
-    return UserConfirmResultEvent(reply_id=reply_id, confirm_results=list(results)).model_dump(mode="json")
+def confirm_body(
+    reply_id: str, results: Sequence[ConfirmResult], metadata: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``UserConfirmResultEvent(reply_id, confirm_results, metadata)`` as JSON (AgentScope's type)."""
+    return UserConfirmResultEvent(reply_id=reply_id, confirm_results=list(results), metadata=metadata or {}).model_dump(
+        mode="json"
+    )
 
 
-def external_body(reply_id: str, results: Sequence[ToolResultBlock]) -> dict[str, Any]:
-    """``ExternalExecutionResultEvent(reply_id, execution_results)`` as JSON (AgentScope's type)."""
-    return ExternalExecutionResultEvent(reply_id=reply_id, execution_results=list(results)).model_dump(mode="json")
+def external_body(
+    reply_id: str, results: Sequence[ToolResultBlock], metadata: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``ExternalExecutionResultEvent(reply_id, execution_results, metadata)`` as JSON (AgentScope's type)."""
+    return ExternalExecutionResultEvent(
+        reply_id=reply_id, execution_results=list(results), metadata=metadata or {}
+    ).model_dump(mode="json")
 
 
 def user_msg_body(text: str, name: str = "user") -> dict[str, Any]:
