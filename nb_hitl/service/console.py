@@ -91,7 +91,7 @@ class SessionConsole(Answering):
         outcome_timeout: float = 10.0,
         on_answered: Callable[[str, Outcome], None] | None = None,
         stranded_after: float = 60.0,
-        take_within: float = 5.0,
+        take_within: float = 8.0,
         console_id: str | None = None,
     ) -> None:
         self.http = http

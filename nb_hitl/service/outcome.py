@@ -363,6 +363,19 @@ async def await_outcome(
     return out
 
 
+def result_time(messages: Iterable[dict[str, Any]], ids: set[str]) -> str | None:
+    """When the calls' results entered the history (``/messages``): the
+    ``finished_at`` (else ``created_at``) of the first ``tool_result`` block
+    of one of ``ids``, or ``None``."""
+    for msg in messages:
+        for block in msg.get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("id") in ids:
+                stamp = block.get("finished_at") or block.get("created_at")
+                if isinstance(stamp, str):
+                    return stamp
+    return None
+
+
 async def settled_by(
     http: ServiceHTTP,
     agent_id: str,
@@ -375,7 +388,9 @@ async def settled_by(
 ) -> Outcome:
     """The ``answered_elsewhere`` :class:`Outcome` of calls that no longer wait
     (nothing was sent): which answer settled them, from the stream's replay
-    after ``after`` (read for at most ``read_for`` s)."""
+    after ``after`` (read for at most ``read_for`` s). The service keeps the
+    events of a run only until it ends; after that only the time the results
+    entered the history is known (``/messages``)."""
     judge = OutcomeJudge("", tool_call_ids)
 
     async def read() -> None:
@@ -386,4 +401,17 @@ async def settled_by(
 
     with contextlib.suppress(ServiceError, asyncio.TimeoutError):
         await asyncio.wait_for(read(), timeout=read_for)
-    return judge.closed(ours=ours, sent=False)
+    if judge.others:
+        return judge.closed(ours=ours, sent=False)
+    at = None
+    with contextlib.suppress(ServiceError):
+        body = await http.messages(agent_id, session_id, limit=50)
+        at = result_time(body.get("messages") or [], judge.ids)
+    return Outcome(
+        "answered_elsewhere",
+        "Answered elsewhere: the call was settled by another answer"
+        + (f"; its result entered the history at {at}" if at else "")
+        + f". It was sent as user {http.user_id} from another console or client; the service keeps no record of "
+        "which once that run ended. This answer was not sent.",
+        at=at,
+    )
