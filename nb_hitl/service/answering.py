@@ -149,6 +149,8 @@ class Answering:
             got = by_call.get(pause.tool_call_id, outcomes[-1])
             if pause.status == "delivered":
                 results[n]["decision"] = pause.decision
+            elif pause.status == "open":  # handed back unsent (see carry)
+                results[n].update(ok=False, error=pause.message, code="not_applied")
             else:
                 results[n].update(ok=False, error=got.detail, code=got.status)
         if not any(r["ok"] for r in results):

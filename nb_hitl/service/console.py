@@ -273,10 +273,11 @@ class SessionConsole(Answering):
         triggers = {"REPLY_START", "REPLY_END", "REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION", "CUSTOM"}
         for _attempt in range(1000):
             try:
-                async for frame in self.http.stream(self.agent_id, self.session_id, after=self.cursor):
-                    if frame.get("type") in triggers and not self.in_flight:
-                        with contextlib.suppress(ServiceError):
-                            await self.refresh()
+                async with contextlib.aclosing(self.http.stream(self.agent_id, self.session_id, self.cursor)) as frames:
+                    async for frame in frames:
+                        if frame.get("type") in triggers and not self.in_flight:
+                            with contextlib.suppress(ServiceError):
+                                await self.refresh()
             except ServiceError:
                 pass
             await asyncio.sleep(1.0)

@@ -16,7 +16,7 @@ on the session's stream (:mod:`nb_hitl.service.outcome`).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 import httpx
@@ -183,7 +183,9 @@ class ServiceHTTP:
             "GET", f"/sessions/{session_id}/messages", params={"agent_id": agent_id, "limit": limit}
         )
 
-    async def stream(self, agent_id: str, session_id: str, after: str | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def stream(
+        self, agent_id: str, session_id: str, after: str | None = None
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """``GET /sessions/{id}/stream``: each SSE ``data:`` frame as a dict
         (AgentScope events as JSON). Runs until the caller stops iterating.
 

@@ -298,11 +298,12 @@ async def await_outcome(
 
     async def read_stream() -> None:
         try:
-            async for frame in http.stream(agent_id, session_id, after=after):
-                out = judge.feed(frame)
-                if out is not None:
-                    settle(out)
-                    return
+            async with contextlib.aclosing(http.stream(agent_id, session_id, after=after)) as frames:
+                async for frame in frames:
+                    out = judge.feed(frame)
+                    if out is not None:
+                        settle(out)
+                        return
         except ServiceError as exc:
             broke.append(str(exc))
 
@@ -394,10 +395,12 @@ async def settled_by(
     judge = OutcomeJudge("", tool_call_ids)
 
     async def read() -> None:
-        async for frame in http.stream(agent_id, session_id, after=after):
-            judge.feed(frame)
-            if judge.ids <= set(judge.others):
-                return
+        # closed in this task when wait_for cancels it (not later, by the garbage collector)
+        async with contextlib.aclosing(http.stream(agent_id, session_id, after=after)) as frames:
+            async for frame in frames:
+                judge.feed(frame)
+                if judge.ids <= set(judge.others):
+                    return
 
     with contextlib.suppress(ServiceError, asyncio.TimeoutError):
         await asyncio.wait_for(read(), timeout=read_for)
