@@ -14,8 +14,9 @@ the one audit record (:class:`~nb_hitl.service.ledger.AnswerLedger`, road
 * ``deciding -> decided``: recorded (``sending``) and handed to the service;
 * ``decided -> delivered``: only when this answer produced the call's result;
 * ``decided -> expired``: settled by another answer (the card says by which,
-  when the stream showed it), or not applied; a call that still waits then
-  gets a fresh ``open`` pause saying what became of the last answer.
+  when the stream showed it);
+* ``decided -> open``: not applied (the service did not take it); the call
+  still waits and its card says what became of the last answer.
 
 A call this console approved before and that asks again (a worker died after
 the side effect) is refused once (:class:`AlreadyApprovedError`); the next
@@ -36,7 +37,7 @@ from ..answers.lifecycle import transition
 from ..answers.record import decision_fields
 from ..decisions import Decision
 from ..errors import DecisionError, NbHitlError
-from ..pauses import Pause, build_pause
+from ..pauses import Pause
 from .http import ServiceError, ServiceHTTP, confirm_body, external_body
 from .ledger import APPROVING, AnswerLedger
 from .outcome import Outcome, answer_mark, await_outcome, call_state, settled_by
@@ -364,8 +365,8 @@ class Answering:
     def _settle(self, pauses: list[Pause], outcome: Outcome) -> None:
         """Move the pauses by the verdict: ``delivered`` only for a call this
         answer produced the result of; ``expired`` (with the reason) for a
-        call settled elsewhere; a call still waiting gets a fresh ``open``
-        pause saying what became of the last answer."""
+        call settled elsewhere; ``open`` again for a call still waiting,
+        saying what became of the last answer."""
         for p in pauses:
             state = outcome.states.get(p.tool_call_id)
             if outcome.applied and state != "answered_elsewhere":
@@ -374,10 +375,9 @@ class Answering:
                 self._armed.discard(p.tool_call_id)
             elif outcome.status == "answered_elsewhere" or state == "answered_elsewhere":
                 transition(p, "expired", reason=outcome.detail)
-            else:
-                transition(p, "expired", reason=f"Last answer not applied: {outcome.detail}")
-                fresh = build_pause(p.reply_id, p.tool_call, tool_for(p.tool_name))
-                self._flag(fresh)
-                fresh.message = " ".join(x for x in (f"Last answer not applied: {outcome.detail}", fresh.message) if x)
-                self.pauses[p.tool_call_id] = fresh
+            else:  # the service did not take it: the call still waits, and says why
+                transition(p, "open")
+                p.decision = p.message = None
+                self._flag(p)
+                p.message = " ".join(x for x in (f"Last answer not applied: {outcome.detail}", p.message) if x)
         self._push()
