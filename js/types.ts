@@ -4,7 +4,7 @@
 // Traits of each widget model are typed here too, for `AnyModel<T>`.
 
 /** The kinds of pause the reply widget draws (one card module each). */
-export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form";
+export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form" | "elicitation";
 
 /** open -> deciding (checks run) -> decided (queued for the agent) -> delivered; or expired. */
 export type PauseStatus = "open" | "deciding" | "decided" | "delivered" | "expired";

@@ -33,6 +33,8 @@ __all__ = [
     "EditMessage",
     "RejectMessage",
     "SubmitMessage",
+    "DeclineMessage",
+    "CancelMessage",
     "PageMessage",
     "parse_message",
     "parse_json_object",
@@ -110,6 +112,8 @@ class ReturnErrorMessage(_Msg):
 
 class AcceptMessage(_Msg):
     action: Literal["accept"]
+    # an MCP elicitation's answer (kind ``elicitation``); a review takes no content
+    content: dict[str, Any] | None = None
 
 
 class EditMessage(_Msg):
@@ -127,6 +131,19 @@ class SubmitMessage(_Msg):
     value: Any
 
 
+class DeclineMessage(_Msg):
+    """An MCP elicitation declined: the person said no to giving the input."""
+
+    action: Literal["decline"]
+
+
+class CancelMessage(_Msg):
+    """An MCP elicitation dismissed without a choice (by the person, the deadline, or an AG-UI cancel)."""
+
+    action: Literal["cancel"]
+    cause: Literal["person", "timeout", "cancelled"] = "person"
+
+
 PageMessage = Annotated[
     ApproveMessage
     | DenyMessage
@@ -137,7 +154,9 @@ PageMessage = Annotated[
     | AcceptMessage
     | EditMessage
     | RejectMessage
-    | SubmitMessage,
+    | SubmitMessage
+    | DeclineMessage
+    | CancelMessage,
     Field(discriminator="action"),
 ]
 _adapter: TypeAdapter[Any] = TypeAdapter(PageMessage)

@@ -43,11 +43,12 @@ __all__ = [
     "format_validation_error",
 ]
 
-PauseKind = Literal["confirm", "ask_user", "external", "review", "form"]
+PauseKind = Literal["confirm", "ask_user", "external", "review", "form", "elicitation"]
 """One module each in :mod:`nb_hitl.kinds`. ``review`` (a reviewed tool ran
 and its result waits for a person) and ``form`` (a structured question) are
 set by the tool's ``prepare_pause`` (or the AG-UI client), never by
-:func:`pause_kind`."""
+:func:`pause_kind`; ``elicitation`` (an MCP server asks while its tool runs)
+is built by :mod:`nb_hitl.mcp`."""
 PauseStatus = Literal["open", "deciding", "decided", "delivered", "expired"]
 
 
@@ -143,8 +144,8 @@ class Pause:
     Attributes:
         reply_id: AgentScope's ``reply_id`` of the parked reply.
         tool_call: a deep copy of the parked ``ToolCallBlock``.
-        kind: ``"confirm"``, ``"ask_user"``, ``"external"``, ``"review"``
-            or ``"form"``.
+        kind: ``"confirm"``, ``"ask_user"``, ``"external"``, ``"review"``,
+            ``"form"`` or ``"elicitation"``.
         input: the tool input as AgentScope will run it (its own
             json_repair reading with the tool's schema), or ``None`` when
             AgentScope cannot read the model's text.
@@ -187,7 +188,14 @@ class Pause:
         response_schema: kind ``form``: the JSON Schema the answer must fit.
         form_error: kind ``form``: why the schema cannot be shown (not a
             valid JSON Schema, not an object of fields); only
-            ``return_error`` is possible.
+            ``return_error`` is possible. Kind ``elicitation``: the same,
+            for the server's schema; only ``decline`` / ``cancel``.
+        carrier: who takes this pause's answer instead of the agent's queue
+            (kind ``elicitation``: the MCP server waiting for it), or ``None``.
+            It has ``deliver(decision)`` (the answer was decided) and
+            ``expired(reason)`` (the pause expired unanswered:
+            :func:`~nb_hitl.answers.lifecycle.transition` calls it); never
+            put in the view.
     """
 
     reply_id: str
@@ -220,6 +228,7 @@ class Pause:
     response_schema: dict[str, Any] | None = None
     form_error: str | None = None
     agent: str = ""
+    carrier: Any = field(default=None, repr=False, compare=False)
 
     @property
     def tool_call_id(self) -> str:

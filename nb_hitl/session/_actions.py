@@ -136,9 +136,7 @@ class Actions(SessionCore):
     def _enqueue(self, run: ReplyRun, decided: list[tuple[Pause, Decision]]) -> None:
         """Queue checked decisions and wake the driver once (one resume for all)."""
         for pause, decision in decided:
-            transition(pause, "decided")
-            pause.decision = decision.summary()
-            run.queue.append(decision)
+            self._hand_over(run, pause, decision, decision.summary())
         run.wake.set()
         self._push(run)
         self._notify("decision", run)
@@ -264,8 +262,20 @@ class Actions(SessionCore):
             transition(pause, "expired", reason="The deadline passed; the reply was interrupted.")
             self._request_interrupt(run, "The deadline of a pause passed; the reply was interrupted.")
         else:
-            transition(pause, "decided")
-            run.queue.append(decision)
+            self._hand_over(run, pause, decision, pause.decision)
             run.wake.set()
             self._push(run)
         self._notify("decision", run)
+
+    @staticmethod
+    def _hand_over(run: ReplyRun, pause: Pause, decision: Decision, summary: dict[str, Any]) -> None:
+        """A recorded decision goes ``decided``: queued for the agent, or, for a
+        pause with a ``carrier`` (an MCP server awaiting its elicitation while
+        the tool runs; the agent is not resumed), handed to it (``delivered``)."""
+        transition(pause, "decided")
+        pause.decision = summary
+        if pause.carrier is None:
+            run.queue.append(decision)
+            return
+        pause.carrier.deliver(decision)
+        transition(pause, "delivered")

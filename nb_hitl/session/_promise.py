@@ -31,6 +31,7 @@ from agentscope.tool import ToolChunk, ToolResponse
 from .._agentscope import (
     APPROVAL_CONTEXT_KEY,
     NOTES_CONTEXT_KEY,
+    RUNNING_CALL,
     agentscope_tool_input,
     blocks_text,
     find_tool_result,
@@ -187,8 +188,13 @@ class ApprovalGuard(MiddlewareBase):
         if isinstance(entry, dict):
             problem = await _check(agent, tool_call, entry)
         if problem is None:
-            async for item in next_handler():
-                yield item
+            before = RUNNING_CALL.get()
+            RUNNING_CALL.set((agent, tool_call))  # the tool may call back (an MCP server asking the person)
+            try:
+                async for item in next_handler():
+                    yield item
+            finally:
+                RUNNING_CALL.set(before)
             return
         meta = {REFUSED_KEY: "input_changed"}
         yield ToolChunk(content=[TextBlock(text=problem)], state=ToolResultState.DENIED, metadata=meta)
