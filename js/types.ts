@@ -52,6 +52,8 @@ export interface DecisionView {
   answers?: { question: string; selected?: string[]; other?: string | null }[];
   state?: string;
   applied?: string;
+  /** an accepted MCP elicitation: the values sent to the server */
+  content?: Record<string, unknown>;
   [key: string]: unknown;
 }
 

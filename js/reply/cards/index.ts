@@ -8,6 +8,7 @@ import { askUserCard } from "./ask_user";
 import { externalCard } from "./external";
 import { reviewCard } from "./review";
 import { formCard } from "./form";
+import { elicitationCard } from "./elicitation";
 
 /** A decision every open card of one kind can take at once ("Approve all"). */
 export interface BulkAction {
@@ -35,6 +36,7 @@ const CARDS: Record<PauseKind, CardKind> = {
   external: externalCard,
   review: reviewCard,
   form: formCard,
+  elicitation: elicitationCard,
 };
 
 function known(kind: string): kind is PauseKind {
