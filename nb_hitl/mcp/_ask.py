@@ -12,14 +12,17 @@ call, awaiting its result). The server reads MCP's ``ElicitResult``:
 
 Nobody chose (the deadline passed, the reply was interrupted, the session
 was closed or superseded): the server reads ``cancel``, the pause says why,
-and the audit log has a ``cancelled`` line. The MCP request ends first (the
-server stopped, the call was cancelled): the card expires with that reason.
+and the audit log has a ``cancelled`` line. The server stops while asking
+(its request is cancelled on a legacy connection; the connection's watcher
+sees it close on the current protocol) or the call is cancelled: the card
+expires with that reason and nothing is sent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
@@ -91,7 +94,14 @@ def result_of(decision: Decision) -> types.ElicitResult:
 
 
 async def ask_person(
-    session: Any, agent: Any, tool_call: ToolCallBlock, *, server: str, message: str, schema: Any
+    session: Any,
+    agent: Any,
+    tool_call: ToolCallBlock,
+    *,
+    server: str,
+    message: str,
+    schema: Any,
+    gone: Callable[[], Awaitable[str]] | None = None,
 ) -> types.ElicitResult:
     """Show an MCP server's question under ``tool_call`` and wait for the answer.
 
@@ -102,6 +112,8 @@ async def ask_person(
         server: the MCP client's name (shown: who asks).
         message: the server's question (shown as text).
         schema: the server's ``requestedSchema`` (untrusted).
+        gone: returns (with the reason) once the connection to the server
+            is lost: the card then expires saying so, and nothing is sent.
 
     Returns:
         the ``ElicitResult`` for the server: the person's answer, or
@@ -141,15 +153,34 @@ async def ask_person(
         loop.call_later(session.deadline, session._deadline_passed, run, pause)
     session._notify("pause", run)
     session._push(run)
+    watch = asyncio.ensure_future(gone()) if gone is not None else None
+    lost: str | None = None
     try:
+        await asyncio.wait([carrier.future, *([watch] if watch else [])], return_when=asyncio.FIRST_COMPLETED)
+        if not carrier.future.done() and watch is not None and watch.done() and watch.exception() is None:
+            lost = f"The MCP server {server!r} stopped while asking ({watch.result()}); nothing was sent."
+            if pause.status in ("open", "deciding"):
+                transition(pause, "expired", reason=lost)
         outcome = await carrier.future
     except asyncio.CancelledError:
         if pause.status in ("open", "deciding"):
-            transition(pause, "expired", reason="The MCP server's request ended before an answer was sent.")
+            transition(
+                pause,
+                "expired",
+                reason=f"The MCP server {server!r} ended its request before an answer was sent "
+                "(it stopped, or the call was cancelled); nothing was sent.",
+            )
             session._push(run)
         raise
+    finally:
+        if watch is not None:
+            watch.cancel()
     if isinstance(outcome, Decision):
         return result_of(outcome)
+    if lost is not None:
+        session._audit_pause(pause, decision="expired", reason=lost, decided_by="nb_hitl")
+        session._push(run)
+        return CANCEL  # nobody reads it: the connection is gone
     # ended unanswered: say what the server was told, in the card and the audit log
     pause.reason = f"{outcome} The MCP server was answered 'cancel'."
     try:

@@ -24,12 +24,14 @@ in flight) and asks the person through :func:`nb_hitl.mcp._ask.ask_person`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Literal
 
 import mcp
 import mcp_types as types
 from agentscope.mcp import MCPClient
+from mcp.shared.exceptions import MCPError
 from pydantic import PrivateAttr
 
 from .._agentscope import RUNNING_CALL
@@ -57,6 +59,22 @@ class _SDKClient(mcp.Client):
                 self.in_flight.remove(running)
 
 
+async def _closed(session: Any, interval: float) -> str:
+    """Return (the reason) once the connection of ``session`` (the SDK's
+    ``ClientSession``) is closed: a ping every ``interval`` seconds; a ping
+    failing with ``CONNECTION_CLOSED`` ends it. Other failures keep waiting
+    (a server that does not answer pings is not taken for a stopped one)."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await session.send_ping()
+        except MCPError as exc:
+            if exc.error.code == types.CONNECTION_CLOSED:
+                return exc.error.message
+        except Exception:
+            log.debug("a ping while asking failed", exc_info=True)
+
+
 class AskingMCPClient(MCPClient):
     """AgentScope's ``MCPClient`` whose servers may ask the person (MCP elicitation, form mode).
 
@@ -79,6 +97,10 @@ class AskingMCPClient(MCPClient):
     """
 
     mode: Literal["auto", "legacy"] = "auto"
+    watch_interval: float = 2.0
+    """Seconds between the pings that tell whether the server still answers while
+    a person is asked (on the current protocol the server holds no request open,
+    so a server that stopped is noticed only this way)."""
     _in_flight: list[tuple[Any, Any]] = PrivateAttr(default_factory=list)
 
     def _create_sdk_client(self) -> mcp.Client:
@@ -122,5 +144,11 @@ class AskingMCPClient(MCPClient):
                 message="No person can answer this question: the agent does not run under an nb_hitl Session.",
             )
         return await ask_person(
-            session, agent, tool_call, server=self.name, message=params.message, schema=params.requested_schema
+            session,
+            agent,
+            tool_call,
+            server=self.name,
+            message=params.message,
+            schema=params.requested_schema,
+            gone=lambda: _closed(context.session, self.watch_interval),
         )

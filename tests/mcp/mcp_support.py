@@ -18,13 +18,14 @@ SERVER = Path(__file__).with_name("db_server.py")
 
 
 @asynccontextmanager
-async def db_client(log: Path, mode: str = "auto", name: str = "db") -> AsyncIterator[AskingMCPClient]:
+async def db_client(log: Path, mode: str = "auto", name: str = "db", **options: Any) -> AsyncIterator[AskingMCPClient]:
     """A connected :class:`AskingMCPClient` on a fresh ``db_server.py`` writing to ``log``; closed after."""
     client = AskingMCPClient(
         name=name,
         is_stateful=True,
         mcp_config=StdioMCPConfig(command=sys.executable, args=[str(SERVER), str(log)]),
         mode=mode,  # type: ignore[arg-type]
+        **options,
     )
     await client.connect()
     try:
@@ -38,6 +39,11 @@ def server_log(log: Path) -> list[dict[str, Any]]:
     if not log.exists():
         return []
     return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def server_pid(log: Path) -> int:
+    """The server's process id, as it wrote it when it started."""
+    return int(next(e["pid"] for e in server_log(log) if e.get("event") == "started"))
 
 
 def answers(log: Path) -> list[dict[str, Any]]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ from agentscope.tool import Toolkit
 from nb_hitl import DecisionError, PauseNotLiveError, Session
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.pauses import Pause
-from tests.mcp.mcp_support import answers, db_client
+from tests.mcp.mcp_support import answers, db_client, server_pid
 from tests.support import InputRecorder, run_async, wait_until
 
 MODES = ["auto", "legacy"]
@@ -259,3 +261,30 @@ def test_c41_an_interrupted_or_closed_session_answers_cancel_and_never_hangs(tmp
     assert pause.reason.endswith("The MCP server was answered 'cancel'.")
     assert counted == "customers has 3 rows."
     assert all(e["action"] == "cancel" for e in answers(log))  # never an invented accept or decline
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_c41_a_server_that_dies_while_asking_expires_the_card_with_a_reason(tmp_path: Path, mode: str) -> None:
+    """Legacy: the server's request dies with it; current protocol: the server holds no request,
+    the client's watcher sees the connection close. Either way the card says why, and the tool
+    call ends with AgentScope's error (the model reads that the call failed)."""
+    log = tmp_path / "server.jsonl"
+
+    async def scenario() -> tuple[Pause, str]:
+        async with db_client(log, mode, watch_interval=0.2) as client:
+            tools = await client.list_tools()
+            agent = mcp_agent(tools, [tool_call(DELETE, table="customers")], allow=DELETE)
+            session = Session(agent, display=False)
+            task = session.start("Clear the customers table.")
+            pause = await question(session)
+            os.kill(server_pid(log), signal.SIGKILL)
+            await wait_until(lambda: pause.status == "expired", "the card expired", timeout=30)
+            with pytest.raises(PauseNotLiveError):
+                session.act({"action": "accept", "tool_call_id": pause.tool_call_id, "content": {"confirm": True}})
+            return pause, (await asyncio.wait_for(task, 30)).get_text_content()
+
+    pause, final = run_async(scenario())
+    assert pause.reason.startswith("The MCP server 'db' ")
+    assert "stopped" in pause.reason and pause.reason.endswith("nothing was sent.")
+    assert final.startswith(f"{DELETE} error: ") and "Connection closed" in final
+    assert answers(log) == []
