@@ -154,9 +154,10 @@ async def ask_person(
     session._notify("pause", run)
     session._push(run)
     watch = asyncio.ensure_future(gone()) if gone is not None else None
+    waiting: set[asyncio.Future[Any]] = {carrier.future} if watch is None else {carrier.future, watch}
     lost: str | None = None
     try:
-        await asyncio.wait([carrier.future, *([watch] if watch else [])], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if not carrier.future.done() and watch is not None and watch.done() and watch.exception() is None:
             lost = f"The MCP server {server!r} stopped while asking ({watch.result()}); nothing was sent."
             if pause.status in ("open", "deciding"):
