@@ -98,6 +98,8 @@ export interface PauseView {
   form_error: string | null;
   /** The team member (or leader) that asks; "" for a single agent. */
   agent: string;
+  /** an MCP tool's annotation hints as its server declared them (destructiveHint, openWorldHint...), else null */
+  tool_hints: Record<string, boolean> | null;
 }
 
 /** A remote (AG-UI) pause's view: `nb_hitl.pauses.RemotePauseView`, the keys the AG-UI client adds. */

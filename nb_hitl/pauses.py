@@ -24,7 +24,7 @@ from agentscope.message import ToolCallBlock
 from agentscope.permission import PermissionDecision, PermissionRule
 from agentscope.tool import AskUser, AskUserParams, ToolBase
 
-from ._agentscope import enum_value, rule_label
+from ._agentscope import enum_value, mcp_tool_hints, rule_label
 from .kinds import kind_spec
 from .kinds._reading import InputReading, read_input, visible_text
 from .kinds.confirm import CONFIRM_DECISIONS, rule_reach_line
@@ -66,7 +66,9 @@ class SuggestedRuleView(TypedDict):
 class PauseView(TypedDict):
     """Exactly the dict :meth:`Pause.to_view` returns (the widget's pause).
 
-    Every string is shown by the page as text. ``review_output`` is ``None``
+    Every string is shown by the page as text. ``tool_hints``: an MCP
+    tool's annotation hints as its server declared them (``destructiveHint``,
+    ``openWorldHint``...), ``None`` for other tools. ``review_output`` is ``None``
     once the pause is decided (an edit may have redacted it).
     ``input_text`` is the input the tool will receive (AgentScope's reading),
     with invisible characters escaped; ``sent_text`` is the model's own text
@@ -104,6 +106,7 @@ class PauseView(TypedDict):
     response_schema: dict[str, Any] | None
     form_error: str | None
     agent: str
+    tool_hints: dict[str, bool] | None
 
 
 class RemotePauseView(PauseView, total=False):
@@ -190,6 +193,8 @@ class Pause:
             valid JSON Schema, not an object of fields); only
             ``return_error`` is possible. Kind ``elicitation``: the same,
             for the server's schema; only ``decline`` / ``cancel``.
+        tool_hints: an MCP tool's annotation hints as its server declared
+            them (:func:`~nb_hitl._agentscope.mcp_tool_hints`), else ``None``.
         carrier: who takes this pause's answer instead of the agent's queue
             (kind ``elicitation``: the MCP server waiting for it), or ``None``.
             It has ``deliver(decision)`` (the answer was decided) and
@@ -228,6 +233,7 @@ class Pause:
     response_schema: dict[str, Any] | None = None
     form_error: str | None = None
     agent: str = ""
+    tool_hints: dict[str, bool] | None = None
     carrier: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -302,6 +308,7 @@ class Pause:
             response_schema=self.response_schema,
             form_error=self.form_error,
             agent=self.agent,
+            tool_hints=self.tool_hints,
         )
 
 
@@ -341,6 +348,7 @@ def build_pause(
         input_schema=schema,
         metadata_schema=getattr(tool, "metadata_schema", None),
         suggested_rules=[r.model_copy(deep=True) for r in (call.suggested_rules or [])],
+        tool_hints=mcp_tool_hints(tool),
     )
     if permission is not None:
         pause.permission_message = permission.message
