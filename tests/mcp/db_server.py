@@ -1,6 +1,7 @@
 """A small MCP server for the tests, written with the MCP SDK's own ``MCPServer``.
 
-Run as ``python db_server.py LOG`` (stdio). Each tool asks the person through
+Run as ``python db_server.py LOG`` (stdio) or ``python db_server.py LOG PORT``
+(streamable HTTP on 127.0.0.1:PORT, path ``/mcp``). Each tool asks the person through
 elicitation and appends what it got to ``LOG`` (one JSON object a line), so a
 test reads what really reached the server.
 
@@ -104,4 +105,7 @@ async def count_rows(table: str) -> str:
 
 if __name__ == "__main__":
     note(event="started", pid=os.getpid())
-    server.run("stdio")
+    if len(sys.argv) > 2:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

@@ -34,7 +34,7 @@ from agentscope.tool import Toolkit
 from nb_hitl import DecisionError, PauseNotLiveError, Session
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.pauses import Pause
-from tests.mcp.mcp_support import answers, db_client, server_pid
+from tests.mcp.mcp_support import answers, db_client, http_client, http_server, server_pid
 from tests.support import InputRecorder, run_async, wait_until
 
 MODES = ["auto", "legacy"]
@@ -288,3 +288,24 @@ def test_c41_a_server_that_dies_while_asking_expires_the_card_with_a_reason(tmp_
     assert "stopped" in pause.reason and pause.reason.endswith("nothing was sent.")
     assert final.startswith(f"{DELETE} error: ") and "Connection closed" in final
     assert answers(log) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_c41_over_streamable_http(tmp_path: Path, mode: str) -> None:
+    """The same question from a server on 127.0.0.1 over streamable HTTP."""
+    log = tmp_path / "server.jsonl"
+
+    async def scenario(url: str) -> str:
+        async with http_client(url, mode) as client:
+            tools = await client.list_tools()
+            agent = mcp_agent(tools, [tool_call(DELETE, table="customers")], allow=DELETE)
+            session = Session(agent, display=False)
+            task = session.start("Clear the customers table.")
+            pause = await question(session)
+            await session.act({"action": "decline", "tool_call_id": pause.tool_call_id})
+            return (await asyncio.wait_for(task, 30)).get_text_content()
+
+    with http_server(log) as url:
+        final = run_async(scenario(url))
+    assert final == f"{DELETE} success: Nothing deleted: the user chose decline."
+    assert answers(log) == [{"tool": "delete_rows", "table": "customers", "action": "decline"}]
