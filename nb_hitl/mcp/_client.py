@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 from typing import Any, Literal
 
 import mcp
 import mcp_types as types
-from agentscope.mcp import MCPClient
+from agentscope.mcp import MCPClient, StdioMCPConfig
+from mcp import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from pydantic import PrivateAttr
 
@@ -57,6 +60,20 @@ class _SDKClient(mcp.Client):
         finally:
             if running is not None:
                 self.in_flight.remove(running)
+
+
+def _process_stderr() -> Any:
+    """A stream with a file descriptor for a subprocess's stderr: the
+    process's own (``sys.__stderr__``), else ``sys.stderr`` when it has one,
+    else ``subprocess.DEVNULL``."""
+    for stream in (sys.__stderr__, sys.stderr):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError, AttributeError):
+            continue
+    return subprocess.DEVNULL
 
 
 async def _closed(session: Any, interval: float) -> str:
@@ -102,6 +119,28 @@ class AskingMCPClient(MCPClient):
     a person is asked (on the current protocol the server holds no request open,
     so a server that stopped is noticed only this way)."""
     _in_flight: list[tuple[Any, Any]] = PrivateAttr(default_factory=list)
+
+    def _create_stdio_transport(self) -> Any:
+        """AgentScope's stdio transport, with the server's stderr on the
+        process's own stderr (``sys.__stderr__``).
+
+        The SDK's ``stdio_client`` takes ``errlog=sys.stderr`` as bound when
+        ``mcp.client.stdio`` was imported; in a Jupyter kernel that is the
+        kernel's output stream, which has no file descriptor, and starting
+        the server fails with ``UnsupportedOperation: fileno``. The
+        parameters are AgentScope's (``MCPClient._create_stdio_transport``).
+        """
+        config = self.mcp_config
+        assert isinstance(config, StdioMCPConfig)
+        params = StdioServerParameters(
+            command=config.command,
+            args=config.args or [],
+            env=config.env,
+            cwd=str(config.cwd) if config.cwd else None,
+            encoding="utf-8",
+            encoding_error_handler=config.encoding_error_handler,
+        )
+        return stdio_client(params, errlog=_process_stderr())
 
     def _create_sdk_client(self) -> mcp.Client:
         """AgentScope's transport choice, the SDK client with the callback and ``mode``."""

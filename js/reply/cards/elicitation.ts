@@ -9,6 +9,7 @@ import { enterPresses } from "../../lib/a11y";
 import type { JsonSchema, PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
+import { restoreFormValues } from "./form";
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
@@ -27,6 +28,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   }
   const schema: JsonSchema = p.response_schema;
   const form = renderSchemaForm(schema, { disabled: dis, errorField: ui.errorField, error: ui.error });
+  // a refused answer redraws the card: put back what the person typed
+  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, any> | undefined);
   const remember = () => {
     const v = form.value();
     if (v.ok) ctx.remember(v.value);
