@@ -41,13 +41,19 @@ ELICITATION_ACTIONS = frozenset({"accept", "decline", "cancel"})
 """MCP's three answers to an elicitation (``ElicitResult.action``)."""
 
 
+PRIMITIVE_TYPES = frozenset({"string", "number", "integer", "boolean", "array"})
+"""The field types of an MCP elicitation form (``PrimitiveSchemaDefinition``;
+``array`` for a multi-select of enum strings)."""
+
+
 def elicitation_schema_problem(schema: Any) -> str | None:
     """Why an MCP server's ``requestedSchema`` cannot be drawn as a form, or ``None``.
 
     The checks of an untrusted schema (``nb_hitl.agui.schema_guard.check_schema``:
     size, no ``$ref`` outside the schema, RE2-only patterns, a valid JSON
     Schema), then a form's own (:func:`~nb_hitl.kinds.form.schema_problem`:
-    an object with fields).
+    an object with fields), then MCP's: each field of a primitive type
+    (:data:`PRIMITIVE_TYPES`).
     """
     from ..agui.schema_guard import SchemaRefused, check_schema  # nb_hitl.agui imports the kinds
 
@@ -55,7 +61,17 @@ def elicitation_schema_problem(schema: Any) -> str | None:
         check_schema(schema)
     except SchemaRefused as exc:
         return f"The server's schema cannot be used: {exc}."
-    return schema_problem(schema, size_checked=True)
+    problem = schema_problem(schema, size_checked=True)
+    if problem is not None:
+        return problem
+    for name, prop in schema["properties"].items():
+        kind = prop.get("type")
+        if kind not in PRIMITIVE_TYPES:
+            return (
+                f"Field {name[:80]!r} is not a string, number, integer, boolean or list of choices "
+                "(MCP asks for flat forms of primitive fields)."
+            )
+    return None
 
 
 def check_content(schema: dict[str, Any], content: Any) -> None:

@@ -260,7 +260,10 @@ class Actions(SessionCore):
         pause.decision = {"action": "timeout", "applied": applied}
         if self.on_deadline == "interrupt":
             transition(pause, "expired", reason="The deadline passed; the reply was interrupted.")
+            was_running = run.status == "running"  # a question asked while a tool runs (an MCP server's)
             self._request_interrupt(run, "The deadline of a pause passed; the reply was interrupted.")
+            if was_running and run.task is not None and not run.task.done():
+                run.task.cancel()  # as an interrupt from the page: AgentScope ends the reply interrupted
         else:
             self._hand_over(run, pause, decision, pause.decision)
             run.wake.set()

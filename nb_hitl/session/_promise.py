@@ -164,6 +164,9 @@ class ApprovalGuard(MiddlewareBase):
 
     It must be the innermost ``on_acting`` middleware (:func:`install_guard`).
     Calls nobody approved (allowed by a rule, or by the mode) pass through.
+    While a call runs, :data:`~nb_hitl._agentscope.RUNNING_CALL` names it
+    (``(agent, tool_call)``) for code the tool calls back into: an MCP
+    server asking the person (:mod:`nb_hitl.mcp`).
     """
 
     async def on_reasoning(

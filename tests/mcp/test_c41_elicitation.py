@@ -309,3 +309,28 @@ def test_c41_over_streamable_http(tmp_path: Path, mode: str) -> None:
         final = run_async(scenario(url))
     assert final == f"{DELETE} success: Nothing deleted: the user chose decline."
     assert answers(log) == [{"tool": "delete_rows", "table": "customers", "action": "decline"}]
+
+
+def test_c41_a_deadline_that_interrupts_ends_the_reply_and_the_server_reads_cancel(tmp_path: Path) -> None:
+    """``on_deadline="interrupt"`` while a tool runs: the question expires, the reply is interrupted
+    (not left to finish as if nothing happened), and the server was answered cancel."""
+    log = tmp_path / "server.jsonl"
+
+    async def scenario() -> tuple[Pause, str]:
+        async with db_client(log, "legacy") as client:
+            tools = await client.list_tools()
+            agent = mcp_agent(tools, [tool_call(DELETE, table="customers")], allow=DELETE)
+            session = Session(agent, display=False, deadline=0.5, on_deadline="interrupt")
+            task = session.start("Clear the customers table.")
+            pause = await question(session)
+            try:
+                await asyncio.wait_for(task, 30)
+            except asyncio.CancelledError:
+                pass
+            await wait_until(lambda: "answered 'cancel'" in (pause.reason or ""), "the cancel told")
+            return pause, session.current.status
+
+    pause, status = run_async(scenario())
+    assert status == "interrupted"
+    assert pause.status == "expired" and pause.reason.startswith("The deadline passed; the reply was interrupted.")
+    assert all(e["action"] == "cancel" for e in answers(log))
