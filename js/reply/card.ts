@@ -500,6 +500,8 @@ export class CardSet {
     const refused = (p as RemotePauseView).refused;
     if (refused) card.append(h("div", { class: "nbh-error", "data-testid": "nbh-refused", role: "alert" }, refused));
     if (p.status !== "open") {
+      const head = kind.recordHead ? kind.recordHead(p) : null;
+      if (head) card.append(head);
       this.appendRecord(card, p, ui, kind.showsInputWhenClosed ? kind.showsInputWhenClosed(p) : true);
       return card;
     }

@@ -98,6 +98,11 @@ def test_c41_mcp_questions_on_cards(page, lab: JupyterLabServer) -> None:
     assert final.inner_text() == "The tool said: Renamed customers to clients."
     done = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="elicitation"][data-status="delivered"]')
     assert done.count() == 2
+    # the records keep the questions and what was sent (a saved notebook shows them)
+    assert done.nth(0).locator('[data-testid="nbh-elicitation-message"]').inner_text() == "Rename customers?"
+    assert done.nth(0).locator('[data-testid="nbh-decision"]').inner_text() == (
+        'Accepted: sent to the MCP server {"confirm":true}'
+    )
     assert done.nth(1).locator('[data-testid="nbh-decision"]').inner_text() == (
         'Accepted: sent to the MCP server {"name":"clients"}'
     )

@@ -66,6 +66,7 @@ export const elicitationCard: CardKind = {
   openLabel: "An MCP server asks",
   closedLabel: "MCP question",
   build,
-  // the record says what the server was sent; the tool's own input is on its call above
+  // the record says what the server asked and was sent; the tool's own input is on its call above
   showsInputWhenClosed: () => false,
+  recordHead: (p) => (p.message ? h("div", { class: "nbh-info", "data-testid": "nbh-elicitation-message" }, p.message) : null),
 };

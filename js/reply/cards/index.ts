@@ -27,6 +27,8 @@ export interface CardKind {
   build(card: HTMLElement, p: PauseView, ctx: CardCtx): void;
   /** whether the decided record repeats the call's input (default: yes) */
   showsInputWhenClosed?(p: PauseView): boolean;
+  /** what the decided or expired record shows above its outcome (e.g. the question asked), if anything */
+  recordHead?(p: PauseView): HTMLElement | null;
   bulk?: BulkAction[];
 }
 
