@@ -49,17 +49,15 @@ class _SDKClient(mcp.Client):
     """The MCP SDK's ``Client``, noting which AgentScope tool call each
     ``call_tool`` serves (for a legacy connection's callback)."""
 
-    in_flight: list[tuple[Any, Any]]
+    in_flight: list[tuple[Any, Any] | None]
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None, *args: Any, **kwargs: Any) -> Any:
-        running = RUNNING_CALL.get()
-        if running is not None:
-            self.in_flight.append(running)
+        running = RUNNING_CALL.get()  # None: a call outside a Session's agent
+        self.in_flight.append(running)
         try:
             return await super().call_tool(name, arguments, *args, **kwargs)
         finally:
-            if running is not None:
-                self.in_flight.remove(running)
+            self.in_flight.remove(running)
 
 
 def _process_stderr() -> Any:
@@ -118,7 +116,7 @@ class AskingMCPClient(MCPClient):
     """Seconds between the pings that tell whether the server still answers while
     a person is asked (on the current protocol the server holds no request open,
     so a server that stopped is noticed only this way)."""
-    _in_flight: list[tuple[Any, Any]] = PrivateAttr(default_factory=list)
+    _in_flight: list[tuple[Any, Any] | None] = PrivateAttr(default_factory=list)
 
     def _create_stdio_transport(self) -> Any:
         """AgentScope's stdio transport, with the server's stderr on the
@@ -152,6 +150,10 @@ class AskingMCPClient(MCPClient):
         client.in_flight = self._in_flight
         return client
 
+    def _nobody(self, why: str) -> types.ErrorData:
+        log.warning("MCP server %r asked, but %s: answered with an error", self.name, why)
+        return types.ErrorData(code=types.INVALID_REQUEST, message=f"No person can answer this question: {why}.")
+
     async def on_elicitation(
         self, context: Any, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
@@ -168,20 +170,13 @@ class AskingMCPClient(MCPClient):
         running = RUNNING_CALL.get()  # the current protocol: the callback runs in the call's task
         if running is None:
             calls = list(self._in_flight)  # legacy: from the SDK's receive loop
-            if len(calls) != 1:
-                why = "no tool call of this client is running" if not calls else "several calls are in flight"
-                log.warning("MCP server %r asked, but %s: answered with an error", self.name, why)
-                return types.ErrorData(
-                    code=types.INVALID_REQUEST, message=f"No person can answer this question: {why}."
-                )
-            running = calls[0]
+            if len(calls) > 1:
+                return self._nobody("several calls of this client are in flight and the question names none")
+            running = calls[0] if calls else None
+        session = session_of(running[0]) if running is not None else None
+        if running is None or session is None:
+            return self._nobody("the tool does not run for an agent an nb_hitl Session drives")
         agent, tool_call = running
-        session = session_of(agent)
-        if session is None:
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message="No person can answer this question: the agent does not run under an nb_hitl Session.",
-            )
         return await ask_person(
             session,
             agent,

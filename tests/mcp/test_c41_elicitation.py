@@ -334,3 +334,23 @@ def test_c41_a_deadline_that_interrupts_ends_the_reply_and_the_server_reads_canc
     assert status == "interrupted"
     assert pause.status == "expired" and pause.reason.startswith("The deadline passed; the reply was interrupted.")
     assert all(e["action"] == "cancel" for e in answers(log))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_c41_a_question_nobody_can_answer_gets_an_error_not_an_invented_answer(tmp_path: Path, mode: str) -> None:
+    """The MCP tool called directly, outside any Session: no card, no person; the server gets an
+    MCP error (never accept, decline or cancel), and the call says so."""
+    log = tmp_path / "server.jsonl"
+
+    async def scenario() -> str:
+        async with db_client(log, mode) as client:
+            tool = await client.get_tool("delete_rows")
+            try:
+                chunk = await tool(table="customers")
+            except Exception as exc:  # the SDK raises the error on the current protocol
+                return f"raised: {exc}"
+            return " ".join(getattr(b, "text", "") for b in chunk.content)
+
+    said = run_async(scenario())
+    assert "No person can answer this question: the tool does not run for an agent an nb_hitl Session drives" in said
+    assert answers(log) == []
