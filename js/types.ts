@@ -100,6 +100,24 @@ export interface PauseView {
   agent: string;
   /** an MCP tool's annotation hints as its server declared them (destructiveHint, openWorldHint...), else null */
   tool_hints: Record<string, boolean> | null;
+  /** a shell tool's confirmation: its simple commands, as the shell rules read them */
+  shell_commands: ShellCommandView[];
+  /** why (part of) that command line cannot be judged, one line each */
+  shell_problems: string[];
+}
+
+/** One simple command of a shell command line (`nb_hitl.pauses.ShellCommandView`). */
+export interface ShellCommandView {
+  program: string | null;
+  args: string[];
+  redirections: string[];
+  assignments: string[];
+  text: string;
+  /** how it is reached when nested: "$(...)", "sh -c", ...; "" at the top level */
+  via: string;
+  /** what the permission engine says of it alone: allow, ask or deny */
+  behavior: string;
+  why: string;
 }
 
 /** A remote (AG-UI) pause's view: `nb_hitl.pauses.RemotePauseView`, the keys the AG-UI client adds. */

@@ -31,6 +31,7 @@ __all__ = [
     "POLICY_CONTEXT_KEY",
     "POLICY_DETAIL_KEY",
     "REVIEW_CONTEXT_KEY",
+    "SHELL_CONTEXT_KEY",
     "enum_value",
     "permission_engine",
     "permission_context",
@@ -46,6 +47,7 @@ __all__ = [
     "strip_system_reminders",
     "install_innermost_acting",
     "install_reasoning",
+    "install_outermost_model_call",
     "find_tool_result",
     "context_cut_result",
 ]
@@ -89,6 +91,11 @@ forced its ask (and the mapping survives a checkpoint)."""
 POLICY_DETAIL_KEY = "nb_hitl.policy_detail"
 """Key in ``AgentState.middle_context``: ``{tool_call_id: {"message",
 "reason"}}``: what the policy said when it forced the ask."""
+
+SHELL_CONTEXT_KEY = "nb_hitl.shell"
+"""Key in ``AgentState.middle_context``: ``{tool_call_id: {"commands",
+"problems", "message", "reason", "bypass_immune", "changed"}}``: what the
+shell rules (:mod:`nb_hitl.shell_policy`) found in a call that asks."""
 
 REVIEW_CONTEXT_KEY = "nb_hitl.review"
 """Key in ``AgentState.middle_context``: ``{tool_call_id: {"status":
@@ -325,6 +332,17 @@ def install_reasoning(agent: Any, middleware: Any) -> None:
         raise TypeError(f"expected an agentscope Agent with on_reasoning middlewares, got {type(agent).__name__}")
     chain[:] = [mw for mw in chain if type(mw) is not type(middleware)]
     chain.append(middleware)
+
+
+def install_outermost_model_call(agent: Any, middleware: Any) -> None:
+    """Make ``middleware`` the outermost ``on_model_call`` middleware of ``agent``
+    (``Agent._model_call_middlewares``, filtered once in ``Agent.__init__``; the
+    first one wraps the others, so it sees the answer as the agent will read it);
+    idempotent, as :func:`install_innermost_acting`."""
+    chain = getattr(agent, "_model_call_middlewares", None)
+    if not isinstance(chain, list):
+        raise TypeError(f"expected an agentscope Agent with on_model_call middlewares, got {type(agent).__name__}")
+    chain[:] = [middleware, *(mw for mw in chain if type(mw) is not type(middleware))]
 
 
 def find_tool_result(agent: Any, tool_call_id: str) -> Any:

@@ -25,6 +25,8 @@ from .kinds import Decision, kind_spec
 from .kinds.confirm import EDITED_RULE_SOURCE
 from .messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object, parse_message
 from .pauses import Pause
+from .permissions.shell import parse_command
+from .permissions.shell_check import judge_shell_call, shell_field
 
 __all__ = [
     "Decision",
@@ -77,7 +79,10 @@ async def recheck_permission(engine: Any, tool: ToolBase, edited: dict[str, Any]
 
     AgentScope 2.0.11 runs an edited, approved call without a new check
     (``Agent._handle_incoming_event`` only copies name and input), so a deny
-    rule could be bypassed by an edit. This closes that hole.
+    rule could be bypassed by an edit. This closes that hole. A shell
+    command is judged one simple command at a time
+    (:func:`nb_hitl.permissions.shell_check.judge_shell_call`), so an edit
+    to ``sudo rm -rf x`` is refused by ``deny Bash(rm:*)`` as the call would be.
 
     Args:
         engine: an ``agentscope.permission.PermissionEngine`` over the agent's
@@ -95,6 +100,9 @@ async def recheck_permission(engine: Any, tool: ToolBase, edited: dict[str, Any]
             deny came from elsewhere, e.g. the tool's own check or the mode).
     """
     decision = await engine.check_permission(tool, edited)
+    verdict = await judge_shell_call(engine, tool, edited, decision)  # a shell command: each simple command
+    if verdict is not None:
+        decision = verdict.decision
     if decision.behavior == PermissionBehavior.DENY:
         rule = _deny_rule(engine, tool, decision)
         if rule is not None:
@@ -121,10 +129,16 @@ async def check_rules_match(tool: ToolBase, rules: Any, tool_input: dict[str, An
     Raises:
         DecisionError: ``field="rules"``, naming the rule.
     """
+    key = shell_field(tool)
+    command = (tool_input or {}).get(key) if key else None
+    # a shell command's rules are matched against each simple command too (nb_hitl.shell_policy)
+    inputs = [tool_input or {}]
+    if key and isinstance(command, str):
+        inputs += [{**(tool_input or {}), key: c.text} for c in parse_command(command).commands]
     for rule in rules:
         if not rule.rule_content or rule.source != EDITED_RULE_SOURCE:
             continue
-        if not await tool.match_rule(rule.rule_content, tool_input or {}):
+        if not any([await tool.match_rule(rule.rule_content, inp) for inp in inputs]):
             raise DecisionError(
                 f"The rule {rule_label(rule)} does not match this call, so it would not allow it "
                 f"({tool.name}'s match_rule); narrow it so it still covers this call.",

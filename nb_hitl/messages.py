@@ -18,6 +18,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from .errors import DecisionError
+from .guard import SchemaRefused, check_schema, validation_errors
 
 __all__ = [
     "MAX_TEXT",
@@ -255,7 +256,9 @@ def parse_edited_input(text: str, input_schema: dict[str, Any] | None) -> dict[s
         DecisionError: with ``field="input"`` for text that is not JSON
             (line and column given), not an object, or has a duplicate key;
             or with the JSON path of the value that breaks the schema
-            (``jsonschema``'s message).
+            (``jsonschema``'s message, through :mod:`nb_hitl.guard`: the
+            tool's schema may be a peer's, e.g. an MCP server's); with
+            ``field=None`` when that schema cannot be used safely.
     """
     value = parse_json_object(text, field="input")
     if input_schema:
@@ -265,9 +268,13 @@ def parse_edited_input(text: str, input_schema: dict[str, Any] | None) -> dict[s
             and "patternProperties" not in input_schema
         ):
             input_schema = {**input_schema, "additionalProperties": False}
-        validator_cls = jsonschema.validators.validator_for(input_schema)
-        validator = validator_cls(input_schema)
-        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+        try:
+            check_schema(input_schema)
+        except SchemaRefused as exc:
+            raise DecisionError(f"The tool's input schema cannot be used to check the input: {exc}.") from None
+        error = jsonschema.exceptions.best_match(
+            iter(validation_errors(input_schema, value, field="input", formats=False))
+        )
         if error is not None:
             where = error.json_path if error.json_path != "$" else "the input"
             raise DecisionError(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 from agentscope.message import ToolCallBlock
 from agentscope.permission import PermissionDecision, PermissionRule
@@ -27,7 +27,7 @@ from agentscope.tool import AskUser, AskUserParams, ToolBase
 from ._agentscope import enum_value, mcp_tool_hints, rule_label
 from .kinds import kind_spec
 from .kinds._reading import InputReading, read_input, visible_text
-from .kinds.confirm import CONFIRM_DECISIONS, rule_reach_line
+from .kinds.confirm import CONFIRM_DECISIONS, rule_reach_line, shell_command_view
 from .messages import format_validation_error
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "PauseView",
     "RemotePauseView",
     "SuggestedRuleView",
+    "ShellCommandView",
     "pause_kind",
     "build_pause",
     "rule_label",
@@ -50,6 +51,20 @@ set by the tool's ``prepare_pause`` (or the AG-UI client), never by
 :func:`pause_kind`; ``elicitation`` (an MCP server asks while its tool runs)
 is built by :mod:`nb_hitl.mcp`."""
 PauseStatus = Literal["open", "deciding", "decided", "delivered", "expired"]
+
+
+class ShellCommandView(TypedDict):
+    """One simple command of a shell tool's call as the shell rules read it
+    (:mod:`nb_hitl.shell_policy`), with what the permission engine said of it."""
+
+    program: str | None
+    args: list[str]
+    redirections: list[str]
+    assignments: list[str]
+    text: str
+    via: str
+    behavior: str
+    why: str
 
 
 class SuggestedRuleView(TypedDict):
@@ -107,6 +122,8 @@ class PauseView(TypedDict):
     form_error: str | None
     agent: str
     tool_hints: dict[str, bool] | None
+    shell_commands: list[ShellCommandView]
+    shell_problems: list[str]
 
 
 class RemotePauseView(PauseView, total=False):
@@ -189,6 +206,11 @@ class Pause:
         review_error: kind ``review``: why there is no result to review (the
             kernel stopped while the tool ran); only ``reject`` is possible.
         response_schema: kind ``form``: the JSON Schema the answer must fit.
+        shell_commands: kind ``confirm`` of a shell tool: the simple commands
+            of the command line and what the permission engine said of each
+            (``{program, args, redirections, assignments, text, via,
+            behavior, why}``, :mod:`nb_hitl.shell_policy`).
+        shell_problems: why (part of) that command line cannot be judged.
         form_error: kind ``form``: why the schema cannot be shown (not a
             valid JSON Schema, not an object of fields); only
             ``return_error`` is possible. Kind ``elicitation``: the same,
@@ -235,6 +257,8 @@ class Pause:
     agent: str = ""
     tool_hints: dict[str, bool] | None = None
     carrier: Any = field(default=None, repr=False, compare=False)
+    shell_commands: list[dict[str, Any]] = field(default_factory=list)
+    shell_problems: list[str] = field(default_factory=list)
 
     @property
     def tool_call_id(self) -> str:
@@ -309,6 +333,8 @@ class Pause:
             form_error=self.form_error,
             agent=self.agent,
             tool_hints=self.tool_hints,
+            shell_commands=[cast(ShellCommandView, shell_command_view(c)) for c in self.shell_commands],
+            shell_problems=list(self.shell_problems),
         )
 
 

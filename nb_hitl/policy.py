@@ -82,6 +82,8 @@ from ._agentscope import (
     permission_context,
     permission_engine,
 )
+from .permissions.shell import parse_command
+from .permissions.shell_check import shell_field
 
 __all__ = [
     "Policy",
@@ -116,6 +118,19 @@ def rule_source(name: str) -> str:
     return f"nb_hitl policy: {name}"
 
 
+def _match_inputs(tool: Any, tool_input: dict[str, Any]) -> list[dict[str, Any]]:
+    """The inputs a pattern is matched against: the call's, and for a shell
+    tool each form of each simple command in it (as the shell rules match
+    deny and ask rules, :mod:`nb_hitl.shell_policy`), so ``git push:*`` also
+    matches ``cd repo && git push`` and ``sudo git push``."""
+    key = shell_field(tool)
+    command = tool_input.get(key) if key else None
+    if not key or not isinstance(command, str):
+        return [tool_input]
+    forms = [form for cmd in parse_command(command).commands for form in cmd.rule_forms()]
+    return [tool_input, *({**tool_input, key: form} for form in dict.fromkeys(forms))]
+
+
 def _context(agent: Any) -> PermissionContext:
     """The agent's live permission context (its engine's); the state's for an
     object without an engine."""
@@ -138,7 +153,9 @@ class Policy:
             patterns, matched by the tool's own ``match_rule`` exactly as the
             engine matches rules (``Bash``: ``"git push:*"`` prefix, other
             ``*`` wildcards, substring without ``*``; ``Read``/``Write``/
-            ``Edit``: fnmatch on the path).
+            ``Edit``: fnmatch on the path). For a shell tool a pattern is
+            also matched against each simple command of the command line
+            (after ``;``/``&&``/``|``, in ``$(...)``, behind ``sudo``...).
         when: ``{tool_name: predicate(tool_input) -> bool}``.
         predicate: ``(tool_name, tool_input) -> bool`` for any tool.
         mcp_hints: ``{hint: bool}`` over MCP's tool annotations
@@ -210,11 +227,12 @@ class Policy:
                 return f"MCP tool {name} ({said})"
         for pattern in self.patterns.get(name, ()):
             try:
-                matched = tool.match_rule(pattern, tool_input)
-                if inspect.isawaitable(matched):  # AgentScope accepts sync match_rule too
-                    matched = await matched
-                if matched:
-                    return f"{name}({pattern})"
+                for candidate in _match_inputs(tool, tool_input):
+                    matched = tool.match_rule(pattern, candidate)
+                    if inspect.isawaitable(matched):  # AgentScope accepts sync match_rule too
+                        matched = await matched
+                    if matched:
+                        return f"{name}({pattern})"
             except Exception as exc:  # noqa: BLE001 - fail closed
                 return f"{name}({pattern}) (matching raised {type(exc).__name__}: {exc})"
         checks: list[Callable[[], Any]] = []

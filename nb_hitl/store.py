@@ -9,20 +9,19 @@ Files only: nothing here knows AgentScope's classes beyond pydantic's
   guarded by a cross-process lock (``filelock``, in a per-user lock folder)
   so one process at a time drives a session.
 * :class:`AuditLog`: one JSON line per decision, appended (``0600``, never
-  through a symlink) and ``fsync``-ed *before* the agent is resumed; a torn
-  last line left by a crash never swallows the next record.
+  through a symlink) and ``fsync``-ed *before* the agent is resumed, under an
+  advisory lock (``fcntl.flock``) so processes sharing a log never interleave;
+  a torn last line left by a crash never swallows the next record.
 """
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import hmac
 import json
 import os
 import secrets
 import socket
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -30,6 +29,12 @@ from typing import Any
 
 import filelock
 
+try:  # POSIX: an advisory lock around each audit append (see AuditLog.append)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: appends are safe within one process only
+    fcntl = None  # type: ignore[assignment]
+
+from ._fileio import NOFOLLOW, current_user, read_nofollow, write_atomic
 from .errors import NbHitlError
 
 __all__ = [
@@ -38,6 +43,8 @@ __all__ = [
     "AuditLog",
     "CheckpointLockedError",
     "CheckpointIntegrityError",
+    "CheckpointVersionError",
+    "CHECKPOINT_VERSION",
     "current_user",
     "KEY_ENV",
     "LOCK_DIR_ENV",
@@ -71,47 +78,30 @@ class CheckpointIntegrityError(NbHitlError, ValueError):
     nb_hitl, or written under another key); it is not restored."""
 
 
-def current_user() -> str:
-    """The OS user name recorded as "who" in the audit log."""
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - no passwd entry in some containers
-        return str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+class CheckpointVersionError(NbHitlError, ValueError):
+    """A checkpoint was written in a format version this nb_hitl does not know
+    (by a newer nb_hitl); it is not restored.
 
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-
-
-def _read_nofollow(path: Path) -> bytes:
-    """Read a file, refusing a symlink (``O_NOFOLLOW``).
-
-    Raises:
-        FileNotFoundError: no such file.
-        ValueError: ``path`` is a symlink.
+    Attributes:
+        version: the file's format version.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
-    except OSError as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        if path.is_symlink():
-            raise ValueError(f"{path} is a symbolic link; nb_hitl does not follow links to its records") from None
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+
+    def __init__(self, message: str, version: Any = None) -> None:
+        super().__init__(message)
+        self.version = version
+
+
+CHECKPOINT_VERSION = 2
+"""The checkpoint format :meth:`CheckpointStore.save` writes (``"version"``).
+
+1. ``{"session_id", "agent_name", "saved_at", "state", "hmac"}``, no
+   ``"version"`` key (files written before the format was versioned).
+2. the same plus ``"version": 2``, covered by the signature.
+
+:meth:`CheckpointStore.load` reads every version up to this one and refuses
+a newer one (:class:`CheckpointVersionError`). A future version keeps the
+``"version"`` key and the signature over the rest, so the version can
+always be read."""
 
 
 # ----------------------------------------------------------------------
@@ -139,19 +129,19 @@ def load_key(path: str | os.PathLike[str] | None = None) -> bytes:
     """
     key_path = Path(path) if path is not None else default_key_path()
     try:
-        raw = _read_nofollow(key_path)
+        raw = read_nofollow(key_path)
     except FileNotFoundError:
         key_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
-            fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+            fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
         except FileExistsError:  # created meanwhile by another process
-            raw = _read_nofollow(key_path)
+            raw = read_nofollow(key_path)
         else:
             with os.fdopen(fd, "w") as fh:
                 fh.write(secrets.token_hex(32))
                 fh.flush()
                 os.fsync(fh.fileno())
-            raw = _read_nofollow(key_path)
+            raw = read_nofollow(key_path)
     mode = os.stat(key_path, follow_symlinks=False).st_mode
     if mode & 0o077:
         raise ValueError(f"The checkpoint key {key_path} is readable by others (mode {mode & 0o777:o}); chmod 600 it.")
@@ -250,8 +240,10 @@ class CheckpointStore:
         key_path: the key file; default :func:`default_key_path` (outside
             the folder, so whoever can write checkpoints cannot re-sign them).
 
-    Each file holds ``{"session_id", "agent_name", "saved_at", "state":
-    <AgentState JSON>, "hmac": <hex SHA-256 HMAC of the rest>}``.
+    Each file holds ``{"version": CHECKPOINT_VERSION, "session_id",
+    "agent_name", "saved_at", "state": <AgentState JSON>, "hmac": <hex
+    SHA-256 HMAC of the rest>}``; files without ``"version"`` are version 1
+    (see :data:`CHECKPOINT_VERSION`).
     """
 
     def __init__(
@@ -308,7 +300,7 @@ class CheckpointStore:
             except filelock.Timeout:
                 holder: dict[str, Any] = {}
                 try:
-                    holder = json.loads(_read_nofollow(owner_path))
+                    holder = json.loads(read_nofollow(owner_path))
                 except (OSError, ValueError):
                     pass
                 raise CheckpointLockedError(
@@ -317,7 +309,7 @@ class CheckpointStore:
                     holder,
                 ) from None
             lock = CheckpointLock(flock, owner_path, key)
-            _write_atomic(owner_path, json.dumps(_owner_record()).encode("utf-8"))
+            write_atomic(owner_path, json.dumps(_owner_record()).encode("utf-8"))
             _HELD[key] = lock
             return lock
 
@@ -334,6 +326,7 @@ class CheckpointStore:
         """
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         record: dict[str, Any] = {
+            "version": CHECKPOINT_VERSION,
             "session_id": session_id,
             "agent_name": agent_name,
             "saved_at": time.time(),
@@ -341,7 +334,7 @@ class CheckpointStore:
         }
         record["hmac"] = _sign(self.key, record)
         target = self.path(session_id)
-        _write_atomic(target, json.dumps(record).encode("utf-8"))
+        write_atomic(target, json.dumps(record).encode("utf-8"))
         return target
 
     def load(self, session_id: str) -> dict[str, Any]:
@@ -349,21 +342,25 @@ class CheckpointStore:
 
         Returns:
             the record written by :meth:`save`; ``record["state"]`` is the
-            ``AgentState`` as a JSON-able dict.
+            ``AgentState`` as a JSON-able dict and ``record["version"]`` the
+            file's format version (``1`` for a file written before versions).
 
         Raises:
             FileNotFoundError: no checkpoint for ``session_id``.
+            CheckpointVersionError: written in a newer format than
+                :data:`CHECKPOINT_VERSION` (by a newer nb_hitl).
             CheckpointIntegrityError: unsigned, or the signature does not
                 match (the file was changed outside nb_hitl).
             ValueError: the file is not a checkpoint, or is a symlink.
         """
         path = self.path(session_id)
         try:
-            record = json.loads(_read_nofollow(path).decode("utf-8"))
+            record = json.loads(read_nofollow(path).decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path} is not a valid checkpoint: {exc}") from None
         if not isinstance(record, dict) or "state" not in record:
             raise ValueError(f"{path} is not a valid checkpoint: no 'state'")
+        version = _version(path, record)
         signature = record.get("hmac")
         if not isinstance(signature, str):
             raise CheckpointIntegrityError(f"The checkpoint {path} is not signed; it is not restored.")
@@ -376,7 +373,7 @@ class CheckpointStore:
             raise CheckpointIntegrityError(
                 f"The checkpoint {path} belongs to session {record.get('session_id')!r}, not {session_id!r}."
             )
-        return record
+        return {**record, "version": version}
 
     def sessions(self) -> list[str]:
         """The session ids that have a checkpoint, newest first."""
@@ -386,22 +383,23 @@ class CheckpointStore:
         return [p.stem for p in files]
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` via a ``0600`` temporary file, ``fsync`` and ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(target.parent)
+def _version(path: Path, record: dict[str, Any]) -> int:
+    """The format version of a checkpoint record (``1`` when it has none).
+
+    Raises:
+        CheckpointVersionError: a version newer than :data:`CHECKPOINT_VERSION`.
+        ValueError: the version is not a whole number from 1.
+    """
+    version = record.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"{path} is not a valid checkpoint: its format version is {version!r}")
+    if version > CHECKPOINT_VERSION:
+        raise CheckpointVersionError(
+            f"The checkpoint {path} was written by a newer nb_hitl (checkpoint format version {version}); "
+            f"this nb_hitl reads versions 1 to {CHECKPOINT_VERSION}. Upgrade nb_hitl to restore it.",
+            version,
+        )
+    return version
 
 
 # ----------------------------------------------------------------------
@@ -427,7 +425,11 @@ class AuditLog:
         """Append one record and ``fsync`` it before returning.
 
         A last line left without its newline (a crash mid-write) is closed
-        first, so this record is its own line.
+        first, so this record is its own line. The check of the last byte and
+        the write happen under an exclusive ``fcntl.flock`` on the log (POSIX;
+        advisory, released when the file is closed, even by a crash), so two
+        processes appending at once never both close the same torn line nor
+        take each other's last line for a torn one.
 
         Args:
             record: JSON-able fields; ``time``, ``ts`` and ``who`` are added.
@@ -447,8 +449,10 @@ class AuditLog:
         }
         line = (json.dumps(full, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
             try:
+                if fcntl is not None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)  # released by os.close below
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     line = b"\n" + line
@@ -463,7 +467,7 @@ class AuditLog:
     def records(self) -> list[dict[str, Any]]:
         """Every record, oldest first (a line that is not JSON is skipped)."""
         try:
-            raw = _read_nofollow(self.path)
+            raw = read_nofollow(self.path)
         except FileNotFoundError:
             return []
         out = []

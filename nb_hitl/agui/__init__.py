@@ -14,7 +14,6 @@ client of any AG-UI agent.
 try:  # the AG-UI pieces are an extra: pip install "nb_hitl[agui]"
     import ag_ui  # noqa: F401
     import httpx_sse  # noqa: F401
-    import re2  # noqa: F401  (google-re2)
     import sse_starlette  # noqa: F401
     import starlette  # noqa: F401
     import uvicorn  # noqa: F401

@@ -5,8 +5,9 @@ in a background thread, from a notebook or a test.
 own event loop in a daemon thread (the caller's loop, e.g. a kernel's, is
 never touched) and returns a :class:`ServerHandle` with the endpoint's
 ``url``, ``token`` and ``stop()``. :func:`serve` runs in the foreground (a
-command line). Both use uvicorn's h11 protocol with a header-read timeout
-(:func:`timed_h11`) and ``timeout_keep_alive`` against slow clients.
+command line). Both use uvicorn's h11 protocol with a header-read and a
+body-read timeout (:func:`timed_h11`), ``timeout_keep_alive`` and
+``h11_max_incomplete_event_size`` against slow clients.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def serve_in_background(
     startup_timeout: float = 30.0,
     header_timeout: float = 10.0,
     keep_alive: int = 5,
+    body_timeout: float | None = None,
     announce: bool = True,
 ) -> ServerHandle:
     """Serve an ASGI app with uvicorn in a daemon thread (its own event loop;
@@ -87,6 +89,9 @@ def serve_in_background(
         header_timeout: seconds a connection may take to send its request
             line and headers (slow clients are dropped).
         keep_alive: uvicorn's ``timeout_keep_alive`` (idle seconds).
+        body_timeout: seconds a request body may take after its headers
+            (see :func:`timed_h11`); default: the app's ``limits.body_timeout``
+            (an :class:`AguiServer`'s), else 30.
         announce: print the endpoint and a generated token (as Jupyter does).
 
     Returns:
@@ -111,7 +116,9 @@ def serve_in_background(
     sock.bind((host, port))
     sock.listen(128)
     bound_port = sock.getsockname()[1]
-    config = uvicorn_config(app, log_level=log_level, header_timeout=header_timeout, keep_alive=keep_alive)
+    config = uvicorn_config(
+        app, log_level=log_level, header_timeout=header_timeout, keep_alive=keep_alive, body_timeout=body_timeout
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"nb_hitl-agui-{bound_port}", daemon=True
@@ -174,11 +181,29 @@ def serve(
     uvicorn.Server(config).run()
 
 
-def uvicorn_config(app: Any, *, log_level: str = "warning", header_timeout: float = 10.0, keep_alive: int = 5) -> Any:
+BODY_GRACE = 1.0
+"""Seconds past ``body_timeout`` before the protocol closes a connection
+whose body is still arriving: the endpoint's own 408 is written first."""
+
+
+def uvicorn_config(
+    app: Any,
+    *,
+    log_level: str = "warning",
+    header_timeout: float = 10.0,
+    keep_alive: int = 5,
+    body_timeout: float | None = None,
+) -> Any:
     """A ``uvicorn.Config`` for ``app`` with the slow-client limits: the
-    h11 protocol with a header-read timeout (:func:`timed_h11`) and
-    ``timeout_keep_alive`` for idle connections."""
+    h11 protocol with header and body read timeouts (:func:`timed_h11`;
+    ``body_timeout`` defaults to the app's ``limits.body_timeout``, else 30),
+    ``timeout_keep_alive`` for idle connections and
+    ``h11_max_incomplete_event_size`` for request lines and headers."""
     import uvicorn
+
+    if body_timeout is None:
+        limits = getattr(app, "limits", None)
+        body_timeout = float(getattr(limits, "body_timeout", 30.0))
 
     return uvicorn.Config(
         app,
@@ -186,40 +211,76 @@ def uvicorn_config(app: Any, *, log_level: str = "warning", header_timeout: floa
         lifespan="off",
         loop="asyncio",
         access_log=False,
-        http=timed_h11(header_timeout),
+        http=timed_h11(header_timeout, body_timeout + BODY_GRACE),
         timeout_keep_alive=keep_alive,
         h11_max_incomplete_event_size=64 * 1024,
     )
 
 
-def timed_h11(header_timeout: float) -> type:
-    """uvicorn's h11 protocol, closing a connection whose first request line
-    and headers have not all arrived within ``header_timeout`` seconds
-    (uvicorn has no such limit of its own: a client trickling a header byte
-    at a time would hold the connection forever)."""
+def timed_h11(header_timeout: float, body_timeout: float | None = None) -> type:
+    """uvicorn's h11 protocol with read deadlines uvicorn does not have.
+
+    * Headers: a request's line and headers must all arrive within
+      ``header_timeout`` seconds of the connection opening, or of the
+      previous response on a kept-alive connection.
+    * Body: a request's body must all arrive within ``body_timeout`` seconds
+      of its headers (``None``: no limit). The AG-UI endpoint answers 408 at
+      its own ``body_timeout`` (:func:`~nb_hitl.agui.http.read_body`); this
+      closes every other connection still receiving a body: a 404 or 405 is
+      answered without reading it, and uvicorn's keep-alive timer restarts
+      with every byte received, so a client trickling a body to an unknown
+      path would hold the connection forever.
+
+    Either deadline passed, the connection is closed.
+    """
+    import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class TimedH11Protocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
+        _body_timer: asyncio.TimerHandle | None = None
+        _before: Any = None  # the cycle before the request awaited (None: the first)
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            self._await_headers()
+
+        def _await_headers(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+            self._before = self.cycle
             self._header_timer = self.loop.call_later(header_timeout, self._headers_too_slow)
 
         def handle_events(self) -> None:
             super().handle_events()
-            if self.cycle is not None and self._header_timer is not None:
-                self._header_timer.cancel()
+            if self._header_timer is not None and self.cycle is not self._before:
+                self._header_timer.cancel()  # a new request's headers are in
                 self._header_timer = None
+                if body_timeout is not None and self.conn.their_state is h11.SEND_BODY:
+                    self._body_timer = self.loop.call_later(body_timeout, self._body_too_slow)
+            if self._body_timer is not None and self.conn.their_state is not h11.SEND_BODY:
+                self._body_timer.cancel()
+                self._body_timer = None
+
+        def on_response_complete(self) -> None:
+            if not self.transport.is_closing():
+                self._await_headers()  # the next request on this connection, if any
+            super().on_response_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
+            for timer in (self._header_timer, self._body_timer):
+                if timer is not None:
+                    timer.cancel()
             super().connection_lost(exc)
 
         def _headers_too_slow(self) -> None:
             self._header_timer = None
-            if self.cycle is None and not self.transport.is_closing():
+            if self.cycle is self._before and not self.transport.is_closing():
+                self.transport.close()
+
+        def _body_too_slow(self) -> None:
+            self._body_timer = None
+            if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
                 self.transport.close()
 
     return TimedH11Protocol

@@ -2,9 +2,12 @@
 
 :class:`AguiClient` POSTs a ``RunAgentInput`` and yields each ``data:``
 frame of the ``text/event-stream`` answer as an ``ag_ui.core`` event
-(``httpx`` and ``httpx-sse``). :class:`AguiClientError` is a peer that does
-not speak AG-UI (HTTP error, not SSE, a frame that is not an event);
-:class:`RemoteRunError` is a run that ended in ``RUN_ERROR``. The
+(``httpx``), reading no more than its :class:`~nb_hitl.guard.StreamBudget`
+allows (bytes, events, seconds, one event's size: past a cap it stops,
+closes the stream and raises :class:`~nb_hitl.guard.StreamLimitReached`).
+:class:`AguiClientError` is a peer that does not speak AG-UI (HTTP error,
+not SSE, a frame that is not an event); :class:`RemoteRunError` is a run
+that ended in ``RUN_ERROR``. The
 conversation on top, with pause views and answers, is
 :class:`~nb_hitl.agui.remote.RemoteSession`.
 """
@@ -26,6 +29,7 @@ from ag_ui.core import (
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import NbHitlError
+from ..guard import StreamBudget
 
 __all__ = ["AguiClient", "AguiClientError", "RemoteRunError", "SSEReader", "parse_event"]
 
@@ -86,8 +90,8 @@ class AguiClient:
             ``read_timeout`` between two frames.
         read_timeout: seconds between two events before giving up
             (keep-alive comments do not count).
-        deadline: seconds a whole run may take.
-        max_event_bytes: the largest SSE event accepted.
+        budget: the caps on reading one run (bytes, events, seconds, one
+            event's size); default :class:`~nb_hitl.guard.StreamBudget`'s.
         http: an ``httpx.AsyncClient`` to use (else one per run).
 
     Attributes:
@@ -103,8 +107,7 @@ class AguiClient:
         headers: dict[str, str] | None = None,
         timeout: float = 30.0,
         read_timeout: float = 300.0,
-        deadline: float = 3600.0,
-        max_event_bytes: int = 8 * 1024 * 1024,
+        budget: StreamBudget | None = None,
         http: httpx.AsyncClient | None = None,
     ) -> None:
         self.url = url
@@ -113,8 +116,7 @@ class AguiClient:
             self.headers["Authorization"] = f"Bearer {token}"
         self.timeout = httpx.Timeout(timeout, read=read_timeout)
         self.read_timeout = read_timeout
-        self.deadline = deadline
-        self.max_event_bytes = max_event_bytes
+        self.budget = budget or StreamBudget()
         self.http = http
         self.posts = 0
 
@@ -166,6 +168,7 @@ class AguiClient:
 
         Raises:
             AguiClientError: see the class.
+            StreamLimitReached: the run passed a cap of :attr:`budget`.
         """
         async for event in self.stream(self.make_input(thread_id, messages, resume, **kwargs)):
             yield event
@@ -173,11 +176,15 @@ class AguiClient:
     async def stream(self, inp: RunAgentInput) -> AsyncIterator[BaseEvent]:
         """POST ``inp`` and yield the run's events (see :meth:`run`).
 
+        The loop stays responsive: every chunk read is a suspension point,
+        and each wait is bounded by the time left.
+
         Raises:
-            AguiClientError: also when the run passes ``deadline``, when no
-                event (keep-alive comments do not count) arrives for
-                ``read_timeout`` seconds, or when one event is larger than
-                ``max_event_bytes``.
+            AguiClientError: also when no event (keep-alive comments do not
+                count) arrives for ``read_timeout`` seconds.
+            StreamLimitReached: the run passed a cap of :attr:`budget`
+                (``max_seconds``, ``max_bytes``, ``max_events``,
+                ``max_event_bytes``); the stream is closed.
         """
         body = inp.model_dump(mode="json", by_alias=True)
         own = self.http is None
@@ -185,7 +192,7 @@ class AguiClient:
         self.posts += 1
         headers = {"Accept": "text/event-stream", **self.headers}
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.deadline
+        meter = self.budget.meter(loop.time())
         try:
             async with http.stream("POST", self.url, json=body, headers=headers) as response:
                 if response.status_code >= 400:
@@ -199,26 +206,28 @@ class AguiClient:
                         f"The server answered with Content-Type {kind[:80]!r}, not text/event-stream.",
                         status=response.status_code,
                     )
-                reader = SSEReader(self.max_event_bytes)
+                reader = SSEReader(self.budget)
                 chunks = response.aiter_bytes()
                 idle_until = loop.time() + self.read_timeout
                 while True:
                     now = loop.time()
-                    if now >= deadline:
-                        raise AguiClientError(f"The run did not end within its deadline of {self.deadline:g} s.")
+                    left = meter.time_left(now)
                     if now >= idle_until:
                         raise AguiClientError(
                             f"No event for {self.read_timeout:g} s (keep-alive comments only); giving up."
                         )
                     try:
-                        chunk = await asyncio.wait_for(anext(chunks), min(deadline, idle_until) - now)
+                        chunk = await asyncio.wait_for(anext(chunks), min(left, idle_until - now))
                     except StopAsyncIteration:
                         break
                     except TimeoutError:
                         continue  # the loop head says which limit passed
+                    meter.add_bytes(len(chunk))
                     for data in reader.feed(chunk):
+                        meter.add_event()
                         idle_until = loop.time() + self.read_timeout
                         yield parse_event(data)
+                    await asyncio.sleep(0)  # a peer that floods the socket still lets the loop run
         except httpx.HTTPError as exc:
             raise AguiClientError(f"{type(exc).__name__}: {exc}") from None
         finally:
@@ -241,13 +250,19 @@ class SSEReader:
     interpretation": ``data:`` lines joined by ``\n``, a blank line
     dispatches, ``:`` lines are comments; other fields are ignored).
 
+    Linear in the bytes fed: a line is searched for only in the bytes not
+    searched yet, and an event's data lines are kept as parts, joined once.
+
     Args:
-        max_event_bytes: the largest event (its pending bytes) accepted.
+        budget: its ``max_event_bytes`` is the largest event (its pending
+            bytes) accepted.
     """
 
-    def __init__(self, max_event_bytes: int) -> None:
-        self.max_event_bytes = max_event_bytes
-        self._buffer = b""
+    def __init__(self, budget: StreamBudget) -> None:
+        self.budget = budget
+        self.max_event_bytes = budget.max_event_bytes
+        self._buffer = bytearray()
+        self._scanned = 0  # bytes of _buffer known to hold no line end
         self._data: list[str] = []
         self._size = 0
 
@@ -255,20 +270,26 @@ class SSEReader:
         """The ``data`` of every event completed by ``chunk``.
 
         Raises:
-            AguiClientError: an event (or one line) passes the size limit.
+            StreamLimitReached: an event (or one line) passes
+                ``max_event_bytes``.
         """
         self._buffer += chunk
         out: list[str] = []
+        start = 0
         while True:
-            cut = min((i for i in (self._buffer.find(b"\n"), self._buffer.find(b"\r")) if i >= 0), default=-1)
-            if cut < 0 or (cut == len(self._buffer) - 1 and self._buffer.endswith(b"\r")):
-                break  # no line end yet, or a CR whose LF may come in the next chunk
-            line = self._buffer[:cut]
-            skip = 2 if self._buffer[cut : cut + 2] == b"\r\n" else 1
-            self._buffer = self._buffer[cut + skip :]
+            cut = _line_end(self._buffer, max(start, self._scanned))
+            if cut < 0 or (cut == len(self._buffer) - 1 and self._buffer[cut] == 0x0D):
+                # no line end yet, or a CR whose LF may come in the next chunk
+                self._scanned = max(start, cut if cut >= 0 else len(self._buffer))
+                break
+            line = bytes(self._buffer[start:cut])
+            start = cut + (2 if self._buffer[cut : cut + 2] == b"\r\n" else 1)
             self._line(line.decode("utf-8", "replace"), out)
+        if start:
+            del self._buffer[:start]
+            self._scanned -= start
         if self._size + len(self._buffer) > self.max_event_bytes:
-            raise AguiClientError(f"The server sent an event larger than {self.max_event_bytes} bytes; refused.")
+            raise self.budget.event_too_large()
         return out
 
     def _line(self, line: str, out: list[str]) -> None:
@@ -285,4 +306,12 @@ class SSEReader:
             self._data.append(value)
             self._size += len(value)
             if self._size > self.max_event_bytes:
-                raise AguiClientError(f"The server sent an event larger than {self.max_event_bytes} bytes; refused.")
+                raise self.budget.event_too_large()
+
+
+def _line_end(buffer: bytearray, start: int) -> int:
+    """The index of the first CR or LF in ``buffer`` from ``start``, or -1
+    (a CR is looked for only before the LF found: each byte is read once)."""
+    lf = buffer.find(b"\n", start)
+    cr = buffer.find(b"\r", start, lf if lf >= 0 else len(buffer))
+    return cr if cr >= 0 else lf

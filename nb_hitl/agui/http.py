@@ -8,6 +8,9 @@ limit (a chunked 50 MB upload is never buffered) or with 408 when it
 trickles in slower than the body timeout, then the run's events as
 Server-Sent Events through ``sse-starlette``, with ``: ping`` comments while
 a long tool runs so proxies and clients keep the stream open.
+:func:`handle_close` is ``DELETE <path>/threads/<thread_id>``: the owner
+closes its thread, under the same access rules. :func:`close_unread` closes
+the connection of any response sent before its request's body was read.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from starlette.responses import JSONResponse, Response
 
 from .guard import Access, Denied, admit
 
-__all__ = ["Limits", "handle_run", "read_body"]
+__all__ = ["Limits", "close_unread", "handle_close", "handle_run", "read_body"]
 
 
 class Limits:
@@ -115,3 +118,65 @@ async def handle_run(
         sep="\n",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+async def handle_close(
+    request: Request, access: Access, close: Callable[[str, str], None], refused: type[Exception]
+) -> Response:
+    """``DELETE <path>/threads/<thread_id>``: close a thread for its owner.
+
+    Args:
+        request: the request (``thread_id`` in its path parameters).
+        access: the access rules (a body is not needed).
+        close: ``(thread_id, principal) -> None``, raising ``refused``.
+        refused: the refusal type ``close`` raises (``code``, message).
+
+    Returns:
+        200 ``{"status": "closed", "thread_id"}``; 404 ``thread_not_found``
+        (none, or another principal's); 409 ``thread_busy``; the access
+        refusals (401/403) as for a run.
+    """
+    try:
+        principal = await admit(request, access, needs_json=False)
+    except Denied as exc:
+        return _refuse(exc)
+    thread_id = request.path_params["thread_id"]
+    try:
+        close(thread_id, principal)
+    except refused as exc:
+        code = str(getattr(exc, "code", "refused"))
+        status = 404 if code == "thread_not_found" else 409
+        return JSONResponse({"error": str(exc), "code": code}, status_code=status)
+    return JSONResponse({"status": "closed", "thread_id": thread_id})
+
+
+def close_unread(app: Any) -> Callable[[Any, Any, Any], Any]:
+    """Wrap an ASGI app: a response that starts before its request's body was
+    all received (a 404 or 405, a refusal) says ``Connection: close``, so the
+    server closes the connection instead of keeping it open for a body nobody
+    reads (under any ASGI server, not only
+    :func:`~nb_hitl.agui.background.serve_in_background`)."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length", b"0").strip()
+        pending = [b"transfer-encoding" in headers or (length.isdigit() and int(length) > 0)]
+
+        async def receiving() -> Any:
+            message = await receive()
+            if message.get("type") == "http.disconnect" or not message.get("more_body", False):
+                pending[0] = False
+            return message
+
+        async def sending(message: Any) -> None:
+            if message.get("type") == "http.response.start" and pending[0]:
+                kept = [(k, v) for k, v in message.get("headers") or [] if k.lower() != b"connection"]
+                message = {**message, "headers": [*kept, (b"connection", b"close")]}
+            await send(message)
+
+        await app(scope, receiving, sending)
+
+    return wrapped

@@ -3,8 +3,7 @@
 AG-UI 1.0 ("Interrupts") models a pause as ``RUN_FINISHED`` with
 ``outcome = {type: "interrupt", interrupts: [Interrupt]}`` and the answer as
 the next run's ``RunAgentInput.resume = [ResumeEntry]``. This module holds
-the generic machinery: interrupt ids (a hash of thread, reply and tool call,
-so a server can refuse an id that names another call), ``expires_at``,
+the generic machinery: interrupt ids and ``expires_at`` (:mod:`.ids`),
 payload validation and AG-UI's one-resume rule (:func:`check_resume`). What
 varies by pause kind (the payload schema, the message, what a ``resolved``
 or ``cancelled`` entry means, the widget view) is the kind's
@@ -16,8 +15,6 @@ touches the network, a widget or an agent.
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,7 +31,9 @@ from ..kinds._schema import (
     REASON_TOOL_CALL,
     validate_payload,
 )
+from ..messages import MAX_SHORT
 from ..pauses import Pause
+from .ids import interrupt_id, parse_expires_at, to_iso
 
 __all__ = [
     "META_KEY",
@@ -52,6 +51,8 @@ __all__ = [
     "validate_payload",
     "resume_to_message",
     "cancel_message",
+    "CANCEL_PAYLOAD_SCHEMA",
+    "cancel_payload",
     "check_resume",
     "our_kind",
     "effective_schema",
@@ -92,47 +93,6 @@ class ResumeError(NbHitlError):
 
 
 # ---------------------------------------------------------------------------
-# ids and times
-# ---------------------------------------------------------------------------
-def interrupt_id(thread_id: str, reply_id: str, tool_call_id: str) -> str:
-    """The interrupt id of one parked tool call.
-
-    Args:
-        thread_id: the AG-UI ``threadId`` (one conversation, one agent).
-        reply_id: AgentScope's ``reply_id`` of the parked reply.
-        tool_call_id: the parked ``ToolCallBlock.id``.
-
-    Returns:
-        ``"nbh-" + 32 hex digits`` of SHA-256 over the three (unit-separated),
-        the same for the same triple, different for any other.
-    """
-    digest = hashlib.sha256("\x1f".join((thread_id, reply_id, tool_call_id)).encode("utf-8")).hexdigest()
-    return f"nbh-{digest[:32]}"
-
-
-def to_iso(epoch_seconds: float) -> str:
-    """``time.time()`` seconds -> ISO 8601 UTC with milliseconds and ``Z``
-    (AG-UI's documented convention for ``Interrupt.expires_at``)."""
-    moment = _dt.datetime.fromtimestamp(epoch_seconds, tz=_dt.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_expires_at(value: str | None) -> float | None:
-    """ISO 8601 ``expires_at`` -> epoch seconds, or ``None`` when absent or
-    not a date (AG-UI: such a value "leaves the interrupt looking permanently
-    unexpired"). A value without a zone is read as UTC."""
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        moment = _dt.datetime.fromisoformat(value.strip().replace("z", "Z"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_dt.UTC)
-    return moment.timestamp()
-
-
-# ---------------------------------------------------------------------------
 # Pause -> Interrupt
 # ---------------------------------------------------------------------------
 def pause_to_interrupt(
@@ -159,7 +119,8 @@ def pause_to_interrupt(
         it), ``input_schema``, ``permission_message``, ``decision_reason``,
         ``bypass_immune``, ``suggested_rules`` (``[{index, label, tool_name,
         rule_content, behavior}]``), ``ask_user`` (``AskUserParams`` as
-        JSON, or ``None``), ``ask_user_error``, ``policy``, and for forms
+        JSON, or ``None``), ``ask_user_error``, ``policy``, ``shell_commands``
+        and ``shell_problems`` (a shell call's simple commands), and for forms
         and reviews ``title``, ``message``, ``form_error``,
         ``review_output`` (the result to review, only while the pause is
         open), ``review_state``, ``review_error``.
@@ -185,6 +146,8 @@ def pause_to_interrupt(
         "ask_user": view["ask_user"],
         "ask_user_error": pause.ask_user_error,
         "policy": pause.policy,
+        "shell_commands": view["shell_commands"],
+        "shell_problems": view["shell_problems"],
     }
     for key in ("title", "message", "form_error", "review_output", "review_state", "review_error"):
         meta[key] = view[key]
@@ -209,10 +172,59 @@ def response_schema(pause: Pause) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 # ResumeEntry -> page message (server side)
 # ---------------------------------------------------------------------------
-def cancel_message(pause: Pause) -> dict[str, Any]:
+CANCEL_PAYLOAD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"message": {"type": "string", "minLength": 1, "maxLength": MAX_SHORT}},
+    "required": ["message"],
+    "additionalProperties": False,
+}
+"""The payload a ``cancelled`` entry may carry for nb_hitl's own interrupts:
+``{"message": <the person's words>}``, their "Return the error" text, which
+the model reads as the call's ERROR result (as in a local session). Both
+sides use it: the client builds it (:func:`cancel_payload`), the server
+turns it back into the page message (:func:`cancel_message`). A ``cancelled``
+entry without a payload keeps AG-UI's meaning: abandoned, no answer."""
+
+
+def cancel_payload(message: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The payload of the ``cancelled`` entry a ``return_error`` page message
+    stands for: ``{"message": text}`` when the person typed one, else ``None``.
+
+    Raises:
+        DecisionError: the text breaks :data:`CANCEL_PAYLOAD_SCHEMA` (too long).
+    """
+    text = message.get("message") if message.get("action") == "return_error" else None
+    if not isinstance(text, str) or not text.strip():
+        return None
+    payload = {"message": text}
+    validate_payload(CANCEL_PAYLOAD_SCHEMA, payload)
+    return payload
+
+
+def cancel_message(pause: Pause, payload: Any = None) -> dict[str, Any]:
     """The page message a ``cancelled`` entry stands for (see the module
-    docstring: a denial for a confirmation, an ERROR result otherwise)."""
-    return kind_spec(pause.kind).cancel_message(pause)
+    docstring: a denial for a confirmation, an ERROR result otherwise).
+
+    Args:
+        pause: the open pause.
+        payload: the entry's payload: ``None``, or :data:`CANCEL_PAYLOAD_SCHEMA`
+            (the person's text, which becomes the ERROR result the model reads).
+
+    Raises:
+        DecisionError: the payload breaks :data:`CANCEL_PAYLOAD_SCHEMA`, or it
+            carries a text for a confirmation (a cancelled confirmation is
+            denied as cancelled; a reason goes with a resolved
+            ``{"approved": false, "reason": ...}``).
+    """
+    message = kind_spec(pause.kind).cancel_message(pause)
+    if payload is None:
+        return message
+    validate_payload(CANCEL_PAYLOAD_SCHEMA, payload)
+    if message.get("action") != "return_error":
+        raise DecisionError(
+            "A cancelled confirmation takes no message; deny it with a reason instead.", field="message"
+        )
+    return {**message, "message": payload["message"]}
 
 
 def resume_to_message(pause: Pause, entry: ResumeEntry, *, thread_id: str) -> dict[str, Any]:
@@ -244,7 +256,7 @@ def resume_to_message(pause: Pause, entry: ResumeEntry, *, thread_id: str) -> di
             interrupt_ids=[entry.interrupt_id],
         )
     if entry.status == "cancelled":
-        return cancel_message(pause)
+        return cancel_message(pause, entry.payload)
     spec = kind_spec(pause.kind)
     validate_payload(spec.response_schema(pause), entry.payload)
     return spec.resume_message(pause, entry.payload)
@@ -451,7 +463,9 @@ def message_to_entry(interrupt: Interrupt, message: Mapping[str, Any]) -> Resume
     ``return_error``; for any interrupt ``submit`` (``{"value": payload}``,
     the generated form) and ``cancel`` (status ``cancelled``, no payload).
     ``return_error`` is sent as ``cancelled``: the server turns it into an
-    ERROR result (see the module docstring).
+    ERROR result (see the module docstring); for nb_hitl's own interrupts the
+    person's text goes with it (:func:`cancel_payload`), so the remote model
+    reads it as a local one would.
 
     Raises:
         DecisionError: unknown action, or a payload that breaks the schema
@@ -459,9 +473,10 @@ def message_to_entry(interrupt: Interrupt, message: Mapping[str, Any]) -> Resume
             or the form field's path).
     """
     action = message.get("action")
-    if action == "cancel" or action == "return_error":
-        return ResumeEntry(interrupt_id=interrupt.id, status="cancelled")
     kind = our_kind(interrupt)
+    if action == "cancel" or action == "return_error":
+        payload = cancel_payload(message) if kind is not None else None
+        return ResumeEntry(interrupt_id=interrupt.id, status="cancelled", payload=payload)
     schema = effective_schema(interrupt)
     if action == "submit":
         value = message.get("value")

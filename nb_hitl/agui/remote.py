@@ -10,6 +10,9 @@ checked (:func:`~nb_hitl.agui.mapping.check_resume`) before it is sent. It
 knows no widget: it hands view data (:func:`~nb_hitl.agui.turn.view_data`)
 to a view made by its ``view`` factory, by default
 :class:`nb_hitl.widgets.remote.RemoteReplyView` (imported when first used).
+A run that passes a cap of the client's :class:`~nb_hitl.guard.StreamBudget`
+is stopped and its stream closed; the turn ends in ``error`` and its
+reason (the view's header) names the cap, its value and what to do.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ from ag_ui.core import EventType, ResumeEntry, UserMessage
 
 from ..entries import entry_text, lookup_in
 from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError, PendingPauseError
+from ..guard import StreamBudget, StreamLimitReached
 from .client import AguiClient, AguiClientError, RemoteRunError
-from .mapping import META_KEY, ResumeError, check_resume, message_to_entry, parse_expires_at
-from .schema_guard import safe_validate
+from .mapping import META_KEY, ResumeError, check_resume, message_to_entry, parse_expires_at, validate_payload
 from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, view_data
 
 __all__ = ["RemoteSession", "TurnView", "ViewFactory"]
@@ -71,7 +74,11 @@ class RemoteSession:
             run is answered.
         agent_name: the name shown in the widget.
         token: the server's token (``Authorization: Bearer``).
-        client: an :class:`AguiClient` (else one for ``url`` and ``token``).
+        client: an :class:`AguiClient` (else one for ``url``, ``token`` and
+            ``budget``).
+        budget: the caps on reading each run (bytes, events, seconds, one
+            event's size; :class:`~nb_hitl.guard.StreamBudget`), for the
+            client this session makes; a given ``client`` has its own.
         clock: ``() -> epoch seconds``, for ``expires_at``.
         user_name: the ``name`` of the user messages sent.
 
@@ -98,13 +105,16 @@ class RemoteSession:
         view: ViewFactory | None = None,
         clock: Callable[[], float] = time.time,
         user_name: str = "user",
+        budget: StreamBudget | None = None,
     ) -> None:
+        if client is not None and budget is not None:
+            raise ValueError("Give the budget to the AguiClient (AguiClient(url, budget=...)), not to both.")
         self.url = url
         self.thread_id = thread_id or f"thread-{uuid.uuid4().hex[:16]}"
         self.display = display
         self.auto_send = auto_send
         self.agent_name = agent_name
-        self.client = client or AguiClient(url, token=token)
+        self.client = client or AguiClient(url, token=token, budget=budget)
         self.verdict_timeout = 30.0
         self.view = view
         self.clock = clock
@@ -301,7 +311,7 @@ class RemoteSession:
                     interrupt_ids=[e.interrupt_id],
                 )
             try:
-                safe_validate(turn.interrupts[e.interrupt_id].response_schema, e.payload)
+                validate_payload(turn.interrupts[e.interrupt_id].response_schema, e.payload)
             except DecisionError as exc:
                 raise ResumeError(
                     f"Interrupt {e.interrupt_id}: {exc}",
@@ -330,6 +340,7 @@ class RemoteSession:
         if action == "interrupt":
             return self._cancel_all(turn)
         if action == "entry_text":  # "Show all" on an entry shown in part
+            turn.flush()
             return entry_text(lookup_in(turn.transcript), message.get("id"))
         if turn is not self.current or turn.status != "paused":
             raise PauseNotLiveError(
@@ -360,7 +371,7 @@ class RemoteSession:
             )
         entry = message_to_entry(interrupt, message)
         if entry.status == "resolved":
-            safe_validate(turn.interrupts[interrupt.id].response_schema, entry.payload)
+            validate_payload(turn.interrupts[interrupt.id].response_schema, entry.payload)
         answers = {**turn.answers, interrupt.id: entry}
         complete = all(i in answers for i in turn.interrupts)
         if complete and self.auto_send:
@@ -463,11 +474,15 @@ class RemoteSession:
                     turn.verdict.set_result(None)  # the server took the resume and goes on
                 self._push(turn)
             reader.end()
+        except StreamLimitReached as exc:  # the client stopped reading and closed the stream
+            record.outcome, record.error, record.error_code = "error", str(exc), exc.code
+            turn.status, turn.reason = "error", str(exc)
         except AguiClientError as exc:
             record.outcome, record.error = "error", str(exc)
             turn.status, turn.reason = "error", str(exc)
         self.messages = reader.history(self.messages)
-        refused = resume is not None and record.outcome == "error" and len(record.events) <= 2
+        cut = record.error_code == StreamLimitReached.code
+        refused = resume is not None and record.outcome == "error" and len(record.events) <= 2 and not cut
         if refused:
             self._refused(turn, record)
         if turn.verdict is not None and not turn.verdict.done():

@@ -16,7 +16,6 @@ Session's listeners feed the stream are described in ``docs/design.md``
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -45,17 +44,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .._agentscope import blocks_text, msg_text, permission_engine
-from ..decisions import check_external_result, decide, recheck_permission
-from ..errors import DecisionError, NbHitlError, PendingPauseError
+from .._agentscope import blocks_text, msg_text
+from ..answers.front import BatchRefused
+from ..answers.record import origin
+from ..errors import DecisionError, PendingPauseError
 from ..pauses import Pause
 from ..session import ReplyRun
 from .background import ServerHandle, serve_in_background
 from .events import EventTranslator, messages_snapshot, now_ms
 from .guard import Access, AuthHook
-from .http import Limits, handle_run
+from .http import Limits, close_unread, handle_close, handle_run
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
-from .threads import Answered, Refusal, ThreadRegistry, ThreadState, canonical
+from .threads import Answered, Refusal, ThreadRegistry, ThreadState, canonical, held_input, refusal_at, refusal_of
 
 __all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
 
@@ -72,7 +72,10 @@ class AguiServer:
             is also called as ``agent_factory(thread_id, state=AgentState)``
             to rebuild a thread after a restart.
         path: the endpoint's path (``POST``); ``GET <path>/health`` answers
-            ``{"status": "ok"}`` (no auth; it says nothing about threads).
+            ``{"status": "ok"}`` (no auth; it says nothing about threads);
+            ``DELETE <path>/threads/<thread_id>`` (same auth as a run) lets
+            the owner close a thread that waits on nothing (its checkpoint
+            is deleted too): 200, 404 ``thread_not_found``, 409 ``thread_busy``.
         token: the shared secret clients send as ``Authorization: Bearer
             <token>``; ``None``: a random one is made (:attr:`token`, shown
             by ``serve_in_background``); ``False``: no token (only with an
@@ -83,7 +86,9 @@ class AguiServer:
             127.0.0.1 and ::1 (``"*"``: any; use behind a proxy that checks).
         allowed_origins: browser origins allowed besides the server's own.
         max_body: request body limit in bytes (413 beyond).
-        body_timeout: seconds to receive a body (408 beyond).
+        body_timeout: seconds to receive a body after its headers (408
+            beyond; under :func:`~nb_hitl.agui.background.serve_in_background`
+            a connection still sending a body to any other path is closed).
         ping: seconds between SSE keep-alive comments.
         max_threads: threads kept at most (finished ones are evicted LRU).
         thread_ttl: seconds a finished, idle thread is kept.
@@ -138,6 +143,7 @@ class AguiServer:
         self.user_name = user_name
         self.registry = ThreadRegistry(agent_factory, self.session_kwargs, max_threads=max_threads, ttl=thread_ttl)
         health = self.path.rstrip("/") + "/health"
+        threads = self.path.rstrip("/") + "/threads/{thread_id}"
         # a browser app on an allowed origin sends a CORS preflight first
         # (Authorization and application/json are not "simple"); answer it
         cors = (
@@ -145,7 +151,7 @@ class AguiServer:
                 Middleware(
                     CORSMiddleware,
                     allow_origins=sorted(self.access.allowed_origins),
-                    allow_methods=["POST", "GET"],
+                    allow_methods=["POST", "GET", "DELETE"],
                     allow_headers=["authorization", "content-type", "accept"],
                 )
             ]
@@ -156,9 +162,11 @@ class AguiServer:
             routes=[
                 Route(self.path, self._endpoint, methods=["POST"]),
                 Route(health, self._health, methods=["GET"]),
+                Route(threads, self._close_thread, methods=["DELETE"]),
             ],
             middleware=cors,
         )
+        self._asgi = close_unread(self.app)
 
     @property
     def threads(self) -> dict[str, ThreadState]:
@@ -166,8 +174,9 @@ class AguiServer:
         return self.registry.threads
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        """The ASGI entry point (delegates to the Starlette app)."""
-        await self.app(scope, receive, send)
+        """The ASGI entry point (delegates to the Starlette app; a response
+        sent before its body was read closes the connection: :func:`close_unread`)."""
+        await self._asgi(scope, receive, send)
 
     # ------------------------------------------------------------------ HTTP
     async def _health(self, request: Request) -> Response:
@@ -175,6 +184,9 @@ class AguiServer:
 
     async def _endpoint(self, request: Request) -> Response:
         return await handle_run(request, self.access, self.limits, self.run)
+
+    async def _close_thread(self, request: Request) -> Response:
+        return await handle_close(request, self.access, self.registry.close, Refusal)
 
     def _open(self, thread: ThreadState) -> list[tuple[Interrupt, Pause]]:
         """The thread's open interrupts, in pause order (ids and expiry stay
@@ -276,27 +288,18 @@ class AguiServer:
                     "conflicting_replay",
                     f"This resume mixes interrupts answered earlier ({', '.join(answered)}) with open ones.",
                 )
-            plan = await self._plan(thread, inp, resume)
+            messages = self._plan(thread, inp, resume)
+            # the one front door (nb_hitl.answers): every answer is admitted,
+            # verified and audited by the Session, all or nothing, one resume
+            where = origin("agui", thread_id=thread.thread_id, run_id=inp.run_id, principal=principal)
+            try:
+                await session.act_all([m for _, m in messages], decided_by=principal, origin=where)
+            except BatchRefused as exc:
+                raise refusal_of(exc, {m["tool_call_id"]: e for e, m in messages}) from None
+            for entry, _ in messages:
+                thread.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), inp.run_id)
             thread.seen_ids.update(m.id for m in inp.messages)
             yield MessagesSnapshotEvent(messages=messages_snapshot(thread.agent.state.context), timestamp=now_ms())
-            # Every entry was checked above; the Session repeats the checks
-            # (a race with an interrupt is still caught) and queues each
-            # decision exactly once.
-            acts: list[tuple[ResumeEntry, Any]] = []
-            failed: list[str] = []
-            for entry, _pause, message in plan:
-                try:
-                    acts.append((entry, session.act(message, decided_by=principal)))
-                except NbHitlError as exc:
-                    failed.append(f"{entry.interrupt_id}: {exc}")
-            results = await asyncio.gather(*(c for _, c in acts), return_exceptions=True)
-            for (entry, _coro), result in zip(acts, results, strict=True):
-                if isinstance(result, BaseException):
-                    failed.append(f"{entry.interrupt_id}: {result}")
-                else:
-                    thread.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), inp.run_id)
-            if failed:
-                raise Refusal("resume_failed", "Some answers could not be applied: " + "; ".join(failed))
         else:
             new = self._new_user_messages(thread, inp.messages)
             open_now = self._open(thread)
@@ -326,10 +329,17 @@ class AguiServer:
         async for event in self._finish(thread, inp, translator):
             yield event
 
-    async def _plan(
+    def _plan(
         self, thread: ThreadState, inp: RunAgentInput, resume: list[ResumeEntry]
-    ) -> list[tuple[ResumeEntry, Pause, dict[str, Any]]]:
-        """Turn every entry into a checked page message, or refuse them all."""
+    ) -> list[tuple[ResumeEntry, dict[str, Any]]]:
+        """The AG-UI checks of a resume (ids, every open interrupt answered
+        once, expiry, payloads against ``response_schema``), then each entry's
+        page message (:func:`~nb_hitl.agui.mapping.resume_to_message`); the
+        answers themselves are checked by the Session's front door.
+
+        Raises:
+            Refusal: a rule of the resume is broken (nothing was taken).
+        """
         open_now = self._open(thread)
         open_ids = {i.id for i, _ in open_now}
         closed = [
@@ -362,30 +372,22 @@ class AguiServer:
         try:
             check_resume([i for i, _ in open_now], resume, now=self.clock())
         except ResumeError as exc:
-            raise Refusal(exc.code, str(exc), _at(exc.interrupt_ids, exc.field)) from None
+            raise Refusal(exc.code, str(exc), refusal_at(exc.interrupt_ids, exc.field)) from None
         by_id = {i.id: p for i, p in open_now}
-        engine = permission_engine(thread.agent)
         plan = []
         for entry in resume:
-            pause = by_id[entry.interrupt_id]
             try:
-                message = resume_to_message(pause, entry, thread_id=thread.thread_id)
-                decision = decide(pause, message)
-                tool = await thread.agent.toolkit.get_tool(pause.tool_name)
-                if decision.edited_input is not None and tool is not None:
-                    await recheck_permission(engine, tool, decision.edited_input)
-                if decision.tool_result is not None and decision.tool_result.state == "success":
-                    await check_external_result(tool, decision.tool_result)
+                message = resume_to_message(by_id[entry.interrupt_id], entry, thread_id=thread.thread_id)
             except ResumeError as exc:
-                raise Refusal(exc.code, str(exc), _at([entry.interrupt_id], exc.field)) from None
+                raise Refusal(exc.code, str(exc), refusal_at([entry.interrupt_id], exc.field)) from None
             except DecisionError as exc:
                 where = f" (at {exc.field})" if exc.field else ""
                 raise Refusal(
                     "invalid_payload",
                     f"Interrupt {entry.interrupt_id}{where}: {exc}",
-                    _at([entry.interrupt_id], exc.field),
+                    refusal_at([entry.interrupt_id], exc.field),
                 ) from None
-            plan.append((entry, pause, message))
+            plan.append((entry, message))
         return plan
 
     def _settled(self, thread: ThreadState, run: ReplyRun | None, item: tuple[str, Any]) -> bool:
@@ -487,25 +489,3 @@ class AguiServer:
         yield RunErrorEvent(
             message=run.reason or f"The reply ended: {run.status}", code="agent_error", timestamp=now_ms()
         )
-
-
-def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[str, Any]:
-    """``RUN_FINISHED.metadata.nb_hitl.refused_input`` of a run whose input came
-    while interrupts were open (AG-UI 1.0, "Interrupts and Resume": the producer
-    keeps them open and ends with the interrupt outcome again): ``{"code":
-    "interrupts_pending", "message": <for people>, "message_ids": <the user
-    messages not taken>}``."""
-    ids = ", ".join(i.id for i, _ in open_now)
-    told = "Your message was not given to the agent: it" if new else "Nothing ran: the agent"
-    return {
-        "code": "interrupts_pending",
-        "message": f"{told} waits for answers to its open interrupts ({ids}). "
-        "Answer all of them in one resume, then send new messages.",
-        "message_ids": [m.id for m in new],
-    }
-
-
-def _at(interrupt_ids: list[str], field: str | None) -> dict[str, Any]:
-    """``RUN_ERROR.metadata.nb_hitl`` of a refused resume: which of the
-    client's own interrupts is at fault, and where (for its card)."""
-    return {"interrupt_ids": list(interrupt_ids), "field": field}

@@ -5,9 +5,12 @@
 the queue the Session's listeners fill for the run streaming now, the
 interrupts announced so far and the ledger of answers given (so a replayed
 resume is recognised). :class:`Refusal` is how a run says no: the server
-turns it into ``RUN_ERROR`` with its ``code``. :class:`ThreadRegistry` creates
-threads, restores them from checkpoints, checks their owner and evicts the
-finished ones (TTL, then least recently used), so memory stays bounded.
+turns it into ``RUN_ERROR`` with its ``code`` (:func:`refusal_of` for the
+answers the Session's front door refused; :func:`held_input` for input sent
+while interrupts are open). :class:`ThreadRegistry` creates threads,
+restores them from checkpoints (the Session's own restore), checks their
+owner, closes one for its owner and evicts the finished ones (TTL, then
+least recently used), so memory stays bounded.
 """
 
 from __future__ import annotations
@@ -22,14 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ag_ui.core import Interrupt
+from ag_ui.core import Interrupt, ResumeEntry
 from agentscope.message import Msg
-from agentscope.state import AgentState
 
 from .._agentscope import is_parked
+from ..answers.front import BatchRefused
 from ..pauses import Pause
 from ..session import _SESSIONS as session_registry
-from ..session import ReplyRun, Session, close_dangling_tool_calls
+from ..session import ReplyRun, Session
+from ..session import _restore as restore
 from ..store import CheckpointStore
 
 __all__ = [
@@ -40,6 +44,10 @@ __all__ = [
     "ThreadState",
     "canonical",
     "checkpoint_id",
+    "held_input",
+    "refusal_at",
+    "refusal_of",
+    "REFUSAL_CODES",
 ]
 
 
@@ -69,6 +77,58 @@ class Refusal(Exception):
         super().__init__(message)
         self.code = code
         self.metadata = metadata
+
+
+REFUSAL_CODES = {"invalid": "invalid_payload", "already_decided": "interrupt_closed", "expired": "interrupt_closed"}
+"""``RUN_ERROR.code`` of an answer the Session's front door refused, by the
+refusal's own code (:mod:`nb_hitl.errors`); any other code is ``resume_failed``."""
+
+
+def refusal_of(exc: BatchRefused, entries: dict[str, ResumeEntry]) -> Refusal:
+    """The :class:`Refusal` of a resume whose answers the Session refused
+    (all or nothing: nothing was taken).
+
+    Args:
+        exc: the Session's refusal; ``exc.results`` says, per answer, why.
+        entries: the resume entries by the ``tool_call_id`` they answer.
+
+    Returns:
+        a refusal naming the interrupts at fault and, for the first, the field
+        (``RUN_ERROR.metadata.nb_hitl``), with the code of the first
+        (:data:`REFUSAL_CODES`).
+    """
+    refused = [r for r in exc.results if not r["ok"]]
+    if not refused:
+        return Refusal("resume_failed", str(exc))
+    ids = [entries[r["tool_call_id"]].interrupt_id if r["tool_call_id"] in entries else "?" for r in refused]
+    parts = []
+    for iid, r in zip(ids, refused, strict=True):
+        where = f" (at {r['field']})" if r.get("field") else ""
+        parts.append(f"Interrupt {iid}{where}: {r['error']}")
+    code = REFUSAL_CODES.get(str(refused[0].get("code")), "resume_failed")
+    return Refusal(code, "; ".join(parts), refusal_at(ids, refused[0].get("field")))
+
+
+def refusal_at(interrupt_ids: list[str], field: str | None) -> dict[str, Any]:
+    """``RUN_ERROR.metadata.nb_hitl`` of a refused resume: which of the
+    client's own interrupts is at fault, and where (for its card)."""
+    return {"interrupt_ids": list(interrupt_ids), "field": field}
+
+
+def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[str, Any]:
+    """``RUN_FINISHED.metadata.nb_hitl.refused_input`` of a run whose input came
+    while interrupts were open (AG-UI 1.0, "Interrupts and Resume": the producer
+    keeps them open and ends with the interrupt outcome again): ``{"code":
+    "interrupts_pending", "message": <for people>, "message_ids": <the user
+    messages not taken>}``."""
+    ids = ", ".join(i.id for i, _ in open_now)
+    told = "Your message was not given to the agent: it" if new else "Nothing ran: the agent"
+    return {
+        "code": "interrupts_pending",
+        "message": f"{told} waits for answers to its open interrupts ({ids}). "
+        "Answer all of them in one resume, then send new messages.",
+        "message_ids": [m.id for m in new],
+    }
 
 
 @dataclass
@@ -218,6 +278,42 @@ class ThreadRegistry:
         thread.last_used = self.clock()
         return thread
 
+    def close(self, thread_id: str, principal: str | None) -> None:
+        """Close a thread for its owner: its Session is closed and it is
+        forgotten, with its checkpoint; the same ``thread_id`` later starts
+        a new conversation.
+
+        Raises:
+            Refusal: ``thread_not_found`` (no such thread, or another
+                principal's: nothing else is said), ``thread_busy`` (a run
+                holds it, or its reply is live: answer or cancel its
+                interrupts first).
+        """
+        thread = self.threads.get(thread_id)
+        sid = checkpoint_id(thread_id)
+        if thread is None:
+            owner_known = False
+            if self.store is not None:
+                try:
+                    record = self.store.load(sid)
+                    owner_known = (record["state"].get("middle_context") or {}).get(OWNER_KEY) == principal
+                except (FileNotFoundError, ValueError):
+                    owner_known = False
+            if not owner_known:
+                raise Refusal("thread_not_found", f"No thread {thread_id[:80]!r} here.")
+        elif thread.owner != principal:
+            raise Refusal("thread_not_found", f"No thread {thread_id[:80]!r} here.")
+        elif thread.busy:
+            raise Refusal(
+                "thread_busy",
+                f"Thread {thread_id[:80]!r} is running or waits on interrupts; answer or cancel them first.",
+            )
+        else:
+            self._evict(thread)
+            thread.session.close()
+        if self.store is not None:
+            self.store.path(sid).unlink(missing_ok=True)
+
     def sweep(self) -> int:
         """Evict finished threads idle longer than ``ttl``; returns how many."""
         if self.ttl is None:
@@ -264,9 +360,10 @@ class ThreadRegistry:
             owner = (record["state"].get("middle_context") or {}).get(OWNER_KEY)
             if owner != principal:
                 raise Refusal("thread_not_found", f"No thread {thread_id[:80]!r} here.")
-            state = AgentState.model_validate(record["state"])
-            agent = await self._build(thread_id, state=state)
-            close_dangling_tool_calls(agent)
+            # the one restore (nb_hitl.session._restore), as Session.restore:
+            # a call whose decision was handed to the agent is not asked again
+            agent = await self._build(thread_id, state=restore.states(record))
+            restore.settle(agent, record)
             restored = True
         else:
             agent = await self._build(thread_id)

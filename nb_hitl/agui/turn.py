@@ -9,6 +9,11 @@ pause views for an interrupt outcome
 (:func:`~nb_hitl.agui.mapping.interrupt_view`), the final text, and the
 history to send with the next run. :func:`view_data` is what a display
 layer draws (see :mod:`nb_hitl.widgets.remote`).
+
+Streamed text costs linear time: deltas are kept as parts
+(:meth:`RemoteTurn.grow`) and joined into their entry when someone reads it
+(:meth:`RemoteTurn.flush`, called by :func:`view_data` and before the
+reader uses a text), never appended to a growing string one by one.
 """
 
 from __future__ import annotations
@@ -31,9 +36,9 @@ from ag_ui.core import (
 
 from ..entries import shown_entry
 from ..markdown import markdown_html
+from .cards import checked_interrupt, metadata_problem, safe_view, view_problem
 from .client import AguiClientError
-from .mapping import META_KEY, META_VERSION, OUR_KINDS, interrupt_view, our_kind
-from .schema_guard import SchemaRefused, check_schema, without_patterns
+from .mapping import META_KEY
 
 __all__ = [
     "RemoteTurn",
@@ -44,6 +49,7 @@ __all__ = [
     "metadata_problem",
     "safe_view",
     "view_data",
+    "view_problem",
 ]
 
 
@@ -59,7 +65,9 @@ class RunRecord:
             or ``None`` while running.
         interrupts: the interrupts of an interrupt outcome.
         error: the ``RUN_ERROR`` message (or the transport failure).
-        error_code: the ``RUN_ERROR.code``.
+        error_code: the ``RUN_ERROR.code``, or ``"stream_limit"`` when the
+            client stopped reading at a cap of its
+            :class:`~nb_hitl.guard.StreamBudget`.
         refused_input: the server's note when the run's new input was not
             taken because interrupts were open
             (``RUN_FINISHED.metadata.nb_hitl.refused_input``: ``code``,
@@ -112,7 +120,13 @@ class RemoteTurn:
     verdict: asyncio.Future[str | None] | None = None
     """Set when a resume run's first answer is in: the refusal text, or None."""
     tool_calls: dict[str, dict[str, str]] = field(default_factory=dict)
+    """The tool calls streamed, by id: ``{"name"}`` (the arguments are the
+    ``call:<id>`` entry's text: :meth:`call_args`)."""
     last_push: float = 0.0
+    pending: dict[str, list[str]] = field(default_factory=dict)
+    """Deltas not joined into their transcript entry yet, by entry id."""
+    by_id: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    """The transcript entries by id (the same dicts)."""
 
     @property
     def widget(self) -> Any:
@@ -125,18 +139,42 @@ class RemoteTurn:
 
     def entry(self, kind: str, key: str, **fields: Any) -> dict[str, Any]:
         """The transcript entry ``key``, added (``kind``, empty text) if new."""
-        for e in self.transcript:
-            if e["id"] == key:
-                return e
-        e = {"kind": kind, "id": key, "text": "", **fields}
-        self.transcript.append(e)
+        e = self.by_id.get(key)
+        if e is None:
+            e = self.by_id[key] = {"kind": kind, "id": key, "text": "", **fields}
+            self.transcript.append(e)
         return e
+
+    def grow(self, kind: str, key: str, delta: str, **fields: Any) -> None:
+        """Add ``delta`` to the text of entry ``key`` (made if new): kept as
+        a part until :meth:`flush`."""
+        self.entry(kind, key, **fields)
+        self.pending.setdefault(key, []).append(delta)
+
+    def flush(self) -> None:
+        """Join the pending deltas into their entries: one join per entry,
+        appended to its text in place (the entry's reference is dropped
+        first, so CPython grows the string instead of copying it)."""
+        for key, parts in self.pending.items():
+            e = self.by_id[key]
+            text, e["text"] = e["text"], ""
+            text += "".join(parts)
+            e["text"] = text
+        self.pending.clear()
+
+    def call_args(self, tool_call_id: str) -> str:
+        """The arguments streamed for a tool call so far (its ``call:<id>`` entry's text)."""
+        self.flush()
+        e = self.by_id.get("call:" + tool_call_id)
+        return str(e["text"]) if e is not None else ""
 
 
 def view_data(turn: RemoteTurn) -> dict[str, Any]:
     """What a display shows of ``turn``: ``transcript`` and ``pauses`` (lists
     of dict copies), ``status``, ``status_reason``, ``final_text``,
-    ``reply_id`` (the last run's id, or ``None``)."""
+    ``reply_id`` (the last run's id, or ``None``). Pending deltas are
+    joined first (:meth:`RemoteTurn.flush`)."""
+    turn.flush()
     return {
         "transcript": [shown_entry(e) for e in turn.transcript],
         "pauses": [dict(p) for p in turn.pauses.values()],
@@ -151,6 +189,8 @@ def answer_summary(entry: ResumeEntry, message: dict[str, Any], view: dict[str, 
     """The ``decision`` shown on a pause card once ``message`` was turned into ``entry``."""
     action = message.get("action")
     if entry.status == "cancelled":
+        if isinstance(entry.payload, dict) and entry.payload.get("message"):  # the person's text, as sent
+            return {"action": "return_error", "state": "error", "output": entry.payload["message"]}
         return {"action": "return_error" if action == "return_error" else "cancel"}
     payload: dict[str, Any] = entry.payload if isinstance(entry.payload, dict) else {}
     if view["kind"] == "confirm":
@@ -186,10 +226,10 @@ class RunReader:
         self.terminal = False
         self.snapshot: list[Any] | None = None
         self.streamed: list[Any] = []
-        self.texts: dict[str, str] = {}
+        self.texts: dict[str, list[str]] = {}  # each message's deltas, joined when read
         self.calls_here: set[str] = set()
         self.last_chunk: str | None = None
-        self.last_text = ""
+        self.last_message: str | None = None  # the message the last text delta belongs to
         self.ended: set[str] = set()  # text entries whose Markdown was rendered
 
     def feed(self, ev: Any) -> None:
@@ -208,35 +248,32 @@ class RunReader:
             return
         if t == EventType.TEXT_MESSAGE_START:
             turn.entry("text", ev.message_id)
-            self.texts.setdefault(ev.message_id, "")
+            self.texts.setdefault(ev.message_id, [])
         elif t == EventType.TEXT_MESSAGE_END:
             self._render(ev.message_id)
         elif t in (EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_CHUNK):
-            mid = ev.message_id or (list(self.texts)[-1] if self.texts else f"text-{record.run_id}")
+            mid = ev.message_id or (next(reversed(self.texts)) if self.texts else f"text-{record.run_id}")
             if ev.delta:
-                turn.entry("text", mid)["text"] += ev.delta
-                self.texts[mid] = self.texts.get(mid, "") + ev.delta
-                self.last_text = self.texts[mid]
+                turn.grow("text", mid, ev.delta)
+                self.texts.setdefault(mid, []).append(ev.delta)
+                self.last_message = mid
         elif t in (EventType.TOOL_CALL_START, EventType.TOOL_CALL_CHUNK) and ev.tool_call_id:
             self._call_start_or_chunk(ev)
         elif t == EventType.TOOL_CALL_CHUNK and self.last_chunk and ev.delta:
             # a chunk without an id continues the call of the chunk before it
-            turn.tool_calls[self.last_chunk]["args"] += ev.delta
-            turn.entry("tool_call", "call:" + self.last_chunk)["text"] += ev.delta
+            turn.grow("tool_call", "call:" + self.last_chunk, ev.delta)
         elif t == EventType.TOOL_CALL_ARGS:
             self.calls_here.add(ev.tool_call_id)
-            call = turn.tool_calls.setdefault(ev.tool_call_id, {"name": "", "args": ""})
-            call["args"] += ev.delta
-            turn.entry("tool_call", "call:" + ev.tool_call_id, tool_call_id=ev.tool_call_id)["text"] += ev.delta
+            turn.tool_calls.setdefault(ev.tool_call_id, {"name": ""})
+            turn.grow("tool_call", "call:" + ev.tool_call_id, ev.delta, tool_call_id=ev.tool_call_id)
         elif t == EventType.TOOL_CALL_RESULT:
             self._result(ev)
         elif t == EventType.MESSAGES_SNAPSHOT:
             self.snapshot = list(ev.messages)
             for m in self.snapshot:
-                if isinstance(m, ToolMessage) and m.error:
-                    for e in turn.transcript:
-                        if e["id"] == "result:" + m.tool_call_id:
-                            e["state"] = m.error
+                shown = turn.by_id.get("result:" + m.tool_call_id) if isinstance(m, ToolMessage) else None
+                if shown is not None and m.error:
+                    shown["state"] = m.error
         elif t == EventType.RUN_FINISHED:
             self.terminal = True
             self._render()
@@ -253,9 +290,14 @@ class RunReader:
         (:func:`~nb_hitl.markdown.markdown_html`), as a local transcript does:
         the message ``message_id`` (``TEXT_MESSAGE_END``), or, at the run's
         end, every text entry not rendered yet (chunks have no end event)."""
-        for e in self.turn.transcript:
-            done = e["id"] in self.ended or "html" in e
-            if e["kind"] != "text" or done or (message_id and e["id"] != message_id):
+        self.turn.flush()
+        if message_id is not None:
+            one = self.turn.by_id.get(message_id)
+            entries = [one] if one is not None else []
+        else:
+            entries = self.turn.transcript
+        for e in entries:
+            if e["kind"] != "text" or e["id"] in self.ended or "html" in e:
                 continue
             self.ended.add(e["id"])
             html = markdown_html(e["text"])
@@ -264,20 +306,21 @@ class RunReader:
 
     def _call_start_or_chunk(self, ev: Any) -> None:
         turn = self.turn
-        call = turn.tool_calls.setdefault(ev.tool_call_id, {"name": "", "args": ""})
-        e = turn.entry("tool_call", "call:" + ev.tool_call_id, name=call["name"], tool_call_id=ev.tool_call_id)
+        key = "call:" + ev.tool_call_id
+        call = turn.tool_calls.setdefault(ev.tool_call_id, {"name": ""})
+        e = turn.entry("tool_call", key, name=call["name"], tool_call_id=ev.tool_call_id)
         if ev.tool_call_id not in self.calls_here:
             # a peer may re-announce a call of an earlier run
             # (ag-ui-langgraph does on resume): start it afresh
             self.calls_here.add(ev.tool_call_id)
-            call["args"], e["text"] = "", ""
+            e["text"] = ""
+            turn.pending.pop(key, None)
         if ev.tool_call_name:
             call["name"] = e["name"] = ev.tool_call_name
         if ev.type == EventType.TOOL_CALL_CHUNK:
             self.last_chunk = ev.tool_call_id
             if ev.delta:
-                call["args"] += ev.delta
-                e["text"] += ev.delta
+                turn.grow("tool_call", key, ev.delta)
 
     def _result(self, ev: Any) -> None:
         content = ev.content if isinstance(ev.content, str) else "".join(getattr(p, "text", "") for p in ev.content)
@@ -298,12 +341,13 @@ class RunReader:
         ``MESSAGES_SNAPSHOT``, else ``messages`` plus what streamed."""
         if self.snapshot is not None:
             return self.snapshot
+        self.turn.flush()
         calls = [
-            ToolCall(id=i, function=FunctionCall(name=c["name"], arguments=c["args"]))
+            ToolCall(id=i, function=FunctionCall(name=c["name"], arguments=self.turn.call_args(i)))
             for i, c in self.turn.tool_calls.items()
             if i in self.calls_here
         ]
-        text = "".join(self.texts.values())
+        text = "".join("".join(parts) for parts in self.texts.values())
         if not text and not calls:
             return messages
         assistant = AssistantMessage(id=f"msg-{uuid.uuid4().hex}", content=text or None, tool_calls=calls or None)
@@ -325,7 +369,8 @@ class RunReader:
             turn.status, turn.reason = "interrupted", "The agent cancelled the run."
             return
         turn.status = "finished"
-        turn.final_text = ev.result if isinstance(ev.result, str) else self.last_text
+        last = "".join(self.texts.get(self.last_message or "", []))
+        turn.final_text = ev.result if isinstance(ev.result, str) else last
 
     def _interrupted(self, interrupts: list[Interrupt]) -> None:
         turn, record = self.turn, self.record
@@ -358,7 +403,7 @@ class RunReader:
                 problem,
                 key=key,
                 run_id=record.run_id,
-                tool_call_text=call.get("args") or None,
+                tool_call_text=(turn.call_args(i.tool_call_id) if i.tool_call_id else "") or None,
                 tool_call_name=call.get("name") or None,
             )
         turn.status, turn.reason = "paused", ""
@@ -375,57 +420,3 @@ class RunReader:
         reason = told[:500] or "Your message was not given to the agent: it waits for answers to its open interrupts."
         self.turn.reason = reason
         self.turn.entry("note", f"note:{self.record.run_id}", text=reason)
-
-
-def metadata_problem(interrupt: Interrupt) -> str | None:
-    """What is wrong with an interrupt's ``metadata.nb_hitl``, if it has one
-    that :func:`~nb_hitl.agui.mapping.our_kind` cannot use (``None``: fine,
-    or no such metadata: then the interrupt is drawn as a form)."""
-    meta = interrupt.metadata.get(META_KEY) if isinstance(interrupt.metadata, dict) else None
-    if meta is None or our_kind(interrupt) is not None:
-        return None
-    if not isinstance(meta, dict):
-        return f"its metadata.{META_KEY} is not an object"
-    if meta.get("version") != META_VERSION:
-        return f"its metadata.{META_KEY}.version is {str(meta.get('version'))[:40]!r}, not {META_VERSION}"
-    if meta.get("kind") not in OUR_KINDS:
-        return f"its metadata.{META_KEY}.kind {str(meta.get('kind'))[:40]!r} is not one of {', '.join(OUR_KINDS)}"
-    return f"its metadata.{META_KEY} is malformed (tool_name, input_text, suggested_rules or ask_user)"
-
-
-def checked_interrupt(interrupt: Interrupt) -> tuple[Interrupt, str | None]:
-    """The interrupt as the rest of the client may use it, and what is wrong
-    with it (``None``: nothing).
-
-    The copy's ``response_schema`` has no patterns
-    (:func:`~nb_hitl.agui.schema_guard.without_patterns`); a refused schema
-    or malformed metadata gives a copy with neither, answerable only by
-    cancelling.
-    """
-    try:
-        check_schema(interrupt.response_schema)
-    except SchemaRefused as exc:
-        return interrupt.model_copy(update={"response_schema": None, "metadata": None}), f"its response schema: {exc}"
-    problem = metadata_problem(interrupt)
-    if problem is not None:
-        return interrupt.model_copy(update={"response_schema": None, "metadata": None}), problem
-    return interrupt.model_copy(update={"response_schema": without_patterns(interrupt.response_schema)}), None
-
-
-def safe_view(
-    interrupt: Interrupt, problem: str | None, *, key: str, run_id: str, **call: str | None
-) -> dict[str, Any]:
-    """The pause view of a checked interrupt; when it cannot be answered (a
-    ``problem``, or metadata that breaks the view), a form card that says
-    why (``form_error``) and offers only to cancel (``return_error``)."""
-    if problem is None:
-        try:
-            return interrupt_view(interrupt, key=key, run_id=run_id, **call)
-        except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            problem = f"its metadata could not be read ({type(exc).__name__}: {str(exc)[:160]})"
-            interrupt = interrupt.model_copy(update={"response_schema": None, "metadata": None})
-    view = interrupt_view(interrupt, key=key, run_id=run_id, **call)
-    view["kind"] = "form"
-    view["form_error"] = f"interrupt {interrupt.id[:80]} cannot be answered: {problem}. It can only be cancelled."
-    view["unanswerable"] = True
-    return view

@@ -4,7 +4,8 @@ AG-UI 1.0 ("Interrupts") carries the shape of an answer as
 ``Interrupt.response_schema`` (JSON Schema 2020-12). Each pause kind builds
 its own; this module holds what they share: the dialect, embedding a tool's
 schema, AG-UI's interrupt reasons and :func:`validate_payload`, the
-``jsonschema`` check both the server and the client run on a payload.
+``jsonschema`` check both the server and the client run on a payload (the
+schema may be a peer's: it goes through :mod:`nb_hitl.guard` first).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import jsonschema
 
 from ..errors import DecisionError
+from ..guard import SchemaRefused, check_schema, validation_errors
 
 __all__ = [
     "META_KEY",
@@ -81,7 +83,10 @@ def _field(path: str, prefix: str = "") -> str | None:
 def validate_payload(schema: Mapping[str, Any] | None, payload: Any, *, field_prefix: str = "") -> None:
     """Check ``payload`` against an interrupt's ``response_schema`` with
     ``jsonschema`` (the dialect named by ``$schema``, else 2020-12; formats
-    checked).
+    checked), the schema first refused or accepted by
+    :func:`nb_hitl.guard.check_schema` and the payload checked by
+    :func:`nb_hitl.guard.validation_errors` (nothing fetched, patterns in
+    RE2).
 
     Args:
         schema: the ``response_schema``; ``None`` accepts any payload.
@@ -90,20 +95,19 @@ def validate_payload(schema: Mapping[str, Any] | None, payload: Any, *, field_pr
 
     Raises:
         DecisionError: the payload breaks the schema (``field`` is the path
-            of the value at fault, ``"editedArgs.path"``), or the schema
-            itself is not a valid JSON Schema (``field=None``).
+            of the value at fault, ``"editedArgs.path"``), the payload is
+            nested too deeply to check, or the schema itself cannot be used
+            (``field=None``; the message says why).
     """
     if schema is None:
         return
     if not isinstance(schema, Mapping):
         raise DecisionError("The interrupt's response_schema is not a JSON object.")
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise DecisionError(f"The interrupt's response_schema is not a valid JSON Schema: {exc.message}") from None
-    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(payload))
+        check_schema(dict(schema))
+    except SchemaRefused as exc:
+        raise DecisionError(f"The interrupt's response_schema cannot be used: {exc}.") from None
+    error = jsonschema.exceptions.best_match(iter(validation_errors(schema, payload)))
     if error is not None:
         where = error.json_path if error.json_path != "$" else "the answer"
         text = error.message if len(error.message) <= 300 else error.message[:299] + "…"

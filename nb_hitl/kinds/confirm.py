@@ -112,6 +112,27 @@ def rule_reach_line(rule: PermissionRule) -> str:
     return f"{verb} every call of {rule.tool_name} whose input matches {rule.rule_content!r}, not only this one."
 
 
+def shell_command_view(c: Mapping[str, Any]) -> dict[str, Any]:
+    """One simple command kept by the shell rules (or sent by an AG-UI peer) as the page
+    shows it: every key of ``ShellCommandView`` present, every value text."""
+    program = c.get("program")
+
+    def texts(key: str) -> list[str]:
+        value = c.get(key)
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+    return {
+        "program": None if program is None else str(program),
+        "args": texts("args"),
+        "redirections": texts("redirections"),
+        "assignments": texts("assignments"),
+        "text": str(c.get("text") or ""),
+        "via": str(c.get("via") or ""),
+        "behavior": str(c.get("behavior") or ""),
+        "why": str(c.get("why") or ""),
+    }
+
+
 EDITED_RULE_SOURCE = "nb_hitl: edited by the user"
 """``PermissionRule.source`` of a suggested rule the person edited before adding it."""
 
@@ -378,12 +399,18 @@ class ConfirmKind(PauseKindSpec):
         return isinstance(meta.get("suggested_rules", []), list)
 
     def view_fields(self, meta: Mapping[str, Any]) -> dict[str, Any]:
+        commands = meta.get("shell_commands")
+        problems = meta.get("shell_problems")
         return {
             "suggested_rules": [
                 {"index": int(r.get("index", i)), "label": str(r.get("label", ""))}
                 for i, r in enumerate(meta.get("suggested_rules") or [])
                 if isinstance(r, dict)
-            ]
+            ],
+            "shell_commands": [shell_command_view(c) for c in commands if isinstance(c, dict)]
+            if isinstance(commands, list)
+            else [],
+            "shell_problems": [str(p) for p in problems] if isinstance(problems, list) else [],
         }
 
     def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:

@@ -9,10 +9,10 @@ answer goes back to the server, never to the agent: the tool call is still
 running, and what the model reads is the tool's own result.
 
 The schema comes from the server and is untrusted: it is checked once when
-the pause is built (:func:`elicitation_schema_problem`: a valid JSON Schema of
-an object of fields, not too large to draw, no ``$ref`` outside itself, only
-linear-time patterns) and the content with the same no-fetch, RE2 validator
-the AG-UI client uses for a peer's schemas. A schema that cannot be shown
+the pause is built, as a form's (:func:`elicitation_schema_problem`: through
+:mod:`nb_hitl.guard`, a valid JSON Schema of an object of flat fields, not too
+large to draw, no ``$ref`` outside itself, only linear-time patterns), and the
+content as a form's value (nothing fetched, RE2 patterns). A schema that cannot be shown
 leaves only ``decline`` and ``cancel``. The deadline default and an AG-UI
 ``cancelled`` entry are ``cancel`` (nobody chose). AG-UI payload:
 ``{"action": "accept" | "decline" | "cancel", "content"?: object}``.
@@ -28,7 +28,7 @@ from ..errors import DecisionError
 from ..messages import MAX_TEXT
 from ._base import Decision, PauseKindSpec, action_text, base_message
 from ._schema import REASON_INPUT_REQUIRED, SCHEMA_DIALECT, embed_schema, validate_payload
-from .form import schema_problem
+from .form import check_form_value, schema_problem
 
 if TYPE_CHECKING:
     from ag_ui.core import Interrupt
@@ -49,24 +49,16 @@ PRIMITIVE_TYPES = frozenset({"string", "number", "integer", "boolean", "array"})
 def elicitation_schema_problem(schema: Any) -> str | None:
     """Why an MCP server's ``requestedSchema`` cannot be drawn as a form, or ``None``.
 
-    The checks of an untrusted schema (``nb_hitl.agui.schema_guard.check_schema``:
-    size, no ``$ref`` outside the schema, RE2-only patterns, a valid JSON
-    Schema), then a form's own (:func:`~nb_hitl.kinds.form.schema_problem`:
-    an object with fields), then MCP's: each field of a primitive type
-    (:data:`PRIMITIVE_TYPES`).
+    A form's checks (:func:`~nb_hitl.kinds.form.schema_problem`: not too
+    large to draw, :func:`nb_hitl.guard.check_schema` - no reference outside
+    the schema, RE2-only patterns, a valid JSON Schema - and an object with
+    fields), then MCP's: each field of a primitive type (:data:`PRIMITIVE_TYPES`).
     """
-    from ..agui.schema_guard import SchemaRefused, check_schema  # nb_hitl.agui imports the kinds
-
-    try:
-        check_schema(schema)
-    except SchemaRefused as exc:
-        return f"The server's schema cannot be used: {exc}."
-    problem = schema_problem(schema, size_checked=True)
+    problem = schema_problem(schema)
     if problem is not None:
         return problem
     for name, prop in schema["properties"].items():
-        kind = prop.get("type")
-        if kind not in PRIMITIVE_TYPES:
+        if prop.get("type") not in PRIMITIVE_TYPES:
             return (
                 f"Field {name[:80]!r} is not a string, number, integer, boolean or list of choices "
                 "(MCP asks for flat forms of primitive fields)."
@@ -75,15 +67,14 @@ def elicitation_schema_problem(schema: Any) -> str | None:
 
 
 def check_content(schema: dict[str, Any], content: Any) -> None:
-    """Check an accepted elicitation's ``content`` against the server's schema
-    (no reference fetched, patterns in RE2, formats checked).
+    """Check an accepted elicitation's ``content`` against the server's schema,
+    as a form's value (:func:`~nb_hitl.kinds.form.check_form_value`: every
+    field's error at once, nothing fetched, patterns in RE2, formats checked).
 
     Raises:
         DecisionError: not a JSON object, too long, or breaks the schema
             (``field`` = ``value.<name>``, as a form's).
     """
-    from ..agui.schema_guard import safe_validate
-
     if not isinstance(content, dict):
         raise DecisionError("The answer must be a JSON object of the form's fields.", field="value")
     try:
@@ -92,7 +83,7 @@ def check_content(schema: dict[str, Any], content: Any) -> None:
         raise DecisionError("The answer is not JSON.", field="value") from None
     if size > MAX_TEXT:
         raise DecisionError(f"The answer is too long ({size} characters; at most {MAX_TEXT}).", field="value")
-    safe_validate(schema, content, field_prefix="value")
+    check_form_value(schema, content)
 
 
 class ElicitationKind(PauseKindSpec):

@@ -5,7 +5,10 @@ whose input carries a ``title``, a ``message`` and a JSON Schema object; its
 :meth:`FormTool.prepare_pause` makes the pause a form. The widget (or an
 AG-UI client) draws the form and sends ``submit`` with the value, checked by
 :func:`check_form_value` (``jsonschema``, Draft 2020-12, formats enforced)
-before anything reaches the agent. The result: ``ToolResultBlock(SUCCESS,
+before anything reaches the agent. The schema is the model's: it goes
+through :func:`nb_hitl.guard.check_schema` (nothing fetched, patterns in
+RE2, no reference loops, size and depth capped) before it is drawn or used,
+and a refused one gives the card its error (``form_error``). The result: ``ToolResultBlock(SUCCESS,
 output=form_output(...), metadata={"value": value})``. A schema that cannot
 be shown only returns its error (``return_error``). The AG-UI payload is the
 value; its schema is the form's own. Design notes: ``docs/design.md``.
@@ -24,6 +27,7 @@ from agentscope.permission import PermissionBehavior, PermissionContext, Permiss
 from agentscope.tool import ToolBase
 
 from ..errors import DecisionError
+from ..guard import SchemaRefused, check_schema, validation_errors
 from ..messages import MAX_TEXT
 from ._base import Decision, PauseHost, PauseKindSpec, action_text, base_message, error_result
 from ._schema import SCHEMA_DIALECT
@@ -41,6 +45,7 @@ __all__ = [
     "FORM_METADATA_SCHEMA",
     "schema_problem",
     "form_size_problem",
+    "unsafe_problem",
     "MAX_FORM_FIELDS",
     "MAX_FIELD_CHOICES",
     "MAX_FORM_CHOICES",
@@ -64,11 +69,11 @@ def _field_label(schema: dict[str, Any], name: str) -> str:
 def form_errors(schema: dict[str, Any], value: Any) -> list[tuple[str, str]]:
     """Every way a form's answer breaks its JSON Schema, one per field.
 
-    Uses ``jsonschema``: the validator the schema declares (``$schema``),
-    Draft 2020-12 by default, with ``jsonschema.FormatChecker`` so formats
-    such as ``date`` are enforced (plain JSON Schema only annotates them);
-    all errors (``iter_errors``), the most relevant one per field
-    (``best_match``), in the schema's field order.
+    Uses ``jsonschema`` through :func:`nb_hitl.guard.validation_errors`: the
+    validator the schema declares (``$schema``), Draft 2020-12 by default,
+    formats such as ``date`` enforced (plain JSON Schema only annotates
+    them), patterns in RE2, nothing fetched; all errors, the most relevant
+    one per field (``best_match``), in the schema's field order.
 
     Args:
         schema: the pause's ``response_schema``.
@@ -79,12 +84,13 @@ def form_errors(schema: dict[str, Any], value: Any) -> list[tuple[str, str]]:
         (``value.amount``; ``value.<name>`` for a missing required field;
         ``value`` for the whole value); ``text`` names the field by its title
         and says what is wrong. Empty when the value fits.
+
+    Raises:
+        DecisionError: the value is nested too deeply to be checked.
     """
-    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    validator = validator_cls(schema, format_checker=jsonschema.FormatChecker())
     by_field: dict[str, list[jsonschema.ValidationError]] = {}
     missing: list[str] = []
-    for error in validator.iter_errors(value):
+    for error in validation_errors(schema, value):
         path = [str(p) for p in error.absolute_path]
         if error.validator == "required" and not path and isinstance(error.instance, dict):
             missing += [r for r in (error.validator_value or []) if r not in error.instance and r not in missing]
@@ -254,27 +260,24 @@ def form_size_problem(schema: Any) -> str | None:
     return None
 
 
-def schema_problem(schema: Any, *, size_checked: bool = False) -> str | None:
+def schema_problem(schema: Any, *, checked: bool = False) -> str | None:
     """Why a form schema cannot be shown, or ``None`` when it can.
 
     Checks: a JSON object; not too large to draw (:func:`form_size_problem`,
     checked first: a schema of 20,000 fields is refused before ``jsonschema``
-    walks it; skipped when ``size_checked``, the caller having found it
-    small enough); a valid JSON Schema for its declared draft (Draft 2020-12
-    by default; ``jsonschema``'s ``check_schema``); ``"type": "object"`` with
-    a non-empty ``properties`` object whose values are objects.
+    walks it); safe to use and a valid JSON Schema for its declared draft
+    (:func:`unsafe_problem`: Draft 2020-12 by default, no reference outside
+    the schema, no reference loop, RE2 patterns, size and depth capped) -
+    these two skipped when ``checked``, the caller having run them; ``"type": "object"`` with a non-empty ``properties``
+    object whose values are objects.
     """
     if not isinstance(schema, dict):
         return "The schema is not a JSON object."
-    large = None if size_checked else form_size_problem(schema)
-    if large is not None:
-        return too_large(large)
-    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        validator_cls.check_schema(schema)
-    except jsonschema.exceptions.SchemaError as exc:
-        where = exc.json_path if getattr(exc, "json_path", "$") != "$" else "the schema"
-        return f"Not a valid JSON Schema at {where}: {exc.message}"
+    if not checked:
+        large = form_size_problem(schema)
+        refused = too_large(large) if large is not None else unsafe_problem(schema)
+        if refused is not None:
+            return refused
     if schema.get("type") != "object":
         return 'A form schema must have "type": "object".'
     props = schema.get("properties")
@@ -283,6 +286,16 @@ def schema_problem(schema: Any, *, size_checked: bool = False) -> str | None:
     bad = [k for k, v in props.items() if not isinstance(v, dict)]
     if bad:
         return f"Field {bad[0]!r} is not described by an object."
+    return None
+
+
+def unsafe_problem(schema: dict[str, Any]) -> str | None:
+    """What the card and the model read of a schema
+    :func:`nb_hitl.guard.check_schema` refuses, or ``None``."""
+    try:
+        check_schema(schema)
+    except SchemaRefused as exc:
+        return f"The schema cannot be used: {exc}."
     return None
 
 
@@ -333,7 +346,9 @@ class FormTool(ToolBase):
 
         Sets ``pause.kind = "form"``, ``title``, ``message`` and
         ``response_schema`` from the call's input; when the schema cannot be
-        shown (:func:`schema_problem`), ``form_error`` says why.
+        shown (:func:`schema_problem`), ``form_error`` says why, and a schema
+        too large or unsafe to use (:func:`form_size_problem`,
+        :func:`unsafe_problem`) is not kept as ``response_schema`` either.
         """
         pause.kind = "form"
         data = pause.input if isinstance(pause.input, dict) else {}
@@ -344,11 +359,15 @@ class FormTool(ToolBase):
         schema = data.get("schema")
         # a form too large to draw is not offered as a form either (the call's input still holds it)
         large = form_size_problem(schema) if isinstance(schema, dict) else None
+        unsafe = unsafe_problem(schema) if isinstance(schema, dict) and large is None else None
         if pause.input is None:
             problem: str | None = "The tool input is not a JSON object."
+        elif large is not None:
+            problem = too_large(large)
         else:
-            problem = too_large(large) if large is not None else schema_problem(schema, size_checked=True)
-        pause.response_schema = schema if large is None and isinstance(schema, dict) else None
+            problem = unsafe or schema_problem(schema, checked=True)
+        usable = isinstance(schema, dict) and large is None and unsafe is None
+        pause.response_schema = schema if usable else None
         pause.form_error = problem
 
 

@@ -125,7 +125,7 @@ async def ask_person(
             expires saying so).
     """
     run = session.current
-    closed = session._closed(run) if run is not None else "nothing runs"
+    closed = session.desk.closed(run) if run is not None else "nothing runs"
     if closed is not None:
         log.warning("MCP server %r asked while no reply takes answers (%s): answered cancel", server, closed)
         return CANCEL
@@ -150,7 +150,7 @@ async def ask_person(
         run.pauses[pause.tool_call_id] = pause
     if session.deadline is not None:
         pause.deadline = pause.created_at + session.deadline
-        loop.call_later(session.deadline, session._deadline_passed, run, pause)
+        loop.call_later(session.deadline, session.desk.deadline_passed, run, pause)
     session._notify("pause", run)
     session._push(run)
     watch = asyncio.ensure_future(gone()) if gone is not None else None

@@ -9,7 +9,10 @@ Everything that *decides* is AgentScope's own ``PermissionEngine``.
 * :mod:`.engine`: :func:`try_call`, :func:`mode_matrix`, traced in order;
 * :mod:`.explain`: why a rule matches, in words; what else a rule lets
   through (:func:`rule_reach`), checking an edited rule (:func:`validate_rule_edit`);
-* :mod:`.names`: refusing look-alike, invisible and bidi characters.
+* :mod:`.names`: refusing look-alike, invisible and bidi characters;
+* :mod:`.shell`: a shell command line read into its simple commands
+  (:func:`parse_command`), and :mod:`.shell_check`: each judged by the engine
+  (:func:`judge_shell_call`), for the shell rules (:mod:`nb_hitl.shell_policy`).
 
 :func:`explore` builds the widget, imported lazily: the widget imports this
 package, never the reverse.
@@ -37,6 +40,8 @@ from .rules import (
     rule_to_dict,
     set_mode,
 )
+from .shell import parse_command
+from .shell_check import judge_shell_call
 from .tools import get_tool, list_tools, parse_input
 
 __all__ = [
@@ -66,6 +71,8 @@ __all__ = [
     "export_rules",
     "import_rules",
     "explore",
+    "parse_command",
+    "judge_shell_call",
 ]
 
 engine_of = permission_engine

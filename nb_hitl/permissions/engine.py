@@ -30,6 +30,7 @@ from .._agentscope import permission_engine
 from ..errors import DecisionError
 from .explain import explain_match
 from .rules import _BUCKETS, MODES, rule_label, rule_to_dict
+from .shell_check import judge_shell_call, rule_covers
 from .tools import get_tool, parse_input
 
 __all__ = ["try_call", "mode_matrix", "MAX_UNMATCHED_LISTED"]
@@ -86,6 +87,7 @@ async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, dec
                     "label": rule_label(rule),
                     "matched": ok,
                     "explanation": explain_match(rule, tool.name, tool_input, tool=tool, matched=ok),
+                    "shell_covers": await rule_covers(tool, rule, tool_input),
                 }
             )
     read_only = bool(await tool.check_read_only(tool_input))
@@ -212,7 +214,14 @@ async def try_call(
         "suggested_rules": [rule dict], "read_only": bool,
         "tool_check": decision dict | None, "rules_checked": [{"rule",
         "label", "matched", "explanation"}], "rules_omitted": int,
-        "steps": [str], "why": str, "agrees": bool}``. ``rules_checked``
+        "steps": [str], "why": str, "agrees": bool, "shell": dict | None}``.
+        ``shell`` is what the call gets under nb_hitl's shell rules (on by
+        default in a Session; :func:`~nb_hitl.permissions.shell_check.judge_shell_call`)
+        for a shell tool: the decision dict plus ``commands`` (each simple
+        command with ``behavior`` and ``why``) and ``problems``; ``None``
+        for other tools. Each ``rules_checked`` entry has ``shell_covers``:
+        the simple commands the rule covers read that way (``None`` for
+        other tools). ``rules_checked``
         lists every rule of the tool that matches, and the first
         :data:`MAX_UNMATCHED_LISTED` that do not (``rules_omitted`` counts
         the others, so that thousands of rules do not make a huge answer). The decision fields come from
@@ -236,12 +245,21 @@ async def try_call(
         engine = PermissionEngine(_copy(engine.context, mode_value))
     decision = await engine.check_permission(tool, dict(tool_input))
     trace = await _trace(engine, tool, dict(tool_input), decision)
+    verdict = await judge_shell_call(engine, tool, dict(tool_input), decision)
+    shell = None
+    if verdict is not None:
+        shell = {
+            **_decision_dict(verdict.decision),
+            "commands": verdict.parts,
+            "problems": list(verdict.parse.problems),
+        }
     return {
         "tool_name": tool.name,
         "input": tool_input,
         "mode": engine.context.mode.value,
         **_decision_dict(decision),
         **trace,
+        "shell": shell,
     }
 
 

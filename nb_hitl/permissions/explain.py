@@ -23,6 +23,7 @@ from agentscope.tool import ToolBase
 
 from ..errors import DecisionError
 from .rules import _as_rule, parse_rule, rule_label
+from .shell_check import rule_covers
 from .tools import default_tool, tool_kind
 
 __all__ = ["explain_match", "rule_reach", "validate_rule_edit"]
@@ -116,6 +117,26 @@ def _explain_bash(content: str, tool_input: Mapping[str, Any], matched: bool | N
     else:
         text += f" `{literal}` does not occur in `{command}`: the rule {verdict}."
     return text
+
+
+def _shell_sentence(rule: PermissionRule, tool: ToolBase | None, tool_input: Mapping[str, Any]) -> str:
+    """What the rule covers read command by command (nb_hitl's shell rules), as a sentence."""
+    covered = _run_sync(rule_covers(tool, rule, tool_input)) if tool is not None else None
+    if covered is None:
+        return ""
+    where = "on any of its forms (from its program on, the program's base name, behind a wrapper)"
+    if rule.behavior.value == "allow":
+        where = "on its own"
+    if not covered:
+        return (
+            f" Read command by command (nb_hitl's shell rules, on by default in a Session), matched {where}, "
+            "it covers none of the commands of this call."
+        )
+    listed = ", ".join(f"`{c}`" for c in covered)
+    return (
+        f" Read command by command (nb_hitl's shell rules, on by default in a Session), matched {where}, "
+        f"it covers {listed}."
+    )
 
 
 def _star_crossed_slash(pattern: str, path: str) -> bool:
@@ -230,7 +251,7 @@ def explain_match(
         )
     kind = tool_kind(tool, tool_name)
     if kind == "bash":
-        return _explain_bash(r.rule_content, input, matched)
+        return _explain_bash(r.rule_content, input, matched) + _shell_sentence(r, tool, input)
     if kind == "path":
         return _explain_path(tool_name, r.rule_content, input, matched, ("file_path",))
     if kind == "glob":
@@ -340,7 +361,10 @@ def rule_reach(rule: PermissionRule, *, tool: ToolBase | None = None, home: str 
     kind = tool_kind(tool, rule.tool_name)
     content = rule.rule_content
     if kind == "bash":
-        line = _bash_reach(content, verb)
+        line = _bash_reach(content, verb) + (
+            " With nb_hitl's shell rules (on by default in a Session) it is matched against each simple command "
+            "on its own, never against what is chained to it."
+        )
     elif kind in ("path", "glob", "grep"):
         line = _path_reach(content, verb, home or os.path.expanduser("~"))
     elif kind == "function":

@@ -19,6 +19,7 @@ from agentscope.tool import Bash, Edit, Glob, Grep, Read, ToolBase, Toolkit, Wri
 
 from ..decisions import parse_json_object
 from ..errors import DecisionError
+from ..guard import SchemaRefused, check_schema, validation_errors
 
 __all__ = ["list_tools", "get_tool", "tools_of", "parse_input", "tool_kind", "default_tool", "nesting_exceeds"]
 
@@ -146,7 +147,10 @@ def parse_input(tool: ToolBase, tool_input: Mapping[str, Any] | str, field: str 
             line and column), a non-object, nesting deeper than
             :data:`MAX_INPUT_DEPTH` (which would otherwise end in a
             ``RecursionError`` in the JSON reader or in ``jsonschema``), or a
-            schema violation (with the JSON path).
+            schema violation (with the JSON path); checked through
+            :mod:`nb_hitl.guard` (the tool's schema may be a peer's, e.g. an
+            MCP server's: nothing fetched, patterns in RE2), with
+            ``field=None`` when that schema cannot be used safely.
     """
     too_deep = DecisionError(
         f"The input is nested more than {MAX_INPUT_DEPTH} levels deep ([ or {{ inside each other); "
@@ -163,11 +167,16 @@ def parse_input(tool: ToolBase, tool_input: Mapping[str, Any] | str, field: str 
         raise too_deep
     value = dict(raw)
     try:
-        jsonschema.validate(value, tool.input_schema)
-    except jsonschema.ValidationError as exc:
+        check_schema(tool.input_schema)
+    except SchemaRefused as exc:
+        raise DecisionError(f"{tool.name}'s input schema cannot be used to check the input: {exc}.") from None
+    error = jsonschema.exceptions.best_match(
+        iter(validation_errors(tool.input_schema, value, field=field, formats=False))
+    )
+    if error is not None:
         raise DecisionError(
-            f"The input does not match {tool.name}'s input schema: {exc.message} (at {exc.json_path}).", field=field
-        ) from None
+            f"The input does not match {tool.name}'s input schema: {error.message} (at {error.json_path}).", field=field
+        )
     return value
 
 

@@ -33,11 +33,14 @@ from .._agentscope import POLICY_CONTEXT_KEY, msg_text
 from ..answers.lifecycle import PauseTransitionError, transition
 from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
 from ..pauses import Pause
+from ..shell_policy import install_shell_rules
 from ..store import AuditLog, CheckpointLock, CheckpointStore, current_user
-from ..team import Team, states_from_checkpoint
+from ..team import Team
+from ._actions import Desk
 from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
-from ._drive import Driver, close_dangling_tool_calls, close_delivered_tool_calls
+from ._drive import Driver, close_dangling_tool_calls
 from ._promise import allowed_decisions, install_guard
+from ._restore import reopen
 from ._run import ReplyRun, pending_message
 from ._sigint import sigint_wakes_the_loop
 from ._transcript import Transcript
@@ -93,6 +96,13 @@ class Session(Driver):
             "Always" choices for that tool, on the page and in the kernel.
             Choose from ``approve``, ``deny`` (required), ``modify``,
             ``always_allow``, ``always_deny``; unlisted tools offer all.
+        shell_rules: judge shell commands (AgentScope's ``Bash``, tools with
+            a ``shell_command_field``) one simple command at a time with the
+            agent's own permission engine (:mod:`nb_hitl.shell_policy`): a
+            deny rule's program denies wherever it appears, a call asks
+            unless every simple command in it is allowed, and what cannot be
+            parsed asks. On by default; ``False`` leaves AgentScope's
+            whole-line matching alone.
 
     A new ``Session`` for an agent, or for a checkpoint, that already has one
     in this process supersedes it: the old session's open pauses expire
@@ -120,6 +130,7 @@ class Session(Driver):
         on_deadline: str = "deny",
         decided_by: str | None = None,
         decisions: Mapping[str, Sequence[str]] | None = None,
+        shell_rules: bool = True,
     ) -> None:
         if on_deadline not in ("deny", "interrupt"):
             raise ValueError(f"on_deadline must be 'deny' or 'interrupt', got {on_deadline!r}")
@@ -131,6 +142,8 @@ class Session(Driver):
         self.decisions = allowed_decisions(decisions)
         for member in self.team.agents.values():
             install_guard(member)  # an approval binds to the input shown (_promise.py)
+            if shell_rules:  # shell commands judged one simple command at a time (nb_hitl.shell_policy)
+                install_shell_rules(member)
         self.display = display
         self.audit_log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
         self.checkpoints = (
@@ -144,6 +157,7 @@ class Session(Driver):
         self.on_deadline = on_deadline
         self.decided_by = decided_by or current_user()
         self.runs: list[ReplyRun] = []
+        self.desk = Desk(self)  # where answers arrive (clicks, act, deadlines)
         self.superseded_by: Session | None = None
         self._lock = threading.Lock()
         self._listeners: list[Callable[[str, ReplyRun], None]] = []
@@ -311,13 +325,9 @@ class Session(Driver):
         lock = store.lock(session_id)  # before reading: the file cannot change under us
         try:
             record = store.load(session_id)
-            # a team's checkpoint holds every agent: the factory gets {name: AgentState}
-            agent = agent_factory(states_from_checkpoint(record["state"]))
-            team = Team.of(agent)
-            team.load_pipeline_extras(record["state"])
-            for member in team.agents.values():
-                close_delivered_tool_calls(member)
-                close_dangling_tool_calls(member)
+            # a team's checkpoint holds every agent: the factory gets {name: AgentState};
+            # the one restore (_restore.py): calls that may have run are closed
+            agent = reopen(record, agent_factory)
             return cls(agent, checkpoints=store, session_id=session_id, **kwargs)
         except BaseException:
             if _BY_CHECKPOINT.get(lock.key) is None:
@@ -384,7 +394,7 @@ class Session(Driver):
         run = self.current
         if run is None:
             raise PauseNotLiveError("Nothing has run yet.")
-        result = self._on_action(run, message, decided_by, origin)
+        result = self.desk.on_action(run, message, decided_by, origin)
         if asyncio.iscoroutine(result):
             try:
                 loop = asyncio.get_running_loop()
@@ -423,7 +433,7 @@ class Session(Driver):
         run = self.current
         if run is None:
             raise PauseNotLiveError("Nothing has run yet.")
-        return await self._on_batch(run, {"items": list(messages)}, decided_by, origin, all_or_nothing=True)
+        return await self.desk.on_batch(run, {"items": list(messages)}, decided_by, origin, all_or_nothing=True)
 
     def audit_table(self) -> Any:
         """An :class:`~nb_hitl.widgets.AuditLogTable` of this session's audit log.

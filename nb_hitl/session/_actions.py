@@ -29,17 +29,28 @@ from ..pauses import Pause
 from ._core import SessionCore
 from ._run import ReplyRun
 
-__all__ = ["Actions"]
+__all__ = ["Desk"]
 
 log = logging.getLogger("nb_hitl.session")
 
 MAX_BATCH = front.MAX_BATCH
 
 
-class Actions(SessionCore):
-    """Page actions and deadlines of a session (mixed into :class:`~nb_hitl.session.Session`)."""
+class Desk:
+    """Where a session's answers arrive: page actions, ``act`` and deadlines.
 
-    def _on_action(
+    A part of a :class:`~nb_hitl.session.Session` (``session.desk``), holding
+    the session's shared state (:class:`~nb_hitl.session._core.SessionCore`)
+    by reference; the driver (``_drive``) takes the queue it fills.
+
+    Args:
+        session: the session whose runs it answers.
+    """
+
+    def __init__(self, session: SessionCore) -> None:
+        self.s = session
+
+    def on_action(
         self, run: ReplyRun, message: Any, decided_by: str | None = None, origin: dict[str, Any] | None = None
     ) -> Any:
         """Handle one page message for ``run`` (runs in the comm handler).
@@ -52,13 +63,13 @@ class Actions(SessionCore):
         action = front.as_message(message).get("action")
         if action == "sync":  # the page connected: both streams in one answer
             return {
-                "transcript": self._transcript_sync(run, message.get("transcript_seq"), connect=True),
-                "cards": self._cards_sync(run, message.get("cards_seq")),
+                "transcript": self.s._transcript_sync(run, message.get("transcript_seq"), connect=True),
+                "cards": self.s._cards_sync(run, message.get("cards_seq")),
             }
         if action == "transcript_sync":  # the page saw a gap in the stream
-            return self._transcript_sync(run, message.get("seq"))
+            return self.s._transcript_sync(run, message.get("seq"))
         if action == "cards_sync":  # the same for the pause cards
-            return self._cards_sync(run, message.get("seq"))
+            return self.s._cards_sync(run, message.get("seq"))
         if action == "entry_text":  # "Show all" on an entry the page shows a part of
             return entry_text(run.transcript.by_id, message.get("id"))
         if action == "interrupt":
@@ -67,36 +78,36 @@ class Actions(SessionCore):
             # a coroutine: the widget runs it on the session's loop, whatever
             # thread delivered the comm message (asyncio objects are not
             # thread-safe)
-            return self._interrupt_from_page(run)
+            return self.interrupt_from_page(run)
         if action == "batch":
-            return self._on_batch(run, message, decided_by, origin)
-        pause, decision = self._begin_decision(run, message)
-        self._push(run)
-        return self._finish_decision(run, pause, decision, decided_by, origin)
+            return self.on_batch(run, message, decided_by, origin)
+        pause, decision = self.begin_decision(run, message)
+        self.s._push(run)
+        return self.finish_decision(run, pause, decision, decided_by, origin)
 
-    def _closed(self, run: ReplyRun) -> str | None:
+    def closed(self, run: ReplyRun) -> str | None:
         """Why ``run`` takes no answer any more, or ``None`` while it does."""
-        if self.superseded_by is not None:
+        if self.s.superseded_by is not None:
             return run.reason or "Superseded by a newer Session for this agent."
         if not run.live:
             return run.reason or "the reply ended"
         return None
 
-    def _begin_decision(self, run: ReplyRun, message: Any) -> tuple[Pause, Decision]:
+    def begin_decision(self, run: ReplyRun, message: Any) -> tuple[Pause, Decision]:
         """The front door for one answer; its pause goes ``deciding``."""
-        with self._lock:
-            return front.admit(run.pauses, message, closed=self._closed(run))
+        with self.s._lock:
+            return front.admit(run.pauses, message, closed=self.closed(run))
 
-    async def _interrupt_from_page(self, run: ReplyRun) -> dict[str, Any]:
+    async def interrupt_from_page(self, run: ReplyRun) -> dict[str, Any]:
         if not run.live:
             raise PauseNotLiveError(f"This reply is already {run.status}: {run.reason or 'nothing to interrupt'}")
         was_running = run.status == "running"
-        self._request_interrupt(run, "Interrupted from the widget.")
+        self.s._request_interrupt(run, "Interrupted from the widget.")
         if was_running and run.task is not None and not run.task.done():
             run.task.cancel()
         return {"status": "interrupting"}
 
-    async def _finish_decision(
+    async def finish_decision(
         self,
         run: ReplyRun,
         pause: Pause,
@@ -104,11 +115,11 @@ class Actions(SessionCore):
         decided_by: str | None = None,
         origin: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        await self._check_decision(run, pause, decision, decided_by, origin)
-        self._enqueue(run, [(pause, decision)])
+        await self.check_decision(run, pause, decision, decided_by, origin)
+        self.enqueue(run, [(pause, decision)])
         return {"status": "decided", "decision": pause.decision}
 
-    async def _check_decision(
+    async def check_decision(
         self,
         run: ReplyRun,
         pause: Pause,
@@ -119,29 +130,29 @@ class Actions(SessionCore):
         """:func:`~nb_hitl.answers.front.verify`, then the audit record; on
         refusal the pause goes back to ``open``."""
         try:
-            agent = self.team.agent(pause.agent)  # the agent that asked: its tool, schema and engine
+            agent = self.s.team.agent(pause.agent)  # the agent that asked: its tool, schema and engine
             tool = await agent.toolkit.get_tool(pause.tool_name)
             await front.verify(pause, decision, tool=tool, engine=permission_engine(agent))
             if not run.live or pause.status != "deciding":
                 raise PauseNotLiveError(
                     f"This pause is no longer live: {pause.reason or run.reason or 'the reply ended'}"
                 )
-            self._audit(pause, decision, decided_by, origin or KERNEL)
+            self.s._audit(pause, decision, decided_by, origin or KERNEL)
         except BaseException:
             if pause.status == "deciding":
                 front.release(pause)
-                self._push(run)
+                self.s._push(run)
             raise
 
-    def _enqueue(self, run: ReplyRun, decided: list[tuple[Pause, Decision]]) -> None:
+    def enqueue(self, run: ReplyRun, decided: list[tuple[Pause, Decision]]) -> None:
         """Queue checked decisions and wake the driver once (one resume for all)."""
         for pause, decision in decided:
             self._hand_over(run, pause, decision, decision.summary())
         run.wake.set()
-        self._push(run)
-        self._notify("decision", run)
+        self.s._push(run)
+        self.s._notify("decision", run)
 
-    def _on_batch(
+    def on_batch(
         self,
         run: ReplyRun,
         message: dict[str, Any],
@@ -167,15 +178,15 @@ class Actions(SessionCore):
             BatchRefused: ``all_or_nothing`` and an item failed the front door
                 (from the coroutine: or a later check; nothing was queued).
         """
-        with self._lock:
+        with self.s._lock:
             admitted, results = front.admit_all(
-                run.pauses, message.get("items"), closed=self._closed(run), all_or_nothing=all_or_nothing
+                run.pauses, message.get("items"), closed=self.closed(run), all_or_nothing=all_or_nothing
             )
         if admitted:
-            self._push(run)
-        return self._finish_batch(run, admitted, results, decided_by, origin, all_or_nothing=all_or_nothing)
+            self.s._push(run)
+        return self.finish_batch(run, admitted, results, decided_by, origin, all_or_nothing=all_or_nothing)
 
-    async def _finish_batch(
+    async def finish_batch(
         self,
         run: ReplyRun,
         begun: list[tuple[int, Pause, Decision]],
@@ -188,7 +199,7 @@ class Actions(SessionCore):
         checked: list[tuple[int, Pause, Decision]] = []
         for n, pause, decision in begun:
             try:
-                agent = self.team.agent(pause.agent)
+                agent = self.s.team.agent(pause.agent)
                 tool = await agent.toolkit.get_tool(pause.tool_name)
                 await front.verify(pause, decision, tool=tool, engine=permission_engine(agent))
                 if not run.live or pause.status != "deciding":
@@ -209,13 +220,13 @@ class Actions(SessionCore):
         if all_or_nothing and len(checked) < len(begun):
             for _, pause, _ in checked:
                 front.release(pause)
-            self._push(run)
+            self.s._push(run)
             refused = next(r for r in results if not r["ok"])
             raise front.BatchRefused(f"Nothing was sent: {refused['tool_call_id']!s:.80}: {refused['error']}", results)
         decided: list[tuple[Pause, Decision]] = []
         for n, pause, decision in checked:
             try:
-                self._audit(pause, decision, decided_by, origin or KERNEL)
+                self.s._audit(pause, decision, decided_by, origin or KERNEL)
             except Exception as exc:  # the audit line must be written before the agent is resumed
                 log.exception("the audit record of a batch decision failed")
                 results[n] = front.item_result(results[n], NbHitlError(f"{type(exc).__name__}: {exc}"))
@@ -224,28 +235,28 @@ class Actions(SessionCore):
                 continue
             decided.append((pause, decision))
         if decided:
-            self._enqueue(run, decided)
+            self.enqueue(run, decided)
         elif begun:
-            self._push(run)
+            self.s._push(run)
         for n, pause, _ in checked:
             if results[n]["ok"]:
                 results[n]["decision"] = pause.decision
         return {"status": "decided" if decided else "refused", "results": results}
 
-    def _deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
+    def deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
         """Apply the configured default to a pause whose deadline passed."""
-        with self._lock:
+        with self.s._lock:
             if pause.status != "open" or not run.live or run.pauses.get(pause.tool_call_id) is not pause:
                 return
-            if self.on_deadline == "interrupt":
+            if self.s.on_deadline == "interrupt":
                 transition(pause, "deciding")
             else:
                 message = kind_spec(pause.kind).timeout_message(pause)
                 decision = decide(pause, message)
                 transition(pause, "deciding")
-        applied = "reply interrupted" if self.on_deadline == "interrupt" else kind_spec(pause.kind).timeout_applied
+        applied = "reply interrupted" if self.s.on_deadline == "interrupt" else kind_spec(pause.kind).timeout_applied
         try:
-            self._audit_pause(pause, decision="timeout", applied=applied, decided_by="deadline")
+            self.s._audit_pause(pause, decision="timeout", applied=applied, decided_by="deadline")
         except Exception as exc:
             log.error("the deadline of %s passed but its audit record failed", pause.tool_call_id, exc_info=True)
             transition(pause, "open")
@@ -254,21 +265,21 @@ class Actions(SessionCore):
                 f"The deadline passed, but the audit log could not be written ({type(exc).__name__}: {exc}); "
                 "the default was not applied and the pause is still open."
             )
-            self._push(run)
-            self._notify("decision", run)
+            self.s._push(run)
+            self.s._notify("decision", run)
             return
         pause.decision = {"action": "timeout", "applied": applied}
-        if self.on_deadline == "interrupt":
+        if self.s.on_deadline == "interrupt":
             transition(pause, "expired", reason="The deadline passed; the reply was interrupted.")
             was_running = run.status == "running"  # a question asked while a tool runs (an MCP server's)
-            self._request_interrupt(run, "The deadline of a pause passed; the reply was interrupted.")
+            self.s._request_interrupt(run, "The deadline of a pause passed; the reply was interrupted.")
             if was_running and run.task is not None and not run.task.done():
                 run.task.cancel()  # as an interrupt from the page: AgentScope ends the reply interrupted
         else:
             self._hand_over(run, pause, decision, pause.decision)
             run.wake.set()
-            self._push(run)
-        self._notify("decision", run)
+            self.s._push(run)
+        self.s._notify("decision", run)
 
     @staticmethod
     def _hand_over(run: ReplyRun, pause: Pause, decision: Decision, summary: dict[str, Any]) -> None:

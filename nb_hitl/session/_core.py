@@ -1,8 +1,8 @@
 """What every part of a :class:`~nb_hitl.session.Session` shares.
 
 :class:`SessionCore` holds the session's fields and the small operations the
-driving loop (``_drive``), the page actions (``_actions``) and the public API
-all use: new runs and their widgets, pushing a run's view, notifying
+driving loop (``_drive``), the desk where answers arrive (``_actions.Desk``,
+``session.desk``, a part held by reference) and the public API all use: new runs and their widgets, pushing a run's view, notifying
 listeners, expiring pauses, requesting an interrupt, writing the checkpoint
 and the audit records. The pause status only changes through
 :func:`~nb_hitl.answers.lifecycle.transition`.
@@ -32,6 +32,7 @@ from ._transcript import final_html, shown_entry
 
 if TYPE_CHECKING:
     from . import Session
+    from ._actions import Desk
 
 __all__ = ["SessionCore"]
 
@@ -60,14 +61,7 @@ class SessionCore:
     _event_listeners: list[Callable[[Any, ReplyRun], None]]
     _inherited: list[asyncio.Task]
 
-    # -- implemented by the page actions (``_actions``) -----------------
-    def _on_action(
-        self, run: ReplyRun, message: Any, decided_by: str | None = None, origin: dict[str, Any] | None = None
-    ) -> Any:
-        raise NotImplementedError
-
-    def _deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
-        raise NotImplementedError
+    desk: Desk
 
     # -- state -----------------------------------------------------------
     def parked_tool_calls(self) -> list[ToolCallBlock]:
@@ -108,7 +102,7 @@ class SessionCore:
             from ..widgets.reply import ReplyWidget
 
             def handler(msg: Any, _run: ReplyRun = run) -> Any:
-                return self._on_action(_run, msg)
+                return self.desk.on_action(_run, msg)
 
             run.widget = ReplyWidget(
                 handler=handler,
@@ -181,16 +175,24 @@ class SessionCore:
             return {"seq": run.cards.seq, "current": True}
         return {"seq": run.cards.seq, "pauses": run.cards.views()}
 
-    def _stream(self, run: ReplyRun) -> None:
-        """The transcript changed: send its pending changes when they are due
-        (:func:`~nb_hitl.session._pace.flush_delay`: once the stream is quiet,
-        or the oldest change has waited long enough, at most 20 times a
-        second). A timer on the running loop sends them if nothing else
-        comes (a trailing flush), so the last delta shows even if the model
-        stalls. Per delta this only notes the time while a timer is armed.
+    def _stream(self, run: ReplyRun, *, urgent: bool = False) -> None:
+        """The transcript changed: send its pending changes when they are due.
+
+        Pacing batches streamed text only: a change that is not a delta
+        (``urgent``: a tool call or result starts or ends, a model call
+        starts or ends, a block ends) goes out at once with whatever text is
+        pending, so what follows a person's answer is never held back. Deltas
+        are sent when due (:func:`~nb_hitl.session._pace.flush_delay`: once the
+        stream is quiet, or the oldest change has waited long enough, at most
+        20 times a second); a timer on the running loop sends them if nothing
+        else comes (a trailing flush), so the last delta shows even if the
+        model stalls. Per delta this only notes the time while a timer is armed.
         """
         tr = run.transcript
         if run.widget is None or not tr.pending:
+            return
+        if urgent:
+            self._flush_transcript(run)
             return
         now = time.monotonic()
         tr.last_change = now

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from agentscope.event import (
+    DataBlockDeltaEvent,
     ExceedMaxItersEvent,
     ExternalExecutionResultEvent,
     ReplyEndEvent,
@@ -27,6 +28,7 @@ from agentscope.event import (
     RequireUserConfirmEvent,
     TextBlockDeltaEvent,
     TextBlockStartEvent,
+    ThinkingBlockDeltaEvent,
     ToolCallDeltaEvent,
     ToolCallStartEvent,
     ToolResultEndEvent,
@@ -46,11 +48,13 @@ from .._agentscope import (
     msg_text,
     permission_engine,
 )
-from ..answers.lifecycle import transition
+from ..answers.lifecycle import can_transition, transition
 from ..pauses import Pause, build_pause
+from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
-from ._actions import Actions
-from ._promise import apply_note, record_decision
+from ._call_ids import renamed_calls, reused_id_message
+from ._core import SessionCore
+from ._promise import apply_note, asked_again, asked_again_message, record_decision
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun
 from ._team import resume_batch
 from ._transcript import record_event
@@ -155,7 +159,23 @@ def close_delivered_tool_calls(agent: Any) -> list[str]:
     return closed
 
 
-class Driver(Actions):
+DELTA_EVENTS = (
+    TextBlockDeltaEvent,
+    ThinkingBlockDeltaEvent,
+    ThinkingBlockDeltaEvent,
+    ToolCallDeltaEvent,
+    ToolResultTextDeltaEvent,
+    DataBlockDeltaEvent,
+)
+"""Events that add streamed text (or data) to an entry."""
+
+PACED_EVENTS = (*DELTA_EVENTS, TextBlockStartEvent)
+"""The events whose changes wait for the stream's pacing: deltas, and a text
+block's start (an empty entry, shown with its first delta). Every other event
+sends what is pending at once."""
+
+
+class Driver(SessionCore):
     """The driving loop of a session (mixed into :class:`~nb_hitl.session.Session`)."""
 
     async def _drive(
@@ -324,6 +344,7 @@ class Driver(Actions):
         if self.team.is_pipeline:
             pause.agent = agent.name
         pause.decisions = self.decisions.get(pause.tool_name, pause.decisions)  # Session(decisions=...)
+        describe_shell_pause(agent, pause)  # the simple commands of a shell call (nb_hitl.shell_policy)
         policies = agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
         if isinstance(policies, dict) and tool_call.id in policies:
             pause.policy = str(policies[tool_call.id])
@@ -338,10 +359,44 @@ class Driver(Actions):
         prepare = getattr(tool, "prepare_pause", None)
         if prepare is not None and enum_value(tool_call.state) == ToolCallState.SUBMITTED.value:
             await prepare(pause, self)
+        renamed = renamed_calls(agent).get(tool_call.id)
+        if isinstance(renamed, dict):  # the model reused an id: the card and the audit log say so (_call_ids.py)
+            said = reused_id_message(str(renamed.get("sent")), tool_call.id)
+            pause.message = f"{said}\n\n{pause.message}" if pause.message else said
+            if not renamed.get("audited"):
+                renamed["audited"] = True
+                self._audit_pause(
+                    pause,
+                    decision="id_reused",
+                    decided_by="nb_hitl",
+                    sent_tool_call_id=renamed.get("sent"),
+                    reason=said,
+                )
+        again = asked_again(agent, tool_call.id)
+        if again is not None:  # approved, then changed by a middleware: asked again under a new id (_promise.py)
+            said = asked_again_message(again)
+            pause.message = f"{said}\n\n{pause.message}" if pause.message else said
+            was = str(again.get("was"))
+            approved = run.pauses.get(was)
+            if approved is not None:  # the approved card of this run: it did not run
+                if can_transition(approved, "expired"):
+                    why = f"Not run: a middleware changed its input after the approval; asked again as {tool_call.id}."
+                    transition(approved, "expired", reason=why)
+                run.transcript.tool_result(was, state="not run", text="")  # its result had started
+            if not again.get("audited"):
+                again["audited"] = True
+                self._audit_pause(
+                    pause,
+                    decision="input_changed",
+                    decided_by="nb_hitl",
+                    approved_tool_call_id=was,
+                    approved_input=again.get("approved"),
+                    reason=said,
+                )
         if self.deadline is not None:
             pause.deadline = pause.created_at + self.deadline
             loop = asyncio.get_running_loop()
-            loop.call_later(self.deadline, self._deadline_passed, run, pause)
+            loop.call_later(self.deadline, self.desk.deadline_passed, run, pause)
         run.pauses[pause.tool_call_id] = pause
         self._notify("pause", run)
         return pause
@@ -436,7 +491,8 @@ class Driver(Actions):
                 changed = record_event(tr, ev)
             if self.team.is_pipeline:
                 tag_entry(self.team, tr, ev)
-            if changed:
-                self._stream(run)
+            urgent = not isinstance(ev, PACED_EVENTS)  # pacing batches deltas only
+            if changed or urgent:
+                self._stream(run, urgent=urgent)
         if result_due:
             self.checkpoint()

@@ -4,9 +4,16 @@
   *innermost* (:func:`nb_hitl._agentscope.install_innermost_acting`), so it
   sees the ``tool_call`` right before ``Toolkit.call_tool`` runs it, after
   every other middleware could rewrite it. A call a person approved runs
-  only when AgentScope's reading of its input is the approved input;
-  otherwise the tool does not run and the model gets a DENIED result
-  saying why.
+  only when AgentScope's reading of its input is the approved input. When a
+  middleware changed the input after the approval, the call is asked again
+  (:func:`ask_again`): nothing runs, the call goes back to ``asking`` with the
+  changed input under a fresh id, and the reply parks; the Session shows it
+  as a new pause (every road keeps "answered once" per call id, so a second
+  question is a new call id) and expires the approved one, the audit log
+  says why, and once the call has its result the model reads what happened
+  in a hint. A changed tool name, unreadable arguments or a
+  changed input a deny rule covers are refused: the model gets a DENIED
+  result saying why.
 * :func:`record_decision` writes the approved input and the note for the
   model into ``AgentState.middle_context`` when a confirmation is handed
   to the agent (so both survive a checkpoint).
@@ -22,9 +29,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
 from typing import Any
 
-from agentscope.message import HintBlock, TextBlock, ToolResultState
+from agentscope.message import HintBlock, TextBlock, ToolCallState, ToolResultState
 from agentscope.middleware import MiddlewareBase
 from agentscope.tool import ToolChunk, ToolResponse
 
@@ -34,8 +42,10 @@ from .._agentscope import (
     RUNNING_CALL,
     agentscope_tool_input,
     blocks_text,
+    enum_value,
     find_tool_result,
     install_innermost_acting,
+    install_outermost_model_call,
     install_reasoning,
     permission_engine,
     strip_system_reminders,
@@ -43,6 +53,8 @@ from .._agentscope import (
 from ..kinds import Decision
 from ..kinds._reading import canonical, visible_json
 from ..kinds.confirm import allowed_decisions
+from ._call_ids import CallIdGuard, context_call_ids, flush_rename_hints, fresh_id
+from ._run import DELIVERED_CONTEXT_KEY
 
 __all__ = [
     "ApprovalGuard",
@@ -51,11 +63,22 @@ __all__ = [
     "apply_note",
     "flush_hints",
     "allowed_decisions",
+    "ask_again",
+    "asked_again",
+    "asked_again_message",
     "REFUSED_KEY",
+    "ASKED_AGAIN_CONTEXT_KEY",
 ]
 
 REFUSED_KEY = "nb_hitl.refused"
 """``ToolResultEndEvent.metadata`` key set when the guard refused to run a call."""
+
+ASKED_AGAIN_CONTEXT_KEY = "nb_hitl.asked_again"
+"""Key in ``AgentState.middle_context``: ``{new tool_call id: {"was": the approved
+call's id, "tool", "approved", "runs", "audited"}}``: calls whose input a
+middleware changed after their approval and that :func:`ask_again` put back
+to ``asking`` under a fresh id (the inputs as shown); removed once the call
+has its result and the model was told."""
 
 
 def _entries(agent: Any, key: str) -> dict[str, Any]:
@@ -69,10 +92,12 @@ def _entries(agent: Any, key: str) -> dict[str, Any]:
 
 def install_guard(agent: Any) -> None:
     """Install :class:`ApprovalGuard` as ``agent``'s innermost ``on_acting`` middleware and as an
-    ``on_reasoning`` middleware (idempotent)."""
+    ``on_reasoning`` middleware, and :class:`~nb_hitl.session._call_ids.CallIdGuard` as its
+    outermost ``on_model_call`` middleware (a reused tool call id gets a fresh one); idempotent."""
     guard = ApprovalGuard()
     install_innermost_acting(agent, guard)
     install_reasoning(agent, guard)
+    install_outermost_model_call(agent, CallIdGuard())
 
 
 def record_decision(agent: Any, decision: Decision, tool_name: str) -> None:
@@ -131,7 +156,8 @@ def apply_note(agent: Any, tool_call_id: str) -> str | None:
 
 
 def flush_hints(agent: Any) -> list[str]:
-    """Add every recorded note whose call has a saved result to the context as a ``HintBlock``.
+    """Add every recorded note whose call has a saved result to the context as a ``HintBlock``
+    (and, for a call :func:`ask_again` asked again, what happened to it).
 
     AgentScope sends a ``HintBlock`` to the model as a user message
     (``agentscope.message.HintBlock``); it stays in the history.
@@ -146,6 +172,20 @@ def flush_hints(agent: Any) -> list[str]:
             continue
         notes.pop(tool_call_id, None)
         text = str(entry.get("text", ""))
+        agent.state.append_context(agent.name, [HintBlock(hint=text, source="nb_hitl")])
+        added.append(text)
+    again = _entries(agent, ASKED_AGAIN_CONTEXT_KEY)
+    for tool_call_id, entry in list(again.items()):
+        if not isinstance(entry, dict) or find_tool_result(agent, tool_call_id) is None:
+            continue
+        again.pop(tool_call_id, None)
+        text = (
+            f"<system-reminder>After the person approved your call {entry.get('was')} to {entry.get('tool')} "
+            f"with {entry.get('approved')}, a middleware changed its input to {entry.get('runs')} before it ran. "
+            "nb_hitl ran nothing with either input and asked the person again about the changed input, as "
+            f"call {tool_call_id} (your call now shows that id and input); the result of {tool_call_id} is the "
+            "outcome of that second question.</system-reminder>"
+        )
         agent.state.append_context(agent.name, [HintBlock(hint=text, source="nb_hitl")])
         added.append(text)
     return added
@@ -176,6 +216,7 @@ class ApprovalGuard(MiddlewareBase):
         next_handler: Callable[..., AsyncGenerator],
     ) -> AsyncGenerator:
         flush_hints(agent)  # what a person did, read before the next model call
+        flush_rename_hints(agent)  # a call that reused an id was given a fresh one
         async for item in next_handler():
             yield item
 
@@ -187,10 +228,10 @@ class ApprovalGuard(MiddlewareBase):
     ) -> AsyncGenerator:
         tool_call = input_kwargs["tool_call"]
         entry = _entries(agent, APPROVAL_CONTEXT_KEY).pop(tool_call.id, None)
-        problem = None
+        changed = None
         if isinstance(entry, dict):
-            problem = await _check(agent, tool_call, entry)
-        if problem is None:
+            changed = await _check(agent, tool_call, entry)
+        if changed is None:
             before = RUNNING_CALL.get()
             RUNNING_CALL.set((agent, tool_call))  # the tool may call back (an MCP server asking the person)
             try:
@@ -199,21 +240,115 @@ class ApprovalGuard(MiddlewareBase):
             finally:
                 RUNNING_CALL.set(before)
             return
+        if await ask_again(agent, tool_call, changed):
+            return  # nothing ran and no result: the call waits for a person again
         meta = {REFUSED_KEY: "input_changed"}
-        yield ToolChunk(content=[TextBlock(text=problem)], state=ToolResultState.DENIED, metadata=meta)
-        yield ToolResponse(content=[TextBlock(text=problem)], state=ToolResultState.DENIED, metadata=meta)
+        yield ToolChunk(content=[TextBlock(text=changed.refusal)], state=ToolResultState.DENIED, metadata=meta)
+        yield ToolResponse(content=[TextBlock(text=changed.refusal)], state=ToolResultState.DENIED, metadata=meta)
 
 
-async def _check(agent: Any, tool_call: Any, entry: dict[str, Any]) -> str | None:
+@dataclass
+class Changed:
+    """How an approved call differs from what would run.
+
+    Attributes:
+        refusal: the DENIED result's text when it is not asked again.
+        approved: the approved input, as shown.
+        runs: AgentScope's reading of the input it would run with, or
+            ``None`` (another tool, unreadable arguments).
+        tool: the tool that would run, or ``None``.
+    """
+
+    refusal: str
+    approved: str
+    runs: dict[str, Any] | None = None
+    tool: Any = None
+
+
+async def _check(agent: Any, tool_call: Any, entry: dict[str, Any]) -> Changed | None:
     approved_text = str(entry.get("input"))
     approved = visible_json(json.loads(approved_text), None)
     if tool_call.name != entry.get("tool"):
-        return _refusal(str(entry.get("tool")), approved, f"another tool, {tool_call.name}")
+        return Changed(_refusal(str(entry.get("tool")), approved, f"another tool, {tool_call.name}"), approved)
     tool = await agent.toolkit.get_tool(tool_call.name)
     try:
         runs = agentscope_tool_input(tool_call.input, getattr(tool, "input_schema", None))
     except ValueError as exc:
-        return _refusal(tool_call.name, approved, f"unreadable arguments ({exc})")
+        return Changed(_refusal(tool_call.name, approved, f"unreadable arguments ({exc})"), approved)
     if canonical(runs) != approved_text:
-        return _refusal(tool_call.name, approved, visible_json(runs, None))
+        return Changed(_refusal(tool_call.name, approved, visible_json(runs, None)), approved, runs, tool)
     return None
+
+
+def _live_call(agent: Any, tool_call_id: str) -> Any:
+    """The agent's own block of call ``tool_call_id`` in its last message (what AgentScope reads), or ``None``."""
+    context = agent.state.context
+    if not context or context[-1].role != "assistant" or isinstance(context[-1].content, str):
+        return None
+    blocks = [b for b in context[-1].content if getattr(b, "type", None) == "tool_call" and b.id == tool_call_id]
+    return blocks[-1] if blocks else None
+
+
+async def ask_again(agent: Any, tool_call: Any, changed: Changed) -> bool:
+    """Put an approved call whose input a middleware changed back to ``asking``, with the changed input.
+
+    Called by the guard instead of running the call: the agent's own block
+    gets the changed input, state ``asking`` (AgentScope's confirmation
+    state) and a fresh id (:func:`~nb_hitl.session._call_ids.fresh_id`: the
+    approved call was answered, and every road answers a call id once); its
+    ``suggested_rules`` are the permission engine's for the changed input,
+    and the approved call's delivered mark is cleared (nothing ran, so a
+    restore asks again instead of closing it as "may have run"). With no
+    result, AgentScope parks the reply on the call after the round
+    (``Agent._next_action``), and the Session shows it as a new pause.
+
+    Returns:
+        False when the call cannot be asked again and must be refused: no
+        readable changed input, no live block, or the permission engine
+        denies the changed input (the reason is added to ``changed.refusal``).
+    """
+    if changed.runs is None or changed.tool is None:
+        return False
+    live = _live_call(agent, tool_call.id)
+    if live is None:
+        return False
+    try:
+        verdict = await permission_engine(agent).check_permission(changed.tool, changed.runs)
+    except Exception as exc:  # noqa: BLE001 - an engine that fails never lets the call through
+        changed.refusal += f" The permission engine could not check the changed input ({type(exc).__name__})."
+        return False
+    if enum_value(verdict.behavior) == "deny":
+        changed.refusal += f" A permission rule denies the changed input: {verdict.message}"
+        return False
+    was = tool_call.id
+    new = fresh_id(was, context_call_ids(agent))
+    live.id = new
+    live.input = tool_call.input
+    live.suggested_rules = list(verdict.suggested_rules or [])
+    live.state = ToolCallState.ASKING
+    marks = agent.state.middle_context.get(DELIVERED_CONTEXT_KEY)
+    if isinstance(marks, dict):
+        marks.pop(was, None)
+    _entries(agent, ASKED_AGAIN_CONTEXT_KEY)[new] = {
+        "was": was,
+        "tool": tool_call.name,
+        "approved": changed.approved,
+        "runs": visible_json(changed.runs, None),
+        "audited": False,
+    }
+    return True
+
+
+def asked_again(agent: Any, tool_call_id: str) -> dict[str, Any] | None:
+    """The :data:`ASKED_AGAIN_CONTEXT_KEY` entry of a call :func:`ask_again` asked again, or ``None``."""
+    entry = _entries(agent, ASKED_AGAIN_CONTEXT_KEY).get(tool_call_id)
+    return entry if isinstance(entry, dict) else None
+
+
+def asked_again_message(entry: dict[str, Any]) -> str:
+    """What the card and the audit log say of a call asked again."""
+    return (
+        f"A middleware changed call {entry.get('was')} after it was approved, before it ran, so nothing ran. "
+        f"Approved: {entry.get('approved')}; it would run with: {entry.get('runs')}. "
+        "Approve to run it with the input shown here, or deny it."
+    )

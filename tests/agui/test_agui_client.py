@@ -33,6 +33,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, StreamingRespon
 from starlette.routing import Route
 
 from nb_hitl.agui import AguiClient, AguiClientError, RemoteRunError, RemoteSession, serve_in_background
+from nb_hitl.guard import StreamBudget, StreamLimitReached
 
 SCHEMA = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
 
@@ -177,21 +178,21 @@ def test_chunk_events_are_assembled(hostile):
 
 def test_an_endless_stream_of_keepalives_ends_at_the_deadline(hostile):
     async def go():
-        client = AguiClient(f"{hostile}/forever", read_timeout=0.8, deadline=30)
+        client = AguiClient(f"{hostile}/forever", read_timeout=0.8, budget=StreamBudget(max_seconds=30))
         remote = RemoteSession(f"{hostile}/forever", client=client, display=False)
         started = time.monotonic()
         with pytest.raises(RemoteRunError):
             await remote.run("hi")
         idle = time.monotonic() - started
-        client2 = AguiClient(f"{hostile}/forever", read_timeout=30, deadline=1.0)
+        client2 = AguiClient(f"{hostile}/forever", read_timeout=30, budget=StreamBudget(max_seconds=1.0))
         started = time.monotonic()
-        with pytest.raises(AguiClientError) as err:
+        with pytest.raises(StreamLimitReached) as err:
             _ = [e async for e in client2.run("t", [])]
         return remote, idle, time.monotonic() - started, err.value
 
     remote, idle, total, err = asyncio.run(go())
     assert idle < 5 and total < 5  # well before the server's 60 s
-    assert "deadline of 1 s" in str(err)
+    assert "did not end within 1 s (the client's max_seconds cap)" in str(err) and err.cap == "max_seconds"
     turn = remote.current
     assert turn.status == "error" and "No event for 0.8 s" in turn.reason
     assert turn.widget.status == "error" and "No event for 0.8 s" in turn.widget.status_reason
@@ -207,5 +208,6 @@ def test_a_64mb_event_is_refused(hostile):
 
     remote, took = asyncio.run(go())
     turn = remote.current
-    assert "larger than 8388608 bytes" in turn.reason and turn.widget.status == "error"
+    assert "larger than 8,388,608 bytes (the client's max_event_bytes cap)" in turn.reason
+    assert turn.widget.status == "error" and turn.runs[-1].error_code == "stream_limit"
     assert took < 20

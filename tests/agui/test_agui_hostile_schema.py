@@ -153,7 +153,7 @@ def test_C27_a_pattern_re2_cannot_compile_is_refused_clearly(hostile):
 
 
 @pytest.mark.parametrize(
-    "mode, needle", [("badmeta", "metadata could not be read"), ("version", "version is '99', not 1")]
+    "mode, needle", [("badmeta", "carries no response schema"), ("version", "version is '99', not 1")]
 )
 def test_malformed_interrupt_metadata_gives_a_card_that_says_why_and_offers_cancel(hostile, mode, needle):
     async def go():

@@ -197,6 +197,25 @@ def test_cancelled_is_a_denial_for_a_confirmation_and_an_error_result_otherwise(
     assert d.tool_result.state == ToolResultState.ERROR and d.tool_result.output == "boom"
 
 
+def test_c34_a_cancelled_entry_carries_the_persons_error_text_both_ways(two):
+    confirm, ask = two["confirm"], two["ask_user"]
+    interrupt = pause_to_interrupt(ask, THREAD)
+    typed = "Not now: the folder is locked."
+    entry = message_to_entry(interrupt, {"action": "return_error", "tool_call_id": "k", "message": typed})
+    assert (entry.status, entry.payload) == ("cancelled", {"message": typed})
+    d = decide(ask, resume_to_message(ask, entry, thread_id=THREAD))
+    assert (d.action, d.cause, d.tool_result.output) == ("return_error", "person", typed)
+    blank = message_to_entry(interrupt, {"action": "return_error", "tool_call_id": "k", "message": "  "})
+    assert (blank.status, blank.payload) == ("cancelled", None)  # nothing typed: AG-UI's plain cancel
+    with pytest.raises(DecisionError):  # too long for a message, refused before it is sent
+        message_to_entry(interrupt, {"action": "return_error", "tool_call_id": "k", "message": "x" * 100_000})
+    for bad in ({"message": 3}, {"message": typed, "extra": 1}):
+        with pytest.raises(DecisionError):
+            resume_to_message(ask, _entry(ask, bad, status="cancelled"), thread_id=THREAD)
+    with pytest.raises(DecisionError, match="reason"):  # a confirmation's no goes with a reason
+        resume_to_message(confirm, _entry(confirm, {"message": typed}, status="cancelled"), thread_id=THREAD)
+
+
 def test_resume_entries_that_do_not_fit_are_refused(two):
     confirm = two["confirm"]
     with pytest.raises(ResumeError) as wrong:

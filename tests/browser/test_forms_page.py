@@ -328,19 +328,19 @@ def test_denial_is_drawn_in_the_warning_colour(page, lab: JupyterLabServer) -> N
 # and typed into, before the page knows the kernel is live
 SLOW_CONNECT = """
 import asyncio
-from nb_hitl.session import Session as _Session
+from nb_hitl.session._actions import Desk as _Desk
 
-_on_action = _Session._on_action
+_on_action = _Desk.on_action
 
-def _slow_connect(self, run, message, decided_by=None):
+def _slow_connect(self, run, message, decided_by=None, origin=None):
     if isinstance(message, dict) and message.get("action") == "sync":
         async def later():
             await asyncio.sleep(3)
-            return _on_action(self, run, message, decided_by)
+            return _on_action(self, run, message, decided_by, origin)
         return later()
-    return _on_action(self, run, message, decided_by)
+    return _on_action(self, run, message, decided_by, origin)
 
-_Session._on_action = _slow_connect
+_Desk.on_action = _slow_connect
 """
 
 

@@ -150,7 +150,7 @@ def test_c41_a_wrong_value_is_refused_in_the_card_and_nothing_is_sent(tmp_path: 
             session = Session(agent, display=False)
             task = session.start("Clear the customers table.")
             pause = await question(session)
-            for content, field in (({"confirm": "yes"}, "value.confirm"), ({}, "value")):
+            for content, field in (({"confirm": "yes"}, "value.confirm"), ({}, "value.confirm")):
                 with pytest.raises(DecisionError) as err:
                     session.act({"action": "accept", "tool_call_id": pause.tool_call_id, "content": content})
                 assert err.value.field == field

@@ -21,12 +21,11 @@ from tests.harness.kernel import REPO_ROOT, kernel_env
 CASES = [
     ("ag_ui", "nb_hitl.agui"),
     ("httpx_sse", "nb_hitl.agui"),
-    ("re2", "nb_hitl.agui"),
     ("sse_starlette", "nb_hitl.agui"),
     ("uvicorn", "nb_hitl.agui"),
     ("uvicorn", "nb_hitl.fakes.openai"),
 ]
-LIBRARY_WITHOUT = ["jupyterlab", "ag_ui", "httpx_sse", "re2", "ollama"]
+LIBRARY_WITHOUT = ["jupyterlab", "ag_ui", "httpx_sse", "ollama"]
 
 PROBE = textwrap.dedent(
     """

@@ -507,11 +507,11 @@ def test_C06_tool_call_of_a_finished_reply_is_refused_on_the_next_one(tmp_path: 
             session.act({"action": "approve", "tool_call_id": "old"})
         # and the old widget refuses too: its reply finished
         with pytest.raises(PauseNotLiveError):
-            session._on_action(old_run, {"action": "interrupt"})
+            session.desk.on_action(old_run, {"action": "interrupt"})
         from nb_hitl import AlreadyDecidedError
 
         with pytest.raises(AlreadyDecidedError):
-            session._on_action(old_run, {"action": "approve", "tool_call_id": "old"})
+            session.desk.on_action(old_run, {"action": "approve", "tool_call_id": "old"})
         assert session.current.pauses["new"].status == "open"
         await session.act({"action": "approve", "tool_call_id": "new"})
         await asyncio.wait_for(task, 10)

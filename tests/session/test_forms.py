@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jsonschema
@@ -23,7 +25,7 @@ from agentscope.tool import Toolkit
 from nb_hitl import DecisionError, Session
 from nb_hitl.kinds.form import FORM_INPUT_SCHEMA, FormTool, check_form_value, form_output, schema_problem
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
-from tests.support import record_events, run_async, wait_until
+from tests.support import record_events, run_async, wait_until, widget_replies
 
 REFUND = {
     "type": "object",
@@ -70,10 +72,13 @@ def form_agent(schema: Any, events: list[Any] | None = None) -> Agent:
     [
         (REFUND, None),
         ("not a dict", "The schema is not a JSON object."),
-        ({"type": "nonsense", "properties": {"a": {}}}, "Not a valid JSON Schema at $.type"),
+        (
+            {"type": "nonsense", "properties": {"a": {}}},
+            "The schema cannot be used: it is not a valid JSON Schema at $.type",
+        ),
         (
             {"type": "object", "properties": {"a": {"minimum": "zero"}}},
-            "Not a valid JSON Schema at $.properties.a.minimum",
+            "The schema cannot be used: it is not a valid JSON Schema at $.properties.a.minimum",
         ),
         ({"type": "array", "items": {}}, 'A form schema must have "type": "object".'),
         ({"type": "object"}, 'A form schema needs "properties"'),
@@ -180,14 +185,18 @@ def test_an_invalid_schema_can_only_be_returned_as_an_error() -> None:
         session = Session(agent, display=False)
         task = session.start("go")
         pause = await wait_until(lambda: session.pending and session.pending[0], "the form")
-        assert pause.kind == "form" and pause.form_error.startswith("Not a valid JSON Schema at $.properties.n.type")
+        assert pause.kind == "form" and pause.form_error.startswith(
+            "The schema cannot be used: it is not a valid JSON Schema at $.properties.n.type"
+        )
         with pytest.raises(DecisionError, match="cannot be answered"):
             session.act({"action": "submit", "tool_call_id": pause.tool_call_id, "value": {"n": 1}})
         await session.act({"action": "return_error", "tool_call_id": pause.tool_call_id})
         return await asyncio.wait_for(task, 10)
 
     final = run_async(scenario()).get_text_content()
-    assert final.startswith("[error] value=null text=The form could not be shown to the user: Not a valid JSON Schema")
+    assert final.startswith(
+        "[error] value=null text=The form could not be shown to the user: The schema cannot be used"
+    )
 
 
 def test_declining_a_valid_form_needs_a_message() -> None:
@@ -228,3 +237,65 @@ def test_a_form_too_large_to_draw_is_refused_in_the_kernel() -> None:
     final = run_async(scenario()).get_text_content()
     assert final.startswith("[error] value=null text=The form could not be shown to the user: The form is too large")
     assert final.endswith("Ask in smaller parts.")
+
+
+# -- C32: a hostile schema from the model ------------------------------------------
+class _Counting(BaseHTTPRequestHandler):
+    hits: list[str] = []
+
+    def do_GET(self) -> None:
+        type(self).hits.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_c32_a_hostile_form_schema_shows_its_error_on_the_card() -> None:
+    """The model's AskForm schema names a URL (a real server on a loopback port)
+    and loops on itself: the card says why it cannot be answered, a Submit
+    from the page is refused there, nothing is fetched, and only the error
+    can be returned to the agent."""
+    hits: list[str] = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Counting,), {"hits": hits}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/leak?x=1"
+    hostile = {
+        "type": "object",
+        "properties": {"x": {"$ref": url}, "y": {"$ref": "#/$defs/y"}},
+        "$defs": {"y": {"$ref": "#/$defs/y"}},
+    }
+    agent = form_agent(hostile)
+
+    async def scenario() -> Any:
+        session = Session(agent, display=True)
+        task = session.start("go")
+        pause = await wait_until(lambda: session.pending and session.pending[0], "the form")
+        widget = session.current.widget
+        card = widget.pauses[0]
+        assert card["kind"] == "form" and card["response_schema"] is None
+        assert (
+            card["form_error"] == pause.form_error and url in card["form_error"] and "not fetched" in card["form_error"]
+        )
+        sent = widget_replies(widget)
+        submit = {"action": "submit", "tool_call_id": pause.tool_call_id, "value": {"x": "a", "y": "b"}}
+        widget._on_page_message(widget, {"request_id": "s1", **submit}, [])
+        await wait_until(lambda: sent, "the answer to Submit")
+        assert sent[0]["ok"] is False and "cannot be answered" in sent[0]["error"]
+        assert pause.status == "open" and len(agent.model.calls) == 1  # nothing resumed
+        ret = {"action": "return_error", "tool_call_id": pause.tool_call_id}
+        widget._on_page_message(widget, {"request_id": "r1", **ret}, [])
+        return await asyncio.wait_for(task, 10)
+
+    try:
+        final = run_async(scenario()).get_text_content()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert final.startswith(
+        "[error] value=null text=The form could not be shown to the user: The schema cannot be used"
+    )
+    assert hits == []

@@ -223,6 +223,15 @@ def test_predicates_on_the_input_and_rule_patterns() -> None:
 
     assert run_async(bash_checks()) == ["Bash(git push:*)", None, None]
 
+    async def shell_checks() -> list[Any]:
+        # for a shell tool, each simple command of the line too (the shell rules' forms)
+        p = Policy("pushes", patterns={"Bash": ["git push:*"]})
+        bash = Bash()
+        lines = ("cd repo && git push", "sudo git push -f", "echo $(/usr/bin/git push)", "echo git push")
+        return [await p.match(bash, {"command": c}) for c in lines]
+
+    assert run_async(shell_checks()) == ["Bash(git push:*)"] * 3 + [None]
+
 
 def test_a_predicate_that_raises_fails_closed() -> None:
     policy = Policy("broken", predicate=lambda name, inp: inp["missing"] > 1)

@@ -12,17 +12,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncGenerator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import TextBlock, ToolResultState
 from agentscope.middleware import MiddlewareBase
+from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 
 from nb_hitl import DecisionError, Session
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
-from tests.support import parked_on, run_async
+from nb_hitl.store import AuditLog
+from tests.support import parked, parked_on, run_async
 
 RAW = "__raw__"
 
@@ -223,13 +226,100 @@ class RewriteAfterApproval(MiddlewareBase):
                 yield item
 
 
+def hints(agent: Agent) -> list[str]:
+    """nb_hitl's ``HintBlock`` texts the model read in its last call."""
+    return [
+        str(b.hint)
+        for m in agent.model.calls[-1]
+        if not isinstance(m.content, str)
+        for b in m.content
+        if getattr(b, "type", None) == "hint" and b.source == "nb_hitl"
+    ]
+
+
 @pytest.mark.parametrize("in_place", [True, False])
-def test_approval_binds_to_input_middleware_rewrite_refused(in_place: bool) -> None:
-    """A middleware that rewrites the approved call's input after the decision: the tool does not
-    run with the unseen input; the model reads a DENIED result saying why."""
+@pytest.mark.parametrize("second", ["approve", "deny"])
+def test_a_middleware_rewrite_after_approval_is_asked_again_in_a_fresh_card(
+    in_place: bool, second: str, tmp_path: Path
+) -> None:
+    """A middleware rewrites the approved call's input before it runs: nothing runs; the call comes
+    back as a fresh card with the input it would run with; what the second answer approves is what
+    runs; the model and the audit log are told what happened."""
     received: list[dict[str, Any]] = []
+    audit = tmp_path / "audit.jsonl"
     rewrite = RewriteAfterApproval('{"path": "precious.txt"}', in_place)
     agent = note_agent('{"path": "notes.txt"}', received, middlewares=[rewrite])
+
+    async def scenario() -> Session:
+        session = Session(agent, display=False, audit_log=str(audit))
+        task = session.start("note")
+        first = await parked_on(session, "confirm")
+        assert first.input == {"path": "notes.txt"} and first.message is None
+        await session.act(msg(first, "approve"))
+        (again,) = await parked(session, resumes=1)
+        assert received == []  # nothing ran, with either input
+        # a new card, under a new call id (every road answers a call id once)
+        assert again.tool_call_id == "call_1_r2"
+        assert (again.kind, again.status, again.input) == ("confirm", "open", {"path": "precious.txt"})
+        assert again.message is not None and again.message.startswith("A middleware changed call call_1 after")
+        assert 'Approved: {"path": "notes.txt"}' in again.message and '{"path": "precious.txt"}' in again.message
+        view = again.to_view()
+        assert view["status"] == "open" and '"precious.txt"' in view["input_text"] and view["message"] == again.message
+        # the approved card says it did not run
+        assert first.status == "expired" and first.reason is not None and first.reason.startswith("Not run:")
+        # the agent waits on the call again, state asking, with the input shown
+        (parked_call,) = agent.state.get_awaiting_tool_calls(agent.name)
+        assert (parked_call.id, json.loads(parked_call.input)) == ("call_1_r2", {"path": "precious.txt"})
+        assert agent.state.middle_context["nb_hitl.delivered"] == {}  # it did not run: a restore asks again
+        await session.act(msg(again, second))
+        await asyncio.wait_for(task, 10)
+        return session
+
+    session = run_async(scenario())
+    (result,) = tool_results(agent.model.calls[-1], "write_note")
+    if second == "approve":
+        assert received == [{"path": "precious.txt", "count": 1}]  # the input of the second card, once
+        assert result.state == ToolResultState.SUCCESS and result_text(result) == "wrote precious.txt x1"
+    else:
+        assert received == [] and result.state == ToolResultState.DENIED
+    assert result.id == "call_1_r2"  # the model's call now shows the id and input that were asked
+    (hint,) = hints(agent)
+    assert 'call call_1 to write_note with {"path": "notes.txt"}, a middleware changed its input' in hint
+    assert '{"path": "precious.txt"}' in hint and "as call call_1_r2" in hint
+    rows = [(r["tool_call_id"], r["decision"], r["decided_by"]) for r in AuditLog(audit).records()]
+    assert [(i, d) for i, d, _ in rows] == [
+        ("call_1", "approve"),
+        ("call_1_r2", "input_changed"),
+        ("call_1_r2", second),
+    ]
+    assert rows[1][2] == "nb_hitl"
+    results = {e["tool_call_id"]: e["state"] for e in session.runs[-1].transcript if e["kind"] == "tool_result"}
+    assert results == {"call_1": "not run", "call_1_r2": "success" if second == "approve" else "denied"}
+
+
+class GuardedNote(FunctionTool):
+    """``write_note`` whose own permission check denies ``precious.txt`` (and asks otherwise)."""
+
+    async def check_permissions(self, tool_input: dict[str, Any], context: Any) -> PermissionDecision:
+        if tool_input.get("path") == "precious.txt":
+            return PermissionDecision(behavior=PermissionBehavior.DENY, message="precious.txt is never written")
+        return await super().check_permissions(tool_input, context)
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_a_rewrite_to_an_input_the_engine_denies_is_refused_not_asked(in_place: bool) -> None:
+    received: list[dict[str, Any]] = []
+    (plain,) = recording_tools(received)
+    agent = Agent(
+        name="noter",
+        system_prompt="write notes",
+        model=RawArgsModel(
+            [Turn("Writing.", [tool_call("write_note", id="call_1", path="notes.txt")]), Turn("ok")],
+            on_exhausted="raise",
+        ),
+        toolkit=Toolkit(tools=[GuardedNote(plain._func)]),
+        middlewares=[RewriteAfterApproval('{"path": "precious.txt"}', in_place)],
+    )
 
     async def scenario() -> Any:
         session = Session(agent, display=False)
@@ -243,9 +333,9 @@ def test_approval_binds_to_input_middleware_rewrite_refused(in_place: bool) -> N
     results = tool_results(agent.model.calls[-1], "write_note")
     assert len(results) == 1 and results[0].state == ToolResultState.DENIED
     text = result_text(results[0])
-    assert "changed after the person approved it" in text and "precious.txt" in text and "Nothing ran" in text
-    entry = next(e for e in session.runs[-1].transcript if e["kind"] == "tool_result")
-    assert entry["state"] == "denied" and "Nothing ran" in entry["text"]
+    assert "changed after the person approved it" in text and "Nothing ran" in text
+    assert "A permission rule denies the changed input: precious.txt is never written" in text
+    assert [p.tool_call_id for p in session.runs[-1].pauses.values()] == ["call_1"]  # no second card
 
 
 def test_guard_leaves_unapproved_and_unchanged_calls_alone() -> None:
@@ -298,3 +388,54 @@ def test_modify_runs_exactly_the_edit() -> None:
 
     run_async(scenario())
     assert received == [{"path": "x.txt", "count": 4}]
+
+
+def test_a_call_asked_again_comes_back_after_a_restore_and_runs_once_approved(tmp_path: Path) -> None:
+    """The kernel stops while the call waits on its second card: the restored session shows it again
+    (with why), and approving it runs the changed input once."""
+    received: list[dict[str, Any]] = []
+    ckpt = tmp_path / "ckpt"
+
+    def build(state: Any = None) -> Agent:
+        """The note agent; restored (``state``), its model only has the final turn left."""
+        first_turn = (
+            [] if state is not None else [Turn("Writing.", [tool_call("write_note", id="call_1", path="notes.txt")])]
+        )
+        return Agent(
+            name="noter",
+            system_prompt="write notes",
+            model=RawArgsModel([*first_turn, Turn("ok")], on_exhausted="raise"),
+            toolkit=Toolkit(tools=recording_tools(received)),
+            middlewares=[RewriteAfterApproval('{"path": "precious.txt"}', True)],
+            state=state,
+        )
+
+    async def first() -> str:
+        session = Session(build(), display=False, checkpoints=str(ckpt))
+        session.start("note")
+        await session.act(msg(await parked_on(session, "confirm"), "approve"))
+        await parked(session, resumes=1)
+        assert session.current is not None and session.current.task is not None
+        session.current.task.cancel()  # the kernel "dies" here
+        sid = session.session_id
+        session.close()
+        return sid
+
+    sid = run_async(first())
+    restored_agent: list[Agent] = []
+
+    async def second() -> None:
+        session = Session.restore(
+            lambda st: restored_agent.append(build(st)) or restored_agent[-1], str(ckpt), sid, display=False
+        )
+        task = session.start_resume()
+        again = await parked_on(session, "confirm")
+        assert again.input == {"path": "precious.txt"} and again.message is not None
+        assert "Approved: " in again.message
+        await session.act(msg(again, "approve"))
+        await asyncio.wait_for(task, 10)
+
+    run_async(second())
+    assert received == [{"path": "precious.txt", "count": 1}]
+    (hint,) = hints(restored_agent[0])
+    assert '{"path": "precious.txt"}' in hint

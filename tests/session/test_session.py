@@ -271,7 +271,7 @@ def test_C07_new_message_while_parked(tmp_path: Path) -> None:
         assert first.status == "interrupted"
         assert confirm.status == "expired" and "new message" in (confirm.reason or "")
         with pytest.raises(PauseNotLiveError):  # what the old reply's widget handler calls on a click
-            session._on_action(first, {"action": "approve", "tool_call_id": "call_first"})
+            session.desk.on_action(first, {"action": "approve", "tool_call_id": "call_first"})
         assert session.current is not first and session.current.status == "finished"
 
     run_async(scenario())

@@ -192,3 +192,39 @@ def test_the_connect_sync_answers_by_the_seq_the_page_holds() -> None:
         assert rec.replies[-1]["entries"] == list(session.current.transcript)
 
     run_async(scenario())
+
+
+def test_only_deltas_wait_for_the_pace_every_other_change_is_sent_at_once(tmp_path: Any) -> None:
+    """What follows a person's answer is never held back by the stream's pacing:
+    when the next event reaches the session, every change an event other than a
+    text delta made (a tool result starting and ending, a model call starting and
+    ending, a tool call's input complete) has already gone to the page; only
+    deltas (and a text block's empty start) wait."""
+    from nb_hitl.demo import make_sandbox
+    from nb_hitl.models import tool_call
+    from nb_hitl.session._drive import PACED_EVENTS
+    from tests.support import parked
+    from tests.support_agents import sandbox_agent
+
+    folder = make_sandbox(tmp_path / "box")
+    agent = sandbox_agent(folder, [Turn("Deleting.", [tool_call("delete_file", path="old_log.txt")]), Turn("Done.")])
+    held: list[str] = []
+
+    async def scenario() -> None:
+        session = Session(agent, display=True)
+        last: list[Any] = []
+
+        def listener(ev: Any, run: Any) -> None:
+            # ``ev`` is about to be handled: the one before it was handled in full
+            if last and not isinstance(last[0], PACED_EVENTS) and run.transcript.pending:
+                held.append(type(last[0]).__name__)
+            last[:] = [ev]
+
+        session.on_event(listener)
+        task = session.start("Tidy up.")
+        (pause,) = await parked(session)
+        await session.act({"action": "approve", "tool_call_id": pause.tool_call_id})
+        await asyncio.wait_for(task, 20)
+
+    run_async(scenario())
+    assert held == [], f"changes left waiting for the pace after {held}"

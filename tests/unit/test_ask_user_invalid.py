@@ -130,7 +130,7 @@ def test_C02_invalid_askuser_shows_the_error_and_returns_it_to_the_agent(tmp_pat
         ]
         sent: list[dict[str, Any]] = []
         # the answers to page messages (card stream messages are not answers)
-        run.widget.send = lambda m, *_: None if m.get("type") == "nbh_cards" else sent.append(m)  # type: ignore[method-assign]
+        run.widget.send = lambda m, *_: None if m.get("type") in ("nbh_cards", "nbh_transcript") else sent.append(m)  # type: ignore[method-assign]
         for i, message in enumerate(attempts):
             with pytest.raises(DecisionError):
                 session.act(message)

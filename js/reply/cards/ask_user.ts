@@ -25,6 +25,7 @@ function buildInvalid(card: HTMLElement, p: PauseView, ctx: CardCtx, dis: boolea
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
   const dis = !open || ui.pending;
+  if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   if (!p.ask_user) {
     buildInvalid(card, p, ctx, dis);
     return;

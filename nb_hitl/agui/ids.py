@@ -1,0 +1,51 @@
+"""AG-UI interrupt ids and times (pure).
+
+An interrupt id is a hash of thread, reply and tool call, so a server can
+refuse an id that names another call; ``expires_at`` is ISO 8601 UTC.
+Re-exported by :mod:`nb_hitl.agui.mapping`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+
+__all__ = ["interrupt_id", "to_iso", "parse_expires_at"]
+
+
+def interrupt_id(thread_id: str, reply_id: str, tool_call_id: str) -> str:
+    """The interrupt id of one parked tool call.
+
+    Args:
+        thread_id: the AG-UI ``threadId`` (one conversation, one agent).
+        reply_id: AgentScope's ``reply_id`` of the parked reply.
+        tool_call_id: the parked ``ToolCallBlock.id``.
+
+    Returns:
+        ``"nbh-" + 32 hex digits`` of SHA-256 over the three (unit-separated),
+        the same for the same triple, different for any other.
+    """
+    digest = hashlib.sha256("\x1f".join((thread_id, reply_id, tool_call_id)).encode("utf-8")).hexdigest()
+    return f"nbh-{digest[:32]}"
+
+
+def to_iso(epoch_seconds: float) -> str:
+    """``time.time()`` seconds -> ISO 8601 UTC with milliseconds and ``Z``
+    (AG-UI's documented convention for ``Interrupt.expires_at``)."""
+    moment = _dt.datetime.fromtimestamp(epoch_seconds, tz=_dt.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_expires_at(value: str | None) -> float | None:
+    """ISO 8601 ``expires_at`` -> epoch seconds, or ``None`` when absent or
+    not a date (AG-UI: such a value "leaves the interrupt looking permanently
+    unexpired"). A value without a zone is read as UTC."""
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        moment = _dt.datetime.fromisoformat(value.strip().replace("z", "Z"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_dt.UTC)
+    return moment.timestamp()

@@ -1,0 +1,47 @@
+"""Guards for untrusted input: what someone else wrote, checked before use.
+
+* :mod:`~nb_hitl.guard.schema`: a JSON Schema the model or a peer wrote
+  (an ``AskForm`` call, an AG-UI interrupt, a tool's input schema):
+  :func:`check_schema` refuses what cannot be used safely,
+  :func:`validation_errors` validates an answer without fetching anything
+  or backtracking.
+* :mod:`~nb_hitl.guard.stream`: a peer's event stream: a
+  :class:`StreamBudget` of bytes, events, seconds and one event's size,
+  enforced by a :class:`StreamMeter`.
+"""
+
+from .schema import (
+    MAX_SCHEMA_BYTES,
+    MAX_SCHEMA_DEPTH,
+    NO_FETCH,
+    SchemaRefused,
+    check_schema,
+    validation_errors,
+    without_patterns,
+)
+from .stream import (
+    MAX_EVENT_BYTES,
+    MAX_RUN_BYTES,
+    MAX_RUN_EVENTS,
+    MAX_RUN_SECONDS,
+    StreamBudget,
+    StreamLimitReached,
+    StreamMeter,
+)
+
+__all__ = [
+    "MAX_EVENT_BYTES",
+    "MAX_RUN_BYTES",
+    "MAX_RUN_EVENTS",
+    "MAX_RUN_SECONDS",
+    "MAX_SCHEMA_BYTES",
+    "MAX_SCHEMA_DEPTH",
+    "NO_FETCH",
+    "SchemaRefused",
+    "StreamBudget",
+    "StreamLimitReached",
+    "StreamMeter",
+    "check_schema",
+    "validation_errors",
+    "without_patterns",
+]

@@ -1,0 +1,386 @@
+"""A shell command line read as the shell reads it: its simple commands.
+
+AgentScope's ``Bash.match_rule`` compares a rule with the whole command
+line as text (``rm:*`` is ``command.startswith("rm ")``), so ``\\trm -rf x``,
+``/bin/rm -rf x``, ``sudo rm -rf x`` or ``echo ok; rm -rf x`` slip past a
+deny rule, and an allow rule for ``git status:*`` also allows whatever is
+chained after it. This module parses the line with tree-sitter-bash (the
+grammar AgentScope's own ``BashCommandParser`` uses) into the simple
+commands it runs, so that each can be put to AgentScope's permission engine
+on its own (:mod:`nb_hitl.permissions.shell_check`).
+
+Pure functions over the parse tree; nothing here decides. What it finds:
+
+* every simple command, wherever it stands: after ``;``, ``&&``, ``||``,
+  ``|``, inside ``$(...)``, backticks, ``<(...)``, subshells, groups,
+  ``if``/``for``/``while``/``case`` bodies, function bodies, heredoc bodies,
+  the code of ``sh -c '...'`` / ``bash -c`` / ``eval`` when it is literal;
+* for each, the program (quotes and backslashes removed, as the shell
+  does), its arguments and redirections as written, and the forms a deny or
+  ask rule is checked against (:meth:`SimpleCommand.rule_forms`): the
+  command from its program on, the program's base name (``/bin/rm`` ->
+  ``rm``), and what a wrapper runs (``sudo``, ``env``, ``nohup``,
+  ``command``, ``exec``, ``time``, ``xargs``...: every tail of the words
+  after the wrapper, so no option syntax has to be known), and the command
+  of ``find -exec``;
+* problems, for what cannot be judged: a syntax error, a program name
+  computed at run time (``$cmd``, ``$(...)``, a glob or brace pattern), the
+  code of ``sh -c`` / ``eval`` that is not a literal, nesting too deep, a
+  line too long, more than :data:`MAX_COMMANDS` commands, a wrapper with
+  more than :data:`MAX_WRAPPED_WORDS` words. A call with a problem asks.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import tree_sitter_bash as tsbash
+from tree_sitter import Language, Node, Parser
+
+__all__ = [
+    "SimpleCommand",
+    "ShellParse",
+    "parse_command",
+    "WRAPPERS",
+    "SHELLS",
+    "MAX_COMMAND_CHARS",
+    "MAX_NESTING",
+    "MAX_COMMANDS",
+    "MAX_WRAPPED_WORDS",
+]
+
+MAX_COMMAND_CHARS = 100_000
+"""Longer command lines are not parsed: they ask."""
+
+MAX_COMMANDS = 200
+"""More simple commands than this in one line are not judged one by one: the call asks."""
+
+MAX_WRAPPED_WORDS = 64
+"""A wrapper (``sudo``...) followed by more words than this is not judged: the call asks."""
+
+MAX_NESTING = 4
+"""How many levels of ``sh -c '...'`` / ``eval '...'`` code are read; deeper asks."""
+
+WRAPPERS = frozenset(
+    {
+        "sudo", "doas", "env", "nohup", "command", "builtin", "exec", "time", "nice", "ionice", "timeout",
+        "stdbuf", "xargs", "setsid", "chroot", "flock", "unbuffer", "caffeinate", "chrt", "taskset", "watch",
+        "strace", "ltrace", "torsocks", "proxychains", "firejail", "systemd-run", "runuser", "sg", "script",
+        "parallel", "run-one", "catchsegv", "valgrind", "nsenter", "unshare", "busybox", "fakeroot", "coproc",
+    }
+)  # fmt: skip
+"""Programs that run another command given in their arguments. A deny or ask
+rule is also checked against every tail of the words after them."""
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
+"""Shells whose ``-c`` code is read as a command line of its own."""
+
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_EXPANDING = frozenset({"simple_expansion", "expansion", "command_substitution", "process_substitution"})
+_PATTERN_CHARS = frozenset("*?[]{}")
+_DECLARATIONS = {"declaration_command", "unset_command", "test_command"}
+
+_PARSER = Parser(Language(tsbash.language()))
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One simple command of a command line.
+
+    Attributes:
+        program: the program as the shell reads it (``"rm"`` for ``"r"m``
+            or ``\\rm``), ``None`` for a line that only assigns variables.
+        args: the arguments as written.
+        redirections: the redirections as written (``"> out"``, ``"2>&1"``),
+            including those of an enclosing group or pipeline element.
+        assignments: ``NAME=value`` words before the program, as written.
+        values: the shell's reading of the program and each argument (quotes
+            removed), ``None`` where it is computed at run time.
+        via: how it was reached when not at the top level (``"$(...)"``,
+            ``"sh -c"``, ``"eval"``...), else ``""``.
+    """
+
+    program: str | None
+    args: tuple[str, ...] = ()
+    redirections: tuple[str, ...] = ()
+    assignments: tuple[str, ...] = ()
+    values: tuple[str | None, ...] = ()
+    via: str = ""
+
+    @property
+    def text(self) -> str:
+        """The command as the permission engine is asked about it: assignments,
+        program, arguments and redirections, one space apart."""
+        return " ".join(
+            [*self.assignments, *([self.program] if self.program is not None else []), *self.args, *self.redirections]
+        )
+
+    def rule_forms(self) -> list[str]:
+        """The texts a deny or ask rule is checked against, :attr:`text` first:
+        the command from its program on (assignments and redirections left
+        out, quotes removed), with the program's base name, each tail of a
+        wrapper's words, the command of ``find -exec``. Each form is one
+        command: a rule is never matched against what is chained to it."""
+        forms: list[str] = [self.text]
+        if self.program is None:
+            return forms
+        words = [v if v is not None else a for v, a in zip(self.values, (self.program, *self.args), strict=False)]
+        for start in _program_starts(words):
+            tail = words[start:]
+            forms.append(" ".join(tail))
+            base = posixpath.basename(tail[0])
+            if base and base != tail[0]:
+                forms.append(" ".join([base, *tail[1:]]))
+        return list(dict.fromkeys(f for f in forms if f))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"program", "args", "redirections", "assignments", "text", "via"}``
+        (JSON-ready, for the confirmation card)."""
+        return {
+            "program": self.program,
+            "args": list(self.args),
+            "redirections": list(self.redirections),
+            "assignments": list(self.assignments),
+            "text": self.text,
+            "via": self.via,
+        }
+
+
+@dataclass(frozen=True)
+class ShellParse:
+    """A command line read into its simple commands.
+
+    Attributes:
+        source: the command line.
+        commands: every simple command, in the order they appear.
+        problems: why (part of) the line cannot be judged; empty when it can.
+    """
+
+    source: str
+    commands: tuple[SimpleCommand, ...] = ()
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def judged(self) -> bool:
+        """Whether every part of the line could be read (no problems)."""
+        return not self.problems
+
+
+def _program_starts(words: list[str]) -> Iterator[int]:
+    """Indexes where a program starts in ``words``: 0, every position after a
+    wrapper (each tail, as options are not parsed), the command of ``find -exec``."""
+    yield 0
+    base = posixpath.basename(words[0]) if words else ""
+    if base in WRAPPERS:
+        yield from range(1, min(len(words), MAX_WRAPPED_WORDS + 1))
+    if base == "find":
+        for i, w in enumerate(words):
+            if w in _FIND_EXEC and i + 1 < len(words):
+                yield i + 1
+
+
+def _text(node: Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+
+
+def _unescape_word(raw: str) -> str:
+    out, i = [], 0
+    while i < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw):
+            if raw[i + 1] != "\n":  # a backslash-newline is a line continuation
+                out.append(raw[i + 1])
+            i += 2
+        else:
+            out.append(raw[i])
+            i += 1
+    return "".join(out)
+
+
+def _unescape_double(raw: str) -> str:
+    out, i = [], 0
+    while i < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '"\\$`\n':
+            if raw[i + 1] != "\n":
+                out.append(raw[i + 1])
+            i += 2
+        else:
+            out.append(raw[i])
+            i += 1
+    return "".join(out)
+
+
+def literal_value(node: Node) -> str | None:
+    """The shell's reading of a word node when it is fixed text (quotes and
+    backslashes removed), ``None`` when it is computed at run time."""
+    kind = node.type
+    if kind in ("word", "number"):
+        return _unescape_word(_text(node))
+    if kind == "raw_string":
+        return _text(node)[1:-1]
+    if kind == "string":
+        parts = []
+        for child in node.children:
+            if child.type == '"':
+                continue
+            if child.type != "string_content":
+                return None
+            parts.append(_unescape_double(_text(child)))
+        return "".join(parts)
+    if kind == "concatenation":
+        values = [literal_value(c) for c in node.children]
+        return None if any(v is None for v in values) else "".join(v for v in values if v is not None)
+    if kind == "command_name":
+        return literal_value(node.children[0]) if node.child_count == 1 else None
+    return None
+
+
+def _redirect_texts(nodes: list[Node]) -> tuple[str, ...]:
+    out = []
+    for r in nodes:
+        if r.type == "heredoc_redirect":
+            body = next((c for c in r.children if c.type == "heredoc_start"), None)
+            out.append("<<" + (_text(body) if body is not None else ""))
+        else:
+            out.append(" ".join(_text(r).split()))
+    return tuple(out)
+
+
+def _simple_command(node: Node, redirects: tuple[str, ...], via: str) -> tuple[SimpleCommand, list[str]]:
+    """A ``command`` node (or a declaration) as a :class:`SimpleCommand`, and its problems."""
+    problems: list[str] = []
+    if node.type in _DECLARATIONS:
+        head = _text(node.children[0]) if node.child_count else node.type
+        rest = tuple(_text(c) for c in node.children[1:])
+        return SimpleCommand(head, rest, redirects, (), (head,), via), problems
+    assignments: list[str] = []
+    own_redirects: list[Node] = []
+    program: str | None = None
+    values: list[str | None] = []
+    args: list[str] = []
+    for child in node.children:
+        if child.type == "variable_assignment":
+            assignments.append(_text(child))
+        elif child.type.endswith("_redirect"):
+            own_redirects.append(child)
+        elif child.type == "command_name":
+            value = literal_value(child)
+            written = _text(child)
+            if value is None or any(c in _PATTERN_CHARS for c in value):
+                problems.append(f"the program name `{written}` cannot be read before the command runs")
+                program = written
+            else:
+                program = value
+            values.append(value)
+        elif program is not None and child.is_named:
+            args.append(_text(child))
+            values.append(literal_value(child))
+    cmd = SimpleCommand(
+        program, tuple(args), redirects + _redirect_texts(own_redirects), tuple(assignments), tuple(values), via
+    )
+    return cmd, problems
+
+
+def _inner_code(cmd: SimpleCommand) -> list[tuple[str | None, str]]:
+    """The code ``sh -c CODE`` / ``eval WORDS`` runs, also behind a wrapper
+    (``sudo sh -c ...``, ``find -exec bash -c ...``): ``[(code or None when
+    not literal, label)]``, empty when the command runs no inline code."""
+    if cmd.program is None:
+        return []
+    values = list(cmd.values)
+    words = [v if v is not None else a for v, a in zip(values, (cmd.program, *cmd.args), strict=False)]
+    found: list[tuple[str | None, str]] = []
+    for start in _program_starts(words):
+        base = posixpath.basename(words[start])
+        rest = values[start + 1 :]
+        if base == "eval":
+            found.append((None if any(w is None for w in rest) else " ".join(w for w in rest if w is not None), "eval"))
+        elif base in SHELLS:
+            for i, w in enumerate(rest):
+                if w is not None and w.startswith("-") and not w.startswith("--") and "c" in w[1:]:
+                    found.append((rest[i + 1] if i + 1 < len(rest) else None, f"{base} -c"))
+                    break
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def parse_command(command: str, *, _depth: int = 0, _via: str = "") -> ShellParse:
+    """Read a command line into its simple commands (tree-sitter-bash).
+
+    Args:
+        command: the command line (a Bash tool's ``command``).
+
+    Returns:
+        a :class:`ShellParse`; ``problems`` says what could not be judged
+        (a syntax error, a computed program name, non-literal ``sh -c`` or
+        ``eval`` code, nesting deeper than :data:`MAX_NESTING`, more than
+        :data:`MAX_COMMAND_CHARS` characters). Never raises for any string.
+        The result is immutable and cached (the same line is read once per
+        permission check, by every rule that looks at it).
+    """
+    if not isinstance(command, str):
+        return ShellParse(str(command), (), ("the command is not text",))
+    if len(command) > MAX_COMMAND_CHARS:
+        return ShellParse(command, (), (f"the command is longer than {MAX_COMMAND_CHARS:,} characters",))
+    if not command.strip():
+        return ShellParse(command, (), ("the command is empty",))
+    tree = _PARSER.parse(command.encode("utf-8", "surrogatepass"))
+    commands: list[SimpleCommand] = []
+    problems: list[str] = []
+    stack: list[tuple[Node, tuple[str, ...], str]] = [(tree.root_node, (), _via)]
+    while stack:
+        node, redirects, via = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            snippet = " ".join(_text(node).split())[:60]
+            problems.append(f"it cannot be parsed as a shell command (near `{snippet}`)" if snippet else
+                            "it cannot be parsed as a shell command (it is incomplete)")  # fmt: skip
+            continue
+        children = list(node.children)
+        if node.type == "redirected_statement":
+            reds = [c for c in children if c.type.endswith("_redirect")]
+            inherited = redirects + _redirect_texts(reds)
+            stack.extend((c, inherited if not c.type.endswith("_redirect") else (), via) for c in reversed(children))
+            continue
+        if node.type == "command" or node.type in _DECLARATIONS:
+            if len(commands) >= MAX_COMMANDS:
+                problems.append(f"it has more than {MAX_COMMANDS} commands")
+                break
+            cmd, own = _simple_command(node, redirects, via)
+            if cmd.program is not None and posixpath.basename(cmd.program) in WRAPPERS:
+                if len(cmd.args) > MAX_WRAPPED_WORDS:
+                    problems.append(
+                        f"`{cmd.program}` is followed by more than {MAX_WRAPPED_WORDS} words; "
+                        "which of them it runs cannot be checked"
+                    )
+            commands.append(cmd)
+            problems.extend(own)
+            for text, label in _inner_code(cmd):
+                if text is None:
+                    problems.append(f"`{label}` runs code that is only known when the command runs")
+                elif _depth + 1 > MAX_NESTING:
+                    problems.append(f"`{label}` code is nested more than {MAX_NESTING} levels deep")
+                else:
+                    inner = parse_command(text, _depth=_depth + 1, _via=label)
+                    commands.extend(inner.commands)
+                    problems.extend(inner.problems)
+            if len(commands) > MAX_COMMANDS:
+                problems.append(f"it has more than {MAX_COMMANDS} commands")
+                del commands[MAX_COMMANDS:]
+                break
+            redirects = ()  # nested commands (in substitutions) have their own
+        if node.type == "command_substitution":
+            via = "`...`" if _text(node).startswith("`") else "$(...)"
+        elif node.type == "process_substitution":
+            via = "<(...)"
+        elif node.type == "subshell":
+            via = via or "(...)"
+        if node.type != "command":
+            redirects = redirects if node.type in ("list", "pipeline", "compound_statement", "subshell",
+                                                   "negated_command", "program") else ()  # fmt: skip
+        stack.extend((c, redirects, via) for c in reversed(children))
+    if tree.root_node.has_error and not problems:
+        problems.append("it cannot be parsed as a shell command")
+    return ShellParse(command, tuple(commands), tuple(dict.fromkeys(problems)))

@@ -1,0 +1,123 @@
+"""The shell rules policy: shell commands mean what the permission rules say.
+
+AgentScope matches a ``Bash`` rule against the whole command line as text,
+so ``deny Bash(rm:*)`` does not stop ``\\trm -rf x``, ``/bin/rm -rf x``,
+``sudo rm -rf x`` or ``echo ok; rm -rf x``, and ``allow Bash(git status:*)``
+also allows ``git status && curl … | sh``. :class:`ShellRulesMiddleware`
+is an ``on_check_permission`` middleware (``agentscope.middleware.
+MiddlewareBase``) that, after the chain and the engine decided the call,
+judges it again one simple command at a time with the same engine
+(:func:`nb_hitl.permissions.shell_check.judge_shell_call`): a call asks
+unless every simple command in it is allowed, a deny rule denies wherever
+its program appears, and what cannot be parsed asks.
+
+It is on by default: :class:`~nb_hitl.Session` installs it on every agent it
+drives (``Session(..., shell_rules=False)`` leaves it out), as the
+*innermost* permission middleware, so a :class:`~nb_hitl.policy.Policy`
+still sees (and may tighten) its decision. It acts on AgentScope's ``Bash``
+and on any tool with a ``shell_command_field`` attribute naming the input
+key of its command line. A call the person already approved (call state
+``allowed``) is passed through untouched, as AgentScope's own
+``_check_permission_impl`` does.
+
+For each call that asks, what it found is kept in
+``agent.state.middle_context["nb_hitl.shell"][tool_call_id]``
+(:data:`~nb_hitl._agentscope.SHELL_CONTEXT_KEY`, saved with checkpoints):
+the simple commands (``{program, args, redirections, assignments, text,
+via, behavior, why}``), the problems, and the message; the Session puts them
+in the pause (``Pause.shell_commands``, :func:`describe_shell_pause`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agentscope.message import ToolCallState
+from agentscope.middleware import MiddlewareBase
+from agentscope.permission import PermissionBehavior, PermissionDecision
+
+from ._agentscope import SHELL_CONTEXT_KEY, enum_value, permission_engine
+from .permissions.shell_check import judge_shell_call
+
+__all__ = ["ShellRulesMiddleware", "install_shell_rules", "describe_shell_pause", "SHELL_CONTEXT_KEY"]
+
+
+class ShellRulesMiddleware(MiddlewareBase):
+    """AgentScope ``on_check_permission`` middleware applying the shell rules
+    (see the module docstring). Stateless: one instance may serve many agents."""
+
+    async def on_check_permission(
+        self,
+        agent: Any,
+        input_kwargs: dict,
+        next_handler: Callable[..., Any],
+    ) -> PermissionDecision:
+        """The hook: the chain's decision, judged again per simple command."""
+        decision: PermissionDecision = await next_handler(**input_kwargs)
+        tool_call = input_kwargs.get("tool_call")
+        tool = input_kwargs.get("tool")
+        tool_input = input_kwargs.get("tool_input") or {}
+        if tool_call is None or tool is None:
+            return decision
+        if enum_value(tool_call.state) == ToolCallState.ALLOWED.value:
+            return decision  # approved by the person: AgentScope answers ALLOW for it
+        try:
+            engine = permission_engine(agent)
+        except TypeError:
+            return decision
+        verdict = await judge_shell_call(engine, tool, tool_input, decision)
+        if verdict is None:
+            return decision
+        details = agent.state.middle_context.get(SHELL_CONTEXT_KEY)
+        if not isinstance(details, dict):
+            details = agent.state.middle_context[SHELL_CONTEXT_KEY] = {}
+        if verdict.decision.behavior == PermissionBehavior.ASK:
+            details[tool_call.id] = verdict.detail()
+        else:
+            details.pop(tool_call.id, None)  # nothing stale for a reused call id
+        return verdict.decision
+
+
+def install_shell_rules(agent: Any) -> ShellRulesMiddleware:
+    """Make :class:`ShellRulesMiddleware` the innermost ``on_check_permission``
+    middleware of ``agent`` (idempotent).
+
+    AgentScope 2.0.11 filters middlewares by hook once, in ``Agent.__init__``,
+    into ``Agent._check_permission_middlewares``, read on every check; the
+    last one wraps the engine directly.
+
+    Raises:
+        TypeError: ``agent`` is not an AgentScope 2.0.x ``Agent``.
+    """
+    chain = getattr(agent, "_check_permission_middlewares", None)
+    if not isinstance(chain, list):
+        raise TypeError(f"expected an agentscope Agent with permission middlewares, got {type(agent).__name__}")
+    existing = next((m for m in chain if isinstance(m, ShellRulesMiddleware)), None)
+    mw = existing or ShellRulesMiddleware()
+    chain[:] = [m for m in chain if not isinstance(m, ShellRulesMiddleware)]
+    chain.append(mw)
+    return mw
+
+
+def describe_shell_pause(agent: Any, pause: Any) -> None:
+    """Put what the shell rules found into a confirmation: the simple commands
+    (``pause.shell_commands``) and, when they changed the engine's decision,
+    their message, reason, bypass-immunity (the Session rebuilds a pause's
+    message with the engine alone, which does not see middlewares).
+
+    Args:
+        agent: the agent (its ``state.middle_context`` is read).
+        pause: a :class:`~nb_hitl.pauses.Pause` (only a confirmation has a detail kept).
+    """
+    details = agent.state.middle_context.get(SHELL_CONTEXT_KEY)
+    detail = details.get(pause.tool_call_id) if isinstance(details, dict) else None
+    if not isinstance(detail, dict):  # kept only for a call that asked: a confirmation
+        return
+    commands = detail.get("commands")
+    pause.shell_commands = [dict(c) for c in commands if isinstance(c, dict)] if isinstance(commands, list) else []
+    pause.shell_problems = [str(p) for p in detail.get("problems") or []]
+    if detail.get("changed"):
+        pause.permission_message = str(detail.get("message") or "")
+        pause.decision_reason = str(detail.get("reason") or "")
+        pause.bypass_immune = bool(detail.get("bypass_immune"))
