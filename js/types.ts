@@ -4,7 +4,7 @@
 // Traits of each widget model are typed here too, for `AnyModel<T>`.
 
 /** The kinds of pause the reply widget draws (one card module each). */
-export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form";
+export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form" | "elicitation";
 
 /** open -> deciding (checks run) -> decided (queued for the agent) -> delivered; or expired. */
 export type PauseStatus = "open" | "deciding" | "decided" | "delivered" | "expired";
@@ -52,6 +52,8 @@ export interface DecisionView {
   answers?: { question: string; selected?: string[]; other?: string | null }[];
   state?: string;
   applied?: string;
+  /** an accepted MCP elicitation: the values sent to the server */
+  content?: Record<string, unknown>;
   [key: string]: unknown;
 }
 
@@ -96,6 +98,8 @@ export interface PauseView {
   form_error: string | null;
   /** The team member (or leader) that asks; "" for a single agent. */
   agent: string;
+  /** an MCP tool's annotation hints as its server declared them (destructiveHint, openWorldHint...), else null */
+  tool_hints: Record<string, boolean> | null;
   /** a shell tool's confirmation: its simple commands, as the shell rules read them */
   shell_commands: ShellCommandView[];
   /** why (part of) that command line cannot be judged, one line each */

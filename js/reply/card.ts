@@ -83,7 +83,14 @@ export function decisionText(d: DecisionView | null): string {
     case "return_error":
       return "Error returned to the agent";
     case "accept":
-      return "Result accepted";
+      // an MCP server's question carries the values sent; a review accepts the result as it is
+      return dec.content !== undefined ? `Accepted: sent to the MCP server ${JSON.stringify(dec.content)}` : "Result accepted";
+    case "decline":
+      return "Declined: the MCP server was told no";
+    case "cancel":
+      if (dec.cause === "timeout") return "Not answered before the deadline: the MCP server was told cancel";
+      if (dec.cause === "cancelled") return "Cancelled without an answer: the MCP server was told cancel";
+      return "Cancelled: the MCP server was told cancel";
     case "edit":
       return "Result edited before the model saw it";
     case "reject":
@@ -100,7 +107,7 @@ export function decisionText(d: DecisionView | null): string {
 // a decision that refused something (not drawn in the approval colour)
 function refusal(d: DecisionView | null): boolean {
   const a = d ? d.action : undefined;
-  return a === "deny" || a === "reject" || a === "cancelled" || a === "return_error" || a === "timeout";
+  return a === "deny" || a === "reject" || a === "cancelled" || a === "return_error" || a === "timeout" || a === "decline" || a === "cancel";
 }
 
 /** The most characters of a call's input a card shows (a huge input stays readable and cheap to draw). */
@@ -493,6 +500,8 @@ export class CardSet {
     const refused = (p as RemotePauseView).refused;
     if (refused) card.append(h("div", { class: "nbh-error", "data-testid": "nbh-refused", role: "alert" }, refused));
     if (p.status !== "open") {
+      const head = kind.recordHead ? kind.recordHead(p) : null;
+      if (head) card.append(head);
       this.appendRecord(card, p, ui, kind.showsInputWhenClosed ? kind.showsInputWhenClosed(p) : true);
       return card;
     }

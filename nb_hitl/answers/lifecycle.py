@@ -20,7 +20,9 @@ this table, so "decided" and "delivered" mean the same everywhere:
   this is set only when the answer produced the call's result.
 
 An illegal change raises :class:`PauseTransitionError` (an internal error,
-logged) instead of silently overwriting the status.
+logged) instead of silently overwriting the status. A pause whose answer is
+carried outside the agent's queue (``Pause.carrier``: an MCP server waiting
+for its elicitation) hears here of its expiry, whatever ended it.
 """
 
 from __future__ import annotations
@@ -90,4 +92,9 @@ def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None)
     pause.status = to
     if reason is not None:
         pause.reason = reason
+    if to == "expired" and pause.carrier is not None:
+        try:
+            pause.carrier.expired(pause.reason or "The pause expired.")
+        except Exception:  # a carrier never stops the status change
+            log.exception("the carrier of %s failed on expiry", pause.tool_call_id)
     return name

@@ -33,8 +33,30 @@ function alwaysLabel(p: PauseView): string {
   return d.includes("always_allow") ? "Always allow…" : "Always deny…";
 }
 
+// An MCP tool's annotations, as its server declared them: hints, not guarantees.
+const HINT_WORDS: Record<string, [string, string]> = {
+  readOnlyHint: ["read-only", "not read-only"],
+  destructiveHint: ["destructive", "not destructive"],
+  idempotentHint: ["idempotent", "not idempotent"],
+  openWorldHint: ["reaches the outside world", "closed world"],
+};
+
+function hintsLine(p: PauseView): HTMLElement | null {
+  const hints = p.tool_hints;
+  if (!hints) return null;
+  const words = Object.keys(HINT_WORDS)
+    .filter((k) => typeof hints[k] === "boolean")
+    .map((k) => HINT_WORDS[k][hints[k] ? 0 : 1]);
+  const text = words.length
+    ? `Its MCP server says this tool is ${words.join(", ")} (hints, not guarantees).`
+    : "Its MCP server declared no hints about this tool (MCP assumes a tool may be destructive).";
+  return h("div", { class: "nbh-muted", "data-testid": "nbh-tool-hints" }, text);
+}
+
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
+  const hints = hintsLine(p);
+  if (hints) card.append(hints);
   if (p.permission_message)
     card.append(
       h("div", { class: "nbh-muted", "data-testid": "nbh-permission-message" }, p.permission_message + (p.decision_reason ? ` (${p.decision_reason})` : "")),

@@ -7,7 +7,8 @@ import type { JsonSchema, PauseView, RemotePauseView } from "../../types";
 import { clip, type CardCtx } from "../card";
 import type { CardKind } from "./index";
 
-function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Record<string, any> | undefined): void {
+/** Put a form's last values back into its redrawn fields (a refused answer redraws the card). */
+export function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Record<string, any> | undefined): void {
   if (!values) return;
   const props: Record<string, any> = (schema && schema.properties) || {};
   for (const [name, v] of Object.entries(values)) {

@@ -8,6 +8,7 @@ import { askUserCard } from "./ask_user";
 import { externalCard } from "./external";
 import { reviewCard } from "./review";
 import { formCard } from "./form";
+import { elicitationCard } from "./elicitation";
 
 /** A decision every open card of one kind can take at once ("Approve all"). */
 export interface BulkAction {
@@ -26,6 +27,8 @@ export interface CardKind {
   build(card: HTMLElement, p: PauseView, ctx: CardCtx): void;
   /** whether the decided record repeats the call's input (default: yes) */
   showsInputWhenClosed?(p: PauseView): boolean;
+  /** what the decided or expired record shows above its outcome (e.g. the question asked), if anything */
+  recordHead?(p: PauseView): HTMLElement | null;
   bulk?: BulkAction[];
 }
 
@@ -35,6 +38,7 @@ const CARDS: Record<PauseKind, CardKind> = {
   external: externalCard,
   review: reviewCard,
   form: formCard,
+  elicitation: elicitationCard,
 };
 
 function known(kind: string): kind is PauseKind {

@@ -1,0 +1,72 @@
+// An MCP server asks while its tool runs (MCP elicitation, form mode): the
+// server's message, its schema drawn as a form (lib/form.ts, as the form
+// kind), and MCP's three answers: accept (with the values), decline, cancel.
+// The kernel checks the values against the server's schema before anything
+// is sent; the answer goes to the server, and the tool goes on.
+import { h } from "../../lib/dom";
+import { errorAtFields, renderSchemaForm } from "../../lib/form";
+import { enterPresses } from "../../lib/a11y";
+import type { JsonSchema, PauseView } from "../../types";
+import type { CardCtx } from "../card";
+import type { CardKind } from "./index";
+import { restoreFormValues } from "./form";
+
+function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
+  const { ui, open } = ctx;
+  const dis = !open || ui.pending;
+  if (p.message) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-elicitation-message" }, p.message));
+  const decline = h("button", { "data-testid": "nbh-elicitation-decline", disabled: dis, onclick: () => void ctx.send("decline") }, "Decline");
+  const cancel = h("button", { "data-testid": "nbh-elicitation-cancel", disabled: dis, onclick: () => void ctx.send("cancel") }, "Cancel");
+  if (p.form_error || !p.response_schema) {
+    // the server's schema cannot be drawn: it can only be declined or cancelled
+    card.append(
+      h("div", { class: "nbh-error", "data-testid": "nbh-form-invalid" }, "The server's form cannot be shown: " + (p.form_error || "it has no schema.")),
+      ctx.errorBox() || "",
+      h("div", { class: "nbh-row" }, decline, cancel),
+    );
+    return;
+  }
+  const schema: JsonSchema = p.response_schema;
+  const form = renderSchemaForm(schema, { disabled: dis, errorField: ui.errorField, error: ui.error });
+  // a refused answer redraws the card: put back what the person typed
+  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, any> | undefined);
+  const remember = () => {
+    const v = form.value();
+    if (v.ok) ctx.remember(v.value);
+    return v;
+  };
+  ctx.setDraft(() => null); // an answer to a server is sent on its own, never with "Submit all"
+  const props = schema.properties || {};
+  const top = ui.errorField.startsWith("value.") ? ui.errorField.slice(6) : ui.errorField;
+  const atField = (top !== "" && Object.prototype.hasOwnProperty.call(props, top) && !ui.error.includes("\n")) || errorAtFields(schema, ui.error);
+  const accept = h(
+    "button",
+    {
+      class: "nbh-primary",
+      "data-testid": "nbh-elicitation-accept",
+      disabled: dis,
+      onclick: () => {
+        const value = remember();
+        if (!value.ok) {
+          ui.error = value.error;
+          ui.errorField = value.field;
+          ctx.redraw();
+          return;
+        }
+        void ctx.send("accept", { content: value.value });
+      },
+    },
+    "Accept",
+  );
+  enterPresses(form.el, accept);
+  card.append(form.el, atField ? "" : ctx.errorBox() || "", h("div", { class: "nbh-row" }, accept, decline, cancel));
+}
+
+export const elicitationCard: CardKind = {
+  openLabel: "An MCP server asks",
+  closedLabel: "MCP question",
+  build,
+  // the record says what the server asked and was sent; the tool's own input is on its call above
+  showsInputWhenClosed: () => false,
+  recordHead: (p) => (p.message ? h("div", { class: "nbh-info", "data-testid": "nbh-elicitation-message" }, p.message) : null),
+};
