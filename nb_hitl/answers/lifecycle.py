@@ -92,9 +92,10 @@ def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None)
     pause.status = to
     if reason is not None:
         pause.reason = reason
-    if to == "expired" and pause.carrier is not None:
+    carrier = getattr(pause, "carrier", None)  # a local Pause may have one; a remote card has none
+    if to == "expired" and carrier is not None:
         try:
-            pause.carrier.expired(pause.reason or "The pause expired.")
+            carrier.expired(pause.reason or "The pause expired.")
         except Exception:  # a carrier never stops the status change
             log.exception("the carrier of %s failed on expiry", pause.tool_call_id)
     return name
