@@ -4,8 +4,11 @@
 // Text from the agent (rules, tool inputs, messages) reaches the page only
 // through h() / textContent.
 const css = ""; // the theme ships once per kernel with the page code (nb_hitl/widgets/_page_code.py)
+import type { RenderProps } from "@anywidget/types";
 import { h, clear } from "./lib/dom";
-import { Rpc, Reply, AnyModelLike, isLive } from "./lib/rpc";
+import { Rpc, isLive } from "./lib/rpc";
+import { decided, type Accepted, type DecisionDict, type PermissionsProtocol, type Refusal } from "./messages";
+import type { JsonSchema, PermissionsModel } from "./types";
 import { Rule, RuleList, badge, groupByTool, ruleText } from "./permissions/rule_list";
 
 const PERM_CSS = `
@@ -24,20 +27,12 @@ const PERM_CSS = `
 .nbh-perm textarea.perm-short { min-height: 60px; }
 `;
 
-type Ctx = {
-  mode?: string;
-  modes?: string[];
-  cwd?: string;
-  working_directories?: { path: string; source: string }[];
-  state_in_sync?: boolean | null;
-  permission_middlewares?: number;
-};
-type Tool = { name: string; input_schema: any; read_only: boolean; kind: string };
+type Action = keyof PermissionsProtocol & string;
 
 const MODES_FALLBACK = ["default", "accept_edits", "explore", "bypass", "dont_ask"];
 
-function skeleton(schema: any): string {
-  const out: Record<string, any> = {};
+function skeleton(schema: JsonSchema | null): string {
+  const out: Record<string, unknown> = {};
   const props = (schema && schema.properties) || {};
   for (const key of (schema && schema.required) || []) {
     const t = props[key]?.type;
@@ -46,8 +41,8 @@ function skeleton(schema: any): string {
   return JSON.stringify(out, null, 2);
 }
 
-function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
-  const rpc = new Rpc(model);
+function render({ model, el }: Pick<RenderProps<PermissionsModel>, "model" | "el">) {
+  const rpc = new Rpc<PermissionsProtocol>(model);
   const style = h("style", {});
   style.textContent = css + PERM_CSS;
   const root = h("div", { class: "nbh nbh-perm", "data-testid": "perm-explorer" });
@@ -185,12 +180,16 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     box.textContent = text || "";
     box.hidden = !text;
   }
-  function failure(reply: Reply): string {
+  function failure(reply: Refusal): string {
     const field = reply.field ? ` [${reply.field}]` : "";
     return `${reply.error || "Refused."}${field}`;
   }
   let busy = 0;
-  async function act(action: string, payload: Record<string, any>, errorBox: HTMLElement): Promise<Reply | null> {
+  async function act<A extends Action>(
+    action: A,
+    payload: PermissionsProtocol[A]["send"],
+    errorBox: HTMLElement,
+  ): Promise<Accepted<PermissionsProtocol[A]["answer"]> | null> {
     busy++;
     status.textContent = "…";
     root.setAttribute("data-busy", "true");
@@ -213,7 +212,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
 
   // ---- rendering --------------------------------------------------------
   function renderHeader() {
-    const ctx: Ctx = model.get("context_view") || {};
+    const ctx = model.get("context_view") || {};
     title.textContent = `Permissions of ${model.get("agent_name") || "agent"}`;
     const modes = ctx.modes || MODES_FALLBACK;
     clear(modeSelect);
@@ -242,8 +241,8 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   // are not laid out again on every revision.
   let shownRules: string | null = null;
   function renderRules() {
-    const ctx: Ctx = model.get("context_view") || {};
-    const rulesJson: string = model.get("rules_json") || "[]";
+    const ctx = model.get("context_view") || {};
+    const rulesJson = model.get("rules_json") || "[]";
     if (rulesJson !== shownRules) {
       shownRules = rulesJson;
       ruleList.setRules(groupByTool(JSON.parse(rulesJson)));
@@ -279,7 +278,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   cancelEdit.addEventListener("click", stopEdit);
 
   function renderTools() {
-    const tools: Tool[] = model.get("tools") || [];
+    const tools = model.get("tools") || [];
     const keep = tryTool.value;
     clear(tryTool);
     clear(toolList);
@@ -291,13 +290,13 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     if (!tryInput.value.trim()) fillSkeleton();
   }
   function fillSkeleton() {
-    const tools: Tool[] = model.get("tools") || [];
+    const tools = model.get("tools") || [];
     const t = tools.find((x) => x.name === tryTool.value);
     tryInput.value = t ? skeleton(t.input_schema) : "{}";
   }
   tryTool.addEventListener("change", fillSkeleton);
 
-  function decisionBlock(d: any, testPrefix: string): HTMLElement {
+  function decisionBlock(d: DecisionDict, testPrefix: string): HTMLElement {
     const box = h("div", { class: `nbh-card`, "data-testid": testPrefix, "data-behavior": d.behavior });
     box.append(h("div", { class: "nbh-row" }, badge(d.behavior, `${testPrefix}-behavior`),
       h("span", { "data-testid": `${testPrefix}-message` }, d.message || ""),
@@ -307,17 +306,17 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   }
 
   function renderTry() {
-    const r = model.get("last_try") || {};
+    const { result: r, error } = decided(model.get("last_try"));
     clear(tryResult);
-    if (!r || !Object.keys(r).length) return;
-    if (r.error) {
-      tryResult.append(h("div", { class: "nbh-error" }, r.error));
+    if (error !== undefined) {
+      tryResult.append(h("div", { class: "nbh-error" }, error));
       return;
     }
+    if (!r) return;
     const box = decisionBlock(r, "perm-try");
     box.prepend(h("div", { class: "nbh-muted" }, `${r.tool_name} in mode ${r.mode}: `, h("code", {}, JSON.stringify(r.input))));
     if (r.steps && r.steps.length) {
-      box.append(h("div", {}, "Why:"), h("ol", { class: "perm-why", "data-testid": "perm-try-why" }, r.steps.map((s: string) => h("li", {}, s))));
+      box.append(h("div", {}, "Why:"), h("ol", { class: "perm-why", "data-testid": "perm-try-why" }, r.steps.map((s) => h("li", {}, s))));
     }
     if (r.agrees === false) {
       box.append(h("div", { class: "nbh-warn" }, "The trace above does not account for the engine's decision; the decision shown is the engine's."));
@@ -334,7 +333,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
       box.append(h("div", { class: "nbh-muted", "data-testid": "perm-try-omitted" },
         `… and ${r.rules_omitted} more ${r.tool_name} rule(s) that do not match this call (not listed).`));
     }
-    const sugg: Rule[] = r.suggested_rules || [];
+    const sugg = r.suggested_rules || [];
     if (sugg.length) {
       const row = h("div", { class: "nbh-row", "data-testid": "perm-try-suggested" }, h("span", { class: "nbh-muted" }, "suggested_rules:"));
       for (const s of sugg) {
@@ -350,21 +349,21 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
   }
 
   function renderMatrix() {
-    const m = model.get("matrix") || {};
-    const ctx: Ctx = model.get("context_view") || {};
+    const { result: m, error } = decided(model.get("matrix"));
+    const ctx = model.get("context_view") || {};
     clear(matrixBox);
     if (!m || !m.rows) {
-      if (m && m.error) matrixBox.append(h("div", { class: "nbh-error" }, m.error));
+      if (error) matrixBox.append(h("div", { class: "nbh-error" }, error));
       return;
     }
-    const modes: string[] = m.modes || MODES_FALLBACK;
+    const modes = m.modes || MODES_FALLBACK;
     const table = h("table", { class: "nbh-table" });
     table.append(h("tr", {}, h("th", {}, "call"), modes.map((mode) => h("th", { class: mode === ctx.mode ? "perm-live" : "" }, mode === ctx.mode ? `${mode} (live)` : mode))));
-    m.rows.forEach((row: any, i: number) => {
+    m.rows.forEach((row, i) => {
       const tr = h("tr", { "data-testid": "perm-matrix-row", "data-row": i });
       tr.append(h("td", {}, h("code", {}, `${row.tool_name} ${JSON.stringify(row.input)}`)));
       for (const mode of modes) {
-        const cell = row.cells[mode] || {};
+        const cell: Partial<DecisionDict> = row.cells[mode] || {};
         tr.append(h("td", { class: mode === ctx.mode ? "perm-live" : "", "data-testid": "perm-matrix-cell", "data-mode": mode, "data-behavior": cell.behavior,
           title: `${cell.message || ""}${cell.decision_reason ? "\n" + cell.decision_reason : ""}` },
           badge(cell.behavior || "?"), cell.bypass_immune ? h("span", { class: "nbh-chip" }, "immune") : null));
@@ -382,7 +381,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     renderMatrix();
     if (!matrixInput.value.trim()) {
       const calls = model.get("matrix_calls") || [];
-      if (calls.length) matrixInput.value = calls.map((c: any) => JSON.stringify(c)).join("\n");
+      if (calls.length) matrixInput.value = calls.map((c) => JSON.stringify(c)).join("\n");
     }
   }
 
@@ -412,7 +411,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     act("try_call", { tool_name: tryTool.value, input: tryInput.value, mode: tryMode.value || null }, tryError);
   });
   addToMatrix.addEventListener("click", () => {
-    let input: any;
+    let input: unknown;
     try {
       input = JSON.parse(tryInput.value);
     } catch (err) {
@@ -424,7 +423,7 @@ function render({ model, el }: { model: AnyModelLike; el: HTMLElement }) {
     matrixInput.value = matrixInput.value.trim() ? `${matrixInput.value.trim()}\n${line}` : line;
   });
   matrixBtn.addEventListener("click", () => {
-    const calls: any[] = [];
+    const calls: unknown[] = [];
     const lines = matrixInput.value.split("\n").map((l) => l.trim()).filter(Boolean);
     for (let i = 0; i < lines.length; i++) {
       try {

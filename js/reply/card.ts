@@ -4,7 +4,8 @@
 // What sits between header and footer comes from the card module of the
 // pause's kind (cards/index.ts); nothing here looks at the kind itself.
 import { h, clear } from "../lib/dom";
-import type { Rpc, Reply } from "../lib/rpc";
+import type { Rpc } from "../lib/rpc";
+import type { BatchResult, Decision, ReplyProtocol } from "../messages";
 import type { DecisionView, PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
 import { cardFor, kindLabel, bulkActions } from "./cards/index";
@@ -22,11 +23,8 @@ export interface CardUi {
   focusKey: string | null;
 }
 
-/** An action the card would send (its draft, for "Submit all"). */
-export interface Draft {
-  action: string;
-  payload: Record<string, any>;
-}
+/** A decision the card would send (its draft, for "Submit all"). */
+export type Draft = Decision;
 
 /** What a card module gets to draw one open pause. */
 export interface CardCtx {
@@ -35,7 +33,7 @@ export interface CardCtx {
   open: boolean;
   /** what this card held before it was redrawn, if anything */
   kept: Draft | undefined;
-  send(action: string, payload?: Record<string, any>): Promise<void>;
+  send(decision: Decision): Promise<void>;
   /** rebuild this card now (after a mode change or a local error) */
   redraw(): void;
   /** what "Submit all" sends for this card (null: nothing yet) */
@@ -148,7 +146,7 @@ export class CardSet {
 
   constructor(
     private feed: CardFeed,
-    private rpc: Rpc,
+    private rpc: Rpc<ReplyProtocol>,
     private host: CardHost,
     private groupBar: HTMLElement,
     private groupNote: HTMLElement,
@@ -188,14 +186,15 @@ export class CardSet {
     for (const ui of this.cards.values()) ui.key = "";
   }
 
-  async send(p: PauseView, action: string, payload: Record<string, any> = {}): Promise<void> {
+  async send(p: PauseView, decision: Decision): Promise<void> {
     const ui = this.uiFor(p.tool_call_id);
     if (ui.pending) return;
     ui.pending = true;
     ui.error = "";
     ui.errorField = "";
     this.redraw(p, true);
-    const reply: Reply = await this.rpc.request(action, { tool_call_id: p.tool_call_id, reply_id: p.reply_id, ...payload });
+    const { action, ...fields } = decision;
+    const reply = await this.rpc.request(action, { ...fields, tool_call_id: p.tool_call_id, reply_id: p.reply_id });
     ui.pending = false;
     if (!reply.ok) {
       ui.error = reply.error || "Refused.";
@@ -218,17 +217,18 @@ export class CardSet {
       ui.errorField = "";
       this.redraw(p, true);
     }
-    const reply: Reply = await this.rpc.request("batch", {
-      items: items.map(({ p, d }) => ({ ...d.payload, action: d.action, tool_call_id: p.tool_call_id, reply_id: p.reply_id })),
+    const reply = await this.rpc.request("batch", {
+      items: items.map(({ p, d }) => ({ ...d, tool_call_id: p.tool_call_id, reply_id: p.reply_id })),
     });
-    const results: any[] = Array.isArray(reply.results) ? reply.results : [];
+    const results: BatchResult[] = reply.ok && Array.isArray(reply.results) ? reply.results : [];
     items.forEach(({ p }, n) => {
       const ui = this.uiFor(p.tool_call_id);
       const r = results[n];
       ui.pending = false;
       if (!reply.ok || !r || !r.ok) {
-        ui.error = (r && r.error) || reply.error || "Refused.";
-        ui.errorField = (r && r.field) || reply.field || "";
+        const refused = reply.ok ? null : reply;
+        ui.error = (r && r.error) || refused?.error || "Refused.";
+        ui.errorField = (r && r.field) || refused?.field || "";
       } else {
         ui.mode = "view";
       }
@@ -350,7 +350,7 @@ export class CardSet {
       groupBar.append(
         h(
           "button",
-          { "data-testid": bulk.testid, onclick: () => sendAll(items, () => ({ action: bulk.action, payload: {} })) },
+          { "data-testid": bulk.testid, onclick: () => sendAll(items, () => ({ action: bulk.action })) },
           `${bulk.label} (${items.length})`,
         ),
       );
@@ -504,7 +504,7 @@ export class CardSet {
       ui,
       open,
       kept: this.typed.get(id),
-      send: (action, payload) => this.send(p, action, payload),
+      send: (decision) => this.send(p, decision),
       redraw: () => this.redraw(p, true),
       setDraft: (draft) => void this.drafts.set(id, draft),
       errorBox: (field) => this.errorBox(ui, field),

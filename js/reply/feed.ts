@@ -8,20 +8,15 @@
 import type { AnyModel } from "@anywidget/types";
 import type { Rpc } from "../lib/rpc";
 import { SeqStream, type SyncAnswer } from "../lib/seq_stream";
+import type { CardsMsg, ReplyProtocol } from "../messages";
 import type { PauseView, ReplyModel } from "../types";
 
-type CardOp = { op: "card"; view: PauseView } | { op: "drop"; id: string };
-
-interface CardsMsg {
-  type: "nbh_cards";
-  seq: number;
-  ops: CardOp[];
-}
+type FullSync = { seq: number; pauses: PauseView[] };
 
 /** ids of the cards that changed, or null: all of them may have. */
 export type CardsChanged = (ids: string[] | null) => void;
 
-export class CardFeed extends SeqStream<CardsMsg, string[]> {
+export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
   private views = new Map<string, PauseView>();
   private order: string[] = [];
   private index = new Map<string, number>();
@@ -38,9 +33,9 @@ export class CardFeed extends SeqStream<CardsMsg, string[]> {
     });
   };
 
-  constructor(model: AnyModel<ReplyModel>, rpc: Rpc, private onChange: CardsChanged) {
+  constructor(model: AnyModel<ReplyModel>, private rpc: Rpc<ReplyProtocol>, private onChange: CardsChanged) {
     const seq = Number(model.get("cards_seq")) || 0;
-    super(model, rpc, "cards_sync", seq);
+    super(model, seq);
     this.reset(model.get("pauses") || []);
     model.on("change:pauses", this.onTrait);
     model.on("change:cards_seq", this.onTrait);
@@ -119,9 +114,13 @@ export class CardFeed extends SeqStream<CardsMsg, string[]> {
     return changed;
   }
 
-  protected resetFrom(reply: SyncAnswer): boolean {
-    if (!Array.isArray(reply.pauses)) return false;
-    this.reset(reply.pauses as PauseView[]);
+  protected requestSync(seq: number) {
+    return this.rpc.request("cards_sync", { seq });
+  }
+
+  protected resetFrom(reply: SyncAnswer<FullSync>): boolean {
+    if (!("pauses" in reply) || !Array.isArray(reply.pauses)) return false;
+    this.reset(reply.pauses);
     return true;
   }
 

@@ -10,6 +10,7 @@ import { Rpc, probe, KERNEL_GONE } from "../lib/rpc";
 import { Announcer, keepKeys } from "../lib/a11y";
 import { safeFragment } from "../lib/safe_html";
 import { notifyOn, notifySupported, notifyWaiting, toggleNotify } from "../lib/notify";
+import type { ReplyProtocol } from "../messages";
 import type { ReplyModel } from "../types";
 import { Transcript } from "./transcript";
 import { TranscriptStream, markWaiting, type Changed } from "./stream";
@@ -25,7 +26,7 @@ const STATUS_TEXT: Record<string, string> = {
   error: "error",
 };
 
-function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc, live: boolean | null, showBanner: (t: string) => void): void {
+function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc<ReplyProtocol>, live: boolean | null, showBanner: (t: string) => void): void {
   clear(header);
   const status = String(model.get("status") || "");
   header.append(
@@ -83,7 +84,7 @@ function waitingNote(model: AnyModel<ReplyModel>): [string, string] {
 const render: Render<ReplyModel> = ({ model, el }) => {
   // a decision keeps waiting for the kernel's answer (never "nothing was
   // sent" about a click the kernel may still apply); see lib/rpc.ts
-  const rpc = new Rpc(model, 15000, true);
+  const rpc = new Rpc<ReplyProtocol>(model, 15000, true);
   const root = h("div", { class: "nbh nbh-reply", "data-testid": "nbh-reply" });
   const banner = h("div", { class: "nbh-banner", "data-testid": "nbh-live-banner", role: "status", hidden: true });
   const header = h("div", { class: "nbh-row" });
@@ -263,7 +264,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   const connect = async () => {
     const reply = await rpc.request("sync", { transcript_seq: stream.seq, cards_seq: feed.seq }, { timeoutMs: 4000 });
     if (disposed) return;
-    if (reply.code === "no_kernel" || reply.code === "no_answer") {
+    if (!reply.ok && (reply.code === "no_kernel" || reply.code === "no_answer")) {
       setLive(reply.code === "no_kernel" ? "gone" : "silent");
       if (reply.code === "no_answer") recheck = window.setTimeout(check, 3000);
       return;
@@ -272,8 +273,8 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     synced = true;
     // a widget whose owner does not stream (AG-UI and service consoles) refuses "sync": nothing to bring in step
     if (reply.ok) {
-      stream.take(reply.transcript || {});
-      feed.take(reply.cards || {});
+      stream.take(reply.transcript);
+      feed.take(reply.cards);
     }
   };
   rpc.onAnswer = () => {

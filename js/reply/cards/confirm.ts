@@ -63,8 +63,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (ui.mode === "modify") {
     const area = h("textarea", { "data-testid": "nbh-modify-input", spellcheck: "false", "aria-label": "Edited tool input (JSON)" });
     const kept = ctx.kept;
-    area.value = kept && kept.action === "modify" ? String(kept.payload.input) : p.input_text;
-    ctx.setDraft(() => ({ action: "modify", payload: { input: area.value } }));
+    area.value = kept && kept.action === "modify" ? kept.input : p.input_text;
+    ctx.setDraft(() => ({ action: "modify", input: area.value }));
     card.append(
       h("div", { class: "nbh-muted" }, `Edit the input of ${p.tool_name} (JSON). The tool name cannot change; the edit is checked against the tool's schema and the permission rules.`),
       area,
@@ -72,7 +72,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       h(
         "div",
         { class: "nbh-row" },
-        h("button", { class: "nbh-primary", "data-testid": "nbh-modify-submit", disabled: dis, onclick: () => ctx.send("modify", { input: area.value }) }, "Approve modified input"),
+        h("button", { class: "nbh-primary", "data-testid": "nbh-modify-submit", disabled: dis, onclick: () => ctx.send({ action: "modify", input: area.value }) }, "Approve modified input"),
         h("button", { "data-testid": "nbh-modify-cancel", disabled: ui.pending, onclick: toMode("view") }, "Cancel"),
       ),
     );
@@ -83,8 +83,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (ui.mode === "deny") {
     const reason = h("textarea", { "data-testid": "nbh-deny-reason", "aria-label": "Reason for the denial (optional)", rows: 2 });
     const kept = ctx.kept;
-    reason.value = kept && kept.action === "deny" ? String(kept.payload.reason || "") : "";
-    ctx.setDraft(() => ({ action: "deny", payload: { reason: reason.value } }));
+    reason.value = kept && kept.action === "deny" ? String(kept.reason || "") : "";
+    ctx.setDraft(() => ({ action: "deny", reason: reason.value }));
     card.append(
       h("div", { class: "nbh-muted" }, `Deny ${p.tool_name}. The agent reads your reason, if you give one.`),
       reason,
@@ -92,7 +92,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       h(
         "div",
         { class: "nbh-row" },
-        h("button", { class: "nbh-danger", "data-testid": "nbh-deny-submit", disabled: dis, onclick: () => ctx.send("deny", { reason: reason.value }) }, "Deny"),
+        h("button", { class: "nbh-danger", "data-testid": "nbh-deny-submit", disabled: dis, onclick: () => ctx.send({ action: "deny", reason: reason.value }) }, "Deny"),
         h("button", { "data-testid": "nbh-deny-cancel", disabled: ui.pending, onclick: toMode("view") }, "Cancel"),
       ),
     );
@@ -148,7 +148,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
             class: "nbh-primary",
             "data-testid": "nbh-rules-submit",
             disabled: dis || !!refused,
-            onclick: () => (chosen().length ? ctx.send("approve", { rules: chosen(), rule_edits: edits() }) : none()),
+            onclick: () => (chosen().length ? ctx.send({ action: "approve", rules: chosen(), rule_edits: edits() }) : none()),
           },
           "Approve and always allow the ticked rules",
         )
@@ -170,7 +170,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
                 class: "nbh-danger",
                 "data-testid": "nbh-deny-rules-submit",
                 disabled: dis,
-                onclick: () => (chosen().length ? ctx.send("deny", { deny_rules: chosen() }) : none()),
+                onclick: () => (chosen().length ? ctx.send({ action: "deny", deny_rules: chosen() }) : none()),
               },
               "Deny and always deny the ticked rules",
             )
@@ -187,9 +187,9 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       "div",
       { class: "nbh-row" },
       offers("approve")
-        ? h("button", { class: "nbh-primary", "data-testid": "nbh-approve", disabled: dis || !!refused, onclick: () => ctx.send("approve") }, "Approve")
+        ? h("button", { class: "nbh-primary", "data-testid": "nbh-approve", disabled: dis || !!refused, onclick: () => ctx.send({ action: "approve" }) }, "Approve")
         : null,
-      h("button", { class: "nbh-danger", "data-testid": "nbh-deny", disabled: dis, onclick: () => ctx.send("deny") }, "Deny"),
+      h("button", { class: "nbh-danger", "data-testid": "nbh-deny", disabled: dis, onclick: () => ctx.send({ action: "deny" }) }, "Deny"),
       h("button", { "data-testid": "nbh-deny-reason-open", disabled: dis, onclick: toMode("deny") }, "Deny with reason…"),
       offers("modify") ? h("button", { "data-testid": "nbh-modify", disabled: dis, onclick: toMode("modify") }, "Modify…") : null,
       (p.suggested_rules || []).length && (offers("always_allow") || offers("always_deny"))

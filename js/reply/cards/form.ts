@@ -36,7 +36,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     card.append(
       h("div", { class: "nbh-error", "data-testid": "nbh-unanswerable" }, "This question cannot be answered: " + (p.form_error || "its metadata is malformed.")),
       ctx.errorBox() || "",
-      h("button", { class: "nbh-primary", "data-testid": "nbh-cancel", disabled: dis, onclick: () => ctx.send("cancel") }, "Cancel it"),
+      h("button", { class: "nbh-primary", "data-testid": "nbh-cancel", disabled: dis, onclick: () => ctx.send({ action: "cancel" }) }, "Cancel it"),
     );
     return;
   }
@@ -45,7 +45,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       h("div", { class: "nbh-error", "data-testid": "nbh-form-invalid" }, "The agent's form cannot be shown: " + p.form_error),
       h("pre", { class: "nbh-pre" }, clip(p.input_text)),
       ctx.errorBox() || "",
-      h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send("return_error") }, "Return this error to the agent"),
+      h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send({ action: "return_error" }) }, "Return this error to the agent"),
     );
     return;
   }
@@ -60,7 +60,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   };
   ctx.setDraft(() => {
     const v = remember();
-    return v.ok && Object.keys(v.value || {}).length ? { action: "submit", payload: { value: v.value } } : null;
+    return v.ok && Object.keys(v.value || {}).length ? { action: "submit", value: v.value } : null;
   });
   // an error the form already shows at its field is not repeated below
   const props = (schema && schema.properties) || {};
@@ -80,7 +80,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
             ctx.redraw();
             return;
           }
-          void ctx.send("submit", { value: value.value });
+          void ctx.send({ action: "submit", value: value.value });
         },
       },
       "Submit",
