@@ -27,10 +27,31 @@ function appendInput(card: HTMLElement, p: PauseView): void {
   );
 }
 
-function alwaysLabel(p: PauseView): string {
-  const d = p.decisions && p.decisions.length ? p.decisions : ["always_allow", "always_deny"];
-  if (d.includes("always_allow") && d.includes("always_deny")) return "Always allow / deny…";
-  return d.includes("always_allow") ? "Always allow…" : "Always deny…";
+/** What a confirmation's card offers besides Deny (its `decisions`, see
+ * Session(decisions=...)): a view without them (an older kernel, a remote
+ * interrupt) offers everything. `always` is the label of the button that opens
+ * the suggested rules, or null when there is none to offer. */
+export interface ConfirmOffers {
+  approve: boolean;
+  modify: boolean;
+  alwaysAllow: boolean;
+  alwaysDeny: boolean;
+  always: string | null;
+}
+
+export function confirmOffers(p: Pick<PauseView, "decisions" | "suggested_rules">): ConfirmOffers {
+  const offers = (d: string) => !p.decisions || !p.decisions.length || p.decisions.includes(d);
+  const alwaysAllow = offers("always_allow");
+  const alwaysDeny = offers("always_deny");
+  const always =
+    (p.suggested_rules || []).length && (alwaysAllow || alwaysDeny)
+      ? alwaysAllow && alwaysDeny
+        ? "Always allow / deny…"
+        : alwaysAllow
+          ? "Always allow…"
+          : "Always deny…"
+      : null;
+  return { approve: offers("approve"), modify: offers("modify"), alwaysAllow, alwaysDeny, always };
 }
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
@@ -41,8 +62,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     );
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   const dis = !open || ui.pending;
-  // a view without `decisions` (an older kernel, a remote interrupt) offers everything
-  const offers = (d: string) => !p.decisions || !p.decisions.length || p.decisions.includes(d);
+  const offers = confirmOffers(p);
   const toMode = (mode: typeof ui.mode) => () => {
     const from = ui.mode;
     ui.mode = mode;
@@ -140,8 +160,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       ui.errorField = "rules";
       ctx.redraw();
     };
-    const can = (d: string) => !p.decisions || !p.decisions.length || p.decisions.includes(d);
-    const allow = can("always_allow")
+    const allow = offers.alwaysAllow
       ? h(
           "button",
           {
@@ -163,7 +182,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
         "div",
         { class: "nbh-row" },
         allow,
-        can("always_deny")
+        offers.alwaysDeny
           ? h(
               "button",
               {
@@ -186,15 +205,13 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     h(
       "div",
       { class: "nbh-row" },
-      offers("approve")
+      offers.approve
         ? h("button", { class: "nbh-primary", "data-testid": "nbh-approve", disabled: dis || !!refused, onclick: () => ctx.send({ action: "approve" }) }, "Approve")
         : null,
       h("button", { class: "nbh-danger", "data-testid": "nbh-deny", disabled: dis, onclick: () => ctx.send({ action: "deny" }) }, "Deny"),
       h("button", { "data-testid": "nbh-deny-reason-open", disabled: dis, onclick: toMode("deny") }, "Deny with reason…"),
-      offers("modify") ? h("button", { "data-testid": "nbh-modify", disabled: dis, onclick: toMode("modify") }, "Modify…") : null,
-      (p.suggested_rules || []).length && (offers("always_allow") || offers("always_deny"))
-        ? h("button", { "data-testid": "nbh-always", disabled: dis, onclick: toMode("rules") }, alwaysLabel(p))
-        : null,
+      offers.modify ? h("button", { "data-testid": "nbh-modify", disabled: dis, onclick: toMode("modify") }, "Modify…") : null,
+      offers.always ? h("button", { "data-testid": "nbh-always", disabled: dis, onclick: toMode("rules") }, offers.always) : null,
     ),
   );
 }

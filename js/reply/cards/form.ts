@@ -1,21 +1,21 @@
 // A structured question: a form drawn from the agent's JSON Schema
 // (lib/form.ts); the kernel validates the answer before the agent sees it.
 import { h } from "../../lib/dom";
-import { errorAtFields, renderSchemaForm } from "../../lib/form";
+import { errorAtFields, renderSchemaForm, type SchemaProp } from "../../lib/form";
 import { enterPresses } from "../../lib/a11y";
 import type { JsonSchema, PauseView, RemotePauseView } from "../../types";
 import { clip, type CardCtx } from "../card";
 import type { CardKind } from "./index";
 
-function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Record<string, any> | undefined): void {
+function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Record<string, unknown> | undefined): void {
   if (!values) return;
-  const props: Record<string, any> = (schema && schema.properties) || {};
+  const props: Record<string, SchemaProp> = (schema && schema.properties) || {};
   for (const [name, v] of Object.entries(values)) {
     const input = Array.from(formEl.querySelectorAll<HTMLElement>("[data-field]")).find((e) => e.dataset.field === name);
     if (!input) continue;
     const p = props[name] || {};
     if (input instanceof HTMLSelectElement) {
-      const i = Array.isArray(p.enum) ? p.enum.findIndex((x: unknown) => JSON.stringify(x) === JSON.stringify(v)) : -1;
+      const i = Array.isArray(p.enum) ? p.enum.findIndex((x) => JSON.stringify(x) === JSON.stringify(v)) : -1;
       if (i >= 0) input.value = String(i);
     } else if (input instanceof HTMLInputElement && input.type === "checkbox") {
       input.checked = v === true;
@@ -52,7 +52,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const schema: JsonSchema = p.response_schema || {};
   const form = renderSchemaForm(schema, { disabled: dis, errorField: ui.errorField, error: ui.error });
   // a refused answer redraws the card: put back what the person typed
-  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, any> | undefined);
+  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, unknown> | undefined);
   const remember = () => {
     const v = form.value();
     if (v.ok) ctx.remember(v.value);
