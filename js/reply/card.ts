@@ -9,6 +9,7 @@ import type { BatchResult, Decision, ReplyProtocol } from "../messages";
 import type { DecisionView, PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
 import { cardFor, kindLabel, bulkActions } from "./cards/index";
+import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 
 /** Per-card state kept across redraws. */
@@ -181,6 +182,11 @@ export class CardSet {
     return p.status === "open" && this.live !== false;
   }
 
+  /** The header chip of a card: its kind's, or that it cannot be shown. */
+  private label(p: PauseView, open: boolean): string {
+    return this.feed.trouble(p.tool_call_id) ? INVALID_LABEL : kindLabel(p.kind, open);
+  }
+
   /** Forget what each card was drawn from, so the next draw rebuilds them all. */
   invalidate(): void {
     for (const ui of this.cards.values()) ui.key = "";
@@ -329,7 +335,8 @@ export class CardSet {
   // A reply parked on several calls is one group: each card keeps its own
   // controls, and these act on every open card at once.
   private drawGroup(pauses: PauseView[]): void {
-    const open = pauses.filter((p) => this.canAct(p));
+    // a card that cannot be shown is cancelled on its own card only
+    const open = pauses.filter((p) => this.canAct(p) && !this.feed.trouble(p.tool_call_id));
     const { groupBar, groupNote } = this;
     if (!open.length) groupNote.textContent = "";
     clear(groupBar);
@@ -428,7 +435,7 @@ export class CardSet {
   private announceCard(p: PauseView, firstDraw: boolean): void {
     const title = p.title || p.tool_name;
     if (p.status === "open") {
-      if (this.canAct(p)) this.announce(`${kindLabel(p.kind, true)}: ${title}`);
+      if (this.canAct(p)) this.announce(`${this.label(p, true)}: ${title}`);
     } else if (p.status === "expired") {
       if (!firstDraw) this.announce(`${title}: no longer live: ${p.reason || "the reply ended"}`);
     } else if (p.status === "decided" || p.status === "delivered") {
@@ -467,21 +474,23 @@ export class CardSet {
   private build(p: PauseView, ui: CardUi): HTMLElement {
     const open = this.canAct(p);
     const kind = cardFor(p.kind);
+    const trouble = this.feed.trouble(p.tool_call_id);
     const card = h("div", {
       class: `nbh-card ${open ? "nbh-open" : "nbh-closed"}`,
       "data-testid": "nbh-card",
       "data-kind": p.kind,
       "data-status": p.status,
       "data-tool-call-id": p.tool_call_id,
+      "data-invalid": !!trouble,
       role: "group",
-      "aria-label": `${kindLabel(p.kind, open)}: ${p.title || p.tool_name}`,
+      "aria-label": `${this.label(p, open)}: ${p.title || p.tool_name}`,
       tabindex: -1,
     });
     card.append(
       h(
         "div",
         { class: "nbh-row" },
-        h("span", { class: "nbh-chip" }, kindLabel(p.kind, open)),
+        h("span", { class: "nbh-chip" }, this.label(p, open)),
         h("span", { class: "nbh-title" }, p.title || p.tool_name),
         p.agent ? h("span", { class: "nbh-chip", "data-testid": "nbh-agent", "data-agent": p.agent }, `asked by ${p.agent}`) : null,
         p.policy ? h("span", { class: "nbh-chip", "data-testid": "nbh-policy" }, `policy: ${p.policy}`) : null,
@@ -515,7 +524,8 @@ export class CardSet {
         if (target && !(target as HTMLButtonElement).disabled) target.focus();
       },
     };
-    kind.build(card, p, ctx);
+    if (trouble) buildInvalid(card, p, ctx, trouble);
+    else kind.build(card, p, ctx);
     if (ui.pending) card.append(h("div", { class: "nbh-muted" }, "Sending…"));
     return card;
   }

@@ -26,7 +26,20 @@ const STATUS_TEXT: Record<string, string> = {
   error: "error",
 };
 
-function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc<ReplyProtocol>, live: boolean | null, showBanner: (t: string) => void): void {
+/** The header chip's text: a paused reply "waits for you" only over a card to answer. */
+export function statusText(status: string, openCards: number): string {
+  if (status === "paused" && !openCards) return "paused (no card to answer has arrived)";
+  return STATUS_TEXT[status] || status;
+}
+
+function drawHeader(
+  header: HTMLElement,
+  model: AnyModel<ReplyModel>,
+  rpc: Rpc<ReplyProtocol>,
+  live: boolean | null,
+  openCards: number,
+  showBanner: (t: string) => void,
+): void {
   clear(header);
   const status = String(model.get("status") || "");
   header.append(
@@ -34,7 +47,7 @@ function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc<R
     model.get("prompt") ? h("span", { class: "nbh-muted" }, `← ${model.get("prompt")}`) : "",
     live === false && (status === "running" || status === "paused")
       ? h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": "not-live" }, "not live")
-      : h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": status }, STATUS_TEXT[status] || status),
+      : h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": status }, statusText(status, openCards)),
   );
   if (status === "running" || status === "paused") {
     header.append(
@@ -63,7 +76,7 @@ function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc<R
           title: "Tell me outside this tab when a reply waits for me (browser notification)",
           onclick: async () => {
             await toggleNotify();
-            drawHeader(header, model, rpc, live, showBanner);
+            drawHeader(header, model, rpc, live, openCards, showBanner);
           },
         },
         on ? "Notifying" : "Notify me",
@@ -128,8 +141,12 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   const feed = new CardFeed(model, rpc, (ids) => {
     if (ids) cards.drawSome(ids);
     else cards.drawAll();
+    // the header says "waiting for you" only while a card can be answered
+    if ((openCards() > 0) !== headerOpen) header_();
+    markTitle();
     fromKernel();
   });
+  const openCards = () => feed.all().filter((p) => p.status === "open").length;
   const cards = new CardSet(feed, rpc, { slotFor: (id) => transcript.slotFor(id), loose: looseCards, drawn: armDeadlines }, groupBar, groupNote, pager, say);
 
   const showBanner = (text: string) => {
@@ -145,7 +162,12 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   };
   const stream = new TranscriptStream(model, rpc, (changed) => onStream(changed));
   const entries = () => stream.entries;
-  const header_ = () => drawHeader(header, model, rpc, cards.live, showBanner);
+  let headerOpen = false;
+  const header_ = () => {
+    const open = openCards();
+    headerOpen = open > 0;
+    drawHeader(header, model, rpc, cards.live, open, showBanner);
+  };
   let shownFinal: { text: string; html?: string } = { text: "" };
   const drawFinal = () => {
     const last = stream.lastText();
@@ -177,7 +199,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     cards.place();
     drawFinal();
   });
-  const markTitle = () => markWaiting(root, model.get("status") === "paused" && cards.live !== false);
+  const markTitle = () => markWaiting(root, model.get("status") === "paused" && cards.live !== false && openCards() > 0);
   let lastStatus = String(model.get("status") || "");
   model.on("change:status", () => {
     markTitle();
@@ -190,7 +212,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     // a reply that stopped (ended, or waits for a person): its record is saved as it stands
     if (now !== "running") stream.saveNow();
     const status = String(model.get("status") || "");
-    say(`${model.get("agent_name") || "agent"}: ${STATUS_TEXT[status] || status}`);
+    say(`${model.get("agent_name") || "agent"}: ${statusText(status, openCards())}`);
     header_();
     cards.drawAll();
   });
