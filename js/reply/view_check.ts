@@ -98,9 +98,12 @@ class Reader {
     return fallback;
   }
 
+  /** The suggested rules: each needs its index and label; a remote
+   * interrupt's carry only those (no content to narrow: rule_content null). */
   rules(): SuggestedRuleView[] {
     const v = this.raw.suggested_rules;
     if (v === undefined || v === null) return [];
+    const text = (x: unknown) => x === undefined || x === null || typeof x === "string";
     const ok =
       Array.isArray(v) &&
       v.every(
@@ -108,13 +111,23 @@ class Reader {
           isObject(r) &&
           typeof r.index === "number" &&
           typeof r.label === "string" &&
-          typeof r.tool_name === "string" &&
-          (r.rule_content === null || typeof r.rule_content === "string") &&
-          (r.reach === undefined || typeof r.reach === "string"),
+          text(r.tool_name) &&
+          text(r.rule_content) &&
+          text(r.behavior) &&
+          text(r.reach),
       );
-    if (ok) return v as SuggestedRuleView[];
-    this.fault("suggested_rules", "are not well formed");
-    return [];
+    if (!ok) {
+      this.fault("suggested_rules", "are not well formed");
+      return [];
+    }
+    return (v as Raw[]).map((r) => ({
+      index: r.index as number,
+      label: r.label as string,
+      tool_name: (r.tool_name as string | undefined) ?? "",
+      rule_content: (r.rule_content as string | null | undefined) ?? null,
+      behavior: (r.behavior as string | undefined) ?? "",
+      reach: (r.reach as string | undefined) ?? "",
+    }));
   }
 
   askUser(): { questions: AskUserQuestion[] } | null {
@@ -187,14 +200,15 @@ export function checkView(raw: unknown, fallbackId: string): CheckedView {
     input_changes: r.strings("input_changes"),
     approve_refused: r.optStr("approve_refused"),
     decisions: r.strings("decisions"),
-    input_schema: r.optObject("input_schema"),
+    // not read by the page: a value of another type is dropped, not a problem
+    input_schema: isObject(raw.input_schema) ? raw.input_schema : null,
     permission_message: r.optStr("permission_message"),
     decision_reason: r.optStr("decision_reason"),
     bypass_immune: r.bool("bypass_immune"),
     suggested_rules: r.rules(),
     ask_user: r.askUser(),
     ask_user_error: r.optStr("ask_user_error"),
-    created_at: r.num("created_at", 0),
+    created_at: typeof raw.created_at === "number" ? raw.created_at : 0,
     deadline: r.optNum("deadline"),
     policy: r.optStr("policy"),
     status: r.oneOf("status", STATUSES, "open"),

@@ -60,6 +60,12 @@ describe("checkView", () => {
     assert.deepEqual([checked.view.decisions, checked.view.input_changes, checked.view.agent, checked.view.sent_text], [[], [], "", null]);
   });
 
+  test("a remote confirmation's suggested rules carry only index and label (nb_hitl/kinds/confirm.py view_fields)", () => {
+    const checked = checkView(remoteView({ kind: "confirm", response_schema: null, suggested_rules: [{ index: 0, label: "allow delete_file" }] }), "#1");
+    assert.equal(checked.problem, null);
+    assert.deepEqual(checked.view.suggested_rules, [{ index: 0, label: "allow delete_file", tool_name: "", rule_content: null, behavior: "", reach: "" }]);
+  });
+
   test("each malformed shape is named", () => {
     const problem = (over: Record<string, unknown>) => checkView(remoteView(over), "#1").problem;
     assert.equal(problem({ response_schema: null }), "the form has no schema");
