@@ -147,7 +147,8 @@ export interface ReplyModel {
   status: ReplyStatus | string;
   status_reason: string;
   transcript: TranscriptEntry[];
-  pauses: PauseView[];
+  /** the pause views as the kernel sent them: read only through reply/feed.ts, which checks each (reply/view_check.ts) */
+  pauses: unknown[];
   /** seq of the last nbh_cards message `pauses` includes */
   cards_seq: number;
   final_text: string;

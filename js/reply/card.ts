@@ -390,7 +390,7 @@ export class CardSet {
     const ui = this.uiFor(p.tool_call_id);
     // liveness as drawn: unknown and live draw the same card, so the connect
     // answer (unknown -> live) never rebuilds it under a person's typing
-    const key = JSON.stringify([p.status, p.decision, p.reason, this.live === false, p.deadline]);
+    const key = JSON.stringify([p.status, p.decision, p.reason, this.live === false, p.deadline, this.feed.trouble(p.tool_call_id)?.problem ?? null]);
     const entry = this.host.slotFor(p.tool_call_id);
     if (!force && ui.el && ui.key === key) {
       // the pause may have arrived before its tool call's transcript entry:

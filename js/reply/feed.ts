@@ -158,7 +158,7 @@ export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
 
   protected write(): void {
     // the record keeps each view as the kernel sent it
-    this.model.set("pauses", this.order.map((id) => this.sent.get(id)) as PauseView[]);
+    this.model.set("pauses", this.order.map((id) => this.sent.get(id)));
     this.model.set("cards_seq", this.seq);
   }
 

@@ -11,7 +11,7 @@ import { Announcer, keepKeys } from "../lib/a11y";
 import { safeFragment } from "../lib/safe_html";
 import { notifyOn, notifySupported, notifyWaiting, toggleNotify } from "../lib/notify";
 import type { ReplyProtocol } from "../messages";
-import type { ReplyModel } from "../types";
+import type { PauseView, ReplyModel } from "../types";
 import { Transcript } from "./transcript";
 import { TranscriptStream, markWaiting, type Changed } from "./stream";
 import { CardSet, timeLeft } from "./card";
@@ -88,8 +88,8 @@ function drawHeader(
 }
 
 /** The notification of a reply that starts waiting: who waits and for which calls. */
-function waitingNote(model: AnyModel<ReplyModel>): [string, string] {
-  const names = (model.get("pauses") || []).filter((p) => p.status === "open").map((p) => p.tool_name);
+function waitingNote(model: AnyModel<ReplyModel>, pauses: PauseView[]): [string, string] {
+  const names = pauses.filter((p) => p.status === "open").map((p) => p.tool_name);
   const agent = String(model.get("agent_name") || "The agent");
   return [`${agent} is waiting for you`, names.length ? `To answer: ${names.join(", ")}` : "A pause needs your answer."];
 }
@@ -205,7 +205,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     markTitle();
     const now = String(model.get("status") || "");
     if (now === "paused" && lastStatus !== "paused") {
-      const [title, body] = waitingNote(model);
+      const [title, body] = waitingNote(model, feed.all());
       notifyWaiting(title, body, String(model.get("reply_id") || title));
     }
     lastStatus = now;

@@ -145,8 +145,10 @@ describe("C35 malformed cards on the page", () => {
     assert.equal(page.control("#1", "nbh-cancel"), null);
     assert.match(page.card("#1").textContent!, /use Interrupt above/);
     page.close();
-    const none = await drawReply({} as unknown as unknown[]);
+    const none = await drawReply({} as unknown as unknown[], { status: "running" });
     assert.equal(none.cards().length, 0);
+    none.fake.set("status", "paused"); // the "waiting" notification reads the checked cards
+    assert.equal(none.status(), "paused (no card to answer has arrived)");
     none.close();
   });
 
@@ -173,6 +175,17 @@ describe("C35 malformed cards on the page", () => {
     assert.deepEqual(page.fake.get("pauses"), [raw]);
     assert.equal(page.fake.get("cards_seq"), 1);
     feed.dispose();
+    page.close();
+  });
+});
+
+describe("C35 a view mended by a later card op", () => {
+  test("c35 the card is drawn again as its kind once its view fits", async () => {
+    const page = await drawReply([remoteView({ response_schema: null })]);
+    assert.ok(page.control("call-9", "nbh-card-invalid"));
+    page.fake.emit({ type: "nbh_cards", seq: 1, ops: [{ op: "card", view: remoteView() }] });
+    assert.equal(page.control("call-9", "nbh-card-invalid"), null);
+    assert.ok(page.control("call-9", "nbh-form-submit"));
     page.close();
   });
 });

@@ -70,7 +70,7 @@ export async function drawReply(pauses: unknown[], over: Partial<ReplyModel> = {
     status: "paused",
     status_reason: "",
     transcript: [],
-    pauses: pauses as PauseView[],
+    pauses,
     cards_seq: 0,
     final_text: "",
     transcript_seq: 0,
