@@ -1,6 +1,6 @@
 // The page's unit tests: node has no TypeScript, so each test/*.test.ts is
-// bundled by esbuild (as build.mjs bundles the widgets) into
-// node_modules/.cache/nbh-test/ and run by node's own test runner. Tests that
+// bundled by esbuild (as build.mjs bundles the widgets) into js/.test-build/
+// (ignored by git) and run by node's own test runner. Tests that
 // need a DOM get jsdom's (test/dom.ts). Arguments are passed to `node --test`
 // (e.g. --test-name-pattern=C35).
 import { build } from "esbuild";
@@ -10,8 +10,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-// inside js/node_modules: ignored by git, and `import "jsdom"` resolves from there
-const outdir = join(here, "..", "node_modules", ".cache", "nbh-test");
+// beside js/node_modules, so `import "jsdom"` resolves from there; one per checkout
+const outdir = join(here, "..", ".test-build");
 rmSync(outdir, { recursive: true, force: true });
 const tests = readdirSync(here).filter((f) => f.endsWith(".test.ts")).sort();
 await build({
