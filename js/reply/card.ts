@@ -2,14 +2,17 @@
 // policy, safety check, deadline), the decided or expired record, the
 // "Sending…" line, and the group actions of a reply parked on several calls.
 // What sits between header and footer comes from the card module of the
-// pause's kind (cards/index.ts); nothing here looks at the kind itself.
+// pause's kind (cards/index.ts), or, for a view that does not fit its kind,
+// cards/invalid.ts; nothing here looks at the kind itself. The words of a
+// decision and the input's cut are record.ts's.
 import { h, clear } from "../lib/dom";
 import type { Rpc } from "../lib/rpc";
 import type { BatchResult, Decision, ReplyProtocol } from "../messages";
-import type { DecisionView, PauseView, RemotePauseView } from "../types";
+import type { PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
 import { cardFor, kindLabel, bulkActions } from "./cards/index";
 import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
+import { clip, deadlineEl, decisionText, refusal } from "./record";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 
 /** Per-card state kept across redraws. */
@@ -54,73 +57,6 @@ export interface CardHost {
   loose: HTMLElement;
   /** Called after the cards were drawn (each drawAll / drawSome). */
   drawn?(): void;
-}
-
-export function decisionText(d: DecisionView | null): string {
-  const dec = d || {};
-  switch (dec.action) {
-    case "approve":
-      return dec.accepted_rules && dec.accepted_rules.length
-        ? `Approved, and always allow: ${dec.accepted_rules.join(", ")}`
-        : "Approved";
-    case "deny":
-      if (dec.cause === "timeout") return "Not answered before the deadline: did not run";
-      if (dec.cause === "cancelled") return "Cancelled without an answer: did not run";
-      return "Denied";
-    case "modify":
-      // edited_input_text: an input JSON would not show faithfully (big integers, invisible characters)
-      return dec.edited_input_text ? "Approved with modified input (below)" : `Approved with modified input: ${JSON.stringify(dec.edited_input)}`;
-    case "answer":
-      return (
-        "Answered: " +
-        (dec.answers || [])
-          .map((a) => `${a.question} → ${[...(a.selected || []), ...(a.other ? [`"${a.other}"`] : [])].join(", ")}`)
-          .join("; ")
-      );
-    case "external_result":
-      return `Result sent (${dec.state})`;
-    case "return_error":
-      return "Error returned to the agent";
-    case "accept":
-      return "Result accepted";
-    case "edit":
-      return "Result edited before the model saw it";
-    case "reject":
-      return "Result rejected";
-    case "submit":
-      return "Form submitted";
-    case "timeout":
-      return `Deadline passed: ${dec.applied || "default applied"}`;
-    default:
-      return dec.action ? String(dec.action) : "Decided";
-  }
-}
-
-// a decision that refused something (not drawn in the approval colour)
-function refusal(d: DecisionView | null): boolean {
-  const a = d ? d.action : undefined;
-  return a === "deny" || a === "reject" || a === "cancelled" || a === "return_error" || a === "timeout";
-}
-
-/** The most characters of a call's input a card shows (a huge input stays readable and cheap to draw). */
-export const MAX_SHOWN_CHARS = 20000;
-
-/** `text`, cut to {@link MAX_SHOWN_CHARS} with a note saying how much is left out. */
-export function clip(text: string): string {
-  const s = String(text ?? "");
-  return s.length <= MAX_SHOWN_CHARS ? s : `${s.slice(0, MAX_SHOWN_CHARS)}\n… (${s.length - MAX_SHOWN_CHARS} more characters not shown)`;
-}
-
-export function timeLeft(deadline: number): string {
-  const s = Math.max(0, Math.round(deadline - Date.now() / 1000));
-  return s > 0 ? `${s}s left` : "deadline passed";
-}
-
-function deadlineEl(p: PauseView): HTMLElement | null {
-  if (!p.deadline || p.status !== "open") return null;
-  const span = h("span", { class: "nbh-chip", "data-testid": "nbh-deadline", "data-deadline": String(p.deadline) });
-  span.textContent = timeLeft(p.deadline);
-  return span;
 }
 
 /** Cards drawn at first, and added by each "Show more": a reply of thousands

@@ -14,7 +14,8 @@ import type { ReplyProtocol } from "../messages";
 import type { PauseView, ReplyModel } from "../types";
 import { Transcript } from "./transcript";
 import { TranscriptStream, markWaiting, type Changed } from "./stream";
-import { CardSet, timeLeft } from "./card";
+import { CardSet } from "./card";
+import { timeLeft } from "./record";
 import { CardFeed } from "./feed";
 
 const STATUS_TEXT: Record<string, string> = {

@@ -4,7 +4,8 @@ import { h } from "../../lib/dom";
 import { errorAtFields, renderSchemaForm, type SchemaProp } from "../../lib/form";
 import { enterPresses } from "../../lib/a11y";
 import type { JsonSchema, PauseView, RemotePauseView } from "../../types";
-import { clip, type CardCtx } from "../card";
+import type { CardCtx } from "../card";
+import { clip } from "../record";
 import type { CardKind } from "./index";
 
 function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Record<string, unknown> | undefined): void {

@@ -6,7 +6,8 @@
 import { h } from "../../lib/dom";
 import type { Decision } from "../../messages";
 import type { PauseView } from "../../types";
-import { clip, type CardCtx } from "../card";
+import type { CardCtx } from "../card";
+import { clip } from "../record";
 import type { Trouble } from "../feed";
 
 /** The header chip of such a card. */
