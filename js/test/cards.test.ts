@@ -8,7 +8,7 @@ import { settle } from "./fake_model";
 import { drawReply, pause } from "./page";
 import { confirmOffers } from "../reply/cards/confirm";
 import { bulkActions, cardFor, kindLabel } from "../reply/cards/index";
-import { clip, decisionText, MAX_SHOWN_CHARS } from "../reply/card";
+import { clip, decisionText, MAX_SHOWN_CHARS } from "../reply/record";
 
 const dom = installDom();
 after(() => dom.window.close());
