@@ -1,7 +1,9 @@
 // The data the kernel sends the page. `PauseView` mirrors
 // `nb_hitl.pauses.PauseView` (a TypedDict, the return of `Pause.to_view()`)
 // key for key; tests/unit/test_view_contract.py keeps the two in step.
-// Traits of each widget model are typed here too, for `AnyModel<T>`.
+// Traits of each widget model are typed here too, for `AnyModel<T>`; the
+// messages of each widget are in messages.ts.
+import type { ContextView, Decided, MatrixCall, MatrixResult, TryResult } from "./messages";
 
 /** The kinds of pause the reply widget draws (one card module each). */
 export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form" | "elicitation";
@@ -167,7 +169,8 @@ export interface ReplyModel {
   status: ReplyStatus | string;
   status_reason: string;
   transcript: TranscriptEntry[];
-  pauses: PauseView[];
+  /** the pause views as the kernel sent them: read only through reply/feed.ts, which checks each (reply/view_check.ts) */
+  pauses: unknown[];
   /** seq of the last nbh_cards message `pauses` includes */
   cards_seq: number;
   final_text: string;
@@ -183,4 +186,25 @@ export interface AuditModel {
   columns: string[];
   rows: Record<string, string>[];
   path: string;
+}
+
+/** A tool the permission explorer can try (`nb_hitl.permissions.list_tools`). */
+export interface ToolView {
+  name: string;
+  input_schema: JsonSchema;
+  read_only: boolean;
+  kind: string;
+}
+
+/** The synced traits of `PermissionExplorer` (nb_hitl/widgets/permissions.py). */
+export interface PermissionsModel {
+  agent_name: string;
+  context_view: ContextView;
+  /** the rules, as JSON text (one string instead of thousands of dicts) */
+  rules_json: string;
+  tools: ToolView[];
+  last_try: Decided<TryResult>;
+  matrix: Decided<MatrixResult>;
+  matrix_calls: MatrixCall[];
+  revision: number;
 }

@@ -15,8 +15,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
   const dis = !open || ui.pending;
   if (p.message) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-elicitation-message" }, p.message));
-  const decline = h("button", { "data-testid": "nbh-elicitation-decline", disabled: dis, onclick: () => void ctx.send("decline") }, "Decline");
-  const cancel = h("button", { "data-testid": "nbh-elicitation-cancel", disabled: dis, onclick: () => void ctx.send("cancel") }, "Cancel");
+  const decline = h("button", { "data-testid": "nbh-elicitation-decline", disabled: dis, onclick: () => void ctx.send({ action: "decline" }) }, "Decline");
+  const cancel = h("button", { "data-testid": "nbh-elicitation-cancel", disabled: dis, onclick: () => void ctx.send({ action: "cancel" }) }, "Cancel");
   if (p.form_error || !p.response_schema) {
     // the server's schema cannot be drawn: it can only be declined or cancelled
     card.append(
@@ -29,7 +29,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const schema: JsonSchema = p.response_schema;
   const form = renderSchemaForm(schema, { disabled: dis, errorField: ui.errorField, error: ui.error });
   // a refused answer redraws the card: put back what the person typed
-  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, any> | undefined);
+  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, unknown> | undefined);
   const remember = () => {
     const v = form.value();
     if (v.ok) ctx.remember(v.value);
@@ -53,7 +53,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
           ctx.redraw();
           return;
         }
-        void ctx.send("accept", { content: value.value });
+        void ctx.send({ action: "accept", content: value.value as Record<string, unknown> });
       },
     },
     "Accept",

@@ -1,22 +1,23 @@
 // A structured question: a form drawn from the agent's JSON Schema
 // (lib/form.ts); the kernel validates the answer before the agent sees it.
 import { h } from "../../lib/dom";
-import { errorAtFields, renderSchemaForm } from "../../lib/form";
+import { errorAtFields, renderSchemaForm, type SchemaProp } from "../../lib/form";
 import { enterPresses } from "../../lib/a11y";
 import type { JsonSchema, PauseView, RemotePauseView } from "../../types";
-import { clip, type CardCtx } from "../card";
+import type { CardCtx } from "../card";
+import { clip } from "../record";
 import type { CardKind } from "./index";
 
 /** Put a form's last values back into its redrawn fields (a refused answer redraws the card). */
-export function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Record<string, any> | undefined): void {
+export function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Record<string, unknown> | undefined): void {
   if (!values) return;
-  const props: Record<string, any> = (schema && schema.properties) || {};
+  const props: Record<string, SchemaProp> = (schema && schema.properties) || {};
   for (const [name, v] of Object.entries(values)) {
     const input = Array.from(formEl.querySelectorAll<HTMLElement>("[data-field]")).find((e) => e.dataset.field === name);
     if (!input) continue;
     const p = props[name] || {};
     if (input instanceof HTMLSelectElement) {
-      const i = Array.isArray(p.enum) ? p.enum.findIndex((x: unknown) => JSON.stringify(x) === JSON.stringify(v)) : -1;
+      const i = Array.isArray(p.enum) ? p.enum.findIndex((x) => JSON.stringify(x) === JSON.stringify(v)) : -1;
       if (i >= 0) input.value = String(i);
     } else if (input instanceof HTMLInputElement && input.type === "checkbox") {
       input.checked = v === true;
@@ -37,7 +38,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     card.append(
       h("div", { class: "nbh-error", "data-testid": "nbh-unanswerable" }, "This question cannot be answered: " + (p.form_error || "its metadata is malformed.")),
       ctx.errorBox() || "",
-      h("button", { class: "nbh-primary", "data-testid": "nbh-cancel", disabled: dis, onclick: () => ctx.send("cancel") }, "Cancel it"),
+      h("button", { class: "nbh-primary", "data-testid": "nbh-cancel", disabled: dis, onclick: () => ctx.send({ action: "cancel" }) }, "Cancel it"),
     );
     return;
   }
@@ -46,14 +47,14 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       h("div", { class: "nbh-error", "data-testid": "nbh-form-invalid" }, "The agent's form cannot be shown: " + p.form_error),
       h("pre", { class: "nbh-pre" }, clip(p.input_text)),
       ctx.errorBox() || "",
-      h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send("return_error") }, "Return this error to the agent"),
+      h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send({ action: "return_error" }) }, "Return this error to the agent"),
     );
     return;
   }
   const schema: JsonSchema = p.response_schema || {};
   const form = renderSchemaForm(schema, { disabled: dis, errorField: ui.errorField, error: ui.error });
   // a refused answer redraws the card: put back what the person typed
-  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, any> | undefined);
+  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, unknown> | undefined);
   const remember = () => {
     const v = form.value();
     if (v.ok) ctx.remember(v.value);
@@ -61,7 +62,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   };
   ctx.setDraft(() => {
     const v = remember();
-    return v.ok && Object.keys(v.value || {}).length ? { action: "submit", payload: { value: v.value } } : null;
+    return v.ok && Object.keys(v.value || {}).length ? { action: "submit", value: v.value } : null;
   });
   // an error the form already shows at its field is not repeated below
   const props = (schema && schema.properties) || {};
@@ -81,7 +82,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
             ctx.redraw();
             return;
           }
-          void ctx.send("submit", { value: value.value });
+          void ctx.send({ action: "submit", value: value.value });
         },
       },
       "Submit",

@@ -2,6 +2,7 @@
 // body of an open card (card.ts draws the rest). The only place the page
 // branches on `PauseView.kind`.
 import type { PauseKind, PauseView } from "../../types";
+import type { DecisionAction } from "../../messages";
 import type { CardCtx } from "../card";
 import { confirmCard } from "./confirm";
 import { askUserCard } from "./ask_user";
@@ -14,7 +15,8 @@ import { elicitationCard } from "./elicitation";
 export interface BulkAction {
   label: string;
   testid: string;
-  action: string;
+  /** a decision that needs no more than its action */
+  action: Extract<DecisionAction, "approve" | "deny" | "accept" | "reject" | "return_error" | "cancel">;
 }
 
 /** What a pause kind brings to the page. */
