@@ -141,8 +141,10 @@ export interface TranscriptEntry {
   /** in a team: the agent that wrote the entry (leader or member); team steps also name the `member` */
   agent?: string;
   member?: string;
-  /** step (one model call): AgentScope's ModelCallStart/EndEvent */
+  /** step (one model call): AgentScope's ModelCallStart/EndEvent; state calling, done, failed or stopped */
   model_name?: string;
+  /** step that failed: the error's class name */
+  error?: string;
   started_at?: number;
   elapsed?: number;
   input_tokens?: number;

@@ -30,6 +30,7 @@ from ..answers import front
 from ..entries import entry_text, lookup_in
 from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError, PendingPauseError
 from ..guard import StreamBudget, StreamLimitReached
+from ..session._calls import install_kernel_hints
 from .client import AguiClient, AguiClientError, RemoteRunError
 from .mapping import META_KEY, ResumeError, check_resume, message_to_entry, parse_expires_at, validate_payload
 from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, move, view_data
@@ -122,6 +123,7 @@ class RemoteSession:
         self.user_name = user_name
         self.messages: list[Any] = []
         self.turns: list[RemoteTurn] = []
+        install_kernel_hints()  # asyncio.run(remote.run(...)) in a cell: the error says to await
 
     # ------------------------------------------------------------ public API
     @property
