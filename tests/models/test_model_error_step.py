@@ -64,6 +64,8 @@ def test_a_rejected_key_fails_the_step_and_names_the_key_and_the_server(monkeypa
     (note,) = _steps_and_notes(session)[1]
     assert "OPENAI_API_KEY" in note and f"OPENAI_BASE_URL={srv.base_url}" in note and "401" in note
     assert "sk-wrong" not in note and "sk-right" not in note  # never the key itself
+    # the card's header names the fix too, not only the error
+    assert "OPENAI_API_KEY" in session.current.reason and "sk-wrong" not in session.current.reason
 
 
 def test_a_server_that_does_not_answer_names_the_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
