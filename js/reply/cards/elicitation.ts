@@ -4,12 +4,10 @@
 // The kernel checks the values against the server's schema before anything
 // is sent; the answer goes to the server, and the tool goes on.
 import { h } from "../../lib/dom";
-import { errorAtFields, renderSchemaForm } from "../../lib/form";
-import { enterPresses } from "../../lib/a11y";
 import type { JsonSchema, PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
-import { restoreFormValues } from "./form";
+import { schemaForm } from "./form";
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
@@ -27,39 +25,13 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     return;
   }
   const schema: JsonSchema = p.response_schema;
-  const form = renderSchemaForm(schema, { disabled: dis, errorField: ui.errorField, error: ui.error });
-  // a refused answer redraws the card: put back what the person typed
-  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, unknown> | undefined);
-  const remember = () => {
-    const v = form.value();
-    if (v.ok) ctx.remember(v.value);
-    return v;
-  };
+  const drawn = schemaForm(schema, ctx, dis, {
+    testid: "nbh-elicitation-accept",
+    label: "Accept",
+    send: (content) => ctx.send({ action: "accept", content }),
+  });
   ctx.setDraft(() => null); // an answer to a server is sent on its own, never with "Submit all"
-  const props = schema.properties || {};
-  const top = ui.errorField.startsWith("value.") ? ui.errorField.slice(6) : ui.errorField;
-  const atField = (top !== "" && Object.prototype.hasOwnProperty.call(props, top) && !ui.error.includes("\n")) || errorAtFields(schema, ui.error);
-  const accept = h(
-    "button",
-    {
-      class: "nbh-primary",
-      "data-testid": "nbh-elicitation-accept",
-      disabled: dis,
-      onclick: () => {
-        const value = remember();
-        if (!value.ok) {
-          ui.error = value.error;
-          ui.errorField = value.field;
-          ctx.redraw();
-          return;
-        }
-        void ctx.send({ action: "accept", content: value.value as Record<string, unknown> });
-      },
-    },
-    "Accept",
-  );
-  enterPresses(form.el, accept);
-  card.append(form.el, atField ? "" : ctx.errorBox() || "", h("div", { class: "nbh-row" }, accept, decline, cancel));
+  card.append(drawn.form, drawn.errorBox, h("div", { class: "nbh-row" }, drawn.button, decline, cancel));
 }
 
 export const elicitationCard: CardKind = {

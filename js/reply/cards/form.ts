@@ -1,7 +1,7 @@
 // A structured question: a form drawn from the agent's JSON Schema
 // (lib/form.ts); the kernel validates the answer before the agent sees it.
 import { h } from "../../lib/dom";
-import { errorAtFields, renderSchemaForm, type SchemaProp } from "../../lib/form";
+import { errorAtFields, renderSchemaForm, type FormValue, type SchemaProp } from "../../lib/form";
 import { enterPresses } from "../../lib/a11y";
 import type { JsonSchema, PauseView, RemotePauseView } from "../../types";
 import type { CardCtx } from "../card";
@@ -52,44 +52,74 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     return;
   }
   const schema: JsonSchema = p.response_schema || {};
-  const form = renderSchemaForm(schema, { disabled: dis, errorField: ui.errorField, error: ui.error });
+  const drawn = schemaForm(schema, ctx, dis, {
+    testid: "nbh-form-submit",
+    label: "Submit",
+    send: (value) => ctx.send({ action: "submit", value }),
+  });
+  ctx.setDraft(() => {
+    const v = drawn.remember();
+    return v.ok && Object.keys(v.value || {}).length ? { action: "submit", value: v.value } : null;
+  });
+  card.append(drawn.form, drawn.errorBox, drawn.button);
+}
+
+/** What {@link schemaForm} draws: the form, the error box (empty when the form shows the error at its field), the button. */
+export interface SchemaFormUi {
+  form: HTMLElement;
+  errorBox: HTMLElement | "";
+  button: HTMLElement;
+  /** the form's value now, kept for a redraw when it is valid */
+  remember(): FormValue;
+}
+
+/**
+ * A form drawn from `schema` with its primary button: the values a refused answer
+ * redraws with are put back, the button checks the value and shows a field's error
+ * at the field (the kernel checks again), Enter in a one-line field presses it.
+ * Used by the form card and by the MCP elicitation card.
+ */
+export function schemaForm(
+  schema: JsonSchema,
+  ctx: CardCtx,
+  disabled: boolean,
+  action: { testid: string; label: string; send: (value: Record<string, unknown>) => unknown },
+): SchemaFormUi {
+  const { ui } = ctx;
+  const form = renderSchemaForm(schema, { disabled, errorField: ui.errorField, error: ui.error });
   // a refused answer redraws the card: put back what the person typed
   restoreFormValues(form.el, schema, ctx.remembered() as Record<string, unknown> | undefined);
-  const remember = () => {
+  const remember = (): FormValue => {
     const v = form.value();
     if (v.ok) ctx.remember(v.value);
     return v;
   };
-  ctx.setDraft(() => {
-    const v = remember();
-    return v.ok && Object.keys(v.value || {}).length ? { action: "submit", value: v.value } : null;
-  });
   // an error the form already shows at its field is not repeated below
   const props = (schema && schema.properties) || {};
   const top = ui.errorField.startsWith("value.") ? ui.errorField.slice(6) : ui.errorField;
   const atField = (top !== "" && Object.prototype.hasOwnProperty.call(props, top) && !ui.error.includes("\n")) || errorAtFields(schema, ui.error);
-  const submit = h(
-      "button",
-      {
-        class: "nbh-primary",
-        "data-testid": "nbh-form-submit",
-        disabled: dis,
-        onclick: () => {
-          const value = remember();
-          if (!value.ok) {
-            ui.error = value.error;
-            ui.errorField = value.field;
-            ctx.redraw();
-            return;
-          }
-          void ctx.send({ action: "submit", value: value.value });
-        },
+  const button = h(
+    "button",
+    {
+      class: "nbh-primary",
+      "data-testid": action.testid,
+      disabled,
+      onclick: () => {
+        const value = remember();
+        if (!value.ok) {
+          ui.error = value.error;
+          ui.errorField = value.field;
+          ctx.redraw();
+          return;
+        }
+        void action.send(value.value as Record<string, unknown>);
       },
-      "Submit",
-    );
-  // Enter in a one-line field submits, as in a form
-  enterPresses(form.el, submit);
-  card.append(form.el, atField ? "" : ctx.errorBox() || "", submit);
+    },
+    action.label,
+  );
+  // Enter in a one-line field presses it, as in a form
+  enterPresses(form.el, button);
+  return { form: form.el, errorBox: atField ? "" : ctx.errorBox() || "", button, remember };
 }
 
 export const formCard: CardKind = {
