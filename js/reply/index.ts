@@ -15,6 +15,7 @@ import { Transcript } from "./transcript";
 import { TranscriptStream, markWaiting, type Changed } from "./stream";
 import { CardSet, timeLeft } from "./card";
 import { CardFeed } from "./feed";
+import { watchWaiting } from "./waiting_banner";
 
 const STATUS_TEXT: Record<string, string> = {
   running: "running",
@@ -84,7 +85,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   // a decision keeps waiting for the kernel's answer (never "nothing was
   // sent" about a click the kernel may still apply); see lib/rpc.ts
   const rpc = new Rpc(model, 15000, true);
-  const root = h("div", { class: "nbh nbh-reply", "data-testid": "nbh-reply" });
+  const root = h("div", { class: "nbh nbh-reply", "data-testid": "nbh-reply", "data-nbh-key": String(model.get("_nbh_key") || "") });
   const banner = h("div", { class: "nbh-banner", "data-testid": "nbh-live-banner", role: "status", hidden: true });
   const header = h("div", { class: "nbh-row" });
   const groupBar = h("div", { class: "nbh-row", "data-testid": "nbh-group", hidden: true });
@@ -315,4 +316,9 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   };
 };
 
-export default { render };
+/** Once per model, view or not: a reply that waits with no view gets a banner (waiting_banner.ts). */
+function initialize({ model, signal }: { model: AnyModel<ReplyModel>; signal?: AbortSignal }): void {
+  watchWaiting(model, signal, render);
+}
+
+export default { initialize, render };
