@@ -133,7 +133,7 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
   };
 
   const make = (cell: string) => {
-    text = h("span", { "data-testid": "nbh-waiting-text" });
+    text = h("span", { "data-testid": "nbh-waiting-text", role: "status" });
     button = h(
       "button",
       { class: "nbh-primary", "data-testid": "nbh-waiting-show", "aria-expanded": "false", onclick: () => toggle() },
@@ -145,7 +145,7 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
     panel = h("div", { class: "nbh-waiting-panel", "data-testid": "nbh-waiting-panel", hidden: true });
     banner = h(
       "div",
-      { class: "nbh nbh-waiting", "data-testid": "nbh-waiting", "data-nbh-key": key, role: "status" },
+      { class: "nbh nbh-waiting", "data-testid": "nbh-waiting", "data-nbh-key": key },
       h("div", { class: "nbh-row" }, text, button, close),
       cells,
       panel,
@@ -156,6 +156,14 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
     region().append(banner);
   };
 
+  const ping = async () => {
+    asking = true;
+    try {
+      return await rpc.request("ping", {}, { timeoutMs: 4000 });
+    } finally {
+      asking = false;
+    }
+  };
   const look = async () => {
     timer = 0;
     if (stopped) return;
@@ -163,11 +171,17 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
       words();
       // a view of the reply came back (a redrawn output): the banner is not needed
       if (!panelShown() && (hasView(key, banner) || !waiting())) remove();
+      else if (waiting() && !asking) {
+        // the note on cells stays true: the cell that blocked them may have ended
+        const reply = await ping();
+        if (reply.ok && cells) {
+          cells.textContent = cellsNote(String(reply.cell || ""));
+          cells.hidden = !cells.textContent;
+        }
+      }
     } else if (waiting() && !shown.has(key) && !hasView(key, null) && !asking) {
       // only a kernel that answers: a record restored from a saved notebook is not waiting
-      asking = true;
-      const reply = await rpc.request("ping", {}, { timeoutMs: 4000 });
-      asking = false;
+      const reply = await ping();
       if (stopped) return;
       if (reply.ok && waiting() && !shown.has(key) && !hasView(key, null)) make(String(reply.cell || ""));
     }
