@@ -15,7 +15,7 @@ import { Transcript } from "./transcript";
 import { TranscriptStream, markWaiting, type Changed } from "./stream";
 import { CardSet, timeLeft } from "./card";
 import { CardFeed } from "./feed";
-import { watchWaiting } from "./waiting_banner";
+import { noteView, watchWaiting } from "./waiting_banner";
 
 const STATUS_TEXT: Record<string, string> = {
   running: "running",
@@ -107,6 +107,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   // the notebook's shortcuts must not take the keys of the cards' controls
   keepKeys(root);
   el.append(root);
+  const forgetView = noteView(String(model.get("_nbh_key") || ""), root);
 
   // an open pause's deadline counts down once a second; the timer runs only
   // while the view shows one (a notebook of ended replies keeps no timers)
@@ -306,6 +307,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
 
   return () => {
     disposed = true;
+    forgetView();
     window.clearTimeout(recheck);
     window.clearInterval(timer);
     stream.dispose();

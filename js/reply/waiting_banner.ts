@@ -28,10 +28,24 @@ const REGION_ID = "nbh-waiting-region";
 /** The keys of the replies that have a banner in this page (one per reply). */
 const shown = new Set<string>();
 
-/** Whether a view of the reply `key` is in the document, outside `except`. */
+/** The drawn views of each reply (by `_nbh_key`): the page code is one module per page. */
+const views = new Map<string, Set<HTMLElement>>();
+
+/** Note a view of the reply `key` drawn in `el`; the returned function forgets it. */
+export function noteView(key: string, el: HTMLElement): () => void {
+  if (!key) return () => undefined;
+  const mine = views.get(key) ?? new Set<HTMLElement>();
+  views.set(key, mine);
+  mine.add(el);
+  return () => {
+    mine.delete(el);
+    if (!mine.size) views.delete(key);
+  };
+}
+
+/** Whether a view of the reply `key` is in the page (a shadow root's included), outside `except`. */
 export function hasView(key: string, except: Element | null): boolean {
-  const views = document.querySelectorAll<HTMLElement>('[data-testid="nbh-reply"][data-nbh-key]');
-  return Array.from(views).some((el) => el.dataset.nbhKey === key && !(except && except.contains(el)));
+  return Array.from(views.get(key) ?? []).some((el) => el.isConnected && !(except && except.contains(el)));
 }
 
 /** What the banner says about cells run meanwhile, from the kernel's `ping` answer. */
