@@ -90,7 +90,10 @@ class RequestWidget(anywidget.AnyWidget):
             Raise :class:`~nb_hitl.errors.NbHitlError` to refuse with a
             readable reason. ``ping`` messages are answered by the widget
             itself (the page uses them to tell a live kernel from a notebook
-            reopened after a restart).
+            reopened after a restart): ``{"live": True, "cell": ...}``, where
+            ``cell`` is ``"its_cell"`` while the cell that made the widget
+            still runs (cells run meanwhile wait behind it), ``"another"``
+            while another cell runs, ``""`` when none does.
         **kwargs: trait values, passed to ``anywidget.AnyWidget``.
 
     Attributes:
