@@ -9,6 +9,11 @@
 // with it. The module is imported once per page per digest, and the theme is
 // one constructed stylesheet adopted by each document or shadow root a widget
 // is drawn in.
+//
+// anywidget calls a widget's `initialize` once per model, when the model is
+// made, with or without a view (a page reloaded while its kernel runs gets
+// the kernel's live models back before any view, and none at all for outputs
+// that were not saved); the loader hands it to the page code's `initialize`.
 import type { AnyModel, RenderProps } from "@anywidget/types";
 
 // replaced by the kernel with the digest of the page code it serves
@@ -20,7 +25,12 @@ const PREFIX = "IPY_MODEL_";
 const LOOKUP_MS = 10_000;
 const LOOKUP_PAUSE_MS = 200;
 
+interface InitializeProps {
+  model: AnyModel;
+  signal?: AbortSignal;
+}
 interface WidgetDef {
+  initialize?: (props: InitializeProps) => unknown;
   render?: (props: RenderProps) => unknown;
 }
 interface Loaded {
@@ -128,4 +138,16 @@ async function render(props: RenderProps): Promise<unknown> {
   return got.widget.render?.(props);
 }
 
-export default { render };
+function initialize(props: InitializeProps): void {
+  // not awaited: anywidget gives a model 2 s to initialize, and the page-code
+  // model may come later; a widget that cannot load says so when drawn (render)
+  void loaded(props.model)
+    .then((got) => {
+      if (props.signal?.aborted || !got.widget.initialize) return;
+      addTo(document, got.sheet); // what the page code draws outside a view is in the document
+      return got.widget.initialize(props);
+    })
+    .catch(() => undefined);
+}
+
+export default { initialize, render };

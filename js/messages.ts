@@ -43,7 +43,8 @@ export type PageMessage<P extends Protocol> = {
 
 /** The liveness probe every widget answers itself (nb_hitl/widgets/_base.py). */
 export type PingProtocol = {
-  ping: { send: Record<string, never>; answer: { live?: boolean } };
+  /** `cell`: "its_cell" while the cell that made the widget runs, "another" while another cell runs, "" otherwise */
+  ping: { send: Record<string, never>; answer: { live?: boolean; cell?: "its_cell" | "another" | "" } };
 };
 
 // -- decisions on a pause (nb_hitl/messages.py) ---------------------------

@@ -181,6 +181,10 @@ export interface ReplyModel {
   transcript_seq: number;
   /** id of the transcript entry whose text is the final text ("" : none) */
   final_entry: string;
+  /** how many pauses wait for the person */
+  pending?: number;
+  /** a random id of the widget, carried by each of its views */
+  _nbh_key?: string;
 }
 
 /** The synced traits of `AuditLogTable`. */

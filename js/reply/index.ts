@@ -17,6 +17,7 @@ import { TranscriptStream, markWaiting, type Changed } from "./stream";
 import { CardSet } from "./card";
 import { timeLeft } from "./record";
 import { CardFeed } from "./feed";
+import { noteView, watchWaiting } from "./waiting_banner";
 
 const STATUS_TEXT: Record<string, string> = {
   running: "running",
@@ -99,7 +100,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   // a decision keeps waiting for the kernel's answer (never "nothing was
   // sent" about a click the kernel may still apply); see lib/rpc.ts
   const rpc = new Rpc<ReplyProtocol>(model, 15000, true);
-  const root = h("div", { class: "nbh nbh-reply", "data-testid": "nbh-reply" });
+  const root = h("div", { class: "nbh nbh-reply", "data-testid": "nbh-reply", "data-nbh-key": String(model.get("_nbh_key") || "") });
   const banner = h("div", { class: "nbh-banner", "data-testid": "nbh-live-banner", role: "status", hidden: true });
   const header = h("div", { class: "nbh-row" });
   const groupBar = h("div", { class: "nbh-row", "data-testid": "nbh-group", hidden: true });
@@ -121,6 +122,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   // the notebook's shortcuts must not take the keys of the cards' controls
   keepKeys(root);
   el.append(root);
+  const forgetView = noteView(String(model.get("_nbh_key") || ""), root);
 
   // an open pause's deadline counts down once a second; the timer runs only
   // while the view shows one (a notebook of ended replies keeps no timers)
@@ -329,6 +331,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
 
   return () => {
     disposed = true;
+    forgetView();
     window.clearTimeout(recheck);
     window.clearInterval(timer);
     stream.dispose();
@@ -339,4 +342,9 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   };
 };
 
-export default { render };
+/** Once per model, view or not: a reply that waits with no view gets a banner (waiting_banner.ts). */
+function initialize({ model, signal }: { model: AnyModel<ReplyModel>; signal?: AbortSignal }): void {
+  watchWaiting(model, signal, render);
+}
+
+export default { initialize, render };

@@ -30,7 +30,7 @@ import anywidget
 import traitlets
 
 from ..errors import NbHitlError
-from ._kernel import answer_info_requests_while_busy
+from ._kernel import answer_info_requests_while_busy, cell_now
 from ._page_code import inline_page_code, inline_source, page_code
 
 __all__ = ["RequestWidget", "Handler"]
@@ -90,7 +90,10 @@ class RequestWidget(anywidget.AnyWidget):
             Raise :class:`~nb_hitl.errors.NbHitlError` to refuse with a
             readable reason. ``ping`` messages are answered by the widget
             itself (the page uses them to tell a live kernel from a notebook
-            reopened after a restart).
+            reopened after a restart): ``{"live": True, "cell": ...}``, where
+            ``cell`` is ``"its_cell"`` while the cell that made the widget
+            still runs (cells run meanwhile wait behind it), ``"another"``
+            while another cell runs, ``""`` when none does.
         **kwargs: trait values, passed to ``anywidget.AnyWidget``.
 
     Attributes:
@@ -132,6 +135,8 @@ class RequestWidget(anywidget.AnyWidget):
             answer_info_requests_while_busy()
         except Exception:  # never let this stop a widget from being made
             log.debug("could not install the info-request wrapper", exc_info=True)
+        #: the cell that made this widget (``""``: none known), for ``ping``'s ``cell``
+        self._cell = cell_now()
 
     def __repr__(self) -> str:
         """The widget's text form, ``ReplyWidget(agent_name='helper', prompt='…')``:
@@ -151,6 +156,14 @@ class RequestWidget(anywidget.AnyWidget):
         """Replace the handler (``None`` refuses every action)."""
         self._handler = handler
 
+    def _cell_state(self) -> str:
+        """``"its_cell"`` while the cell that made this widget runs, ``"another"`` while
+        another cell runs, ``""`` when no cell runs (or none is known)."""
+        now = cell_now()
+        if not now:
+            return ""
+        return "its_cell" if now == self._cell else "another"
+
     # -- the channel ------------------------------------------------------
     def _reply(self, payload: dict[str, Any]) -> None:
         self.answered += 1
@@ -165,7 +178,7 @@ class RequestWidget(anywidget.AnyWidget):
             if not isinstance(content, dict):
                 raise NbHitlError("A page message must be a JSON object.")
             if content.get("action") == "ping":
-                self._reply({"request_id": request_id, "ok": True, "live": True})
+                self._reply({"request_id": request_id, "ok": True, "live": True, "cell": self._cell_state()})
                 return
             if self._handler is None:
                 raise NbHitlError("This widget is not connected to anything that can act on it.")

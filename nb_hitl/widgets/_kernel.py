@@ -29,7 +29,7 @@ import logging
 import threading
 from typing import Any
 
-__all__ = ["answer_info_requests_while_busy", "INFO_REQUESTS"]
+__all__ = ["answer_info_requests_while_busy", "cell_now", "INFO_REQUESTS"]
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,19 @@ INFO_REQUESTS = frozenset({"kernel_info_request", "comm_info_request"})
 
 
 _MARK = "_nb_hitl_info_while_busy"
+#: the running cell, followed once the wrapper is installed (see :func:`cell_now`)
+_followed: _RunningCell | None = None
+
+
+def cell_now() -> str:
+    """The ``msg_id`` of the ``execute_request`` whose cell runs now (awaiting included).
+
+    Returns:
+        ``""`` when no cell runs, or before the wrapper of
+        :func:`answer_info_requests_while_busy` is installed (outside an ipykernel).
+    """
+    parent = _followed.parent if _followed is not None else None
+    return str(((parent or {}).get("header") or {}).get("msg_id") or "")
 
 
 def _main_shell_stream(kernel: Any) -> Any:
@@ -141,7 +154,8 @@ def answer_info_requests_while_busy(kernel: Any = None) -> bool:
     if getattr(original, _MARK, False):
         return True
 
-    cell = _RunningCell.follow(kernel)
+    global _followed
+    cell = _followed = _RunningCell.follow(kernel)
 
     async def dispatch_concurrently(msg: Any, request: dict[str, Any]) -> None:
         # what ipykernel's shell_main does for a comm message while locked, plus the

@@ -38,10 +38,14 @@ readable record; case C12):
   derived from ``pauses`` here, so front ends that react to trait changes
   (marimo's ``mo.ui.anywidget``) can rerun a cell when a pause opens or is
   answered: ``w.value["pending"]``, ``w.value["status"]``.
+* ``_nbh_key``: a random id of this widget (set when it is made), which each
+  view of it carries in the page, so the page can tell a reply that has no
+  view (a page reloaded without saving) and offer its card again.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import traitlets
@@ -89,6 +93,7 @@ class ReplyWidget(RequestWidget):
     pending = traitlets.Int(0).tag(sync=True)
     cards_seq = traitlets.Int(0).tag(sync=True)
     transcript_seq = traitlets.Int(0).tag(sync=True)
+    _nbh_key = traitlets.Unicode("").tag(sync=True)
 
     #: traits being set in the kernel only (see :meth:`set_record`)
     _kernel_only: frozenset[str] = frozenset()
@@ -97,6 +102,7 @@ class ReplyWidget(RequestWidget):
         unknown = set(traits) - set(self.class_trait_names(sync=True))
         if unknown:
             raise TypeError(f"ReplyWidget got unknown argument(s): {', '.join(sorted(unknown))}")
+        traits.setdefault("_nbh_key", uuid.uuid4().hex)
         super().__init__(handler=handler, **traits)
         self.pending = open_count(self.pauses)
 

@@ -68,3 +68,33 @@ def test_C23_info_requests_answered_while_a_cell_awaits_a_pause() -> None:
         res = kernel.wait_reply(msg_id, timeout=30).raise_for_error()
         assert "FINAL: All done." in res.stdout
         assert "after" in kernel.wait_reply(queued, timeout=30).raise_for_error().stdout
+
+
+def test_C39_ping_says_whether_the_cell_that_made_the_reply_still_runs() -> None:
+    """A page that finds a waiting reply with no view (reloaded without saving) asks ``ping``:
+    while the cell that made the reply awaits it, cells run meanwhile wait behind it."""
+    with KernelHarness() as kernel:
+        kernel.execute(AGENT).raise_for_error()
+        msg_id = kernel.execute_async_start("reply = await session.run('tidy up')")
+        rec = reply_widget(kernel, "c23k", require_esm=True)
+        confirm = open_pause(kernel, rec.comm_id, "confirm")
+
+        ping = kernel.request(rec.comm_id, "ping")
+        assert (ping["ok"], ping["live"], ping["cell"]) == (True, True, "its_cell")
+
+        answer = kernel.request(
+            rec.comm_id, "approve", tool_call_id=confirm["tool_call_id"], reply_id=confirm["reply_id"]
+        )
+        assert answer["ok"] is True
+        kernel.wait_reply(msg_id, timeout=30).raise_for_error()
+        assert kernel.request(rec.comm_id, "ping")["cell"] == ""
+        # another cell that runs (awaiting a widget of its own): the reply's cell is not the one
+        kernel.execute(
+            "import asyncio, ipywidgets\nev = asyncio.Event()\n"
+            "gate = ipywidgets.Text()\ngate.observe(lambda _: ev.set(), 'value')"
+        ).raise_for_error()
+        other = kernel.execute_async_start("await ev.wait()")
+        assert kernel.wait_for(lambda: _last_status(kernel) == ("busy", other), timeout=10)
+        assert kernel.request(rec.comm_id, "ping")["cell"] == "another"
+        kernel.send_update(kernel.wait_for_comm("TextModel").comm_id, {"value": "go"})
+        kernel.wait_reply(other, timeout=30).raise_for_error()

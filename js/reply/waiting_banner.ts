@@ -1,0 +1,223 @@
+// A reply that waits for the person but has no view in the page.
+//
+// A page reloaded without saving (or a notebook closed and opened again)
+// while its kernel still waits on a pause gets the kernel's live widget
+// models back (JupyterLab's widget manager restores them from the kernel),
+// but no output shows them: the cell's output was never saved. anywidget
+// still calls the page code's `initialize` for each model, so here a reply
+// with open pauses, no view anywhere in the page and a kernel that answers
+// gets a small banner at the bottom of the page that says so and names the
+// one action that brings the card back ("Show the card here"): the reply's
+// own view, drawn in the banner, whose buttons answer as in the cell.
+// Everything is DOM text (lib/dom.ts) in the theme's colours (lib/theme.css).
+import type { AnyModel, Render } from "@anywidget/types";
+import { h } from "../lib/dom";
+import { keepKeys } from "../lib/a11y";
+import { Rpc } from "../lib/rpc";
+import type { ReplyModel } from "../types";
+
+// how long a model may be without a view before the banner offers its card:
+// a cell's output draws its view right after the model is made, and a saved
+// notebook draws its views while the widget manager restores the models
+const GRACE_MS = 2500;
+// how often a reply that waits looks again for a view of itself (a view may
+// come later, or go: a cleared output)
+const LOOK_MS = 2000;
+const REGION_ID = "nbh-waiting-region";
+
+/** The keys of the replies that have a banner in this page (one per reply). */
+const shown = new Set<string>();
+
+/** The drawn views of each reply (by `_nbh_key`): the page code is one module per page. */
+const views = new Map<string, Set<HTMLElement>>();
+
+/** Note a view of the reply `key` drawn in `el`; the returned function forgets it. */
+export function noteView(key: string, el: HTMLElement): () => void {
+  if (!key) return () => undefined;
+  const mine = views.get(key) ?? new Set<HTMLElement>();
+  views.set(key, mine);
+  mine.add(el);
+  return () => {
+    mine.delete(el);
+    if (!mine.size) views.delete(key);
+  };
+}
+
+/** Whether a view of the reply `key` is in the page (a shadow root's included), outside `except`. */
+export function hasView(key: string, except: Element | null): boolean {
+  return Array.from(views.get(key) ?? []).some((el) => el.isConnected && !(except && except.contains(el)));
+}
+
+/** What the banner says about cells run meanwhile, from the kernel's `ping` answer. */
+export function cellsNote(cell: string): string {
+  if (cell === "its_cell")
+    return "Cells you run wait until this reply ends: the cell that runs it is waiting for your answer.";
+  if (cell === "another") return "The kernel is running a cell: cells you run wait until it ends.";
+  return "";
+}
+
+/** The banner's sentence for a reply with `open` open pauses. */
+export function waitingText(agent: string, open: number): string {
+  const who = agent ? `The agent "${agent}" is` : "An agent is";
+  return `${who} waiting for your answer (${open} open pause${open === 1 ? "" : "s"}), and this page does not show its card.`;
+}
+
+function region(): HTMLElement {
+  let el = document.getElementById(REGION_ID);
+  if (!el) {
+    el = h("div", {
+      id: REGION_ID,
+      class: "nbh-waiting-region",
+      role: "region",
+      "aria-label": "Agent replies waiting for you",
+      "data-testid": "nbh-waiting-region",
+    });
+    document.body.append(el);
+  }
+  return el;
+}
+
+function dropRegionIfEmpty(): void {
+  const el = document.getElementById(REGION_ID);
+  if (el && !el.childElementCount) el.remove();
+}
+
+/**
+ * Watch one reply model for "waits for the person, shown nowhere".
+ *
+ * @param model the model anywidget gives `initialize`.
+ * @param signal aborted when the model goes (its notebook closed) or is bound again.
+ * @param render the reply's view (index.ts), drawn in the banner on request.
+ */
+export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | undefined, render: Render<ReplyModel>): void {
+  if (typeof document === "undefined") return;
+  const key = String(model.get("_nbh_key") || "");
+  if (!key) return; // a widget made before replies carried a key
+  const rpc = new Rpc(model, 15000, false);
+  let banner: HTMLElement | null = null;
+  let panel: HTMLElement | null = null;
+  let text: HTMLElement | null = null;
+  let cells: HTMLElement | null = null;
+  let button: HTMLButtonElement | null = null;
+  let cleanup: (() => void) | null = null;
+  let timer = 0;
+  let asking = false;
+  let stopped = false;
+
+  // `pending` follows every decision; `pauses` reaches the page only now and then
+  const open = () => {
+    const pending = model.get("pending");
+    return typeof pending === "number" ? pending : ((model.get("pauses") || []) as unknown[]).filter((p) => typeof p === "object" && p !== null && (p as { status?: unknown }).status === "open").length;
+  };
+  const waiting = () => {
+    const status = String(model.get("status") || "");
+    return (status === "paused" || status === "running") && open() > 0;
+  };
+  const panelShown = () => !!panel && !panel.hidden;
+
+  const remove = () => {
+    if (!banner) return;
+    cleanup?.();
+    cleanup = null;
+    banner.remove();
+    banner = panel = text = cells = button = null;
+    shown.delete(key);
+    dropRegionIfEmpty();
+  };
+
+  const toggle = () => {
+    if (!panel || !button) return;
+    if (panel.hidden && !panel.childElementCount) {
+      const mounted = render({ model, el: panel } as Parameters<Render<ReplyModel>>[0]);
+      Promise.resolve(mounted).then((done) => {
+        if (typeof done === "function") cleanup = done as () => void;
+      });
+    }
+    panel.hidden = !panel.hidden;
+    button.textContent = panel.hidden ? "Show the card here" : "Hide the card";
+    button.setAttribute("aria-expanded", panel.hidden ? "false" : "true");
+    if (!panel.hidden) panel.querySelector<HTMLElement>('[data-testid="nbh-card"][data-status="open"] button')?.focus();
+  };
+
+  const words = () => {
+    if (!text) return;
+    text.textContent = waiting()
+      ? waitingText(String(model.get("agent_name") || ""), open())
+      : "This reply no longer waits for you. Its last state is shown below.";
+  };
+
+  const make = (cell: string) => {
+    text = h("span", { "data-testid": "nbh-waiting-text", role: "status" });
+    button = h(
+      "button",
+      { class: "nbh-primary", "data-testid": "nbh-waiting-show", "aria-expanded": "false", onclick: () => toggle() },
+      "Show the card here",
+    );
+    const close = h("button", { "data-testid": "nbh-waiting-close", title: "Close this banner", onclick: () => remove() }, "Close");
+    cells = h("div", { class: "nbh-muted", "data-testid": "nbh-waiting-cells" }, cellsNote(cell));
+    cells.hidden = !cells.textContent;
+    panel = h("div", { class: "nbh-waiting-panel", "data-testid": "nbh-waiting-panel", hidden: true });
+    banner = h(
+      "div",
+      { class: "nbh nbh-waiting", "data-testid": "nbh-waiting", "data-nbh-key": key },
+      h("div", { class: "nbh-row" }, text, button, close),
+      cells,
+      panel,
+    );
+    keepKeys(banner);
+    words();
+    shown.add(key);
+    region().append(banner);
+  };
+
+  const ping = async () => {
+    asking = true;
+    try {
+      return await rpc.request("ping", {}, { timeoutMs: 4000 });
+    } finally {
+      asking = false;
+    }
+  };
+  const look = async () => {
+    timer = 0;
+    if (stopped) return;
+    if (banner) {
+      words();
+      // a view of the reply came back (a redrawn output): the banner is not needed
+      if (!panelShown() && (hasView(key, banner) || !waiting())) remove();
+      else if (waiting() && !asking) {
+        // the note on cells stays true: the cell that blocked them may have ended
+        const reply = await ping();
+        if (reply.ok && cells) {
+          cells.textContent = cellsNote(String(reply.cell || ""));
+          cells.hidden = !cells.textContent;
+        }
+      }
+    } else if (waiting() && !shown.has(key) && !hasView(key, null) && !asking) {
+      // only a kernel that answers: a record restored from a saved notebook is not waiting
+      const reply = await ping();
+      if (stopped) return;
+      if (reply.ok && waiting() && !shown.has(key) && !hasView(key, null)) make(String(reply.cell || ""));
+    }
+    if (banner || waiting()) schedule(LOOK_MS);
+  };
+  const schedule = (ms: number) => {
+    if (!timer && !stopped) timer = window.setTimeout(() => void look(), ms);
+  };
+  const changed = () => {
+    words();
+    if (banner && cells && !waiting()) cells.hidden = true; // the cell it blocked can end now
+    schedule(GRACE_MS);
+  };
+  model.on("change:pauses", changed);
+  model.on("change:status", changed);
+  model.on("change:pending", changed);
+  schedule(GRACE_MS);
+
+  signal?.addEventListener("abort", () => {
+    stopped = true;
+    window.clearTimeout(timer);
+    remove();
+    rpc.dispose();
+  });
+}
