@@ -79,10 +79,12 @@ class SuggestedRuleView(TypedDict):
 
 
 class ApprovalView(TypedDict):
-    """One approval of a call that needs several (who, when: ``time.time()`` seconds)."""
+    """One approval of a call that needs several: who, when (``time.time()``
+    seconds), and ``approve`` or ``modify`` (the editor's approval of the new input)."""
 
     by: str
     at: float
+    action: str
 
 
 class PauseView(TypedDict):
@@ -299,9 +301,8 @@ class Pause:
         changes = list(reading.changes) if reading is not None else []
         edited = getattr(self.approved_edit, "edited_input", None)
         if edited is not None:  # an edit waits for approvals: the card shows what will run
-            sent_text = input_text
-            input_text = json.dumps(edited, indent=2, ensure_ascii=False)
-            changes = [f"Edited by {self.approvals[0]['by']}; the approvals are for the edited input."]
+            # (the first approval is the editor's: its action says "modify")
+            input_text, sent_text, changes = json.dumps(edited, indent=2, ensure_ascii=False), None, []
         return PauseView(
             tool_call_id=self.tool_call.id,
             reply_id=self.reply_id,
@@ -347,7 +348,9 @@ class Pause:
             agent=self.agent,
             shell_commands=[cast(ShellCommandView, shell_command_view(c)) for c in self.shell_commands],
             shell_problems=list(self.shell_problems),
-            approvals=[ApprovalView(by=str(a["by"]), at=float(a["at"])) for a in self.approvals],
+            approvals=[
+                ApprovalView(by=str(a["by"]), at=float(a["at"]), action=str(a["action"])) for a in self.approvals
+            ],
             approvals_needed=self.approvals_needed,
         )
 

@@ -68,3 +68,8 @@ def test_to_view_returns_exactly_the_declared_keys() -> None:
 def test_kinds_and_statuses_match(source: str) -> None:
     assert ts_string_union(source, "PauseKind") == set(typing.get_args(pauses.PauseKind))
     assert ts_string_union(source, "PauseStatus") == set(typing.get_args(pauses.PauseStatus))
+
+
+def test_approval_view_keys_match(source: str) -> None:
+    py_keys = set(typing.get_type_hints(pauses.ApprovalView))
+    assert ts_interface_keys(source, "ApprovalView") == py_keys
