@@ -1,0 +1,112 @@
+"""M-of-N approvals over AG-UI: two principals approve one interrupt.
+
+A real uvicorn server, a real AgentScope ``Agent`` on the scripted model
+with ``Policy(approvals=2)``; the auth hook maps bearer tokens to
+principals. The first principal's resume is taken and the run ends with the
+same interrupt again (1 of 2 in its metadata); the same principal again is
+refused; a second principal's resume runs the call once; the audit lines
+name both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from ag_ui.core import ResumeEntry
+from agentscope.agent import Agent
+from agentscope.tool import FunctionTool, Toolkit
+
+from nb_hitl.agui import AguiServer, serve_in_background
+from nb_hitl.agui.client import AguiClient
+from nb_hitl.agui.mapping import META_KEY
+from nb_hitl.models import ScriptedChatModel, Turn, tool_call
+from nb_hitl.policy import Policy, policy_middleware
+from tests.agui_support import post_run, user
+from tests.session.test_policy import allow_all, report
+
+USERS = {"alice-token": "alice", "bob-token": "bob", "eve-token": "eve"}
+
+
+def bearer(request: Any) -> str | None:
+    return USERS.get(request.headers.get("authorization", "").removeprefix("Bearer ").strip())
+
+
+class Payments:
+    """An agent factory whose ``send_payment`` counts its runs."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, float]] = []
+
+    def __call__(self, thread_id: str, **kwargs: Any) -> Agent:
+        def send_payment(to: str, amount: float) -> str:
+            """Send money.
+
+            Args:
+                to (str): the payee.
+                amount (float): how much, in euros.
+            """
+            self.runs.append((to, amount))
+            return f"paid {amount} to {to}"
+
+        return Agent(
+            name="payer",
+            system_prompt="Pay invoices.",
+            model=ScriptedChatModel([Turn("Paying.", [tool_call("send_payment", to="ACME", amount=120.0)]), report]),
+            toolkit=Toolkit(tools=[FunctionTool(send_payment)]),
+            state=allow_all(),
+            middlewares=[policy_middleware(Policy("four eyes", tools=["send_payment"], approvals=2))],
+        )
+
+
+def approve(tid: str, interrupt_id: str) -> Any:
+    return AguiClient.make_input(
+        tid, [], [ResumeEntry(interrupt_id=interrupt_id, status="resolved", payload={"approved": True})]
+    )
+
+
+def test_two_principals_approve_from_two_clients_and_the_call_runs_once(tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    factory = Payments()
+    server = AguiServer(factory, auth=bearer, session_kwargs={"audit_log": str(audit)})
+    tid = "four-eyes-thread"
+    with serve_in_background(server, announce=False) as handle:
+
+        async def scenario() -> tuple[Any, ...]:
+            first = await post_run(
+                handle.url, AguiClient.make_input(tid, [user("Pay ACME.", "u1")]), token="alice-token"
+            )
+            (interrupt,) = first.last().outcome.interrupts
+            assert interrupt.metadata[META_KEY]["approvals_needed"] == 2
+            assert interrupt.metadata[META_KEY]["approvals"] == []
+            one = await post_run(handle.url, approve(tid, interrupt.id), token="alice-token")
+            again = await post_run(handle.url, approve(tid, interrupt.id), token="alice-token")
+            stranger = await post_run(
+                handle.url, AguiClient.make_input(tid, [user("hello", "u9")]), token="eve-token"
+            )  # not a resume: another principal's thread is not found
+            assert factory.runs == []
+            two = await post_run(handle.url, approve(tid, interrupt.id), token="bob-token")
+            return interrupt, one, again, stranger, two
+
+        interrupt, one, again, stranger, two = asyncio.run(scenario())
+    # alice's approval is taken; the run ends with the same interrupt, 1 of 2
+    assert one.last().type.value == "RUN_FINISHED" and one.last().outcome.type == "interrupt"
+    (still,) = one.last().outcome.interrupts
+    assert still.id == interrupt.id
+    assert [a["by"] for a in still.metadata[META_KEY]["approvals"]] == ["alice"]
+    assert one.last().metadata[META_KEY] == {"approvals_recorded": [{"interrupt_id": interrupt.id, "approvals": 1}]}
+    # alice again: refused, with the sentence
+    assert again.last().type.value == "RUN_ERROR"
+    assert "alice already approved this call; it needs 2 approvals from distinct people" in again.last().message
+    assert stranger.last().type.value == "RUN_ERROR" and stranger.last().code == "thread_not_found"
+    # bob's approval runs the call, once
+    assert two.last().type.value == "RUN_FINISHED" and two.last().outcome.type == "success"
+    assert two.last().result == "send_payment success: paid 120.0 to ACME"
+    assert factory.runs == [("ACME", 120.0)]
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [(r["decision"], r["decided_by"], r["origin"]["road"], r["origin"]["principal"]) for r in lines] == [
+        ("approve", "alice", "agui", "alice"),
+        ("approve", "bob", "agui", "bob"),
+    ]
+    assert [a["by"] for a in lines[-1]["approvals"]] == ["alice", "bob"]
