@@ -161,3 +161,27 @@ def test_approvals_must_be_a_positive_integer() -> None:
     with pytest.raises(ValueError, match="approvals must be a positive integer"):
         Policy("p", tools=["send_payment"], approvals=0)
     assert Policy("p", tools=["a", "b"], approvals={"a": 3}).approvals_for("b") == 1
+
+
+def test_the_session_deadline_covers_all_the_approvals(tmp_path: Path) -> None:
+    mail = Mail()
+    audit = tmp_path / "audit.jsonl"
+    agent = payer(mail)
+
+    async def scenario() -> Any:
+        session = Session(agent, display=False, audit_log=str(audit), deadline=60, on_deadline="deny")
+        task = session.start("pay ACME")
+        pause = await settle(session, task)
+        deadline = pause.deadline
+        await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
+        assert pause.deadline == deadline  # an approval does not restart the clock
+        session.desk.deadline_passed(session.current, pause)  # what the pause's timer runs at the deadline
+        return await asyncio.wait_for(task, 10)
+
+    final = run_async(scenario()).get_text_content()
+    assert mail.sent == []  # one approval of two: the deadline's default (deny) applies
+    assert "nobody answered the confirmation before the deadline" in final
+    assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records()] == [
+        ("approve", "alice"),
+        ("timeout", "deadline"),
+    ]
