@@ -60,8 +60,10 @@ class Count:
 
 
 def needs_more(pause: Pause) -> bool:
-    """Whether ``pause`` is a confirmation that needs more than one approval."""
-    return pause.kind == "confirm" and pause.approvals_needed > 1
+    """Whether ``pause`` needs more than one approval (only a policy's
+    confirmation sets ``approvals_needed``, see
+    :func:`~nb_hitl.policy.describe_policy_pause`)."""
+    return pause.approvals_needed > 1
 
 
 def _names(approvals: list[dict[str, Any]]) -> str:
