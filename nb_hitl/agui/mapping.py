@@ -418,7 +418,8 @@ def interrupt_view(
         "decision_reason", "bypass_immune", "suggested_rules", "ask_user",
         "ask_user_error", "response_schema", "deadline", "policy", "status":
         "open", "decision": None, "reason": None, "title", "message",
-        "review_output", "review_state", "review_error", "form_error"}``.
+        "review_output", "review_state", "review_error", "form_error",
+        "approvals", "approvals_needed"}``.
         Strings from the peer are only ever shown as text by the page.
     """
     kind = our_kind(interrupt)
@@ -449,6 +450,9 @@ def interrupt_view(
         "review_state": None,
         "review_error": None,
         "form_error": None,
+        # a call that needs several approvals (checked by nb_hitl.agui.cards.view_problem)
+        "approvals": meta.get("approvals", []),
+        "approvals_needed": meta.get("approvals_needed", 1),
     }
     if kind:
         view.update(kind_spec(kind).view_fields(meta))

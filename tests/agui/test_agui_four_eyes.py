@@ -19,6 +19,7 @@ from agentscope.agent import Agent
 from agentscope.tool import FunctionTool, Toolkit
 
 from nb_hitl.agui import AguiServer, serve_in_background
+from nb_hitl.agui.cards import checked_interrupt, safe_view
 from nb_hitl.agui.client import AguiClient
 from nb_hitl.agui.mapping import META_KEY
 from nb_hitl.models import ScriptedChatModel, Turn, tool_call
@@ -96,6 +97,11 @@ def test_two_principals_approve_from_two_clients_and_the_call_runs_once(tmp_path
     assert still.id == interrupt.id
     assert [a["by"] for a in still.metadata[META_KEY]["approvals"]] == ["alice"]
     assert one.last().metadata[META_KEY] == {"approvals_recorded": [{"interrupt_id": interrupt.id, "approvals": 1}]}
+    # the notebook's AG-UI client draws the count on its card; malformed approvals make it unanswerable
+    view = safe_view(*checked_interrupt(still), key="k", run_id="r")
+    assert ([a["by"] for a in view["approvals"]], view["approvals_needed"]) == (["alice"], 2)
+    bad = still.model_copy(update={"metadata": {META_KEY: {**still.metadata[META_KEY], "approvals": [None]}}})
+    assert safe_view(*checked_interrupt(bad), key="k", run_id="r").get("unanswerable") is True
     # alice again: refused, with the sentence
     assert again.last().type.value == "RUN_ERROR"
     assert "alice already approved this call; it needs 2 approvals from distinct people" in again.last().message
