@@ -27,6 +27,7 @@ from typing import Any
 from ..decisions import Decision, check_external_result, check_rules_match, decide, recheck_permission
 from ..errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError
 from ..pauses import Pause
+from .approvals import needs_more
 from .lifecycle import ANSWERED, transition
 
 __all__ = [
@@ -94,7 +95,9 @@ def admit(
     Raises:
         DecisionError: not an object, no ``tool_call_id``, no such tool call,
             another ``reply_id``, or the kind's own refusal (``field`` set).
-        AlreadyDecidedError: the call has its answer already (exactly once).
+        AlreadyDecidedError: the call has its answer already (exactly once);
+            for a call that needs several approvals, a ``DecisionError`` while
+            another person's approval is being checked.
         PauseNotLiveError: the pause expired, its deadline passed, or ``closed``.
     """
     message = as_message(message)
@@ -113,6 +116,12 @@ def admit(
     if pause.decision is not None and pause.decision.get("action") == "timeout":
         raise PauseNotLiveError(
             f"The deadline of this pause passed; {pause.decision.get('applied') or 'the default was applied'}."
+        )
+    if pause.status == "deciding" and needs_more(pause):  # not decided: another approval is being checked
+        raise DecisionError(
+            f"Another answer to {pause.tool_name} ({tool_call_id}) is being checked right now (it needs "
+            f"{pause.approvals_needed} approvals); answer again once it is recorded.",
+            field="action",
         )
     if pause.status in ANSWERED:
         raise AlreadyDecidedError(

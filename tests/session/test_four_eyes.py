@@ -185,3 +185,23 @@ def test_the_session_deadline_covers_all_the_approvals(tmp_path: Path) -> None:
         ("approve", "alice"),
         ("timeout", "deadline"),
     ]
+
+
+def test_a_second_approval_while_the_first_is_checked_is_told_the_truth() -> None:
+    mail = Mail()
+    agent = payer(mail)
+
+    async def scenario() -> Any:
+        session = Session(agent, display=False)
+        task = session.start("pay ACME")
+        pause = await settle(session, task)
+        first = session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
+        assert pause.status == "deciding"  # the front door took it; its checks run when awaited
+        with pytest.raises(DecisionError, match="is being checked right now .it needs 2 approvals.; answer again"):
+            session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="bob")
+        assert (await first)["status"] == "approval_recorded"
+        await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="bob")
+        return await asyncio.wait_for(task, 10)
+
+    run_async(scenario())
+    assert mail.sent == [("ACME", 120.0)]
