@@ -73,7 +73,14 @@ from agentscope.permission import (
     PermissionRule,
 )
 
-from ._agentscope import POLICY_CONTEXT_KEY, POLICY_DETAIL_KEY, enum_value, permission_context, permission_engine
+from ._agentscope import (
+    APPROVALS_KEY,
+    POLICY_CONTEXT_KEY,
+    POLICY_DETAIL_KEY,
+    enum_value,
+    permission_context,
+    permission_engine,
+)
 from .permissions.shell import parse_command
 from .permissions.shell_check import shell_field
 
@@ -419,8 +426,9 @@ def remove_policy(agent: Any, name: str) -> bool:
 
 
 def describe_policy_pause(agent: Any, pause: Any) -> None:
-    """Fill a policy-forced confirmation's message, reason, safety flag and
-    the approvals it needs (``Policy(approvals=...)``).
+    """Fill a policy-forced confirmation's message, reason, safety flag,
+    the approvals it needs (``Policy(approvals=...)``) and those it got
+    before a restart (``APPROVALS_KEY``).
 
     The Session rebuilds a confirmation's message with the permission engine
     alone, which does not see middlewares (it may even say "granted");
@@ -441,6 +449,11 @@ def describe_policy_pause(agent: Any, pause: Any) -> None:
         needed = detail.get("approvals")
         pause.approvals_needed = needed if isinstance(needed, int) and needed >= 1 else 1
         pause.approvals_distinct = detail.get("distinct") is not False
+        saved = agent.state.middle_context.get(APPROVALS_KEY)
+        if isinstance(saved, dict) and pause.tool_call_id in saved:  # approvals taken before a restart
+            from .answers.approvals import restore
+
+            restore(pause, saved[pause.tool_call_id])
     else:
         pause.permission_message = f"The policy {pause.policy!r} requires a person to confirm this call."
         pause.decision_reason = rule_source(pause.policy)

@@ -25,15 +25,17 @@ audits first and applies the :class:`Count` after (:func:`apply`).
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..decisions import decide
 from ..errors import DecisionError
 from ..kinds._base import Decision
 from ..pauses import Pause
 
-__all__ = ["Count", "count", "apply", "audit_fields", "needs_more"]
+__all__ = ["Count", "count", "apply", "audit_fields", "needs_more", "saved", "restore"]
 
 APPROVING = frozenset({"approve", "modify"})
 """Actions that count as an approval (a modify approves its new input)."""
@@ -136,3 +138,33 @@ def audit_fields(pause: Pause, got: Count) -> dict[str, Any]:
     if got.final is not None:
         out["approvals"] = got.approvals
     return out
+
+
+def saved(pause: Pause) -> dict[str, Any]:
+    """The approvals of ``pause`` as JSON for the agent's state
+    (:data:`~nb_hitl._agentscope.APPROVALS_KEY`)."""
+    edited = getattr(pause.approved_edit, "edited_input", None)
+    return {"approvals": [dict(a) for a in pause.approvals], "edited_input": edited}
+
+
+def restore(pause: Pause, record: Any) -> None:
+    """Put saved approvals back on a rebuilt pause (after a restart); an
+    edit is decided again through the kind (:func:`~nb_hitl.decisions.decide`).
+    A record that does not fit (or an edit the tool now refuses) restores
+    nothing: the count starts again, never the other way round."""
+    if not needs_more(pause) or not isinstance(record, dict):
+        return
+    approvals = record.get("approvals")
+    if not isinstance(approvals, list) or not all(
+        isinstance(a, dict) and isinstance(a.get("by"), str) and isinstance(a.get("at"), int | float) for a in approvals
+    ):
+        return
+    edit = None
+    if isinstance(record.get("edited_input"), dict):
+        message = {"action": "modify", "tool_call_id": pause.tool_call_id, "input": json.dumps(record["edited_input"])}
+        try:
+            edit = decide(pause, message)
+        except DecisionError:
+            return
+    pause.approvals = [dict(a) for a in approvals]
+    pause.approved_edit = edit

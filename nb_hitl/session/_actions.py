@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .._agentscope import permission_engine
+from .._agentscope import APPROVALS_KEY, permission_engine
 from ..answers import approvals, front
 from ..answers.lifecycle import transition
 from ..answers.record import KERNEL
@@ -162,6 +162,13 @@ class Desk:
             pause, got.final or decision, decided_by, origin or KERNEL, extra=approvals.audit_fields(pause, got)
         )
         approvals.apply(pause, got)
+        if approvals.needs_more(pause):  # kept in the agent's state: a restart keeps the approvals so far
+            kept = self.s.team.agent(pause.agent).state.middle_context.setdefault(APPROVALS_KEY, {})
+            if got.final is None:
+                kept[pause.tool_call_id] = approvals.saved(pause)
+                self.s._checkpoint_quietly()
+            else:
+                kept.pop(pause.tool_call_id, None)
         return got.final
 
     async def check_decision(

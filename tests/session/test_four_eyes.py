@@ -205,3 +205,45 @@ def test_a_second_approval_while_the_first_is_checked_is_told_the_truth() -> Non
 
     run_async(scenario())
     assert mail.sent == [("ACME", 120.0)]
+
+
+def test_approvals_so_far_survive_a_restart_with_the_checkpoint(tmp_path: Path) -> None:
+    mail = Mail()
+    ckpt = tmp_path / "ckpt"
+    audit = tmp_path / "audit.jsonl"
+
+    def build(state: Any = None) -> Any:
+        first = [] if state is not None else [Turn("Paying.", [tool_call("send_payment", to="ACME", amount=120.0)])]
+        return agent_for(mail, [*first, report], state=state, middlewares=[policy_middleware(FOUR_EYES)])
+
+    async def first() -> str:
+        session = Session(build(), display=False, checkpoints=str(ckpt), audit_log=str(audit))
+        task = session.start("pay ACME")
+        pause = await settle(session, task)
+        edited = json.dumps({"to": "ACME", "amount": 99.0})
+        await session.act({"action": "modify", "tool_call_id": pause.tool_call_id, "input": edited}, decided_by="alice")
+        task.cancel()  # the kernel "dies" here
+        sid = session.session_id
+        session.close()
+        return sid
+
+    sid = run_async(first())
+
+    async def second() -> None:
+        session = Session.restore(build, str(ckpt), sid, display=False, audit_log=str(audit))
+        task = session.start_resume()
+        pause = await settle(session, task)
+        view = pause.to_view()
+        assert [(a["by"], a["action"]) for a in view["approvals"]] == [("alice", "modify")]
+        assert json.loads(view["input_text"]) == {"to": "ACME", "amount": 99.0}
+        with pytest.raises(DecisionError, match="alice already approved"):
+            await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
+        await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="bob")
+        await asyncio.wait_for(task, 10)
+
+    run_async(second())
+    assert mail.sent == [("ACME", 99.0)]
+    assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records()] == [
+        ("modify", "alice"),
+        ("modify", "bob"),
+    ]
