@@ -116,3 +116,63 @@ def test_two_principals_approve_from_two_clients_and_the_call_runs_once(tmp_path
         ("approve", "bob", "agui", "bob"),
     ]
     assert [a["by"] for a in lines[-1]["approvals"]] == ["alice", "bob"]
+
+
+def test_a_resume_with_a_decided_call_and_an_approval_short_of_n_runs_the_first_and_keeps_the_second(tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    runs: list[str] = []
+
+    def factory(thread_id: str, **kwargs: Any) -> Agent:
+        def send_payment(to: str, amount: float) -> str:
+            """Send money.
+
+            Args:
+                to (str): the payee.
+                amount (float): how much, in euros.
+            """
+            runs.append("pay")
+            return f"paid {amount} to {to}"
+
+        def read_balance() -> str:
+            """Read the account balance."""
+            runs.append("balance")
+            return "balance: 1000"
+
+        policies = [Policy("four eyes", tools=["send_payment"], approvals=2), Policy("reads", tools=["read_balance"])]
+        calls = [tool_call("send_payment", to="ACME", amount=120.0), tool_call("read_balance")]
+        return Agent(
+            name="payer",
+            system_prompt="Pay invoices.",
+            model=ScriptedChatModel([Turn("Paying.", calls), report, report]),
+            toolkit=Toolkit(tools=[FunctionTool(send_payment), FunctionTool(read_balance)]),
+            state=allow_all(),
+            middlewares=[policy_middleware(*policies)],
+        )
+
+    server = AguiServer(factory, auth=bearer, session_kwargs={"audit_log": str(audit)})
+    tid = "mixed-thread"
+    with serve_in_background(server, announce=False) as handle:
+
+        async def scenario() -> tuple[Any, Any, Any]:
+            first = await post_run(handle.url, AguiClient.make_input(tid, [user("Pay.", "u1")]), token="alice-token")
+            interrupts = list(first.last().outcome.interrupts)
+            assert sorted(i.metadata[META_KEY]["tool_name"] for i in interrupts) == ["read_balance", "send_payment"]
+            both = [ResumeEntry(interrupt_id=i.id, status="resolved", payload={"approved": True}) for i in interrupts]
+            one = await post_run(handle.url, AguiClient.make_input(tid, [], both), token="alice-token")
+            (left,) = one.last().outcome.interrupts
+            two = await post_run(handle.url, approve(tid, left.id), token="bob-token")
+            return left, one, two
+
+        left, one, two = asyncio.run(scenario())
+    # the balance read ran after alice's resume; the payment waited for bob
+    assert left.metadata[META_KEY]["tool_name"] == "send_payment"
+    assert [a["by"] for a in left.metadata[META_KEY]["approvals"]] == ["alice"]
+    assert one.last().outcome.type == "interrupt"
+    assert two.last().outcome.type == "success"
+    assert runs == ["balance", "pay"]
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert sorted((r["tool_name"], r["decided_by"]) for r in lines) == [
+        ("read_balance", "alice"),
+        ("send_payment", "alice"),
+        ("send_payment", "bob"),
+    ]
