@@ -419,7 +419,7 @@ def interrupt_view(
         "ask_user_error", "response_schema", "deadline", "policy", "status":
         "open", "decision": None, "reason": None, "title", "message",
         "review_output", "review_state", "review_error", "form_error",
-        "approvals", "approvals_needed"}``.
+        "tool_hints", "approvals", "approvals_needed"}``.
         Strings from the peer are only ever shown as text by the page.
     """
     kind = our_kind(interrupt)
@@ -450,6 +450,7 @@ def interrupt_view(
         "review_state": None,
         "review_error": None,
         "form_error": None,
+        "tool_hints": None,
         # a call that needs several approvals (checked by nb_hitl.agui.cards.view_problem)
         "approvals": meta.get("approvals", []),
         "approvals_needed": meta.get("approvals_needed", 1),

@@ -147,11 +147,13 @@ def saved(pause: Pause) -> dict[str, Any]:
     return {"approvals": [dict(a) for a in pause.approvals], "edited_input": edited}
 
 
-def restore(pause: Pause, record: Any) -> None:
-    """Put saved approvals back on a rebuilt pause (after a restart); an
+def restore(pause: Pause, saved: Any) -> None:
+    """Put saved approvals (``{tool_call_id: record}``, the agent state's
+    :data:`~nb_hitl._agentscope.APPROVALS_KEY`) back on a rebuilt pause (after a restart); an
     edit is decided again through the kind (:func:`~nb_hitl.decisions.decide`).
     A record that does not fit (or an edit the tool now refuses) restores
     nothing: the count starts again, never the other way round."""
+    record = saved.get(pause.tool_call_id) if isinstance(saved, dict) else None
     if not needs_more(pause) or not isinstance(record, dict):
         return
     approvals = record.get("approvals")

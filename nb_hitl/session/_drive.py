@@ -49,6 +49,7 @@ from .._agentscope import (
     permission_engine,
 )
 from ..answers.lifecycle import can_transition, transition
+from ..model_config import model_error_hint
 from ..pauses import Pause, build_pause
 from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
@@ -238,7 +239,8 @@ class Driver(SessionCore):
         except BaseException as exc:
             self._discard_unapplied(run)
             run.error = exc
-            self._expire(run, "error", f"{type(exc).__name__}: {exc}")
+            hint = model_error_hint(exc)  # a rejected key, no server: what to set, in the card's header too
+            self._expire(run, "error", f"{type(exc).__name__}: {exc}" + (f" {hint}" if hint else ""))
             self._checkpoint_quietly()
             self._notify("end", run)
             raise
