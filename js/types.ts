@@ -22,6 +22,13 @@ export interface SuggestedRuleView {
   reach: string;
 }
 
+/** One approval of a call that needs several: who, when (seconds), approve or modify. */
+export interface ApprovalView {
+  by: string;
+  at: number;
+  action: string;
+}
+
 /** An AskUser option (AgentScope's `AskUserParams` question option). */
 export interface AskUserOption {
   label: string;
@@ -106,6 +113,10 @@ export interface PauseView {
   shell_commands: ShellCommandView[];
   /** why (part of) that command line cannot be judged, one line each */
   shell_problems: string[];
+  /** the approvals so far of a call that needs several (Policy(approvals=N)) */
+  approvals: ApprovalView[];
+  /** how many distinct approvals the call needs (1: one person decides) */
+  approvals_needed: number;
 }
 
 /** One simple command of a shell command line (`nb_hitl.pauses.ShellCommandView`). */

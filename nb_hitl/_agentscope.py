@@ -30,6 +30,7 @@ __all__ = [
     "mcp_tool_hints",
     "POLICY_CONTEXT_KEY",
     "POLICY_DETAIL_KEY",
+    "APPROVALS_KEY",
     "REVIEW_CONTEXT_KEY",
     "SHELL_CONTEXT_KEY",
     "enum_value",
@@ -91,6 +92,11 @@ forced its ask (and the mapping survives a checkpoint)."""
 POLICY_DETAIL_KEY = "nb_hitl.policy_detail"
 """Key in ``AgentState.middle_context``: ``{tool_call_id: {"message",
 "reason"}}``: what the policy said when it forced the ask."""
+
+APPROVALS_KEY = "nb_hitl.approvals"
+"""Key in ``AgentState.middle_context``: ``{tool_call_id: {"approvals",
+"edited_input"}}``: the approvals so far of a call that needs several
+(saved with checkpoints, so a restart keeps them)."""
 
 SHELL_CONTEXT_KEY = "nb_hitl.shell"
 """Key in ``AgentState.middle_context``: ``{tool_call_id: {"commands",

@@ -37,6 +37,7 @@ __all__ = [
     "PauseView",
     "RemotePauseView",
     "SuggestedRuleView",
+    "ApprovalView",
     "ShellCommandView",
     "pause_kind",
     "build_pause",
@@ -76,6 +77,15 @@ class SuggestedRuleView(TypedDict):
     rule_content: str | None
     behavior: str
     reach: str
+
+
+class ApprovalView(TypedDict):
+    """One approval of a call that needs several: who, when (``time.time()``
+    seconds), and ``approve`` or ``modify`` (the editor's approval of the new input)."""
+
+    by: str
+    at: float
+    action: str
 
 
 class PauseView(TypedDict):
@@ -124,6 +134,8 @@ class PauseView(TypedDict):
     tool_hints: dict[str, bool] | None
     shell_commands: list[ShellCommandView]
     shell_problems: list[str]
+    approvals: list[ApprovalView]
+    approvals_needed: int
 
 
 class RemotePauseView(PauseView, total=False):
@@ -223,6 +235,13 @@ class Pause:
             ``expired(reason)`` (the pause expired unanswered:
             :func:`~nb_hitl.answers.lifecycle.transition` calls it); never
             put in the view.
+        approvals_needed: kind ``confirm``: how many people must approve
+            (a policy's ``approvals``; :mod:`nb_hitl.answers.approvals`).
+        approvals_distinct: whether they must be distinct people
+            (``decided_by``).
+        approvals: the approvals so far (``{"by", "at", "origin", "action"}``).
+        approved_edit: the modify ``Decision`` the approvals are for (its
+            edited input is what runs), or ``None`` for the model's input.
     """
 
     reply_id: str
@@ -259,6 +278,10 @@ class Pause:
     carrier: Any = field(default=None, repr=False, compare=False)
     shell_commands: list[dict[str, Any]] = field(default_factory=list)
     shell_problems: list[str] = field(default_factory=list)
+    approvals_needed: int = 1
+    approvals_distinct: bool = True
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    approved_edit: Any = None
 
     @property
     def tool_call_id(self) -> str:
@@ -289,14 +312,20 @@ class Pause:
         else:
             input_text = self.tool_call.input
         differs = reading is not None and reading.differs
+        sent_text = visible_text(reading.sent) if differs and reading is not None else None
+        changes = list(reading.changes) if reading is not None else []
+        edited = getattr(self.approved_edit, "edited_input", None)
+        if edited is not None:  # an edit waits for approvals: the card shows what will run
+            # (the first approval is the editor's: its action says "modify")
+            input_text, sent_text, changes = json.dumps(edited, indent=2, ensure_ascii=False), None, []
         return PauseView(
             tool_call_id=self.tool_call.id,
             reply_id=self.reply_id,
             kind=self.kind,
             tool_name=self.tool_call.name,
             input_text=input_text,
-            sent_text=visible_text(reading.sent) if differs and reading is not None else None,
-            input_changes=list(reading.changes) if reading is not None else [],
+            sent_text=sent_text,
+            input_changes=changes,
             approve_refused=reading.refusal if reading is not None else None,
             decisions=list(self.decisions),
             input_schema=self.input_schema,
@@ -335,6 +364,10 @@ class Pause:
             tool_hints=self.tool_hints,
             shell_commands=[cast(ShellCommandView, shell_command_view(c)) for c in self.shell_commands],
             shell_problems=list(self.shell_problems),
+            approvals=[
+                ApprovalView(by=str(a["by"]), at=float(a["at"]), action=str(a["action"])) for a in self.approvals
+            ],
+            approvals_needed=self.approvals_needed,
         )
 
 

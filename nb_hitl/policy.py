@@ -74,6 +74,7 @@ from agentscope.permission import (
 )
 
 from ._agentscope import (
+    APPROVALS_KEY,
     MCP_HINTS,
     POLICY_CONTEXT_KEY,
     POLICY_DETAIL_KEY,
@@ -82,6 +83,7 @@ from ._agentscope import (
     permission_context,
     permission_engine,
 )
+from .answers.approvals import restore as restore_approvals
 from .permissions.shell import parse_command
 from .permissions.shell_check import shell_field
 
@@ -166,12 +168,19 @@ class Policy:
             destructive). ``{"destructiveHint": True}``: every destructive MCP
             tool asks. Hints are the server's word, not a guarantee.
         message: a sentence shown with the ask (why this policy exists).
+        approvals: how many people must approve a call it matches (the
+            call runs once, after the last approval; a denial vetoes; see
+            :mod:`nb_hitl.answers.approvals`), or ``{tool_name: n}`` per
+            tool (tools not named need one).
+        distinct: the approvals must come from distinct people
+            (``decided_by``: the OS user, an AG-UI principal...).
 
     A predicate that raises counts as a match (fail closed: the call asks
     and the message says the check failed).
 
     Raises:
-        ValueError: no name, or nothing to match.
+        ValueError: no name, nothing to match, or ``approvals`` not a
+            positive integer (or a mapping to them).
     """
 
     name: str
@@ -181,6 +190,8 @@ class Policy:
     predicate: Callable[[str, dict[str, Any]], bool] | None = None
     mcp_hints: Mapping[str, bool] = field(default_factory=dict)
     message: str | None = None
+    approvals: int | Mapping[str, int] = 1
+    distinct: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -204,6 +215,17 @@ class Policy:
             raise ValueError(
                 f"Policy {self.name!r} matches nothing: give tools, patterns, when, predicate or mcp_hints."
             )
+        counts = dict(self.approvals) if isinstance(self.approvals, Mapping) else {"": self.approvals}
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in counts.values()):
+            raise ValueError(f"Policy {self.name!r}: approvals must be a positive integer (or map tools to one).")
+        if isinstance(self.approvals, Mapping):
+            object.__setattr__(self, "approvals", counts)
+
+    def approvals_for(self, tool_name: str) -> int:
+        """How many approvals a call of ``tool_name`` this policy matches needs."""
+        if isinstance(self.approvals, Mapping):
+            return int(self.approvals.get(tool_name, 1))
+        return int(self.approvals)
 
     async def match(self, tool: Any, tool_input: dict[str, Any]) -> str | None:
         """Why this policy matches the call, or ``None``.
@@ -352,7 +374,12 @@ class PolicyMiddleware(MiddlewareBase):
             details = mc.get(POLICY_DETAIL_KEY)
             if not isinstance(details, dict):
                 details = mc[POLICY_DETAIL_KEY] = {}
-            details[tool_call.id] = {"message": text, "reason": reason}
+            details[tool_call.id] = {
+                "message": text,
+                "reason": reason,
+                "approvals": policy.approvals_for(tool.name),
+                "distinct": policy.distinct,
+            }
             return PermissionDecision(
                 behavior=PermissionBehavior.ASK,
                 message=text,
@@ -441,7 +468,9 @@ def remove_policy(agent: Any, name: str) -> bool:
 
 
 def describe_policy_pause(agent: Any, pause: Any) -> None:
-    """Fill a policy-forced confirmation's message, reason and safety flag.
+    """Fill a policy-forced confirmation's message, reason, safety flag,
+    the approvals it needs (``Policy(approvals=...)``) and those it got
+    before a restart (``APPROVALS_KEY``).
 
     The Session rebuilds a confirmation's message with the permission engine
     alone, which does not see middlewares (it may even say "granted");
@@ -459,6 +488,10 @@ def describe_policy_pause(agent: Any, pause: Any) -> None:
     if isinstance(detail, dict):
         pause.permission_message = str(detail.get("message") or "")
         pause.decision_reason = str(detail.get("reason") or rule_source(pause.policy))
+        needed = detail.get("approvals")
+        pause.approvals_needed = needed if isinstance(needed, int) and needed >= 1 else 1
+        pause.approvals_distinct = detail.get("distinct") is not False
+        restore_approvals(pause, agent.state.middle_context.get(APPROVALS_KEY))  # taken before a restart
     else:
         pause.permission_message = f"The policy {pause.policy!r} requires a person to confirm this call."
         pause.decision_reason = rule_source(pause.policy)

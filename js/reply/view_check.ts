@@ -7,7 +7,7 @@
 // options...) is drawn as a card that says what is wrong, with a cancel
 // action (reply/cards/invalid.ts). The card modules can then read every
 // field as typed: nothing they draw throws on the kernel's data.
-import type { AskUserOption, AskUserQuestion, DecisionView, JsonSchema, PauseKind, PauseStatus, PauseView, ShellCommandView, SuggestedRuleView } from "../types";
+import type { ApprovalView, AskUserOption, AskUserQuestion, DecisionView, JsonSchema, PauseKind, PauseStatus, PauseView, ShellCommandView, SuggestedRuleView } from "../types";
 
 export const KINDS: readonly PauseKind[] = ["confirm", "ask_user", "external", "review", "form", "elicitation"];
 export const STATUSES: readonly PauseStatus[] = ["open", "deciding", "decided", "delivered", "expired"];
@@ -176,6 +176,14 @@ function toolHints(raw: unknown): Record<string, boolean> | null {
   return out;
 }
 
+/** The approvals so far of a call that needs several: the entries that fit are kept. */
+function approvals(raw: unknown): ApprovalView[] {
+  if (!Array.isArray(raw)) return [];
+  return raw
+    .filter((a) => isObject(a) && typeof a.by === "string" && typeof a.at === "number")
+    .map((a) => ({ by: a.by as string, at: a.at as number, action: typeof a.action === "string" ? a.action : "approve" }));
+}
+
 /** A shell call's simple commands: the entries that fit are kept, as text. */
 function shellCommands(raw: unknown): ShellCommandView[] {
   if (!Array.isArray(raw)) return [];
@@ -250,6 +258,8 @@ export function checkView(raw: unknown, fallbackId: string): CheckedView {
     tool_hints: toolHints(raw.tool_hints),
     shell_commands: shellCommands(raw.shell_commands),
     shell_problems: r.strings("shell_problems"),
+    approvals: approvals(raw.approvals),
+    approvals_needed: Number.isInteger(raw.approvals_needed) && (raw.approvals_needed as number) >= 1 ? (raw.approvals_needed as number) : 1,
   };
   // what a remote view adds (RemotePauseView): kept when they fit
   const remote = typeof raw.interrupt_id === "string" || raw.unanswerable === true;

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { installDom } from "./dom";
 import { settle } from "./fake_model";
 import { drawReply, pause } from "./page";
-import { confirmOffers } from "../reply/cards/confirm";
+import { approvalsLine, confirmOffers } from "../reply/cards/confirm";
 import { bulkActions, cardFor, kindLabel } from "../reply/cards/index";
 import { clip, decisionText, MAX_SHOWN_CHARS } from "../reply/record";
 
@@ -32,6 +32,18 @@ describe("what a confirmation offers", () => {
   });
   test("no suggested rules: no Always button", () => {
     assert.equal(confirmOffers({ decisions: [], suggested_rules: [] }).always, null);
+  });
+});
+
+describe("approvals of a call that needs several", () => {
+  test("one person decides: no line; M of N: who and when, an edit says so", () => {
+    assert.equal(approvalsLine(pause({ tool_call_id: "c1" })), null);
+    assert.equal(
+      approvalsLine(pause({ tool_call_id: "c1", approvals_needed: 2 })),
+      "0 of 2 approvals so far; each must come from a different person.",
+    );
+    const line = approvalsLine(pause({ tool_call_id: "c1", approvals_needed: 3, approvals: [{ by: "alice", at: 0, action: "modify" }] }));
+    assert.match(line!, /^1 of 3 approvals: alice \(edited the input\) \(.+\)$/);
   });
 });
 

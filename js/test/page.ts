@@ -41,6 +41,8 @@ export function pause(over: Partial<PauseView> = {}): PauseView {
     tool_hints: null,
     shell_commands: [],
     shell_problems: [],
+    approvals: [],
+    approvals_needed: 1,
     ...over,
   };
 }

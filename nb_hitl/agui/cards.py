@@ -75,7 +75,8 @@ def view_problem(view: dict[str, Any]) -> str | None:
     ``None``, ``input_schema`` an object or ``None``, ``response_schema`` an
     object, ``suggested_rules`` a list of ``{"index": int, "label": str}``,
     ``ask_user`` ``None`` or AskUser's input (``AskUserParams``), ``deadline``
-    a number or ``None``.
+    a number or ``None``, ``approvals`` a list of ``{"by": str, "at": number}``
+    and ``approvals_needed`` a positive integer.
     """
     for key in ("tool_name", "input_text"):
         if not isinstance(view.get(key), str):
@@ -90,7 +91,28 @@ def view_problem(view: dict[str, Any]) -> str | None:
     deadline = view.get("deadline")
     if deadline is not None and (not isinstance(deadline, int | float) or isinstance(deadline, bool)):
         return f"deadline is {_type_name(deadline)}, not a time"
-    return _rules_problem(view.get("suggested_rules", [])) or _ask_user_problem(view.get("ask_user"))
+    return (
+        _rules_problem(view.get("suggested_rules", []))
+        or _ask_user_problem(view.get("ask_user"))
+        or _approvals_problem(view.get("approvals", []), view.get("approvals_needed", 1))
+    )
+
+
+def _approvals_problem(approvals: Any, needed: Any) -> str | None:
+    if not isinstance(needed, int) or isinstance(needed, bool) or needed < 1:
+        return f"approvals_needed is {_type_name(needed)}, not a positive integer"
+    if not isinstance(approvals, list):
+        return f"approvals is {_type_name(approvals)}, not a list"
+    for n, a in enumerate(approvals):
+        at = a.get("at") if isinstance(a, dict) else None
+        if (
+            not isinstance(a, dict)
+            or not isinstance(a.get("by"), str)
+            or not isinstance(at, int | float)
+            or isinstance(at, bool)
+        ):
+            return f"approvals.{n} needs a text 'by' and a time 'at'"
+    return None
 
 
 def metadata_problem(interrupt: Interrupt) -> str | None:

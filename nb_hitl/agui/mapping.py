@@ -120,7 +120,9 @@ def pause_to_interrupt(
         ``bypass_immune``, ``suggested_rules`` (``[{index, label, tool_name,
         rule_content, behavior}]``), ``ask_user`` (``AskUserParams`` as
         JSON, or ``None``), ``ask_user_error``, ``policy``, ``shell_commands``
-        and ``shell_problems`` (a shell call's simple commands), and for forms
+        and ``shell_problems`` (a shell call's simple commands),
+        ``approvals`` and ``approvals_needed`` (a call that needs several
+        approvals: the interrupt stays open until the last), and for forms
         and reviews ``title``, ``message``, ``form_error``,
         ``review_output`` (the result to review, only while the pause is
         open), ``review_state``, ``review_error``.
@@ -148,6 +150,8 @@ def pause_to_interrupt(
         "policy": pause.policy,
         "shell_commands": view["shell_commands"],
         "shell_problems": view["shell_problems"],
+        "approvals": view["approvals"],
+        "approvals_needed": view["approvals_needed"],
     }
     for key in ("title", "message", "form_error", "review_output", "review_state", "review_error"):
         meta[key] = view[key]
@@ -415,7 +419,7 @@ def interrupt_view(
         "ask_user_error", "response_schema", "deadline", "policy", "status":
         "open", "decision": None, "reason": None, "title", "message",
         "review_output", "review_state", "review_error", "form_error",
-        "tool_hints"}``.
+        "tool_hints", "approvals", "approvals_needed"}``.
         Strings from the peer are only ever shown as text by the page.
     """
     kind = our_kind(interrupt)
@@ -447,6 +451,9 @@ def interrupt_view(
         "review_error": None,
         "form_error": None,
         "tool_hints": None,
+        # a call that needs several approvals (checked by nb_hitl.agui.cards.view_problem)
+        "approvals": meta.get("approvals", []),
+        "approvals_needed": meta.get("approvals_needed", 1),
     }
     if kind:
         view.update(kind_spec(kind).view_fields(meta))

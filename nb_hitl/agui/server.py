@@ -55,7 +55,7 @@ from .events import EventTranslator, messages_snapshot, now_ms
 from .guard import Access, AuthHook
 from .http import Limits, close_unread, handle_close, handle_run
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
-from .threads import Answered, Refusal, ThreadRegistry, ThreadState, canonical, held_input, refusal_at, refusal_of
+from .threads import Refusal, ThreadRegistry, ThreadState, canonical, held_input, refusal_at, refusal_of
 
 __all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
 
@@ -201,8 +201,8 @@ class AguiServer:
             ttl_deadline = pause.created_at + self.interrupt_ttl if self.interrupt_ttl is not None else None
             interrupt = pause_to_interrupt(pause, thread.thread_id, expires_at=ttl_deadline)
             known = thread.interrupts.get(interrupt.id)
-            if known is not None and known[1] is pause:
-                interrupt = known[0]
+            if known is not None and known[1] is pause and known[0].metadata == interrupt.metadata:
+                interrupt = known[0]  # (an approval short of N changes the metadata: announced anew)
             thread.interrupts[interrupt.id] = (interrupt, pause)
             out.append((interrupt, pause))
         return out
@@ -231,7 +231,7 @@ class AguiServer:
             thread_id=inp.thread_id, run_id=inp.run_id, protocol_version=PROTOCOL_VERSION, timestamp=now_ms()
         )
         try:
-            thread = await self.registry.get(inp.thread_id, principal)
+            thread = await self.registry.get(inp.thread_id, principal, co_approve=bool(inp.resume))
             resume = list(inp.resume or [])
             replay = bool(resume) and self._is_replay(thread, resume)
             if thread.lock.locked() and not replay:
@@ -289,16 +289,21 @@ class AguiServer:
                     f"This resume mixes interrupts answered earlier ({', '.join(answered)}) with open ones.",
                 )
             messages = self._plan(thread, inp, resume)
+            thread.check_answerer(principal, [thread.interrupts[e.interrupt_id][1] for e, _ in messages])
             # the one front door (nb_hitl.answers): every answer is admitted,
             # verified and audited by the Session, all or nothing, one resume
             where = origin("agui", thread_id=thread.thread_id, run_id=inp.run_id, principal=principal)
             try:
-                await session.act_all([m for _, m in messages], decided_by=principal, origin=where)
+                got = await session.act_all([m for _, m in messages], decided_by=principal, origin=where)
             except BatchRefused as exc:
                 raise refusal_of(exc, {m["tool_call_id"]: e for e, m in messages}) from None
-            for entry, _ in messages:
-                thread.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), inp.run_id)
+            recorded = thread.record_answers(messages, got["results"], inp.run_id)
             thread.seen_ids.update(m.id for m in inp.messages)
+            if recorded is not None:  # approvals short of N only: the same interrupts, for the next person
+                note = {"approvals_recorded": recorded}
+                async for event in self._finish(thread, inp, self._translator(thread), note=note):
+                    yield event
+                return
             yield MessagesSnapshotEvent(messages=messages_snapshot(thread.agent.state.context), timestamp=now_ms())
         else:
             new = self._new_user_messages(thread, inp.messages)

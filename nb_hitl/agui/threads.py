@@ -29,6 +29,7 @@ from ag_ui.core import Interrupt, ResumeEntry
 from agentscope.message import Msg
 
 from .._agentscope import is_parked
+from ..answers.approvals import needs_more
 from ..answers.front import BatchRefused
 from ..pauses import Pause
 from ..session import _SESSIONS as session_registry
@@ -161,6 +162,37 @@ class ThreadState:
     """Restored from a checkpoint with a parked reply: the next run first
     re-opens its pauses (:meth:`~nb_hitl.session.Session.start_resume`)."""
 
+    def check_answerer(self, principal: str | None, pauses: list[Pause]) -> None:
+        """A resume from another principal than the owner may only answer
+        calls that need several approvals (a second pair of eyes).
+
+        Raises:
+            Refusal: ``thread_not_found`` (as for any other principal's thread).
+        """
+        if principal != self.owner and not all(needs_more(p) for p in pauses):
+            raise Refusal("thread_not_found", f"No thread {self.thread_id[:80]!r} here.")
+
+    def record_answers(
+        self, messages: list[tuple[ResumeEntry, dict[str, Any]]], results: list[dict[str, Any]], run_id: str
+    ) -> list[dict[str, Any]] | None:
+        """Put a taken resume's answers in the ledger, except approvals short
+        of N (their interrupts stay open for the next person).
+
+        Returns:
+            ``[{"interrupt_id", "approvals"}]`` when every answer was such an
+            approval (nothing reaches the agent), else ``None``.
+        """
+        waiting = {r["tool_call_id"]: r for r in results if r.get("status") == "approval_recorded"}
+        for entry, message in messages:
+            if message["tool_call_id"] not in waiting:
+                self.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), run_id)
+        if len(waiting) < len(messages):
+            return None
+        return [
+            {"interrupt_id": e.interrupt_id, "approvals": len(waiting[m["tool_call_id"]]["approvals"])}
+            for e, m in messages
+        ]
+
     def listen(self) -> None:
         """Open the queue of a run (on the loop that reads it)."""
         self.loop = asyncio.get_running_loop()
@@ -215,6 +247,13 @@ def checkpoint_id(thread_id: str) -> str:
     return "agui-" + hashlib.sha256(thread_id.encode("utf-8")).hexdigest()[:32]
 
 
+def awaits_approvals(thread: ThreadState) -> bool:
+    """Whether ``thread`` has an open pause that needs more approvals
+    (:func:`nb_hitl.answers.approvals.needs_more`)."""
+    run = thread.session.current
+    return run is not None and run.live and any(p.status == "open" and needs_more(p) for p in run.pauses.values())
+
+
 class ThreadRegistry:
     """The server's threads: created on first use, restored from checkpoints
     after a restart, owned by the principal that created them, evicted when
@@ -257,8 +296,15 @@ class ThreadRegistry:
     def __len__(self) -> int:
         return len(self.threads)
 
-    async def get(self, thread_id: str, principal: str | None) -> ThreadState:
+    async def get(self, thread_id: str, principal: str | None, *, co_approve: bool = False) -> ThreadState:
         """The thread ``thread_id`` for ``principal`` (created or restored).
+
+        Args:
+            thread_id, principal: the run's thread and who sends it.
+            co_approve: the run is a resume: another principal than the
+                owner may send it while the thread waits for approvals of a
+                call that needs several (``Policy(approvals=N)``); the server
+                then lets it answer only such calls.
 
         Raises:
             Refusal: ``thread_not_found`` (it belongs to another principal;
@@ -273,7 +319,7 @@ class ThreadRegistry:
             finally:
                 if not lock.locked():
                     self._creating.pop(thread_id, None)
-        if thread.owner != principal:
+        if thread.owner != principal and not (co_approve and awaits_approvals(thread)):
             raise Refusal("thread_not_found", f"No thread {thread_id[:80]!r} here.")
         thread.last_used = self.clock()
         return thread

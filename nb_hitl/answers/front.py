@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeVar
 from ..decisions import Decision, check_external_result, check_rules_match, decide, recheck_permission
 from ..errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError
 from ..pauses import Pause, PauseStatus
+from .approvals import needs_more
 from .lifecycle import ANSWERED, transition
 
 __all__ = [
@@ -171,8 +172,18 @@ def admit(
 
     Raises:
         DecisionError: as :func:`arrive`, or the kind's own refusal (``field`` set).
-        AlreadyDecidedError, PauseNotLiveError: as :func:`arrive`.
+        AlreadyDecidedError, PauseNotLiveError: as :func:`arrive`; for a call
+            that needs several approvals, a ``DecisionError`` while another
+            person's approval is being checked.
     """
+    tool_call_id = as_message(message).get("tool_call_id")
+    held = pauses.get(tool_call_id) if isinstance(tool_call_id, str) else None
+    if held is not None and held.status == "deciding" and needs_more(held):  # not decided: another approval
+        raise DecisionError(
+            f"Another answer to {held.tool_name} ({tool_call_id}) is being checked right now (it needs "
+            f"{held.approvals_needed} approvals); answer again once it is recorded.",
+            field="action",
+        )
     pause = arrive(pauses, message, closed=closed, now=now)
     decision = decide(pause, message)
     transition(pause, "deciding")

@@ -5,7 +5,8 @@ through :func:`transition`, along the named edges of :data:`TRANSITIONS`::
 
     open -> deciding -> decided -> delivered
     open | deciding | decided | delivered -> expired
-    deciding -> open (a check refused the answer, or the carrier could not apply it)
+    deciding -> open (a check refused the answer, or the carrier could not apply it,
+                      or it was an approval and the call needs more: M-of-N)
     decided -> open (the far side refused what the carrier handed it: an AG-UI resume refused by the server)
 
 The local :class:`~nb_hitl.session.Session`, the AG-UI server (which drives
@@ -42,7 +43,7 @@ log = logging.getLogger("nb_hitl.answers")
 
 TRANSITIONS: dict[tuple[PauseStatus, PauseStatus], str] = {
     ("open", "deciding"): "decide",  # an answer passed the front door
-    ("deciding", "open"): "refuse",  # a check (or the carrier) refused it: the pause is open again
+    ("deciding", "open"): "refuse",  # refused by a check or the carrier, or an approval short of N: open again
     ("deciding", "decided"): "record",  # audited and queued / handed to the carrier
     ("decided", "delivered"): "deliver",  # the agent (or the service) took it
     ("decided", "open"): "refuse",  # the carrier's far side refused it before the agent took it (an AG-UI resume)

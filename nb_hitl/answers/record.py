@@ -15,7 +15,9 @@ the same way. A record (version :data:`RECORD_VERSION`)::
                 "thread_id", "run_id",            # AG-UI
                 "service_url", "service_session_id", "agent_id"},   # AgentScope's service
      "edited_input", "confirmed", "accepted_rules", "answers", "output", "content", "reason",
-     "told"}                              # what the model read, when the road knows it
+     "told",                              # what the model read, when the road knows it
+     "approval": {"count", "needed"},     # a call that needs several approvals (M-of-N), and on its
+     "approvals": [{"by", "at", "origin", "action"}]}   # final decision, every approval
 
 Version 1 lines (written before the version field existed) have no ``v``
 and no ``origin``: :func:`road_of` reads them as the kernel's.

@@ -8,6 +8,11 @@ input, the tool's own external-result check, audit record fsynced; the pause
 goes ``deciding -> decided``, or back to ``open`` when a check refuses) ->
 the run's queue -> the driving task resumes the agent.
 
+A call that needs several approvals (``Policy(approvals=N)``) is counted
+here, once for every road (:mod:`nb_hitl.answers.approvals`): an approval
+that is not the last is audited and its pause goes back to ``open``
+(``deciding -> open``) with the approval on it; nothing is queued.
+
 A deadline that passes applies the session's default (deny / error result,
 or interrupt the reply) through the same transitions and audits ``timeout``.
 """
@@ -17,8 +22,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .._agentscope import permission_engine
-from ..answers import front
+from .._agentscope import APPROVALS_KEY, permission_engine
+from ..answers import approvals, front
 from ..answers.lifecycle import transition
 from ..answers.record import KERNEL
 from ..decisions import Decision, decide
@@ -115,9 +120,56 @@ class Desk:
         decided_by: str | None = None,
         origin: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        await self.check_decision(run, pause, decision, decided_by, origin)
-        self.enqueue(run, [(pause, decision)])
+        final = await self.check_decision(run, pause, decision, decided_by, origin)
+        if final is None:
+            return self.approval_taken(run, pause)
+        self.enqueue(run, [(pause, final)])
         return {"status": "decided", "decision": pause.decision}
+
+    def approval_taken(self, run: ReplyRun, pause: Pause) -> dict[str, Any]:
+        """An approval that is not the last one: the pause is open again for
+        the next person. Returns ``{"status": "approval_recorded", "approvals",
+        "approvals_needed"}``."""
+        transition(pause, "open")
+        self.s._push(run)
+        self.s._notify("decision", run)
+        view = pause.to_view()
+        return {
+            "status": "approval_recorded",
+            "approvals": view["approvals"],
+            "approvals_needed": view["approvals_needed"],
+        }
+
+    def count(
+        self, pause: Pause, decision: Decision, decided_by: str | None, origin: dict[str, Any] | None
+    ) -> approvals.Count:
+        """What this answer amounts to on a call that needs several approvals
+        (:func:`nb_hitl.answers.approvals.count`; refuses a second approval
+        by the same person)."""
+        return approvals.count(pause, decision, decided_by or self.s.decided_by, origin or KERNEL)
+
+    def audit_count(
+        self,
+        pause: Pause,
+        decision: Decision,
+        got: approvals.Count,
+        decided_by: str | None,
+        origin: dict[str, Any] | None,
+    ) -> Decision | None:
+        """The audit line of a counted answer, then the count on the pause;
+        returns the decision the agent gets, or ``None`` (more approvals needed)."""
+        self.s._audit(
+            pause, got.final or decision, decided_by, origin or KERNEL, extra=approvals.audit_fields(pause, got)
+        )
+        approvals.apply(pause, got)
+        if approvals.needs_more(pause):  # kept in the agent's state: a restart keeps the approvals so far
+            kept = self.s.team.agent(pause.agent).state.middle_context.setdefault(APPROVALS_KEY, {})
+            if got.final is None:
+                kept[pause.tool_call_id] = approvals.saved(pause)
+                self.s._checkpoint_quietly()
+            else:
+                kept.pop(pause.tool_call_id, None)
+        return got.final
 
     async def check_decision(
         self,
@@ -126,9 +178,10 @@ class Desk:
         decision: Decision,
         decided_by: str | None = None,
         origin: dict[str, Any] | None = None,
-    ) -> None:
-        """:func:`~nb_hitl.answers.front.verify`, then the audit record; on
-        refusal the pause goes back to ``open``."""
+    ) -> Decision | None:
+        """:func:`~nb_hitl.answers.front.verify`, the approvals count, then the
+        audit record; on refusal the pause goes back to ``open``. Returns the
+        decision the agent gets, or ``None`` when the call needs more approvals."""
         try:
             agent = self.s.team.agent(pause.agent)  # the agent that asked: its tool, schema and engine
             tool = await agent.toolkit.get_tool(pause.tool_name)
@@ -137,7 +190,8 @@ class Desk:
                 raise PauseNotLiveError(
                     f"This pause is no longer live: {pause.reason or run.reason or 'the reply ended'}"
                 )
-            self.s._audit(pause, decision, decided_by, origin or KERNEL)
+            got = self.count(pause, decision, decided_by, origin)
+            return self.audit_count(pause, decision, got, decided_by, origin)
         except BaseException:
             if pause.status == "deciding":
                 front.release(pause)
@@ -197,6 +251,7 @@ class Desk:
         all_or_nothing: bool = False,
     ) -> dict[str, Any]:
         checked: list[tuple[int, Pause, Decision]] = []
+        counts: dict[int, approvals.Count] = {}
         for n, pause, decision in begun:
             try:
                 agent = self.s.team.agent(pause.agent)
@@ -206,6 +261,7 @@ class Desk:
                     raise PauseNotLiveError(
                         f"This pause is no longer live: {pause.reason or run.reason or 'the reply ended'}"
                     )
+                counts[n] = self.count(pause, decision, decided_by, origin)
             except NbHitlError as exc:
                 results[n] = front.item_result(results[n], exc)
                 front.release(pause)
@@ -224,24 +280,30 @@ class Desk:
             refused = next(r for r in results if not r["ok"])
             raise front.BatchRefused(f"Nothing was sent: {refused['tool_call_id']!s:.80}: {refused['error']}", results)
         decided: list[tuple[Pause, Decision]] = []
+        waiting: list[int] = []
         for n, pause, decision in checked:
             try:
-                self.s._audit(pause, decision, decided_by, origin or KERNEL)
+                final = self.audit_count(pause, decision, counts[n], decided_by, origin)
             except Exception as exc:  # the audit line must be written before the agent is resumed
                 log.exception("the audit record of a batch decision failed")
                 results[n] = front.item_result(results[n], NbHitlError(f"{type(exc).__name__}: {exc}"))
                 results[n]["code"] = "internal"
                 front.release(pause)
                 continue
-            decided.append((pause, decision))
+            if final is None:
+                waiting.append(n)
+                results[n].update(self.approval_taken(run, pause))
+                continue
+            decided.append((pause, final))
         if decided:
             self.enqueue(run, decided)
         elif begun:
             self.s._push(run)
         for n, pause, _ in checked:
-            if results[n]["ok"]:
+            if results[n]["ok"] and n not in waiting:
                 results[n]["decision"] = pause.decision
-        return {"status": "decided" if decided else "refused", "results": results}
+        status = "decided" if decided else ("approval_recorded" if waiting else "refused")
+        return {"status": status, "results": results}
 
     def deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
         """Apply the configured default to a pause whose deadline passed."""

@@ -349,12 +349,19 @@ class SessionCore:
         self._audit_record({**pause_fields(pause), **fields})
 
     def _audit(
-        self, pause: Pause, decision: Decision, decided_by: str | None = None, origin: dict[str, Any] | None = None
+        self,
+        pause: Pause,
+        decision: Decision,
+        decided_by: str | None = None,
+        origin: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
-        """Append the record of an answer (``origin``: where it came from)."""
+        """Append the record of an answer (``origin``: where it came from;
+        ``extra``: more fields, e.g. the approvals of an M-of-N call)."""
         self._audit_pause(
             pause,
             decided_by=decided_by or self.decided_by,
             origin=origin or KERNEL,
             **decision_fields(decision),
+            **(extra or {}),
         )

@@ -71,6 +71,11 @@ def test_kinds_and_statuses_match(source: str) -> None:
     assert ts_string_union(source, "PauseStatus") == set(typing.get_args(pauses.PauseStatus))
 
 
+def test_approval_view_keys_match(source: str) -> None:
+    py_keys = set(typing.get_type_hints(pauses.ApprovalView))
+    assert ts_interface_keys(source, "ApprovalView") == py_keys
+
+
 MESSAGES_TS = TYPES_TS.parent / "messages.ts"
 
 

@@ -27,6 +27,19 @@ function appendInput(card: HTMLElement, p: PauseView): void {
   );
 }
 
+// A call that needs several approvals (Policy(approvals=N)): "1 of 2
+// approvals: alice (10:42:07)". Text only; names are the kernel's decided_by.
+export function approvalsLine(p: PauseView): string | null {
+  const needed = p.approvals_needed || 1;
+  if (needed <= 1) return null;
+  const got = p.approvals || [];
+  const who = got.map((a) => {
+    const when = new Date(a.at * 1000).toLocaleTimeString();
+    return `${a.by}${a.action === "modify" ? " (edited the input)" : ""} (${when})`;
+  });
+  return `${got.length} of ${needed} approvals` + (who.length ? `: ${who.join(", ")}` : " so far") + (got.length ? "" : "; each must come from a different person.");
+}
+
 /** What a confirmation's card offers besides Deny (its `decisions`, see
  * Session(decisions=...)): a view without them (an older kernel, a remote
  * interrupt) offers everything. `always` is the label of the button that opens
@@ -83,6 +96,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       h("div", { class: "nbh-muted", "data-testid": "nbh-permission-message" }, p.permission_message + (p.decision_reason ? ` (${p.decision_reason})` : "")),
     );
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
+  const approvals = approvalsLine(p);
+  if (approvals) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-approvals" }, approvals));
   const dis = !open || ui.pending;
   const offers = confirmOffers(p);
   const toMode = (mode: typeof ui.mode) => () => {
