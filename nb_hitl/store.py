@@ -22,6 +22,7 @@ import json
 import os
 import secrets
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -132,16 +133,21 @@ def load_key(path: str | os.PathLike[str] | None = None) -> bytes:
         raw = read_nofollow(key_path)
     except FileNotFoundError:
         key_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # written whole in a temporary file, then linked into place: a process
+        # creating it at the same moment never reads a half-written key
+        fd, tmp = tempfile.mkstemp(dir=key_path.parent, prefix=".tmp-key-")
         try:
-            fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
-        except FileExistsError:  # created meanwhile by another process
-            raw = read_nofollow(key_path)
-        else:
             with os.fdopen(fd, "w") as fh:
                 fh.write(secrets.token_hex(32))
                 fh.flush()
                 os.fsync(fh.fileno())
-            raw = read_nofollow(key_path)
+            try:
+                os.link(tmp, key_path)
+            except FileExistsError:  # created meanwhile by another process: use theirs
+                pass
+        finally:
+            os.unlink(tmp)
+        raw = read_nofollow(key_path)
     mode = os.stat(key_path, follow_symlinks=False).st_mode
     if mode & 0o077:
         raise ValueError(f"The checkpoint key {key_path} is readable by others (mode {mode & 0o777:o}); chmod 600 it.")
@@ -410,16 +416,37 @@ class AuditLog:
 
     Args:
         path: the log file; its folder is created if missing.
+        key: the key sealing each line; default :func:`load_key` of ``key_path``.
+        key_path: the key file; default :func:`default_key_path`.
 
     Each line: ``{"time": ISO-8601 UTC, "ts": seconds, "who": OS user,
     "session_id", "reply_id", "tool_call_id", "tool_name", "original_input",
-    "edited_input", "decision", "decided_by", "accepted_rules", "answers", ...}``.
+    "edited_input", "decision", "decided_by", "accepted_rules", "answers", ...,
+    "prev", "hmac"}``: ``prev`` is the hash of the line before it and
+    ``hmac`` seals the line (:mod:`nb_hitl.audit.chain`; check a log with
+    :func:`nb_hitl.audit.verify`).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        key: bytes | None = None,
+        key_path: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._key = key
+        self._key_path = key_path
+
+    @property
+    def key(self) -> bytes:
+        """The key that seals each line (:func:`load_key`, the checkpoints' key;
+        loaded or created on first use)."""
+        if self._key is None:
+            self._key = load_key(self._key_path)
+        return self._key
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         """Append one record and ``fsync`` it before returning.
@@ -431,14 +458,20 @@ class AuditLog:
         processes appending at once never both close the same torn line nor
         take each other's last line for a torn one.
 
+        Each line is sealed (:func:`nb_hitl.audit.chain.seal`) with the hash
+        of the last line, read under the same lock, so processes appending
+        at once still form one chain.
+
         Args:
-            record: JSON-able fields; ``time``, ``ts`` and ``who`` are added.
+            record: JSON-able fields; ``time``, ``ts`` and ``who`` are added,
+                then ``prev`` and ``hmac``.
 
         Returns:
             the record as written.
 
         Raises:
             OSError: the log cannot be written (``ELOOP`` for a symlink).
+            ValueError: the key file is unsafe (see :func:`load_key`).
         """
         now = time.time()
         full = {
@@ -447,12 +480,17 @@ class AuditLog:
             "who": current_user(),
             **record,
         }
-        line = (json.dumps(full, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        from .audit.chain import GENESIS, last_line, line_hash, seal
+
+        key = self.key
         with self._lock:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
             try:
                 if fcntl is not None:
                     fcntl.flock(fd, fcntl.LOCK_EX)  # released by os.close below
+                previous = last_line(fd)  # under the lock: concurrent writers form one chain
+                full = seal(key, full, GENESIS if previous is None else line_hash(previous))
+                line = (json.dumps(full, ensure_ascii=False, default=str) + "\n").encode("utf-8")
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     line = b"\n" + line
