@@ -502,8 +502,14 @@ class AuditLog:
                 os.close(fd)
         return full
 
-    def records(self) -> list[dict[str, Any]]:
-        """Every record, oldest first (a line that is not JSON is skipped)."""
+    def records(self, event: str | None = None) -> list[dict[str, Any]]:
+        """Every record, oldest first (a line that is not JSON is skipped).
+
+        Args:
+            event: only the records of this event (``"checked"``: permission
+                checks; ``"answered"``: answers, and every line written before
+                checks were recorded; :func:`nb_hitl.answers.record.event_of`).
+        """
         try:
             raw = read_nofollow(self.path)
         except FileNotFoundError:
@@ -518,4 +524,8 @@ class AuditLog:
                 continue
             if isinstance(rec, dict):
                 out.append(rec)
+        if event is not None:
+            from .answers.record import event_of
+
+            out = [r for r in out if event_of(r) == event]
         return out

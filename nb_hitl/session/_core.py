@@ -354,6 +354,7 @@ class SessionCore:
         """Append the record of an answer (``origin``: where it came from)."""
         self._audit_pause(
             pause,
+            event="answered",  # its ask was recorded when it was checked (nb_hitl.audit.checked)
             decided_by=decided_by or self.decided_by,
             origin=origin or KERNEL,
             **decision_fields(decision),
