@@ -13,18 +13,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .chain import ChainVerdict, verify
 
 __all__ = ["verify", "ChainVerdict", "audit_frame", "replay"]
 
 
-def __getattr__(name: str):  # pandas is loaded only when a frame is asked for
+def __getattr__(name: str) -> Any:
+    """``audit_frame`` and ``replay``, imported on first use (they load pandas).
+
+    The function replaces the attribute its submodule's import set on this
+    package (``nb_hitl.audit.replay`` is the function, the module is
+    ``sys.modules["nb_hitl.audit.replay"]``).
+    """
+    found: Any
     if name == "audit_frame":
-        from .frame import audit_frame
-
-        return audit_frame
-    if name == "replay":
-        from .replay import replay
-
-        return replay
-    raise AttributeError(name)
+        from .frame import audit_frame as found
+    elif name == "replay":
+        from .replay import replay as found
+    else:
+        raise AttributeError(name)
+    globals()[name] = found
+    return found
