@@ -3,7 +3,7 @@
 A chained line carries ``"prev"``, the SHA-256 (hex) of the bytes of the line
 before it (without its newline; :data:`GENESIS` for the first line of a log),
 and ``"hmac"``, the SHA-256 HMAC of the rest of the record (canonical JSON,
-:func:`nb_hitl.store._sign`) under the same per-user key that signs the
+:func:`nb_hitl._signing._sign`) under the same per-user key that signs the
 checkpoints (:func:`nb_hitl.store.load_key`), kept outside the log's folder.
 Whoever can write the log but not read the key cannot change, remove or
 reorder a line without :func:`verify` naming it.
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .._fileio import read_nofollow
+from .._signing import _sign, load_key
 
 __all__ = ["GENESIS", "line_hash", "last_line", "seal", "verify", "ChainVerdict"]
 
@@ -71,8 +72,6 @@ def seal(key: bytes, record: dict[str, Any], prev: str) -> dict[str, Any]:
         record: the JSON-able record (any ``prev``/``hmac`` it has is replaced).
         prev: :func:`line_hash` of the previous line, or :data:`GENESIS`.
     """
-    from ..store import _sign
-
     body = {k: v for k, v in record.items() if k not in ("prev", "hmac")}
     body["prev"] = prev
     body["hmac"] = _sign(key, json.loads(json.dumps(body, ensure_ascii=False, default=str)))
@@ -136,8 +135,6 @@ def verify(
         FileNotFoundError: no such log.
         ValueError: the log is a symlink, or the key file is unsafe.
     """
-    from ..store import _sign, load_key
-
     secret = key if key is not None else load_key(key_path)
     raw = read_nofollow(Path(log_path))
     lines = [ln for ln in raw.split(b"\n") if ln.strip()]
