@@ -406,13 +406,22 @@ def _permission_chain(agent: Any) -> list[Any]:
     return chain
 
 
+def iter_outermost(chain: list[Any]) -> Iterable[Any]:
+    """The leading middlewares of ``chain`` that stay first (``outermost = True``)."""
+    for mw in chain:
+        if not getattr(mw, "outermost", False):
+            return
+        yield mw
+
+
 def apply_policy(agent: Any, policy: Policy, *, add_rules: bool = False) -> PolicyMiddleware:
     """Apply a policy to a live agent.
 
     AgentScope filters middlewares by hook once, in ``Agent.__init__``, into
     the private list ``Agent._check_permission_middlewares``; this installs
     one :class:`PolicyMiddleware` at its front (outermost, as if it were
-    passed first at construction) or adds the policy to the one already
+    passed first at construction; only the audit's record of each check,
+    :mod:`nb_hitl.audit.checked`, stays outside it) or adds the policy to the one already
     there. Nothing else is touched; the list is read on every permission
     check (``Agent._check_permission``), so the next call is covered.
 
@@ -433,7 +442,8 @@ def apply_policy(agent: Any, policy: Policy, *, add_rules: bool = False) -> Poli
     mw = next((m for m in chain if isinstance(m, PolicyMiddleware)), None)
     if mw is None:
         mw = PolicyMiddleware()
-        chain.insert(0, mw)
+        # outermost, after a middleware that must stay first (the audit's record of each check)
+        chain.insert(sum(1 for _ in iter_outermost(chain)), mw)
     mw.add(policy)
     if add_rules:
         engine = permission_engine(agent)

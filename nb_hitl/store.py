@@ -20,7 +20,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import socket
 import threading
 import time
@@ -35,6 +34,7 @@ except ImportError:  # pragma: no cover - Windows: appends are safe within one p
     fcntl = None  # type: ignore[assignment]
 
 from ._fileio import NOFOLLOW, current_user, read_nofollow, write_atomic
+from ._signing import KEY_ENV, _sign, default_key_path, load_key
 from .errors import NbHitlError
 
 __all__ = [
@@ -52,9 +52,6 @@ __all__ = [
     "default_key_path",
     "load_key",
 ]
-
-KEY_ENV = "NB_HITL_CHECKPOINT_KEY"
-"""Environment variable: the path of the checkpoint signing key file."""
 
 LOCK_DIR_ENV = "NB_HITL_LOCK_DIR"
 """Environment variable: the folder of the checkpoints' lock files."""
@@ -102,62 +99,6 @@ CHECKPOINT_VERSION = 2
 a newer one (:class:`CheckpointVersionError`). A future version keeps the
 ``"version"`` key and the signature over the rest, so the version can
 always be read."""
-
-
-# ----------------------------------------------------------------------
-# signing key
-# ----------------------------------------------------------------------
-def default_key_path() -> Path:
-    """Where the signing key lives: ``$NB_HITL_CHECKPOINT_KEY``, else
-    ``$XDG_CONFIG_HOME/nb_hitl/checkpoint.key`` (``~/.config/...``)."""
-    env = os.environ.get(KEY_ENV)
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "nb_hitl" / "checkpoint.key"
-
-
-def load_key(path: str | os.PathLike[str] | None = None) -> bytes:
-    """The per-user checkpoint signing key, created (``0600``, 32 random
-    bytes, hex) on first use.
-
-    Args:
-        path: the key file; :func:`default_key_path` when omitted.
-
-    Raises:
-        ValueError: the key file is a symlink, empty, or readable by others.
-    """
-    key_path = Path(path) if path is not None else default_key_path()
-    try:
-        raw = read_nofollow(key_path)
-    except FileNotFoundError:
-        key_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
-        except FileExistsError:  # created meanwhile by another process
-            raw = read_nofollow(key_path)
-        else:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(secrets.token_hex(32))
-                fh.flush()
-                os.fsync(fh.fileno())
-            raw = read_nofollow(key_path)
-    mode = os.stat(key_path, follow_symlinks=False).st_mode
-    if mode & 0o077:
-        raise ValueError(f"The checkpoint key {key_path} is readable by others (mode {mode & 0o777:o}); chmod 600 it.")
-    key = raw.strip()
-    if len(key) < 32:
-        raise ValueError(f"The checkpoint key {key_path} is empty or too short.")
-    return key
-
-
-def _canonical(record: dict[str, Any]) -> bytes:
-    body = {k: v for k, v in record.items() if k != "hmac"}
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def _sign(key: bytes, record: dict[str, Any]) -> str:
-    return hmac.new(key, _canonical(record), hashlib.sha256).hexdigest()
 
 
 # ----------------------------------------------------------------------
@@ -410,16 +351,37 @@ class AuditLog:
 
     Args:
         path: the log file; its folder is created if missing.
+        key: the key sealing each line; default :func:`load_key` of ``key_path``.
+        key_path: the key file; default :func:`default_key_path`.
 
     Each line: ``{"time": ISO-8601 UTC, "ts": seconds, "who": OS user,
     "session_id", "reply_id", "tool_call_id", "tool_name", "original_input",
-    "edited_input", "decision", "decided_by", "accepted_rules", "answers", ...}``.
+    "edited_input", "decision", "decided_by", "accepted_rules", "answers", ...,
+    "prev", "hmac"}``: ``prev`` is the hash of the line before it and
+    ``hmac`` seals the line (:mod:`nb_hitl.audit.chain`; check a log with
+    :func:`nb_hitl.audit.verify`).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        key: bytes | None = None,
+        key_path: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._key = key
+        self._key_path = key_path
+
+    @property
+    def key(self) -> bytes:
+        """The key that seals each line (:func:`load_key`, the checkpoints' key;
+        loaded or created on first use)."""
+        if self._key is None:
+            self._key = load_key(self._key_path)
+        return self._key
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         """Append one record and ``fsync`` it before returning.
@@ -431,14 +393,20 @@ class AuditLog:
         processes appending at once never both close the same torn line nor
         take each other's last line for a torn one.
 
+        Each line is sealed (:func:`nb_hitl.audit.chain.seal`) with the hash
+        of the last line, read under the same lock, so processes appending
+        at once still form one chain.
+
         Args:
-            record: JSON-able fields; ``time``, ``ts`` and ``who`` are added.
+            record: JSON-able fields; ``time``, ``ts`` and ``who`` are added,
+                then ``prev`` and ``hmac``.
 
         Returns:
             the record as written.
 
         Raises:
             OSError: the log cannot be written (``ELOOP`` for a symlink).
+            ValueError: the key file is unsafe (see :func:`load_key`).
         """
         now = time.time()
         full = {
@@ -447,12 +415,17 @@ class AuditLog:
             "who": current_user(),
             **record,
         }
-        line = (json.dumps(full, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        from .audit.chain import GENESIS, last_line, line_hash, seal
+
+        key = self.key
         with self._lock:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o600)
             try:
                 if fcntl is not None:
                     fcntl.flock(fd, fcntl.LOCK_EX)  # released by os.close below
+                previous = last_line(fd)  # under the lock: concurrent writers form one chain
+                full = seal(key, full, GENESIS if previous is None else line_hash(previous))
+                line = (json.dumps(full, ensure_ascii=False, default=str) + "\n").encode("utf-8")
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     line = b"\n" + line
@@ -464,8 +437,14 @@ class AuditLog:
                 os.close(fd)
         return full
 
-    def records(self) -> list[dict[str, Any]]:
-        """Every record, oldest first (a line that is not JSON is skipped)."""
+    def records(self, event: str | None = None) -> list[dict[str, Any]]:
+        """Every record, oldest first (a line that is not JSON is skipped).
+
+        Args:
+            event: only the records of this event (``"checked"``: permission
+                checks; ``"answered"``: answers, and every line written before
+                checks were recorded; :func:`nb_hitl.answers.record.event_of`).
+        """
         try:
             raw = read_nofollow(self.path)
         except FileNotFoundError:
@@ -480,4 +459,8 @@ class AuditLog:
                 continue
             if isinstance(rec, dict):
                 out.append(rec)
+        if event is not None:
+            from .answers.record import event_of
+
+            out = [r for r in out if event_of(r) == event]
         return out

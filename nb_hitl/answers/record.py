@@ -7,9 +7,15 @@ the same way. A record (version :data:`RECORD_VERSION`)::
 
     {"v": 2,
      "time", "ts", "who",                 # added by AuditLog.append
+     "event",                             # checked (a permission check) | answered (an answer); absent: older lines
      "session_id", "agent",               # the nb_hitl Session (its checkpoint name) and its agent
      "reply_id", "tool_call_id", "tool_name", "kind", "original_input", "policy",
-     "decision",                          # approve | deny | modify | answer | ... | timeout | cancelled | discarded
+     "opened_at",                         # when the pause opened (time.time()); "ts" is when it was answered
+     "decision",                          # allow | deny | ask (checked); approve | deny | modify | answer | ...
+                                          # | timeout | cancelled | discarded (answered)
+     "decided_how",                       # rule | mode | policy | shell_rules | read_only | tool_check
+                                          # (checked, nb_hitl.audit.checked.decided_how) | person | deadline
+     "rule", "mode", "message",           # checked: the rule that decided, the permission mode, what the engine said
      "decided_by",                        # who answered (OS user, AG-UI principal, console user, "deadline")
      "origin": {"road": "kernel" | "agui" | "service",
                 "thread_id", "run_id",            # AG-UI
@@ -17,7 +23,8 @@ the same way. A record (version :data:`RECORD_VERSION`)::
      "edited_input", "confirmed", "accepted_rules", "answers", "output", "content", "reason",
      "told",                              # what the model read, when the road knows it
      "approval": {"count", "needed"},     # a call that needs several approvals (M-of-N), and on its
-     "approvals": [{"by", "at", "origin", "action"}]}   # final decision, every approval
+     "approvals": [{"by", "at", "origin", "action"}],   # final decision, every approval
+     "prev", "hmac"}                      # the chain (nb_hitl.audit.chain), added by AuditLog.append
 
 Version 1 lines (written before the version field existed) have no ``v``
 and no ``origin``: :func:`road_of` reads them as the kernel's.
@@ -30,7 +37,7 @@ from typing import Any
 from ..decisions import Decision
 from ..pauses import Pause
 
-__all__ = ["RECORD_VERSION", "ROADS", "origin", "pause_fields", "decision_fields", "road_of"]
+__all__ = ["RECORD_VERSION", "ROADS", "EVENTS", "origin", "pause_fields", "decision_fields", "road_of", "event_of"]
 
 RECORD_VERSION = 2
 """The version of the audit record written today (``"v"``)."""
@@ -51,6 +58,18 @@ def origin(road: str, **ids: Any) -> dict[str, Any]:
     return {"road": road, **{k: v for k, v in ids.items() if v is not None}}
 
 
+EVENTS = ("checked", "answered")
+"""What a record is about: a permission check (every tool call), an answer
+(a person, a deadline, or nb_hitl closing a pause: ``discarded``...)."""
+
+
+def event_of(record: dict[str, Any]) -> str:
+    """The ``event`` of a record; ``"answered"`` for lines written before
+    permission checks were recorded (every line was about an answer then)."""
+    got = record.get("event")
+    return str(got) if got in EVENTS else "answered"
+
+
 KERNEL = origin("kernel")
 """The origin of a click or ``session.act`` in this kernel."""
 
@@ -65,6 +84,7 @@ def pause_fields(pause: Pause) -> dict[str, Any]:
         "kind": pause.kind,
         "original_input": pause.input if pause.input is not None else pause.tool_call.input,
         "policy": pause.policy,
+        "opened_at": pause.created_at,
         **({"agent": pause.agent} if pause.agent else {}),
     }
 
@@ -76,6 +96,7 @@ def decision_fields(decision: Decision) -> dict[str, Any]:
     summary = decision.summary()
     return {
         "decision": decision.action if decision.cause == "person" else decision.cause,
+        "decided_how": "deadline" if decision.cause == "timeout" else "person",
         "edited_input": decision.edited_input,
         "confirmed": summary.get("confirmed"),
         "accepted_rules": summary.get("accepted_rules", []),

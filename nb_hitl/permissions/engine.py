@@ -28,6 +28,7 @@ from agentscope.tool import ToolBase
 
 from .._agentscope import permission_engine
 from ..errors import DecisionError
+from .bounded import BoundedEngine, PathologicalRuleError
 from .explain import explain_match
 from .rules import _BUCKETS, MODES, rule_label, rule_to_dict
 from .shell_check import judge_shell_call, rule_covers
@@ -87,7 +88,7 @@ async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, dec
                     "label": rule_label(rule),
                     "matched": ok,
                     "explanation": explain_match(rule, tool.name, tool_input, tool=tool, matched=ok),
-                    "shell_covers": await rule_covers(tool, rule, tool_input),
+                    "shell_covers": await rule_covers(tool, rule, tool_input, engine),
                 }
             )
     read_only = bool(await tool.check_read_only(tool_input))
@@ -232,20 +233,27 @@ async def try_call(
 
     Raises:
         DecisionError: unknown tool (``field="tool_name"``), bad input
-            (``field="input"``), bad mode (``field="mode"``).
+            (``field="input"``), bad mode (``field="mode"``), a rule too
+            wildcard-heavy to match against this input in the bound
+            (``field="rules"``, :mod:`nb_hitl.permissions.bounded`).
     """
     engine, toolkit = _resolve(agent_or_context, toolkit)
     tool = await get_tool(toolkit, tool_name)
     tool_input = parse_input(tool, input)
+    context = engine.context
     if mode is not None:
         try:
             mode_value = PermissionMode(mode)
         except ValueError:
             raise DecisionError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.", field="mode") from None
-        engine = PermissionEngine(_copy(engine.context, mode_value))
-    decision = await engine.check_permission(tool, dict(tool_input))
-    trace = await _trace(engine, tool, dict(tool_input), decision)
-    verdict = await judge_shell_call(engine, tool, dict(tool_input), decision)
+        context = _copy(engine.context, mode_value)
+    engine = BoundedEngine(context)  # the same rules; a pathological rule is refused, not hung on
+    try:
+        decision = await engine.check_permission(tool, dict(tool_input))
+        trace = await _trace(engine, tool, dict(tool_input), decision)
+        verdict = await judge_shell_call(engine, tool, dict(tool_input), decision)
+    except PathologicalRuleError as exc:
+        raise DecisionError(str(exc), field="rules") from None
     shell = None
     if verdict is not None:
         shell = {

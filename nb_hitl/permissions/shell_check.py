@@ -248,11 +248,18 @@ async def judge_shell_call(
     return verdict
 
 
-async def rule_covers(tool: ToolBase, rule: PermissionRule, tool_input: Mapping[str, Any]) -> list[str] | None:
+async def rule_covers(
+    tool: ToolBase, rule: PermissionRule, tool_input: Mapping[str, Any], engine: PermissionEngine | None = None
+) -> list[str] | None:
     """The simple commands of a shell call that ``rule`` covers under the
     shell rules, by the tool's own ``match_rule``: a deny or ask rule on any
     of a command's forms (:meth:`~nb_hitl.permissions.shell.SimpleCommand.rule_forms`),
     an allow rule on its text.
+
+    Args:
+        engine: whose matcher to use (``_rule_matches``; e.g. a
+            :class:`~nb_hitl.permissions.bounded.BoundedEngine`); a plain
+            ``PermissionEngine`` when omitted.
 
     Returns:
         the covered commands' texts, in order (empty when none), or ``None``
@@ -262,7 +269,7 @@ async def rule_covers(tool: ToolBase, rule: PermissionRule, tool_input: Mapping[
     command = tool_input.get(key) if key else None
     if key is None or not isinstance(command, str):
         return None
-    engine = PermissionEngine(PermissionContext())
+    engine = engine if engine is not None else PermissionEngine(PermissionContext())
     covered = []
     for cmd in parse_command(command).commands:
         forms = [cmd.text] if rule.behavior == PermissionBehavior.ALLOW else cmd.rule_forms()

@@ -31,6 +31,7 @@ from agentscope.message import Msg, UserMsg
 
 from .._agentscope import POLICY_CONTEXT_KEY, msg_text
 from ..answers.lifecycle import PauseTransitionError, transition
+from ..audit.checked import install_checked, remove_checked
 from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
 from ..pauses import Pause
 from ..shell_policy import install_shell_rules
@@ -76,7 +77,9 @@ class Session(Driver):
             in the current cell's output (``True``) or stay headless.
         audit_log: path (or :class:`~nb_hitl.store.AuditLog`) of a JSON-lines
             log; every decision is appended and fsynced before the agent is
-            resumed.
+            resumed, and every tool call's permission check is recorded
+            too, asked or not (:mod:`nb_hitl.audit.checked`). Each line is
+            chained and sealed (:func:`nb_hitl.audit.verify`).
         checkpoints: folder (or :class:`~nb_hitl.store.CheckpointStore`) where
             the agent's ``AgentState`` is written (signed) at every pause,
             before and after every tool call and when a reply ends.
@@ -146,6 +149,11 @@ class Session(Driver):
                 install_shell_rules(member)
         self.display = display
         self.audit_log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
+        for member in self.team.agents.values():  # every call on the record, asked or not (nb_hitl.audit.checked)
+            if self.audit_log is not None:
+                install_checked(member, self._audit_record)
+            else:
+                remove_checked(member)
         self.checkpoints = (
             checkpoints
             if checkpoints is None or isinstance(checkpoints, CheckpointStore)

@@ -318,7 +318,14 @@ class Desk:
                 transition(pause, "deciding")
         applied = "reply interrupted" if self.s.on_deadline == "interrupt" else kind_spec(pause.kind).timeout_applied
         try:
-            self.s._audit_pause(pause, decision="timeout", applied=applied, decided_by="deadline")
+            self.s._audit_pause(
+                pause,
+                event="answered",
+                decision="timeout",
+                decided_how="deadline",
+                applied=applied,
+                decided_by="deadline",
+            )
         except Exception as exc:
             log.error("the deadline of %s passed but its audit record failed", pause.tool_call_id, exc_info=True)
             transition(pause, "open")

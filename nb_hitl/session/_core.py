@@ -360,6 +360,7 @@ class SessionCore:
         ``extra``: more fields, e.g. the approvals of an M-of-N call)."""
         self._audit_pause(
             pause,
+            event="answered",  # its ask was recorded when it was checked (nb_hitl.audit.checked)
             decided_by=decided_by or self.decided_by,
             origin=origin or KERNEL,
             **decision_fields(decision),

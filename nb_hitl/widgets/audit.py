@@ -8,6 +8,7 @@ from typing import Any
 
 import traitlets
 
+from ..answers.record import event_of
 from ..store import AuditLog
 from ._base import RequestWidget
 
@@ -23,14 +24,26 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _decided(r: dict[str, Any]) -> str:
+    how = str(r.get("decided_how") or "")
+    named = r.get("rule") or r.get("policy") or (r.get("mode") if how == "mode" else None)
+    return f"{how} {named}" if named else how
+
+
 def audit_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     """Flatten audit records into table rows (strings only).
 
     ``detail`` joins what varies by decision: the edited input, accepted
     rules, AskUser answers, the output sent, or what a deadline applied.
+    ``who`` is who answered, or for a permission check (``event:
+    "checked"``) what decided it: ``rule allow Bash(git status:*)``,
+    ``mode default``, ``policy payments``, ``shell_rules``...
     """
     rows = []
     for r in records:
+        who = r.get("decided_by") or r.get("who", "")
+        if event_of(r) == "checked":  # nobody answered: what decided the check
+            who = _decided(r)
         detail_parts = []
         for key, label in (
             ("edited_input", "edited"),
@@ -52,7 +65,7 @@ def audit_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
                 "tool_name": str(r.get("tool_name", "") or ""),
                 "decision": str(r.get("decision", "")),
                 "detail": "; ".join(detail_parts),
-                "who": str(r.get("decided_by") or r.get("who", "")),
+                "who": str(who),
             }
         )
     return rows

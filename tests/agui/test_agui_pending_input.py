@@ -85,7 +85,7 @@ def test_a_second_notebook_on_a_paused_thread_gets_its_interrupts_and_a_denial_r
     assert denied.state == ToolResultState.DENIED
     assert result_text(denied).endswith(f"to delete_file, saying: {REASON}")
     assert "denied" in result_text(denied)
-    (row,) = [r for r in AuditLog(audit).records() if r.get("tool_name") == "delete_file"]
+    (row,) = [r for r in AuditLog(audit).records("answered") if r.get("tool_name") == "delete_file"]
     assert row["decision"] == "deny" and row["reason"] == REASON
     assert (agent.sandbox / "old_log.txt").exists()
 

@@ -193,7 +193,7 @@ def test_threads_belong_to_their_principal_and_the_audit_names_who_decided(peopl
         dumped = json.dumps([e.model_dump(mode="json", by_alias=True) for e in events])
         assert not any(i in dumped for i in ids) and "interrupt" not in last.message.lower()
     assert final.startswith("You chose to archive notes.txt")
-    records = AuditLog(audit_path).records()
+    records = AuditLog(audit_path).records("answered")
     decided = [r for r in records if r.get("decision")]
     assert decided and {r["decided_by"] for r in decided} == {"alice"}
 

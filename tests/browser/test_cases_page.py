@@ -329,7 +329,7 @@ C15_CELLS = [
     textwrap.dedent(
         """
         print("RESUMES", session.current.resumes)
-        print("AUDIT", [(r["tool_name"], r["decision"]) for r in AuditLog(audit).records()])
+        print("AUDIT", [(r["tool_name"], r["decision"]) for r in AuditLog(audit).records("answered")])
         print("FILES", sorted(p.name for p in box.iterdir()))
         """
     ),

@@ -123,7 +123,7 @@ class Road:
         """``(tool_name, decision, road)`` of every answer record in the log."""
         return [
             (r["tool_name"], r["decision"], (r.get("origin") or {}).get("road", "?"))
-            for r in AuditLog(self.audit).records()
+            for r in AuditLog(self.audit).records("answered")
             if r.get("tool_call_id") and r.get("decision")
         ]
 

@@ -260,9 +260,9 @@ def test_policy_forced_ask_in_a_kernel(kernel: KernelHarness) -> None:
         what="final_text",
     )
     assert kernel_json(kernel, "SENT") == [["ACME", 120.0]]
-    assert kernel_json(kernel, "[(r['decision'], r['policy']) for r in AuditLog('pay-audit.jsonl').records()]") == [
-        ["approve", "payments"]
-    ]
+    assert kernel_json(
+        kernel, "[(r['decision'], r['policy']) for r in AuditLog('pay-audit.jsonl').records('answered')]"
+    ) == [["approve", "payments"]]
 
 
 DEADLINE_AGENT = textwrap.dedent(
@@ -306,7 +306,9 @@ def test_deadline_in_a_kernel(kernel: KernelHarness, on_deadline: str, status: s
     late = kernel.request(rec.comm_id, "approve", tool_call_id=pause["tool_call_id"])
     assert late["ok"] is False and late["code"] == "expired" and "deadline" in late["error"]
     assert kernel_json(kernel, "DELETED") == []
-    records = kernel_json(kernel, f"[(r['decision'], r['applied']) for r in AuditLog({name + '.jsonl'!r}).records()]")
+    records = kernel_json(
+        kernel, f"[(r['decision'], r['applied']) for r in AuditLog({name + '.jsonl'!r}).records('answered')]"
+    )
     assert records == [["timeout", applied]]
     if on_deadline == "deny":
         kernel.wait_for(lambda: kernel.comm(rec.comm_id).final_text.startswith("[denied]"), 10, what="final_text")

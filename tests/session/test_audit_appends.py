@@ -10,6 +10,7 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
+from nb_hitl.audit import verify
 from nb_hitl.store import AuditLog
 
 WRITERS = 8
@@ -50,3 +51,8 @@ def test_concurrent_appends_from_many_processes_keep_one_record_per_line(tmp_pat
         mine = [int(r["tool_call_id"].split("-")[1]) for r in records if r["tool_call_id"].startswith(f"w{w}-")]
         assert mine == list(range(RECORDS))
     assert len(AuditLog(path).records()) == WRITERS * RECORDS
+    # one chain across the processes: each line names the one written before it
+    verdict = verify(path)
+    assert verdict.intact, verdict.message
+    assert verdict.chained == WRITERS * RECORDS
+    assert verdict.unchained == [1]  # the torn line, bound by the line after it

@@ -192,7 +192,7 @@ def test_C03_two_askuser_calls_keep_their_answers_apart(tmp_path: Path, timing: 
     results = assert_every_call_has_one_result(agent)
     assert results["ask_1"].state == ToolResultState.SUCCESS and results["ask_2"].state == ToolResultState.SUCCESS
     # one audit line per answer, on its own id
-    lines = [(r["tool_call_id"], r["answers"][0]["selected"]) for r in AuditLog(audit).records()]
+    lines = [(r["tool_call_id"], r["answers"][0]["selected"]) for r in AuditLog(audit).records("answered")]
     assert sorted(lines) == [("ask_1", ["A"]), ("ask_2", ["B"])]
     # resumed once per event: the first Msg, then one ExternalExecutionResultEvent per batch sent
     kinds = recorder.kinds()
@@ -460,7 +460,7 @@ def test_C06_wrong_decisions_are_refused_and_the_pause_stays_live(tmp_path: Path
         assert session.current.status == "paused"
         assert [p.status for p in session.current.pauses.values()] == ["open", "open", "open"]
         assert [p["status"] for p in widget.pauses] == ["open", "open", "open"]
-        assert not audit.exists() or AuditLog(audit).records() == []
+        assert not audit.exists() or AuditLog(audit).records("answered") == []
 
         # and the right decisions still work
         await session.act({"action": "approve", "tool_call_id": "c1", "reply_id": reply_id})
@@ -478,7 +478,7 @@ def test_C06_wrong_decisions_are_refused_and_the_pause_stays_live(tmp_path: Path
     run_async(scenario())
     results = assert_every_call_has_one_result(agent)
     assert all(r.state == ToolResultState.SUCCESS for r in results.values())
-    assert sorted(r["tool_call_id"] for r in AuditLog(audit).records()) == ["c1", "q1", "x1"]
+    assert sorted(r["tool_call_id"] for r in AuditLog(audit).records("answered")) == ["c1", "q1", "x1"]
 
 
 def test_C06_tool_call_of_a_finished_reply_is_refused_on_the_next_one(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ def pairs(messages: list[Any]) -> list[tuple[str, str, str]]:
 
 
 def reuse_rows(audit: Path) -> list[dict[str, Any]]:
-    return [r for r in AuditLog(audit).records() if r.get("decision") == "id_reused"]
+    return [r for r in AuditLog(audit).records("answered") if r.get("decision") == "id_reused"]
 
 
 def approve(pause: Any) -> dict[str, Any]:
@@ -99,7 +99,9 @@ def test_c37_a_confirmation_that_reuses_an_answered_id_in_the_same_reply_is_aske
     assert "sent with the id X reused the id of an earlier tool call" in hint and "X_r2" in hint
     (row,) = reuse_rows(audit)
     assert row["tool_call_id"] == "X_r2" and row["sent_tool_call_id"] == "X" and row["decided_by"] == "nb_hitl"
-    decisions = [(r["tool_call_id"], r["decision"]) for r in AuditLog(audit).records() if r["decision"] == "approve"]
+    decisions = [
+        (r["tool_call_id"], r["decision"]) for r in AuditLog(audit).records("answered") if r["decision"] == "approve"
+    ]
     assert decisions == [("X", "approve"), ("X_r2", "approve")]
     assert session.runs[-1].status == "finished"
 

@@ -78,7 +78,7 @@ def test_deny_is_applied_when_the_deadline_passes(tmp_path: Path) -> None:
 
     run_async(scenario())
     assert sorted(p.name for p in folder.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     assert [(r["tool_name"], r["decision"], r["applied"]) for r in records] == [("delete_file", "timeout", "denied")]
     denied = tool_results(agent.model.calls[-1], "delete_file")[-1]
     assert denied.state == ToolResultState.DENIED
@@ -106,7 +106,7 @@ def test_interrupt_is_applied_when_the_deadline_passes(tmp_path: Path) -> None:
 
     run_async(scenario())
     assert len(agent.model.calls) == 1  # the reply ended without another model call
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     assert [(r["decision"], r["applied"]) for r in records] == [("timeout", "reply interrupted")]
     results = tool_results(agent.state.context, "delete_file")
     assert [r.state for r in results] == [ToolResultState.INTERRUPTED]
@@ -182,7 +182,7 @@ def test_non_confirm_pauses_get_an_error_result(tmp_path: Path) -> None:
     )
     assert runs == ["Ana"]
     assert "SECRET-CARD-4111" not in "".join(m.model_dump_json() for call in agent.model.calls for m in call)
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     assert sorted((r["tool_name"], r["decision"], r["applied"]) for r in records) == [
         ("AskForm", "timeout", "error returned to the agent"),
         ("AskUser", "timeout", "error returned to the agent"),
@@ -205,7 +205,7 @@ def test_a_decision_in_time_wins_and_the_deadline_does_nothing(tmp_path: Path) -
         assert widget_pause(session)["decision"] == {"action": "approve", "confirmed": True}
 
     run_async(scenario())
-    assert [r["decision"] for r in AuditLog(audit).records()] == ["approve"]
+    assert [r["decision"] for r in AuditLog(audit).records("answered")] == ["approve"]
     assert sorted(p.name for p in folder.iterdir()) == ["draft.md", "old_log.txt"]
 
 

@@ -454,7 +454,7 @@ def test_fuzz_every_hostile_page_message_is_refused_and_never_reaches_the_agent(
         assert parked.agent.state.model_dump_json() == parked.state_json
         assert [p.status for p in parked.run.pauses.values()] == ["open", "open", "open"]
         assert [p["status"] for p in parked.widget.pauses] == ["open", "open", "open"]
-        assert AuditLog(parked.audit).records() == []
+        assert AuditLog(parked.audit).records("answered") == []
         assert (parked.box / "notes.txt").exists()
         assert sent["n"] >= 300 and len(parked.replies) == sent["n"]
 
@@ -474,7 +474,7 @@ def test_fuzz_every_hostile_page_message_is_refused_and_never_reaches_the_agent(
         assert [(r["request_id"], r["ok"]) for r in replies[-3:]] == [("ok1", True), ("ok2", True), ("ok3", True)]
         final = parked.call(asyncio.wait_for(parked.task, 10))
         assert final.get_text_content() == "3 results"
-        assert sorted(r["tool_call_id"] for r in AuditLog(parked.audit).records()) == [CONFIRM, ASK, EXT]
+        assert sorted(r["tool_call_id"] for r in AuditLog(parked.audit).records("answered")) == [CONFIRM, ASK, EXT]
         assert (parked.box / "notes.txt").exists()  # denied
     finally:
         parked.close()

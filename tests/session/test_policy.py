@@ -120,7 +120,7 @@ def test_a_policy_asks_even_when_an_allow_rule_would_allow(tmp_path: Path) -> No
 
     run_async(scenario())
     assert mail.sent == [("ACME", 120.0)]
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     assert [(r["tool_name"], r["decision"], r["policy"]) for r in records] == [("send_payment", "approve", "payments")]
 
 

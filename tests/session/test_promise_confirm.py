@@ -286,7 +286,7 @@ def test_a_middleware_rewrite_after_approval_is_asked_again_in_a_fresh_card(
     (hint,) = hints(agent)
     assert 'call call_1 to write_note with {"path": "notes.txt"}, a middleware changed its input' in hint
     assert '{"path": "precious.txt"}' in hint and "as call call_1_r2" in hint
-    rows = [(r["tool_call_id"], r["decision"], r["decided_by"]) for r in AuditLog(audit).records()]
+    rows = [(r["tool_call_id"], r["decision"], r["decided_by"]) for r in AuditLog(audit).records("answered")]
     assert [(i, d) for i, d, _ in rows] == [
         ("call_1", "approve"),
         ("call_1_r2", "input_changed"),

@@ -65,7 +65,7 @@ def run_with(folder: Path, decide: Any, **session_kw: Any) -> tuple[Agent, Sessi
 
 
 def audit_rows(path: Path) -> list[dict[str, Any]]:
-    return [r for r in AuditLog(path).records() if r.get("tool_call_id") == "call_del"]
+    return [r for r in AuditLog(path).records("answered") if r.get("tool_call_id") == "call_del"]
 
 
 # ---------------------------------------------------------------------------

@@ -259,7 +259,7 @@ def test_a_decision_recorded_just_before_a_new_message(tmp_path: Path, hops: int
         return old_run.widget.pauses[0]
 
     card = run_async(scenario())
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     results = {
         b.id: b
         for m in agent.state.context
@@ -334,7 +334,7 @@ def test_a_torn_last_line_never_hides_the_next_decision(tmp_path: Path) -> None:
     with open(path, "a", encoding="utf-8") as fh:
         fh.write('{"tool_call_id": "b", "decis')  # a crash mid-write
     log.append({"tool_call_id": "c", "decision": "deny"})
-    assert [(r["tool_call_id"], r["decision"]) for r in log.records()] == [("a", "approve"), ("c", "deny")]
+    assert [(r["tool_call_id"], r["decision"]) for r in log.records("answered")] == [("a", "approve"), ("c", "deny")]
     table = AuditLogTable(log)
     assert [row.get("decision") for row in table.rows][-1] == "deny"
 
@@ -357,11 +357,17 @@ def test_audit_lines_say_who_decided(tmp_path: Path) -> None:
         await asyncio.wait_for(task, 10)
 
     run_async(scenario())
-    assert [(r["tool_call_id"], r["decided_by"]) for r in AuditLog(audit).records()] == [
+    assert [(r["tool_call_id"], r["decided_by"]) for r in AuditLog(audit).records("answered")] == [
         ("t1", current_user()),
         ("t2", "reviewer@example.org"),
     ]
-    assert [row["who"] for row in AuditLogTable(audit).rows] == [current_user(), "reviewer@example.org"]
+    # the table lists every call's check too, with what decided it (nobody: the mode asked)
+    assert [(row["decision"], row["who"]) for row in AuditLogTable(audit).rows] == [
+        ("ask", "mode default"),
+        ("approve", current_user()),
+        ("ask", "mode default"),
+        ("deny", "reviewer@example.org"),
+    ]
 
 
 def test_a_deadline_whose_audit_fails_leaves_the_pause_open(tmp_path: Path) -> None:
@@ -385,7 +391,9 @@ def test_a_deadline_whose_audit_fails_leaves_the_pause_open(tmp_path: Path) -> N
 
     run_async(scenario())
     assert ran(runs) == ["a"] and not broken.exists()
-    assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records()] == [("approve", current_user())]
+    assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records("answered")] == [
+        ("approve", current_user())
+    ]
 
 
 def test_a_deadline_is_decided_by_the_deadline(tmp_path: Path) -> None:
@@ -396,7 +404,7 @@ def test_a_deadline_is_decided_by_the_deadline(tmp_path: Path) -> None:
         await asyncio.wait_for(session.run("touch a"), 10)
 
     run_async(scenario())
-    assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records()] == [("timeout", "deadline")]
+    assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records("answered")] == [("timeout", "deadline")]
     assert ran(runs) == []
 
 

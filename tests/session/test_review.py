@@ -235,7 +235,7 @@ def test_edit_redacts_the_result_before_the_model_or_the_stream_sees_it(tmp_path
     assert [c.id for c in calls] == [r.id for r in results]
     assert agent.state.middle_context[REVIEW_CONTEXT_KEY] == {}
     assert SECRET not in (checkpoints / "s1.json").read_text()
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     assert [(r["tool_name"], r["kind"], r["decision"], r["output"]) for r in records] == [
         ("lookup_customer", "review", "edit", REDACTED)
     ]

@@ -92,7 +92,7 @@ def test_demo_flow_answer_then_approve(tmp_path: Path) -> None:
     # every tool call in the history has its result
     calls = {b.id for b in history_blocks(agent, ToolCallBlock)}
     assert calls == {b.id for b in history_blocks(agent, ToolResultBlock)}
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     assert [(r["tool_name"], r["decision"]) for r in records] == [("AskUser", "answer"), ("delete_file", "approve")]
 
 

@@ -127,7 +127,7 @@ def test_C01_new_prompt_with_interrupt_pending_expires_the_old_widget(tmp_path: 
         assert len(session.runs) == runs_before and len(recorder.inputs) == inputs_before
         assert len(agent.model.calls) == calls_before and agent.state.model_dump_json() == state_before
         assert (box / "notes.txt").exists()
-        assert [r["decision"] for r in AuditLog(audit).records()] == []
+        assert [r["decision"] for r in AuditLog(audit).records("answered")] == []
 
     run_async(scenario())
     assert [type(i).__name__ for i in recorder.inputs] == ["Msg", "UserInterruptEvent", "Msg"]

@@ -87,7 +87,7 @@ def test_approve_member_pauses(tmp_path: Path) -> None:
     saw = worker(pipe).model.calls[-1]
     assert [r.name for r in tool_results(saw)] == ["list_files", "AskUser", "delete_file"]
     # the audit log names the agent that asked
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     assert [(r["agent"], r["tool_name"], r["decision"]) for r in records] == [
         (WORKER, "AskUser", "answer"),
         (WORKER, "delete_file", "approve"),

@@ -168,7 +168,7 @@ def test_C02_invalid_askuser_shows_the_error_and_returns_it_to_the_agent(tmp_pat
     assert [(r.id, r.state) for r in seen] == [("ask_bad", ToolResultState.ERROR)]
     assert expected in result_text(seen[0])
     assert "not shown to the user" in result_text(seen[0])
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     assert [(r["tool_call_id"], r["decision"]) for r in records] == [("ask_bad", "return_error"), ("ask_ok", "answer")]
     kinds = [type(i).__name__ for i in recorder.inputs]
     assert kinds == ["Msg", "ExternalExecutionResultEvent", "ExternalExecutionResultEvent"]

@@ -1,0 +1,38 @@
+"""The audit record as evidence: every call on it, sealed, and read back.
+
+* :mod:`~nb_hitl.audit.chain`: each line carries the hash of the line before
+  it and an HMAC under the per-user key; :func:`verify` names the first line
+  changed, removed or reordered.
+* :mod:`~nb_hitl.audit.checked`: the ``on_check_permission`` middleware a
+  Session with an audit log installs, recording every tool call's decision
+  (``event: "checked"``), whoever or whatever decided it.
+* :mod:`~nb_hitl.audit.frame`: :func:`audit_frame`, the records as a pandas DataFrame.
+* :mod:`~nb_hitl.audit.replay`: :func:`replay`, what a candidate rule set
+  would have decided for each recorded call, with AgentScope's own engine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .chain import ChainVerdict, verify
+
+__all__ = ["verify", "ChainVerdict", "audit_frame", "replay"]
+
+
+def __getattr__(name: str) -> Any:
+    """``audit_frame`` and ``replay``, imported on first use (they load pandas).
+
+    The function replaces the attribute its submodule's import set on this
+    package (``nb_hitl.audit.replay`` is the function, the module is
+    ``sys.modules["nb_hitl.audit.replay"]``).
+    """
+    found: Any
+    if name == "audit_frame":
+        from .frame import audit_frame as found
+    elif name == "replay":
+        from .replay import replay as found
+    else:
+        raise AttributeError(name)
+    globals()[name] = found
+    return found

@@ -1,0 +1,91 @@
+"""Rule matching with a bound: a pathological rule is reported, not hung on.
+
+AgentScope's ``Bash.match_rule`` turns a wildcard rule into a regular
+expression (each ``*`` becomes ``.*``) and runs ``re.fullmatch`` on the whole
+command line. Python's ``re`` backtracks: a rule with k wildcards that does
+not match costs about ``len(command) ** (k - 1)`` steps, so
+``Bash(*a*a*a*a*b)`` against a few thousand characters runs for minutes
+(the explorer's :func:`~nb_hitl.permissions.engine.try_call` and a replay
+over a long history would hang on it, with the GIL held). :func:`match_cost`
+estimates that cost before matching; :class:`BoundedEngine` (AgentScope's
+own ``PermissionEngine``, its ``_rule_matches`` checked first) raises
+:class:`PathologicalRuleError` instead of matching a rule over
+:data:`MATCH_BUDGET`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentscope.permission import PermissionEngine, PermissionRule
+
+from .._agentscope import rule_label
+from ..errors import NbHitlError
+from .shell_check import shell_field
+
+__all__ = ["MATCH_BUDGET", "match_cost", "BoundedEngine", "PathologicalRuleError"]
+
+MATCH_BUDGET = 10**6
+"""The most backtracking steps (estimated) one rule match may take: about a
+tenth of a second of ``re``; a rule over it is reported."""
+
+
+class PathologicalRuleError(NbHitlError, ValueError):
+    """Matching a rule against an input would backtrack too long.
+
+    Attributes:
+        rule: the ``PermissionRule``.
+        cost: the estimated steps (:func:`match_cost`).
+    """
+
+    def __init__(self, rule: PermissionRule, cost: int, length: int) -> None:
+        super().__init__(
+            f"The rule {rule_label(rule)} has too many wildcards to match against an input of {length} "
+            f"characters (about {cost:.1e} backtracking steps; the bound is {MATCH_BUDGET:.0e}): not matched."
+        )
+        self.rule = rule
+        self.cost = cost
+
+
+def _wildcards(content: str) -> int:
+    """Unescaped ``*`` in a ``Bash`` rule (``\\*`` is a literal star)."""
+    count, i = 0, 0
+    while i < len(content):
+        if content[i] == "\\":
+            i += 2
+            continue
+        count += content[i] == "*"
+        i += 1
+    return count
+
+
+def match_cost(tool: Any, rule_content: str | None, tool_input: dict[str, Any]) -> tuple[int, int]:
+    """The estimated backtracking steps of matching ``rule_content`` against
+    ``tool_input`` with ``tool``'s regex matcher, and the input's length.
+
+    Only shell tools (AgentScope's ``Bash``, tools with a
+    ``shell_command_field``) match by regular expression; a whole-tool rule,
+    a prefix rule (``git:*``) and a rule with fewer than three wildcards are
+    linear. Returns ``(0, length)`` for those.
+    """
+    key = shell_field(tool)
+    text = tool_input.get(key) if key else None
+    length = len(text) if isinstance(text, str) else 0
+    if not rule_content or not key or rule_content.endswith(":*"):
+        return 0, length
+    stars = _wildcards(rule_content)
+    if stars < 3:
+        return 0, length
+    return length ** (stars - 1), length
+
+
+class BoundedEngine(PermissionEngine):
+    """AgentScope's ``PermissionEngine`` whose rule matcher refuses a match
+    over :data:`MATCH_BUDGET` (:class:`PathologicalRuleError`); every decision
+    is otherwise the engine's own."""
+
+    async def _rule_matches(self, tool: Any, rule: PermissionRule, input_data: dict[str, Any]) -> bool:
+        cost, length = match_cost(tool, rule.rule_content, input_data)
+        if cost > MATCH_BUDGET:
+            raise PathologicalRuleError(rule, cost, length)
+        return bool(await super()._rule_matches(tool, rule, input_data))
