@@ -11,7 +11,6 @@ name both.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from ag_ui.core import ResumeEntry
@@ -24,6 +23,7 @@ from nb_hitl.agui.client import AguiClient
 from nb_hitl.agui.mapping import META_KEY
 from nb_hitl.models import ScriptedChatModel, Turn, tool_call
 from nb_hitl.policy import Policy, policy_middleware
+from nb_hitl.store import AuditLog
 from tests.agui_support import post_run, user
 from tests.session.test_policy import allow_all, report
 
@@ -110,7 +110,7 @@ def test_two_principals_approve_from_two_clients_and_the_call_runs_once(tmp_path
     assert two.last().type.value == "RUN_FINISHED" and two.last().outcome.type == "success"
     assert two.last().result == "send_payment success: paid 120.0 to ACME"
     assert factory.runs == [("ACME", 120.0)]
-    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    lines = AuditLog(audit).records("answered")
     assert [(r["decision"], r["decided_by"], r["origin"]["road"], r["origin"]["principal"]) for r in lines] == [
         ("approve", "alice", "agui", "alice"),
         ("approve", "bob", "agui", "bob"),
@@ -170,7 +170,7 @@ def test_a_resume_with_a_decided_call_and_an_approval_short_of_n_runs_the_first_
     assert one.last().outcome.type == "interrupt"
     assert two.last().outcome.type == "success"
     assert runs == ["balance", "pay"]
-    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    lines = AuditLog(audit).records("answered")
     assert sorted((r["tool_name"], r["decided_by"]) for r in lines) == [
         ("read_balance", "alice"),
         ("send_payment", "alice"),

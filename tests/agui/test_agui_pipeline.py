@@ -10,7 +10,6 @@ interrupt and the field at fault, and nothing of it is taken or audited.
 from __future__ import annotations
 
 import asyncio
-import json
 
 from ag_ui.core import ResumeEntry
 
@@ -18,6 +17,7 @@ from nb_hitl.agui import AguiServer, serve_in_background
 from nb_hitl.agui.client import AguiClient
 from nb_hitl.agui.demo import two_pause_factory
 from nb_hitl.agui.mapping import META_KEY
+from nb_hitl.store import AuditLog
 from tests.agui_support import post_run, user
 
 QUESTION = "Which file should I archive?"
@@ -35,7 +35,7 @@ def _entries(interrupts, confirm_payload):
 
 
 def _lines(path):
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return AuditLog(path).records("answered")
 
 
 def test_a_resume_goes_through_the_front_door_once_and_is_audited_with_thread_and_run(tmp_path):

@@ -19,6 +19,7 @@ import re
 import shutil
 from pathlib import Path
 
+from nb_hitl.store import AuditLog
 from tests.harness.lab import (
     REPO_ROOT,
     JupyterLabServer,
@@ -109,7 +110,7 @@ def test_c39_reload_without_saving_gives_the_card_back_and_a_click_finishes_the_
     # the tool ran once: the file is gone, the others kept, one decision in the audit log
     assert sorted(p.name for p in sandbox.iterdir()) == ["notes.txt", "old_log.txt"]
     audit = sandbox.parent / (sandbox.name + "-audit.jsonl")
-    records = [json.loads(line) for line in audit.read_text().splitlines() if line.strip()]
+    records = AuditLog(audit).records("answered")
     assert [(r["tool_name"], r["decision"]) for r in records if r["tool_name"] == "delete_file"] == [
         ("delete_file", "approve")
     ]

@@ -38,6 +38,7 @@ from typing import Any
 
 import pytest
 
+from nb_hitl.store import AuditLog
 from tests.harness import KernelHarness
 
 pytestmark = pytest.mark.kernel
@@ -383,7 +384,7 @@ def test_stress_1000_random_comm_messages_exactly_once(tmp_path: Path) -> None:
     assert report["parked"] == []
 
     # -- every call got at most one decision; each accepted click is one audit line
-    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    records = AuditLog(audit).records("answered")
     decisions = [r for r in records if r["decision"] in DECISIONS]
     per_call = Counter(r["tool_call_id"] for r in decisions)
     # At most one live decision per call: a second one is only accepted after

@@ -19,7 +19,6 @@ nobody answers (deadline, interrupt, closed session).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 from pathlib import Path
@@ -34,6 +33,7 @@ from agentscope.tool import Toolkit
 from nb_hitl import DecisionError, PauseNotLiveError, Session
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.pauses import Pause
+from nb_hitl.store import AuditLog
 from tests.mcp.mcp_support import answers, db_client, http_client, http_server, server_pid
 from tests.support import InputRecorder, run_async, wait_until
 
@@ -133,7 +133,7 @@ def test_c41_answers_reach_the_server_and_the_model_reads_the_tool_result(
     assert recorder.kinds() == ["Msg", "UserConfirmResultEvent"]  # the agent was never resumed for the question
     assert pause.status == "delivered"
     assert pause.decision["action"] == answer["action"]
-    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    lines = AuditLog(audit).records("answered")
     asked = [r for r in lines if r["kind"] == "elicitation"]
     assert len(asked) == 1 and asked[0]["decision"] == answer["action"]
     assert asked[0].get("content") == answer.get("content")
@@ -222,7 +222,7 @@ def test_c41_nobody_answers_before_the_deadline_the_server_reads_cancel(tmp_path
 
     assert run_async(scenario()) == f"{DELETE} success: Nothing deleted: the user chose cancel."
     assert [e["action"] for e in answers(log)] == ["cancel"]
-    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    lines = AuditLog(audit).records("answered")
     assert [(r["decision"], r["decided_by"]) for r in lines if r["kind"] == "elicitation"] == [("timeout", "deadline")]
 
 

@@ -61,7 +61,7 @@ def test_two_approvals_from_two_people_run_the_call_once_after_the_second(tmp_pa
     final = run_async(scenario())
     assert mail.sent == [("ACME", 120.0)]  # once, after the second approval
     assert final.get_text_content() == "send_payment success: paid 120.0 to ACME"
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     assert [(r["decision"], r["decided_by"], r["origin"]["road"], r["approval"]) for r in records] == [
         ("approve", "alice", "kernel", {"count": 1, "needed": 2}),
         ("approve", "bob", "agui", {"count": 2, "needed": 2}),
@@ -94,7 +94,7 @@ def test_the_same_person_twice_is_refused(tmp_path: Path) -> None:
 
     run_async(scenario())
     assert mail.sent == [("ACME", 120.0)]
-    assert [r["decided_by"] for r in AuditLog(audit).records()] == ["alice", "carol"]
+    assert [r["decided_by"] for r in AuditLog(audit).records("answered")] == ["alice", "carol"]
 
 
 def test_one_deny_vetoes_and_the_model_reads_who_and_why(tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ def test_one_deny_vetoes_and_the_model_reads_who_and_why(tmp_path: Path) -> None
     assert mail.sent == []
     assert "bob denied your call" in final and "approved before by alice" in final
     assert "not on the invoice list" in final
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     assert [(r["decision"], r["decided_by"]) for r in records] == [("approve", "alice"), ("deny", "bob")]
     assert [(a["by"], a["action"]) for a in records[-1]["approvals"]] == [("alice", "approve"), ("bob", "deny")]
 
@@ -148,7 +148,7 @@ def test_a_modify_restarts_the_count_and_everyone_approves_the_edited_input(tmp_
     final = run_async(scenario()).get_text_content()
     assert mail.sent == [("ACME", 100.0)]  # the edited input ran, once
     assert "paid 100.0 to ACME" in final
-    records = AuditLog(audit).records()
+    records = AuditLog(audit).records("answered")
     assert [(r["decision"], r["decided_by"], r["approval"]["count"]) for r in records] == [
         ("approve", "alice", 1),
         ("modify", "bob", 1),
@@ -181,7 +181,7 @@ def test_the_session_deadline_covers_all_the_approvals(tmp_path: Path) -> None:
     final = run_async(scenario()).get_text_content()
     assert mail.sent == []  # one approval of two: the deadline's default (deny) applies
     assert "nobody answered the confirmation before the deadline" in final
-    assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records()] == [
+    assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records("answered")] == [
         ("approve", "alice"),
         ("timeout", "deadline"),
     ]
@@ -243,7 +243,7 @@ def test_approvals_so_far_survive_a_restart_with_the_checkpoint(tmp_path: Path) 
 
     run_async(second())
     assert mail.sent == [("ACME", 99.0)]
-    assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records()] == [
+    assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records("answered")] == [
         ("modify", "alice"),
         ("modify", "bob"),
     ]
