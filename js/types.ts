@@ -100,6 +100,18 @@ export interface PauseView {
   shell_commands: ShellCommandView[];
   /** why (part of) that command line cannot be judged, one line each */
   shell_problems: string[];
+  /** a file-editing call's confirmation: the diff of the file now against the file as the call would leave it */
+  file_change?: FileChangeView | null;
+}
+
+/** What a call would do to a file (`nb_hitl.file_change.FileChangeView`); every string is text. */
+export interface FileChangeView {
+  path: string;
+  /** unified diff ("" when not drawn: `note` says why) */
+  diff: string;
+  /** SHA-256 of the file's bytes the diff was computed on; null: no file */
+  sha256_before: string | null;
+  note: string | null;
 }
 
 /** One simple command of a shell command line (`nb_hitl.pauses.ShellCommandView`). */

@@ -25,6 +25,7 @@ from agentscope.permission import PermissionDecision, PermissionRule
 from agentscope.tool import AskUser, AskUserParams, ToolBase
 
 from ._agentscope import enum_value, rule_label
+from .file_change import FileChangeView
 from .kinds import kind_spec
 from .kinds._reading import InputReading, read_input, visible_text
 from .kinds.confirm import CONFIRM_DECISIONS, rule_reach_line, shell_command_view
@@ -38,6 +39,7 @@ __all__ = [
     "RemotePauseView",
     "SuggestedRuleView",
     "ShellCommandView",
+    "FileChangeView",
     "pause_kind",
     "build_pause",
     "rule_label",
@@ -86,6 +88,8 @@ class PauseView(TypedDict):
     with invisible characters escaped; ``sent_text`` is the model's own text
     when it differs (``input_changes`` says how), ``approve_refused`` why
     Approve is refused (ambiguous arguments), else ``None``.
+    ``file_change`` is what a file-editing call would do to its file (a
+    unified diff, :mod:`nb_hitl.file_change`), else ``None``.
     """
 
     tool_call_id: str
@@ -120,6 +124,7 @@ class PauseView(TypedDict):
     agent: str
     shell_commands: list[ShellCommandView]
     shell_problems: list[str]
+    file_change: FileChangeView | None
 
 
 class RemotePauseView(PauseView, total=False):
@@ -210,6 +215,10 @@ class Pause:
         form_error: kind ``form``: why the schema cannot be shown (not a
             valid JSON Schema, not an object of fields); only
             ``return_error`` is possible.
+        file_change: kind ``confirm`` of a file-editing tool: the diff of the
+            file now against the file as the call would leave it, with the
+            hash of the bytes it was computed on (an approval is bound to
+            it), :func:`nb_hitl.file_change.describe_change`.
     """
 
     reply_id: str
@@ -244,6 +253,7 @@ class Pause:
     agent: str = ""
     shell_commands: list[dict[str, Any]] = field(default_factory=list)
     shell_problems: list[str] = field(default_factory=list)
+    file_change: FileChangeView | None = None
 
     @property
     def tool_call_id(self) -> str:
@@ -319,6 +329,7 @@ class Pause:
             agent=self.agent,
             shell_commands=[cast(ShellCommandView, shell_command_view(c)) for c in self.shell_commands],
             shell_problems=list(self.shell_problems),
+            file_change=FileChangeView(**self.file_change) if self.file_change is not None else None,
         )
 
 

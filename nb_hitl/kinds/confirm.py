@@ -24,6 +24,7 @@ from agentscope.permission import PermissionBehavior, PermissionRule
 
 from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
+from ..file_change import input_diff
 from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
 from ._reading import InputReading, read_input, same_value, visible_json
@@ -240,6 +241,14 @@ def _deny(pause: Pause, call: Any, msg: Any) -> Decision:
     )
 
 
+def seen_file(pause: Pause) -> dict[str, Any] | None:
+    """``{"path", "sha256"}`` of the file the card's diff was computed on, or ``None`` (no diff shown)."""
+    change = pause.file_change
+    if change is None:
+        return None
+    return {"path": change["path"], "sha256": change["sha256_before"]}
+
+
 def _rules_of(message: Mapping[str, Any]) -> list[int]:
     rules = message.get("rules") or []
     if not isinstance(rules, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in rules):
@@ -272,6 +281,7 @@ class ConfirmKind(PauseKindSpec):
                 confirm_result=ConfirmResult(confirmed=True, tool_call=call, rules=list(rules) or None),
                 accepted_rules=rules,
                 approved_input=runs.executed,
+                seen_file=seen_file(pause),
             )
         if msg.action == "deny":
             return _deny(pause, call, msg)
@@ -300,6 +310,8 @@ class ConfirmKind(PauseKindSpec):
             accepted_rules=rules,
             approved_input=edited,
             note=modify_note(pause, edited),
+            seen_file=seen_file(pause),
+            input_diff=input_diff(pause.input if pause.input is not None else pause.tool_call.input, edited),
         )
 
     def timeout_message(self, pause: Pause) -> dict[str, Any]:
