@@ -43,6 +43,8 @@ export interface DecisionView {
   edited_input?: unknown;
   /** the edited input as JSON text (exact: integers beyond 2^53, invisible characters escaped) */
   edited_input_text?: string;
+  /** Modify: the unified diff of the model's input and the edited one (pretty-printed JSON) */
+  input_diff?: string;
   /** who decided when it was not the person: "timeout" or "cancelled" */
   cause?: string;
   /** what the model read about this decision besides AgentScope's own text */

@@ -4,6 +4,7 @@
 // What sits between header and footer comes from the card module of the
 // pause's kind (cards/index.ts); nothing here looks at the kind itself.
 import { h, clear } from "../lib/dom";
+import { diffView } from "../lib/diff";
 import type { Rpc, Reply } from "../lib/rpc";
 import type { DecisionView, PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
@@ -537,6 +538,8 @@ export class CardSet {
         h("div", { class: "nbh-muted" }, "Ran with the modified input:"),
         h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, p.decision.edited_input_text ?? JSON.stringify(p.decision.edited_input, null, 2)),
       );
+      if (typeof p.decision.input_diff === "string" && p.decision.input_diff)
+        card.append(h("div", { class: "nbh-muted" }, "What the edit changed:"), diffView(p.decision.input_diff, "What the edit changed", "nbh-input-diff"));
     } else if (showInput) {
       card.append(h("pre", { class: "nbh-pre" }, clip(p.input_text)));
     }

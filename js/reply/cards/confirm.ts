@@ -2,6 +2,7 @@
 // approve with a modified input, or approve and add suggested rules.
 import { h } from "../../lib/dom";
 import { enterPresses } from "../../lib/a11y";
+import { diffView } from "../../lib/diff";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -25,6 +26,16 @@ function appendInput(card: HTMLElement, p: PauseView): void {
     h("div", { class: "nbh-muted" }, "The model sent:"),
     h("pre", { class: "nbh-pre", "data-testid": "nbh-sent-input" }, p.sent_text),
   );
+}
+
+// What a file-editing call would do to its file: the kernel's unified diff of
+// the file now against the file as the call would leave it, drawn as text.
+function appendFileChange(card: HTMLElement, p: PauseView): void {
+  const change = p.file_change;
+  if (!change) return;
+  card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-file-path" }, `Changes to ${change.path}:`));
+  if (change.diff) card.append(diffView(change.diff, `Changes to ${change.path}`, "nbh-file-diff"));
+  if (change.note) card.append(h("div", { class: "nbh-warn", "data-testid": "nbh-file-note" }, change.note));
 }
 
 function alwaysLabel(p: PauseView): string {
@@ -79,6 +90,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     return;
   }
   appendInput(card, p);
+  appendFileChange(card, p);
   const refused = p.approve_refused;
   if (ui.mode === "deny") {
     const reason = h("textarea", { "data-testid": "nbh-deny-reason", "aria-label": "Reason for the denial (optional)", rows: 2 });
