@@ -29,6 +29,7 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from ._agentscope import enum_value
 from .kinds._reading import visible_text
 
 if TYPE_CHECKING:
@@ -257,8 +258,8 @@ async def describe_file_pause(tool: Any, pause: Pause) -> None:
     A file that cannot be read leaves no diff (logged): the card must still
     be drawn, and an approval then binds to nothing it did not show.
     """
-    if pause.kind != "confirm" or pause.input is None or tool is None:
-        return
+    if enum_value(pause.tool_call.state) != "asking" or pause.input is None or tool is None:
+        return  # only the permission engine's confirmations (state ``asking``) show a diff
     try:
         pause.file_change = await describe_change(tool, pause.input)
     except Exception:  # a diff must never stop a card from being drawn
