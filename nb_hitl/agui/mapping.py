@@ -120,7 +120,8 @@ def pause_to_interrupt(
         ``bypass_immune``, ``suggested_rules`` (``[{index, label, tool_name,
         rule_content, behavior}]``), ``ask_user`` (``AskUserParams`` as
         JSON, or ``None``), ``ask_user_error``, ``policy``, ``shell_commands``
-        and ``shell_problems`` (a shell call's simple commands), and for forms
+        and ``shell_problems`` (a shell call's simple commands), ``file_change``
+        (a file edit's diff, :mod:`nb_hitl.file_change`), and for forms
         and reviews ``title``, ``message``, ``form_error``,
         ``review_output`` (the result to review, only while the pause is
         open), ``review_state``, ``review_error``.
@@ -148,6 +149,7 @@ def pause_to_interrupt(
         "policy": pause.policy,
         "shell_commands": view["shell_commands"],
         "shell_problems": view["shell_problems"],
+        "file_change": view["file_change"],
     }
     for key in ("title", "message", "form_error", "review_output", "review_state", "review_error"):
         meta[key] = view[key]

@@ -24,7 +24,7 @@ from agentscope.permission import PermissionBehavior, PermissionRule
 
 from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
-from ..file_change import input_diff
+from ..file_change import MAX_DIFF_CHARS, input_diff
 from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
 from ._reading import InputReading, read_input, same_value, visible_json
@@ -249,6 +249,24 @@ def seen_file(pause: Pause) -> dict[str, Any] | None:
     return {"path": change["path"], "sha256": change["sha256_before"]}
 
 
+def remote_file_change(value: Any) -> dict[str, Any] | None:
+    """A peer's ``file_change`` as the page shows it (every value text, the diff cut at
+    :data:`~nb_hitl.file_change.MAX_DIFF_CHARS`), or ``None`` when it is missing or malformed."""
+    if not isinstance(value, dict) or not isinstance(value.get("path"), str) or not isinstance(value.get("diff"), str):
+        return None
+
+    def text(key: str) -> str | None:
+        item = value.get(key)
+        return item if isinstance(item, str) else None
+
+    return {
+        "path": value["path"],
+        "diff": value["diff"][:MAX_DIFF_CHARS],
+        "sha256_before": text("sha256_before"),
+        "note": text("note"),
+    }
+
+
 def _rules_of(message: Mapping[str, Any]) -> list[int]:
     rules = message.get("rules") or []
     if not isinstance(rules, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in rules):
@@ -423,6 +441,7 @@ class ConfirmKind(PauseKindSpec):
             if isinstance(commands, list)
             else [],
             "shell_problems": [str(p) for p in problems] if isinstance(problems, list) else [],
+            "file_change": remote_file_change(meta.get("file_change")),
         }
 
     def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:

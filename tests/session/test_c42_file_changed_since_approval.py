@@ -19,6 +19,7 @@ from agentscope.agent import Agent
 from agentscope.tool import Edit, Read, Write
 
 from nb_hitl import Session
+from nb_hitl.agui.mapping import interrupt_view, pause_to_interrupt
 from nb_hitl.models import Turn, result_text, tool_call, tool_results
 from tests.support import parked, parked_on, run_async
 from tests.support_agents import scripted_agent
@@ -179,6 +180,10 @@ def test_c42_file_changed_between_card_and_approval_is_asked_again(tmp_path: Pat
         change = again.to_view()["file_change"]
         assert change is not None and change["sha256_before"] == sha(other.encode())
         assert "-beta\n+BETA\n" in change["diff"] and " delta (written by someone else)\n" in change["diff"]
+        # an AG-UI client draws the same diff from the interrupt
+        interrupt = pause_to_interrupt(again, "t1")
+        remote = interrupt_view(interrupt, key="k", run_id="r")
+        assert remote["file_change"] == change
         await session.act(msg(again, "approve"))
         await asyncio.wait_for(task, 10)
 

@@ -112,3 +112,15 @@ def test_planned_change_protocol_sync_and_async() -> None:
 
     assert run(describe_change(Sync(), {}))["diff"].endswith("@@ -1 +1 @@\n-a\n+b\n")
     assert run(describe_change(Async(), {})) is None
+
+
+def test_a_peers_file_change_is_read_as_text() -> None:
+    from nb_hitl.kinds.confirm import remote_file_change
+
+    assert remote_file_change(None) is None and remote_file_change({"path": 1, "diff": ""}) is None
+    assert remote_file_change({"path": "p", "diff": "x" * (file_change.MAX_DIFF_CHARS + 5), "sha256_before": 3}) == {
+        "path": "p",
+        "diff": "x" * file_change.MAX_DIFF_CHARS,
+        "sha256_before": None,
+        "note": None,
+    }
