@@ -21,6 +21,7 @@ from agentscope.tool import Edit, Read, Write
 from nb_hitl import Session
 from nb_hitl.agui.mapping import interrupt_view, pause_to_interrupt
 from nb_hitl.models import Turn, result_text, tool_call, tool_results
+from nb_hitl.store import AuditLog
 from tests.support import parked, parked_on, run_async
 from tests.support_agents import scripted_agent
 
@@ -162,9 +163,10 @@ def test_c42_file_changed_between_card_and_approval_is_asked_again(tmp_path: Pat
         ]
     )
     other = "alpha\nbeta\ngamma\ndelta (written by someone else)\n"
+    audit = tmp_path / "audit.jsonl"
 
     async def scenario() -> None:
-        session = Session(agent, display=False)
+        session = Session(agent, display=False, audit_log=str(audit))
         task = session.start("edit")
         first = await parked_on(session, "confirm")
         seen = first.to_view()["file_change"]
@@ -196,6 +198,12 @@ def test_c42_file_changed_between_card_and_approval_is_asked_again(tmp_path: Pat
     (hint,) = hints(agent)
     assert f"call call_1 to Edit was not run: the file {path} changed after the person approved" in hint
     assert "as call call_1_r2" in hint
+    rows = [(r["tool_call_id"], r["decision"], r["decided_by"]) for r in AuditLog(audit).records()]
+    assert rows == [
+        ("call_1", "approve", rows[0][2]),
+        ("call_1_r2", "file_changed", "nb_hitl"),
+        ("call_1_r2", "approve", rows[2][2]),
+    ]
 
 
 def test_c42_file_removed_since_approval_shows_a_new_file_and_runs_once(tmp_path: Path) -> None:
