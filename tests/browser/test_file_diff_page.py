@@ -6,11 +6,12 @@ The card shows the path and the unified diff (one line each, added / removed lin
 class; a ``<script>`` line in the file stays text) in a labelled region, with no serious axe
 violation in the light or the dark theme. The file changes on disk after the card is drawn: Approve
 runs nothing, a fresh card shows the change against the file as it is now, and the file keeps the
-other write.
+other write; modifying that call shows the diff of the inputs on the decided card.
 """
 
 from __future__ import annotations
 
+import json
 import textwrap
 from typing import Any
 
@@ -98,7 +99,17 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
     assert "changed after call call_1 was approved" in again.inner_text()
     assert target.read_text() == OTHER
     screenshot(page, "C42-asked-again")
-    again.locator('[data-testid="nbh-deny"]').click()
+    # Modify: the decided card shows what the edit changed, as a diff of the inputs
+    again.locator('[data-testid="nbh-modify"]').click()
+    edited = json.dumps({"file_path": str(target), "old_string": "gamma", "new_string": "Gamma"})
+    card.locator('[data-testid="nbh-modify-input"]').fill(edited)  # the one open card, now in its edit
+    card.locator('[data-testid="nbh-modify-submit"]').click()
     page.locator(f'{OUT} [data-testid="nbh-final-text"]').wait_for(timeout=60_000)
+    shown = page.locator(f'{OUT} [data-testid="nbh-input-diff"]')
+    lines = shown.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
+    assert ["del", '-  "new_string": "GAMMA",'] in lines and ["add", '+  "new_string": "Gamma",'] in lines
+    assert shown.get_attribute("aria-label") == "What the edit changed"
+    screenshot(page, "C42-modified")
+    # AgentScope's Edit refuses a file changed since its Read: the other write is kept
     assert target.read_text() == OTHER
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
