@@ -4,10 +4,11 @@ import type { Render } from "@anywidget/types";
 import { h, clear } from "./lib/dom";
 import { Rpc } from "./lib/rpc";
 import { keepKeys } from "./lib/a11y";
+import type { AuditProtocol } from "./messages";
 import type { AuditModel } from "./types";
 
 const render: Render<AuditModel> = ({ model, el }) => {
-  const rpc = new Rpc(model);
+  const rpc = new Rpc<AuditProtocol>(model);
   const root = h("div", { class: "nbh", "data-testid": "nbh-audit" });
   const table = h("table", { class: "nbh-table", "aria-label": "Audit log" });
   const status = h("span", { class: "nbh-muted", role: "status" });
@@ -21,7 +22,7 @@ const render: Render<AuditModel> = ({ model, el }) => {
         "button",
         {
           onclick: async () => {
-            const r = await rpc.request("refresh");
+            const r = await rpc.request("refresh", {});
             status.textContent = r.ok ? "" : r.error || "";
           },
         },

@@ -15,7 +15,7 @@ const minify = process.env.NB_HITL_DEV ? false : true;
 // output name -> entry point
 const widgets = {
   reply: "reply/index.ts",
-  permissions: "permissions.ts",
+  permissions: "permissions/index.ts",
   audit: "audit.ts",
   inbox: "inbox.ts",
   loader: "loader.ts",

@@ -3,6 +3,8 @@
 // `entries`; a click on a row sends {request_id, action: "open", session_id,
 // agent_id} and the opened session appears below the list as a ReplyWidget
 // (the same cards as a local pause). Every string is set with textContent.
+// (The imports are types only: nothing is bundled in.)
+import type { Answer, InboxProtocol, PageMessage } from "./messages";
 
 interface Row {
   agent_id: string;
@@ -18,11 +20,20 @@ interface Row {
   note: string;
 }
 
+/** The synced traits of `InboxWidget` (nb_hitl/widgets/inbox.py). */
+interface Traits {
+  entries: Row[];
+  opened: string;
+  user_id: string;
+  service: string;
+  error: string;
+}
+
 interface Model {
-  get(name: string): any;
-  on(event: string, cb: (...args: any[]) => void): void;
-  off(event?: string, cb?: (...args: any[]) => void): void;
-  send(content: any): void;
+  get<K extends keyof Traits>(name: K): Traits[K];
+  on(event: string, cb: (msg: unknown) => void): void;
+  off(event?: string, cb?: (msg: unknown) => void): void;
+  send(content: PageMessage<InboxProtocol>): void;
 }
 
 const CSS = `
@@ -80,42 +91,43 @@ function render({ model, el: host }: { model: Model; el: HTMLElement }) {
   root.append(head, err, table, empty, msg);
   host.append(style, root);
 
-  const pending = new Map<string, (r: any) => void>();
-  const onMsg = (m: any) => {
-    if (!m || typeof m.request_id !== "string") return;
-    const done = pending.get(m.request_id);
+  const pending = new Map<string, (r: Answer) => void>();
+  const onMsg = (m: unknown) => {
+    const request_id = m && typeof m === "object" ? (m as { request_id?: unknown }).request_id : undefined;
+    if (typeof request_id !== "string") return;
+    const done = pending.get(request_id);
     if (done) {
-      pending.delete(m.request_id);
-      done(m);
+      pending.delete(request_id);
+      done(m as Answer);
     }
   };
   model.on("msg:custom", onMsg);
 
-  function request(action: string, payload: Record<string, any>): Promise<any> {
+  function request(payload: InboxProtocol["open"]["send"]): Promise<Answer> {
     const request_id = `i${Date.now().toString(36)}-${(counter++).toString(36)}`;
     return new Promise((resolve) => {
       const timer = window.setTimeout(() => {
         pending.delete(request_id);
-        resolve({ ok: false, error: "The kernel did not answer; it may be busy or stopped." });
+        resolve({ request_id, ok: false, code: "no_answer", error: "The kernel did not answer; it may be busy or stopped." });
       }, 20000);
       pending.set(request_id, (r) => {
         window.clearTimeout(timer);
         resolve(r);
       });
-      model.send({ request_id, action, ...payload });
+      model.send({ request_id, action: "open", ...payload });
     });
   }
 
   async function open(row: Row) {
     msg.textContent = "";
-    const reply = await request("open", { session_id: row.session_id, agent_id: row.agent_id });
+    const reply = await request({ session_id: row.session_id, agent_id: row.agent_id });
     if (!reply.ok) msg.textContent = reply.error || "Could not open this session.";
   }
 
   const waitCells: Array<[HTMLElement, number]> = [];
 
   function draw() {
-    const rows = (model.get("entries") as Row[]) || [];
+    const rows = model.get("entries") || [];
     const opened = String(model.get("opened") || "");
     head.textContent = `${model.get("user_id")} @ ${model.get("service")}: ${rows.length} waiting`;
     err.textContent = String(model.get("error") || "");

@@ -1,10 +1,12 @@
 // The data the kernel sends the page. `PauseView` mirrors
 // `nb_hitl.pauses.PauseView` (a TypedDict, the return of `Pause.to_view()`)
 // key for key; tests/unit/test_view_contract.py keeps the two in step.
-// Traits of each widget model are typed here too, for `AnyModel<T>`.
+// Traits of each widget model are typed here too, for `AnyModel<T>`; the
+// messages of each widget are in messages.ts.
+import type { ContextView, Decided, MatrixCall, MatrixResult, TryResult } from "./messages";
 
 /** The kinds of pause the reply widget draws (one card module each). */
-export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form";
+export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form" | "elicitation";
 
 /** open -> deciding (checks run) -> decided (queued for the agent) -> delivered; or expired. */
 export type PauseStatus = "open" | "deciding" | "decided" | "delivered" | "expired";
@@ -54,6 +56,8 @@ export interface DecisionView {
   answers?: { question: string; selected?: string[]; other?: string | null }[];
   state?: string;
   applied?: string;
+  /** an accepted MCP elicitation: the values sent to the server */
+  content?: Record<string, unknown>;
   [key: string]: unknown;
 }
 
@@ -98,6 +102,8 @@ export interface PauseView {
   form_error: string | null;
   /** The team member (or leader) that asks; "" for a single agent. */
   agent: string;
+  /** an MCP tool's annotation hints as its server declared them (destructiveHint, openWorldHint...), else null */
+  tool_hints: Record<string, boolean> | null;
   /** a shell tool's confirmation: its simple commands, as the shell rules read them */
   shell_commands: ShellCommandView[];
   /** why (part of) that command line cannot be judged, one line each */
@@ -149,8 +155,10 @@ export interface TranscriptEntry {
   /** in a team: the agent that wrote the entry (leader or member); team steps also name the `member` */
   agent?: string;
   member?: string;
-  /** step (one model call): AgentScope's ModelCallStart/EndEvent */
+  /** step (one model call): AgentScope's ModelCallStart/EndEvent; state calling, done, failed or stopped */
   model_name?: string;
+  /** step that failed: the error's class name */
+  error?: string;
   started_at?: number;
   elapsed?: number;
   input_tokens?: number;
@@ -177,7 +185,8 @@ export interface ReplyModel {
   status: ReplyStatus | string;
   status_reason: string;
   transcript: TranscriptEntry[];
-  pauses: PauseView[];
+  /** the pause views as the kernel sent them: read only through reply/feed.ts, which checks each (reply/view_check.ts) */
+  pauses: unknown[];
   /** seq of the last nbh_cards message `pauses` includes */
   cards_seq: number;
   final_text: string;
@@ -193,4 +202,25 @@ export interface AuditModel {
   columns: string[];
   rows: Record<string, string>[];
   path: string;
+}
+
+/** A tool the permission explorer can try (`nb_hitl.permissions.list_tools`). */
+export interface ToolView {
+  name: string;
+  input_schema: JsonSchema;
+  read_only: boolean;
+  kind: string;
+}
+
+/** The synced traits of `PermissionExplorer` (nb_hitl/widgets/permissions.py). */
+export interface PermissionsModel {
+  agent_name: string;
+  context_view: ContextView;
+  /** the rules, as JSON text (one string instead of thousands of dicts) */
+  rules_json: string;
+  tools: ToolView[];
+  last_try: Decided<TryResult>;
+  matrix: Decided<MatrixResult>;
+  matrix_calls: MatrixCall[];
+  revision: number;
 }

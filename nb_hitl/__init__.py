@@ -14,6 +14,9 @@ Quick tour: ``session = Session(demo_agent())`` then
   :func:`model_from_env` (``NB_HITL_MODEL``): a real provider when set;
   :mod:`nb_hitl.permissions`: the permission explorer; :mod:`nb_hitl.agui`:
   AG-UI interrupts and resumes.
+* :func:`answer_from_code` (``NB_HITL_ANSWER_FROM_CODE``): whether the
+  notebooks under ``notebooks/`` answer their own pauses (CI) or wait for
+  a person's click (the default).
 """
 
 from .errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError, PendingPauseError
@@ -22,6 +25,7 @@ from .model_config import model_from_env
 from .models import ScriptedChatModel, Turn, tool_call
 from .policy import Policy, apply_policy, policy_middleware
 from .session import Session
+from .walkthrough import answer_from_code
 
 __all__ = [
     "Session",
@@ -29,6 +33,7 @@ __all__ = [
     "Turn",
     "tool_call",
     "model_from_env",
+    "answer_from_code",
     "reviewed",
     "Policy",
     "policy_middleware",

@@ -10,17 +10,24 @@ that an AgentScope upgrade is checked in one file:
 * the tool calls a parked reply waits on (``AgentState.get_awaiting_tool_calls``);
 * the keys nb_hitl writes into ``AgentState.middle_context``;
 * how AgentScope reads a tool call's input (``_json_loads_with_repair``) and
-  where an ``on_acting`` middleware sits in the chain.
+  where an ``on_acting`` middleware sits in the chain;
+* which tool call is running in the current task (:data:`RUNNING_CALL`);
+* an MCP tool's annotations (``MCPTool._tool``: AgentScope keeps only
+  ``read_only_hint``), :func:`mcp_tool_hints`.
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from agentscope.message import DataBlock, Msg, TextBlock, ToolCallBlock
 from agentscope.permission import PermissionContext, PermissionEngine
 
 __all__ = [
+    "RUNNING_CALL",
+    "MCP_HINTS",
+    "mcp_tool_hints",
     "POLICY_CONTEXT_KEY",
     "POLICY_DETAIL_KEY",
     "REVIEW_CONTEXT_KEY",
@@ -44,6 +51,37 @@ __all__ = [
     "find_tool_result",
     "context_cut_result",
 ]
+
+RUNNING_CALL: ContextVar[tuple[Any, ToolCallBlock] | None] = ContextVar("nb_hitl_running_call", default=None)
+"""``(agent, tool_call)`` while ``Toolkit.call_tool`` runs that call in this
+task (and in the tasks it starts, which copy the context): set by the
+Session's innermost ``on_acting`` middleware, read by code a tool calls back
+into (an MCP server's elicitation, :mod:`nb_hitl.mcp`)."""
+
+MCP_HINTS = {
+    "readOnlyHint": "read_only_hint",
+    "destructiveHint": "destructive_hint",
+    "idempotentHint": "idempotent_hint",
+    "openWorldHint": "open_world_hint",
+}
+"""MCP's tool annotation hints (``ToolAnnotations``), wire name -> SDK attribute."""
+
+
+def mcp_tool_hints(tool: Any) -> dict[str, bool] | None:
+    """The hints an MCP server declared for ``tool`` (AgentScope's ``MCPTool``),
+    by MCP's names (``destructiveHint``...), only those it set; ``None`` for a
+    tool that is not an MCP tool. Hints, not guarantees: trust them only from
+    trusted servers."""
+    if not getattr(tool, "is_mcp", False):
+        return None
+    annotations = getattr(getattr(tool, "_tool", None), "annotations", None)
+    out: dict[str, bool] = {}
+    for wire, attr in MCP_HINTS.items():
+        value = getattr(annotations, attr, None)
+        if isinstance(value, bool):
+            out[wire] = value
+    return out
+
 
 POLICY_CONTEXT_KEY = "nb_hitl.policy"
 """Key in ``AgentState.middle_context``: ``{tool_call_id: policy name}``,

@@ -34,6 +34,8 @@ __all__ = [
     "EditMessage",
     "RejectMessage",
     "SubmitMessage",
+    "DeclineMessage",
+    "CancelMessage",
     "PageMessage",
     "parse_message",
     "parse_json_object",
@@ -111,6 +113,8 @@ class ReturnErrorMessage(_Msg):
 
 class AcceptMessage(_Msg):
     action: Literal["accept"]
+    # an MCP elicitation's answer (kind ``elicitation``); a review takes no content
+    content: dict[str, Any] | None = None
 
 
 class EditMessage(_Msg):
@@ -128,6 +132,19 @@ class SubmitMessage(_Msg):
     value: Any
 
 
+class DeclineMessage(_Msg):
+    """An MCP elicitation declined: the person said no to giving the input."""
+
+    action: Literal["decline"]
+
+
+class CancelMessage(_Msg):
+    """An MCP elicitation dismissed without a choice (by the person, the deadline, or an AG-UI cancel)."""
+
+    action: Literal["cancel"]
+    cause: Literal["person", "timeout", "cancelled"] = "person"
+
+
 PageMessage = Annotated[
     ApproveMessage
     | DenyMessage
@@ -138,7 +155,9 @@ PageMessage = Annotated[
     | AcceptMessage
     | EditMessage
     | RejectMessage
-    | SubmitMessage,
+    | SubmitMessage
+    | DeclineMessage
+    | CancelMessage,
     Field(discriminator="action"),
 ]
 _adapter: TypeAdapter[Any] = TypeAdapter(PageMessage)

@@ -18,7 +18,9 @@ ollama     ``OllamaChatModel``          ``OLLAMA_HOST``, ``OLLAMA_API_KEY``     
 
 Any OpenAI-compatible server (vLLM, LM Studio, LiteLLM, a fake from
 :mod:`nb_hitl.fakes`) is ``openai:<model>`` with ``OPENAI_BASE_URL``.
-A missing variable or package raises :class:`ModelConfigError` naming it.
+A missing variable or package raises :class:`ModelConfigError` naming it;
+a model call the server refuses (a rejected key, an unknown model, no
+answer) is told what to set by :func:`model_error_hint`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ __all__ = [
     "parse_model_spec",
     "model_from_env",
     "describe_model",
+    "model_error_hint",
 ]
 
 #: The variable naming the model: ``"openai:gpt-4o-mini"``, ``"dashscope:qwen-plus"``, ``"ollama:llama3.1"``.
@@ -202,3 +205,64 @@ def describe_model(model: ChatModelBase) -> str:
     credential = getattr(model, "credential", None)
     where = getattr(credential, "base_url", None) or getattr(credential, "host", None)
     return f"{name} {model.model}" + (f" at {where}" if where else "")
+
+
+_CONNECTION_ERRORS = ("APIConnectionError", "ConnectError", "ConnectTimeout", "ConnectionError")
+
+
+def model_error_hint(error: BaseException, env: Mapping[str, str] | None = None) -> str | None:
+    """What to set when a model call failed on the model's configuration, or None.
+
+    The provider is ``NB_HITL_MODEL``'s (the variables are those of
+    :data:`PROVIDERS`): a 401 / 403 names the key variable, a 404
+    ``NB_HITL_MODEL``, a server that did not answer the base URL variable;
+    each also says which server the base URL variable points at (never the
+    key). Without ``NB_HITL_MODEL`` (a model built by hand) the provider is
+    the one whose client raised (``openai``, ``ollama``) and the hint says
+    where :func:`model_from_env` would read the key and the server. Other
+    errors: None.
+
+    Args:
+        error: what the model call raised (e.g. ``openai.AuthenticationError``).
+        env: the variables to read (``os.environ`` by default).
+
+    Returns:
+        one or two sentences for the person, or None.
+    """
+    env = os.environ if env is None else env
+    spec_value = env.get(MODEL_ENV, "").strip()
+    provider: str | None = None
+    if spec_value:
+        try:
+            provider = parse_model_spec(spec_value).provider
+        except ModelConfigError:
+            provider = None
+    if provider is None:
+        root = type(error).__module__.partition(".")[0]
+        provider = root if root in PROVIDERS else None
+    if provider is None:
+        return None
+    info = PROVIDERS[provider]
+    key_var, base_var = info["key"] or "OLLAMA_API_KEY", info["base_url"]
+    status = getattr(error, "status_code", None)
+    if not spec_value:  # a model built by hand: say where model_from_env would read them
+        via = f"(with {MODEL_ENV}={info['example']}, model_from_env reads {{}} from {{}})."
+        if status in (401, 403):
+            return f"The model server refused the API key ({status}): give the model a key it accepts " + via.format(
+                "the key", f"{key_var} and the server from {base_var}"
+            )
+        if any(cls.__name__ in _CONNECTION_ERRORS for cls in type(error).__mro__):
+            return "The model server did not answer: check the model's server address " + via.format("it", base_var)
+        return None
+    base = env.get(base_var, "").strip()
+    where = f"{base_var}={base}" if base else f"{base_var} is unset: the provider's own server"
+    if status in (401, 403):
+        return (
+            f"The model server refused the API key ({status}): set {key_var} to a key this server accepts "
+            f"({where}) in the kernel's environment, then run the cell again."
+        )
+    if status == 404:
+        return f"The model server knows no such model or endpoint (404): check {MODEL_ENV}={spec_value} and {where}."
+    if any(cls.__name__ in _CONNECTION_ERRORS for cls in type(error).__mro__):
+        return f"The model server did not answer: check {where}, and that the server runs and is reachable."
+    return None

@@ -24,7 +24,7 @@ from agentscope.message import ToolCallBlock
 from agentscope.permission import PermissionDecision, PermissionRule
 from agentscope.tool import AskUser, AskUserParams, ToolBase
 
-from ._agentscope import enum_value, rule_label
+from ._agentscope import enum_value, mcp_tool_hints, rule_label
 from .file_change import FileChangeView
 from .kinds import kind_spec
 from .kinds._reading import InputReading, read_input, visible_text
@@ -46,11 +46,12 @@ __all__ = [
     "format_validation_error",
 ]
 
-PauseKind = Literal["confirm", "ask_user", "external", "review", "form"]
+PauseKind = Literal["confirm", "ask_user", "external", "review", "form", "elicitation"]
 """One module each in :mod:`nb_hitl.kinds`. ``review`` (a reviewed tool ran
 and its result waits for a person) and ``form`` (a structured question) are
 set by the tool's ``prepare_pause`` (or the AG-UI client), never by
-:func:`pause_kind`."""
+:func:`pause_kind`; ``elicitation`` (an MCP server asks while its tool runs)
+is built by :mod:`nb_hitl.mcp`."""
 PauseStatus = Literal["open", "deciding", "decided", "delivered", "expired"]
 
 
@@ -82,7 +83,9 @@ class SuggestedRuleView(TypedDict):
 class PauseView(TypedDict):
     """Exactly the dict :meth:`Pause.to_view` returns (the widget's pause).
 
-    Every string is shown by the page as text. ``review_output`` is ``None``
+    Every string is shown by the page as text. ``tool_hints``: an MCP
+    tool's annotation hints as its server declared them (``destructiveHint``,
+    ``openWorldHint``...), ``None`` for other tools. ``review_output`` is ``None``
     once the pause is decided (an edit may have redacted it).
     ``input_text`` is the input the tool will receive (AgentScope's reading),
     with invisible characters escaped; ``sent_text`` is the model's own text
@@ -122,6 +125,7 @@ class PauseView(TypedDict):
     response_schema: dict[str, Any] | None
     form_error: str | None
     agent: str
+    tool_hints: dict[str, bool] | None
     shell_commands: list[ShellCommandView]
     shell_problems: list[str]
     file_change: FileChangeView | None
@@ -165,8 +169,8 @@ class Pause:
     Attributes:
         reply_id: AgentScope's ``reply_id`` of the parked reply.
         tool_call: a deep copy of the parked ``ToolCallBlock``.
-        kind: ``"confirm"``, ``"ask_user"``, ``"external"``, ``"review"``
-            or ``"form"``.
+        kind: ``"confirm"``, ``"ask_user"``, ``"external"``, ``"review"``,
+            ``"form"`` or ``"elicitation"``.
         input: the tool input as AgentScope will run it (its own
             json_repair reading with the tool's schema), or ``None`` when
             AgentScope cannot read the model's text.
@@ -214,7 +218,16 @@ class Pause:
         shell_problems: why (part of) that command line cannot be judged.
         form_error: kind ``form``: why the schema cannot be shown (not a
             valid JSON Schema, not an object of fields); only
-            ``return_error`` is possible.
+            ``return_error`` is possible. Kind ``elicitation``: the same,
+            for the server's schema; only ``decline`` / ``cancel``.
+        tool_hints: an MCP tool's annotation hints as its server declared
+            them (:func:`~nb_hitl._agentscope.mcp_tool_hints`), else ``None``.
+        carrier: who takes this pause's answer instead of the agent's queue
+            (kind ``elicitation``: the MCP server waiting for it), or ``None``.
+            It has ``deliver(decision)`` (the answer was decided) and
+            ``expired(reason)`` (the pause expired unanswered:
+            :func:`~nb_hitl.answers.lifecycle.transition` calls it); never
+            put in the view.
         file_change: kind ``confirm`` of a file-editing tool: the diff of the
             file now against the file as the call would leave it, with the
             hash of the bytes it was computed on (an approval is bound to
@@ -251,6 +264,8 @@ class Pause:
     response_schema: dict[str, Any] | None = None
     form_error: str | None = None
     agent: str = ""
+    tool_hints: dict[str, bool] | None = None
+    carrier: Any = field(default=None, repr=False, compare=False)
     shell_commands: list[dict[str, Any]] = field(default_factory=list)
     shell_problems: list[str] = field(default_factory=list)
     file_change: FileChangeView | None = None
@@ -327,6 +342,7 @@ class Pause:
             response_schema=self.response_schema,
             form_error=self.form_error,
             agent=self.agent,
+            tool_hints=self.tool_hints,
             shell_commands=[cast(ShellCommandView, shell_command_view(c)) for c in self.shell_commands],
             shell_problems=list(self.shell_problems),
             file_change=FileChangeView(**self.file_change) if self.file_change is not None else None,
@@ -369,6 +385,7 @@ def build_pause(
         input_schema=schema,
         metadata_schema=getattr(tool, "metadata_schema", None),
         suggested_rules=[r.model_copy(deep=True) for r in (call.suggested_rules or [])],
+        tool_hints=mcp_tool_hints(tool),
     )
     if permission is not None:
         pause.permission_message = permission.message

@@ -73,12 +73,21 @@ from agentscope.permission import (
     PermissionRule,
 )
 
-from ._agentscope import POLICY_CONTEXT_KEY, POLICY_DETAIL_KEY, enum_value, permission_context, permission_engine
+from ._agentscope import (
+    MCP_HINTS,
+    POLICY_CONTEXT_KEY,
+    POLICY_DETAIL_KEY,
+    enum_value,
+    mcp_tool_hints,
+    permission_context,
+    permission_engine,
+)
 from .permissions.shell import parse_command
 from .permissions.shell_check import shell_field
 
 __all__ = [
     "Policy",
+    "effective_mcp_hints",
     "PolicyMiddleware",
     "policy_middleware",
     "apply_policy",
@@ -87,6 +96,21 @@ __all__ = [
     "POLICY_DETAIL_KEY",
     "rule_source",
 ]
+
+
+def effective_mcp_hints(declared: Mapping[str, bool]) -> dict[str, bool]:
+    """MCP's tool hints with the spec's defaults for those a server left out:
+    ``readOnlyHint`` false, ``destructiveHint`` true, ``idempotentHint`` false,
+    ``openWorldHint`` true. The spec gives ``destructiveHint`` and
+    ``idempotentHint`` a meaning only for a tool that is not read-only: a
+    read-only tool counts as not destructive and idempotent."""
+    read_only = bool(declared.get("readOnlyHint", False))
+    return {
+        "readOnlyHint": read_only,
+        "destructiveHint": False if read_only else bool(declared.get("destructiveHint", True)),
+        "idempotentHint": True if read_only else bool(declared.get("idempotentHint", False)),
+        "openWorldHint": bool(declared.get("openWorldHint", True)),
+    }
 
 
 def rule_source(name: str) -> str:
@@ -134,6 +158,13 @@ class Policy:
             (after ``;``/``&&``/``|``, in ``$(...)``, behind ``sudo``...).
         when: ``{tool_name: predicate(tool_input) -> bool}``.
         predicate: ``(tool_name, tool_input) -> bool`` for any tool.
+        mcp_hints: ``{hint: bool}`` over MCP's tool annotations
+            (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
+            ``openWorldHint``): an MCP tool matches when every hint given has
+            that value, a hint its server left out counting as MCP's default
+            (:func:`effective_mcp_hints`: a tool that says nothing may be
+            destructive). ``{"destructiveHint": True}``: every destructive MCP
+            tool asks. Hints are the server's word, not a guarantee.
         message: a sentence shown with the ask (why this policy exists).
 
     A predicate that raises counts as a match (fail closed: the call asks
@@ -148,6 +179,7 @@ class Policy:
     patterns: Mapping[str, Sequence[str]] = field(default_factory=dict)
     when: Mapping[str, Callable[[dict[str, Any]], bool]] = field(default_factory=dict)
     predicate: Callable[[str, dict[str, Any]], bool] | None = None
+    mcp_hints: Mapping[str, bool] = field(default_factory=dict)
     message: str | None = None
 
     def __post_init__(self) -> None:
@@ -161,8 +193,17 @@ class Policy:
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "patterns", {k: tuple(v) for k, v in dict(self.patterns).items()})
         object.__setattr__(self, "when", dict(self.when))
-        if not (self.tools or self.patterns or self.when or self.predicate):
-            raise ValueError(f"Policy {self.name!r} matches nothing: give tools, patterns, when or predicate.")
+        hints = dict(self.mcp_hints)
+        bad = [k for k, v in hints.items() if k not in MCP_HINTS or not isinstance(v, bool)]
+        if bad:
+            raise ValueError(
+                f"Policy {self.name!r}: mcp_hints maps {', '.join(MCP_HINTS)} to True or False, not {bad[0]!r}."
+            )
+        object.__setattr__(self, "mcp_hints", hints)
+        if not (self.tools or self.patterns or self.when or self.predicate or self.mcp_hints):
+            raise ValueError(
+                f"Policy {self.name!r} matches nothing: give tools, patterns, when, predicate or mcp_hints."
+            )
 
     async def match(self, tool: Any, tool_input: dict[str, Any]) -> str | None:
         """Why this policy matches the call, or ``None``.
@@ -178,6 +219,12 @@ class Policy:
         name = tool.name
         if name in self.tools:
             return f"tool {name}"
+        declared = mcp_tool_hints(tool) if self.mcp_hints else None
+        if declared is not None:
+            effective = effective_mcp_hints(declared)
+            if all(effective[k] == v for k, v in self.mcp_hints.items()):
+                said = ", ".join(f"{k}={str(effective[k]).lower()}" for k in self.mcp_hints)
+                return f"MCP tool {name} ({said})"
         for pattern in self.patterns.get(name, ()):
             try:
                 for candidate in _match_inputs(tool, tool_input):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from agentscope.middleware import MiddlewareBase
 
+from nb_hitl.walkthrough import ANSWER_FROM_CODE_ENV
 from tests.harness.kernel import apply_ops, kernel_env
 
 if TYPE_CHECKING:
@@ -262,14 +263,16 @@ def run_notebook(path: Path, timeout: int = 180) -> tuple[nbformat.NotebookNode,
     It runs on the venv's ``python3`` kernel with the notebook's folder as
     working directory and the environment of
     :func:`tests.harness.kernel.kernel_env` (the repository on
-    ``PYTHONPATH``); ``timeout`` is per cell. Raises ``CellExecutionError``
-    on the first failing cell.
+    ``PYTHONPATH``) plus ``NB_HITL_ANSWER_FROM_CODE=1``: nobody clicks, so
+    the notebook answers its own pauses (``nb_hitl.answer_from_code``);
+    ``timeout`` is per cell. Raises ``CellExecutionError`` on the first
+    failing cell.
     """
     import nbformat
     from nbclient import NotebookClient
 
     with pytest.MonkeyPatch.context() as mp:
-        for key, value in kernel_env().items():
+        for key, value in kernel_env({ANSWER_FROM_CODE_ENV: "1"}).items():
             mp.setenv(key, value)
         nb = nbformat.read(path, as_version=4)
         client = NotebookClient(

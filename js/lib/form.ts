@@ -3,12 +3,87 @@
 // only collects and type-converts values; the kernel validates them with a
 // JSON Schema library before anything reaches the agent.
 import { h } from "./dom";
+import type { JsonSchema } from "../types";
 
 export interface FormValue {
   ok: boolean;
-  value?: any;
+  value?: Record<string, unknown>;
   error: string;
   field: string;
+}
+
+/** A property of the form's schema, as far as the form reads it. */
+export interface SchemaProp {
+  type?: string | string[];
+  enum?: unknown[];
+  format?: string;
+  maxLength?: number;
+  title?: string;
+  description?: string;
+  default?: unknown;
+}
+
+/** The control a property gets: a select, a checkbox, a number, a date or
+ * date-time picker, a text area (long or unbounded strings) or a text line. */
+export type FieldKind = "enum" | "boolean" | "number" | "integer" | "date" | "date-time" | "textarea" | "text";
+
+/** What one field holds: absent (left empty), a value, or why it has none. */
+export interface FieldRead {
+  present: boolean;
+  value?: unknown;
+  error?: string;
+}
+
+/** The property's type, the first that is not "null" when it names several. */
+export function propType(p: SchemaProp): string | undefined {
+  return Array.isArray(p.type) ? p.type.find((t) => t !== "null") : p.type;
+}
+
+export function fieldKind(p: SchemaProp): FieldKind {
+  const type = propType(p);
+  if (Array.isArray(p.enum)) return "enum";
+  if (type === "boolean") return "boolean";
+  if (type === "number" || type === "integer") return type;
+  if (type === "string" && (p.format === "date" || p.format === "date-time")) return p.format;
+  if (type === "string" && (p.maxLength === undefined || p.maxLength > 200)) return "textarea";
+  return "text";
+}
+
+/** A number field's text; `badInput`: the browser could not read what was typed as a number. */
+export function readNumber(text: string, badInput: boolean): FieldRead {
+  if (badInput) return { present: true, error: "not a number" };
+  if (text.trim() === "") return { present: false };
+  const v = Number(text);
+  if (!Number.isFinite(v)) return { present: true, error: "not a number" };
+  return { present: true, value: v };
+}
+
+/** A text line's value: a string property keeps the text; one of another
+ * (or no) declared type is read as JSON when it parses. */
+export function readText(text: string, p: SchemaProp): FieldRead {
+  if (text === "") return { present: false };
+  const type = propType(p);
+  return { present: true, value: type === "string" || !type ? text : safeJson(text) };
+}
+
+/** The form's value from each field's read, or the error lines ("<title>: <what>") and the first field at fault. */
+export function collect(props: Record<string, SchemaProp>, reads: [string, FieldRead][]): FormValue {
+  const out: Record<string, unknown> = {};
+  const errors: string[] = [];
+  let first = "";
+  for (const [name, r] of reads) {
+    if (r.error) {
+      errors.push(`${String((props[name] || {}).title || name)}: ${r.error}`);
+      first = first || "value." + name;
+    } else if (r.present) out[name] = r.value;
+  }
+  if (errors.length) return { ok: false, error: errors.join("\n"), field: first };
+  return { ok: true, value: out, error: "", field: "" };
+}
+
+function propsOf(schema: JsonSchema | null | undefined): Record<string, SchemaProp> {
+  const props: unknown = schema && schema.properties;
+  return props && typeof props === "object" && !Array.isArray(props) ? (props as Record<string, SchemaProp>) : {};
 }
 
 export interface FormOptions {
@@ -17,50 +92,43 @@ export interface FormOptions {
   errorField?: string;
 }
 
-export function renderSchemaForm(schema: any, opts: FormOptions = {}): { el: HTMLElement; value: () => FormValue } {
+export function renderSchemaForm(schema: JsonSchema | null, opts: FormOptions = {}): { el: HTMLElement; value: () => FormValue } {
   const el = h("div", { class: "nbh-form", "data-testid": "nbh-form" });
-  const props: Record<string, any> = (schema && schema.properties) || {};
-  const required: string[] = (schema && schema.required) || [];
+  const props = propsOf(schema);
+  const required: unknown[] = schema && Array.isArray(schema.required) ? schema.required : [];
   if (schema && schema.description) el.append(h("div", { class: "nbh-muted" }, String(schema.description)));
-  const getters: [string, () => { present: boolean; value?: any; error?: string }][] = [];
+  const getters: [string, () => FieldRead][] = [];
   for (const [name, prop] of Object.entries(props)) {
-    const p: any = prop || {};
+    const p: SchemaProp = prop || {};
     const title = String(p.title || name) + (required.includes(name) ? " *" : "");
     const id = `nbh-f-${name}-${Math.random().toString(36).slice(2, 8)}`;
     const label = h("label", { for: id, class: "nbh-title" }, title);
     let input: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement;
-    const type = Array.isArray(p.type) ? p.type.find((t: string) => t !== "null") : p.type;
-    if (Array.isArray(p.enum)) {
+    const type = propType(p);
+    const kind = fieldKind(p);
+    if (kind === "enum") {
+      const options = p.enum || [];
       const sel = h("select", { id, "data-field": name, disabled: !!opts.disabled }) as HTMLSelectElement;
       sel.append(h("option", { value: "" }, "—"));
-      p.enum.forEach((v: any, i: number) => sel.append(h("option", { value: String(i) }, String(v))));
+      options.forEach((v, i) => sel.append(h("option", { value: String(i) }, String(v))));
       input = sel;
-      getters.push([name, () => (sel.value === "" ? { present: false } : { present: true, value: p.enum[Number(sel.value)] })]);
-    } else if (type === "boolean") {
+      getters.push([name, () => (sel.value === "" ? { present: false } : { present: true, value: options[Number(sel.value)] })]);
+    } else if (kind === "boolean") {
       const cb = h("input", { id, type: "checkbox", "data-field": name, disabled: !!opts.disabled }) as HTMLInputElement;
       if (p.default === true) cb.checked = true;
       input = cb;
       getters.push([name, () => ({ present: true, value: cb.checked })]);
-    } else if (type === "number" || type === "integer") {
+    } else if (kind === "number" || kind === "integer") {
       const num = h("input", { id, type: "number", step: type === "integer" ? "1" : "any", "data-field": name, disabled: !!opts.disabled }) as HTMLInputElement;
       if (typeof p.default === "number") num.value = String(p.default);
       input = num;
-      getters.push([
-        name,
-        () => {
-          // text the browser cannot read as a number leaves value "" with badInput set
-          if (num.validity && num.validity.badInput) return { present: true, error: "not a number" };
-          if (num.value.trim() === "") return { present: false };
-          const v = Number(num.value);
-          if (!Number.isFinite(v)) return { present: true, error: "not a number" };
-          return { present: true, value: v };
-        },
-      ]);
-    } else if (type === "string" && (p.format === "date" || p.format === "date-time")) {
-      const d = h("input", { id, type: p.format === "date" ? "date" : "datetime-local", "data-field": name, disabled: !!opts.disabled }) as HTMLInputElement;
+      // text the browser cannot read as a number leaves value "" with badInput set
+      getters.push([name, () => readNumber(num.value, !!(num.validity && num.validity.badInput))]);
+    } else if (kind === "date" || kind === "date-time") {
+      const d = h("input", { id, type: kind === "date" ? "date" : "datetime-local", "data-field": name, disabled: !!opts.disabled }) as HTMLInputElement;
       input = d;
-      getters.push([name, () => (d.value ? { present: true, value: p.format === "date-time" ? withZone(d.value) : d.value } : { present: false })]);
-    } else if (type === "string" && (p.maxLength === undefined || p.maxLength > 200)) {
+      getters.push([name, () => (d.value ? { present: true, value: kind === "date-time" ? withZone(d.value) : d.value } : { present: false })]);
+    } else if (kind === "textarea") {
       const ta = h("textarea", { id, "data-field": name, disabled: !!opts.disabled }) as HTMLTextAreaElement;
       if (typeof p.default === "string") ta.value = p.default;
       input = ta;
@@ -69,11 +137,11 @@ export function renderSchemaForm(schema: any, opts: FormOptions = {}): { el: HTM
       const t = h("input", { id, type: "text", "data-field": name, disabled: !!opts.disabled }) as HTMLInputElement;
       if (p.default !== undefined) t.value = String(p.default);
       input = t;
-      getters.push([name, () => (t.value === "" ? { present: false } : { present: true, value: type === "string" || !type ? t.value : safeJson(t.value) })]);
+      getters.push([name, () => readText(t.value, p)]);
     }
     const row = h("div", { class: "nbh-field", "data-testid": "nbh-field", "data-name": name }, label, h("div", {}, input));
     const described: string[] = [];
-    if (type === "string" && p.format === "date-time") {
+    if (kind === "date-time") {
       // the browser's wall clock is sent with its UTC offset: say which zone that is
       const zoneId = `${id}-zone`;
       described.push(zoneId);
@@ -95,26 +163,10 @@ export function renderSchemaForm(schema: any, opts: FormOptions = {}): { el: HTM
     if (described.length) input.setAttribute("aria-describedby", described.join(" "));
     el.append(row);
   }
-  return {
-    el,
-    value: () => {
-      const out: Record<string, any> = {};
-      const errors: string[] = [];
-      let first = "";
-      for (const [name, get] of getters) {
-        const r = get();
-        if (r.error) {
-          errors.push(`${String((props[name] || {}).title || name)}: ${r.error}`);
-          first = first || "value." + name;
-        } else if (r.present) out[name] = r.value;
-      }
-      if (errors.length) return { ok: false, error: errors.join("\n"), field: first };
-      return { ok: true, value: out, error: "", field: "" };
-    },
-  };
+  return { el, value: () => collect(props, getters.map(([name, get]) => [name, get()])) };
 }
 
-function safeJson(text: string): any {
+function safeJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -162,8 +214,8 @@ function errorFor(name: string, title: string, opts: FormOptions): string {
 }
 
 /** True when every line of `error` is shown at one of the schema's fields. */
-export function errorAtFields(schema: any, error: string): boolean {
-  const props: Record<string, any> = (schema && schema.properties) || {};
+export function errorAtFields(schema: JsonSchema | null, error: string): boolean {
+  const props = propsOf(schema);
   const titles = Object.entries(props).map(([n, p]) => String((p || {}).title || n) + ": ");
   return error !== "" && error.split("\n").every((l) => titles.some((t) => l.startsWith(t)));
 }

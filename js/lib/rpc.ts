@@ -9,21 +9,10 @@
 // requests answered with code "no_kernel".
 
 import type { AnyModel } from "@anywidget/types";
-
-/** A widget model whose traits are not typed (see types.ts for typed ones). */
-export type AnyModelLike = AnyModel;
+import type { Answer, PingProtocol, Protocol, Refusal } from "../messages";
 
 /** What the channel needs of a model: anywidget's send / msg:custom. */
 export type ChannelModel = Pick<AnyModel, "send" | "on" | "off">;
-
-export interface Reply {
-  request_id: string;
-  ok: boolean;
-  error?: string;
-  code?: string;
-  field?: string | null;
-  [key: string]: any;
-}
 
 export interface RequestOptions {
   /** Give up after this many ms with code "no_answer" (for probes such as
@@ -39,11 +28,17 @@ export const KERNEL_GONE =
 let counter = 0;
 
 interface Pending {
-  resolve: (r: Reply) => void;
+  resolve: (r: Answer) => void;
   timer: number;
 }
 
-export class Rpc {
+/** A refusal the page makes itself (the kernel is gone, or did not answer). */
+function refusal(request_id: string, code: "no_kernel" | "no_answer", error: string): Refusal {
+  return { request_id, ok: false, code, error };
+}
+
+/** The channel of one widget; `P` names its actions (messages.ts). */
+export class Rpc<P extends Protocol = PingProtocol> {
   private pending = new Map<string, Pending>();
   /** told when a request has waited `slowMs` without an answer (it keeps waiting) */
   onSlow: ((action: string) => void) | null = null;
@@ -54,13 +49,16 @@ export class Rpc {
   /** set once a send failed because the comm is gone */
   gone = false;
 
-  private handler = (msg: any) => {
-    if (!msg || typeof msg !== "object" || typeof msg.request_id !== "string") return;
-    const entry = this.pending.get(msg.request_id);
+  private handler = (msg: unknown) => {
+    if (!msg || typeof msg !== "object") return;
+    const { request_id } = msg as { request_id?: unknown };
+    if (typeof request_id !== "string") return;
+    const entry = this.pending.get(request_id);
     if (!entry) return;
-    this.pending.delete(msg.request_id);
+    this.pending.delete(request_id);
     window.clearTimeout(entry.timer);
-    entry.resolve(msg as Reply);
+    // the kernel's answer to this request (nb_hitl/widgets/_base.py); its fields are the action's answer
+    entry.resolve(msg as Answer);
     this.onAnswer?.();
   };
 
@@ -74,29 +72,40 @@ export class Rpc {
     model.on("msg:custom", this.handler);
   }
 
-  request(action: string, payload: Record<string, any> = {}, options: RequestOptions = {}): Promise<Reply> {
+  /** Send `action` with `payload` and wait for the kernel's answer (see the header). */
+  request<A extends keyof P & string>(action: A, payload: P[A]["send"], options: RequestOptions = {}): Promise<Answer<P[A]["answer"]>> {
+    return this.send(action, payload, options) as Promise<Answer<P[A]["answer"]>>;
+  }
+
+  /** The liveness probe every widget answers (see {@link probe}). */
+  ping(timeoutMs: number): Promise<Answer<PingProtocol["ping"]["answer"]>> {
+    return this.send("ping", {}, { timeoutMs });
+  }
+
+  private send(action: string, payload: object, options: RequestOptions): Promise<Answer> {
     const request_id = `r${Date.now().toString(36)}-${(counter++).toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-    return new Promise<Reply>((resolve) => {
+    return new Promise<Answer>((resolve) => {
       if (this.gone) {
-        resolve({ request_id, ok: false, code: "no_kernel", error: KERNEL_GONE });
+        resolve(refusal(request_id, "no_kernel", KERNEL_GONE));
         return;
       }
       const timer =
         options.timeoutMs !== undefined
           ? window.setTimeout(() => {
               this.pending.delete(request_id);
-              resolve({ request_id, ok: false, code: "no_answer", error: "The kernel did not answer." });
+              resolve(refusal(request_id, "no_answer", "The kernel did not answer."));
             }, options.timeoutMs)
           : this.keepWaiting
             ? window.setTimeout(() => this.onSlow?.(action), this.slowMs)
             : window.setTimeout(() => {
                 this.pending.delete(request_id);
-                resolve({
-                  request_id,
-                  ok: false,
-                  code: "no_answer",
-                  error: `The kernel did not answer within ${Math.round(this.slowMs / 1000)} s. It may be busy, stopped or restarted; if it is only busy, this may still be applied when it gets to it.`,
-                });
+                resolve(
+                  refusal(
+                    request_id,
+                    "no_answer",
+                    `The kernel did not answer within ${Math.round(this.slowMs / 1000)} s. It may be busy, stopped or restarted; if it is only busy, this may still be applied when it gets to it.`,
+                  ),
+                );
               }, this.slowMs);
       this.pending.set(request_id, { resolve, timer });
       try {
@@ -105,7 +114,7 @@ export class Rpc {
         window.clearTimeout(timer);
         this.pending.delete(request_id);
         this.kernelGone();
-        resolve({ request_id, ok: false, code: "no_kernel", error: KERNEL_GONE });
+        resolve(refusal(request_id, "no_kernel", KERNEL_GONE));
       }
     });
   }
@@ -121,7 +130,7 @@ export class Rpc {
     this.gone = true;
     for (const [request_id, { resolve, timer }] of this.pending) {
       window.clearTimeout(timer);
-      resolve({ request_id, ok: false, code: "no_kernel", error: KERNEL_GONE });
+      resolve(refusal(request_id, "no_kernel", KERNEL_GONE));
     }
     this.pending.clear();
     if (first) this.onGone?.();
@@ -138,13 +147,13 @@ export class Rpc {
  *  "live", "gone" (the comm is closed: the kernel restarted or stopped) or
  *  "silent" (no answer in `timeoutMs`: busy with a blocking cell, or a
  *  notebook reopened without the kernel that ran it). */
-export async function probe(rpc: Rpc, timeoutMs = 4000): Promise<"live" | "gone" | "silent"> {
-  const reply = await rpc.request("ping", {}, { timeoutMs });
+export async function probe(rpc: Pick<Rpc<Protocol>, "ping">, timeoutMs = 4000): Promise<"live" | "gone" | "silent"> {
+  const reply = await rpc.ping(timeoutMs);
   if (reply.ok === true) return "live";
   return reply.code === "no_kernel" ? "gone" : "silent";
 }
 
 /** Whether the widget answered a ping within `timeoutMs` (see {@link probe}). */
-export async function isLive(rpc: Rpc, timeoutMs = 4000): Promise<boolean> {
+export async function isLive(rpc: Pick<Rpc<Protocol>, "ping">, timeoutMs = 4000): Promise<boolean> {
   return (await probe(rpc, timeoutMs)) === "live";
 }

@@ -7,19 +7,22 @@
 // JupyterLab saves with the notebook: coalesced while messages come, at once
 // when asked (a reply that stopped).
 import type { AnyModel } from "@anywidget/types";
-import type { Rpc } from "./rpc";
+import type { Answer, SyncCurrent, SyncSent } from "../messages";
 import type { ReplyModel } from "../types";
 
 export interface SeqMsg {
   seq: number;
 }
 
-/** A sync answer: `{seq, <items>}`, `{seq, current: true}` (the page holds
- * that seq) or, to the connect request, `{seq, sent: true}` (the messages up
- * to seq went out before the answer). */
-export type SyncAnswer = Record<string, unknown>;
+/** A sync answer: `{seq, <items>}` (`Full`), `{seq, current: true}` (the page
+ * holds that seq) or, to the connect request, `{seq, sent: true}` (the
+ * messages up to seq went out before the answer). */
+export type SyncAnswer<Full extends SeqMsg> = SyncCurrent | SyncSent | Full;
 
-export abstract class SeqStream<M extends SeqMsg, Changes> {
+const isSent = (r: object): r is SyncSent => (r as Partial<SyncSent>).sent === true;
+const isCurrent = (r: object): r is SyncCurrent => (r as Partial<SyncCurrent>).current === true;
+
+export abstract class SeqStream<M extends SeqMsg, Changes, Full extends SeqMsg> {
   /** seq of the last message applied (-1: unknown until a sync) */
   seq: number;
   /** number of syncs asked for */
@@ -33,14 +36,9 @@ export abstract class SeqStream<M extends SeqMsg, Changes> {
     if (this.accepts(msg)) this.receive(msg);
   };
 
-  /**
-   * @param syncAction the page action that answers a sync (`transcript_sync`, `cards_sync`).
-   * @param seq the seq the model's state holds (-1: unknown).
-   */
+  /** @param seq the seq the model's state holds (-1: unknown). */
   constructor(
     protected readonly model: AnyModel<ReplyModel>,
-    private readonly rpc: Rpc,
-    private readonly syncAction: string,
     seq: number,
   ) {
     this.seq = seq;
@@ -53,8 +51,10 @@ export abstract class SeqStream<M extends SeqMsg, Changes> {
   protected abstract apply(msg: M): Changes;
   /** Tell the view: what one message changed, or null after a sync (anything may have). */
   protected abstract changed(changes: Changes | null): void;
-  /** Take every item of a full sync answer at `seq`; false when the answer holds none. */
-  protected abstract resetFrom(reply: SyncAnswer, seq: number): boolean;
+  /** Ask the kernel for a sync from `seq` (`transcript_sync`, `cards_sync`). */
+  protected abstract requestSync(seq: number): Promise<Answer<SyncAnswer<Full>>>;
+  /** Take every item of a full sync answer; false when the answer holds none. */
+  protected abstract resetFrom(reply: SyncAnswer<Full>): boolean;
   /** Write what the page holds into its own model. */
   protected abstract write(): void;
 
@@ -87,7 +87,7 @@ export abstract class SeqStream<M extends SeqMsg, Changes> {
     if (this.syncing) return;
     this.syncing = true;
     this.resyncs += 1;
-    const reply = await this.rpc.request(this.syncAction, { seq: this.seq });
+    const reply = await this.requestSync(this.seq);
     this.syncing = false;
     if (reply.ok) this.take(reply);
   }
@@ -95,15 +95,15 @@ export abstract class SeqStream<M extends SeqMsg, Changes> {
   /** Take a sync answer (from `resync` or the widget's connect request). To
    * `sent`, the page holds seq now unless those messages left before it
    * listened: then it asks for every item. */
-  take(reply: SyncAnswer): void {
-    if (typeof reply.seq !== "number") return;
-    if (reply.sent === true) {
+  take(reply: SyncAnswer<Full>): void {
+    if (!reply || typeof reply.seq !== "number") return;
+    if (isSent(reply)) {
       if (this.seq !== reply.seq) void this.resync();
       return;
     }
-    const current = reply.current === true && reply.seq === this.seq;
+    const current = isCurrent(reply) && reply.seq === this.seq;
     if (!current) {
-      if (!this.resetFrom(reply, reply.seq)) return;
+      if (!this.resetFrom(reply)) return;
       this.seq = reply.seq;
     }
     const later = this.buffered.filter((m) => m.seq > this.seq).sort((a, b) => a.seq - b.seq);

@@ -6,7 +6,9 @@
 // Rule text reaches the page only through h() / textContent.
 import { h, clear } from "../lib/dom";
 
-export type Rule = { tool_name: string; rule_content: string | null; behavior: string; source: string; label?: string };
+import type { RuleDict } from "../messages";
+
+export type Rule = RuleDict;
 
 export const PAGE_SIZE = 100;
 

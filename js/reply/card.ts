@@ -2,13 +2,18 @@
 // policy, safety check, deadline), the decided or expired record, the
 // "Sending…" line, and the group actions of a reply parked on several calls.
 // What sits between header and footer comes from the card module of the
-// pause's kind (cards/index.ts); nothing here looks at the kind itself.
+// pause's kind (cards/index.ts), or, for a view that does not fit its kind,
+// cards/invalid.ts; nothing here looks at the kind itself. The words of a
+// decision and the input's cut are record.ts's.
 import { h, clear } from "../lib/dom";
 import { diffView } from "../lib/diff";
-import type { Rpc, Reply } from "../lib/rpc";
-import type { DecisionView, PauseView, RemotePauseView } from "../types";
+import type { Rpc } from "../lib/rpc";
+import type { BatchResult, Decision, ReplyProtocol } from "../messages";
+import type { PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
 import { cardFor, kindLabel, bulkActions } from "./cards/index";
+import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
+import { clip, deadlineEl, decisionText, refusal } from "./record";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 
 /** Per-card state kept across redraws. */
@@ -23,11 +28,8 @@ export interface CardUi {
   focusKey: string | null;
 }
 
-/** An action the card would send (its draft, for "Submit all"). */
-export interface Draft {
-  action: string;
-  payload: Record<string, any>;
-}
+/** A decision the card would send (its draft, for "Submit all"). */
+export type Draft = Decision;
 
 /** What a card module gets to draw one open pause. */
 export interface CardCtx {
@@ -36,7 +38,7 @@ export interface CardCtx {
   open: boolean;
   /** what this card held before it was redrawn, if anything */
   kept: Draft | undefined;
-  send(action: string, payload?: Record<string, any>): Promise<void>;
+  send(decision: Decision): Promise<void>;
   /** rebuild this card now (after a mode change or a local error) */
   redraw(): void;
   /** what "Submit all" sends for this card (null: nothing yet) */
@@ -56,73 +58,6 @@ export interface CardHost {
   loose: HTMLElement;
   /** Called after the cards were drawn (each drawAll / drawSome). */
   drawn?(): void;
-}
-
-export function decisionText(d: DecisionView | null): string {
-  const dec = d || {};
-  switch (dec.action) {
-    case "approve":
-      return dec.accepted_rules && dec.accepted_rules.length
-        ? `Approved, and always allow: ${dec.accepted_rules.join(", ")}`
-        : "Approved";
-    case "deny":
-      if (dec.cause === "timeout") return "Not answered before the deadline: did not run";
-      if (dec.cause === "cancelled") return "Cancelled without an answer: did not run";
-      return "Denied";
-    case "modify":
-      // edited_input_text: an input JSON would not show faithfully (big integers, invisible characters)
-      return dec.edited_input_text ? "Approved with modified input (below)" : `Approved with modified input: ${JSON.stringify(dec.edited_input)}`;
-    case "answer":
-      return (
-        "Answered: " +
-        (dec.answers || [])
-          .map((a) => `${a.question} → ${[...(a.selected || []), ...(a.other ? [`"${a.other}"`] : [])].join(", ")}`)
-          .join("; ")
-      );
-    case "external_result":
-      return `Result sent (${dec.state})`;
-    case "return_error":
-      return "Error returned to the agent";
-    case "accept":
-      return "Result accepted";
-    case "edit":
-      return "Result edited before the model saw it";
-    case "reject":
-      return "Result rejected";
-    case "submit":
-      return "Form submitted";
-    case "timeout":
-      return `Deadline passed: ${dec.applied || "default applied"}`;
-    default:
-      return dec.action ? String(dec.action) : "Decided";
-  }
-}
-
-// a decision that refused something (not drawn in the approval colour)
-function refusal(d: DecisionView | null): boolean {
-  const a = d ? d.action : undefined;
-  return a === "deny" || a === "reject" || a === "cancelled" || a === "return_error" || a === "timeout";
-}
-
-/** The most characters of a call's input a card shows (a huge input stays readable and cheap to draw). */
-export const MAX_SHOWN_CHARS = 20000;
-
-/** `text`, cut to {@link MAX_SHOWN_CHARS} with a note saying how much is left out. */
-export function clip(text: string): string {
-  const s = String(text ?? "");
-  return s.length <= MAX_SHOWN_CHARS ? s : `${s.slice(0, MAX_SHOWN_CHARS)}\n… (${s.length - MAX_SHOWN_CHARS} more characters not shown)`;
-}
-
-export function timeLeft(deadline: number): string {
-  const s = Math.max(0, Math.round(deadline - Date.now() / 1000));
-  return s > 0 ? `${s}s left` : "deadline passed";
-}
-
-function deadlineEl(p: PauseView): HTMLElement | null {
-  if (!p.deadline || p.status !== "open") return null;
-  const span = h("span", { class: "nbh-chip", "data-testid": "nbh-deadline", "data-deadline": String(p.deadline) });
-  span.textContent = timeLeft(p.deadline);
-  return span;
 }
 
 /** Cards drawn at first, and added by each "Show more": a reply of thousands
@@ -149,7 +84,7 @@ export class CardSet {
 
   constructor(
     private feed: CardFeed,
-    private rpc: Rpc,
+    private rpc: Rpc<ReplyProtocol>,
     private host: CardHost,
     private groupBar: HTMLElement,
     private groupNote: HTMLElement,
@@ -184,19 +119,25 @@ export class CardSet {
     return p.status === "open" && this.live !== false;
   }
 
+  /** The header chip of a card: its kind's, or that it cannot be shown. */
+  private label(p: PauseView, open: boolean): string {
+    return this.feed.trouble(p.tool_call_id) ? INVALID_LABEL : kindLabel(p.kind, open);
+  }
+
   /** Forget what each card was drawn from, so the next draw rebuilds them all. */
   invalidate(): void {
     for (const ui of this.cards.values()) ui.key = "";
   }
 
-  async send(p: PauseView, action: string, payload: Record<string, any> = {}): Promise<void> {
+  async send(p: PauseView, decision: Decision): Promise<void> {
     const ui = this.uiFor(p.tool_call_id);
     if (ui.pending) return;
     ui.pending = true;
     ui.error = "";
     ui.errorField = "";
     this.redraw(p, true);
-    const reply: Reply = await this.rpc.request(action, { tool_call_id: p.tool_call_id, reply_id: p.reply_id, ...payload });
+    const { action, ...fields } = decision;
+    const reply = await this.rpc.request(action, { ...fields, tool_call_id: p.tool_call_id, reply_id: p.reply_id });
     ui.pending = false;
     if (!reply.ok) {
       ui.error = reply.error || "Refused.";
@@ -219,17 +160,18 @@ export class CardSet {
       ui.errorField = "";
       this.redraw(p, true);
     }
-    const reply: Reply = await this.rpc.request("batch", {
-      items: items.map(({ p, d }) => ({ ...d.payload, action: d.action, tool_call_id: p.tool_call_id, reply_id: p.reply_id })),
+    const reply = await this.rpc.request("batch", {
+      items: items.map(({ p, d }) => ({ ...d, tool_call_id: p.tool_call_id, reply_id: p.reply_id })),
     });
-    const results: any[] = Array.isArray(reply.results) ? reply.results : [];
+    const results: BatchResult[] = reply.ok && Array.isArray(reply.results) ? reply.results : [];
     items.forEach(({ p }, n) => {
       const ui = this.uiFor(p.tool_call_id);
       const r = results[n];
       ui.pending = false;
       if (!reply.ok || !r || !r.ok) {
-        ui.error = (r && r.error) || reply.error || "Refused.";
-        ui.errorField = (r && r.field) || reply.field || "";
+        const refused = reply.ok ? null : reply;
+        ui.error = (r && r.error) || refused?.error || "Refused.";
+        ui.errorField = (r && r.field) || refused?.field || "";
       } else {
         ui.mode = "view";
       }
@@ -330,7 +272,8 @@ export class CardSet {
   // A reply parked on several calls is one group: each card keeps its own
   // controls, and these act on every open card at once.
   private drawGroup(pauses: PauseView[]): void {
-    const open = pauses.filter((p) => this.canAct(p));
+    // a card that cannot be shown is cancelled on its own card only
+    const open = pauses.filter((p) => this.canAct(p) && !this.feed.trouble(p.tool_call_id));
     const { groupBar, groupNote } = this;
     if (!open.length) groupNote.textContent = "";
     clear(groupBar);
@@ -351,7 +294,7 @@ export class CardSet {
       groupBar.append(
         h(
           "button",
-          { "data-testid": bulk.testid, onclick: () => sendAll(items, () => ({ action: bulk.action, payload: {} })) },
+          { "data-testid": bulk.testid, onclick: () => sendAll(items, () => ({ action: bulk.action })) },
           `${bulk.label} (${items.length})`,
         ),
       );
@@ -384,7 +327,7 @@ export class CardSet {
     const ui = this.uiFor(p.tool_call_id);
     // liveness as drawn: unknown and live draw the same card, so the connect
     // answer (unknown -> live) never rebuilds it under a person's typing
-    const key = JSON.stringify([p.status, p.decision, p.reason, this.live === false, p.deadline]);
+    const key = JSON.stringify([p.status, p.decision, p.reason, this.live === false, p.deadline, this.feed.trouble(p.tool_call_id)?.problem ?? null]);
     const entry = this.host.slotFor(p.tool_call_id);
     if (!force && ui.el && ui.key === key) {
       // the pause may have arrived before its tool call's transcript entry:
@@ -429,7 +372,7 @@ export class CardSet {
   private announceCard(p: PauseView, firstDraw: boolean): void {
     const title = p.title || p.tool_name;
     if (p.status === "open") {
-      if (this.canAct(p)) this.announce(`${kindLabel(p.kind, true)}: ${title}`);
+      if (this.canAct(p)) this.announce(`${this.label(p, true)}: ${title}`);
     } else if (p.status === "expired") {
       if (!firstDraw) this.announce(`${title}: no longer live: ${p.reason || "the reply ended"}`);
     } else if (p.status === "decided" || p.status === "delivered") {
@@ -468,21 +411,23 @@ export class CardSet {
   private build(p: PauseView, ui: CardUi): HTMLElement {
     const open = this.canAct(p);
     const kind = cardFor(p.kind);
+    const trouble = this.feed.trouble(p.tool_call_id);
     const card = h("div", {
       class: `nbh-card ${open ? "nbh-open" : "nbh-closed"}`,
       "data-testid": "nbh-card",
       "data-kind": p.kind,
       "data-status": p.status,
       "data-tool-call-id": p.tool_call_id,
+      "data-invalid": !!trouble,
       role: "group",
-      "aria-label": `${kindLabel(p.kind, open)}: ${p.title || p.tool_name}`,
+      "aria-label": `${this.label(p, open)}: ${p.title || p.tool_name}`,
       tabindex: -1,
     });
     card.append(
       h(
         "div",
         { class: "nbh-row" },
-        h("span", { class: "nbh-chip" }, kindLabel(p.kind, open)),
+        h("span", { class: "nbh-chip" }, this.label(p, open)),
         h("span", { class: "nbh-title" }, p.title || p.tool_name),
         p.agent ? h("span", { class: "nbh-chip", "data-testid": "nbh-agent", "data-agent": p.agent }, `asked by ${p.agent}`) : null,
         p.policy ? h("span", { class: "nbh-chip", "data-testid": "nbh-policy" }, `policy: ${p.policy}`) : null,
@@ -494,6 +439,8 @@ export class CardSet {
     const refused = (p as RemotePauseView).refused;
     if (refused) card.append(h("div", { class: "nbh-error", "data-testid": "nbh-refused", role: "alert" }, refused));
     if (p.status !== "open") {
+      const head = kind.recordHead ? kind.recordHead(p) : null;
+      if (head) card.append(head);
       this.appendRecord(card, p, ui, kind.showsInputWhenClosed ? kind.showsInputWhenClosed(p) : true);
       return card;
     }
@@ -505,7 +452,7 @@ export class CardSet {
       ui,
       open,
       kept: this.typed.get(id),
-      send: (action, payload) => this.send(p, action, payload),
+      send: (decision) => this.send(p, decision),
       redraw: () => this.redraw(p, true),
       setDraft: (draft) => void this.drafts.set(id, draft),
       errorBox: (field) => this.errorBox(ui, field),
@@ -516,7 +463,8 @@ export class CardSet {
         if (target && !(target as HTMLButtonElement).disabled) target.focus();
       },
     };
-    kind.build(card, p, ctx);
+    if (trouble) buildInvalid(card, p, ctx, trouble);
+    else kind.build(card, p, ctx);
     if (ui.pending) card.append(h("div", { class: "nbh-muted" }, "Sending…"));
     return card;
   }

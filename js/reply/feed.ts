@@ -4,25 +4,29 @@
 // is appended, a known one replaced; {op: "drop", id}); the `pauses` trait
 // (with `cards_seq`, the seq it includes) is the record, sent when the set of
 // cards changes or the reply ends. Order, gaps ("cards_sync") and writing what
-// the page holds into its own model: lib/seq_stream.ts.
+// the page holds into its own model: lib/seq_stream.ts. Every view is checked
+// once, as it arrives (view_check.ts): the cards read checked views, and the
+// record written back keeps what the kernel sent.
 import type { AnyModel } from "@anywidget/types";
 import type { Rpc } from "../lib/rpc";
 import { SeqStream, type SyncAnswer } from "../lib/seq_stream";
+import type { CardsMsg, ReplyProtocol } from "../messages";
 import type { PauseView, ReplyModel } from "../types";
+import { checkView, type CheckedView } from "./view_check";
 
-type CardOp = { op: "card"; view: PauseView } | { op: "drop"; id: string };
+type FullSync = { seq: number; pauses: PauseView[] };
 
-interface CardsMsg {
-  type: "nbh_cards";
-  seq: number;
-  ops: CardOp[];
-}
+/** A view that cannot be drawn as its kind: what is wrong, and whether it is a remote interrupt's. */
+export type Trouble = Omit<CheckedView, "view">;
 
 /** ids of the cards that changed, or null: all of them may have. */
 export type CardsChanged = (ids: string[] | null) => void;
 
-export class CardFeed extends SeqStream<CardsMsg, string[]> {
+export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
   private views = new Map<string, PauseView>();
+  // the views as the kernel sent them (the record), and the trouble of those that do not fit
+  private sent = new Map<string, unknown>();
+  private troubles = new Map<string, Trouble>();
   private order: string[] = [];
   private index = new Map<string, number>();
   private list: PauseView[] | null = null;
@@ -38,9 +42,9 @@ export class CardFeed extends SeqStream<CardsMsg, string[]> {
     });
   };
 
-  constructor(model: AnyModel<ReplyModel>, rpc: Rpc, private onChange: CardsChanged) {
+  constructor(model: AnyModel<ReplyModel>, private rpc: Rpc<ReplyProtocol>, private onChange: CardsChanged) {
     const seq = Number(model.get("cards_seq")) || 0;
-    super(model, rpc, "cards_sync", seq);
+    super(model, seq);
     this.reset(model.get("pauses") || []);
     model.on("change:pauses", this.onTrait);
     model.on("change:cards_seq", this.onTrait);
@@ -54,6 +58,11 @@ export class CardFeed extends SeqStream<CardsMsg, string[]> {
 
   get(id: string): PauseView | undefined {
     return this.views.get(id);
+  }
+
+  /** What is wrong with the view of `id`, when it cannot be drawn as its kind. */
+  trouble(id: string): Trouble | undefined {
+    return this.troubles.get(id);
   }
 
   /** The card's place in the reply (-1: not known). */
@@ -75,10 +84,25 @@ export class CardFeed extends SeqStream<CardsMsg, string[]> {
     this.onChange(null);
   }
 
-  private reset(views: PauseView[]): void {
-    this.views = new Map(views.map((v) => [v.tool_call_id, v]));
-    this.order = views.map((v) => v.tool_call_id);
+  private reset(views: unknown): void {
+    this.views = new Map();
+    this.sent = new Map();
+    this.troubles = new Map();
+    // a record that is not a list holds no card the page can draw
+    (Array.isArray(views) ? views : []).forEach((raw, i) => this.take1(raw, `#${i + 1}`));
+    this.order = [...this.views.keys()];
     this.reindex();
+  }
+
+  /** Check one view and hold it (replacing the view of the same id); its id. */
+  private take1(raw: unknown, fallbackId: string): string {
+    const { view, ...trouble } = checkView(raw, fallbackId);
+    const id = view.tool_call_id;
+    this.views.set(id, view);
+    this.sent.set(id, raw);
+    if (trouble.problem) this.troubles.set(id, trouble);
+    else this.troubles.delete(id);
+    return id;
   }
 
   private reindex(): void {
@@ -99,16 +123,19 @@ export class CardFeed extends SeqStream<CardsMsg, string[]> {
     const changed: string[] = [];
     let dropped = false;
     for (const op of msg.ops) {
+      if (!op || typeof op !== "object") continue;
       if (op.op === "card" && op.view && typeof op.view.tool_call_id === "string") {
         const id = op.view.tool_call_id;
         if (!this.views.has(id)) {
           this.index.set(id, this.order.length);
           this.order.push(id);
         }
-        this.views.set(id, op.view);
+        this.take1(op.view, id);
         changed.push(id);
       } else if (op.op === "drop" && this.views.has(op.id)) {
         this.views.delete(op.id);
+        this.sent.delete(op.id);
+        this.troubles.delete(op.id);
         this.order = this.order.filter((x) => x !== op.id);
         dropped = true;
         changed.push(op.id);
@@ -119,14 +146,19 @@ export class CardFeed extends SeqStream<CardsMsg, string[]> {
     return changed;
   }
 
-  protected resetFrom(reply: SyncAnswer): boolean {
-    if (!Array.isArray(reply.pauses)) return false;
-    this.reset(reply.pauses as PauseView[]);
+  protected requestSync(seq: number) {
+    return this.rpc.request("cards_sync", { seq });
+  }
+
+  protected resetFrom(reply: SyncAnswer<FullSync>): boolean {
+    if (!("pauses" in reply) || !Array.isArray(reply.pauses)) return false;
+    this.reset(reply.pauses);
     return true;
   }
 
   protected write(): void {
-    this.model.set("pauses", this.all().slice());
+    // the record keeps each view as the kernel sent it
+    this.model.set("pauses", this.order.map((id) => this.sent.get(id)));
     this.model.set("cards_seq", this.seq);
   }
 

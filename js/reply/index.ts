@@ -10,10 +10,12 @@ import { Rpc, probe, KERNEL_GONE } from "../lib/rpc";
 import { Announcer, keepKeys } from "../lib/a11y";
 import { safeFragment } from "../lib/safe_html";
 import { notifyOn, notifySupported, notifyWaiting, toggleNotify } from "../lib/notify";
-import type { ReplyModel } from "../types";
+import type { ReplyProtocol } from "../messages";
+import type { PauseView, ReplyModel } from "../types";
 import { Transcript } from "./transcript";
 import { TranscriptStream, markWaiting, type Changed } from "./stream";
-import { CardSet, timeLeft } from "./card";
+import { CardSet } from "./card";
+import { timeLeft } from "./record";
 import { CardFeed } from "./feed";
 
 const STATUS_TEXT: Record<string, string> = {
@@ -25,7 +27,20 @@ const STATUS_TEXT: Record<string, string> = {
   error: "error",
 };
 
-function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc, live: boolean | null, showBanner: (t: string) => void): void {
+/** The header chip's text: a paused reply "waits for you" only over a card to answer. */
+export function statusText(status: string, openCards: number): string {
+  if (status === "paused" && !openCards) return "paused (no card to answer has arrived)";
+  return STATUS_TEXT[status] || status;
+}
+
+function drawHeader(
+  header: HTMLElement,
+  model: AnyModel<ReplyModel>,
+  rpc: Rpc<ReplyProtocol>,
+  live: boolean | null,
+  openCards: number,
+  showBanner: (t: string) => void,
+): void {
   clear(header);
   const status = String(model.get("status") || "");
   header.append(
@@ -33,7 +48,7 @@ function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc, 
     model.get("prompt") ? h("span", { class: "nbh-muted" }, `← ${model.get("prompt")}`) : "",
     live === false && (status === "running" || status === "paused")
       ? h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": "not-live" }, "not live")
-      : h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": status }, STATUS_TEXT[status] || status),
+      : h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": status }, statusText(status, openCards)),
   );
   if (status === "running" || status === "paused") {
     header.append(
@@ -62,7 +77,7 @@ function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc, 
           title: "Tell me outside this tab when a reply waits for me (browser notification)",
           onclick: async () => {
             await toggleNotify();
-            drawHeader(header, model, rpc, live, showBanner);
+            drawHeader(header, model, rpc, live, openCards, showBanner);
           },
         },
         on ? "Notifying" : "Notify me",
@@ -74,8 +89,8 @@ function drawHeader(header: HTMLElement, model: AnyModel<ReplyModel>, rpc: Rpc, 
 }
 
 /** The notification of a reply that starts waiting: who waits and for which calls. */
-function waitingNote(model: AnyModel<ReplyModel>): [string, string] {
-  const names = (model.get("pauses") || []).filter((p) => p.status === "open").map((p) => p.tool_name);
+function waitingNote(model: AnyModel<ReplyModel>, pauses: PauseView[]): [string, string] {
+  const names = pauses.filter((p) => p.status === "open").map((p) => p.tool_name);
   const agent = String(model.get("agent_name") || "The agent");
   return [`${agent} is waiting for you`, names.length ? `To answer: ${names.join(", ")}` : "A pause needs your answer."];
 }
@@ -83,7 +98,7 @@ function waitingNote(model: AnyModel<ReplyModel>): [string, string] {
 const render: Render<ReplyModel> = ({ model, el }) => {
   // a decision keeps waiting for the kernel's answer (never "nothing was
   // sent" about a click the kernel may still apply); see lib/rpc.ts
-  const rpc = new Rpc(model, 15000, true);
+  const rpc = new Rpc<ReplyProtocol>(model, 15000, true);
   const root = h("div", { class: "nbh nbh-reply", "data-testid": "nbh-reply" });
   const banner = h("div", { class: "nbh-banner", "data-testid": "nbh-live-banner", role: "status", hidden: true });
   const header = h("div", { class: "nbh-row" });
@@ -127,8 +142,12 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   const feed = new CardFeed(model, rpc, (ids) => {
     if (ids) cards.drawSome(ids);
     else cards.drawAll();
+    // the header says "waiting for you" only while a card can be answered
+    if ((openCards() > 0) !== headerOpen) header_();
+    markTitle();
     fromKernel();
   });
+  const openCards = () => feed.all().filter((p) => p.status === "open").length;
   const cards = new CardSet(feed, rpc, { slotFor: (id) => transcript.slotFor(id), loose: looseCards, drawn: armDeadlines }, groupBar, groupNote, pager, say);
 
   const showBanner = (text: string) => {
@@ -144,7 +163,12 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   };
   const stream = new TranscriptStream(model, rpc, (changed) => onStream(changed));
   const entries = () => stream.entries;
-  const header_ = () => drawHeader(header, model, rpc, cards.live, showBanner);
+  let headerOpen = false;
+  const header_ = () => {
+    const open = openCards();
+    headerOpen = open > 0;
+    drawHeader(header, model, rpc, cards.live, open, showBanner);
+  };
   let shownFinal: { text: string; html?: string } = { text: "" };
   const drawFinal = () => {
     const last = stream.lastText();
@@ -176,20 +200,20 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     cards.place();
     drawFinal();
   });
-  const markTitle = () => markWaiting(root, model.get("status") === "paused" && cards.live !== false);
+  const markTitle = () => markWaiting(root, model.get("status") === "paused" && cards.live !== false && openCards() > 0);
   let lastStatus = String(model.get("status") || "");
   model.on("change:status", () => {
     markTitle();
     const now = String(model.get("status") || "");
     if (now === "paused" && lastStatus !== "paused") {
-      const [title, body] = waitingNote(model);
+      const [title, body] = waitingNote(model, feed.all());
       notifyWaiting(title, body, String(model.get("reply_id") || title));
     }
     lastStatus = now;
     // a reply that stopped (ended, or waits for a person): its record is saved as it stands
     if (now !== "running") stream.saveNow();
     const status = String(model.get("status") || "");
-    say(`${model.get("agent_name") || "agent"}: ${STATUS_TEXT[status] || status}`);
+    say(`${model.get("agent_name") || "agent"}: ${statusText(status, openCards())}`);
     header_();
     cards.drawAll();
   });
@@ -263,7 +287,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   const connect = async () => {
     const reply = await rpc.request("sync", { transcript_seq: stream.seq, cards_seq: feed.seq }, { timeoutMs: 4000 });
     if (disposed) return;
-    if (reply.code === "no_kernel" || reply.code === "no_answer") {
+    if (!reply.ok && (reply.code === "no_kernel" || reply.code === "no_answer")) {
       setLive(reply.code === "no_kernel" ? "gone" : "silent");
       if (reply.code === "no_answer") recheck = window.setTimeout(check, 3000);
       return;
@@ -272,8 +296,8 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     synced = true;
     // a widget whose owner does not stream (AG-UI and service consoles) refuses "sync": nothing to bring in step
     if (reply.ok) {
-      stream.take(reply.transcript || {});
-      feed.take(reply.cards || {});
+      stream.take(reply.transcript);
+      feed.take(reply.cards);
     }
   };
   rpc.onAnswer = () => {

@@ -7,32 +7,24 @@
 import type { AnyModel } from "@anywidget/types";
 import type { Rpc } from "../lib/rpc";
 import { SeqStream, type SyncAnswer } from "../lib/seq_stream";
+import type { ReplyProtocol, TranscriptMsg, TranscriptOp } from "../messages";
 import type { ReplyModel, TranscriptEntry } from "../types";
 
-type Op =
-  | { op: "add"; entry: TranscriptEntry }
-  | { op: "append"; id: string; text: string }
-  | { op: "set"; id: string; fields: Partial<TranscriptEntry> };
-
-interface StreamMsg {
-  type: "nbh_transcript";
-  seq: number;
-  ops: Op[];
-}
+type FullSync = { seq: number; entries: TranscriptEntry[] };
 
 /** The entries one message changed, in the order of its ops (a new entry
  * comes after every entry it follows); null after a sync: any may have. */
 export type Changed = TranscriptEntry[] | null;
 
-export class TranscriptStream extends SeqStream<StreamMsg, TranscriptEntry[]> {
+export class TranscriptStream extends SeqStream<TranscriptMsg, TranscriptEntry[], FullSync> {
   entries: TranscriptEntry[] = [];
   private byId = new Map<string, TranscriptEntry>();
   private lastTextEntry: TranscriptEntry | undefined;
 
-  constructor(model: AnyModel<ReplyModel>, rpc: Rpc, private onChange: (changed: Changed) => void) {
+  constructor(model: AnyModel<ReplyModel>, private rpc: Rpc<ReplyProtocol>, private onChange: (changed: Changed) => void) {
     // the seq the trait includes (unknown for a widget saved before it was kept: -1)
     const seq = model.get("transcript_seq");
-    super(model, rpc, "transcript_sync", typeof seq === "number" ? seq : -1);
+    super(model, typeof seq === "number" ? seq : -1);
     this.fromTrait();
   }
 
@@ -79,14 +71,18 @@ export class TranscriptStream extends SeqStream<StreamMsg, TranscriptEntry[]> {
     this.lastTextEntry = this.entries.filter((e) => e.kind === "text").pop();
   }
 
-  protected accepts(msg: unknown): msg is StreamMsg {
-    const m = msg as Partial<StreamMsg> | null;
+  protected accepts(msg: unknown): msg is TranscriptMsg {
+    const m = msg as Partial<TranscriptMsg> | null;
     return !!m && m.type === "nbh_transcript" && typeof m.seq === "number" && Array.isArray(m.ops);
   }
 
-  protected resetFrom(reply: SyncAnswer): boolean {
-    if (!Array.isArray(reply.entries)) return false;
-    this.reset(reply.entries as TranscriptEntry[]);
+  protected requestSync(seq: number) {
+    return this.rpc.request("transcript_sync", { seq });
+  }
+
+  protected resetFrom(reply: SyncAnswer<FullSync>): boolean {
+    if (!("entries" in reply) || !Array.isArray(reply.entries)) return false;
+    this.reset(reply.entries);
     return true;
   }
 
@@ -95,7 +91,7 @@ export class TranscriptStream extends SeqStream<StreamMsg, TranscriptEntry[]> {
   }
 
   /** Apply one message's ops; the entries they touched, each once, in op order. */
-  protected apply(msg: StreamMsg): TranscriptEntry[] {
+  protected apply(msg: TranscriptMsg): TranscriptEntry[] {
     const touched = new Set<TranscriptEntry>();
     for (const op of msg.ops) {
       if (op.op === "add") {
@@ -120,7 +116,7 @@ export class TranscriptStream extends SeqStream<StreamMsg, TranscriptEntry[]> {
 
 /** Write a `set` op's fields into `e`; a field set to null is removed (e.g.
  * the `html` of a text that changed after it was rendered). */
-function setFields(e: TranscriptEntry, fields: Partial<TranscriptEntry>): void {
+function setFields(e: TranscriptEntry, fields: Extract<TranscriptOp, { op: "set" }>["fields"]): void {
   const target = e as unknown as Record<string, unknown>;
   for (const [key, value] of Object.entries(fields)) {
     if (value === null) delete target[key];

@@ -236,14 +236,16 @@ export class Transcript {
   }
 }
 
-/** "calling the model… 3 s", then "model call · 2.4 s · 120 in / 45 out tokens". */
+/** "calling the model… 3 s", then "model call · 2.4 s · 120 in / 45 out tokens"
+ * ("model call failed: AuthenticationError · 0.4 s" / "model call stopped · 3.0 s"). */
 export function stepText(e: TranscriptEntry): string {
   const model = e.model_name ? ` (${e.model_name})` : "";
   if (e.state === "calling") {
     const secs = e.started_at ? Math.max(0, Math.round(Date.now() / 1000 - e.started_at)) : 0;
     return `calling the model${model}… ${secs} s`;
   }
-  const parts = [`model call${model}`];
+  const ended = e.state === "failed" ? ` failed${e.error ? `: ${e.error}` : ""}` : e.state === "stopped" ? " stopped" : "";
+  const parts = [`model call${model}${ended}`];
   if (typeof e.elapsed === "number") parts.push(`${e.elapsed.toFixed(1)} s`);
   if (typeof e.input_tokens === "number") parts.push(`${e.input_tokens} in / ${e.output_tokens ?? 0} out tokens`);
   return parts.join(" · ");

@@ -416,7 +416,8 @@ def interrupt_view(
         "decision_reason", "bypass_immune", "suggested_rules", "ask_user",
         "ask_user_error", "response_schema", "deadline", "policy", "status":
         "open", "decision": None, "reason": None, "title", "message",
-        "review_output", "review_state", "review_error", "form_error"}``.
+        "review_output", "review_state", "review_error", "form_error",
+        "tool_hints"}``.
         Strings from the peer are only ever shown as text by the page.
     """
     kind = our_kind(interrupt)
@@ -447,6 +448,7 @@ def interrupt_view(
         "review_state": None,
         "review_error": None,
         "form_error": None,
+        "tool_hints": None,
     }
     if kind:
         view.update(kind_spec(kind).view_fields(meta))

@@ -26,12 +26,14 @@ from typing import Any, Protocol
 
 from ag_ui.core import EventType, ResumeEntry, UserMessage
 
+from ..answers import front
 from ..entries import entry_text, lookup_in
 from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError, PendingPauseError
 from ..guard import StreamBudget, StreamLimitReached
+from ..session._calls import install_kernel_hints
 from .client import AguiClient, AguiClientError, RemoteRunError
 from .mapping import META_KEY, ResumeError, check_resume, message_to_entry, parse_expires_at, validate_payload
-from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, view_data
+from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, move, view_data
 
 __all__ = ["RemoteSession", "TurnView", "ViewFactory"]
 
@@ -121,6 +123,7 @@ class RemoteSession:
         self.user_name = user_name
         self.messages: list[Any] = []
         self.turns: list[RemoteTurn] = []
+        install_kernel_hints()  # asyncio.run(remote.run(...)) in a cell: the error says to await
 
     # ------------------------------------------------------------ public API
     @property
@@ -260,7 +263,7 @@ class RemoteSession:
         for view in turn.pauses.values():
             entry = by_id.get(view["interrupt_id"])
             if entry is not None and view["status"] == "open":
-                view["status"] = "decided"
+                move(view, "decided")
                 view["decision"] = (
                     {"action": "cancel"}
                     if entry.status == "cancelled"
@@ -292,7 +295,8 @@ class RemoteSession:
         names = ", ".join(str(v["tool_name"]) for v in cards) or "the answers"
         turn.reason = f"The server refused your answer to {names}{code}: {record.error}"
         for view in cards:
-            view["status"], view["decision"] = "open", None
+            move(view, "open")  # the carrier's far side refused it: the call still waits
+            view["decision"] = None
             view["reason"] = view["refused"] = f"Refused by the server{code}: {record.error}"
             turn.answers.pop(view["interrupt_id"], None)
 
@@ -334,30 +338,18 @@ class RemoteSession:
         return self._act(turn, message)
 
     async def _act(self, turn: RemoteTurn, message: Any) -> dict[str, Any]:
-        if not isinstance(message, dict):
-            raise DecisionError("A page message must be a JSON object.")
-        action = message.get("action")
+        action = front.as_message(message).get("action")
         if action == "interrupt":
             return self._cancel_all(turn)
         if action == "entry_text":  # "Show all" on an entry shown in part
             turn.flush()
             return entry_text(lookup_in(turn.transcript), message.get("id"))
+        closed = None
         if turn is not self.current or turn.status != "paused":
-            raise PauseNotLiveError(
-                "This turn is not waiting for answers"
-                + (f" ({turn.status}{': ' + turn.reason if turn.reason else ''})." if turn.status else ".")
+            closed = f"this turn is not waiting for answers ({turn.status or 'not started'}" + (
+                f": {turn.reason})" if turn.reason else ")"
             )
-        key = message.get("tool_call_id")
-        view = turn.pauses.get(key) if isinstance(key, str) else None
-        if view is None:
-            raise DecisionError(f"The paused run has no interrupt {str(key)[:80]!r}.", field="tool_call_id")
-        reply_id = message.get("reply_id")
-        if reply_id is not None and reply_id != view["reply_id"]:
-            raise DecisionError(
-                f"This answer names run {str(reply_id)[:80]!r}, not {view['reply_id']!r}.", field="reply_id"
-            )
-        if view["status"] != "open":
-            raise AlreadyDecidedError(f"Already answered: {view['tool_name']} ({view['interrupt_id']}).")
+        view = front.arrive(turn.cards(), message, closed=closed).view  # the one front door's checks
         if turn.outbox is not None or turn.resume_ready.is_set():
             raise AlreadyDecidedError("The answers of this run are already being sent.")
         interrupt = turn.checked[view["interrupt_id"]]
@@ -377,7 +369,7 @@ class RemoteSession:
         if complete and self.auto_send:
             self._check(turn, [answers[i] for i in turn.interrupts])
         turn.answers = answers
-        view["status"] = "decided"
+        move(view, "decided")
         view["decision"] = answer_summary(entry, message, view)
         view["refused"] = view["reason"] = None
         sent = False
@@ -411,7 +403,8 @@ class RemoteSession:
         self._queue_resume(turn, entries)
         for view in turn.pauses.values():
             if view["status"] in ("open", "decided"):  # kept answers are cancelled too
-                view["status"] = "decided"
+                if view["status"] == "open":
+                    move(view, "decided")
                 view["decision"] = {"action": "cancel"}
         self._push(turn, force=True)
         return {"status": "cancelling"}
@@ -449,7 +442,7 @@ class RemoteSession:
         finally:
             for view in turn.pauses.values():
                 if view["status"] == "open" and turn.status != "paused":
-                    view["status"], view["reason"] = "expired", turn.reason or f"The turn {turn.status}."
+                    move(view, "expired", reason=turn.reason or f"The turn {turn.status}.")
             self._push(turn, force=True)
             turn.settled.set()
             if turn.verdict is not None and not turn.verdict.done():

@@ -34,13 +34,17 @@ from ag_ui.core import (
     ToolMessage,
 )
 
+from ..answers.lifecycle import transition
 from ..entries import shown_entry
 from ..markdown import markdown_html
+from ..pauses import PauseStatus
 from .cards import checked_interrupt, metadata_problem, safe_view, view_problem
 from .client import AguiClientError
 from .mapping import META_KEY
 
 __all__ = [
+    "RemoteCard",
+    "move",
     "RemoteTurn",
     "RunReader",
     "RunRecord",
@@ -82,6 +86,65 @@ class RunRecord:
     error: str | None = None
     error_code: str | None = None
     refused_input: dict[str, Any] | None = None
+
+
+class RemoteCard:
+    """A remote interrupt's pause view as the front door and the status
+    table see it (:class:`~nb_hitl.answers.front.Answerable`): the view dict
+    is the state, this only reads and moves it. The interrupt's
+    ``expires_at`` is judged by the client itself (an expired interrupt may
+    still be cancelled: AG-UI), so ``deadline`` is ``None`` here.
+
+    Args:
+        view: the pause view (see :func:`~nb_hitl.agui.mapping.interrupt_view`).
+    """
+
+    deadline = None
+
+    def __init__(self, view: dict[str, Any]) -> None:
+        self.view = view
+
+    @property
+    def tool_call_id(self) -> str:
+        return str(self.view["tool_call_id"])
+
+    @property
+    def reply_id(self) -> str:
+        return str(self.view["reply_id"])
+
+    @property
+    def tool_name(self) -> str:
+        return str(self.view["tool_name"])
+
+    @property
+    def decision(self) -> dict[str, Any] | None:
+        return self.view.get("decision")
+
+    @property
+    def status(self) -> Any:
+        return self.view["status"]
+
+    @status.setter
+    def status(self, value: Any) -> None:
+        self.view["status"] = value
+
+    @property
+    def reason(self) -> str | None:
+        return self.view.get("reason")
+
+    @reason.setter
+    def reason(self, value: str | None) -> None:
+        self.view["reason"] = value
+
+
+def move(view: dict[str, Any], to: PauseStatus, *, reason: str | None = None) -> None:
+    """Move a remote pause view's status along the one status table
+    (:func:`~nb_hitl.answers.lifecycle.transition`); ``open -> decided``
+    passes through ``deciding``, as a local answer does."""
+    card = RemoteCard(view)
+    if to == "decided" and card.status == "open":
+        transition(card, "deciding")
+    transition(card, to, reason=reason)
 
 
 @dataclass
@@ -132,6 +195,10 @@ class RemoteTurn:
     def widget(self) -> Any:
         """The widget drawing this turn (the view's ``widget``, else the view)."""
         return getattr(self.view, "widget", self.view)
+
+    def cards(self) -> dict[str, RemoteCard]:
+        """The pause views as :class:`RemoteCard` s, by the key answers name."""
+        return {key: RemoteCard(view) for key, view in self.pauses.items()}
 
     def open_pauses(self) -> list[dict[str, Any]]:
         """Pause views still waiting for an answer."""
@@ -364,7 +431,7 @@ class RunReader:
             return
         for view in turn.pauses.values():
             if view["status"] == "decided":
-                view["status"] = "delivered"
+                move(view, "delivered")
         if kind == "cancelled":
             turn.status, turn.reason = "interrupted", "The agent cancelled the run."
             return
@@ -381,10 +448,10 @@ class RunReader:
             )
         record.interrupts = interrupts
         for view in turn.pauses.values():
-            if view["status"] in ("open", "decided"):
-                view["status"] = "delivered" if view["status"] == "decided" else "expired"
-                if view["status"] == "expired":
-                    view["reason"] = "The server no longer waits for this answer."
+            if view["status"] == "decided":
+                move(view, "delivered")
+            elif view["status"] == "open":
+                move(view, "expired", reason="The server no longer waits for this answer.")
         turn.interrupts = {i.id: i for i in interrupts}
         turn.answers = {}
         counts: dict[str, int] = {}

@@ -7,8 +7,10 @@ console's card: each hands the page message (``{"action", "tool_call_id",
 :func:`verify` before the answer is recorded and carried. The refusal
 sentences a person reads are written here and nowhere else.
 
-* :func:`admit` (synchronous): shape, lookup, ``reply_id``, still open,
-  answered once, deadline, then the kind's pure
+* :func:`arrive` (synchronous): shape, lookup, ``reply_id``, still open,
+  answered once, deadline; for any :class:`Answerable` card, so the AG-UI
+  client's remote cards pass the same check as local pauses;
+* :func:`admit`: :func:`arrive`, then the kind's pure
   :func:`~nb_hitl.decisions.decide`; the pause goes ``open -> deciding``.
 * :func:`verify` (async): the checks that need the agent's tool and engine
   (permission re-check of an edited input, edited "Always allow" rules,
@@ -22,17 +24,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ..decisions import Decision, check_external_result, check_rules_match, decide, recheck_permission
 from ..errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError
-from ..pauses import Pause
+from ..pauses import Pause, PauseStatus
 from .lifecycle import ANSWERED, transition
 
 __all__ = [
     "MAX_BATCH",
     "CONTROL_ACTIONS",
+    "Answerable",
     "as_message",
+    "arrive",
     "admit",
     "admit_all",
     "release",
@@ -75,54 +79,101 @@ def as_message(message: Any) -> dict[str, Any]:
     return message
 
 
+class Answerable(Protocol):
+    """What the front door and the status table read of a card: a local
+    :class:`~nb_hitl.pauses.Pause`, or the AG-UI client's view of a remote
+    interrupt (:class:`~nb_hitl.agui.remote.RemoteCard`)."""
+
+    status: PauseStatus
+    reason: str | None
+
+    @property
+    def tool_call_id(self) -> str: ...
+
+    @property
+    def reply_id(self) -> str: ...
+
+    @property
+    def tool_name(self) -> str: ...
+
+    @property
+    def decision(self) -> dict[str, Any] | None: ...
+
+    @property
+    def deadline(self) -> float | None: ...
+
+
+A = TypeVar("A", bound=Answerable)
+
+
+def arrive(cards: Mapping[str, A], message: Any, *, closed: str | None = None, now: float | None = None) -> A:
+    """The arrival check of every road: which card an answer is for, and
+    whether that card still takes one.
+
+    Args:
+        cards: the cards this road may answer, by ``tool_call`` id.
+        message: the raw page message (untrusted: any JSON value).
+        closed: why no answer is taken any more (the reply ended, the
+            session was superseded, the remote turn is not waiting), or
+            ``None`` while answers are taken.
+        now: the time (``time.time()`` seconds) deadlines are judged at.
+
+    Returns:
+        the card (its status unchanged).
+
+    Raises:
+        DecisionError: not an object, no ``tool_call_id``, no such tool call,
+            another ``reply_id``.
+        AlreadyDecidedError: the call has its answer already (exactly once).
+        PauseNotLiveError: the card expired, its deadline passed, or ``closed``.
+    """
+    message = as_message(message)
+    tool_call_id = message.get("tool_call_id")
+    if not isinstance(tool_call_id, str) or not tool_call_id:
+        raise DecisionError("The message names no tool_call_id.", field="tool_call_id")
+    card = cards.get(tool_call_id)
+    if card is None:
+        raise DecisionError(f"This reply has no open tool call {tool_call_id[:80]!r}.", field="tool_call_id")
+    reply_id = message.get("reply_id")
+    if reply_id is not None and reply_id != card.reply_id:
+        raise DecisionError(
+            f"This decision names reply {str(reply_id)[:80]!r}, but the tool call belongs to reply {card.reply_id!r}.",
+            field="reply_id",
+        )
+    if card.decision is not None and card.decision.get("action") == "timeout":
+        raise PauseNotLiveError(
+            f"The deadline of this pause passed; {card.decision.get('applied') or 'the default was applied'}."
+        )
+    if card.status in ANSWERED:
+        raise AlreadyDecidedError(
+            f"Already decided: {card.tool_name} ({tool_call_id}) has its decision"
+            + (f" ({card.decision.get('action')})." if card.decision else ".")
+        )
+    if card.status == "expired" or closed is not None:
+        raise PauseNotLiveError(f"This pause is no longer live: {card.reason or closed or 'the reply ended'}")
+    if card.deadline is not None and (time.time() if now is None else now) > card.deadline:
+        raise PauseNotLiveError("The deadline of this pause has passed.")
+    return card
+
+
 def admit(
     pauses: Mapping[str, Pause], message: Any, *, closed: str | None = None, now: float | None = None
 ) -> tuple[Pause, Decision]:
-    """Check one arriving answer and turn it into a :class:`~nb_hitl.decisions.Decision`.
+    """:func:`arrive`, then the kind's pure :func:`~nb_hitl.decisions.decide`:
+    the answer of a local pause as AgentScope's objects.
 
     Args:
-        pauses: the pauses this road may answer, by ``tool_call`` id.
-        message: the raw page message (untrusted: any JSON value).
-        closed: why no answer is taken any more (the reply ended, the
-            session was superseded), or ``None`` while answers are taken.
-        now: the time (``time.time()`` seconds) deadlines are judged at.
+        pauses, message, closed, now: as for :func:`arrive`.
 
     Returns:
         ``(pause, decision)``; the pause is now ``deciding`` (hand it back with
         :func:`release` if a later step refuses).
 
     Raises:
-        DecisionError: not an object, no ``tool_call_id``, no such tool call,
-            another ``reply_id``, or the kind's own refusal (``field`` set).
-        AlreadyDecidedError: the call has its answer already (exactly once).
-        PauseNotLiveError: the pause expired, its deadline passed, or ``closed``.
+        DecisionError: as :func:`arrive`, or the kind's own refusal (``field`` set).
+        AlreadyDecidedError, PauseNotLiveError: as :func:`arrive`.
     """
-    message = as_message(message)
-    tool_call_id = message.get("tool_call_id")
-    if not isinstance(tool_call_id, str) or not tool_call_id:
-        raise DecisionError("The message names no tool_call_id.", field="tool_call_id")
-    pause = pauses.get(tool_call_id)
-    if pause is None:
-        raise DecisionError(f"This reply has no open tool call {tool_call_id[:80]!r}.", field="tool_call_id")
-    reply_id = message.get("reply_id")
-    if reply_id is not None and reply_id != pause.reply_id:
-        raise DecisionError(
-            f"This decision names reply {str(reply_id)[:80]!r}, but the tool call belongs to reply {pause.reply_id!r}.",
-            field="reply_id",
-        )
-    if pause.decision is not None and pause.decision.get("action") == "timeout":
-        raise PauseNotLiveError(
-            f"The deadline of this pause passed; {pause.decision.get('applied') or 'the default was applied'}."
-        )
-    if pause.status in ANSWERED:
-        raise AlreadyDecidedError(
-            f"Already decided: {pause.tool_name} ({tool_call_id}) has its decision"
-            + (f" ({pause.decision.get('action')})." if pause.decision else ".")
-        )
-    if pause.status == "expired" or closed is not None:
-        raise PauseNotLiveError(f"This pause is no longer live: {pause.reason or closed or 'the reply ended'}")
-    if pause.deadline is not None and (time.time() if now is None else now) > pause.deadline:
-        raise PauseNotLiveError("The deadline of this pause has passed.")
+    pause = arrive(pauses, message, closed=closed, now=now)
     decision = decide(pause, message)
     transition(pause, "deciding")
     return pause, decision

@@ -6,6 +6,7 @@ through :func:`transition`, along the named edges of :data:`TRANSITIONS`::
     open -> deciding -> decided -> delivered
     open | deciding | decided | delivered -> expired
     deciding -> open (a check refused the answer, or the carrier could not apply it)
+    decided -> open (the far side refused what the carrier handed it: an AG-UI resume refused by the server)
 
 The local :class:`~nb_hitl.session.Session`, the AG-UI server (which drives
 one), the AG-UI client and the service console all move their pauses through
@@ -19,15 +20,21 @@ this table, so "decided" and "delivered" mean the same everywhere:
   this is set only when the answer produced the call's result.
 
 An illegal change raises :class:`PauseTransitionError` (an internal error,
-logged) instead of silently overwriting the status.
+logged) instead of silently overwriting the status. A pause whose answer is
+carried outside the agent's queue (``Pause.carrier``: an MCP server waiting
+for its elicitation) hears here of its expiry, whatever ended it.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from ..errors import NbHitlError
-from ..pauses import Pause, PauseStatus
+from ..pauses import PauseStatus
+
+if TYPE_CHECKING:
+    from .front import Answerable
 
 __all__ = ["TRANSITIONS", "PauseTransitionError", "transition", "can_transition", "ANSWERED"]
 
@@ -38,6 +45,7 @@ TRANSITIONS: dict[tuple[PauseStatus, PauseStatus], str] = {
     ("deciding", "open"): "refuse",  # a check (or the carrier) refused it: the pause is open again
     ("deciding", "decided"): "record",  # audited and queued / handed to the carrier
     ("decided", "delivered"): "deliver",  # the agent (or the service) took it
+    ("decided", "open"): "refuse",  # the carrier's far side refused it before the agent took it (an AG-UI resume)
     ("delivered", "delivered"): "deliver",  # the tool result arrived for a delivered decision
     ("open", "expired"): "expire",
     ("deciding", "expired"): "expire",
@@ -54,12 +62,12 @@ class PauseTransitionError(NbHitlError):
     """An illegal pause status change was asked for (a bug in nb_hitl, not a user error)."""
 
 
-def can_transition(pause: Pause, to: PauseStatus) -> bool:
+def can_transition(pause: Answerable, to: PauseStatus) -> bool:
     """Whether ``pause`` may move from its status to ``to``."""
     return (pause.status, to) in TRANSITIONS
 
 
-def transition(pause: Pause, to: PauseStatus, *, reason: str | None = None) -> str:
+def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None) -> str:
     """Move ``pause.status`` to ``to`` along a legal edge of :data:`TRANSITIONS`.
 
     Args:
@@ -84,4 +92,10 @@ def transition(pause: Pause, to: PauseStatus, *, reason: str | None = None) -> s
     pause.status = to
     if reason is not None:
         pause.reason = reason
+    carrier = getattr(pause, "carrier", None)  # a local Pause may have one; a remote card has none
+    if to == "expired" and carrier is not None:
+        try:
+            carrier.expired(pause.reason or "The pause expired.")
+        except Exception:  # a carrier never stops the status change
+            log.exception("the carrier of %s failed on expiry", pause.tool_call_id)
     return name

@@ -14,7 +14,7 @@ the same way. A record (version :data:`RECORD_VERSION`)::
      "origin": {"road": "kernel" | "agui" | "service",
                 "thread_id", "run_id",            # AG-UI
                 "service_url", "service_session_id", "agent_id"},   # AgentScope's service
-     "edited_input", "confirmed", "accepted_rules", "answers", "output", "reason",
+     "edited_input", "confirmed", "accepted_rules", "answers", "output", "content", "reason",
      "told"}                              # what the model read, when the road knows it
 
 Version 1 lines (written before the version field existed) have no ``v``
@@ -79,6 +79,7 @@ def decision_fields(decision: Decision) -> dict[str, Any]:
         "accepted_rules": summary.get("accepted_rules", []),
         "answers": summary.get("answers"),
         "output": summary.get("output"),
+        **({"content": summary["content"]} if "content" in summary else {}),
         **({"reason": decision.reason} if decision.reason else {}),
     }
 

@@ -1,7 +1,7 @@
 """One module per pause kind, behind a small registry.
 
 A pause (:class:`~nb_hitl.pauses.Pause`) has a kind: ``confirm``,
-``ask_user``, ``external``, ``review`` or ``form``. Everything that varies
+``ask_user``, ``external``, ``review``, ``form`` or ``elicitation``. Everything that varies
 by kind (completing a built pause, page message -> AgentScope object, the
 deadline / cancel default, the AG-UI interrupt mapping) lives in that
 kind's :class:`PauseKindSpec`; generic code asks :func:`kind_spec` and never
@@ -14,6 +14,7 @@ from __future__ import annotations
 from ._base import Decision, PauseHost, PauseKindSpec, PauseShaper
 from .ask_user import AskUserKind
 from .confirm import ConfirmKind
+from .elicitation import ElicitationKind
 from .external import ExternalKind
 from .form import FormKind, FormTool
 from .review import ReviewKind
@@ -32,12 +33,13 @@ __all__ = [
 ]
 
 _REGISTRY: dict[str, PauseKindSpec] = {
-    spec.name: spec for spec in (ConfirmKind(), AskUserKind(), ExternalKind(), FormKind(), ReviewKind())
+    spec.name: spec
+    for spec in (ConfirmKind(), AskUserKind(), ExternalKind(), FormKind(), ReviewKind(), ElicitationKind())
 }
 
 KINDS: tuple[str, ...] = tuple(_REGISTRY)
 """The pause kinds, in the order AG-UI metadata lists them:
-``("confirm", "ask_user", "external", "form", "review")``."""
+``("confirm", "ask_user", "external", "form", "review", "elicitation")``."""
 
 
 def kind_spec(name: str) -> PauseKindSpec:

@@ -1,7 +1,7 @@
 """What every pause kind provides, and what a kind's answer becomes.
 
-:class:`PauseKindSpec` is the base of the five kind modules (``confirm``,
-``ask_user``, ``external``, ``review``, ``form``): one object per kind that
+:class:`PauseKindSpec` is the base of the six kind modules (``confirm``,
+``ask_user``, ``external``, ``review``, ``form``, ``elicitation``): one object per kind that
 completes a built pause, turns a validated page message into a
 :class:`Decision`, names its deadline/cancel default and maps the pause to
 and from an AG-UI interrupt. :class:`PauseShaper` / :class:`PauseHost` are
@@ -76,6 +76,8 @@ class Decision:
             only on that file content.
         input_diff: for ``modify``, the unified diff of the model's input
             and the edited one (pretty-printed JSON), else ``None``.
+        content: kind ``elicitation``: the value an accepted MCP
+            elicitation sends the server (checked against its schema), else ``None``.
     """
 
     tool_call_id: str
@@ -93,6 +95,7 @@ class Decision:
     reason: str | None = None
     seen_file: dict[str, Any] | None = None
     input_diff: str | None = None
+    content: dict[str, Any] | None = None
 
     @property
     def is_confirmation(self) -> bool:
@@ -119,6 +122,8 @@ class Decision:
             out["note"] = self.note
         if self.accepted_rules:
             out["accepted_rules"] = [rule_label(r) for r in self.accepted_rules]
+        if self.content is not None:
+            out["content"] = self.content
         if self.answers is not None:
             out["answers"] = self.answers.model_dump(mode="json")["answers"]
         if self.tool_result is not None:

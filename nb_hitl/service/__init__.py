@@ -7,7 +7,7 @@ and are judged by what the service does next.
 
 Modules: ``http`` (calls), ``inbox`` (rows), ``outcome`` (verdicts from the
 stream), ``ledger`` (answers remembered), ``transcript`` (messages as entries),
-``console`` (one session),
+``console`` (one session), ``answering`` (its answers),
 ``client`` (the whole), ``app`` / ``embedded`` (a local service to try it),
 ``script`` (what the offline model says).
 """
@@ -15,7 +15,7 @@ stream), ``ledger`` (answers remembered), ``transcript`` (messages as entries),
 from __future__ import annotations
 
 from .client import ServiceClient
-from .console import AlreadyApprovedError, SessionConsole
+from .console import AlreadyApprovedError, OutcomeError, SessionConsole
 from .http import ServiceError, ServiceHTTP
 from .inbox import InboxEntry, InboxState
 from .ledger import AnswerLedger
@@ -25,6 +25,7 @@ __all__ = [
     "ServiceClient",
     "SessionConsole",
     "AlreadyApprovedError",
+    "OutcomeError",
     "ServiceHTTP",
     "ServiceError",
     "InboxEntry",

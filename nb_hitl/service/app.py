@@ -87,7 +87,10 @@ def make_storage(url: str) -> Any:
         url: ``redis://host:port/db`` -> ``RedisStorage``; any SQLAlchemy
             async URL (``sqlite+aiosqlite:///file.db``,
             ``postgresql+asyncpg://user@host:port/db``) ->
-            ``AsyncSQLAlchemyStorage(url, create_tables=True)``.
+            ``AsyncSQLAlchemyStorage(url, create_tables=True)``, its pooled
+            connections checked before use (``pool_pre_ping``: after a
+            database restart a worker's next call works instead of failing
+            once per stale connection).
     """
     if url.startswith("redis://"):
         from agentscope.app.storage import RedisStorage
@@ -96,7 +99,7 @@ def make_storage(url: str) -> Any:
         return RedisStorage(host=u.hostname or "127.0.0.1", port=u.port or 6379, db=int((u.path or "/0")[1:] or 0))
     from agentscope.app.storage import AsyncSQLAlchemyStorage
 
-    return AsyncSQLAlchemyStorage(url, create_tables=True)
+    return AsyncSQLAlchemyStorage(url, create_tables=True, engine_kwargs={"pool_pre_ping": True})
 
 
 def make_bus(url: str) -> Any:

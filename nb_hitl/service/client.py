@@ -28,11 +28,11 @@ from typing import Any
 import httpx
 
 from ..errors import DecisionError
-from .console import SessionConsole
+from .console import SessionConsole, console_name
 from .http import ServiceHTTP
 from .inbox import InboxEntry, InboxState
 from .ledger import AnswerLedger
-from .outcome import Outcome
+from .outcome import Outcome, is_not_taken
 
 __all__ = ["ServiceClient"]
 
@@ -63,6 +63,10 @@ class ServiceClient:
         state: the :class:`~nb_hitl.service.inbox.InboxState`.
         ledger: the :class:`~nb_hitl.service.ledger.AnswerLedger`.
         consoles: ``{session_id: SessionConsole}`` opened so far.
+        console_id: this console's name in the answers it sends (another
+            console reading them says where they came from).
+        notice: what the inbox says above its rows about the service itself
+            (its workers not taking answers), or ``""``.
     """
 
     def __init__(
@@ -88,6 +92,8 @@ class ServiceClient:
         self.stranded_after = stranded_after
         self.outcome_timeout = outcome_timeout
         self.consoles: dict[str, SessionConsole] = {}
+        self.console_id = console_name()
+        self.notice = ""
         self.view: Any = None
         self._widget: Any = None
         self._poller: asyncio.Task[None] | None = None
@@ -143,7 +149,7 @@ class ServiceClient:
         try:
             with w.hold_sync():
                 w.entries = self.state.views()
-                w.error = self.state.error
+                w.error = self.state.error or self.notice
                 w.updated = time.time()
         except Exception:  # a closed comm never stops the inbox
             log.debug("could not update the inbox widget", exc_info=True)
@@ -193,6 +199,7 @@ class ServiceClient:
                 outcome_timeout=self.outcome_timeout,
                 on_answered=self._answered,
                 stranded_after=self.stranded_after,
+                console_id=self.console_id,
             )
             self.consoles[session_id] = console
         await console.refresh()
@@ -204,9 +211,14 @@ class ServiceClient:
         return console
 
     def _answered(self, session_id: str, outcome: Outcome) -> None:
-        if outcome.status == "applied":
+        if is_not_taken(outcome):
+            # the rows look healthy (the service still answers): say so above them
+            self.notice = f"The service cannot apply answers now. {outcome.detail}"
+        elif outcome.status in ("applied", "answered_elsewhere"):
+            self.notice = ""  # a worker took an answer: the service applies answers again
+        if outcome.applied:
             self.state.forget(session_id)
-            self._push()
+        self._push()
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().create_task(self.state.poll())
 

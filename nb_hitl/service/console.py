@@ -4,19 +4,10 @@
 the pauses of nb_hitl's :class:`~nb_hitl.widgets.reply.ReplyWidget` (the same
 cards as a local pause: each parked tool-call block becomes a
 :class:`~nb_hitl.pauses.Pause` through :func:`~nb_hitl.pauses.build_pause`),
-and answers the card's messages:
-
-1. :func:`~nb_hitl.decisions.decide` turns the page message into AgentScope's
-   ``ConfirmResult`` / ``ToolResultBlock`` or refuses it at the card;
-2. a call this console already approved (see
-   :class:`~nb_hitl.service.ledger.AnswerLedger`) is refused once with the time
-   of the first approval; the next Approve on that card is the explicit
-   second approval;
-3. the answer is recorded, sent as ``UserConfirmResultEvent`` /
-   ``ExternalExecutionResultEvent`` JSON, and judged on the stream
-   (:func:`~nb_hitl.service.outcome.await_outcome`): the card says
-   ``delivered`` only once the service applied it, and shows the error
-   otherwise, the call staying answerable.
+and answers the card's messages through nb_hitl's one pipeline of answers
+(:class:`~nb_hitl.service.answering.Answering`: the front door, the status
+table, the audit record, AgentScope's events judged on the stream; the card
+says ``delivered`` only when this answer produced the call's result).
 
 While open it follows the session's stream and re-reads ``/messages`` when a
 reply ends, so late output of a tool the service moved to the background
@@ -28,42 +19,43 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from agentscope.message import ToolCallBlock
-from agentscope.tool import AskUser
 
 from .._agentscope import enum_value
 from ..answers import front
-from ..decisions import decide
+from ..answers.lifecycle import transition
 from ..entries import entry_text, lookup_in, shown_entry
-from ..errors import DecisionError, NbHitlError, PauseNotLiveError
+from ..errors import PauseNotLiveError
 from ..pauses import Pause, build_pause
-from .http import ServiceError, ServiceHTTP, confirm_body, external_body, user_msg_body
+from .answering import AlreadyApprovedError, Answering, OutcomeError, tool_for
+from .http import ServiceError, ServiceHTTP, user_msg_body
 from .inbox import parked_calls
-from .ledger import APPROVING, AnswerLedger
-from .outcome import Outcome, await_outcome
+from .ledger import AnswerLedger
+from .outcome import Outcome
 from .transcript import transcript_entries
 
-__all__ = ["SessionConsole", "transcript_entries", "AlreadyApprovedError"]
+__all__ = ["SessionConsole", "transcript_entries", "AlreadyApprovedError", "OutcomeError"]
 
 log = logging.getLogger(__name__)
 
-
-class AlreadyApprovedError(NbHitlError):
-    """The console already approved this call; the next approval is the explicit second one."""
-
-    code = "already_approved"
+IN_FLIGHT = ("deciding", "decided")
+"""Pause statuses of an answer on its way (a refresh keeps them)."""
 
 
-def _tool_for(name: str) -> Any:
-    # AskUser is AgentScope's own tool: its schemas make the AskUser card
-    return AskUser() if name == "AskUser" else None
+def console_name() -> str:
+    """This console's name in the answers it sends (``host:pid:random``), so
+    another console can say where an answer came from."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-class SessionConsole:
+class SessionConsole(Answering):
     """The console of one service session.
 
     Args:
@@ -75,6 +67,10 @@ class SessionConsole:
         on_answered: called with ``(session_id, outcome)`` after every answer.
         stranded_after: seconds ``running`` before the header says the
             session looks stranded (a worker died mid-turn).
+        take_within: seconds a worker has to take an answer (echo it on the
+            stream) before the console says the service is not taking answers.
+        console_id: this console's name in the answers it sends (default
+            :func:`console_name`).
 
     Attributes:
         pauses: ``{tool_call_id: Pause}`` of the parked reply.
@@ -95,6 +91,8 @@ class SessionConsole:
         outcome_timeout: float = 10.0,
         on_answered: Callable[[str, Outcome], None] | None = None,
         stranded_after: float = 60.0,
+        take_within: float = 8.0,
+        console_id: str | None = None,
     ) -> None:
         self.http = http
         self.ledger = ledger
@@ -112,7 +110,8 @@ class SessionConsole:
         self.widget: Any = None
         self._armed: set[str] = set()
         self._watch: asyncio.Task[None] | None = None
-        self._sending: set[str] = set()
+        self.take_within = take_within
+        self.console_id = console_id or console_name()
         self.stranded_after = stranded_after
         self._running_since: float | None = None
 
@@ -172,20 +171,21 @@ class SessionConsole:
         for block in calls:
             tcid = str(block.get("id"))
             old = self.pauses.get(tcid)
-            if old is not None and old.reply_id == reply_id and old.status != "delivered":
+            if old is not None and old.reply_id == reply_id and old.status in ("open", *IN_FLIGHT):
                 fresh[tcid] = old
                 continue
-            pause = build_pause(str(reply_id), ToolCallBlock.model_validate(block), _tool_for(str(block.get("name"))))
+            pause = build_pause(str(reply_id), ToolCallBlock.model_validate(block), tool_for(str(block.get("name"))))
             self._flag(pause)
             fresh[tcid] = pause
         for tcid, old in self.pauses.items():
             if tcid in fresh:
                 continue
-            if status == "running":
-                fresh[tcid] = old  # a run is on: the stored state says nothing yet
-            elif old.status in ("open", "deciding") and tcid not in self._sending:
-                old.status = "expired"
-                old.reason = "No longer waiting on the service (answered elsewhere, or the reply ended)."
+            if status == "running" or old.status in IN_FLIGHT:
+                fresh[tcid] = old  # a run is on, or an answer on its way: the stored state says nothing yet
+            elif old.status == "open":
+                transition(
+                    old, "expired", reason="No longer waiting on the service (answered elsewhere, or the reply ended)."
+                )
                 fresh[tcid] = old
             elif old.status in ("delivered", "expired") and old.reply_id == self.reply_id:
                 fresh[tcid] = old  # the record of the last parked reply stays on its card
@@ -195,6 +195,11 @@ class SessionConsole:
         elif self._running_since is None:
             self._running_since = time.monotonic()
         self._push()
+
+    @property
+    def in_flight(self) -> bool:
+        """An answer of this console is on its way (a pause ``deciding`` or ``decided``)."""
+        return any(p.status in IN_FLIGHT for p in self.pauses.values())
 
     @property
     def stranded(self) -> bool:
@@ -214,127 +219,14 @@ class SessionConsole:
     # -- acting ------------------------------------------------------------
     def handle(self, message: Any) -> Any:
         """The ReplyWidget handler (page message -> awaitable answer)."""
-        if front.as_message(message).get("action") == "interrupt":
+        action = front.as_message(message).get("action")
+        if action == "interrupt":
             return self.interrupt()
-        if message.get("action") == "entry_text":  # "Show all" on an entry shown in part
+        if action == "entry_text":  # "Show all" on an entry shown in part
             return entry_text(lookup_in(self.transcript), message.get("id"))
+        if action == "batch":  # "Submit all" / "Approve all"
+            return self.answer_batch(message)
         return self.answer(message)
-
-    async def answer(self, message: dict[str, Any]) -> dict[str, Any]:
-        """Decide, record, send and judge one page message.
-
-        Returns:
-            ``{"status": "delivered", "decision": {...}, "outcome": str}``.
-
-        Raises:
-            DecisionError: the message does not fit the pause (nothing sent).
-            AlreadyApprovedError: the call was approved before; send the
-                approval again to confirm a second run.
-            PauseNotLiveError: the call no longer waits.
-            NbHitlError: the service refused the answer or gave no verdict.
-        """
-        tcid = message.get("tool_call_id")
-        pause = self.pauses.get(tcid) if isinstance(tcid, str) else None
-        if pause is None:
-            raise DecisionError(f"This session has no open tool call {str(tcid)[:80]!r}.", field="tool_call_id")
-        if message.get("reply_id") not in (None, pause.reply_id):
-            raise DecisionError(
-                f"This answer names reply {str(message.get('reply_id'))[:80]!r}, but the call belongs to "
-                f"reply {pause.reply_id!r}.",
-                field="reply_id",
-            )
-        if pause.status != "open" or tcid in self._sending:
-            raise PauseNotLiveError(f"This call is {pause.status}: {pause.reason or 'an answer is on its way'}.")
-        decision = decide(pause, message)
-        first = self.ledger.approved(self.session_id, pause.tool_call_id)
-        second = False
-        if first is not None and decision.action in APPROVING:
-            if pause.tool_call_id not in self._armed:
-                self._armed.add(pause.tool_call_id)
-                raise AlreadyApprovedError(
-                    f"Already approved at {first.get('time')} from this console; the service asks again because it "
-                    "lost the end of that run. Approve again to run the tool a second time.",
-                    field="action",
-                )
-            second = True
-        if decision.confirm_result is not None:
-            body = confirm_body(pause.reply_id, [decision.confirm_result])
-        else:
-            assert decision.tool_result is not None
-            body = external_body(pause.reply_id, [decision.tool_result])
-        outcome = await self._send(pause, body, decision.action, decision.summary(), second_approval=second)
-        if outcome.status != "applied":
-            raise NbHitlError(outcome.detail)
-        return {"status": "delivered", "decision": pause.decision, "outcome": outcome.detail}
-
-    async def send_raw(self, body: dict[str, Any], tool_call_ids: list[str], action: str = "raw") -> Outcome:
-        """Send an answer body as given (no :func:`decide`) and judge it; the
-        verdict is shown on the cards of ``tool_call_ids``. For operators and tests."""
-        pauses = [self.pauses[t] for t in tool_call_ids if t in self.pauses]
-        if not pauses:
-            raise DecisionError("None of these tool calls is open in this session.", field="tool_call_id")
-        return await self._send(pauses[0], body, action, {"action": action}, extra=pauses[1:])
-
-    async def _send(
-        self,
-        pause: Pause,
-        body: dict[str, Any],
-        action: str,
-        summary: dict[str, Any],
-        *,
-        second_approval: bool = False,
-        extra: list[Pause] | None = None,
-    ) -> Outcome:
-        group = [pause, *(extra or [])]
-        ids = [p.tool_call_id for p in group]
-        self._sending.update(ids)
-        for p in group:
-            p.status = "deciding"
-        self._push()
-        base = {
-            "agent_id": self.agent_id,
-            "session_id": self.session_id,
-            "reply_id": pause.reply_id,
-            "tool_call_id": pause.tool_call_id,
-            "tool_name": pause.tool_name,
-            "decision": action,
-            "event_id": body.get("id"),
-            "second_approval": second_approval,
-        }
-        self.ledger.record(**base, phase="sending", summary=summary)
-        try:
-            try:
-                outcome = await await_outcome(
-                    self.http,
-                    self.agent_id,
-                    self.session_id,
-                    body,
-                    ids,
-                    after=self.cursor,
-                    send=lambda: self.http.chat(self.agent_id, self.session_id, body),
-                    timeout=self.outcome_timeout,
-                )
-            except ServiceError as exc:
-                outcome = Outcome("not_applied", f"Not sent: {exc}")
-            self.ledger.record(**base, phase=outcome.status, detail=outcome.detail)
-        finally:
-            self._sending.difference_update(ids)
-        self.outcomes.append(outcome)
-        for p in group:
-            if outcome.status == "applied":
-                p.status = "delivered"
-                p.decision = summary
-                p.message = None
-                self._armed.discard(p.tool_call_id)
-            else:
-                p.status = "open"
-                p.message = f"Last answer not applied: {outcome.detail}"
-        self._push()
-        if self.on_answered is not None:
-            self.on_answered(self.session_id, outcome)
-        with contextlib.suppress(ServiceError):
-            await self.refresh()
-        return outcome
 
     async def say(self, text: str) -> None:
         """Send a new user message; the session must be ``idle``.
@@ -381,10 +273,11 @@ class SessionConsole:
         triggers = {"REPLY_START", "REPLY_END", "REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION", "CUSTOM"}
         for _attempt in range(1000):
             try:
-                async for frame in self.http.stream(self.agent_id, self.session_id, after=self.cursor):
-                    if frame.get("type") in triggers and not self._sending:
-                        with contextlib.suppress(ServiceError):
-                            await self.refresh()
+                async with contextlib.aclosing(self.http.stream(self.agent_id, self.session_id, self.cursor)) as frames:
+                    async for frame in frames:
+                        if frame.get("type") in triggers and not self.in_flight:
+                            with contextlib.suppress(ServiceError):
+                                await self.refresh()
             except ServiceError:
                 pass
             await asyncio.sleep(1.0)

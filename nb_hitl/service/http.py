@@ -16,7 +16,7 @@ on the session's stream (:mod:`nb_hitl.service.outcome`).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 import httpx
@@ -43,14 +43,22 @@ class ServiceError(NbHitlError):
         self.status = status
 
 
-def confirm_body(reply_id: str, results: Sequence[ConfirmResult]) -> dict[str, Any]:
-    """``UserConfirmResultEvent(reply_id, confirm_results)`` as JSON (AgentScope's type)."""
-    return UserConfirmResultEvent(reply_id=reply_id, confirm_results=list(results)).model_dump(mode="json")
+def confirm_body(
+    reply_id: str, results: Sequence[ConfirmResult], metadata: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``UserConfirmResultEvent(reply_id, confirm_results, metadata)`` as JSON (AgentScope's type)."""
+    return UserConfirmResultEvent(reply_id=reply_id, confirm_results=list(results), metadata=metadata or {}).model_dump(
+        mode="json"
+    )
 
 
-def external_body(reply_id: str, results: Sequence[ToolResultBlock]) -> dict[str, Any]:
-    """``ExternalExecutionResultEvent(reply_id, execution_results)`` as JSON (AgentScope's type)."""
-    return ExternalExecutionResultEvent(reply_id=reply_id, execution_results=list(results)).model_dump(mode="json")
+def external_body(
+    reply_id: str, results: Sequence[ToolResultBlock], metadata: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``ExternalExecutionResultEvent(reply_id, execution_results, metadata)`` as JSON (AgentScope's type)."""
+    return ExternalExecutionResultEvent(
+        reply_id=reply_id, execution_results=list(results), metadata=metadata or {}
+    ).model_dump(mode="json")
 
 
 def user_msg_body(text: str, name: str = "user") -> dict[str, Any]:
@@ -175,7 +183,9 @@ class ServiceHTTP:
             "GET", f"/sessions/{session_id}/messages", params={"agent_id": agent_id, "limit": limit}
         )
 
-    async def stream(self, agent_id: str, session_id: str, after: str | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def stream(
+        self, agent_id: str, session_id: str, after: str | None = None
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """``GET /sessions/{id}/stream``: each SSE ``data:`` frame as a dict
         (AgentScope events as JSON). Runs until the caller stops iterating.
 

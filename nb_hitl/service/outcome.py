@@ -1,20 +1,30 @@
 """Judge an answer by what follows it on the session's stream, not by the HTTP code.
 
 AgentScope's ``POST /chat/`` answers 200 to anything that parses; the answer
-is queued, a worker picks it up and publishes it on the session's stream
-(the same event ``id`` the console sent), then a ``REPLY_START``. What comes
-next tells the outcome:
+is queued, a worker takes it and publishes it on the session's stream (the
+same event ``id`` the console sent: its *echo*), then a ``REPLY_START``. A
+call's ``TOOL_RESULT_*`` frames belong to the answer echoed last before them.
+What comes next tells the outcome:
 
-* ``TOOL_RESULT_START`` / ``TOOL_RESULT_END`` for an answered call: applied
-  (the confirmed tool runs, or the external result entered the history);
-* ``REPLY_END`` with an ``error``, or the same call asked for again: refused;
-* the run ends (status no longer ``running``) with the call still parked in
-  ``/messages``: refused without a reason on the stream (a bad AskUser
-  metadata, a tool call id that is not parked, ...).
+* results of the answered calls after this answer's echo: ``applied`` (the
+  confirmed tool ran, or the external result entered the history);
+* results after another answer's echo, or the calls gone from ``/messages``
+  without a result after this echo: ``answered_elsewhere`` (the other
+  answer's event id, its time and, for an nb_hitl console, its user and
+  console from the event's ``metadata``, :func:`answer_mark`);
+* ``REPLY_END`` with an ``error`` after the echo, the same call asked for
+  again, or the run over with the call still parked: ``not_applied``;
+* a run that failed before the echo (the worker could not load the session:
+  its storage was down): ``not_applied``;
+* no echo within ``take_within`` s while the call still waits and the
+  service answers: ``not_applied``, the workers are not taking answers
+  (:func:`not_taken`: AgentScope's workers lose their Redis subscription
+  for good when redis-server restarts).
 
 :class:`OutcomeJudge` is the pure part (feed it frames); :func:`await_outcome`
 opens the stream, sends, and also polls ``/status`` + ``/messages`` so a
-quiet stream still ends in a verdict within ``timeout`` seconds.
+quiet stream still ends in a verdict within ``timeout`` seconds;
+:func:`settled_by` says who settled calls a stale console found closed.
 """
 
 from __future__ import annotations
@@ -29,17 +39,95 @@ from ..answers.outcome import Outcome
 from .http import ServiceError, ServiceHTTP
 from .inbox import parked_calls
 
-__all__ = ["Outcome", "OutcomeJudge", "await_outcome"]
+__all__ = [
+    "Outcome",
+    "OutcomeJudge",
+    "await_outcome",
+    "answer_mark",
+    "answered_by",
+    "call_state",
+    "elsewhere",
+    "is_not_taken",
+    "not_taken",
+]
 
 _ASK_EVENTS = ("REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION")
+
+
+ANSWER_EVENTS = ("USER_CONFIRM_RESULT", "EXTERNAL_EXECUTION_RESULT")
+"""Stream frames that echo an answer as a worker takes it (its ``id`` is the sender's)."""
+MARK = "nb_hitl"
+"""The key of the sender's mark in an answer event's ``metadata`` (:func:`answer_mark`)."""
+
+
+def answer_mark(user_id: str, console: str) -> dict[str, Any]:
+    """The ``metadata`` an answer event carries so another console can say who sent it."""
+    return {MARK: {"by": user_id, "console": console}}
+
+
+def answered_by(frame: dict[str, Any]) -> dict[str, str]:
+    """Who sent an echoed answer and when, as far as the frame tells:
+    ``{"event_id", "at"?, "by"?}`` (``by`` from :func:`answer_mark`, absent
+    for an answer from another kind of client)."""
+    meta = frame.get("metadata")
+    mark = meta.get(MARK) if isinstance(meta, dict) else None
+    out = {"event_id": str(frame.get("id"))}
+    if isinstance(frame.get("created_at"), str):
+        out["at"] = frame["created_at"]
+    if isinstance(mark, dict) and mark.get("by"):
+        out["by"] = f"{str(mark['by'])[:80]} ({str(mark.get('console') or 'another console')[:80]})"
+    return out
+
+
+def elsewhere(info: dict[str, str] | None, *, ours: bool = False, sent: bool = True) -> Outcome:
+    """The :class:`Outcome` of an answer another answer beat (``info``:
+    :func:`answered_by`; ``ours``: that answer came from this console;
+    ``sent``: this answer was sent at all)."""
+    info = info or {}
+    if ours:
+        who = "an earlier answer from this console"
+    elif info.get("by"):
+        who = f"another answer, from {info['by']}"
+    elif info.get("event_id"):
+        who = "another answer (without a sender's mark: another client of the service)"
+    else:
+        who = "another answer (the stream did not show which)"
+    when = f" at {info['at']}" if info.get("at") else ""
+    event = f" (event {info['event_id']})" if info.get("event_id") else ""
+    return Outcome(
+        "answered_elsewhere",
+        f"Answered elsewhere: the call was settled by {who}{when}{event}; this answer was {'not applied' if sent else 'not sent'}.",
+        by="this console" if ours else info.get("by"),
+        at=info.get("at"),
+    )
+
+
+def _error_text(frame: dict[str, Any]) -> str:
+    err = frame.get("error")
+    text = err.get("message") if isinstance(err, dict) else err
+    return str(text or "no reason given")[:300]
 
 
 class OutcomeJudge:
     """The stream-reading state machine for one answer.
 
+    A worker echoes each answer event on the session's stream as it takes it
+    (the sender's ``id``), then runs it; a ``TOOL_RESULT_*`` frame of a call
+    belongs to the answer echoed last before it. So the calls' results after
+    this answer's echo are this answer's (applied), after another's echo that
+    other answer's (answered elsewhere).
+
     Args:
         event_id: the ``id`` of the event the console sent (echoed on the stream).
         tool_call_ids: the calls the answer resolves.
+
+    Attributes:
+        echoed: this answer's echo was seen (a worker took it).
+        started: a ``REPLY_START`` followed the echo.
+        states: ``{tool_call_id: result state}`` produced by this answer.
+        others: ``{tool_call_id: answered_by(...)}`` for calls another answer settled.
+        failed_before: the error of a run that failed before this answer was
+            echoed (the worker could not load the session: storage down), or ``None``.
     """
 
     def __init__(self, event_id: str, tool_call_ids: Iterable[str]) -> None:
@@ -48,25 +136,76 @@ class OutcomeJudge:
         self.echoed = False
         self.started = False
         self.states: dict[str, str] = {}
+        self.others: dict[str, dict[str, str]] = {}
+        self.current: dict[str, str] | None = None
+        self.failed_before: str | None = None
+
+    def _settled(self) -> Outcome | None:
+        if not self.ids <= set(self.states):
+            return None
+        names = ", ".join(f"{k}: {v}" for k, v in sorted(self.states.items()))
+        return Outcome("applied", f"Applied by the service ({names}).", dict(self.states))
+
+    def closed(
+        self, broke: str | None = None, ours: Callable[[str], bool] | None = None, *, sent: bool = True
+    ) -> Outcome:
+        """The verdict once the calls no longer wait: applied for the calls
+        this answer produced results of, the rest settled by another answer
+        (the one the stream showed, when it did).
+
+        Args:
+            broke: why the stream broke, if it did (then which answer settled
+                the calls may be unknown).
+            ours: whether an event id was sent by this console.
+            sent: this answer was sent (``False``: the console saw the calls
+                settled before sending).
+        """
+        rest = self.ids - set(self.states)
+        info = next((self.others[t] for t in rest if t in self.others), None)
+        if info is None and self.current is not None and not self.echoed:
+            info = self.current
+        if self.states:
+            names = ", ".join(f"{k}: {v}" for k, v in sorted(self.states.items()))
+            states = {**{t: "answered_elsewhere" for t in rest}, **self.states}
+            return Outcome(
+                "applied", f"Applied by the service ({names}); {len(rest)} call(s) settled by another answer.", states
+            )
+        if info is None and broke:
+            return Outcome(
+                "unknown",
+                "The call no longer waits, but the session's stream broke before it showed which answer settled "
+                f"it ({broke}). Check the session's transcript.",
+            )
+        return elsewhere(info, ours=bool(info and ours is not None and ours(info["event_id"])), sent=sent)
 
     def feed(self, frame: dict[str, Any]) -> Outcome | None:
         """One stream frame; an :class:`Outcome` once the frames decide it."""
         kind = frame.get("type")
-        if not self.echoed:
+        if kind in ANSWER_EVENTS:
+            self.current = answered_by(frame)
             if frame.get("id") == self.event_id:
                 self.echoed = True
             return None
+        tcid = frame.get("tool_call_id")
+        if kind in ("TOOL_RESULT_START", "TOOL_RESULT_END") and tcid in self.ids and self.current is not None:
+            if self.current["event_id"] == self.event_id:
+                self.states[str(tcid)] = str(frame.get("state") or "running")
+            else:  # settled by that answer, unless this one's result follows (a run that died half way)
+                self.others[str(tcid)] = self.current
+            return self._settled()
+        failed = kind == "REPLY_END" and (frame.get("error") or frame.get("finished_reason") == "error")
+        if not self.echoed:
+            if failed:
+                self.failed_before = _error_text(frame)
+            return None
+        if (self.current or {}).get("event_id") != self.event_id:
+            return None
         if kind == "REPLY_START":
             self.started = True
-        elif kind in ("TOOL_RESULT_START", "TOOL_RESULT_END") and frame.get("tool_call_id") in self.ids:
-            self.states[str(frame["tool_call_id"])] = str(frame.get("state") or "running")
-            if self.ids <= set(self.states):
-                names = ", ".join(f"{k}: {v}" for k, v in sorted(self.states.items()))
-                return Outcome("applied", f"Applied by the service ({names}).", dict(self.states))
-        elif kind == "REPLY_END" and (frame.get("error") or frame.get("finished_reason") == "error"):
-            err = frame.get("error")
-            text = err.get("message") if isinstance(err, dict) else err
-            return Outcome("not_applied", f"The service's run failed: {text or 'no reason given'}.")
+        elif failed:
+            if self.ids <= set(self.others):
+                return None  # another answer settled the calls, if they no longer wait: the poll tells
+            return Outcome("not_applied", f"The service's run failed: {_error_text(frame)}.")
         elif kind in _ASK_EVENTS:
             asked = {str(tc.get("id")) for tc in frame.get("tool_calls") or [] if isinstance(tc, dict)}
             if asked & (self.ids - set(self.states)):
@@ -74,13 +213,41 @@ class OutcomeJudge:
         return None
 
 
-async def _call_open(http: ServiceHTTP, agent_id: str, session_id: str, ids: set[str]) -> tuple[str, bool]:
+async def call_state(http: ServiceHTTP, agent_id: str, session_id: str, ids: set[str]) -> tuple[str, bool, str | None]:
+    """``(session status, whether any of ids is still parked, the stream
+    cursor of the stored state)``; a running session counts as parked (its
+    stored state says nothing yet; no cursor then).
+
+    Raises:
+        ServiceError: ``/status`` or ``/messages`` failed.
+    """
     status = await http.status(agent_id, session_id)
     if status == "running":
-        return status, True
+        return status, True, None
     body = await http.messages(agent_id, session_id, limit=5)
     _reply, calls, _msg = parked_calls(body.get("messages") or [])
-    return status, bool(ids & {str(c.get("id")) for c in calls})
+    return status, bool(ids & {str(c.get("id")) for c in calls}), body.get("event_cursor")
+
+
+NOT_TAKEN = "no worker took it"
+"""Words of every :func:`not_taken` outcome (:func:`is_not_taken`)."""
+
+
+def not_taken(waited: float) -> Outcome:
+    """The :class:`Outcome` of an answer the service accepted but no worker took."""
+    return Outcome(
+        "not_applied",
+        f"Not applied: the service accepted the answer, but {NOT_TAKEN} within {waited:.0f} s while the "
+        "service still answers. Its workers are not taking work from their message bus (Redis): after a "
+        "redis-server restart AgentScope's workers lose their subscription and do not renew it. Restart the "
+        "service's worker processes, then answer again. Until they restart the answer stays in the service's "
+        "queue; a restarted worker takes it first (this console then shows the call as settled).",
+    )
+
+
+def is_not_taken(outcome: Outcome) -> bool:
+    """Whether ``outcome`` says the service is not taking answers (:func:`not_taken`)."""
+    return outcome.status == "not_applied" and NOT_TAKEN in outcome.detail
 
 
 async def await_outcome(
@@ -94,6 +261,8 @@ async def await_outcome(
     send: Callable[[], Awaitable[Any]],
     timeout: float = 10.0,
     poll: float = 0.5,
+    take_within: float = 5.0,
+    sent_here: Callable[[str], bool] | None = None,
 ) -> Outcome:
     """Send an answer and wait (at most ``timeout`` s) for its verdict.
 
@@ -101,27 +270,42 @@ async def await_outcome(
         body: the event JSON being sent (its ``id`` is looked for on the stream).
         after: the stream cursor to replay from (``/messages``'s
             ``event_cursor``), so nothing published before the stream
-            opened is missed.
+            opened is missed (another answer's echo and results included).
         send: the coroutine function that posts ``body``.
         poll: seconds between ``/status`` checks.
+        take_within: seconds a worker has to take (echo) the answer while
+            the call still waits and the service answers; after that the
+            service is not taking answers (:func:`not_taken`).
+        sent_here: whether an event id was sent by this console (an earlier
+            answer of its own that settled the call).
 
     Returns:
-        Outcome: ``applied`` / ``not_applied`` / ``unknown`` (:class:`~nb_hitl.answers.outcome.Outcome`).
+        Outcome: ``applied`` only when this answer produced the calls'
+        results; ``answered_elsewhere``, ``not_applied`` or ``unknown``
+        otherwise (:class:`~nb_hitl.answers.outcome.Outcome`).
 
     Raises:
         ServiceError: the POST itself failed (nothing was queued).
     """
     judge = OutcomeJudge(str(body.get("id")), tool_call_ids)
     verdict: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+    broke: list[str] = []
     t0 = time.monotonic()
 
+    def settle(out: Outcome) -> None:
+        if not verdict.done():
+            verdict.set_result(out)
+
     async def read_stream() -> None:
-        with contextlib.suppress(ServiceError):
-            async for frame in http.stream(agent_id, session_id, after=after):
-                out = judge.feed(frame)
-                if out is not None and not verdict.done():
-                    verdict.set_result(out)
-                    return
+        try:
+            async with contextlib.aclosing(http.stream(agent_id, session_id, after=after)) as frames:
+                async for frame in frames:
+                    out = judge.feed(frame)
+                    if out is not None:
+                        settle(out)
+                        return
+        except ServiceError as exc:
+            broke.append(str(exc))
 
     reader = asyncio.create_task(read_stream())
     try:
@@ -132,33 +316,44 @@ async def await_outcome(
                 await asyncio.wait_for(asyncio.shield(verdict), timeout=poll)
                 break
             # a quiet stream: the stored state decides once the run is over
-            if not (judge.started or time.monotonic() - t0 > 2.0):
+            waited = time.monotonic() - t0
+            if not (judge.started or waited > 2.0):
                 continue
             try:
-                status, still_open = await _call_open(http, agent_id, session_id, judge.ids - set(judge.states))
+                status, still_open, _ = await call_state(http, agent_id, session_id, judge.ids - set(judge.states))
             except ServiceError:
                 continue
             if status == "running" or verdict.done():
                 continue
             if not still_open:
-                verdict.set_result(
-                    Outcome("applied", f"Applied by the service (session now {status}).", dict(judge.states))
-                )
+                settle(judge.closed(broke[0] if broke else None, sent_here))
             elif judge.started:
-                verdict.set_result(
+                settle(
                     Outcome(
                         "not_applied",
                         "The service did not apply this answer: its run ended with the call still waiting "
                         "(it gives no reason on the stream; its log may). The call can be answered again.",
                     )
                 )
+            elif not judge.echoed and judge.failed_before is not None:
+                settle(
+                    Outcome(
+                        "not_applied",
+                        f"Not applied: the service's run failed before it took this answer ({judge.failed_before}); "
+                        "the worker could not load or save the session (its storage may have been unreachable). "
+                        "The call still waits: answer again once the service's storage is back.",
+                    )
+                )
+            elif not judge.echoed and waited >= take_within:
+                settle(not_taken(waited))
         out = (
             verdict.result()
             if verdict.done()
             else Outcome(
                 "unknown",
-                f"No verdict from the service within {timeout:g} s: the answer is queued and may still be applied. "
-                "It is recorded; a second approval of this call will be asked for explicitly.",
+                f"No verdict from the service within {timeout:g} s"
+                + (": a worker took the answer and is still running it. " if judge.echoed else ". ")
+                + "It is recorded; a second approval of this call will be asked for explicitly.",
             )
         )
     finally:
@@ -167,3 +362,59 @@ async def await_outcome(
             await reader
     out.seconds = time.monotonic() - t0
     return out
+
+
+def result_time(messages: Iterable[dict[str, Any]], ids: set[str]) -> str | None:
+    """When the calls' results entered the history (``/messages``): the
+    ``finished_at`` (else ``created_at``) of the first ``tool_result`` block
+    of one of ``ids``, or ``None``."""
+    for msg in messages:
+        for block in msg.get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("id") in ids:
+                stamp = block.get("finished_at") or block.get("created_at")
+                if isinstance(stamp, str):
+                    return stamp
+    return None
+
+
+async def settled_by(
+    http: ServiceHTTP,
+    agent_id: str,
+    session_id: str,
+    tool_call_ids: Iterable[str],
+    *,
+    after: str | None,
+    ours: Callable[[str], bool] | None = None,
+    read_for: float = 1.5,
+) -> Outcome:
+    """The ``answered_elsewhere`` :class:`Outcome` of calls that no longer wait
+    (nothing was sent): which answer settled them, from the stream's replay
+    after ``after`` (read for at most ``read_for`` s). The service keeps the
+    events of a run only until it ends; after that only the time the results
+    entered the history is known (``/messages``)."""
+    judge = OutcomeJudge("", tool_call_ids)
+
+    async def read() -> None:
+        # closed in this task when wait_for cancels it (not later, by the garbage collector)
+        async with contextlib.aclosing(http.stream(agent_id, session_id, after=after)) as frames:
+            async for frame in frames:
+                judge.feed(frame)
+                if judge.ids <= set(judge.others):
+                    return
+
+    with contextlib.suppress(ServiceError, asyncio.TimeoutError):
+        await asyncio.wait_for(read(), timeout=read_for)
+    if judge.others:
+        return judge.closed(ours=ours, sent=False)
+    at = None
+    with contextlib.suppress(ServiceError):
+        body = await http.messages(agent_id, session_id, limit=50)
+        at = result_time(body.get("messages") or [], judge.ids)
+    return Outcome(
+        "answered_elsewhere",
+        "Answered elsewhere: the call was settled by another answer"
+        + (f"; its result entered the history at {at}" if at else "")
+        + f". It was sent as user {http.user_id} from another console or client; the service keeps no record of "
+        "which once that run ended. This answer was not sent.",
+        at=at,
+    )

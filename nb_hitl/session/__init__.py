@@ -42,7 +42,7 @@ from ._drive import Driver, close_dangling_tool_calls
 from ._promise import allowed_decisions, install_guard
 from ._restore import reopen
 from ._run import ReplyRun, pending_message
-from ._sigint import sigint_wakes_the_loop
+from ._sigint import wait_shielded
 from ._transcript import Transcript
 
 __all__ = [
@@ -218,8 +218,7 @@ class Session(Driver):
             task = self.start(message, interrupt_pending=interrupt_pending)
             # Shielded: interrupting the cell (Kernel > Interrupt) stops waiting
             # here at once but does not cancel the reply, whose widget stays live.
-            with sigint_wakes_the_loop():
-                return await asyncio.shield(task)
+            return await wait_shielded(task)
 
         return ReplyCall(body, "session.run(...)")
 
@@ -267,7 +266,7 @@ class Session(Driver):
         """
 
         async def body() -> Msg:
-            return await asyncio.shield(self.start_resume())
+            return await wait_shielded(self.start_resume())
 
         return ReplyCall(body, "session.resume()")
 

@@ -147,9 +147,7 @@ class Desk:
     def enqueue(self, run: ReplyRun, decided: list[tuple[Pause, Decision]]) -> None:
         """Queue checked decisions and wake the driver once (one resume for all)."""
         for pause, decision in decided:
-            transition(pause, "decided")
-            pause.decision = decision.summary()
-            run.queue.append(decision)
+            self._hand_over(run, pause, decision, decision.summary())
         run.wake.set()
         self.s._push(run)
         self.s._notify("decision", run)
@@ -273,10 +271,25 @@ class Desk:
         pause.decision = {"action": "timeout", "applied": applied}
         if self.s.on_deadline == "interrupt":
             transition(pause, "expired", reason="The deadline passed; the reply was interrupted.")
+            was_running = run.status == "running"  # a question asked while a tool runs (an MCP server's)
             self.s._request_interrupt(run, "The deadline of a pause passed; the reply was interrupted.")
+            if was_running and run.task is not None and not run.task.done():
+                run.task.cancel()  # as an interrupt from the page: AgentScope ends the reply interrupted
         else:
-            transition(pause, "decided")
-            run.queue.append(decision)
+            self._hand_over(run, pause, decision, pause.decision)
             run.wake.set()
             self.s._push(run)
         self.s._notify("decision", run)
+
+    @staticmethod
+    def _hand_over(run: ReplyRun, pause: Pause, decision: Decision, summary: dict[str, Any]) -> None:
+        """A recorded decision goes ``decided``: queued for the agent, or, for a
+        pause with a ``carrier`` (an MCP server awaiting its elicitation while
+        the tool runs; the agent is not resumed), handed to it (``delivered``)."""
+        transition(pause, "decided")
+        pause.decision = summary
+        if pause.carrier is None:
+            run.queue.append(decision)
+            return
+        pause.carrier.deliver(decision)
+        transition(pause, "delivered")

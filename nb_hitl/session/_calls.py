@@ -8,8 +8,8 @@ starts until it is awaited, and shown as a cell's value it says to write
 (``session.act(...)``) carries an action through even when not awaited. For
 ``asyncio.run(...)`` / ``loop.run_until_complete(...)`` in a cell, which fail
 before nb_hitl code runs, :func:`install_kernel_hints` adds a note to the
-error IPython shows (an IPython custom exception handler, installed only
-when no other one is set; the event loop itself is never patched).
+error IPython shows (an IPython custom exception handler that keeps any
+handler set before it; the event loop itself is never patched).
 """
 
 from __future__ import annotations
@@ -149,19 +149,37 @@ _RUNNING_LOOP_ERRORS = (
 )
 
 
-def _hint_handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> Any:
+def _add_hint(value: BaseException) -> None:
+    """Add :data:`AWAIT_HINT` to a running-loop ``RuntimeError`` (once)."""
     if isinstance(value, RuntimeError) and any(s in str(value) for s in _RUNNING_LOOP_ERRORS):
-        notes = getattr(value, "__notes__", [])
-        if AWAIT_HINT not in notes:
+        if AWAIT_HINT not in getattr(value, "__notes__", []):
             value.add_note(AWAIT_HINT)
-    return shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
+def _hint_handler(prior: tuple[tuple[type, ...], Any]) -> Callable[..., Any]:
+    """An IPython custom exception handler adding the hint, then showing the error
+    as the handler installed before (``prior``: its types and bound ``CustomTB``) or
+    as IPython does."""
+    prior_types, prior_tb = prior
+
+    def handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> Any:
+        _add_hint(value)
+        if prior_types and isinstance(value, prior_types):
+            return prior_tb(etype, value, tb, tb_offset=tb_offset)
+        return shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+    return handler
 
 
 def install_kernel_hints() -> bool:
     """In IPython, add :data:`AWAIT_HINT` to the error of ``asyncio.run`` /
     ``run_until_complete`` called in a cell (they fail because the kernel's
-    loop runs). Installed once, and only when no custom exception handler is
-    set (``InteractiveShell.set_custom_exc``).
+    loop runs). Installed once per shell (``InteractiveShell.set_custom_exc``),
+    again when another handler replaced it; a custom exception handler set
+    before (an IPython extension's) is kept:
+    its exceptions still reach it, with the hint added when it is one of
+    these errors. Called by :class:`~nb_hitl.session.Session` and
+    :class:`~nb_hitl.agui.RemoteSession`.
 
     Returns:
         whether the hint handler is installed.
@@ -173,14 +191,15 @@ def install_kernel_hints() -> bool:
     shell = get_ipython()
     if shell is None:
         return False
-    if getattr(shell, "_nb_hitl_hints", False):
-        return True
-    if tuple(getattr(shell, "custom_exceptions", ())):
-        return False
+    installed = getattr(shell, "_nb_hitl_hints", None)
+    if installed is not None and installed is getattr(shell, "CustomTB", None):
+        return True  # still ours (another handler set since then is kept when we install again)
+    prior_types = tuple(getattr(shell, "custom_exceptions", ()) or ())
+    prior = (prior_types, shell.CustomTB if prior_types else None)
     try:
-        shell.set_custom_exc((RuntimeError,), _hint_handler)
+        shell.set_custom_exc((*prior_types, RuntimeError), _hint_handler(prior))
     except Exception:
         log.debug("could not install the await hint", exc_info=True)
         return False
-    shell._nb_hitl_hints = True
+    shell._nb_hitl_hints = shell.CustomTB
     return True

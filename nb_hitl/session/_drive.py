@@ -50,6 +50,7 @@ from .._agentscope import (
 )
 from ..answers.lifecycle import can_transition, transition
 from ..file_change import describe_file_pause
+from ..model_config import model_error_hint
 from ..pauses import Pause, build_pause
 from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
@@ -239,7 +240,8 @@ class Driver(SessionCore):
         except BaseException as exc:
             self._discard_unapplied(run)
             run.error = exc
-            self._expire(run, "error", f"{type(exc).__name__}: {exc}")
+            hint = model_error_hint(exc)  # a rejected key, no server: what to set, in the card's header too
+            self._expire(run, "error", f"{type(exc).__name__}: {exc}" + (f" {hint}" if hint else ""))
             self._checkpoint_quietly()
             self._notify("end", run)
             raise
@@ -376,14 +378,12 @@ class Driver(SessionCore):
                 )
         again = asked_again(agent, tool_call.id)
         if again is not None:  # approved, then changed by a middleware: asked again under a new id (_promise.py)
-            said = asked_again_message(again)
+            said, was = asked_again_message(again), str(again.get("was"))
             pause.message = f"{said}\n\n{pause.message}" if pause.message else said
-            was = str(again.get("was"))
             approved = run.pauses.get(was)
             if approved is not None:  # the approved card of this run: it did not run
                 if can_transition(approved, "expired"):
-                    why = asked_again_reason(again, tool_call.id)
-                    transition(approved, "expired", reason=why)
+                    transition(approved, "expired", reason=asked_again_reason(again, tool_call.id))
                 run.transcript.tool_result(was, state="not run", text="")  # its result had started
             if not again.get("audited"):
                 again["audited"] = True

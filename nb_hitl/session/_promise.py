@@ -43,6 +43,7 @@ from agentscope.tool import ToolChunk, ToolResponse
 from .._agentscope import (
     APPROVAL_CONTEXT_KEY,
     NOTES_CONTEXT_KEY,
+    RUNNING_CALL,
     agentscope_tool_input,
     blocks_text,
     enum_value,
@@ -223,6 +224,9 @@ class ApprovalGuard(MiddlewareBase):
 
     It must be the innermost ``on_acting`` middleware (:func:`install_guard`).
     Calls nobody approved (allowed by a rule, or by the mode) pass through.
+    While a call runs, :data:`~nb_hitl._agentscope.RUNNING_CALL` names it
+    (``(agent, tool_call)``) for code the tool calls back into: an MCP
+    server asking the person (:mod:`nb_hitl.mcp`).
     """
 
     async def on_reasoning(
@@ -250,8 +254,13 @@ class ApprovalGuard(MiddlewareBase):
             if changed is None and isinstance(entry.get("file"), dict):
                 changed = await _check_file(agent, tool_call, entry["file"])
         if changed is None:
-            async for item in next_handler():
-                yield item
+            before = RUNNING_CALL.get()
+            RUNNING_CALL.set((agent, tool_call))  # the tool may call back (an MCP server asking the person)
+            try:
+                async for item in next_handler():
+                    yield item
+            finally:
+                RUNNING_CALL.set(before)
             return
         if await ask_again(agent, tool_call, changed):
             return  # nothing ran and no result: the call waits for a person again

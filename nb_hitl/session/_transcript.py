@@ -32,7 +32,9 @@ whole transcript again (see "Streaming" in ``docs/design.md``).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 import time
 from typing import Any
 
@@ -51,6 +53,7 @@ from agentscope.event import (
 from .._agentscope import strip_system_reminders
 from ..entries import SHOWN_CHARS, cut_text, shown_entry
 from ..markdown import markdown_html
+from ..model_config import model_error_hint
 
 __all__ = ["MARKDOWN_KINDS", "Transcript", "record_event"]
 
@@ -343,12 +346,36 @@ class Transcript(list[dict[str, Any]]):
         if html is not None:
             self._set(e, html=html)
 
-    def finish(self) -> None:
-        """Render every text or thinking entry whose end never came (a reply
-        cancelled or failed mid-block); those rendered already are kept."""
+    def finish(self, error: BaseException | None = None) -> None:
+        """End what the stream left open when it stopped (a reply cancelled or
+        failed mid-block): every text or thinking entry whose end never came is
+        rendered (those rendered already are kept), and a model call still
+        ``calling`` stops its clock: ``failed`` (with ``error``, the error's
+        class name) or ``stopped`` (cancelled), with its ``elapsed`` seconds.
+        A failed model call that a setting fixes (a rejected key, no server)
+        gets a note naming it (:func:`~nb_hitl.model_config.model_error_hint`).
+
+        Args:
+            error: why the stream stopped; by default the exception being
+                raised through the caller's ``finally`` (``sys.exc_info()``),
+                None when it ended normally.
+        """
+        if error is None:
+            error = sys.exc_info()[1]
         for e in self:
             if e["kind"] in MARKDOWN_KINDS and e["id"] not in self._ended:
                 self.end_text(e["id"])
+        step = self.by_id(f"step:{self.steps}")
+        if step is None or step.get("state") != "calling":
+            return
+        elapsed = round(time.time() - float(step.get("started_at", time.time())), 3)
+        if error is None or isinstance(error, asyncio.CancelledError):
+            self._set(step, state="stopped", elapsed=elapsed)
+            return
+        self._set(step, state="failed", elapsed=elapsed, error=type(error).__name__)
+        hint = model_error_hint(error)
+        if hint is not None:
+            self.note(hint)
 
     def label(self, entry_id: str, agent: str) -> bool:
         """Name the agent that wrote the entry ``entry_id`` (its ``agent``

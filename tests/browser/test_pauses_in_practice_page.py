@@ -1,19 +1,27 @@
 """notebooks/pauses_in_practice.ipynb clicked through in real JupyterLab + Chromium.
 
-The notebook answers its pauses from code so it also runs headless; here a
-person answers the batch of section 1 by clicks in the widget (the question,
-then Deny on the first deletion, then Approve on the second), and only then
-runs the rest of the notebook. Every ``act`` cell must see the pause was
-already answered, say so and do nothing; the notebook finishes with no error
-output (no ``StopIteration``, no ``NameError``).
+Run All without ``NB_HITL_ANSWER_FROM_CODE`` (C40): each cell after a pause
+says what to click and waits. A person answers the batch of section 1 by
+clicks in the widget (the question, then Deny on the first deletion, then
+Approve on the second), presses Interrupt in section 2 and answers the
+restored question of section 3; the notebook finishes with no error output
+(no ``StopIteration``, no ``NameError``) and prints what the clicks did.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 
 from tests.harness import REPO_ROOT
-from tests.harness.lab import JupyterLabServer, open_notebook, restart_kernel, wait_execution_done
+from tests.harness.lab import (
+    JupyterLabServer,
+    open_notebook,
+    output_locator,
+    restart_kernel,
+    run_all_cells,
+    wait_execution_done,
+)
 
 OUT = ".jp-OutputArea-output"
 NOTEBOOK = REPO_ROOT / "notebooks" / "pauses_in_practice.ipynb"
@@ -63,26 +71,45 @@ def _notebook_outputs(page) -> list[dict]:  # type: ignore[no-untyped-def]
     )
 
 
-def test_pauses_in_practice_clicked_through(page, lab: JupyterLabServer) -> None:
-    shutil.copy(NOTEBOOK, lab.root / "pauses_in_practice.ipynb")
-    open_notebook(page, lab, "pauses_in_practice.ipynb")
-    _run_cells(page, 0, 6)  # set-up, definitions, the session, and the batch's start
+def _reply(page, index: int):  # type: ignore[no-untyped-def]
+    return page.locator(f'{OUT} [data-testid="nbh-reply"]').nth(index)
 
+
+def _click_sections_1_and_2(page) -> None:  # type: ignore[no-untyped-def]
+    """Section 1: the question, Deny the first deletion, Approve the second; section 2: Interrupt."""
     ask = _card(page, "ask_user")
     ask.wait_for(timeout=90_000)
+    output_locator(page, "Waiting for you: in the widget above, pick summary.md").wait_for(timeout=30_000)
     ask.locator('[data-testid="nbh-option"][data-label="summary.md"] input').check()
     ask.locator('[data-testid="nbh-answer-submit"]').click()
     _card(page, "ask_user", "delivered").or_(_card(page, "ask_user", "decided")).first.wait_for(timeout=60_000)
-    first = _card(page, "confirm").first
-    first.locator('[data-testid="nbh-deny"]').click()
+    output_locator(page, "Waiting for you: press Deny on the old_log.txt card above.").wait_for(timeout=30_000)
+    _card(page, "confirm").first.locator('[data-testid="nbh-deny"]').click()
     # AgentScope asks the second deletion once the first is answered
-    page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]').first.wait_for(
-        timeout=60_000
-    )
+    output_locator(page, "Waiting for you: press Approve on the draft.md card above.").wait_for(timeout=60_000)
     _card(page, "confirm").first.locator('[data-testid="nbh-approve"]').click()
-    page.locator(f'{OUT} [data-testid="nbh-final-text"]').first.wait_for(timeout=60_000)
+    _reply(page, 0).locator('[data-testid="nbh-final-text"]').wait_for(timeout=60_000)
 
-    _run_cells(page, 7)  # the rest: its act cells find the batch answered
+    output_locator(page, "Waiting for you: press Interrupt in the widget above.").wait_for(timeout=60_000)
+    _reply(page, 1).locator('[data-testid="nbh-interrupt"]').click()
+    output_locator(page, "notes.txt still there: True").wait_for(timeout=60_000)
+
+
+def test_pauses_in_practice_clicked_through(page, lab: JupyterLabServer) -> None:
+    shutil.copy(NOTEBOOK, lab.root / "pauses_in_practice.ipynb")
+    open_notebook(page, lab, "pauses_in_practice.ipynb")
+    run_all_cells(page)
+    _click_sections_1_and_2(page)
+
+    # section 3: the restored session's card (the old widget no longer answers)
+    page.locator(f"{OUT}:has-text('restored session:')").first.wait_for(timeout=60_000)
+    restored = page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').last
+    ask = restored.locator('[data-testid="nbh-card"][data-kind="ask_user"][data-status="open"]')
+    ask.wait_for(timeout=60_000)
+    ask.locator('[data-testid="nbh-option"][data-label="Keep it"] input').check()
+    ask.locator('[data-testid="nbh-answer-submit"]').click()
+
+    output_locator(page, re.compile(r"decisions in ")).wait_for(timeout=120_000)
     wait_execution_done(page, timeout=240)
     outputs = _notebook_outputs(page)
     errors = [o for o in outputs if o.get("output_type") == "error"]
@@ -90,10 +117,13 @@ def test_pauses_in_practice_clicked_through(page, lab: JupyterLabServer) -> None
     whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
     for bad in ("Traceback", "StopIteration", "NameError", "FileNotFoundError"):
         assert bad not in whole, whole[-3000:]
-    assert "Nothing to do: the question was already answered" in whole
-    assert "Nothing to do: the deletion of old_log.txt was already answered" in whole
-    assert "Nothing to do: the deletion of draft.md was already answered" in whole
+    assert "answers: your clicks in the widgets" in whole
+    assert "the question: answer" in whole
+    assert "the deletion of old_log.txt: deny" in whole
+    assert "the deletion of draft.md: approve" in whole
     assert "files: ['notes.txt', 'old_log.txt']" in whole
+    assert "reply: interrupted - Interrupted from the widget." in whole
+    assert '"Keep notes.txt?" -> Keep it' in whole
     assert "4 decisions in" in whole
 
 
@@ -105,7 +135,8 @@ def test_pauses_in_practice_real_restart_and_restore_by_click(page, lab: Jupyter
     (lab.root / "restart").mkdir(exist_ok=True)
     shutil.copy(NOTEBOOK, lab.root / "restart" / "pauses_in_practice.ipynb")
     open_notebook(page, lab, "restart/pauses_in_practice.ipynb")
-    _run_cells(page, 0, 18)  # sections 1 and 2 answer themselves; section 3 parks on a question
+    _run_cells(page, 0, 18)  # sections 1 and 2 wait for clicks; section 3 parks on a question
+    _click_sections_1_and_2(page)
     _card(page, "ask_user").first.wait_for(timeout=180_000)
     page.locator(f"{OUT}:has-text('checkpoints:')").first.wait_for(timeout=60_000)
 
@@ -122,10 +153,10 @@ def test_pauses_in_practice_real_restart_and_restore_by_click(page, lab: Jupyter
     ask.locator('[data-testid="nbh-answer-submit"]').click()
     restored.locator('[data-testid="nbh-final-text"]').wait_for(timeout=60_000)
 
-    _run_cells(page, 21, 21)  # finds the question answered and awaits the reply's end
+    _run_cells(page, 21, 21)  # finds the question answered by the click and awaits the reply's end
     _wait_cell_done(page, 21)
     outputs = _notebook_outputs(page)
     assert not [o for o in outputs if o.get("output_type") == "error"]
     whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
     assert "a new agent object: True" in whole
-    assert "Nothing to do: the question was already answered" in whole
+    assert "the question: answer" in whole

@@ -143,6 +143,9 @@ def test_kernel_interrupt_stops_the_wait_and_the_card_still_finishes_the_reply(p
     page.evaluate("() => { window.jupyterapp.commands.execute('kernelmenu:interrupt'); }")
     page.locator(f"{OUT}:has-text('Kernel > Interrupt stopped this cell from waiting')").first.wait_for(timeout=15_000)
     wait_execution_done(page)  # no cell is left at [*]
+    # the note alone: no CancelledError traceback into nb_hitl's internals
+    assert page.locator(f"{OUT}:has-text('CancelledError')").count() == 0
+    assert page.locator(f"{OUT}:has-text('nb_hitl/session')").count() == 0
     assert page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').count() == 1
 
     card.locator('[data-testid="nbh-approve"]').click()

@@ -1,9 +1,10 @@
 """The teams notebook, clicked through in real JupyterLab + Debian Chromium.
 
-``notebooks/teams.ipynb`` is copied with ``ANSWER_HERE = False`` (its cells
-then wait for clicks instead of answering with ``session.act``) and run with
-Run All. A person answers the worker's AskUser card and approves its
-deletion in the reply widget: each card names the worker as the agent that
+``notebooks/teams.ipynb`` is run with Run All as it is, without
+``NB_HITL_ANSWER_FROM_CODE`` (C40: its cells wait for clicks instead of
+answering with ``session.act``). A person answers the worker's AskUser card,
+approves its deletion in the reply widget, and presses Interrupt when the
+worker asks again: each card names the worker as the agent that
 asks, each transcript entry names the agent that wrote it, the leader's
 ``TeamAssign`` is a step in the transcript and never a card, the leader's final message shows in the widget and in the cell output,
 and the file is deleted exactly once.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -37,12 +39,7 @@ def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def
 
 
 def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
-    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
-    for cell in nb["cells"]:
-        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        cell["source"] = src.replace("ANSWER_HERE = True", "ANSWER_HERE = False")
-    assert any("ANSWER_HERE = False" in c["source"] for c in nb["cells"])
-    (lab.root / "teams.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    shutil.copy(NOTEBOOK, lab.root / "teams.ipynb")
     open_notebook(page, lab, "teams.ipynb")
     run_all_cells(page)
 
@@ -90,10 +87,16 @@ def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
         reply.locator('[data-testid="nbh-tool-call"] [data-testid="nbh-entry-agent"]').all_inner_texts()
     )
 
+    # -- section 4: the worker asks again; the person presses Interrupt
+    again = page.locator(f'{OUT} [data-testid="nbh-reply"]').nth(1)
+    again.locator('[data-testid="nbh-card"][data-kind="ask_user"][data-status="open"]').wait_for(timeout=60_000)
+    output_locator(page, "Waiting for you: press Interrupt in the widget above.").wait_for(timeout=30_000)
+    again.locator('[data-testid="nbh-interrupt"]').click()
+
     wait_execution_done(page, timeout=120)
     output_locator(page, "delete_file ran: ['draft.md']").first.wait_for(timeout=30_000)
     output_locator(page, "files left: ['notes.txt', 'old_log.txt']").wait_for(timeout=30_000)
-    output_locator(page, "reply: interrupted - Not now.").wait_for(timeout=30_000)
+    output_locator(page, "reply: interrupted - Interrupted from the widget.").wait_for(timeout=30_000)
     assert sorted(p.name for p in sandbox.iterdir()) == ["notes.txt", "old_log.txt"]
     page.screenshot(path=str(ARTIFACTS / "teams-done.png"))
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

@@ -78,6 +78,7 @@ def kernel_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     env.pop("JPY_PARENT_PID", None)
     env.pop("NB_HITL_MODEL", None)  # tests run on the scripted model, never a real provider
+    env.pop("NB_HITL_ANSWER_FROM_CODE", None)  # notebooks wait for clicks unless a test asks otherwise
     if extra:
         env.update(extra)
     return env

@@ -3,8 +3,9 @@
 ipykernel cancels an async cell on SIGINT, but the signal woke nobody while the
 cell awaited a pause, so it landed seconds later (or in a later cell). nb_hitl
 registers SIGINT with the loop while ``await session.run(...)`` waits
-(:mod:`nb_hitl.session._sigint`). Real ipykernel, real SIGINT through the
-kernel manager, as JupyterLab's Kernel > Interrupt sends it.
+(:mod:`nb_hitl.session._sigint`); the cell ends with a note alone, not a
+``CancelledError`` traceback into nb_hitl. Real ipykernel, real SIGINT through
+the kernel manager, as JupyterLab's Kernel > Interrupt sends it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,11 @@ def test_interrupt_stops_the_wait_and_the_reply_stays_answerable() -> None:
         ended = kernel._shell_reply(cell, time.monotonic() + 5.0)
         assert ended is not None, "Kernel > Interrupt did not end the waiting cell"
         assert ended["content"]["status"] == "error"
-        assert INTERRUPTED_NOTE in kernel.stream_text(cell, "stderr")
+        # the cell ends with the note alone: no CancelledError traceback into nb_hitl's internals
+        (error,) = kernel.messages("error", parent_msg_id=cell)
+        assert error["content"]["traceback"] == [INTERRUPTED_NOTE]
+        assert "nb_hitl/session" not in str(error["content"]) and "CancelledError" not in str(error["content"])
+        assert INTERRUPTED_NOTE not in kernel.stream_text(cell, "stderr")  # said once
 
         # the reply is still parked on the same call, and the handler is back as it was
         # ipykernel aborts what was queued behind the interrupted cell for a moment (as in

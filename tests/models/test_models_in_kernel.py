@@ -8,7 +8,8 @@ provider's own variables (``OpenAIChatModel``, ``DashScopeChatModel``,
 a ``Session``, and the test answers each pause with a real comm message, as
 the page does. Covered per provider: a confirmation (streaming and not),
 AskUser, a truncated argument string (what AgentScope runs, and what the
-pause shows), an unparseable one, and a wrong key (HTTP 401).
+pause shows), an unparseable one, and a wrong key (HTTP 401: the step fails,
+a note names the variables to fix).
 """
 
 from __future__ import annotations
@@ -166,6 +167,32 @@ def test_wrong_key_is_a_readable_error(kernel: KernelHarness, provider: str) -> 
     assert "401" in state["status_reason"] and UNAUTHORIZED[provider] in state["status_reason"], state["status_reason"]
     assert srv.player.messages == []  # refused before the script moved
     assert kernel_json(kernel, f"files({name!r})") == ["draft.md", "notes.txt", "old_log.txt"]
+    # the page's step stops counting: the model call failed; a note under it names the key variable
+    entries = kernel.comm(rec.comm_id).transcript()
+    (step,) = [e for e in entries if e["kind"] == "step"]
+    assert step["state"] == "failed" and isinstance(step["elapsed"], float), step
+    notes = [e["text"] for e in entries if e["kind"] == "note"]
+    assert any("API_KEY" in n and "401" in n for n in notes), notes
+
+
+def test_a_rejected_key_set_in_the_kernel_names_the_variables_to_fix(kernel: KernelHarness) -> None:
+    """A person sets the variables in the kernel's environment and runs the cell: the page's
+    step says the model call failed, and the note names OPENAI_API_KEY and the base URL used."""
+    name = "badkey_environ"
+    with _server("openai", [Turn("never sent")]) as srv:
+        env = _openai_env(srv, "sk-wrong-key-0000")
+        kernel.execute(f"import os\nos.environ.update({json.dumps(env)})").raise_for_error()
+        try:
+            rec = _start(kernel, "openai", srv, name, key="sk-wrong-key-0000")
+            wait_status(kernel, rec.comm_id, "error")
+        finally:
+            kernel.execute(f"for k in {sorted(env)!r}: os.environ.pop(k, None)").raise_for_error()
+    entries = kernel.comm(rec.comm_id).transcript()
+    (step,) = [e for e in entries if e["kind"] == "step"]
+    assert (step["state"], step["error"]) == ("failed", "AuthenticationError")
+    (note,) = [e["text"] for e in entries if e["kind"] == "note"]
+    assert note.startswith("The model server refused the API key (401): set OPENAI_API_KEY")
+    assert f"OPENAI_BASE_URL={srv.base_url}" in note and "sk-wrong" not in note
 
 
 CUT = truncated(tool_call("delete_file", path="notes.txt"))  # '{"path": "notes.t'

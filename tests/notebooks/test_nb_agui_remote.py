@@ -2,7 +2,8 @@
 
 The notebook starts the AG-UI server in a background thread of the kernel,
 connects with ``RemoteSession`` and answers two interrupts in one resume
-(a later cell answers through the widget's own handler, as a click would).
+(with ``NB_HITL_ANSWER_FROM_CODE=1``, set by ``run_notebook``, a later cell
+answers through the widget's own handler, as a click would).
 Executed with nbclient on the venv's ``python3`` kernel with the repository
 on ``PYTHONPATH`` (``tests.harness.kernel.kernel_env``).
 """

@@ -1,8 +1,9 @@
 """notebooks/pauses_in_practice.ipynb runs headless, top to bottom, in a real kernel.
 
 nbclient executes it on the venv's ``python3`` kernel (repository on
-``PYTHONPATH`` via ``tests.harness.kernel.kernel_env``). The notebook answers
-its own pauses with ``session.act`` (the handler a click reaches). Any cell
+``PYTHONPATH`` via ``tests.harness.kernel.kernel_env``). With
+``NB_HITL_ANSWER_FROM_CODE=1`` (``run_notebook``) the notebook answers its own
+pauses with ``session.act`` (the handler a click reaches). Any cell
 error fails the test; the teaching outputs are checked: a batch answered in
 part, the second call of the same tool asked after the first, the refusal
 naming the open pause, the interrupt, the restore from a checkpoint into a new

@@ -2,8 +2,8 @@
 
 Executed with nbclient on the venv's ``python3`` kernel, the notebook's
 folder as working directory and the repository on ``PYTHONPATH``
-(``tests.harness.kernel.kernel_env``). The notebook answers its own pauses
-with ``session.act(...)`` (the widget's path), so no browser is needed. Any
+(``tests.harness.kernel.kernel_env``). With ``NB_HITL_ANSWER_FROM_CODE=1``
+(``run_notebook``) the notebook answers its own pauses with ``session.act(...)`` (the widget's path), so no browser is needed. Any
 cell error fails the test; the teaching outputs are checked.
 """
 

@@ -1,7 +1,8 @@
 """notebooks/teams.ipynb runs headless, top to bottom, in a real kernel.
 
-nbclient executes it on the venv's ``python3`` kernel; the notebook answers
-the worker's cards itself with ``session.act`` (the handler a click
+nbclient executes it on the venv's ``python3`` kernel with ``NB_HITL_ANSWER_FROM_CODE=1``
+(``run_notebook``), so the notebook answers the worker's cards itself with
+``session.act`` (the handler a click
 reaches). Checked from the printed outputs: the cards name the worker and
 carry its ``reply_id``, the ``TeamAssign`` step, the leader's final message,
 the one deletion, what each model was sent, the audit log's agent column,

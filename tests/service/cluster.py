@@ -85,6 +85,12 @@ class RedisServer:
             self.proc.terminate()
             self.proc.wait(timeout=10)
 
+    def restart(self) -> None:
+        """Stop redis-server and start it again on the same port (no
+        persistence: what it held is gone, as after a crash)."""
+        self.stop()
+        self.start()
+
 
 class PostgresServer:
     """A throw-away PostgreSQL 15 cluster (``initdb`` + ``pg_ctl``) with database ``nbhitl``."""
@@ -106,16 +112,25 @@ class PostgresServer:
         if self.as_postgres:
             shutil.chown(self.folder, user="postgres")
         self._run(str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
-        opts = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"
-        self._run(
-            str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l", str(self.folder / "log"), "-w", "start"
-        )
+        self._pg_start()
         subprocess.run(
             [str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "nbhitl"],
             check=True,
             timeout=60,
         )
         return self
+
+    def _pg_start(self) -> None:
+        opts = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300"
+        self._run(
+            str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l", str(self.folder / "log"), "-w", "start"
+        )
+
+    def restart(self) -> None:
+        """Stop PostgreSQL at once (``-m immediate``: every connection is cut,
+        as in a crash) and start it again on the same port and data."""
+        self._run(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop")
+        self._pg_start()
 
     def stop(self) -> None:
         try:
@@ -222,6 +237,17 @@ class Cluster:
                     w.port, self.folder, storage=w.storage, bus=w.bus, scheduler=w.scheduler, embedded=False
                 )
                 setattr(self, name, fresh.start(timeout=120))
+
+    def restart_workers(self) -> None:
+        """Stop both workers and start them again (same ports and settings),
+        one after the other."""
+        for name in ("a", "b"):
+            w = getattr(self, name)
+            w.stop()
+            fresh = ServiceProcess(
+                w.port, self.folder, storage=w.storage, bus=w.bus, scheduler=w.scheduler, embedded=False
+            )
+            setattr(self, name, fresh.start(timeout=120))
 
     def worker_by_pid(self, pid: int) -> ServiceProcess | None:
         for w in (self.a, self.b):

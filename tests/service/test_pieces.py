@@ -9,10 +9,12 @@ from pathlib import Path
 from agentscope.event import ConfirmResult, UserConfirmResultEvent
 from agentscope.message import ToolCallBlock
 
+from nb_hitl.answers.record import RECORD_VERSION, road_of
+from nb_hitl.pauses import Pause, build_pause
 from nb_hitl.service.http import confirm_body
 from nb_hitl.service.inbox import InboxEntry, parked_calls, summary_line
 from nb_hitl.service.ledger import AnswerLedger
-from nb_hitl.service.outcome import OutcomeJudge
+from nb_hitl.service.outcome import OutcomeJudge, answer_mark
 from nb_hitl.service.transcript import transcript_entries
 
 CALL = {
@@ -73,14 +75,46 @@ def test_judge_applied_only_after_its_own_echo() -> None:
 
 def test_judge_refusals() -> None:
     judge = OutcomeJudge("ev", ["call_1"])
-    judge.feed({"id": "ev"})
+    judge.feed({"type": "USER_CONFIRM_RESULT", "id": "ev"})
     out = judge.feed({"type": "REPLY_END", "finished_reason": "error", "error": {"message": "bad metadata"}})
     assert out is not None and out.status == "not_applied" and "bad metadata" in out.detail
     judge = OutcomeJudge("ev", ["call_1"])
-    judge.feed({"id": "ev"})
+    judge.feed({"type": "USER_CONFIRM_RESULT", "id": "ev"})
     again = judge.feed({"type": "REQUIRE_USER_CONFIRM", "tool_calls": [CALL]})
     assert again is not None and again.status == "not_applied"
     assert judge.feed({"type": "TOOL_RESULT_END", "tool_call_id": "call_other"}) is None
+
+
+def test_judge_attributes_results_to_the_answer_echoed_before_them() -> None:
+    """C30: a result that follows another answer's echo is that answer's;
+    this answer is applied only by results after its own echo."""
+    other = {
+        "type": "USER_CONFIRM_RESULT",
+        "id": "ev-a",
+        "created_at": "2026-12-02T06:37:53",
+        "metadata": answer_mark("ana", "host:1:abc"),
+    }
+    judge = OutcomeJudge("ev-b", ["call_1"])
+    assert judge.feed(other) is None
+    assert judge.feed({"type": "TOOL_RESULT_START", "tool_call_id": "call_1"}) is None
+    assert judge.feed({"type": "USER_CONFIRM_RESULT", "id": "ev-b"}) is None and judge.echoed
+    assert judge.feed({"type": "REPLY_START"}) is None
+    out = judge.closed()
+    assert out.status == "answered_elsewhere" and out.by == "ana (host:1:abc)" and out.at == other["created_at"]
+    assert "ev-a" in out.detail and "not applied" in out.detail
+    assert judge.closed(ours=lambda e: e == "ev-a").by == "this console"
+    # a run that died after another answer's side effect, then this answer's own result
+    judge = OutcomeJudge("ev-b", ["call_1"])
+    judge.feed(other)
+    judge.feed({"type": "TOOL_RESULT_START", "tool_call_id": "call_1"})
+    judge.feed({"type": "USER_CONFIRM_RESULT", "id": "ev-b"})
+    out = judge.feed({"type": "TOOL_RESULT_END", "tool_call_id": "call_1", "state": "success"})
+    assert out is not None and out.status == "applied"
+    # a run that failed before it took the answer (storage down)
+    judge = OutcomeJudge("ev-b", ["call_1"])
+    judge.feed({"type": "REPLY_START", "reply_id": "r2"})
+    assert judge.feed({"type": "REPLY_END", "finished_reason": "error", "error": "connection closed"}) is None
+    assert judge.failed_before == "connection closed" and not judge.echoed
 
 
 def test_transcript_shows_background_output_where_it_arrived() -> None:
@@ -104,19 +138,47 @@ def test_transcript_shows_background_output_where_it_arrived() -> None:
     assert "<system-notification>" not in entries[2]["text"]
 
 
+def _pause(tcid: str = "call_1") -> Pause:
+    return build_pause("reply-1", ToolCallBlock.model_validate({**CALL, "id": tcid}), None)
+
+
 def test_ledger_remembers_approvals_across_instances(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
     ledger = AnswerLedger(path, "svc", "ana")
-    base = {"session_id": "s", "tool_call_id": "call_1", "event_id": "e1"}
-    ledger.record(**base, decision="approve", phase="sending")
-    assert ledger.approved("s", "call_1") is not None
-    ledger.record(**base, decision="approve", phase="not_applied")
+    where = {"service_session_id": "s", "agent_id": "a", "agent": "writer"}
+    approve = {"decision": "approve"}
+    ledger.record(_pause(), approve, **where, event_id="e1", phase="sending")
+    assert ledger.approved("s", "call_1") is not None and ledger.sent("e1")
+    ledger.record(_pause(), approve, **where, event_id="e1", phase="not_applied")
     assert ledger.approved("s", "call_1") is None  # a refused approval never reached the tool
-    ledger.record(**{**base, "event_id": "e2"}, decision="approve", phase="sending")
-    ledger.record(**{**base, "event_id": "e2"}, decision="approve", phase="unknown")
+    ledger.record(_pause(), approve, **where, event_id="e2", phase="sending")
+    ledger.record(_pause(), approve, **where, event_id="e2", phase="unknown")
     again = AnswerLedger(path, "svc", "ana")
-    assert again.approved("s", "call_1")["event_id"] == "e2"  # type: ignore[index]
+    assert again.ids(again.approved("s", "call_1")) == ("s", "call_1", "e2")  # type: ignore[arg-type]
     assert AnswerLedger(path, "svc", "bob").approved("s", "call_1") is None
     assert AnswerLedger(path, "other", "ana").approved("s", "call_1") is None
-    ledger.record(session_id="s", tool_call_id="call_2", event_id="e3", decision="deny", phase="applied")
+    ledger.record(_pause("call_2"), {"decision": "deny"}, **where, event_id="e3", phase="applied")
     assert again.approved("s", "call_2") is None
+    # one audit record: the shape of nb_hitl.answers.record, road "service"
+    rec = ledger.records("s")[-1]
+    assert rec["v"] == RECORD_VERSION and road_of(rec) == "service"
+    assert rec["origin"] == {
+        "road": "service",
+        "service_url": "svc",
+        "service_session_id": "s",
+        "agent_id": "a",
+        "user": "ana",
+        "event_id": "e3",
+    }
+    assert "session_id" not in rec and rec["tool_name"] == "write_note" and rec["decided_by"] == "ana"
+
+
+def test_ledger_reads_lines_written_before_the_record_version(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    old = {"service": "svc", "user_id": "ana", "session_id": "s", "tool_call_id": "call_1", "event_id": "e0"}
+    path.write_text(json.dumps({**old, "decision": "approve", "phase": "sending"}) + "\n")
+    ledger = AnswerLedger(path, "svc", "ana")
+    assert ledger.approved("s", "call_1") is not None and ledger.sent("e0")
+    assert [r["phase"] for r in ledger.records("s")] == ["sending"]
+    path.write_text(path.read_text() + json.dumps({**old, "decision": "approve", "phase": "refused"}) + "\n")
+    assert AnswerLedger(path, "svc", "ana").approved("s", "call_1") is None

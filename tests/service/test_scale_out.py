@@ -214,7 +214,7 @@ def test_wrong_answers_reach_the_card_and_session_stays_answerable(workers: Clus
             ],
         )
         out = await session.send_raw(bad, [tcid])
-        assert out.status == "refused", out
+        assert out.status == "not_applied", out
         assert session.pauses[tcid].status == "open"
         assert "not applied" in (session.pauses[tcid].message or "")
         view = session.make_widget().pauses[0]
@@ -225,7 +225,7 @@ def test_wrong_answers_reach_the_card_and_session_stays_answerable(workers: Clus
             [ToolResultBlock(id="call_nope", name="AskUser", output="x", state=ToolResultState.SUCCESS)],
         )
         out = await session.send_raw(wrong, [tcid])
-        assert out.status == "refused", out
+        assert out.status == "not_applied", out
         assert await console.http.status(agent_id, sid) == "awaiting_external_result"
         # a stale reply id on the page message is refused at the card
         with pytest.raises(DecisionError):
@@ -244,7 +244,7 @@ def test_wrong_answers_reach_the_card_and_session_stays_answerable(workers: Clus
         assert result["status"] == "delivered"
         await until(lambda: _idle(console, agent_id, sid), "the session to finish")
         phases = [r["phase"] for r in console.ledger.records(sid) if r["phase"] != "sending"]
-        assert phases == ["refused", "refused", "applied"]
+        assert phases == ["not_applied", "not_applied", "applied"]
         await console.aclose()
 
     run_async(go())

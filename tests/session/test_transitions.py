@@ -7,14 +7,24 @@ import logging
 import pytest
 from agentscope.message import ToolCallBlock, ToolCallState
 
+from nb_hitl.answers.lifecycle import TRANSITIONS
 from nb_hitl.pauses import build_pause
 from nb_hitl.session import PauseTransitionError, transition
-from nb_hitl.session._run import TRANSITIONS
 
 
 def _pause():
     call = ToolCallBlock(id="c1", name="delete_file", input='{"path": "a"}', state=ToolCallState.ASKING)
     return build_pause("r1", call, None, None)
+
+
+def test_a_carrier_refusal_reopens_a_decided_pause() -> None:
+    """An answer handed to its carrier (an AG-UI resume) that the far side refused
+    leaves the call waiting: the pause is open again, never delivered."""
+    pause = _pause()
+    for s in ("deciding", "decided"):
+        transition(pause, s)
+    assert transition(pause, "open") == "refuse"
+    assert pause.status == "open"
 
 
 def test_the_happy_path_is_named() -> None:
@@ -39,7 +49,8 @@ def test_expire_from_any_live_status(start: str) -> None:
     [
         ([], "decided"),
         ([], "delivered"),
-        (["deciding", "decided"], "open"),
+        (["deciding", "decided", "delivered"], "open"),
+        (["deciding", "decided"], "deciding"),
         (["expired"], "open"),
         (["expired"], "deciding"),
     ],

@@ -52,11 +52,16 @@ def _pause(kind: str) -> Pause:
     elif kind == "form":
         pause.kind = "form"
         pause.response_schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    elif kind == "elicitation":  # as nb_hitl.mcp builds it under a running call
+        pause.kind = "elicitation"
+        pause.message = "Delete all rows of customers?"
+        pause.response_schema = {"type": "object", "properties": {"confirm": {"type": "boolean"}}}
+        kind_spec("elicitation").complete(pause)
     return pause
 
 
 def test_every_kind_has_a_spec() -> None:
-    assert set(KINDS) == {"confirm", "ask_user", "external", "review", "form"}
+    assert set(KINDS) == {"confirm", "ask_user", "external", "review", "form", "elicitation"}
     for name in KINDS:
         spec = kind_spec(name)
         assert isinstance(spec, PauseKindSpec) and spec.name == name
@@ -82,10 +87,22 @@ def test_deadline_default_per_kind(kind: str) -> None:
         assert result.output == "The user did not answer before the deadline."
 
 
+def test_deadline_default_of_an_elicitation_is_cancel() -> None:
+    """Nobody chose: the MCP server is answered cancel (never an accept or a decline)."""
+    pause = _pause("elicitation")
+    spec = kind_spec("elicitation")
+    decision = decide(pause, spec.timeout_message(pause))
+    assert (decision.action, decision.cause, decision.content) == ("cancel", "timeout", None)
+    assert decision.tool_result is None and decision.confirm_result is None
+    assert spec.timeout_applied == "cancel sent to the MCP server"
+    assert decide(pause, spec.cancel_message(pause)).cause == "cancelled"
+
+
 def test_pause_view_type_describes_to_view() -> None:
     pause = _pause("confirm")
     view = pause.to_view()
     assert list(view) == list(PauseView.__annotations__)
+    assert list(_pause("elicitation").to_view()) == list(PauseView.__annotations__)  # the carrier stays out
     rule = {"index": 0, "label": "x", "tool_name": "t", "rule_content": None, "behavior": "allow", "reach": "r"}
     assert set(rule) == set(SuggestedRuleView.__annotations__)
 

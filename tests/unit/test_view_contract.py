@@ -17,6 +17,7 @@ import pytest
 from agentscope.message import ToolCallBlock
 from agentscope.permission import PermissionBehavior, PermissionRule
 
+import nb_hitl.messages as messages
 import nb_hitl.pauses as pauses
 
 TYPES_TS = Path(__file__).resolve().parents[2] / "js" / "types.ts"
@@ -68,3 +69,34 @@ def test_to_view_returns_exactly_the_declared_keys() -> None:
 def test_kinds_and_statuses_match(source: str) -> None:
     assert ts_string_union(source, "PauseKind") == set(typing.get_args(pauses.PauseKind))
     assert ts_string_union(source, "PauseStatus") == set(typing.get_args(pauses.PauseStatus))
+
+
+MESSAGES_TS = TYPES_TS.parent / "messages.ts"
+
+
+def ts_union_members(source: str, name: str) -> dict[str, set[str]]:
+    """The members of ``export type <name> = | { action: "a"; x?: T } | ...;``: action -> its other keys."""
+    match = re.search(r"export type " + re.escape(name) + r"\s*=(.*?);\n", source, flags=re.S)
+    assert match, f"no type {name} in js/messages.ts"
+    members: dict[str, set[str]] = {}
+    for body in re.findall(r"\|\s*\{(.*?)\}\s*(?=\||$)", match.group(1), flags=re.S):
+        keys = dict(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\??\s*:\s*([^;]+)", body))
+        action = re.fullmatch(r'\s*"([a-z_]+)"\s*', keys.pop("action"))
+        assert action, body
+        members[action.group(1)] = set(keys)
+    return members
+
+
+def test_decision_messages_match() -> None:
+    """Each decision the page sends (``Decision`` in js/messages.ts) is one of
+    nb_hitl.messages' page messages, with only fields that message declares;
+    ``cancel`` is the remote (AG-UI) interrupt's own action."""
+    page = ts_union_members(MESSAGES_TS.read_text(encoding="utf-8"), "Decision")
+    models = {
+        typing.get_args(m.model_fields["action"].annotation)[0]: m
+        for m in typing.get_args(typing.get_args(messages.PageMessage)[0])
+    }
+    assert set(page) == set(models) | {"cancel"}
+    assert page.pop("cancel") == set()
+    for action, keys in page.items():
+        assert keys <= set(models[action].model_fields) - {"request_id", "tool_call_id", "reply_id", "action"}, action

@@ -3,22 +3,17 @@
 // the model's questions break AskUserParams, the error to return to it.
 import { h } from "../../lib/dom";
 import { enterPresses, uid } from "../../lib/a11y";
+import type { AnswerIn } from "../../messages";
 import type { AskUserOption, PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
-
-interface Answer {
-  question: string;
-  selected: string[];
-  other: string | null;
-}
 
 function buildInvalid(card: HTMLElement, p: PauseView, ctx: CardCtx, dis: boolean): void {
   card.append(
     h("div", { class: "nbh-error", "data-testid": "nbh-askuser-invalid" }, "The agent's questions are invalid and cannot be shown as asked:\n" + (p.ask_user_error || "")),
     h("pre", { class: "nbh-pre" }, p.input_text),
     ctx.errorBox() || "",
-    h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send("return_error") }, "Return this error to the agent"),
+    h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send({ action: "return_error" }) }, "Return this error to the agent"),
   );
 }
 
@@ -30,7 +25,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     buildInvalid(card, p, ctx, dis);
     return;
   }
-  const collectors: (() => Answer)[] = [];
+  const collectors: (() => AnswerIn)[] = [];
   p.ask_user.questions.forEach((q, qi) => {
     const multi = q.multi_select === true; // AskUserParams: multi_select defaults to false (C08)
     const name = `nbh-${p.tool_call_id}-${qi}`;
@@ -91,7 +86,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     optsEl.append(h("label", { class: "nbh-row" }, otherToggle, h("span", {}, "Other"), otherText), otherNote);
     showPreview(undefined);
     const kept = ctx.kept;
-    const keptAnswer = kept && kept.action === "answer" ? (kept.payload.answers as Answer[]).find((a) => a.question === q.question) : undefined;
+    const keptAnswer = kept && kept.action === "answer" ? kept.answers.find((a) => a.question === q.question) : undefined;
     if (keptAnswer) {
       for (const i of inputs) i.input.checked = keptAnswer.selected.includes(i.label);
       if (keptAnswer.other) {
@@ -113,10 +108,10 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   });
   ctx.setDraft(() => {
     const answers = collectors.map((c) => c());
-    return answers.some((a) => a.selected.length || a.other) ? { action: "answer", payload: { answers } } : null;
+    return answers.some((a) => a.selected.length || a.other) ? { action: "answer", answers } : null;
   });
   const general = ui.errorField.startsWith("answers.") ? null : ctx.errorBox();
-  const submit = h("button", { class: "nbh-primary", "data-testid": "nbh-answer-submit", disabled: dis, onclick: () => ctx.send("answer", { answers: collectors.map((c) => c()) }) }, "Submit answers");
+  const submit = h("button", { class: "nbh-primary", "data-testid": "nbh-answer-submit", disabled: dis, onclick: () => ctx.send({ action: "answer", answers: collectors.map((c) => c()) }) }, "Submit answers");
   // Enter on an option (or in "Other") submits, as in a form
   enterPresses(card, submit);
   card.append(
@@ -130,7 +125,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
         {
           "data-testid": "nbh-decline",
           disabled: dis,
-          onclick: () => ctx.send("return_error", { message: "The user declined to answer these questions." }),
+          onclick: () => ctx.send({ action: "return_error", message: "The user declined to answer these questions." }),
         },
         "Decline to answer",
       ),

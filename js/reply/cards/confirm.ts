@@ -38,22 +38,64 @@ function appendFileChange(card: HTMLElement, p: PauseView): void {
   if (change.note) card.append(h("div", { class: "nbh-warn", "data-testid": "nbh-file-note" }, change.note));
 }
 
-function alwaysLabel(p: PauseView): string {
-  const d = p.decisions && p.decisions.length ? p.decisions : ["always_allow", "always_deny"];
-  if (d.includes("always_allow") && d.includes("always_deny")) return "Always allow / deny…";
-  return d.includes("always_allow") ? "Always allow…" : "Always deny…";
+/** What a confirmation's card offers besides Deny (its `decisions`, see
+ * Session(decisions=...)): a view without them (an older kernel, a remote
+ * interrupt) offers everything. `always` is the label of the button that opens
+ * the suggested rules, or null when there is none to offer. */
+export interface ConfirmOffers {
+  approve: boolean;
+  modify: boolean;
+  alwaysAllow: boolean;
+  alwaysDeny: boolean;
+  always: string | null;
+}
+
+export function confirmOffers(p: Pick<PauseView, "decisions" | "suggested_rules">): ConfirmOffers {
+  const offers = (d: string) => !p.decisions || !p.decisions.length || p.decisions.includes(d);
+  const alwaysAllow = offers("always_allow");
+  const alwaysDeny = offers("always_deny");
+  const always =
+    (p.suggested_rules || []).length && (alwaysAllow || alwaysDeny)
+      ? alwaysAllow && alwaysDeny
+        ? "Always allow / deny…"
+        : alwaysAllow
+          ? "Always allow…"
+          : "Always deny…"
+      : null;
+  return { approve: offers("approve"), modify: offers("modify"), alwaysAllow, alwaysDeny, always };
+}
+
+// An MCP tool's annotations, as its server declared them: hints, not guarantees.
+const HINT_WORDS: Record<string, [string, string]> = {
+  readOnlyHint: ["read-only", "not read-only"],
+  destructiveHint: ["destructive", "not destructive"],
+  idempotentHint: ["idempotent", "not idempotent"],
+  openWorldHint: ["reaches the outside world", "closed world"],
+};
+
+function hintsLine(p: PauseView): HTMLElement | null {
+  const hints = p.tool_hints;
+  if (!hints) return null;
+  const words = Object.keys(HINT_WORDS)
+    .filter((k) => typeof hints[k] === "boolean")
+    .map((k) => HINT_WORDS[k][hints[k] ? 0 : 1]);
+  const text = words.length
+    ? `Its MCP server says this tool is ${words.join(", ")} (hints, not guarantees).`
+    : "Its MCP server declared no hints about this tool (MCP assumes a tool may be destructive).";
+  return h("div", { class: "nbh-muted", "data-testid": "nbh-tool-hints" }, text);
 }
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
+  const hints = hintsLine(p);
+  if (hints) card.append(hints);
   if (p.permission_message)
     card.append(
       h("div", { class: "nbh-muted", "data-testid": "nbh-permission-message" }, p.permission_message + (p.decision_reason ? ` (${p.decision_reason})` : "")),
     );
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   const dis = !open || ui.pending;
-  // a view without `decisions` (an older kernel, a remote interrupt) offers everything
-  const offers = (d: string) => !p.decisions || !p.decisions.length || p.decisions.includes(d);
+  const offers = confirmOffers(p);
   const toMode = (mode: typeof ui.mode) => () => {
     const from = ui.mode;
     ui.mode = mode;
@@ -74,8 +116,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (ui.mode === "modify") {
     const area = h("textarea", { "data-testid": "nbh-modify-input", spellcheck: "false", "aria-label": "Edited tool input (JSON)" });
     const kept = ctx.kept;
-    area.value = kept && kept.action === "modify" ? String(kept.payload.input) : p.input_text;
-    ctx.setDraft(() => ({ action: "modify", payload: { input: area.value } }));
+    area.value = kept && kept.action === "modify" ? kept.input : p.input_text;
+    ctx.setDraft(() => ({ action: "modify", input: area.value }));
     card.append(
       h("div", { class: "nbh-muted" }, `Edit the input of ${p.tool_name} (JSON). The tool name cannot change; the edit is checked against the tool's schema and the permission rules.`),
       area,
@@ -83,7 +125,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       h(
         "div",
         { class: "nbh-row" },
-        h("button", { class: "nbh-primary", "data-testid": "nbh-modify-submit", disabled: dis, onclick: () => ctx.send("modify", { input: area.value }) }, "Approve modified input"),
+        h("button", { class: "nbh-primary", "data-testid": "nbh-modify-submit", disabled: dis, onclick: () => ctx.send({ action: "modify", input: area.value }) }, "Approve modified input"),
         h("button", { "data-testid": "nbh-modify-cancel", disabled: ui.pending, onclick: toMode("view") }, "Cancel"),
       ),
     );
@@ -95,8 +137,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (ui.mode === "deny") {
     const reason = h("textarea", { "data-testid": "nbh-deny-reason", "aria-label": "Reason for the denial (optional)", rows: 2 });
     const kept = ctx.kept;
-    reason.value = kept && kept.action === "deny" ? String(kept.payload.reason || "") : "";
-    ctx.setDraft(() => ({ action: "deny", payload: { reason: reason.value } }));
+    reason.value = kept && kept.action === "deny" ? String(kept.reason || "") : "";
+    ctx.setDraft(() => ({ action: "deny", reason: reason.value }));
     card.append(
       h("div", { class: "nbh-muted" }, `Deny ${p.tool_name}. The agent reads your reason, if you give one.`),
       reason,
@@ -104,7 +146,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       h(
         "div",
         { class: "nbh-row" },
-        h("button", { class: "nbh-danger", "data-testid": "nbh-deny-submit", disabled: dis, onclick: () => ctx.send("deny", { reason: reason.value }) }, "Deny"),
+        h("button", { class: "nbh-danger", "data-testid": "nbh-deny-submit", disabled: dis, onclick: () => ctx.send({ action: "deny", reason: reason.value }) }, "Deny"),
         h("button", { "data-testid": "nbh-deny-cancel", disabled: ui.pending, onclick: toMode("view") }, "Cancel"),
       ),
     );
@@ -152,15 +194,14 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       ui.errorField = "rules";
       ctx.redraw();
     };
-    const can = (d: string) => !p.decisions || !p.decisions.length || p.decisions.includes(d);
-    const allow = can("always_allow")
+    const allow = offers.alwaysAllow
       ? h(
           "button",
           {
             class: "nbh-primary",
             "data-testid": "nbh-rules-submit",
             disabled: dis || !!refused,
-            onclick: () => (chosen().length ? ctx.send("approve", { rules: chosen(), rule_edits: edits() }) : none()),
+            onclick: () => (chosen().length ? ctx.send({ action: "approve", rules: chosen(), rule_edits: edits() }) : none()),
           },
           "Approve and always allow the ticked rules",
         )
@@ -175,14 +216,14 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
         "div",
         { class: "nbh-row" },
         allow,
-        can("always_deny")
+        offers.alwaysDeny
           ? h(
               "button",
               {
                 class: "nbh-danger",
                 "data-testid": "nbh-deny-rules-submit",
                 disabled: dis,
-                onclick: () => (chosen().length ? ctx.send("deny", { deny_rules: chosen() }) : none()),
+                onclick: () => (chosen().length ? ctx.send({ action: "deny", deny_rules: chosen() }) : none()),
               },
               "Deny and always deny the ticked rules",
             )
@@ -198,15 +239,13 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     h(
       "div",
       { class: "nbh-row" },
-      offers("approve")
-        ? h("button", { class: "nbh-primary", "data-testid": "nbh-approve", disabled: dis || !!refused, onclick: () => ctx.send("approve") }, "Approve")
+      offers.approve
+        ? h("button", { class: "nbh-primary", "data-testid": "nbh-approve", disabled: dis || !!refused, onclick: () => ctx.send({ action: "approve" }) }, "Approve")
         : null,
-      h("button", { class: "nbh-danger", "data-testid": "nbh-deny", disabled: dis, onclick: () => ctx.send("deny") }, "Deny"),
+      h("button", { class: "nbh-danger", "data-testid": "nbh-deny", disabled: dis, onclick: () => ctx.send({ action: "deny" }) }, "Deny"),
       h("button", { "data-testid": "nbh-deny-reason-open", disabled: dis, onclick: toMode("deny") }, "Deny with reason…"),
-      offers("modify") ? h("button", { "data-testid": "nbh-modify", disabled: dis, onclick: toMode("modify") }, "Modify…") : null,
-      (p.suggested_rules || []).length && (offers("always_allow") || offers("always_deny"))
-        ? h("button", { "data-testid": "nbh-always", disabled: dis, onclick: toMode("rules") }, alwaysLabel(p))
-        : null,
+      offers.modify ? h("button", { "data-testid": "nbh-modify", disabled: dis, onclick: toMode("modify") }, "Modify…") : null,
+      offers.always ? h("button", { "data-testid": "nbh-always", disabled: dis, onclick: toMode("rules") }, offers.always) : null,
     ),
   );
 }

@@ -1,6 +1,7 @@
 // An external tool (AgentScope's external execution): the person runs it
 // and sends its output back, marked success or error.
 import { h } from "../../lib/dom";
+import type { Decision } from "../../messages";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -20,13 +21,17 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   ok.checked = true;
   const kept = ctx.kept;
   if (kept && kept.action === "external_result") {
-    area.value = String(kept.payload.output);
-    bad.checked = kept.payload.state === "error";
+    area.value = kept.output;
+    bad.checked = kept.state === "error";
     ok.checked = !bad.checked;
   }
   const question = h("div", { class: "nbh-warn", "data-testid": "nbh-ask-first", hidden: true });
-  const payload = () => ({ output: area.value, state: bad.checked ? "error" : "success" });
-  ctx.setDraft(() => (area.value ? { action: "external_result", payload: payload() } : null));
+  const result = (): Extract<Decision, { action: "external_result" }> => ({
+    action: "external_result",
+    output: area.value,
+    state: bad.checked ? "error" : "success",
+  });
+  ctx.setDraft(() => (area.value ? result() : null));
   card.append(
     area,
     h("div", { class: "nbh-row", role: "radiogroup", "aria-label": "Result state" }, h("label", {}, ok, " success"), h("label", {}, bad, " error")),
@@ -39,15 +44,15 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
         "data-testid": "nbh-external-submit",
         disabled: dis,
         onclick: () => {
-          const out = payload();
-          if (out.output.trim() || out.state === "error") return ctx.send("external_result", out);
+          const out = result();
+          if (out.output.trim() || out.state === "error") return ctx.send(out);
           // an empty output reported as success is asked about first
           question.replaceChildren(
             h("div", {}, `The output is empty: the model would read that ${p.tool_name} succeeded and returned nothing. Send it anyway?`),
             h(
               "div",
               { class: "nbh-row" },
-              h("button", { "data-testid": "nbh-confirm-empty", onclick: () => ctx.send("external_result", payload()) }, "Send the empty output"),
+              h("button", { "data-testid": "nbh-confirm-empty", onclick: () => ctx.send(result()) }, "Send the empty output"),
               h("button", { onclick: () => (question.hidden = true) }, "Cancel"),
             ),
           );

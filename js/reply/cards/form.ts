@@ -1,21 +1,23 @@
 // A structured question: a form drawn from the agent's JSON Schema
 // (lib/form.ts); the kernel validates the answer before the agent sees it.
 import { h } from "../../lib/dom";
-import { errorAtFields, renderSchemaForm } from "../../lib/form";
+import { errorAtFields, renderSchemaForm, type FormValue, type SchemaProp } from "../../lib/form";
 import { enterPresses } from "../../lib/a11y";
 import type { JsonSchema, PauseView, RemotePauseView } from "../../types";
-import { clip, type CardCtx } from "../card";
+import type { CardCtx } from "../card";
+import { clip } from "../record";
 import type { CardKind } from "./index";
 
-function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Record<string, any> | undefined): void {
+/** Put a form's last values back into its redrawn fields (a refused answer redraws the card). */
+export function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Record<string, unknown> | undefined): void {
   if (!values) return;
-  const props: Record<string, any> = (schema && schema.properties) || {};
+  const props: Record<string, SchemaProp> = (schema && schema.properties) || {};
   for (const [name, v] of Object.entries(values)) {
     const input = Array.from(formEl.querySelectorAll<HTMLElement>("[data-field]")).find((e) => e.dataset.field === name);
     if (!input) continue;
     const p = props[name] || {};
     if (input instanceof HTMLSelectElement) {
-      const i = Array.isArray(p.enum) ? p.enum.findIndex((x: unknown) => JSON.stringify(x) === JSON.stringify(v)) : -1;
+      const i = Array.isArray(p.enum) ? p.enum.findIndex((x) => JSON.stringify(x) === JSON.stringify(v)) : -1;
       if (i >= 0) input.value = String(i);
     } else if (input instanceof HTMLInputElement && input.type === "checkbox") {
       input.checked = v === true;
@@ -36,7 +38,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     card.append(
       h("div", { class: "nbh-error", "data-testid": "nbh-unanswerable" }, "This question cannot be answered: " + (p.form_error || "its metadata is malformed.")),
       ctx.errorBox() || "",
-      h("button", { class: "nbh-primary", "data-testid": "nbh-cancel", disabled: dis, onclick: () => ctx.send("cancel") }, "Cancel it"),
+      h("button", { class: "nbh-primary", "data-testid": "nbh-cancel", disabled: dis, onclick: () => ctx.send({ action: "cancel" }) }, "Cancel it"),
     );
     return;
   }
@@ -45,49 +47,79 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       h("div", { class: "nbh-error", "data-testid": "nbh-form-invalid" }, "The agent's form cannot be shown: " + p.form_error),
       h("pre", { class: "nbh-pre" }, clip(p.input_text)),
       ctx.errorBox() || "",
-      h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send("return_error") }, "Return this error to the agent"),
+      h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send({ action: "return_error" }) }, "Return this error to the agent"),
     );
     return;
   }
   const schema: JsonSchema = p.response_schema || {};
-  const form = renderSchemaForm(schema, { disabled: dis, errorField: ui.errorField, error: ui.error });
+  const drawn = schemaForm(schema, ctx, dis, {
+    testid: "nbh-form-submit",
+    label: "Submit",
+    send: (value) => ctx.send({ action: "submit", value }),
+  });
+  ctx.setDraft(() => {
+    const v = drawn.remember();
+    return v.ok && Object.keys(v.value || {}).length ? { action: "submit", value: v.value } : null;
+  });
+  card.append(drawn.form, drawn.errorBox, drawn.button);
+}
+
+/** What {@link schemaForm} draws: the form, the error box (empty when the form shows the error at its field), the button. */
+export interface SchemaFormUi {
+  form: HTMLElement;
+  errorBox: HTMLElement | "";
+  button: HTMLElement;
+  /** the form's value now, kept for a redraw when it is valid */
+  remember(): FormValue;
+}
+
+/**
+ * A form drawn from `schema` with its primary button: the values a refused answer
+ * redraws with are put back, the button checks the value and shows a field's error
+ * at the field (the kernel checks again), Enter in a one-line field presses it.
+ * Used by the form card and by the MCP elicitation card.
+ */
+export function schemaForm(
+  schema: JsonSchema,
+  ctx: CardCtx,
+  disabled: boolean,
+  action: { testid: string; label: string; send: (value: Record<string, unknown>) => unknown },
+): SchemaFormUi {
+  const { ui } = ctx;
+  const form = renderSchemaForm(schema, { disabled, errorField: ui.errorField, error: ui.error });
   // a refused answer redraws the card: put back what the person typed
-  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, any> | undefined);
-  const remember = () => {
+  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, unknown> | undefined);
+  const remember = (): FormValue => {
     const v = form.value();
     if (v.ok) ctx.remember(v.value);
     return v;
   };
-  ctx.setDraft(() => {
-    const v = remember();
-    return v.ok && Object.keys(v.value || {}).length ? { action: "submit", payload: { value: v.value } } : null;
-  });
   // an error the form already shows at its field is not repeated below
   const props = (schema && schema.properties) || {};
   const top = ui.errorField.startsWith("value.") ? ui.errorField.slice(6) : ui.errorField;
   const atField = (top !== "" && Object.prototype.hasOwnProperty.call(props, top) && !ui.error.includes("\n")) || errorAtFields(schema, ui.error);
-  const submit = h(
-      "button",
-      {
-        class: "nbh-primary",
-        "data-testid": "nbh-form-submit",
-        disabled: dis,
-        onclick: () => {
-          const value = remember();
-          if (!value.ok) {
-            ui.error = value.error;
-            ui.errorField = value.field;
-            ctx.redraw();
-            return;
-          }
-          void ctx.send("submit", { value: value.value });
-        },
+  const button = h(
+    "button",
+    {
+      class: "nbh-primary",
+      "data-testid": action.testid,
+      disabled,
+      onclick: () => {
+        const value = remember();
+        if (!value.ok) {
+          ui.error = value.error;
+          ui.errorField = value.field;
+          ctx.redraw();
+          return;
+        }
+        void action.send(value.value as Record<string, unknown>);
       },
-      "Submit",
-    );
-  // Enter in a one-line field submits, as in a form
-  enterPresses(form.el, submit);
-  card.append(form.el, atField ? "" : ctx.errorBox() || "", submit);
+    },
+    action.label,
+  );
+  // Enter in a one-line field presses it, as in a form
+  enterPresses(form.el, button);
+  return { form: form.el, errorBox: atField ? "" : ctx.errorBox() || "", button, remember };
 }
 
 export const formCard: CardKind = {

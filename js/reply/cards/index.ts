@@ -2,18 +2,21 @@
 // body of an open card (card.ts draws the rest). The only place the page
 // branches on `PauseView.kind`.
 import type { PauseKind, PauseView } from "../../types";
+import type { DecisionAction } from "../../messages";
 import type { CardCtx } from "../card";
 import { confirmCard } from "./confirm";
 import { askUserCard } from "./ask_user";
 import { externalCard } from "./external";
 import { reviewCard } from "./review";
 import { formCard } from "./form";
+import { elicitationCard } from "./elicitation";
 
 /** A decision every open card of one kind can take at once ("Approve all"). */
 export interface BulkAction {
   label: string;
   testid: string;
-  action: string;
+  /** a decision that needs no more than its action */
+  action: Extract<DecisionAction, "approve" | "deny" | "accept" | "reject" | "return_error" | "cancel">;
 }
 
 /** What a pause kind brings to the page. */
@@ -26,6 +29,8 @@ export interface CardKind {
   build(card: HTMLElement, p: PauseView, ctx: CardCtx): void;
   /** whether the decided record repeats the call's input (default: yes) */
   showsInputWhenClosed?(p: PauseView): boolean;
+  /** what the decided or expired record shows above its outcome (e.g. the question asked), if anything */
+  recordHead?(p: PauseView): HTMLElement | null;
   bulk?: BulkAction[];
 }
 
@@ -35,6 +40,7 @@ const CARDS: Record<PauseKind, CardKind> = {
   external: externalCard,
   review: reviewCard,
   form: formCard,
+  elicitation: elicitationCard,
 };
 
 function known(kind: string): kind is PauseKind {

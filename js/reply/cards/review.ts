@@ -11,7 +11,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (p.message) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-review-message" }, p.message));
   card.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, p.input_text));
   const reason = h("input", { type: "text", placeholder: "Reason (optional, the agent reads it)", disabled: dis, "data-testid": "nbh-review-reason", "aria-label": "Reason for rejecting" });
-  const reject = h("button", { class: "nbh-danger", "data-testid": "nbh-review-reject", disabled: dis, onclick: () => ctx.send("reject", reason.value.trim() ? { reason: reason.value } : {}) }, "Reject");
+  const reject = h("button", { class: "nbh-danger", "data-testid": "nbh-review-reject", disabled: dis, onclick: () => ctx.send(reason.value.trim() ? { action: "reject", reason: reason.value } : { action: "reject" }) }, "Reject");
   if (p.review_error || p.review_output == null) {
     card.append(
       h("div", { class: "nbh-error", "data-testid": "nbh-review-error" }, p.review_error || "There is no result to review."),
@@ -32,7 +32,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     );
     question.hidden = false;
   };
-  ctx.setDraft(() => (area.value === original ? { action: "accept", payload: {} } : { action: "edit", payload: { output: area.value } }));
+  ctx.setDraft(() => (area.value === original ? { action: "accept" } : { action: "edit", output: area.value }));
   card.append(
     h("div", { class: "nbh-muted" }, "The model has not seen this result. Edit the text to change what it reads."),
     area,
@@ -50,12 +50,12 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
           // C21: an edit is never thrown away without a word
           onclick: () =>
             area.value === original
-              ? ctx.send("accept")
+              ? ctx.send({ action: "accept" })
               : ask(
                   "You edited the result. Accept sends the original result, not your edit. Which one do you mean?",
                   [
-                    { label: "Send my edit", testid: "nbh-review-send-edit", run: () => ctx.send("edit", { output: area.value }) },
-                    { label: "Discard my edit, accept the original", testid: "nbh-review-accept-original", run: () => ctx.send("accept") },
+                    { label: "Send my edit", testid: "nbh-review-send-edit", run: () => ctx.send({ action: "edit", output: area.value }) },
+                    { label: "Discard my edit, accept the original", testid: "nbh-review-accept-original", run: () => ctx.send({ action: "accept" }) },
                   ],
                 ),
         },
@@ -68,9 +68,9 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
           disabled: dis,
           onclick: () =>
             area.value.trim()
-              ? ctx.send("edit", { output: area.value })
+              ? ctx.send({ action: "edit", output: area.value })
               : ask("The edited result is empty: the model would read an empty result. Send it anyway?", [
-                  { label: "Send the empty result", testid: "nbh-confirm-empty", run: () => ctx.send("edit", { output: area.value }) },
+                  { label: "Send the empty result", testid: "nbh-confirm-empty", run: () => ctx.send({ action: "edit", output: area.value }) },
                 ]),
         },
         "Edit & send",

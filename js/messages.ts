@@ -1,0 +1,265 @@
+// The messages between the page and the kernel, typed. The page sends
+// `{request_id, action, ...}` (the kernel validates decisions with pydantic:
+// nb_hitl/messages.py); the kernel answers each one with `{request_id, ok,
+// ...}` or `{request_id, ok: false, error, code, field}`
+// (nb_hitl/widgets/_base.py) and also pushes numbered stream messages
+// (`nbh_transcript`, `nbh_cards`: nb_hitl/session/_core.py, _cards.py).
+// Each widget's actions are one protocol: action -> what the page sends
+// with it and what the kernel answers (lib/rpc.ts reads them).
+import type { DecisionView, PauseView, TranscriptEntry } from "./types";
+
+// -- the channel --------------------------------------------------------
+
+/** One action of a protocol: the fields the page sends besides `action` and
+ * `request_id`, and the fields of the kernel's answer besides `request_id` and `ok`. */
+export interface ActionSpec {
+  send: object;
+  answer: object;
+}
+
+/** A widget's actions (see the protocols below). */
+export type Protocol = { [action: string]: ActionSpec };
+
+/** The kernel refused (or the channel gave up: codes "no_kernel", "no_answer"). */
+export interface Refusal {
+  request_id: string;
+  ok: false;
+  error: string;
+  code: string;
+  /** the field at fault, "input", "answers.0", "value.start"... */
+  field?: string | null;
+}
+
+/** The kernel accepted a request; `T` is what it answered. */
+export type Accepted<T extends object = object> = { request_id: string; ok: true } & T;
+
+/** The kernel's answer to one request: accepted (with `T`) or refused. */
+export type Answer<T extends object = object> = Accepted<T> | Refusal;
+
+/** Every message the page can send under protocol `P`: a union discriminated by `action`. */
+export type PageMessage<P extends Protocol> = {
+  [A in keyof P & string]: { action: A; request_id: string } & P[A]["send"];
+}[keyof P & string];
+
+/** The liveness probe every widget answers itself (nb_hitl/widgets/_base.py). */
+export type PingProtocol = {
+  ping: { send: Record<string, never>; answer: { live?: boolean } };
+};
+
+// -- decisions on a pause (nb_hitl/messages.py) ---------------------------
+
+/** A suggested rule narrowed or edited before "Always allow" adds it (`RuleEditIn`). */
+export interface RuleEdit {
+  index: number;
+  rule_content: string | null;
+}
+
+/** One AskUser answer (`AnswerIn`). */
+export interface AnswerIn {
+  question: string;
+  selected: string[];
+  other: string | null;
+}
+
+/** A decision on one pause, as a card builds it (`PageMessage` of nb_hitl/messages.py,
+ * plus "cancel", which a remote (AG-UI) interrupt takes: nb_hitl/agui/mapping.py). */
+export type Decision =
+  | { action: "approve"; rules?: number[]; rule_edits?: RuleEdit[] }
+  | { action: "deny"; reason?: string | null; deny_rules?: number[] }
+  | { action: "modify"; input: string; name?: string | null; rules?: number[] }
+  | { action: "answer"; answers: AnswerIn[] }
+  | { action: "external_result"; output: string; state: "success" | "error" }
+  | { action: "return_error"; message?: string | null }
+  | { action: "accept"; content?: Record<string, unknown> }
+  | { action: "decline" }
+  | { action: "edit"; output: string }
+  | { action: "reject"; reason?: string | null }
+  | { action: "submit"; value: unknown }
+  | { action: "cancel" };
+
+export type DecisionAction = Decision["action"];
+
+/** The pause a decision is about. */
+export interface PauseRef {
+  tool_call_id: string;
+  reply_id: string;
+}
+
+/** A decision as sent: it names its pause. */
+export type DecisionItem = Decision & PauseRef;
+
+/** What the kernel answers to an accepted decision (the page reads none of it: the card's new view follows). */
+export interface DecisionAnswer {
+  status?: string;
+  decision?: DecisionView;
+  sent?: boolean;
+}
+
+/** One item's outcome in a batch answer, in item order. */
+export interface BatchResult {
+  tool_call_id: string | null;
+  ok: boolean;
+  error?: string;
+  field?: string | null;
+  code?: string;
+}
+
+// -- the streams (nb_hitl/session/_transcript.py, _cards.py) ----------------
+
+/** One change of the transcript. */
+export type TranscriptOp =
+  | { op: "add"; entry: TranscriptEntry }
+  | { op: "append"; id: string; text: string }
+  /** a field set to null is removed (the `html` of a text that changed after it was rendered) */
+  | { op: "set"; id: string; fields: { [K in keyof TranscriptEntry]?: TranscriptEntry[K] | null } };
+
+export interface TranscriptMsg {
+  type: "nbh_transcript";
+  seq: number;
+  ops: TranscriptOp[];
+}
+
+/** One change of the pause cards: a card new or replaced, or one that left the reply. */
+export type CardOp = { op: "card"; view: PauseView } | { op: "drop"; id: string };
+
+export interface CardsMsg {
+  type: "nbh_cards";
+  seq: number;
+  ops: CardOp[];
+}
+
+/** What the kernel pushes to a reply's page unasked. */
+export type StreamMsg = TranscriptMsg | CardsMsg;
+
+/** A sync answer that says the page already holds `seq`. */
+export interface SyncCurrent {
+  seq: number;
+  current: true;
+}
+
+/** To the connect request: the messages up to `seq` went out before this answer. */
+export interface SyncSent {
+  seq: number;
+  sent: true;
+}
+
+export type TranscriptSync = SyncCurrent | SyncSent | { seq: number; entries: TranscriptEntry[] };
+export type CardsSync = SyncCurrent | { seq: number; pauses: PauseView[] };
+
+// -- the reply widget (nb_hitl/session/_actions.py, nb_hitl/agui/remote.py) --
+
+type DecisionProtocol = {
+  [D in Decision as D["action"]]: { send: Omit<D, "action"> & PauseRef; answer: DecisionAnswer };
+};
+
+export type ReplyProtocol = PingProtocol &
+  DecisionProtocol & {
+    /** group actions ("Approve all", "Submit all"): one resume */
+    batch: { send: { items: DecisionItem[] }; answer: { results: BatchResult[] } };
+    /** on connect: both streams in one answer */
+    sync: { send: { transcript_seq: number; cards_seq: number }; answer: { transcript: TranscriptSync; cards: CardsSync } };
+    transcript_sync: { send: { seq: number }; answer: TranscriptSync };
+    cards_sync: { send: { seq: number }; answer: CardsSync };
+    /** "Show all" on an entry the page holds a part of */
+    entry_text: { send: { id: string }; answer: { id: string; text: string } };
+    interrupt: { send: Record<string, never>; answer: { status?: string } };
+  };
+
+export type ReplyMessage = PageMessage<ReplyProtocol>;
+
+// -- the audit table and the inbox (nb_hitl/widgets/audit.py, inbox.py) ----
+
+export type AuditProtocol = PingProtocol & {
+  refresh: { send: Record<string, never>; answer: object };
+};
+
+export type InboxProtocol = PingProtocol & {
+  /** open a parked session below the list */
+  open: { send: { session_id: string; agent_id: string }; answer: object };
+};
+
+// -- the permission explorer (nb_hitl/widgets/permissions.py) ----------------
+
+/** A permission rule as the kernel sends and takes it (`rule_to_dict`, plus `label` in views). */
+export interface RuleDict {
+  tool_name: string;
+  rule_content: string | null;
+  behavior: string;
+  source: string;
+  label?: string;
+}
+
+/** `describe_context` without its rule lists (the `context_view` trait). */
+export interface ContextView {
+  mode?: string;
+  modes?: string[];
+  cwd?: string;
+  working_directories?: { path: string; source: string }[];
+  counts?: { allow: number; deny: number; ask: number };
+  state_in_sync?: boolean | null;
+  permission_middlewares?: number;
+}
+
+/** One engine decision (`_decision_dict`). */
+export interface DecisionDict {
+  behavior: string;
+  message?: string;
+  decision_reason?: string | null;
+  bypass_immune?: boolean;
+  suggested_rules?: RuleDict[];
+}
+
+/** `try_call`'s result (the `last_try` trait), or the error of a re-decided try. */
+export interface TryResult extends DecisionDict {
+  tool_name: string;
+  input: unknown;
+  mode: string;
+  read_only?: boolean;
+  rules_checked?: { label: string; matched: boolean; explanation: string }[];
+  rules_omitted?: number;
+  steps?: string[];
+  why?: string;
+  agrees?: boolean;
+}
+
+/** `mode_matrix`'s result (the `matrix` trait). */
+export interface MatrixResult {
+  modes: string[];
+  live_mode: string;
+  rows: { tool_name: string; input: unknown; cells: Record<string, DecisionDict> }[];
+}
+
+/** A trait the kernel sets to a result, `{error, field}` when deciding it again failed, or `{}`. */
+export type Decided<T> = T | { error: string; field?: string | null } | Record<string, never>;
+
+/** What a {@link Decided} trait holds: its result, its error, or neither (nothing decided yet). */
+export function decided<T extends object>(value: Decided<T> | null | undefined): { result?: T; error?: string } {
+  if (!value || typeof value !== "object" || !Object.keys(value).length) return {};
+  const error = (value as { error?: unknown }).error;
+  if (typeof error === "string") return { error };
+  return { result: value as T };
+}
+
+/** A call of the mode matrix, as the page sends it. */
+export interface MatrixCall {
+  tool_name: string;
+  input: unknown;
+}
+
+type ContextAnswer = { context: ContextView };
+
+export type PermissionsProtocol = PingProtocol & {
+  refresh: { send: Record<string, never>; answer: ContextAnswer };
+  set_mode: { send: { mode: string }; answer: ContextAnswer };
+  add_rule: { send: { rule: RuleDict }; answer: ContextAnswer & { rule: RuleDict } };
+  remove_rule: { send: { rule: RuleDict }; answer: ContextAnswer };
+  edit_rule: { send: { old: RuleDict; new: RuleDict }; answer: ContextAnswer & { rule: RuleDict } };
+  add_working_directory: { send: { path: string }; answer: ContextAnswer };
+  remove_working_directory: { send: { path: string }; answer: ContextAnswer };
+  try_call: { send: { tool_name: string; input: string; mode: string | null }; answer: { result: TryResult } };
+  matrix: { send: { calls: unknown[] }; answer: { matrix: MatrixResult } };
+  /** a rule being typed: what else it lets through, in one line */
+  reach: { send: { rule: RuleDict | Omit<RuleDict, "source"> }; answer: { text: string } };
+  export: { send: Record<string, never>; answer: { text: string } };
+  import: { send: { text: string; replace: boolean }; answer: ContextAnswer & { count: number } };
+};

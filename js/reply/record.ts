@@ -1,0 +1,80 @@
+// What a card says in words and how much it shows: the sentence of a
+// decision (the decided record, the screen reader's announcement), whether
+// it refused the call, an input cut to a readable length, and the deadline's
+// countdown chip.
+import { h } from "../lib/dom";
+import type { DecisionView, PauseView } from "../types";
+
+export function decisionText(d: DecisionView | null): string {
+  const dec = d || {};
+  switch (dec.action) {
+    case "approve":
+      return dec.accepted_rules && dec.accepted_rules.length
+        ? `Approved, and always allow: ${dec.accepted_rules.join(", ")}`
+        : "Approved";
+    case "deny":
+      if (dec.cause === "timeout") return "Not answered before the deadline: did not run";
+      if (dec.cause === "cancelled") return "Cancelled without an answer: did not run";
+      return "Denied";
+    case "modify":
+      // edited_input_text: an input JSON would not show faithfully (big integers, invisible characters)
+      return dec.edited_input_text ? "Approved with modified input (below)" : `Approved with modified input: ${JSON.stringify(dec.edited_input)}`;
+    case "answer":
+      return (
+        "Answered: " +
+        (dec.answers || [])
+          .map((a) => `${a.question} → ${[...(a.selected || []), ...(a.other ? [`"${a.other}"`] : [])].join(", ")}`)
+          .join("; ")
+      );
+    case "external_result":
+      return `Result sent (${dec.state})`;
+    case "return_error":
+      return "Error returned to the agent";
+    case "accept":
+      // an MCP server's question carries the values sent; a review accepts the result as it is
+      return dec.content !== undefined ? `Accepted: sent to the MCP server ${JSON.stringify(dec.content)}` : "Result accepted";
+    case "decline":
+      return "Declined: the MCP server was told no";
+    case "cancel":
+      if (dec.cause === "timeout") return "Not answered before the deadline: the MCP server was told cancel";
+      if (dec.cause === "cancelled") return "Cancelled without an answer: the MCP server was told cancel";
+      return "Cancelled: the MCP server was told cancel";
+    case "edit":
+      return "Result edited before the model saw it";
+    case "reject":
+      return "Result rejected";
+    case "submit":
+      return "Form submitted";
+    case "timeout":
+      return `Deadline passed: ${dec.applied || "default applied"}`;
+    default:
+      return dec.action ? String(dec.action) : "Decided";
+  }
+}
+
+// a decision that refused something (not drawn in the approval colour)
+export function refusal(d: DecisionView | null): boolean {
+  const a = d ? d.action : undefined;
+  return a === "deny" || a === "reject" || a === "cancelled" || a === "return_error" || a === "timeout" || a === "decline" || a === "cancel";
+}
+
+/** The most characters of a call's input a card shows (a huge input stays readable and cheap to draw). */
+export const MAX_SHOWN_CHARS = 20000;
+
+/** `text`, cut to {@link MAX_SHOWN_CHARS} with a note saying how much is left out. */
+export function clip(text: string): string {
+  const s = String(text ?? "");
+  return s.length <= MAX_SHOWN_CHARS ? s : `${s.slice(0, MAX_SHOWN_CHARS)}\n… (${s.length - MAX_SHOWN_CHARS} more characters not shown)`;
+}
+
+export function timeLeft(deadline: number): string {
+  const s = Math.max(0, Math.round(deadline - Date.now() / 1000));
+  return s > 0 ? `${s}s left` : "deadline passed";
+}
+
+export function deadlineEl(p: PauseView): HTMLElement | null {
+  if (!p.deadline || p.status !== "open") return null;
+  const span = h("span", { class: "nbh-chip", "data-testid": "nbh-deadline", "data-deadline": String(p.deadline) });
+  span.textContent = timeLeft(p.deadline);
+  return span;
+}

@@ -1,0 +1,156 @@
+// The pause cards (reply/card.ts, reply/cards/*): what each kind offers,
+// what a click sends, the decided record and the group actions; drawn by the
+// reply widget's own render over a fake kernel.
+import { after, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { installDom } from "./dom";
+import { settle } from "./fake_model";
+import { drawReply, pause } from "./page";
+import { confirmOffers } from "../reply/cards/confirm";
+import { bulkActions, cardFor, kindLabel } from "../reply/cards/index";
+import { clip, decisionText, MAX_SHOWN_CHARS } from "../reply/record";
+
+const dom = installDom();
+after(() => dom.window.close());
+
+const rule = { index: 0, label: "Bash(ls:*)", tool_name: "Bash", rule_content: "ls:*", behavior: "allow", reach: "any ls command" };
+
+describe("what a confirmation offers", () => {
+  test("a view without decisions offers everything", () => {
+    assert.deepEqual(confirmOffers({ decisions: [], suggested_rules: [rule] }), {
+      approve: true,
+      modify: true,
+      alwaysAllow: true,
+      alwaysDeny: true,
+      always: "Always allow / deny…",
+    });
+  });
+  test("Session(decisions=...) narrows the buttons", () => {
+    const o = confirmOffers({ decisions: ["approve", "deny", "always_deny"], suggested_rules: [rule] });
+    assert.deepEqual([o.approve, o.modify, o.alwaysAllow, o.always], [true, false, false, "Always deny…"]);
+    assert.equal(confirmOffers({ decisions: ["deny", "always_allow"], suggested_rules: [rule] }).always, "Always allow…");
+  });
+  test("no suggested rules: no Always button", () => {
+    assert.equal(confirmOffers({ decisions: [], suggested_rules: [] }).always, null);
+  });
+});
+
+describe("the card registry", () => {
+  test("labels per kind, open and closed; an unknown kind shows its name", () => {
+    assert.equal(kindLabel("confirm", true), "Needs your confirmation");
+    assert.equal(kindLabel("confirm", false), "Confirmation");
+    assert.equal(kindLabel("form", true), "The agent asks for input");
+    assert.equal(kindLabel("weird", true), "weird");
+    assert.equal(cardFor("weird"), cardFor("external"));
+  });
+  test("group actions: Approve all / Deny all, for confirmations", () => {
+    assert.deepEqual(
+      bulkActions().map((b) => [b.kind, b.action]),
+      [
+        ["confirm", "approve"],
+        ["confirm", "deny"],
+      ],
+    );
+  });
+});
+
+describe("decisionText", () => {
+  test("each decision says what happened", () => {
+    assert.equal(decisionText({ action: "approve" }), "Approved");
+    assert.equal(decisionText({ action: "approve", accepted_rules: ["Bash(ls:*)"] }), "Approved, and always allow: Bash(ls:*)");
+    assert.equal(decisionText({ action: "deny", cause: "timeout" }), "Not answered before the deadline: did not run");
+    assert.equal(decisionText({ action: "deny", cause: "cancelled" }), "Cancelled without an answer: did not run");
+    assert.equal(decisionText({ action: "modify", edited_input: { a: 1 } }), 'Approved with modified input: {"a":1}');
+    assert.equal(decisionText({ action: "modify", edited_input_text: '{"a": 1}' }), "Approved with modified input (below)");
+    assert.equal(decisionText({ action: "answer", answers: [{ question: "Which?", selected: ["A"], other: "B" }] }), 'Answered: Which? → A, "B"');
+    assert.equal(decisionText({ action: "timeout", applied: "denied" }), "Deadline passed: denied");
+    assert.equal(decisionText(null), "Decided");
+  });
+  test("clip keeps a huge input readable", () => {
+    assert.equal(clip("abc"), "abc");
+    const long = clip("x".repeat(MAX_SHOWN_CHARS + 5));
+    assert.ok(long.endsWith("… (5 more characters not shown)"));
+  });
+});
+
+describe("cards drawn", () => {
+  test("a confirmation: its input as text, its buttons, and Approve sends approve for this call", async () => {
+    const page = await drawReply([pause({ input_text: '{"command": "<img src=x onerror=alert(1)>"}', suggested_rules: [rule] })]);
+    const card = page.card("c1");
+    assert.equal(card.dataset.kind, "confirm");
+    assert.equal(card.querySelector("img"), null);
+    assert.match(page.control("c1", "nbh-input")!.textContent!, /<img src=x/);
+    for (const testid of ["nbh-approve", "nbh-deny", "nbh-modify", "nbh-always"]) assert.ok(page.control("c1", testid), testid);
+    assert.equal(page.status(), "waiting for you");
+    page.control("c1", "nbh-approve")!.click();
+    await settle();
+    const sent = page.fake.actions("approve");
+    assert.equal(sent.length, 1);
+    assert.deepEqual({ ...sent[0], request_id: "" }, { action: "approve", tool_call_id: "c1", reply_id: "r1", request_id: "" });
+    page.close();
+  });
+
+  test("Approve refused (ambiguous arguments): the button is disabled and says why", async () => {
+    const page = await drawReply([pause({ approve_refused: "Two JSON objects were sent." })]);
+    assert.equal(page.control("c1", "nbh-approve")!.disabled, true);
+    assert.equal(page.control("c1", "nbh-approve-refused")!.textContent, "Two JSON objects were sent.");
+    page.close();
+  });
+
+  test("a refusal from the kernel is shown on the card, and the card can be answered again", async () => {
+    const page = await drawReply([pause()], {}, (m) => (m.action === "deny" ? { refuse: "Already decided." } : m.action === "sync" ? { transcript: { seq: 0, current: true }, cards: { seq: 0, current: true } } : null));
+    page.control("c1", "nbh-deny")!.click();
+    await settle();
+    assert.equal(page.control("c1", "nbh-error")!.textContent, "Already decided.");
+    assert.equal(page.control("c1", "nbh-deny")!.disabled, false);
+    page.close();
+  });
+
+  test("an AskUser card sends the picked options", async () => {
+    const ask_user = {
+      questions: [{ question: "Which file?", header: "File", options: [{ label: "a.txt", description: "" }, { label: "b.txt", description: "" }] }],
+    };
+    const page = await drawReply([pause({ kind: "ask_user", tool_name: "AskUser", ask_user })]);
+    const inputs = page.card("c1").querySelectorAll<HTMLInputElement>('[data-testid="nbh-option-input"]');
+    assert.equal(inputs[0].type, "radio", "multi_select defaults to false (C08)");
+    inputs[1].checked = true;
+    page.control("c1", "nbh-answer-submit")!.click();
+    await settle();
+    assert.deepEqual(page.fake.actions("answer")[0].answers, [{ question: "Which file?", selected: ["b.txt"], other: null }]);
+    page.close();
+  });
+
+  test("a form card converts and sends its values", async () => {
+    const response_schema = { type: "object", properties: { n: { type: "integer" } } };
+    const page = await drawReply([pause({ kind: "form", tool_name: "AskForm", response_schema })]);
+    page.card("c1").querySelector<HTMLInputElement>('[data-field="n"]')!.value = "4";
+    page.control("c1", "nbh-form-submit")!.click();
+    await settle();
+    assert.deepEqual(page.fake.actions("submit")[0].value, { n: 4 });
+    page.close();
+  });
+
+  test("a decided card shows the record, no buttons", async () => {
+    const page = await drawReply([pause({ status: "decided", decision: { action: "deny", cause: "timeout" } })], { status: "finished" });
+    assert.equal(page.control("c1", "nbh-decision")!.textContent, "Not answered before the deadline: did not run");
+    assert.equal(page.control("c1", "nbh-approve"), null);
+    page.close();
+  });
+
+  test("two open confirmations: Approve all sends one batch naming both calls", async () => {
+    const page = await drawReply([pause(), pause({ tool_call_id: "c2" })], {}, (m) =>
+      m.action === "batch" ? { results: [{ tool_call_id: "c1", ok: true }, { tool_call_id: "c2", ok: false, error: "No." }] } : m.action === "sync" ? { transcript: { seq: 0, current: true }, cards: { seq: 0, current: true } } : null,
+    );
+    page.el.querySelector<HTMLButtonElement>('[data-testid="nbh-approve-all"]')!.click();
+    await settle();
+    const batch = page.fake.actions("batch");
+    assert.equal(batch.length, 1);
+    assert.deepEqual(batch[0].items, [
+      { action: "approve", tool_call_id: "c1", reply_id: "r1" },
+      { action: "approve", tool_call_id: "c2", reply_id: "r1" },
+    ]);
+    assert.equal(page.control("c2", "nbh-error")!.textContent, "No.");
+    assert.equal(page.control("c1", "nbh-error"), null);
+    page.close();
+  });
+});

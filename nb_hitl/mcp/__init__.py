@@ -1,0 +1,19 @@
+"""Pauses that MCP servers raise: an elicitation answered by a person on a card.
+
+:class:`AskingMCPClient` is AgentScope's ``MCPClient`` with the MCP SDK's
+elicitation callback, in both of the SDK's protocol modes. When a server asks
+while its tool runs under a :class:`~nb_hitl.session.Session`, the person
+sees a card of kind ``elicitation`` (:mod:`nb_hitl.kinds.elicitation`) with
+the server's message and its schema as a form, and answers accept, decline
+or cancel; the answer takes the front door like every other, then goes back
+to the server (the agent is not resumed: it awaits the tool's result). What
+the model reads is the tool's own result. Design notes: ``docs/design.md``,
+"MCP elicitation".
+"""
+
+from __future__ import annotations
+
+from ._ask import ELICITATION_SEP, Carrier, ask_person
+from ._client import AskingMCPClient
+
+__all__ = ["AskingMCPClient", "ask_person", "Carrier", "ELICITATION_SEP"]

@@ -1,0 +1,192 @@
+"""An MCP server's question becomes a pause card; the person's answer goes back to it.
+
+:func:`ask_person` is what :class:`~nb_hitl.mcp.AskingMCPClient`'s
+elicitation callback awaits. It builds a pause of kind ``elicitation``
+(:mod:`nb_hitl.kinds.elicitation`) under the running tool call of the
+Session that drives the agent, shows it, and waits. The answer takes the
+front door like every other (``Session.act``, a click: ``front.admit``,
+``front.verify``, the audit record); the Session hands it to the pause's
+:class:`Carrier` instead of resuming the agent (the agent is inside the tool
+call, awaiting its result). The server reads MCP's ``ElicitResult``:
+``accept`` with the checked content, ``decline`` or ``cancel``.
+
+Nobody chose (the deadline passed, the reply was interrupted, the session
+was closed or superseded): the server reads ``cancel``, the pause says why,
+and the audit log has a ``cancelled`` line. The server stops while asking
+(its request is cancelled on a legacy connection; the connection's watcher
+sees it close on the current protocol) or the call is cancelled: the card
+expires with that reason and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from agentscope.message import ToolCallBlock
+
+from ..answers.lifecycle import transition
+from ..kinds import Decision, kind_spec
+from ..pauses import Pause
+
+__all__ = ["ask_person", "Carrier", "ELICITATION_SEP", "session_of"]
+
+log = logging.getLogger("nb_hitl.mcp")
+
+ELICITATION_SEP = "~elicitation-"
+"""An elicitation pause's key is ``<tool_call_id>~elicitation-<n>`` (the
+``n``-th question of that call): a tool call may be asked several times, and
+its confirmation card keeps its own key."""
+
+CANCEL = types.ElicitResult(action="cancel")
+
+
+class Carrier:
+    """Takes an elicitation pause's answer to the MCP callback waiting for it
+    (``Pause.carrier``). Safe to call from any thread; the first word wins."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.future: asyncio.Future[Decision | str] = loop.create_future()
+
+    def _settle(self, value: Decision | str) -> None:
+        def settle() -> None:
+            if not self.future.done():
+                self.future.set_result(value)
+
+        try:
+            if asyncio.get_running_loop() is self.loop:
+                settle()
+                return
+        except RuntimeError:
+            pass
+        self.loop.call_soon_threadsafe(settle)
+
+    def deliver(self, decision: Decision) -> None:
+        """The person's (or the deadline's) decision, recorded."""
+        self._settle(decision)
+
+    def expired(self, reason: str) -> None:
+        """The pause ended without an answer (``reason`` says why)."""
+        self._settle(reason)
+
+
+def session_of(agent: Any) -> Any:
+    """The live nb_hitl Session driving ``agent`` (its leader or a team member), or ``None``."""
+    from ..session import _SESSIONS
+
+    found = _SESSIONS.get(agent)
+    if found is None:
+        found = next((s for s in list(_SESSIONS.values()) if agent in s.team.agents.values()), None)
+    return found if found is not None and found.superseded_by is None else None
+
+
+def result_of(decision: Decision) -> types.ElicitResult:
+    """MCP's ``ElicitResult`` for a decision of kind ``elicitation``."""
+    if decision.action == "accept":
+        return types.ElicitResult(action="accept", content=decision.content or {})
+    if decision.action == "decline":
+        return types.ElicitResult(action="decline")
+    return CANCEL
+
+
+async def ask_person(
+    session: Any,
+    agent: Any,
+    tool_call: ToolCallBlock,
+    *,
+    server: str,
+    message: str,
+    schema: Any,
+    gone: Callable[[], Awaitable[str]] | None = None,
+) -> types.ElicitResult:
+    """Show an MCP server's question under ``tool_call`` and wait for the answer.
+
+    Args:
+        session: the :class:`~nb_hitl.session.Session` driving ``agent``.
+        agent: the agent whose tool call is running.
+        tool_call: the running call (AgentScope's block).
+        server: the MCP client's name (shown: who asks).
+        message: the server's question (shown as text).
+        schema: the server's ``requestedSchema`` (untrusted).
+        gone: returns (with the reason) once the connection to the server
+            is lost: the card then expires saying so, and nothing is sent.
+
+    Returns:
+        the ``ElicitResult`` for the server: the person's answer, or
+        ``cancel`` when the pause ended unanswered or the reply takes no
+        answer any more.
+
+    Raises:
+        asyncio.CancelledError: the MCP request was cancelled (the card
+            expires saying so).
+    """
+    run = session.current
+    closed = session.desk.closed(run) if run is not None else "nothing runs"
+    if closed is not None:
+        log.warning("MCP server %r asked while no reply takes answers (%s): answered cancel", server, closed)
+        return CANCEL
+    loop = asyncio.get_running_loop()
+    carrier = Carrier(loop)
+    prefix = tool_call.id + ELICITATION_SEP
+    with session._lock:
+        n = 1 + sum(1 for key in run.pauses if key.startswith(prefix))
+        pause = Pause(
+            reply_id=agent.state.reply_id if session.team.is_pipeline else run.reply_id,
+            tool_call=ToolCallBlock(id=f"{prefix}{n}", name=tool_call.name, input=tool_call.input),
+            kind="elicitation",
+            title=f"The MCP server {server!r} asks",
+            message=message,
+            response_schema=schema if isinstance(schema, dict) else None,
+            agent=agent.name if session.team.is_pipeline else "",
+            carrier=carrier,
+        )
+        if not isinstance(schema, dict):
+            pause.form_error = "The server sent no schema object."
+        kind_spec("elicitation").complete(pause)
+        run.pauses[pause.tool_call_id] = pause
+    if session.deadline is not None:
+        pause.deadline = pause.created_at + session.deadline
+        loop.call_later(session.deadline, session.desk.deadline_passed, run, pause)
+    session._notify("pause", run)
+    session._push(run)
+    watch = asyncio.ensure_future(gone()) if gone is not None else None
+    waiting: set[asyncio.Future[Any]] = {carrier.future} if watch is None else {carrier.future, watch}
+    lost: str | None = None
+    try:
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if not carrier.future.done() and watch is not None and watch.done() and watch.exception() is None:
+            lost = f"The MCP server {server!r} stopped while asking ({watch.result()}); nothing was sent."
+            if pause.status in ("open", "deciding"):
+                transition(pause, "expired", reason=lost)
+        outcome = await carrier.future
+    except asyncio.CancelledError:
+        if pause.status in ("open", "deciding"):
+            transition(
+                pause,
+                "expired",
+                reason=f"The MCP server {server!r} ended its request before an answer was sent "
+                "(it stopped, or the call was cancelled); nothing was sent.",
+            )
+            session._push(run)
+        raise
+    finally:
+        if watch is not None:
+            watch.cancel()
+    if isinstance(outcome, Decision):
+        return result_of(outcome)
+    if lost is not None:
+        session._audit_pause(pause, decision="expired", reason=lost, decided_by="nb_hitl")
+        session._push(run)
+        return CANCEL  # nobody reads it: the connection is gone
+    # ended unanswered: say what the server was told, in the card and the audit log
+    pause.reason = f"{outcome} The MCP server was answered 'cancel'."
+    try:
+        session._audit_pause(pause, decision="cancelled", reason=pause.reason, decided_by="nb_hitl")
+    except Exception:
+        log.warning("the audit record of an unanswered MCP question failed", exc_info=True)
+    session._push(run)
+    return CANCEL

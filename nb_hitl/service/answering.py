@@ -1,0 +1,383 @@
+"""Answering a service session's pauses: the console's road through nb_hitl.answers.
+
+:class:`Answering` (mixed into :class:`~nb_hitl.service.console.SessionConsole`)
+takes a card's message through the same front door as a local session
+(:func:`~nb_hitl.answers.front.admit` / :func:`~nb_hitl.answers.front.admit_all`
+all or nothing, then :func:`~nb_hitl.answers.front.verify` with AgentScope's
+tool where the console has it), moves the pauses through the one status
+table (:func:`~nb_hitl.answers.lifecycle.transition`), records every answer in
+the one audit record (:class:`~nb_hitl.service.ledger.AnswerLedger`, road
+``"service"``), sends AgentScope's own events and judges them on the stream
+(:mod:`nb_hitl.service.outcome`):
+
+* ``open -> deciding``: the front door took the answer;
+* ``deciding -> decided``: recorded (``sending``) and handed to the service;
+* ``decided -> delivered``: only when this answer produced the call's result;
+* ``decided -> expired``: settled by another answer (the card says by which,
+  when the stream showed it);
+* ``decided -> open``: not applied (the service did not take it); the call
+  still waits and its card says what became of the last answer.
+
+A call this console approved before and that asks again (a worker died after
+the side effect) is refused once (:class:`AlreadyApprovedError`); the next
+approval is the explicit second one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from agentscope.tool import AskUser
+
+from ..answers import front
+from ..answers.lifecycle import transition
+from ..answers.record import decision_fields
+from ..decisions import Decision
+from ..errors import DecisionError, NbHitlError
+from ..pauses import Pause
+from .http import ServiceError, ServiceHTTP, confirm_body, external_body
+from .ledger import APPROVING, AnswerLedger
+from .outcome import Outcome, answer_mark, await_outcome, call_state, settled_by
+
+__all__ = ["Answering", "AlreadyApprovedError", "OutcomeError", "tool_for"]
+
+
+class AlreadyApprovedError(NbHitlError):
+    """The console already approved this call; the next approval is the explicit second one."""
+
+    code = "already_approved"
+
+
+class OutcomeError(NbHitlError):
+    """An answer was sent and not applied; ``code`` is the outcome's status
+    (``answered_elsewhere``, ``not_applied``, ``unknown``).
+
+    Attributes:
+        outcome: the :class:`~nb_hitl.answers.outcome.Outcome`.
+    """
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome.detail)
+        self.outcome = outcome
+        self.code = outcome.status
+
+
+def tool_for(name: str) -> Any:
+    """AgentScope's tool of that name where the console has it (``AskUser``:
+    its schemas make the AskUser card and check its answers), else ``None``."""
+    return AskUser() if name == "AskUser" else None
+
+
+class Answering:
+    """The acting half of a session console (see the module docstring)."""
+
+    http: ServiceHTTP
+    ledger: AnswerLedger
+    agent_id: str
+    session_id: str
+    agent_name: str
+    pauses: dict[str, Pause]
+    cursor: str | None
+    outcome_timeout: float
+    take_within: float
+    console_id: str
+    outcomes: list[Outcome]
+    on_answered: Callable[[str, Outcome], None] | None
+    _armed: set[str]
+
+    def _push(self) -> None:
+        raise NotImplementedError
+
+    async def refresh(self) -> None:
+        raise NotImplementedError
+
+    def _flag(self, pause: Pause) -> None:
+        raise NotImplementedError
+
+    async def answer(self, message: Any) -> dict[str, Any]:
+        """Check, record, send and judge one page message.
+
+        The front door (:func:`~nb_hitl.answers.front.admit`, then
+        :func:`~nb_hitl.answers.front.verify` with AgentScope's tool where the
+        console has it), the second-approval guard, then
+        :meth:`carry`.
+
+        Returns:
+            ``{"status": "delivered", "decision": {...}, "outcome": str}``
+            (only when this answer produced the call's result).
+
+        Raises:
+            DecisionError, AlreadyDecidedError, PauseNotLiveError: the front
+                door refused it (nothing sent).
+            AlreadyApprovedError: the call was approved before; send the
+                approval again to confirm a second run.
+            OutcomeError: sent, and not applied (``code``: the outcome's status).
+        """
+        pause, decision = front.admit(self.pauses, message)
+        self._push()
+        second = await self._checked([(0, pause, decision)])
+        (outcome,) = await self.carry([(pause, decision)], second)
+        if not outcome.applied:
+            raise OutcomeError(outcome)
+        return {"status": "delivered", "decision": pause.decision, "outcome": outcome.detail}
+
+    async def answer_batch(self, message: dict[str, Any]) -> dict[str, Any]:
+        """``{"action": "batch", "items": [...]}`` (the card's "Submit all" /
+        "Approve all"): all or nothing through the front door
+        (:func:`~nb_hitl.answers.front.admit_all`), then ONE answer event per
+        kind (confirmations first; AgentScope takes one event per resume).
+
+        Returns:
+            ``{"status": "delivered" | "not_applied", "results": [...],
+            "outcome": str}`` as the local session answers a batch: per item
+            ``{"tool_call_id", "ok", "error"?, "code"?, "decision"?}``.
+
+        Raises:
+            BatchRefused: an item was refused at the front door or by a
+                check (nothing sent).
+            AlreadyApprovedError: an item was approved before (nothing sent).
+            OutcomeError: nothing of the batch was applied.
+        """
+        admitted, results = front.admit_all(self.pauses, message.get("items"), all_or_nothing=True)
+        self._push()
+        second = await self._checked(admitted, results)
+        outcomes = await self.carry([(p, d) for _, p, d in admitted], second)
+        by_call = {t: o for o in outcomes for t in o.states} if outcomes else {}
+        for n, pause, _ in admitted:
+            got = by_call.get(pause.tool_call_id, outcomes[-1])
+            if pause.status == "delivered":
+                results[n]["decision"] = pause.decision
+            elif pause.status == "open":  # handed back unsent (see carry)
+                results[n].update(ok=False, error=pause.message, code="not_applied")
+            else:
+                results[n].update(ok=False, error=got.detail, code=got.status)
+        if not any(r["ok"] for r in results):
+            raise OutcomeError(outcomes[-1])
+        return {
+            "status": "delivered" if all(r["ok"] for r in results) else "not_applied",
+            "results": results,
+            "outcome": " ".join(o.detail for o in outcomes),
+        }
+
+    async def _checked(
+        self, admitted: list[tuple[int, Pause, Decision]], results: list[dict[str, Any]] | None = None
+    ) -> set[str]:
+        """The second-approval guard and :func:`~nb_hitl.answers.front.verify`
+        for admitted answers; the calls whose approval is the explicit second.
+        On any refusal every pause is handed back (``open``); a batch's
+        refusal is :class:`~nb_hitl.answers.front.BatchRefused`."""
+        try:
+            second = self._second_approvals([p for _, p, d in admitted if d.action in APPROVING])
+            for n, pause, decision in admitted:
+                try:
+                    await front.verify(pause, decision, tool=tool_for(pause.tool_name), engine=None)
+                except NbHitlError as exc:
+                    if results is None:
+                        raise
+                    results[n] = front.item_result(results[n], exc)
+                    raise front.BatchRefused(
+                        f"Nothing was sent: {results[n]['tool_call_id']!s:.80}: {exc}", results
+                    ) from None
+        except BaseException:
+            for _, pause, _ in admitted:
+                front.release(pause)
+            self._push()
+            raise
+        return second
+
+    def _second_approvals(self, approving: list[Pause]) -> set[str]:
+        """Calls this console approved before: the first Approve after that is
+        refused (:class:`AlreadyApprovedError`, the calls armed), the next one
+        is the explicit second approval."""
+        before: dict[str, dict[str, Any]] = {}
+        for p in approving:
+            first = self.ledger.approved(self.session_id, p.tool_call_id)
+            if first is not None:
+                before[p.tool_call_id] = first
+        unarmed = [t for t in before if t not in self._armed]
+        if unarmed:
+            self._armed.update(unarmed)
+            first = before[unarmed[0]]
+            raise AlreadyApprovedError(
+                f"Already approved at {first.get('time')} from this console; the service asks again because it "
+                "lost the end of that run. Approve again to run the tool a second time.",
+                field="action",
+            )
+        return set(before)
+
+    async def send_raw(self, body: dict[str, Any], tool_call_ids: list[str], action: str = "raw") -> Outcome:
+        """Send an answer body as given (no :func:`~nb_hitl.decisions.decide`)
+        and judge it; the verdict is shown on the cards of ``tool_call_ids``.
+        For operators and tests.
+
+        Raises:
+            DecisionError: none of the calls is open.
+        """
+        pauses = [self.pauses[t] for t in tool_call_ids if t in self.pauses and self.pauses[t].status == "open"]
+        if not pauses:
+            raise DecisionError("None of these tool calls is open in this session.", field="tool_call_id")
+        for p in pauses:
+            transition(p, "deciding")
+        return await self._send([(p, None) for p in pauses], body, {"decision": action}, set())
+
+    async def carry(self, items: list[tuple[Pause, Decision]], second: set[str]) -> list[Outcome]:
+        """Send admitted answers (pauses ``deciding``) to the service and judge them.
+
+        One event per kind, confirmations first: AgentScope takes one
+        ``UserConfirmResultEvent`` or ``ExternalExecutionResultEvent`` per
+        resume, and parks again on the calls left open. The external results
+        go only once the confirmations were applied and the session waits
+        again; otherwise their pauses are handed back (``open``).
+
+        Returns:
+            one :class:`Outcome` per event sent.
+        """
+        confirms = [(p, d) for p, d in items if d.confirm_result is not None]
+        externals = [(p, d) for p, d in items if d.tool_result is not None]
+        outcomes: list[Outcome] = []
+        for group in (confirms, externals):
+            if not group:
+                continue
+            if outcomes and not (outcomes[-1].applied and await self._parked_again(group)):
+                for p, _ in group:
+                    front.release(p)
+                    p.message = (
+                        "Not sent: the confirmations sent with it were not applied, or the session did not wait again."
+                    )
+                self._push()
+                continue
+            reply_id = group[0][0].reply_id
+            mark = answer_mark(self.http.user_id, self.console_id)
+            if group is confirms:
+                body = confirm_body(reply_id, [d.confirm_result for _, d in group if d.confirm_result], mark)
+            else:
+                body = external_body(reply_id, [d.tool_result for _, d in group if d.tool_result], mark)
+            outcomes.append(await self._send([(p, d) for p, d in group], body, {}, second))
+        return outcomes
+
+    async def _parked_again(self, group: list[tuple[Pause, Decision]]) -> bool:
+        ids = {p.tool_call_id for p, _ in group}
+        for _ in range(int(self.outcome_timeout / 0.25) + 1):
+            with contextlib.suppress(ServiceError):
+                status, parked, _ = await call_state(self.http, self.agent_id, self.session_id, ids)
+                if status != "running":
+                    return parked
+            await asyncio.sleep(0.25)
+        return False
+
+    async def _send(
+        self,
+        group: list[tuple[Pause, Decision | None]],
+        body: dict[str, Any],
+        raw: dict[str, Any],
+        second: set[str],
+    ) -> Outcome:
+        """Record (``sending``), hand over (``deciding -> decided``), send, judge,
+        record the verdict and settle the pauses (:meth:`_settle`)."""
+        ids = [p.tool_call_id for p, _ in group]
+        event_id = str(body.get("id"))
+
+        def record(pause: Pause, decision: Decision | None, phase: str, **extra: Any) -> None:
+            self.ledger.record(
+                pause,
+                decision_fields(decision) if decision is not None else raw,
+                service_session_id=self.session_id,
+                agent_id=self.agent_id,
+                agent=self.agent_name,
+                event_id=event_id,
+                phase=phase,
+                **extra,
+            )
+
+        try:
+            for p, d in group:
+                record(p, d, "sending", second_approval=p.tool_call_id in second)
+        except BaseException:
+            for p, _ in group:
+                front.release(p)
+            self._push()
+            raise
+        for p, d in group:
+            transition(p, "decided")
+            p.decision = d.summary() if d is not None else raw
+        self._push()
+        outcome = await self._judge(body, ids)
+        for p, d in group:
+            extra = {k: v for k, v in (("by", outcome.by), ("at", outcome.at)) if v}
+            elsewhere = outcome.states.get(p.tool_call_id) == "answered_elsewhere"
+            record(
+                p,
+                d,
+                "answered_elsewhere" if elsewhere else outcome.status,
+                detail=outcome.detail,
+                second_approval=p.tool_call_id in second,
+                **extra,
+            )
+        self.outcomes.append(outcome)
+        self._settle([p for p, _ in group], outcome)
+        if self.on_answered is not None:
+            self.on_answered(self.session_id, outcome)
+        with contextlib.suppress(ServiceError):
+            await self.refresh()
+        return outcome
+
+    async def _judge(self, body: dict[str, Any], ids: list[str]) -> Outcome:
+        """Check the calls still wait (a stale console sends nothing), then
+        send ``body`` and judge it on the stream (:func:`await_outcome`)."""
+        try:
+            status, parked, cursor = "running", True, None
+            for _ in range(int(min(self.outcome_timeout, 5.0) / 0.25) + 1):
+                status, parked, cursor = await call_state(self.http, self.agent_id, self.session_id, set(ids))
+                if status != "running":
+                    break
+                await asyncio.sleep(0.25)
+        except ServiceError as exc:
+            return Outcome("not_applied", f"Not sent: the service could not be read ({exc}).")
+        if status == "running":
+            return Outcome(
+                "not_applied",
+                "Not sent: the session is running (another answer or message is being worked on); "
+                "answer again once it waits.",
+            )
+        if not parked:
+            return await settled_by(
+                self.http, self.agent_id, self.session_id, ids, after=self.cursor, ours=self.ledger.sent
+            )
+        try:
+            return await await_outcome(
+                self.http,
+                self.agent_id,
+                self.session_id,
+                body,
+                ids,
+                after=cursor or self.cursor,  # from the state the call waits in: older answers are not replayed
+                send=lambda: self.http.chat(self.agent_id, self.session_id, body),
+                timeout=self.outcome_timeout,
+                take_within=min(self.take_within, self.outcome_timeout),
+                sent_here=self.ledger.sent,
+            )
+        except ServiceError as exc:
+            return Outcome("not_applied", f"Not sent: {exc}")
+
+    def _settle(self, pauses: list[Pause], outcome: Outcome) -> None:
+        """Move the pauses by the verdict: ``delivered`` only for a call this
+        answer produced the result of; ``expired`` (with the reason) for a
+        call settled elsewhere; ``open`` again for a call still waiting,
+        saying what became of the last answer."""
+        for p in pauses:
+            state = outcome.states.get(p.tool_call_id)
+            if outcome.applied and state != "answered_elsewhere":
+                transition(p, "delivered")
+                p.message = None
+                self._armed.discard(p.tool_call_id)
+            elif outcome.status == "answered_elsewhere" or state == "answered_elsewhere":
+                transition(p, "expired", reason=outcome.detail)
+            else:  # the service did not take it: the call still waits, and says why
+                transition(p, "open")
+                p.decision = p.message = None
+                self._flag(p)
+                p.message = " ".join(x for x in (f"Last answer not applied: {outcome.detail}", p.message) if x)
+        self._push()

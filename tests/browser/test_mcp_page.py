@@ -1,0 +1,110 @@
+"""C41 in real JupyterLab + Debian Chromium: an MCP server asks twice while its tool runs.
+
+The notebook connects nb_hitl's ``AskingMCPClient`` to the real MCP server of
+tests/mcp/db_server.py (stdio subprocess of the kernel) and runs a real agent
+whose tool ``rename_table`` asks "Rename customers?" (a checkbox), then "New
+name for customers?" (a text field the server limits to 40 characters). The
+cards of kind ``elicitation`` show the server's message and its schema as a
+form; a name too long is refused by the kernel and the error shows at the
+field, nothing sent; the valid answer goes to the server and the model's
+final answer repeats what the tool returned.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from tests.harness.lab import (
+    JupyterLabServer,
+    open_notebook,
+    run_all_cells,
+    screenshot,
+    wait_execution_done,
+    write_notebook,
+)
+
+OUT = ".jp-OutputArea-output"
+SERVER = Path(__file__).resolve().parents[1] / "mcp" / "db_server.py"
+
+
+def cell(log: Path) -> str:
+    return textwrap.dedent(
+        f"""
+        import sys
+        from agentscope.agent import Agent
+        from agentscope.mcp import StdioMCPConfig
+        from agentscope.permission import PermissionBehavior, PermissionRule
+        from agentscope.state import AgentState
+        from agentscope.tool import Toolkit
+        from nb_hitl import Session
+        from nb_hitl.mcp import AskingMCPClient
+        from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+
+        client = AskingMCPClient(name="db", is_stateful=True,
+            mcp_config=StdioMCPConfig(command=sys.executable, args=[{str(SERVER)!r}, {str(log)!r}]))
+        await client.connect()
+        tools = await client.list_tools()
+        state = AgentState()
+        state.permission_context.allow_rules["mcp__db__rename_table"] = [PermissionRule(
+            tool_name="mcp__db__rename_table", rule_content=None, behavior=PermissionBehavior.ALLOW, source="nb")]
+        agent = Agent(name="dba", system_prompt="Run the database.", state=state, toolkit=Toolkit(tools=tools),
+            model=ScriptedChatModel([Turn("Renaming.", [tool_call("mcp__db__rename_table", table="customers")]),
+                                     lambda msgs: Turn("The tool said: " + result_text(tool_results(msgs)[-1]))]))
+        session = Session(agent)
+        task = session.start("Rename customers.")
+        """
+    )
+
+
+def _card(page, status: str = "open"):  # type: ignore[no-untyped-def]
+    return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="elicitation"][data-status="{status}"]')
+
+
+def test_c41_mcp_questions_on_cards(page, lab: JupyterLabServer) -> None:
+    log = lab.root / "mcp-server.jsonl"
+    write_notebook(lab.root / "mcp_ask.ipynb", [cell(log)])
+    open_notebook(page, lab, "mcp_ask.ipynb")
+    run_all_cells(page)
+
+    first = _card(page)
+    first.wait_for(timeout=90_000)
+    assert first.locator('[data-testid="nbh-elicitation-message"]').inner_text() == "Rename customers?"
+    assert "The MCP server 'db' asks" in first.inner_text()
+    box = first.locator('[data-field="confirm"]')
+    assert box.get_attribute("type") == "checkbox"
+    box.check()
+    first.locator('[data-testid="nbh-elicitation-accept"]').click()
+
+    second = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="elicitation"][data-status="open"]')
+    second.locator('[data-testid="nbh-elicitation-message"]', has_text="New name for customers?").wait_for(
+        timeout=60_000
+    )
+    second.locator('[data-field="name"]').fill("x" * 41)
+    second.locator('[data-testid="nbh-elicitation-accept"]').click()
+    error = second.locator('[data-testid="nbh-field"][data-name="name"] [data-testid="nbh-field-error"]')
+    error.wait_for(timeout=30_000)
+    assert "41" in error.inner_text() or "long" in error.inner_text()
+    assert second.locator('[data-field="name"]').input_value() == "x" * 41  # what was typed is still there
+    screenshot(page, "mcp-elicitation-refused")
+    sent = [json.loads(line) for line in log.read_text().splitlines() if "step" in line]
+    assert all(e["step"] == "first" for e in sent)  # the refused name never reached the server
+
+    second.locator('[data-field="name"]').fill("clients")
+    second.locator('[data-testid="nbh-elicitation-accept"]').click()
+    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
+    final.wait_for(timeout=60_000)
+    assert final.inner_text() == "The tool said: Renamed customers to clients."
+    done = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="elicitation"][data-status="delivered"]')
+    assert done.count() == 2
+    # the records keep the questions and what was sent (a saved notebook shows them)
+    assert done.nth(0).locator('[data-testid="nbh-elicitation-message"]').inner_text() == "Rename customers?"
+    assert done.nth(0).locator('[data-testid="nbh-decision"]').inner_text() == (
+        'Accepted: sent to the MCP server {"confirm":true}'
+    )
+    assert done.nth(1).locator('[data-testid="nbh-decision"]').inner_text() == (
+        'Accepted: sent to the MCP server {"name":"clients"}'
+    )
+    wait_execution_done(page)
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

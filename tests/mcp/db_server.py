@@ -1,0 +1,111 @@
+"""A small MCP server for the tests, written with the MCP SDK's own ``MCPServer``.
+
+Run as ``python db_server.py LOG`` (stdio) or ``python db_server.py LOG PORT``
+(streamable HTTP on 127.0.0.1:PORT, path ``/mcp``). Each tool asks the person through
+elicitation and appends what it got to ``LOG`` (one JSON object a line), so a
+test reads what really reached the server.
+
+* ``delete_rows(table)``: asks "Delete all rows of <table>?" with a boolean
+  field ``confirm``, through a resolver (``Resolve`` / ``Elicit``): the SDK
+  sends it as a standalone ``elicitation/create`` request on a legacy
+  connection and as an input-required result on a current one.
+* ``delete_rows_ctx(table)``: the same question with ``ctx.elicit`` (legacy only).
+* ``rename_table(table)``: asks twice in one call (a confirmation, then the new name).
+* ``count_rows(table)``: read-only, asks nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Annotated
+
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+LOG = sys.argv[1] if len(sys.argv) > 1 else os.devnull
+
+
+class Confirm(BaseModel):
+    confirm: bool = Field(description="Delete every row")
+
+
+class NewName(BaseModel):
+    name: str = Field(description="The table's new name", min_length=1, max_length=40)
+
+
+def note(**entry: object) -> None:
+    with open(LOG, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def outcome(result: object) -> dict[str, object]:
+    if isinstance(result, AcceptedElicitation):
+        return {"action": "accept", "data": result.data.model_dump()}
+    return {"action": getattr(result, "action", "?")}
+
+
+server = MCPServer("customers-db")
+
+
+def ask_delete(table: str) -> Elicit[Confirm]:
+    return Elicit(f"Delete all rows of {table}?", Confirm)
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False))
+async def delete_rows(table: str, answer: Annotated[ElicitationResult[Confirm], Resolve(ask_delete)]) -> str:
+    """Delete every row of a table (asks the user first)."""
+    got = outcome(answer)
+    note(tool="delete_rows", table=table, **got)
+    if got["action"] == "accept":
+        return (
+            f"Deleted all rows of {table}."
+            if got["data"]["confirm"]
+            else f"Kept the rows of {table}: the user said no."
+        )
+    return f"Nothing deleted: the user chose {got['action']}."
+
+
+@server.tool()
+async def delete_rows_ctx(table: str, ctx: Context) -> str:
+    """Delete every row of a table (asks the user first, with ctx.elicit)."""
+    got = outcome(await ctx.elicit(f"Delete all rows of {table}?", Confirm))
+    note(tool="delete_rows_ctx", table=table, **got)
+    return f"The user chose {got['action']}."
+
+
+def ask_rename(table: str) -> Elicit[Confirm]:
+    return Elicit(f"Rename {table}?", Confirm)
+
+
+def ask_name(table: str, sure: Annotated[ElicitationResult[Confirm], Resolve(ask_rename)]) -> Elicit[NewName]:
+    note(tool="rename_table", step="first", **outcome(sure))
+    return Elicit(f"New name for {table}?", NewName)
+
+
+@server.tool()
+async def rename_table(table: str, name: Annotated[ElicitationResult[NewName], Resolve(ask_name)]) -> str:
+    """Rename a table (asks twice)."""
+    got = outcome(name)
+    note(tool="rename_table", step="second", **got)
+    return (
+        f"Renamed {table} to {got['data']['name']}." if got["action"] == "accept" else f"Not renamed ({got['action']})."
+    )
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def count_rows(table: str) -> str:
+    """Count the rows of a table."""
+    return f"{table} has 3 rows."
+
+
+if __name__ == "__main__":
+    note(event="started", pid=os.getpid())
+    if len(sys.argv) > 2:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")
