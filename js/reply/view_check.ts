@@ -7,7 +7,7 @@
 // options...) is drawn as a card that says what is wrong, with a cancel
 // action (reply/cards/invalid.ts). The card modules can then read every
 // field as typed: nothing they draw throws on the kernel's data.
-import type { AskUserOption, AskUserQuestion, DecisionView, JsonSchema, PauseKind, PauseStatus, PauseView, ShellCommandView, SuggestedRuleView } from "../types";
+import type { AskUserOption, AskUserQuestion, DecisionView, FileChangeView, JsonSchema, PauseKind, PauseStatus, PauseView, ShellCommandView, SuggestedRuleView } from "../types";
 
 export const KINDS: readonly PauseKind[] = ["confirm", "ask_user", "external", "review", "form", "elicitation"];
 export const STATUSES: readonly PauseStatus[] = ["open", "deciding", "decided", "delivered", "expired"];
@@ -176,6 +176,14 @@ function toolHints(raw: unknown): Record<string, boolean> | null {
   return out;
 }
 
+/** A file edit's diff (`nb_hitl.file_change`): kept when its path and diff are text, every other
+ *  value text or null; anything else draws no diff (the view's other fields still fit). */
+export function fileChange(raw: unknown): FileChangeView | null {
+  if (!isObject(raw) || typeof raw.path !== "string" || typeof raw.diff !== "string") return null;
+  const opt = (v: unknown): string | null => (typeof v === "string" ? v : null);
+  return { path: raw.path, diff: raw.diff, sha256_before: opt(raw.sha256_before), note: opt(raw.note) };
+}
+
 /** A shell call's simple commands: the entries that fit are kept, as text. */
 function shellCommands(raw: unknown): ShellCommandView[] {
   if (!Array.isArray(raw)) return [];
@@ -250,6 +258,7 @@ export function checkView(raw: unknown, fallbackId: string): CheckedView {
     tool_hints: toolHints(raw.tool_hints),
     shell_commands: shellCommands(raw.shell_commands),
     shell_problems: r.strings("shell_problems"),
+    file_change: fileChange(raw.file_change),
   };
   // what a remote view adds (RemotePauseView): kept when they fit
   const remote = typeof raw.interrupt_id === "string" || raw.unanswerable === true;

@@ -41,6 +41,7 @@ export function pause(over: Partial<PauseView> = {}): PauseView {
     tool_hints: null,
     shell_commands: [],
     shell_problems: [],
+    file_change: null,
     ...over,
   };
 }
