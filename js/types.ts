@@ -52,6 +52,8 @@ export interface DecisionView {
   edited_input?: unknown;
   /** the edited input as JSON text (exact: integers beyond 2^53, invisible characters escaped) */
   edited_input_text?: string;
+  /** Modify: the unified diff of the model's input and the edited one (pretty-printed JSON) */
+  input_diff?: string;
   /** who decided when it was not the person: "timeout" or "cancelled" */
   cause?: string;
   /** what the model read about this decision besides AgentScope's own text */
@@ -117,6 +119,18 @@ export interface PauseView {
   approvals: ApprovalView[];
   /** how many distinct approvals the call needs (1: one person decides) */
   approvals_needed: number;
+  /** a file-editing call's confirmation: the diff of the file now against the file as the call would leave it */
+  file_change?: FileChangeView | null;
+}
+
+/** What a call would do to a file (`nb_hitl.file_change.FileChangeView`); every string is text. */
+export interface FileChangeView {
+  path: string;
+  /** unified diff ("" when not drawn: `note` says why) */
+  diff: string;
+  /** SHA-256 of the file's bytes the diff was computed on; null: no file */
+  sha256_before: string | null;
+  note: string | null;
 }
 
 /** One simple command of a shell command line (`nb_hitl.pauses.ShellCommandView`). */

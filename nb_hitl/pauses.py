@@ -25,6 +25,7 @@ from agentscope.permission import PermissionDecision, PermissionRule
 from agentscope.tool import AskUser, AskUserParams, ToolBase
 
 from ._agentscope import enum_value, mcp_tool_hints, rule_label
+from .file_change import FileChangeView
 from .kinds import kind_spec
 from .kinds._reading import InputReading, read_input, visible_text
 from .kinds.confirm import CONFIRM_DECISIONS, rule_reach_line, shell_command_view
@@ -39,6 +40,7 @@ __all__ = [
     "SuggestedRuleView",
     "ApprovalView",
     "ShellCommandView",
+    "FileChangeView",
     "pause_kind",
     "build_pause",
     "rule_label",
@@ -99,6 +101,8 @@ class PauseView(TypedDict):
     with invisible characters escaped; ``sent_text`` is the model's own text
     when it differs (``input_changes`` says how), ``approve_refused`` why
     Approve is refused (ambiguous arguments), else ``None``.
+    ``file_change`` is what a file-editing call would do to its file (a
+    unified diff, :mod:`nb_hitl.file_change`), else ``None``.
     """
 
     tool_call_id: str
@@ -136,6 +140,7 @@ class PauseView(TypedDict):
     shell_problems: list[str]
     approvals: list[ApprovalView]
     approvals_needed: int
+    file_change: FileChangeView | None
 
 
 class RemotePauseView(PauseView, total=False):
@@ -242,6 +247,10 @@ class Pause:
         approvals: the approvals so far (``{"by", "at", "origin", "action"}``).
         approved_edit: the modify ``Decision`` the approvals are for (its
             edited input is what runs), or ``None`` for the model's input.
+        file_change: kind ``confirm`` of a file-editing tool: the diff of the
+            file now against the file as the call would leave it, with the
+            hash of the bytes it was computed on (an approval is bound to
+            it), :func:`nb_hitl.file_change.describe_change`.
     """
 
     reply_id: str
@@ -282,6 +291,7 @@ class Pause:
     approvals_distinct: bool = True
     approvals: list[dict[str, Any]] = field(default_factory=list)
     approved_edit: Any = None
+    file_change: FileChangeView | None = None
 
     @property
     def tool_call_id(self) -> str:
@@ -368,6 +378,7 @@ class Pause:
                 ApprovalView(by=str(a["by"]), at=float(a["at"]), action=str(a["action"])) for a in self.approvals
             ],
             approvals_needed=self.approvals_needed,
+            file_change=FileChangeView(**self.file_change) if self.file_change is not None else None,
         )
 
 

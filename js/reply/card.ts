@@ -6,6 +6,7 @@
 // cards/invalid.ts; nothing here looks at the kind itself. The words of a
 // decision and the input's cut are record.ts's.
 import { h, clear } from "../lib/dom";
+import { diffView } from "../lib/diff";
 import type { Rpc } from "../lib/rpc";
 import type { BatchResult, Decision, ReplyProtocol } from "../messages";
 import type { PauseView, RemotePauseView } from "../types";
@@ -485,6 +486,8 @@ export class CardSet {
         h("div", { class: "nbh-muted" }, "Ran with the modified input:"),
         h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, p.decision.edited_input_text ?? JSON.stringify(p.decision.edited_input, null, 2)),
       );
+      if (typeof p.decision.input_diff === "string" && p.decision.input_diff)
+        card.append(h("div", { class: "nbh-muted" }, "What the edit changed:"), diffView(p.decision.input_diff, "What the edit changed", "nbh-input-diff"));
     } else if (showInput) {
       card.append(h("pre", { class: "nbh-pre" }, clip(p.input_text)));
     }

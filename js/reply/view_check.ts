@@ -7,7 +7,7 @@
 // options...) is drawn as a card that says what is wrong, with a cancel
 // action (reply/cards/invalid.ts). The card modules can then read every
 // field as typed: nothing they draw throws on the kernel's data.
-import type { ApprovalView, AskUserOption, AskUserQuestion, DecisionView, JsonSchema, PauseKind, PauseStatus, PauseView, ShellCommandView, SuggestedRuleView } from "../types";
+import type { ApprovalView, AskUserOption, AskUserQuestion, DecisionView, FileChangeView, JsonSchema, PauseKind, PauseStatus, PauseView, ShellCommandView, SuggestedRuleView } from "../types";
 
 export const KINDS: readonly PauseKind[] = ["confirm", "ask_user", "external", "review", "form", "elicitation"];
 export const STATUSES: readonly PauseStatus[] = ["open", "deciding", "decided", "delivered", "expired"];
@@ -184,6 +184,14 @@ function approvals(raw: unknown): ApprovalView[] {
     .map((a) => ({ by: a.by as string, at: a.at as number, action: typeof a.action === "string" ? a.action : "approve" }));
 }
 
+/** A file edit's diff (`nb_hitl.file_change`): kept when its path and diff are text, every other
+ *  value text or null; anything else draws no diff (the view's other fields still fit). */
+export function fileChange(raw: unknown): FileChangeView | null {
+  if (!isObject(raw) || typeof raw.path !== "string" || typeof raw.diff !== "string") return null;
+  const opt = (v: unknown): string | null => (typeof v === "string" ? v : null);
+  return { path: raw.path, diff: raw.diff, sha256_before: opt(raw.sha256_before), note: opt(raw.note) };
+}
+
 /** A shell call's simple commands: the entries that fit are kept, as text. */
 function shellCommands(raw: unknown): ShellCommandView[] {
   if (!Array.isArray(raw)) return [];
@@ -260,6 +268,7 @@ export function checkView(raw: unknown, fallbackId: string): CheckedView {
     shell_problems: r.strings("shell_problems"),
     approvals: approvals(raw.approvals),
     approvals_needed: Number.isInteger(raw.approvals_needed) && (raw.approvals_needed as number) >= 1 ? (raw.approvals_needed as number) : 1,
+    file_change: fileChange(raw.file_change),
   };
   // what a remote view adds (RemotePauseView): kept when they fit
   const remote = typeof raw.interrupt_id === "string" || raw.unanswerable === true;

@@ -43,6 +43,7 @@ export function pause(over: Partial<PauseView> = {}): PauseView {
     shell_problems: [],
     approvals: [],
     approvals_needed: 1,
+    file_change: null,
     ...over,
   };
 }

@@ -122,7 +122,8 @@ def pause_to_interrupt(
         JSON, or ``None``), ``ask_user_error``, ``policy``, ``shell_commands``
         and ``shell_problems`` (a shell call's simple commands),
         ``approvals`` and ``approvals_needed`` (a call that needs several
-        approvals: the interrupt stays open until the last), and for forms
+        approvals: the interrupt stays open until the last), ``file_change``
+        (a file edit's diff, :mod:`nb_hitl.file_change`), and for forms
         and reviews ``title``, ``message``, ``form_error``,
         ``review_output`` (the result to review, only while the pause is
         open), ``review_state``, ``review_error``.
@@ -152,6 +153,7 @@ def pause_to_interrupt(
         "shell_problems": view["shell_problems"],
         "approvals": view["approvals"],
         "approvals_needed": view["approvals_needed"],
+        "file_change": view["file_change"],
     }
     for key in ("title", "message", "form_error", "review_output", "review_state", "review_error"):
         meta[key] = view[key]

@@ -70,6 +70,12 @@ class Decision:
             copies of suggested rules) the driver adds through the agent's
             permission engine with the denial (AgentScope ignores rules sent
             in a denied ``ConfirmResult``).
+        seen_file: for an approval of a file-editing call, ``{"path",
+            "sha256"}`` of the file the card's diff was computed on
+            (``sha256`` ``None``: no file); the approval guard runs the call
+            only on that file content.
+        input_diff: for ``modify``, the unified diff of the model's input
+            and the edited one (pretty-printed JSON), else ``None``.
         content: kind ``elicitation``: the value an accepted MCP
             elicitation sends the server (checked against its schema), else ``None``.
     """
@@ -87,6 +93,8 @@ class Decision:
     cause: str = "person"
     deny_rules: tuple[PermissionRule, ...] = field(default_factory=tuple)
     reason: str | None = None
+    seen_file: dict[str, Any] | None = None
+    input_diff: str | None = None
     content: dict[str, Any] | None = None
 
     @property
@@ -104,6 +112,8 @@ class Decision:
             text = visible_json(self.edited_input)
             if _needs_text(self.edited_input, text):  # the page cannot show it faithfully from JSON
                 out["edited_input_text"] = text
+        if self.input_diff:
+            out["input_diff"] = self.input_diff
         if self.deny_rules:
             out["denied_rules"] = [rule_label(r) for r in self.deny_rules]
         if self.cause != "person":

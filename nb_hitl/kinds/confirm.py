@@ -24,6 +24,7 @@ from agentscope.permission import PermissionBehavior, PermissionRule
 
 from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
+from ..file_change import MAX_DIFF_CHARS, input_diff
 from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
 from ._reading import InputReading, read_input, same_value, visible_json
@@ -240,6 +241,32 @@ def _deny(pause: Pause, call: Any, msg: Any) -> Decision:
     )
 
 
+def seen_file(pause: Pause) -> dict[str, Any] | None:
+    """``{"path", "sha256"}`` of the file the card's diff was computed on, or ``None`` (no diff shown)."""
+    change = pause.file_change
+    if change is None:
+        return None
+    return {"path": change["path"], "sha256": change["sha256_before"]}
+
+
+def remote_file_change(value: Any) -> dict[str, Any] | None:
+    """A peer's ``file_change`` as the page shows it (every value text, the diff cut at
+    :data:`~nb_hitl.file_change.MAX_DIFF_CHARS`), or ``None`` when it is missing or malformed."""
+    if not isinstance(value, dict) or not isinstance(value.get("path"), str) or not isinstance(value.get("diff"), str):
+        return None
+
+    def text(key: str) -> str | None:
+        item = value.get(key)
+        return item if isinstance(item, str) else None
+
+    return {
+        "path": value["path"],
+        "diff": value["diff"][:MAX_DIFF_CHARS],
+        "sha256_before": text("sha256_before"),
+        "note": text("note"),
+    }
+
+
 def _rules_of(message: Mapping[str, Any]) -> list[int]:
     rules = message.get("rules") or []
     if not isinstance(rules, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in rules):
@@ -272,6 +299,7 @@ class ConfirmKind(PauseKindSpec):
                 confirm_result=ConfirmResult(confirmed=True, tool_call=call, rules=list(rules) or None),
                 accepted_rules=rules,
                 approved_input=runs.executed,
+                seen_file=seen_file(pause),
             )
         if msg.action == "deny":
             return _deny(pause, call, msg)
@@ -300,6 +328,8 @@ class ConfirmKind(PauseKindSpec):
             accepted_rules=rules,
             approved_input=edited,
             note=modify_note(pause, edited),
+            seen_file=seen_file(pause),
+            input_diff=input_diff(pause.input if pause.input is not None else pause.tool_call.input, edited),
         )
 
     def timeout_message(self, pause: Pause) -> dict[str, Any]:
@@ -411,6 +441,7 @@ class ConfirmKind(PauseKindSpec):
             if isinstance(commands, list)
             else [],
             "shell_problems": [str(p) for p in problems] if isinstance(problems, list) else [],
+            "file_change": remote_file_change(meta.get("file_change")),
         }
 
     def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:

@@ -49,13 +49,14 @@ from .._agentscope import (
     permission_engine,
 )
 from ..answers.lifecycle import can_transition, transition
+from ..file_change import describe_file_pause
 from ..model_config import model_error_hint
 from ..pauses import Pause, build_pause
 from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
 from ._call_ids import renamed_calls, reused_id_message
 from ._core import SessionCore
-from ._promise import apply_note, asked_again, asked_again_message, record_decision
+from ._promise import apply_note, asked_again, asked_again_message, asked_again_reason, record_decision
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun
 from ._team import resume_batch
 from ._transcript import record_event
@@ -347,6 +348,7 @@ class Driver(SessionCore):
             pause.agent = agent.name
         pause.decisions = self.decisions.get(pause.tool_name, pause.decisions)  # Session(decisions=...)
         describe_shell_pause(agent, pause)  # the simple commands of a shell call (nb_hitl.shell_policy)
+        await describe_file_pause(tool, pause)  # the diff of a file-editing call (nb_hitl.file_change)
         policies = agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
         if isinstance(policies, dict) and tool_call.id in policies:
             pause.policy = str(policies[tool_call.id])
@@ -376,20 +378,18 @@ class Driver(SessionCore):
                 )
         again = asked_again(agent, tool_call.id)
         if again is not None:  # approved, then changed by a middleware: asked again under a new id (_promise.py)
-            said = asked_again_message(again)
+            said, was = asked_again_message(again), str(again.get("was"))
             pause.message = f"{said}\n\n{pause.message}" if pause.message else said
-            was = str(again.get("was"))
             approved = run.pauses.get(was)
             if approved is not None:  # the approved card of this run: it did not run
                 if can_transition(approved, "expired"):
-                    why = f"Not run: a middleware changed its input after the approval; asked again as {tool_call.id}."
-                    transition(approved, "expired", reason=why)
+                    transition(approved, "expired", reason=asked_again_reason(again, tool_call.id))
                 run.transcript.tool_result(was, state="not run", text="")  # its result had started
             if not again.get("audited"):
                 again["audited"] = True
                 self._audit_pause(
                     pause,
-                    decision="input_changed",
+                    decision=str(again.get("cause") or "input_changed"),
                     decided_by="nb_hitl",
                     approved_tool_call_id=was,
                     approved_input=again.get("approved"),

@@ -13,7 +13,11 @@
   says why, and once the call has its result the model reads what happened
   in a hint. A changed tool name, unreadable arguments or a
   changed input a deny rule covers are refused: the model gets a DENIED
-  result saying why.
+  result saying why. An approval of a file-editing call is bound to the
+  file the card's diff was computed on (its SHA-256,
+  :mod:`nb_hitl.file_change`): when the file changed since, the call is
+  asked again the same way, with the diff against the file as it is now
+  (what the file held in between is not overwritten).
 * :func:`record_decision` writes the approved input and the note for the
   model into ``AgentState.middle_context`` when a confirmation is handed
   to the agent (so both survive a checkpoint).
@@ -50,6 +54,7 @@ from .._agentscope import (
     permission_engine,
     strip_system_reminders,
 )
+from ..file_change import planned_change, sha256_of
 from ..kinds import Decision
 from ..kinds._reading import canonical, visible_json
 from ..kinds.confirm import allowed_decisions
@@ -66,6 +71,7 @@ __all__ = [
     "ask_again",
     "asked_again",
     "asked_again_message",
+    "asked_again_reason",
     "REFUSED_KEY",
     "ASKED_AGAIN_CONTEXT_KEY",
 ]
@@ -75,10 +81,11 @@ REFUSED_KEY = "nb_hitl.refused"
 
 ASKED_AGAIN_CONTEXT_KEY = "nb_hitl.asked_again"
 """Key in ``AgentState.middle_context``: ``{new tool_call id: {"was": the approved
-call's id, "tool", "approved", "runs", "audited"}}``: calls whose input a
-middleware changed after their approval and that :func:`ask_again` put back
-to ``asking`` under a fresh id (the inputs as shown); removed once the call
-has its result and the model was told."""
+call's id, "tool", "approved", "runs", "audited", "cause", "path"}}``: calls
+whose input a middleware changed (``cause`` ``"input_changed"``) or whose file
+changed (``"file_changed"``, ``path``) after their approval and that
+:func:`ask_again` put back to ``asking`` under a fresh id (the inputs as
+shown); removed once the call has its result and the model was told."""
 
 
 def _entries(agent: Any, key: str) -> dict[str, Any]:
@@ -104,16 +111,17 @@ def record_decision(agent: Any, decision: Decision, tool_name: str) -> None:
     """Remember what ``decision`` approved and what the model should read about it.
 
     Called when the decision is handed to the agent. Writes
-    ``middle_context["nb_hitl.approved"][id] = {"tool", "input"}`` (canonical
-    JSON) for an approval and ``middle_context["nb_hitl.notes"][id]`` for a note;
+    ``middle_context["nb_hitl.approved"][id] = {"tool", "input", "file"?}``
+    (canonical JSON; ``file``: the ``{"path", "sha256"}`` the card's diff
+    was computed on) for an approval and ``middle_context["nb_hitl.notes"][id]`` for a note;
     adds "Always deny" rules through the agent's permission engine
     (``PermissionEngine.add_rule``).
     """
     if decision.approved_input is not None:
-        _entries(agent, APPROVAL_CONTEXT_KEY)[decision.tool_call_id] = {
-            "tool": tool_name,
-            "input": canonical(decision.approved_input),
-        }
+        entry: dict[str, Any] = {"tool": tool_name, "input": canonical(decision.approved_input)}
+        if decision.seen_file is not None:
+            entry["file"] = dict(decision.seen_file)
+        _entries(agent, APPROVAL_CONTEXT_KEY)[decision.tool_call_id] = entry
     for rule in decision.deny_rules:  # "Always deny": AgentScope ignores rules sent with a denial
         permission_engine(agent).add_rule(rule.model_copy(deep=True))
     if decision.note:
@@ -179,16 +187,28 @@ def flush_hints(agent: Any) -> list[str]:
         if not isinstance(entry, dict) or find_tool_result(agent, tool_call_id) is None:
             continue
         again.pop(tool_call_id, None)
-        text = (
-            f"<system-reminder>After the person approved your call {entry.get('was')} to {entry.get('tool')} "
-            f"with {entry.get('approved')}, a middleware changed its input to {entry.get('runs')} before it ran. "
-            "nb_hitl ran nothing with either input and asked the person again about the changed input, as "
-            f"call {tool_call_id} (your call now shows that id and input); the result of {tool_call_id} is the "
-            "outcome of that second question.</system-reminder>"
-        )
+        text = _asked_again_hint(entry, tool_call_id)
         agent.state.append_context(agent.name, [HintBlock(hint=text, source="nb_hitl")])
         added.append(text)
     return added
+
+
+def _asked_again_hint(entry: dict[str, Any], tool_call_id: str) -> str:
+    if entry.get("cause") == "file_changed":
+        return (
+            f"<system-reminder>Your call {entry.get('was')} to {entry.get('tool')} was not run: the file "
+            f"{entry.get('path')} changed after the person approved the call (something else wrote it), and the "
+            "approval covered the change to the file as it was then. nb_hitl ran nothing and asked the person "
+            f"again, showing the change against the file as it is now, as call {tool_call_id} (your call now "
+            f"shows that id); the result of {tool_call_id} is the outcome of that second question.</system-reminder>"
+        )
+    return (
+        f"<system-reminder>After the person approved your call {entry.get('was')} to {entry.get('tool')} "
+        f"with {entry.get('approved')}, a middleware changed its input to {entry.get('runs')} before it ran. "
+        "nb_hitl ran nothing with either input and asked the person again about the changed input, as "
+        f"call {tool_call_id} (your call now shows that id and input); the result of {tool_call_id} is the "
+        "outcome of that second question.</system-reminder>"
+    )
 
 
 def _refusal(tool_name: str, approved: str, runs: str) -> str:
@@ -231,6 +251,8 @@ class ApprovalGuard(MiddlewareBase):
         changed = None
         if isinstance(entry, dict):
             changed = await _check(agent, tool_call, entry)
+            if changed is None and isinstance(entry.get("file"), dict):
+                changed = await _check_file(agent, tool_call, entry["file"])
         if changed is None:
             before = RUNNING_CALL.get()
             RUNNING_CALL.set((agent, tool_call))  # the tool may call back (an MCP server asking the person)
@@ -242,7 +264,7 @@ class ApprovalGuard(MiddlewareBase):
             return
         if await ask_again(agent, tool_call, changed):
             return  # nothing ran and no result: the call waits for a person again
-        meta = {REFUSED_KEY: "input_changed"}
+        meta = {REFUSED_KEY: changed.cause}
         yield ToolChunk(content=[TextBlock(text=changed.refusal)], state=ToolResultState.DENIED, metadata=meta)
         yield ToolResponse(content=[TextBlock(text=changed.refusal)], state=ToolResultState.DENIED, metadata=meta)
 
@@ -257,12 +279,17 @@ class Changed:
         runs: AgentScope's reading of the input it would run with, or
             ``None`` (another tool, unreadable arguments).
         tool: the tool that would run, or ``None``.
+        cause: ``"input_changed"``, or ``"file_changed"`` (the file differs
+            from the one the approved diff was computed on).
+        path: the changed file, for ``"file_changed"``.
     """
 
     refusal: str
     approved: str
     runs: dict[str, Any] | None = None
     tool: Any = None
+    cause: str = "input_changed"
+    path: str | None = None
 
 
 async def _check(agent: Any, tool_call: Any, entry: dict[str, Any]) -> Changed | None:
@@ -278,6 +305,30 @@ async def _check(agent: Any, tool_call: Any, entry: dict[str, Any]) -> Changed |
     if canonical(runs) != approved_text:
         return Changed(_refusal(tool_call.name, approved, visible_json(runs, None)), approved, runs, tool)
     return None
+
+
+async def _check_file(agent: Any, tool_call: Any, seen: dict[str, Any]) -> Changed | None:
+    """The file the approved diff was computed on, checked right before the call runs: ``None`` when
+    its bytes still hash to the approved ``sha256`` (or the call no longer writes that path)."""
+    tool = await agent.toolkit.get_tool(tool_call.name)
+    runs = agentscope_tool_input(tool_call.input, getattr(tool, "input_schema", None))  # read by _check
+    path = str(seen.get("path"))
+    try:
+        planned = await planned_change(tool, runs)
+    except Exception as exc:  # noqa: BLE001 - a file that cannot be read is not the file approved
+        now: str | None = f"unreadable ({type(exc).__name__})"
+    else:
+        if planned is None or planned[0] != path:
+            return None
+        now = sha256_of(planned[1])
+    if now == seen.get("sha256"):
+        return None
+    refusal = (
+        f"nb_hitl did not run {tool_call.name}: the file {path} changed after the person approved the call, "
+        "and an approval covers only the change shown, to the file as it was. Nothing ran."
+    )
+    approved = visible_json(runs, None)
+    return Changed(refusal, approved, runs, tool, cause="file_changed", path=path)
 
 
 def _live_call(agent: Any, tool_call_id: str) -> Any:
@@ -335,6 +386,8 @@ async def ask_again(agent: Any, tool_call: Any, changed: Changed) -> bool:
         "approved": changed.approved,
         "runs": visible_json(changed.runs, None),
         "audited": False,
+        "cause": changed.cause,
+        "path": changed.path,
     }
     return True
 
@@ -347,8 +400,21 @@ def asked_again(agent: Any, tool_call_id: str) -> dict[str, Any] | None:
 
 def asked_again_message(entry: dict[str, Any]) -> str:
     """What the card and the audit log say of a call asked again."""
+    if entry.get("cause") == "file_changed":
+        return (
+            f"The file {entry.get('path')} changed after call {entry.get('was')} was approved, before it ran, "
+            "so nothing ran. The change below is against the file as it is now. "
+            "Approve to run it on the file as shown here, or deny it."
+        )
     return (
         f"A middleware changed call {entry.get('was')} after it was approved, before it ran, so nothing ran. "
         f"Approved: {entry.get('approved')}; it would run with: {entry.get('runs')}. "
         "Approve to run it with the input shown here, or deny it."
     )
+
+
+def asked_again_reason(entry: dict[str, Any], tool_call_id: str) -> str:
+    """Why the approved card of a call asked again expired (it did not run)."""
+    if entry.get("cause") == "file_changed":
+        return f"Not run: the file {entry.get('path')} changed after the approval; asked again as {tool_call_id}."
+    return f"Not run: a middleware changed its input after the approval; asked again as {tool_call_id}."

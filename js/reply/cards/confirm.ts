@@ -2,6 +2,7 @@
 // approve with a modified input, or approve and add suggested rules.
 import { h } from "../../lib/dom";
 import { enterPresses } from "../../lib/a11y";
+import { diffView } from "../../lib/diff";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -38,6 +39,16 @@ export function approvalsLine(p: PauseView): string | null {
     return `${a.by}${a.action === "modify" ? " (edited the input)" : ""} (${when})`;
   });
   return `${got.length} of ${needed} approvals` + (who.length ? `: ${who.join(", ")}` : " so far") + (got.length ? "" : "; each must come from a different person.");
+}
+
+// What a file-editing call would do to its file: the kernel's unified diff of
+// the file now against the file as the call would leave it, drawn as text.
+function appendFileChange(card: HTMLElement, p: PauseView): void {
+  const change = p.file_change;
+  if (!change) return;
+  card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-file-path" }, `Changes to ${change.path}:`));
+  if (change.diff) card.append(diffView(change.diff, `Changes to ${change.path}`, "nbh-file-diff"));
+  if (change.note) card.append(h("div", { class: "nbh-warn", "data-testid": "nbh-file-note" }, change.note));
 }
 
 /** What a confirmation's card offers besides Deny (its `decisions`, see
@@ -136,6 +147,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     return;
   }
   appendInput(card, p);
+  appendFileChange(card, p);
   const refused = p.approve_refused;
   if (ui.mode === "deny") {
     const reason = h("textarea", { "data-testid": "nbh-deny-reason", "aria-label": "Reason for the denial (optional)", rows: 2 });

@@ -1,0 +1,266 @@
+"""What a file-editing call would do to its file, as a unified diff.
+
+A confirmation of AgentScope's built-in ``Write`` or ``Edit`` (or of any tool
+with a ``planned_change(tool_input) -> (path, before, after) | None`` method,
+sync or async: ``before`` the file's bytes now, ``None`` when it does not
+exist; ``after`` the bytes the call would leave) shows the diff of the file as
+it is now against the file as the call would leave it (stdlib ``difflib``,
+unified format with line numbers and 3 lines of folded context). A new file
+shows as all added; a binary or huge file (over :data:`MAX_FILE_BYTES`) says
+so instead of drawing; a diff over :data:`MAX_DIFF_CHARS` is cut at a line
+and says so. Every character of the diff can be seen (invisible characters
+are escaped, :func:`~nb_hitl.kinds._reading.visible_text`).
+
+The diff carries ``sha256_before``, the hash of the bytes it was computed on:
+an approval is bound to it (:mod:`nb_hitl.session._promise`), and a call
+whose file changed since is not run but asked again.
+
+:func:`input_diff` is the diff of a call's input and a person's edit of it
+(pretty-printed JSON), for Modify.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import inspect
+import json
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from ._agentscope import enum_value
+from .kinds._reading import visible_text
+
+if TYPE_CHECKING:
+    from .pauses import Pause
+
+log = logging.getLogger("nb_hitl.file_change")
+
+__all__ = [
+    "describe_change",
+    "describe_file_pause",
+    "FileChangeView",
+    "MAX_FILE_BYTES",
+    "MAX_DIFF_CHARS",
+    "file_diff",
+    "input_diff",
+    "planned_change",
+    "sha256_of",
+]
+
+MAX_FILE_BYTES = 2_000_000
+"""A file (before or after) larger than this is not diffed: the card says so."""
+
+MAX_DIFF_CHARS = 100_000
+"""A diff longer than this is cut at a line, and says how much was left out."""
+
+CONTEXT_LINES = 3
+"""Unchanged lines shown around each change (``git diff``'s default)."""
+
+
+class FileChangeView(TypedDict):
+    """What a call would do to a file, as the card shows it.
+
+    ``diff`` is unified-diff text ("" when not drawn); ``sha256_before`` the
+    hex SHA-256 of the file's bytes the diff was computed on (``None``: the
+    file does not exist); ``note`` what the person should know besides the
+    diff (binary, too large, cut, line endings, the call would fail), or ``None``.
+    """
+
+    path: str
+    diff: str
+    sha256_before: str | None
+    note: str | None
+
+
+def sha256_of(data: bytes | None) -> str | None:
+    """The hex SHA-256 of ``data``, ``None`` for ``None`` (no file)."""
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` split after each ``\\n`` only (``str.splitlines`` also splits at form feeds and U+2028)."""
+    pieces = text.split("\n")
+    lines = [p + "\n" for p in pieces[:-1]]
+    if pieces[-1]:
+        lines.append(pieces[-1])
+    return lines
+
+
+def _newline_style(text: str) -> str | None:
+    crlf = text.count("\r\n")
+    cr = text.count("\r") - crlf
+    lf = text.count("\n") - crlf
+    styles = [name for name, n in (("CRLF", crlf), ("LF", lf), ("CR", cr)) if n]
+    if not styles:
+        return None
+    return styles[0] if len(styles) == 1 else "mixed"
+
+
+def _normalize(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _unified(before: list[str], after: list[str], fromfile: str, tofile: str) -> Iterable[str]:
+    for line in difflib.unified_diff(before, after, fromfile=fromfile, tofile=tofile, n=CONTEXT_LINES):
+        if line.endswith("\n"):
+            yield line
+        else:  # git's marker, so a missing last newline can be seen
+            yield line + "\n"
+            yield "\\ No newline at end of file\n"
+
+
+def _cut(lines: Iterable[str]) -> tuple[str, str | None]:
+    out: list[str] = []
+    size = 0
+    total = 0
+    for line in lines:
+        total += 1
+        shown = visible_text(line[:-1]) + "\n" if line.endswith("\n") else visible_text(line)
+        if size + len(shown) > MAX_DIFF_CHARS and out:
+            continue
+        out.append(shown)
+        size += len(shown)
+    if total > len(out):
+        return "".join(out), f"The diff is cut: {len(out)} of its {total} lines are shown."
+    return "".join(out), None
+
+
+def file_diff(path: str, before: bytes | None, after: bytes) -> FileChangeView:
+    """The unified diff of ``path`` from ``before`` (``None``: no file) to ``after``.
+
+    Line endings are compared apart: the diff is of the text with ``\\n``
+    lines, and a change of line-ending style is said in ``note``.
+
+    Returns:
+        a :class:`FileChangeView`; ``diff`` is "" (and ``note`` says why)
+        for a binary file (not UTF-8, or a NUL byte), a file over
+        :data:`MAX_FILE_BYTES`, or no change.
+    """
+    sha = sha256_of(before)
+    size = max(len(before or b""), len(after))
+    if size > MAX_FILE_BYTES:
+        note = f"Not drawn: the file is too large to show a diff ({size} bytes; the limit is {MAX_FILE_BYTES})."
+        return FileChangeView(path=path, diff="", sha256_before=sha, note=note)
+    try:
+        old = (before or b"").decode("utf-8")
+        new = after.decode("utf-8")
+        if "\x00" in old or "\x00" in new:
+            raise ValueError("NUL byte")
+    except ValueError:
+        note = f"Not drawn: binary content (not UTF-8 text); {len(before or b'')} bytes now, {len(after)} after."
+        return FileChangeView(path=path, diff="", sha256_before=sha, note=note)
+    notes = []
+    was, will = _newline_style(old), _newline_style(new)
+    if before is not None and was and will and was != will:
+        notes.append(f"Line endings change from {was} to {will} (not marked line by line below).")
+    fromfile = "/dev/null" if before is None else f"a/{path}"
+    lines = _unified(_lines(_normalize(old)), _lines(_normalize(new)), fromfile, f"b/{path}")
+    diff, cut = _cut(lines)
+    if cut:
+        notes.append(cut)
+    if not diff and before is not None:
+        notes.append("The file's text would not change." if before != after else "The file would not change.")
+    return FileChangeView(path=path, diff=diff, sha256_before=sha, note=" ".join(notes) or None)
+
+
+def input_diff(sent: Any, edited: Any) -> str:
+    """The unified diff of a call's input and a person's edit of it, as pretty-printed JSON.
+
+    Returns:
+        unified-diff text ("" when equal), invisible characters escaped,
+        cut past :data:`MAX_DIFF_CHARS`.
+    """
+    a = _lines(json.dumps(sent, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+    b = _lines(json.dumps(edited, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+    diff, cut = _cut(_unified(a, b, "model's input", "edited input"))
+    return f"{diff}{cut}\n" if cut else diff
+
+
+async def _read(backend: Any, path: str) -> bytes | None:
+    if not await backend.file_exists(path):
+        return None
+    return bytes(await backend.read_file(path))
+
+
+async def planned_change(tool: Any, tool_input: dict[str, Any]) -> tuple[str, bytes | None, bytes | None] | None:
+    """What a call of ``tool`` with ``tool_input`` would do to a file: ``(path, before, after)``.
+
+    AgentScope's ``Write`` writes ``content`` (UTF-8); its ``Edit`` replaces
+    ``old_string`` by ``new_string`` (once, or every time with
+    ``replace_all``) in the text with ``\\n`` line endings and writes it back
+    (both read through the tool's own backend). ``after`` is ``None`` when
+    the call would write nothing (a relative path, ``old_string`` missing or
+    not unique): the tool itself refuses it. Another tool may implement
+    ``planned_change(tool_input)``.
+
+    Returns:
+        ``None`` for a tool that does not write files (or an input without
+        a path).
+
+    Raises:
+        OSError and whatever the backend or the tool's own method raise.
+    """
+    from agentscope.tool import Edit, Write
+
+    own = getattr(tool, "planned_change", None)
+    if own is not None:
+        planned = own(tool_input)
+        if inspect.isawaitable(planned):
+            planned = await planned
+        if planned is None:
+            return None
+        path, before, after = planned
+        return str(path), before, after
+    if not isinstance(tool, (Write, Edit)):
+        return None
+    path = tool_input.get("file_path")
+    if not isinstance(path, str) or not path:
+        return None
+    backend = tool._backend  # the tool's own file access (local, Docker, E2B)
+    if not backend.isabs(path):
+        return path, None, None
+    before = await _read(backend, path)
+    if isinstance(tool, Write):
+        return path, before, str(tool_input.get("content", "")).encode("utf-8")
+    if before is None:
+        return path, None, None
+    text = _normalize(before.decode("utf-8", errors="replace"))
+    old, new = str(tool_input.get("old_string", "")), str(tool_input.get("new_string", ""))
+    count = text.count(old) if old else 0
+    if count == 0 or old == new or (count > 1 and not tool_input.get("replace_all")):
+        return path, before, None
+    after = text.replace(old, new) if tool_input.get("replace_all") else text.replace(old, new, 1)
+    return path, before, after.encode("utf-8")
+
+
+async def describe_change(tool: Any, tool_input: dict[str, Any]) -> FileChangeView | None:
+    """The :class:`FileChangeView` of a call (:func:`planned_change` then :func:`file_diff`), or
+    ``None`` for a tool that does not write files."""
+    planned = await planned_change(tool, tool_input)
+    if planned is None:
+        return None
+    path, before, after = planned
+    if after is None:
+        note = (
+            "The tool would refuse this call as it stands (a relative path, a missing file, or old_string "
+            "not found exactly once), so nothing would be written."
+        )
+        return FileChangeView(path=path, diff="", sha256_before=sha256_of(before), note=note)
+    return file_diff(path, before, after)
+
+
+async def describe_file_pause(tool: Any, pause: Pause) -> None:
+    """Set ``pause.file_change`` for a confirmation of a file-editing call (:func:`describe_change`
+    of the input Approve runs).
+
+    A file that cannot be read leaves no diff (logged): the card must still
+    be drawn, and an approval then binds to nothing it did not show.
+    """
+    if enum_value(pause.tool_call.state) != "asking" or pause.input is None or tool is None:
+        return  # only the permission engine's confirmations (state ``asking``) show a diff
+    try:
+        pause.file_change = await describe_change(tool, pause.input)
+    except Exception:  # a diff must never stop a card from being drawn
+        log.warning("no diff for %s", pause.tool_call_id, exc_info=True)

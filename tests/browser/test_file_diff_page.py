@@ -1,0 +1,115 @@
+"""See what you approve, in the page: a file edit's card draws its diff as text, and an approval is
+bound to the file seen (C42). Real JupyterLab, real kernel, AgentScope's own ``Read`` and ``Edit``,
+Debian Chromium.
+
+The card shows the path and the unified diff (one line each, added / removed lines marked by
+class; a ``<script>`` line in the file stays text) in a labelled region, with no serious axe
+violation in the light or the dark theme. The file changes on disk after the card is drawn: Approve
+runs nothing, a fresh card shows the change against the file as it is now, and the file keeps the
+other write; modifying that call shows the diff of the inputs on the decided card.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any
+
+from tests.browser.test_a11y_page import AXE, AXE_RUN, REPLY
+from tests.harness.lab import JupyterLabServer, open_notebook, run_all_cells, screenshot, set_theme, write_notebook
+
+OUT = ".jp-OutputArea-output"
+
+BEFORE = "alpha\n<script>window.nbhDiffXss = 1</script>\ngamma\n"
+OTHER = BEFORE + "delta by someone else\n"
+
+
+def axe_violations(page) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """axe-core's serious or critical violations in the one reply widget."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.add_script_tag(path=str(AXE))
+    report = page.evaluate(AXE_RUN, REPLY)
+    assert report["roots"] == 1 and report["rules"] >= 10, report  # the engine really checked the widget
+    return [v for v in report["violations"] if v["impact"] in ("serious", "critical")]
+
+
+CELL = textwrap.dedent(
+    """
+    from pathlib import Path
+    from agentscope.agent import Agent
+    from agentscope.tool import Edit, Read, Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+
+    path = str(Path("diff_me.txt").resolve())
+    agent = Agent(
+        name="editor", system_prompt="x",
+        model=ScriptedChatModel([
+            Turn("Reading.", [tool_call("Read", id="call_r", file_path=path)]),
+            Turn("Editing.", [tool_call("Edit", id="call_1", file_path=path, old_string="gamma", new_string="GAMMA")]),
+            lambda msgs: Turn("done: " + result_text(tool_results(msgs)[-1])),
+        ], on_exhausted="raise"),
+        toolkit=Toolkit(tools=[Read(), Edit()]),
+    )
+    session = Session(agent)
+    reply = await session.run("edit")
+    """
+)
+
+
+def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabServer) -> None:
+    target = lab.root / "diff_me.txt"
+    target.write_text(BEFORE)
+    write_notebook(lab.root / "c42.ipynb", [CELL])
+    open_notebook(page, lab, "c42.ipynb")
+    run_all_cells(page)
+
+    card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
+    card.wait_for(timeout=90_000)
+    page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
+    diff = card.locator('[data-testid="nbh-file-diff"]')
+    assert diff.get_attribute("role") == "region"
+    assert diff.get_attribute("aria-label") == f"Changes to {target}"
+    assert card.locator('[data-testid="nbh-file-path"]').inner_text() == f"Changes to {target}:"
+    kinds = diff.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
+    assert kinds == [
+        ["meta", f"--- a/{target}"],
+        ["meta", f"+++ b/{target}"],
+        ["hunk", "@@ -1,3 +1,3 @@"],
+        ["context", " alpha"],
+        ["context", " <script>window.nbhDiffXss = 1</script>"],
+        ["del", "-gamma"],
+        ["add", "+GAMMA"],
+    ]
+    assert diff.locator("script").count() == 0 and page.evaluate("() => window.nbhDiffXss") is None
+    light = axe_violations(page)
+    set_theme(page, "JupyterLab Dark")
+    card.wait_for(timeout=30_000)
+    dark = axe_violations(page)
+    screenshot(page, "C42-diff-card-dark")
+    assert light == [] and dark == [], (light, dark)
+
+    target.write_text(OTHER)  # another write, between the card and the click
+    card.locator('[data-testid="nbh-approve"]').click()
+    again = page.locator(
+        f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]',
+        has=page.locator('[data-testid="nbh-file-diff"]', has_text="delta by someone else"),
+    )
+    again.wait_for(timeout=60_000)
+    assert "changed after call call_1 was approved" in again.inner_text()
+    assert target.read_text() == OTHER
+    screenshot(page, "C42-asked-again")
+    # Modify: the decided card shows what the edit changed, as a diff of the inputs
+    again.locator('[data-testid="nbh-modify"]').click()
+    edited = json.dumps({"file_path": str(target), "old_string": "gamma", "new_string": "Gamma"})
+    card.locator('[data-testid="nbh-modify-input"]').fill(edited)  # the one open card, now in its edit
+    card.locator('[data-testid="nbh-modify-submit"]').click()
+    page.locator(f'{OUT} [data-testid="nbh-final-text"]').wait_for(timeout=60_000)
+    shown = page.locator(f'{OUT} [data-testid="nbh-input-diff"]')
+    lines = shown.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
+    assert ["del", '-  "new_string": "GAMMA",'] in lines and ["add", '+  "new_string": "Gamma",'] in lines
+    assert shown.get_attribute("aria-label") == "What the edit changed"
+    screenshot(page, "C42-modified")
+    # AgentScope's Edit refuses a file changed since its Read: the other write is kept
+    assert target.read_text() == OTHER
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

@@ -1,0 +1,260 @@
+"""See what you approve: a file edit's card shows its diff, and the approval is bound to the file seen (C42).
+
+Real ``agentscope.agent.Agent``s on :class:`~nb_hitl.models.ScriptedChatModel`
+with AgentScope's own ``Read``, ``Write`` and ``Edit`` tools on a temporary
+workspace; decisions go through ``Session.act`` (the path of a click). What is
+checked is the diff on the pause, what is on disk, and what the model read next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentscope.agent import Agent
+from agentscope.tool import Edit, Read, Write
+
+from nb_hitl import Session
+from nb_hitl.agui.mapping import interrupt_view, pause_to_interrupt
+from nb_hitl.models import Turn, result_text, tool_call, tool_results
+from nb_hitl.store import AuditLog
+from tests.support import parked, parked_on, run_async
+from tests.support_agents import scripted_agent
+
+
+def msg(pause: Any, action: str, **extra: Any) -> dict[str, Any]:
+    return {"action": action, "tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id, **extra}
+
+
+def file_agent(calls: list[Any]) -> Agent:
+    """An agent that makes ``calls`` (one turn each), then says what the results were."""
+    script: list[Any] = [Turn("Working.", tool_calls=[c]) for c in calls]
+    script.append(lambda msgs: Turn("done: " + " | ".join(result_text(r) for r in tool_results(msgs))))
+    return scripted_agent(script, [Read(), Write(), Edit()], name="editor")
+
+
+def hints(agent: Agent) -> list[str]:
+    """nb_hitl's ``HintBlock`` texts the model read in its last call."""
+    return [
+        str(b.hint)
+        for m in agent.model.calls[-1]
+        if not isinstance(m.content, str)
+        for b in m.content
+        if getattr(b, "type", None) == "hint" and b.source == "nb_hitl"
+    ]
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+TEN = "".join(f"line {i}\n" for i in range(1, 11))
+
+
+@pytest.mark.parametrize(
+    ("before", "call", "diff", "note"),
+    [
+        pytest.param(
+            None, {"content": "a\nb\n"}, "--- /dev/null\n+++ b/{p}\n@@ -0,0 +1,2 @@\n+a\n+b\n", None, id="new"
+        ),
+        pytest.param(
+            TEN,
+            {"old_string": "line 5\n", "new_string": "line five\n"},
+            "--- a/{p}\n+++ b/{p}\n@@ -2,7 +2,7 @@\n line 2\n line 3\n line 4\n-line 5\n+line five\n"
+            " line 6\n line 7\n line 8\n",
+            None,
+            id="edit-middle",
+        ),
+        pytest.param(
+            "old\ntext\n",
+            {"content": "new\n"},
+            "--- a/{p}\n+++ b/{p}\n@@ -1,2 +1 @@\n-old\n-text\n+new\n",
+            None,
+            id="rewrite",
+        ),
+        pytest.param(
+            "café\n",
+            {"old_string": "café", "new_string": "naïve ☕"},
+            "--- a/{p}\n+++ b/{p}\n@@ -1 +1 @@\n-café\n+naïve ☕\n",
+            None,
+            id="unicode",
+        ),
+        pytest.param(
+            "one\r\ntwo\r\n",
+            {"old_string": "two", "new_string": "2"},
+            "--- a/{p}\n+++ b/{p}\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n",
+            "Line endings change from CRLF to LF",
+            id="crlf",
+        ),
+        pytest.param(
+            "end",
+            {"content": "end\nmore"},
+            "--- a/{p}\n+++ b/{p}\n@@ -1 +1,2 @@\n-end\n\\ No newline at end of file\n+end\n+more\n"
+            "\\ No newline at end of file\n",
+            None,
+            id="no-trailing-newline",
+        ),
+    ],
+)
+def test_the_diff_on_the_pause(tmp_path: Path, before: str | None, call: dict[str, Any], diff: str, note: Any) -> None:
+    """The card's diff is the file now against the file as the call would leave it."""
+    path = tmp_path / "f.txt"
+    if before is not None:
+        path.write_bytes(before.encode("utf-8"))
+    tool = "Write" if "content" in call else "Edit"
+    agent = file_agent([tool_call(tool, id="call_1", file_path=str(path), **call)])
+
+    async def scenario() -> Any:
+        session = Session(agent, display=False)
+        task = session.start("edit")
+        pause = await parked_on(session, "confirm")
+        view = pause.to_view()
+        await session.act(msg(pause, "deny"))
+        await asyncio.wait_for(task, 10)
+        return view
+
+    view = run_async(scenario())
+    change = view["file_change"]
+    assert change is not None and change["path"] == str(path)
+    assert change["diff"] == diff.format(p=path)
+    assert change["sha256_before"] == (None if before is None else sha(before.encode("utf-8")))
+    if note is None:
+        assert change["note"] is None
+    else:
+        assert note in change["note"]
+    assert path.exists() == (before is not None)  # denied: nothing written
+    if before is not None:
+        assert path.read_bytes() == before.encode("utf-8")
+
+
+def test_an_unchanged_file_runs_as_approved(tmp_path: Path) -> None:
+    path = tmp_path / "new.txt"
+    agent = file_agent([tool_call("Write", id="call_1", file_path=str(path), content="hello\n")])
+
+    async def scenario() -> None:
+        session = Session(agent, display=False)
+        task = session.start("write")
+        pause = await parked_on(session, "confirm")
+        await session.act(msg(pause, "approve"))
+        await asyncio.wait_for(task, 10)
+
+    run_async(scenario())
+    assert path.read_text() == "hello\n"
+    (result,) = tool_results(agent.model.calls[-1], "Write")
+    assert "written successfully" in result_text(result)
+    assert hints(agent) == []
+    assert agent.state.middle_context.get("nb_hitl.approved") == {}
+
+
+def test_c42_file_changed_between_card_and_approval_is_asked_again(tmp_path: Path) -> None:
+    """Another write changes the file after the card was drawn: Approve runs nothing, the file keeps
+    the other write, a fresh card shows the change against the file as it is now, and the model
+    reads why; approving that card runs the call once."""
+    path = tmp_path / "notes.txt"
+    path.write_text("alpha\nbeta\ngamma\n")
+    agent = file_agent(
+        [
+            tool_call("Read", id="call_r", file_path=str(path)),
+            tool_call("Edit", id="call_1", file_path=str(path), old_string="beta", new_string="BETA"),
+        ]
+    )
+    other = "alpha\nbeta\ngamma\ndelta (written by someone else)\n"
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> None:
+        session = Session(agent, display=False, audit_log=str(audit))
+        task = session.start("edit")
+        first = await parked_on(session, "confirm")
+        seen = first.to_view()["file_change"]
+        assert seen is not None and "-beta\n+BETA\n" in seen["diff"] and "delta" not in seen["diff"]
+        path.write_text(other)  # another write, between the card and the click
+        await session.act(msg(first, "approve"))
+        (again,) = await parked(session, resumes=1)
+        assert path.read_text() == other  # nothing ran: the other write is kept
+        assert again.tool_call_id == "call_1_r2" and again.status == "open"
+        assert first.status == "expired" and first.reason is not None
+        assert first.reason.startswith(f"Not run: the file {path} changed after the approval")
+        assert again.message is not None and again.message.startswith(f"The file {path} changed after call call_1")
+        change = again.to_view()["file_change"]
+        assert change is not None and change["sha256_before"] == sha(other.encode())
+        assert "-beta\n+BETA\n" in change["diff"] and " delta (written by someone else)\n" in change["diff"]
+        # an AG-UI client draws the same diff from the interrupt
+        interrupt = pause_to_interrupt(again, "t1")
+        remote = interrupt_view(interrupt, key="k", run_id="r")
+        assert remote["file_change"] == change
+        await session.act(msg(again, "approve"))
+        await asyncio.wait_for(task, 10)
+
+    run_async(scenario())
+    (result,) = tool_results(agent.model.calls[-1], "Edit")  # run once, under the fresh id
+    assert result.id == "call_1_r2"
+    # AgentScope's Edit itself refuses a file changed since it was read: it ran, and wrote nothing
+    assert "must first read" in result_text(result)
+    assert path.read_text() == other
+    (hint,) = hints(agent)
+    assert f"call call_1 to Edit was not run: the file {path} changed after the person approved" in hint
+    assert "as call call_1_r2" in hint
+    rows = [(r["tool_call_id"], r["decision"], r["decided_by"]) for r in AuditLog(audit).records()]
+    assert rows == [
+        ("call_1", "approve", rows[0][2]),
+        ("call_1_r2", "file_changed", "nb_hitl"),
+        ("call_1_r2", "approve", rows[2][2]),
+    ]
+
+
+def test_c42_file_removed_since_approval_shows_a_new_file_and_runs_once(tmp_path: Path) -> None:
+    """The file the card showed is gone when Approve arrives: the fresh card shows the write as a new
+    file; approving it writes the file once."""
+    path = tmp_path / "notes.txt"
+    path.write_text("old\n")
+    agent = file_agent(
+        [
+            tool_call("Read", id="call_r", file_path=str(path)),
+            tool_call("Write", id="call_1", file_path=str(path), content="new\n"),
+        ]
+    )
+
+    async def scenario() -> None:
+        session = Session(agent, display=False)
+        task = session.start("write")
+        first = await parked_on(session, "confirm")
+        assert first.file_change is not None and "-old\n+new\n" in first.file_change["diff"]
+        path.unlink()
+        await session.act(msg(first, "approve"))
+        (again,) = await parked(session, resumes=1)
+        assert not path.exists()
+        change = again.to_view()["file_change"]
+        assert change is not None and change["sha256_before"] is None
+        assert change["diff"].startswith("--- /dev/null\n") and "+new\n" in change["diff"]
+        await session.act(msg(again, "approve"))
+        await asyncio.wait_for(task, 10)
+
+    run_async(scenario())
+    assert path.read_text() == "new\n"
+    (result,) = tool_results(agent.model.calls[-1], "Write")
+    assert result.id == "call_1_r2" and "written successfully" in result_text(result)
+    (hint,) = hints(agent)
+    assert "was not run" in hint and "changed after the person approved" in hint
+
+
+def test_modify_shows_the_diff_of_the_inputs(tmp_path: Path) -> None:
+    path = tmp_path / "m.txt"
+    agent = file_agent([tool_call("Write", id="call_1", file_path=str(path), content="a\n")])
+
+    async def scenario() -> Any:
+        session = Session(agent, display=False)
+        task = session.start("write")
+        pause = await parked_on(session, "confirm")
+        edited = json.dumps({"file_path": str(path), "content": "b\n"})
+        await session.act(msg(pause, "modify", input=edited))
+        await asyncio.wait_for(task, 10)
+        return pause
+
+    pause = run_async(scenario())
+    assert path.read_text() == "b\n"
+    diff = pause.decision["input_diff"]
+    assert '-  "content": "a\\n",\n+  "content": "b\\n",\n' in diff
