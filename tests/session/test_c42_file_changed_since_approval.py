@@ -198,7 +198,7 @@ def test_c42_file_changed_between_card_and_approval_is_asked_again(tmp_path: Pat
     (hint,) = hints(agent)
     assert f"call call_1 to Edit was not run: the file {path} changed after the person approved" in hint
     assert "as call call_1_r2" in hint
-    rows = [(r["tool_call_id"], r["decision"], r["decided_by"]) for r in AuditLog(audit).records()]
+    rows = [(r["tool_call_id"], r["decision"], r["decided_by"]) for r in AuditLog(audit).records("answered")]
     assert rows == [
         ("call_1", "approve", rows[0][2]),
         ("call_1_r2", "file_changed", "nb_hitl"),
