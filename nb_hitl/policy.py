@@ -84,6 +84,7 @@ from ._agentscope import (
     permission_engine,
 )
 from .answers.approvals import restore as restore_approvals
+from .mcp_hints import effective_mcp_hints
 from .permissions.shell import parse_command
 from .permissions.shell_check import shell_field
 
@@ -98,21 +99,6 @@ __all__ = [
     "POLICY_DETAIL_KEY",
     "rule_source",
 ]
-
-
-def effective_mcp_hints(declared: Mapping[str, bool]) -> dict[str, bool]:
-    """MCP's tool hints with the spec's defaults for those a server left out:
-    ``readOnlyHint`` false, ``destructiveHint`` true, ``idempotentHint`` false,
-    ``openWorldHint`` true. The spec gives ``destructiveHint`` and
-    ``idempotentHint`` a meaning only for a tool that is not read-only: a
-    read-only tool counts as not destructive and idempotent."""
-    read_only = bool(declared.get("readOnlyHint", False))
-    return {
-        "readOnlyHint": read_only,
-        "destructiveHint": False if read_only else bool(declared.get("destructiveHint", True)),
-        "idempotentHint": True if read_only else bool(declared.get("idempotentHint", False)),
-        "openWorldHint": bool(declared.get("openWorldHint", True)),
-    }
 
 
 def rule_source(name: str) -> str:

@@ -1,10 +1,9 @@
-// The part of a pause card every kind shares: the header (kind, title,
-// policy, safety check, deadline), the decided or expired record, the
-// "Sending…" line, and the group actions of a reply parked on several calls.
-// What sits between header and footer comes from the card module of the
-// pause's kind (cards/index.ts), or, for a view that does not fit its kind,
-// cards/invalid.ts; nothing here looks at the kind itself. The words of a
-// decision and the input's cut are record.ts's.
+// The part of a pause card every kind shares: the header (kind, title, policy,
+// safety check, deadline), the decided or expired record, the "Sending…" line,
+// and the group actions of a reply parked on several calls. What sits between
+// header and footer comes from the card module of the pause's kind
+// (cards/index.ts), or cards/invalid.ts for a view that does not fit its kind;
+// nothing here looks at the kind. The words of a decision are record.ts's.
 import { h, clear } from "../lib/dom";
 import { diffView } from "../lib/diff";
 import type { Rpc } from "../lib/rpc";
