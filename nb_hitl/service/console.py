@@ -184,7 +184,9 @@ class SessionConsole(Answering):
                 fresh[tcid] = old  # a run is on, or an answer on its way: the stored state says nothing yet
             elif old.status == "open":
                 transition(
-                    old, "expired", reason="No longer waiting on the service (answered elsewhere, or the reply ended)."
+                    old,
+                    "expired",
+                    reason="No longer waiting on the service: another answer settled it, or the reply ended.",
                 )
                 fresh[tcid] = old
             elif old.status in ("delivered", "expired") and old.reply_id == self.reply_id:

@@ -115,7 +115,7 @@ class OutcomeJudge:
     (the sender's ``id``), then runs it; a ``TOOL_RESULT_*`` frame of a call
     belongs to the answer echoed last before it. So the calls' results after
     this answer's echo are this answer's (applied), after another's echo that
-    other answer's (answered elsewhere).
+    other answer's (the outcome ``answered_elsewhere``).
 
     Args:
         event_id: the ``id`` of the event the console sent (echoed on the stream).
