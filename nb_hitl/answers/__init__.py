@@ -10,7 +10,7 @@ service console) goes through the same pieces:
 * :mod:`~nb_hitl.answers.record`: the one audit record (who, from where,
   what was decided, what the model was told);
 * :mod:`~nb_hitl.answers.outcome`: what a carrier reports back to the person
-  (applied, answered elsewhere, not applied, unknown).
+  (``applied``, ``answered_elsewhere``, ``not_applied``, ``unknown``).
 
 Untrusted schemas and streams are checked by :mod:`nb_hitl.guard`.
 """
