@@ -84,6 +84,8 @@ def answer_and_modify(k: KernelHarness, comm_id: str, pick: str, edited_path: st
         input=json.dumps({"path": edited_path}, indent=2),
     )
     assert reply["ok"] is True, reply
+    diff = reply["decision"].pop("input_diff")  # what the edit changed, shown on the decided card
+    assert f'-  "path": "{pick}"' in diff and f'+  "path": "{edited_path}"' in diff
     assert reply["decision"] == {"action": "modify", "confirmed": True, "edited_input": {"path": edited_path}}
 
 
