@@ -164,7 +164,6 @@ def close_delivered_tool_calls(agent: Any) -> list[str]:
 DELTA_EVENTS = (
     TextBlockDeltaEvent,
     ThinkingBlockDeltaEvent,
-    ThinkingBlockDeltaEvent,
     ToolCallDeltaEvent,
     ToolResultTextDeltaEvent,
     DataBlockDeltaEvent,

@@ -222,6 +222,11 @@ C14_ELEMENTS = {
 
 
 def _contrast(page) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    # the page draws the transcript and the card from separate messages: wait
+    # until every element of the plain view is there before measuring
+    for name, sel in C14_ELEMENTS.items():
+        if name not in ("error", "edit box"):
+            page.locator(sel).first.wait_for(state="attached", timeout=30_000)
     view = page.evaluate(CONTRAST_JS, C14_ELEMENTS)
     # the modify view (edit box and its error) replaces the buttons: measure it too
     confirm = card(page, "confirm")
@@ -250,9 +255,10 @@ def test_C14_light_and_dark_themes_are_readable(page, lab: JupyterLabServer) -> 
     dark = _contrast(page)
     screenshot(page, "C14-dark")
 
-    report = {name: (round(light[name]["ratio"], 2), round(dark[name]["ratio"], 2)) for name in C14_ELEMENTS}
     for name in C14_ELEMENTS:
         assert light[name] is not None and dark[name] is not None, name
+    report = {name: (round(light[name]["ratio"], 2), round(dark[name]["ratio"], 2)) for name in C14_ELEMENTS}
+    for name in C14_ELEMENTS:
         assert light[name]["ratio"] >= 4.5, f"{name} in the light theme: {light[name]} ({report})"
         assert dark[name]["ratio"] >= 4.5, f"{name} in the dark theme: {dark[name]} ({report})"
     # the colours follow the theme: light backgrounds in Light, dark ones in Dark
