@@ -595,15 +595,34 @@ def run_all_cells(page: Page) -> None:
 
 
 def wait_execution_done(page: Page, timeout: float = 60.0) -> None:
-    """Wait until every code cell has an execution count and none shows ``[*]``."""
-    page.wait_for_function(
-        """() => {
-            const prompts = [...document.querySelectorAll(
-                ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt")];
-            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent || ""));
-        }""",
-        timeout=timeout * 1000,
-    )
+    """Wait until every code cell has an execution count and none shows ``[*]``.
+
+    Raises:
+        AssertionError: after ``timeout`` seconds, naming each cell's prompt
+            (``[*]`` / ``[ ]``) and the kernel's status.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    try:
+        page.wait_for_function(
+            """() => {
+                const prompts = [...document.querySelectorAll(
+                    ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt")];
+                return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent || ""));
+            }""",
+            timeout=timeout * 1000,
+        )
+    except PlaywrightTimeoutError:
+        state = page.evaluate(
+            """() => {
+                const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+                const prompts = [...document.querySelectorAll(
+                    ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt")];
+                return {kernel: k ? k.status : null, prompts: prompts.map(p => p.textContent)};
+            }"""
+        )
+        raise AssertionError(f"cells still running after {timeout} s: {state}") from None
 
 
 def _accept_dialog(page: Page, timeout: float = 10.0) -> None:
