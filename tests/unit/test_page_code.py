@@ -107,12 +107,18 @@ def test_live_reload_follows_a_rebuilt_bundle(tmp_path: Path, monkeypatch: pytes
     shared = page_code("reply")
     try:
         old = shared.digest
-        time.sleep(0.5)  # the watcher thread starts
-        (tmp_path / "theme.css").write_text((tmp_path / "theme.css").read_text() + "\n.nbh-rebuilt {}\n")
-        deadline = time.monotonic() + 15
+        original = (tmp_path / "theme.css").read_text()
+        # the watcher thread has no "ready" signal: rebuild again every second
+        # until it sees one (a change made before it watches is not seen)
+        deadline = time.monotonic() + 30
+        rebuilt = 0
         while shared.digest == old and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert shared.digest != old and shared.css.endswith(".nbh-rebuilt {}\n")
+            rebuilt += 1
+            (tmp_path / "theme.css").write_text(original + f"\n.nbh-rebuilt-{rebuilt} {{}}\n")
+            stop = time.monotonic() + 1.0
+            while shared.digest == old and time.monotonic() < stop:
+                time.sleep(0.05)
+        assert shared.digest != old and ".nbh-rebuilt-" in shared.css
         assert shared.digest in widget._esm
     finally:
         for watcher in shared._watchers:
