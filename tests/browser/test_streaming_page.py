@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import struct
 import textwrap
+import time
 from typing import Any
 
 from tests.browser.test_review_page import kernel_json, run_cell
@@ -150,11 +151,18 @@ def test_a_finished_reply_sends_its_text_once_and_saves_the_whole_record(page, l
     whole = sum(ONCE_TEXT in json.dumps(d) for d in comm_msgs)
     assert whole == 0, "no message carries the whole text again (a sync answer, a record)"
 
-    save_notebook(page)
-    models = lab.notebook_json("once.ipynb")["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]
-    saved = [m["state"] for m in models["state"].values() if m["state"].get("agent_name") == "once"]
-    assert len(saved) == 1
-    record = saved[0]
+    # the page writes its record coalesced (250 ms), later on a loaded machine:
+    # save until the saved record holds the finished reply (or the deadline)
+    deadline = time.monotonic() + 20
+    while True:
+        save_notebook(page)
+        models = lab.notebook_json("once.ipynb")["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]
+        saved = [m["state"] for m in models["state"].values() if m["state"].get("agent_name") == "once"]
+        assert len(saved) == 1
+        record = saved[0]
+        if record.get("status") == "finished" or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(500)
     texts = [e["text"] for e in record["transcript"] if e["kind"] == "text"]
     assert texts == [ONCE_TEXT] and record["final_text"] == ONCE_TEXT and record["transcript_seq"] >= 1
     assert record["status"] == "finished"
