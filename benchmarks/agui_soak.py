@@ -9,6 +9,8 @@ the heap per finished thread and the process RSS (``/proc/self/statm``).
 
     python benchmarks/agui_soak.py            # N=400, M=50
     python benchmarks/agui_soak.py 1000 100
+
+Bound: it ends within 300 s on a loaded 2-core machine (``benchmarks/_bound.py``).
 """
 
 from __future__ import annotations
@@ -93,4 +95,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks._bound import run_bounded
+
+    run_bounded(main, 300, "agui_soak")  # seconds, on a loaded 2-core machine

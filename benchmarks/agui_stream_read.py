@@ -12,6 +12,8 @@ shows: time per unit should stay flat (linear), not double (quadratic).
 
     python benchmarks/agui_stream_read.py          # N=20000
     python benchmarks/agui_stream_read.py 50000
+
+Bound: it ends within 300 s on a loaded 2-core machine (``benchmarks/_bound.py``).
 """
 
 from __future__ import annotations
@@ -73,4 +75,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks._bound import run_bounded
+
+    run_bounded(main, 300, "agui_stream_read")  # seconds, on a loaded 2-core machine

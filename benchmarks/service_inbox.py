@@ -14,6 +14,8 @@ user (chats started alternately through worker A and B), then prints:
   answering, and the process's max RSS.
 
 Run: ``.venv/bin/python -m benchmarks.service_inbox [--sessions 100]``. Not a test.
+
+Bound: it ends within 1200 s on a loaded 2-core machine (``benchmarks/_bound.py``).
 """
 
 from __future__ import annotations
@@ -193,4 +195,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks._bound import run_bounded
+
+    run_bounded(main, 1200, "service_inbox")  # seconds, on a loaded 2-core machine

@@ -57,6 +57,8 @@ CPU baseline, always runs).
 Run from the repository root::
 
     .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--repeat 15] [--kinds noui output perdelta nbhitl notdrawn pagedraw]
+
+Bound: it ends within 900 s on a loaded 2-core machine (``benchmarks/_bound.py``).
 """
 
 from __future__ import annotations
@@ -373,4 +375,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks._bound import run_bounded
+
+    run_bounded(main, 900, "streaming")  # seconds, on a loaded 2-core machine
