@@ -18,13 +18,17 @@ that an AgentScope upgrade is checked in one file:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
-from agentscope.message import DataBlock, Msg, TextBlock, ToolCallBlock
-from agentscope.permission import PermissionContext, PermissionEngine
+from agentscope.message import DataBlock, Msg, TextBlock, ToolCallBlock, ToolCallState
+from agentscope.permission import PermissionContext, PermissionDecision, PermissionEngine
 
 __all__ = [
+    "PermissionCheck",
+    "chain_decision",
     "RUNNING_CALL",
     "MCP_HINTS",
     "mcp_tool_hints",
@@ -386,3 +390,37 @@ def context_cut_result(agent: Any, tool_call_id: str) -> str | None:
         return None
     text = blocks_text(block.output)
     return strip_system_reminders(text) if CONTEXT_CUT_MARK in text else None
+
+
+@dataclass(frozen=True)
+class PermissionCheck:
+    """One call an ``on_check_permission`` middleware may judge further
+    (see :func:`chain_decision`): AgentScope's ``tool_call`` block, the
+    ``tool`` object and its parsed ``tool_input``."""
+
+    tool_call: ToolCallBlock
+    tool: Any
+    tool_input: dict[str, Any]
+
+
+async def chain_decision(
+    input_kwargs: dict[str, Any], next_handler: Callable[..., Any]
+) -> tuple[PermissionDecision, PermissionCheck | None]:
+    """The start of every nb_hitl ``on_check_permission`` middleware.
+
+    Runs the rest of AgentScope's permission chain (``next_handler``) and
+    returns its decision with the call to judge further, or ``None`` when
+    there is nothing to judge: no ``tool_call`` / ``tool`` in the hook's
+    arguments, or a call the person already approved (its state is
+    ``allowed``: AgentScope's ``_check_permission_impl`` answers ALLOW for
+    it before it runs; asking again would loop forever, and the answer was
+    recorded when it was given).
+    """
+    decision: PermissionDecision = await next_handler(**input_kwargs)
+    tool_call = input_kwargs.get("tool_call")
+    tool = input_kwargs.get("tool")
+    if tool_call is None or tool is None:
+        return decision, None
+    if enum_value(tool_call.state) == ToolCallState.ALLOWED.value:
+        return decision, None
+    return decision, PermissionCheck(tool_call, tool, input_kwargs.get("tool_input") or {})

@@ -63,7 +63,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentscope.message import ToolCallState
 from agentscope.middleware import MiddlewareBase
 from agentscope.permission import (
     PermissionBehavior,
@@ -78,7 +77,7 @@ from ._agentscope import (
     MCP_HINTS,
     POLICY_CONTEXT_KEY,
     POLICY_DETAIL_KEY,
-    enum_value,
+    chain_decision,
     mcp_tool_hints,
     permission_context,
     permission_engine,
@@ -322,16 +321,10 @@ class PolicyMiddleware(MiddlewareBase):
         next_handler: Callable[..., Any],
     ) -> PermissionDecision:
         """The hook (see the class docstring)."""
-        decision: PermissionDecision = await next_handler(**input_kwargs)
-        tool_call = input_kwargs.get("tool_call")
-        tool = input_kwargs.get("tool")
-        tool_input = input_kwargs.get("tool_input") or {}
-        if tool_call is None or tool is None:
+        decision, check = await chain_decision(input_kwargs, next_handler)
+        if check is None:
             return decision
-        # Approved by the person: AgentScope's _check_permission_impl answers
-        # ALLOW for it; asking again would loop forever.
-        if enum_value(tool_call.state) == ToolCallState.ALLOWED.value:
-            return decision
+        tool_call, tool, tool_input = check.tool_call, check.tool, check.tool_input
         if decision.behavior == PermissionBehavior.DENY:
             return decision
         for policy in self.policies:

@@ -33,11 +33,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentscope.message import ToolCallState
 from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
 
-from ._agentscope import SHELL_CONTEXT_KEY, enum_value, permission_engine
+from ._agentscope import SHELL_CONTEXT_KEY, chain_decision, permission_engine
 from .permissions.shell_check import judge_shell_call
 
 __all__ = ["ShellRulesMiddleware", "install_shell_rules", "describe_shell_pause", "SHELL_CONTEXT_KEY"]
@@ -54,14 +53,10 @@ class ShellRulesMiddleware(MiddlewareBase):
         next_handler: Callable[..., Any],
     ) -> PermissionDecision:
         """The hook: the chain's decision, judged again per simple command."""
-        decision: PermissionDecision = await next_handler(**input_kwargs)
-        tool_call = input_kwargs.get("tool_call")
-        tool = input_kwargs.get("tool")
-        tool_input = input_kwargs.get("tool_input") or {}
-        if tool_call is None or tool is None:
+        decision, check = await chain_decision(input_kwargs, next_handler)
+        if check is None:
             return decision
-        if enum_value(tool_call.state) == ToolCallState.ALLOWED.value:
-            return decision  # approved by the person: AgentScope answers ALLOW for it
+        tool_call, tool, tool_input = check.tool_call, check.tool, check.tool_input
         try:
             engine = permission_engine(agent)
         except TypeError:

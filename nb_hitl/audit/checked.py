@@ -24,11 +24,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agentscope.message import ToolCallState
 from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
 
-from .._agentscope import enum_value, permission_engine, rule_label
+from .._agentscope import chain_decision, enum_value, permission_engine, rule_label
 from ..permissions.shell_check import SHELL_REASON
 
 __all__ = ["CheckedMiddleware", "install_checked", "remove_checked", "decided_how", "CHECKED", "ANSWERED"]
@@ -110,14 +109,10 @@ class CheckedMiddleware(MiddlewareBase):
         next_handler: Callable[..., Any],
     ) -> PermissionDecision:
         """The hook: the chain's decision, recorded, then returned unchanged."""
-        decision: PermissionDecision = await next_handler(**input_kwargs)
-        tool_call = input_kwargs.get("tool_call")
-        tool = input_kwargs.get("tool")
-        tool_input = input_kwargs.get("tool_input") or {}
-        if tool_call is None or tool is None:
+        decision, check = await chain_decision(input_kwargs, next_handler)
+        if check is None:
             return decision
-        if enum_value(tool_call.state) == ToolCallState.ALLOWED.value:
-            return decision  # the person's answer, recorded when it was given
+        tool_call, tool, tool_input = check.tool_call, check.tool, check.tool_input
         try:
             how = await decided_how(agent, tool, tool_input, decision)
             self.write(
