@@ -26,7 +26,7 @@ from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
 from ._cards import trait_due
-from ._pace import flush_delay
+from ._pace import ENVELOPE, OP_BYTES, flush_delay, over_budget
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun
 from ._transcript import final_html, shown_entry
 
@@ -212,6 +212,7 @@ class SessionCore:
             last_flush=tr.last_flush,
             first_change=tr.first_change,
             last_change=tr.last_change,
+            over=over_budget(tr.overhead, tr.streamed),
         )
         if wait <= 0:
             self._flush_transcript(run)
@@ -230,6 +231,7 @@ class SessionCore:
             return
         seq, ops = tr.take_ops()
         tr.last_flush = time.monotonic()
+        tr.overhead += ENVELOPE + OP_BYTES * len(ops)
         try:
             run.widget.send({"type": "nbh_transcript", "seq": seq, "ops": ops})
         except Exception:  # a closed comm must not stop the agent

@@ -12,13 +12,35 @@ batches changes and sends one message when either
   moving while a model streams without a pause),
 
 and never sooner than :data:`MIN_GAP` seconds after the previous message (at
-most 20 page updates a second). The benchmark ``benchmarks/streaming.py``
-measures the effect against baselines in the same run.
+most 20 page updates a second).
+
+Those rules follow the clock; on a loaded machine the kernel is starved now
+and then, each gap looks like a quiet stream, and the messages (so the bytes)
+would follow wall time rather than the text. So the stream also keeps a
+**byte budget** (:func:`over_budget`): while what its messages cost beyond
+their text (envelopes and op framing, estimated) would pass
+``(RATIO - 1)`` times the text streamed so far (plus an allowance for the
+first messages), the next message waits for a longer quiet
+(:data:`QUIET_OVER`) or age (:data:`MAX_DELAY_OVER`). Bytes sent then stay
+within about :data:`RATIO` times the text, whatever the machine's load. The
+benchmark ``benchmarks/streaming.py`` measures the effect against baselines
+in the same run.
 """
 
 from __future__ import annotations
 
-__all__ = ["MAX_DELAY", "MIN_GAP", "QUIET", "flush_delay"]
+__all__ = [
+    "ENVELOPE",
+    "MAX_DELAY",
+    "MAX_DELAY_OVER",
+    "MIN_GAP",
+    "OP_BYTES",
+    "QUIET",
+    "QUIET_OVER",
+    "RATIO",
+    "flush_delay",
+    "over_budget",
+]
 
 #: seconds between two stream messages to one widget, at least (≤ 20 per second)
 MIN_GAP = 0.05
@@ -26,9 +48,34 @@ MIN_GAP = 0.05
 QUIET = 0.06
 #: seconds a change may wait while the stream keeps changing
 MAX_DELAY = 0.25
+#: seconds without a change after which the pending changes are sent, over budget
+QUIET_OVER = 0.1
+#: seconds a change may wait while the stream keeps changing, over budget
+MAX_DELAY_OVER = 1.0
+#: bytes a stream message costs beyond its ops (the Jupyter envelope and the message's own JSON), estimated
+ENVELOPE = 750
+#: bytes an op costs beyond its text (its JSON framing), estimated
+OP_BYTES = 60
+#: the most a stream should send, in bytes, per byte of text streamed
+RATIO = 1.6
 
 
-def flush_delay(now: float, *, last_flush: float, first_change: float, last_change: float) -> float:
+def over_budget(overhead: int, streamed: int) -> bool:
+    """Whether one more message would take the stream past its byte budget.
+
+    Args:
+        overhead: estimated bytes the stream's messages so far cost beyond
+            their text (:data:`ENVELOPE` a message, :data:`OP_BYTES` an op).
+        streamed: characters of streamed text (deltas) so far.
+
+    Returns:
+        ``overhead + ENVELOPE > (RATIO - 1) * streamed + 2 * ENVELOPE``:
+        the first two messages are always within budget.
+    """
+    return overhead + ENVELOPE > (RATIO - 1) * streamed + 2 * ENVELOPE
+
+
+def flush_delay(now: float, *, last_flush: float, first_change: float, last_change: float, over: bool = False) -> float:
     """Seconds from ``now`` until the pending changes are due (0.0: send now).
 
     Args:
@@ -36,11 +83,14 @@ def flush_delay(now: float, *, last_flush: float, first_change: float, last_chan
         last_flush: when the previous message was sent (``0.0``: never).
         first_change: when the oldest change not yet sent was made.
         last_change: when the newest change was made.
+        over: the stream is over its byte budget (:func:`over_budget`).
 
     Returns:
         ``max(0, due - now)`` where ``due`` is the earlier of ``last_change +
-        QUIET`` and ``first_change + MAX_DELAY``, but not before ``last_flush +
+        QUIET`` and ``first_change + MAX_DELAY`` (``QUIET_OVER`` and
+        ``MAX_DELAY_OVER`` when ``over``), but not before ``last_flush +
         MIN_GAP``.
     """
-    due = max(min(last_change + QUIET, first_change + MAX_DELAY), last_flush + MIN_GAP)
+    quiet, oldest = (QUIET_OVER, MAX_DELAY_OVER) if over else (QUIET, MAX_DELAY)
+    due = max(min(last_change + quiet, first_change + oldest), last_flush + MIN_GAP)
     return max(0.0, due - now)

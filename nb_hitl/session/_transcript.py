@@ -141,6 +141,10 @@ class Transcript(list[dict[str, Any]]):
         self.first_change: float | None = None  # of the oldest change not sent yet
         self.last_change = 0.0
         self.timer: Any = None
+        #: characters of streamed text (deltas) recorded so far
+        self.streamed = 0
+        #: estimated bytes the stream messages sent so far cost beyond their text
+        self.overhead = 0
 
     def view(self) -> list[dict[str, Any]]:
         """The entries as the page gets them (:func:`shown_entry`), for a
@@ -207,6 +211,7 @@ class Transcript(list[dict[str, Any]]):
             self._reopen(e)
         before = len(e["text"])
         _extend(e, delta)
+        self.streamed += len(delta)
         if before + len(delta) <= SHOWN_CHARS:
             if self._tail_id == e["id"]:  # the pending op of this entry takes it too
                 self.trait_dirty = True

@@ -29,7 +29,17 @@ from agentscope.tool import Toolkit
 
 from nb_hitl import Session
 from nb_hitl.models import ScriptedChatModel, Turn
-from nb_hitl.session._pace import MAX_DELAY, MIN_GAP, QUIET, flush_delay
+from nb_hitl.session._pace import (
+    ENVELOPE,
+    MAX_DELAY,
+    MAX_DELAY_OVER,
+    MIN_GAP,
+    QUIET,
+    QUIET_OVER,
+    RATIO,
+    flush_delay,
+    over_budget,
+)
 from tests.support import StreamRecorder, run_async, wait_until
 
 
@@ -55,6 +65,27 @@ def test_flush_delay_is_never_negative_and_never_beyond_max_delay() -> None:
             wait = flush_delay(10.0, last_flush=0.0, first_change=first, last_change=last)
             assert 0.0 <= wait <= MAX_DELAY
             assert 10.0 + wait <= max(first + MAX_DELAY, 10.0) + 1e-9
+
+
+def test_over_budget_the_stream_waits_longer_for_quiet_and_age() -> None:
+    assert flush_delay(10.0, last_flush=0.0, first_change=10.0, last_change=10.0, over=True) == pytest.approx(
+        QUIET_OVER
+    )
+    busy = flush_delay(10.5, last_flush=0.0, first_change=10.0, last_change=10.5, over=True)
+    assert busy == pytest.approx(QUIET_OVER)  # still changing: wait for a longer quiet...
+    late = flush_delay(
+        10.0 + MAX_DELAY_OVER, last_flush=0.0, first_change=10.0, last_change=10.0 + MAX_DELAY_OVER, over=True
+    )
+    assert late == 0.0  # ...but not past MAX_DELAY_OVER
+    assert QUIET < QUIET_OVER and MAX_DELAY < MAX_DELAY_OVER
+
+
+def test_the_byte_budget_follows_the_text_not_the_clock() -> None:
+    assert not over_budget(0, 0) and not over_budget(ENVELOPE, 0)  # the first two messages
+    assert over_budget(2 * ENVELOPE, 0)  # a third message with no text would pass it
+    # each message after those is paid for by (RATIO - 1) * text
+    text = int(10 * ENVELOPE / (RATIO - 1))
+    assert not over_budget(10 * ENVELOPE, text) and over_budget(12 * ENVELOPE, text)
 
 
 # --------------------------------------------------------- in a session
