@@ -53,7 +53,7 @@ describe("the simple commands on a shell call's card", () => {
         li.querySelector('[data-testid="nbh-shell-behavior"]')?.textContent,
       ]),
       [
-        ["allow", "echo", [XSS], ["> out.txt", "2>&1"], ["Writes the file out.txt"], "allowed by the rules: Rule: Bash(echo:*)"],
+        ["allow", "echo", [XSS], ["> out.txt", "2>&1"], ["Writes (creates or empties) the file out.txt"], "allowed by the rules: Rule: Bash(echo:*)"],
         ["ask", "rm", ["-rf", "$(cat < list)"], [], [], "needs your approval: no allow rule matches it"],
         ["ask", "cat", [], ["< list"], ["Reads the file list"], "needs your approval"],
       ],
@@ -85,7 +85,7 @@ describe("the simple commands on a shell call's card", () => {
       pause({ shell_commands: [command({ files: [{ access: "writes", path: "ok" }, { access: 1, path: "x" }, "junk", null] }), "junk"] as never }),
     ]);
     const files = Array.from(page.card("c1").querySelectorAll('[data-testid="nbh-shell-file"]')).map((f) => f.textContent);
-    assert.deepEqual(files, ["Writes the file ok"]);
+    assert.deepEqual(files, ["Writes (creates or empties) the file ok"]);
     assert.equal(page.card("c1").querySelectorAll('[data-testid="nbh-shell-command"]').length, 1);
     page.close();
   });

@@ -12,6 +12,9 @@ const BEHAVIOR_WORDS: Record<string, string> = {
   deny: "denied by the rules",
 };
 
+// what a redirection does to the file it names (nb_hitl.permissions.shell: reads, writes, appends)
+const FILE_WORDS: Record<string, string> = { reads: "Reads", writes: "Writes (creates or empties)", appends: "Appends to" };
+
 function words(label: string, testid: string, items: string[]): HTMLElement | null {
   if (!items.length) return null;
   const list: (HTMLElement | string)[] = [];
@@ -35,7 +38,8 @@ export function shellCommandItem(c: ShellCommandView): HTMLElement {
     words("Redirections", "nbh-shell-redirection", c.redirections),
   );
   for (const f of c.files || []) {
-    item.append(h("div", { "data-testid": "nbh-shell-file" }, `${f.access[0]?.toUpperCase() ?? ""}${f.access.slice(1)} the file `, h("code", {}, f.path)));
+    const verb = FILE_WORDS[f.access] ?? `Opens (${f.access})`;
+    item.append(h("div", { "data-testid": "nbh-shell-file" }, `${verb} the file `, h("code", {}, f.path)));
   }
   if (c.behavior) {
     const said = BEHAVIOR_WORDS[c.behavior] ?? c.behavior;
