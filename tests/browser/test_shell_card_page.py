@@ -62,7 +62,12 @@ def test_a_bash_card_lists_its_parsed_commands(page, lab: JupyterLabServer) -> N
         ])"""
     )
     assert items == [
-        ["ask", "echo", ["'<img src=x onerror=window.nbhShellXss=1>'"], ["Writes (creates or empties) the file page.html"]],
+        [
+            "ask",
+            "echo",
+            ["'<img src=x onerror=window.nbhShellXss=1>'"],
+            ["Writes (creates or empties) the file page.html"],
+        ],
         ["ask", "sort", [], ["Reads the file names.txt"]],
         ["ask", "uniq", [], ["Appends to the file log.txt"]],
     ]
