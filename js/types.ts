@@ -142,9 +142,17 @@ export interface ShellCommandView {
   text: string;
   /** how it is reached when nested: "$(...)", "sh -c", ...; "" at the top level */
   via: string;
-  /** what the permission engine says of it alone: allow, ask or deny */
+  /** what the permission engine says of it alone: allow, ask or deny; "" when the shell rules did not judge it */
   behavior: string;
   why: string;
+  /** the files its redirections open: access is "reads", "writes" or "appends" */
+  files: ShellFileView[];
+}
+
+/** A file a shell command's redirection opens (`nb_hitl.pauses.ShellFileView`). */
+export interface ShellFileView {
+  access: string;
+  path: string;
 }
 
 /** A remote (AG-UI) pause's view: `nb_hitl.pauses.RemotePauseView`, the keys the AG-UI client adds. */

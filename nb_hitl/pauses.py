@@ -40,6 +40,7 @@ __all__ = [
     "SuggestedRuleView",
     "ApprovalView",
     "ShellCommandView",
+    "ShellFileView",
     "FileChangeView",
     "pause_kind",
     "build_pause",
@@ -56,9 +57,19 @@ is built by :mod:`nb_hitl.mcp`."""
 PauseStatus = Literal["open", "deciding", "decided", "delivered", "expired"]
 
 
+class ShellFileView(TypedDict):
+    """A file a shell command's redirection opens: ``access`` is ``reads``,
+    ``writes`` or ``appends``; ``path`` as written."""
+
+    access: str
+    path: str
+
+
 class ShellCommandView(TypedDict):
-    """One simple command of a shell tool's call as the shell rules read it
-    (:mod:`nb_hitl.shell_policy`), with what the permission engine said of it."""
+    """One simple command of a shell tool's call as the shell parser reads it
+    (:mod:`nb_hitl.permissions.shell`), with what the permission engine said of
+    it (``behavior`` and ``why`` are "" when the shell rules did not judge it)
+    and the files its redirections open."""
 
     program: str | None
     args: list[str]
@@ -68,6 +79,7 @@ class ShellCommandView(TypedDict):
     via: str
     behavior: str
     why: str
+    files: list[ShellFileView]
 
 
 class SuggestedRuleView(TypedDict):
@@ -226,7 +238,7 @@ class Pause:
         shell_commands: kind ``confirm`` of a shell tool: the simple commands
             of the command line and what the permission engine said of each
             (``{program, args, redirections, assignments, text, via,
-            behavior, why}``, :mod:`nb_hitl.shell_policy`).
+            behavior, why, files}``, :mod:`nb_hitl.shell_policy`).
         shell_problems: why (part of) that command line cannot be judged.
         form_error: kind ``form``: why the schema cannot be shown (not a
             valid JSON Schema, not an object of fields); only

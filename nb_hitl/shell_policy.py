@@ -33,11 +33,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agentscope.message import ToolCallState
 from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
 
-from ._agentscope import SHELL_CONTEXT_KEY, chain_decision, permission_engine
-from .permissions.shell_check import judge_shell_call
+from ._agentscope import SHELL_CONTEXT_KEY, chain_decision, enum_value, permission_engine
+from .permissions.shell import parse_command
+from .permissions.shell_check import judge_shell_call, shell_field
 
 __all__ = ["ShellRulesMiddleware", "install_shell_rules", "describe_shell_pause", "SHELL_CONTEXT_KEY"]
 
@@ -95,19 +97,26 @@ def install_shell_rules(agent: Any) -> ShellRulesMiddleware:
     return mw
 
 
-def describe_shell_pause(agent: Any, pause: Any) -> None:
+def describe_shell_pause(agent: Any, pause: Any, tool: Any = None) -> None:
     """Put what the shell rules found into a confirmation: the simple commands
     (``pause.shell_commands``) and, when they changed the engine's decision,
     their message, reason, bypass-immunity (the Session rebuilds a pause's
     message with the engine alone, which does not see middlewares).
 
+    A confirmation of a shell tool the rules did not judge (``shell_rules=False``,
+    or a policy asked) still shows its simple commands, read by the same parser
+    (:func:`~nb_hitl.permissions.shell.parse_command`), with no behavior.
+
     Args:
         agent: the agent (its ``state.middle_context`` is read).
         pause: a :class:`~nb_hitl.pauses.Pause` (only a confirmation has a detail kept).
+        tool: the called tool (``None``: unknown), to read the command line of a
+            call the rules did not judge (:func:`~nb_hitl.permissions.shell_check.shell_field`).
     """
     details = agent.state.middle_context.get(SHELL_CONTEXT_KEY)
     detail = details.get(pause.tool_call_id) if isinstance(details, dict) else None
     if not isinstance(detail, dict):  # kept only for a call that asked: a confirmation
+        _describe_unjudged(pause, tool)
         return
     commands = detail.get("commands")
     pause.shell_commands = [dict(c) for c in commands if isinstance(c, dict)] if isinstance(commands, list) else []
@@ -116,3 +125,14 @@ def describe_shell_pause(agent: Any, pause: Any) -> None:
         pause.permission_message = str(detail.get("message") or "")
         pause.decision_reason = str(detail.get("reason") or "")
         pause.bypass_immune = bool(detail.get("bypass_immune"))
+
+
+def _describe_unjudged(pause: Any, tool: Any) -> None:
+    """The simple commands of a shell tool's confirmation the shell rules kept nothing for."""
+    key = shell_field(tool) if tool is not None else None
+    command = (pause.input or {}).get(key) if key else None
+    if enum_value(pause.tool_call.state) != ToolCallState.ASKING.value or not isinstance(command, str):
+        return  # only the permission engine's confirmations (state ``asking``)
+    parse = parse_command(command)
+    pause.shell_commands = [{**c.to_dict(), "behavior": "", "why": ""} for c in parse.commands]
+    pause.shell_problems = list(parse.problems)

@@ -206,6 +206,9 @@ function shellCommands(raw: unknown): ShellCommandView[] {
     via: str(c.via),
     behavior: str(c.behavior),
     why: str(c.why),
+    files: (Array.isArray(c.files) ? c.files : [])
+      .filter((f): f is Raw => isObject(f) && typeof f.access === "string" && typeof f.path === "string")
+      .map((f) => ({ access: f.access as string, path: f.path as string })),
   }));
 }
 

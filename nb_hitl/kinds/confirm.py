@@ -115,8 +115,9 @@ def rule_reach_line(rule: PermissionRule) -> str:
 
 def shell_command_view(c: Mapping[str, Any]) -> dict[str, Any]:
     """One simple command kept by the shell rules (or sent by an AG-UI peer) as the page
-    shows it: every key of ``ShellCommandView`` present, every value text."""
-    program = c.get("program")
+    shows it: every key of ``ShellCommandView`` present, every value text (``files``: the
+    ``{"access", "path"}`` entries that are objects)."""
+    program, files = c.get("program"), c.get("files")
 
     def texts(key: str) -> list[str]:
         value = c.get(key)
@@ -131,6 +132,11 @@ def shell_command_view(c: Mapping[str, Any]) -> dict[str, Any]:
         "via": str(c.get("via") or ""),
         "behavior": str(c.get("behavior") or ""),
         "why": str(c.get("why") or ""),
+        "files": [
+            {"access": str(f.get("access") or ""), "path": str(f.get("path") or "")}
+            for f in (files if isinstance(files, list) else [])
+            if isinstance(f, Mapping)
+        ],
     }
 
 

@@ -102,6 +102,11 @@ class SimpleCommand:
             removed), ``None`` where it is computed at run time.
         via: how it was reached when not at the top level (``"$(...)"``,
             ``"sh -c"``, ``"eval"``...), else ``""``.
+        files: the files its redirections (its own and an enclosing
+            group's) open, as ``(access, path)``: ``access`` is ``"reads"``,
+            ``"writes"`` (truncates or creates) or ``"appends"``; ``path`` as
+            written (quotes kept). Duplicated file descriptors (``2>&1``) and
+            heredocs open no file.
     """
 
     program: str | None
@@ -110,6 +115,7 @@ class SimpleCommand:
     assignments: tuple[str, ...] = ()
     values: tuple[str | None, ...] = ()
     via: str = ""
+    files: tuple[tuple[str, str], ...] = ()
 
     @property
     def text(self) -> str:
@@ -138,8 +144,9 @@ class SimpleCommand:
         return list(dict.fromkeys(f for f in forms if f))
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"program", "args", "redirections", "assignments", "text", "via"}``
-        (JSON-ready, for the confirmation card)."""
+        """``{"program", "args", "redirections", "assignments", "text", "via",
+        "files"}``, ``files`` as ``[{"access", "path"}]`` (JSON-ready, for the
+        confirmation card)."""
         return {
             "program": self.program,
             "args": list(self.args),
@@ -147,6 +154,7 @@ class SimpleCommand:
             "assignments": list(self.assignments),
             "text": self.text,
             "via": self.via,
+            "files": [{"access": access, "path": path} for access, path in self.files],
         }
 
 
@@ -238,24 +246,61 @@ def literal_value(node: Node) -> str | None:
     return None
 
 
-def _redirect_texts(nodes: list[Node]) -> tuple[str, ...]:
-    out = []
+_ACCESS = {"<": "reads", ">": "writes", ">|": "writes", "&>": "writes", ">>": "appends", "&>>": "appends",
+           ">&": "writes", "<&": "reads"}  # fmt: skip
+"""What a redirection operator does to the file it names (``>&``/``<&`` only
+with a word that is not a descriptor number or ``-``)."""
+
+Redirect = tuple[str, tuple[str, str] | None]
+"""A redirection as written, and the ``(access, path)`` of the file it opens (``None``: none)."""
+
+
+def _last_element(node: Node) -> tuple[int, int, str]:
+    """The key (span and type) of the command a ``list`` or ``pipeline`` ends with (nested ones too)."""
+    while node.type in ("list", "pipeline"):
+        named = [c for c in node.children if c.is_named]
+        if not named:
+            break
+        node = named[-1]
+    return node.start_byte, node.end_byte, node.type
+
+
+def _redirect_file(node: Node) -> tuple[str, str] | None:
+    """``(access, path)`` of the file a ``file_redirect`` opens, or ``None``."""
+    if node.type != "file_redirect" or node.has_error:
+        return None  # what cannot be parsed (``<>``) is a problem of the line, not a file
+    operator = next((_text(c) for c in node.children if not c.is_named), "")
+    targets = [c for c in node.children if c.is_named and c.type != "file_descriptor"]
+    access = _ACCESS.get(operator)
+    if access is None or not targets:
+        return None
+    path = " ".join(_text(t) for t in targets)
+    if operator in (">&", "<&") and (path == "-" or path.isdigit()):
+        return None  # a duplicated (or closed) descriptor, not a file
+    return access, path
+
+
+def _redirects(nodes: list[Node]) -> tuple[Redirect, ...]:
+    out: list[Redirect] = []
     for r in nodes:
         if r.type == "heredoc_redirect":
             body = next((c for c in r.children if c.type == "heredoc_start"), None)
-            out.append("<<" + (_text(body) if body is not None else ""))
+            out.append(("<<" + (_text(body) if body is not None else ""), None))
+            out.extend(_redirects([c for c in r.children if c.type.endswith("_redirect")]))  # `<<EOF > f`
         else:
-            out.append(" ".join(_text(r).split()))
+            out.append((" ".join(_text(r).split()), _redirect_file(r)))
     return tuple(out)
 
 
-def _simple_command(node: Node, redirects: tuple[str, ...], via: str) -> tuple[SimpleCommand, list[str]]:
+def _simple_command(node: Node, redirects: tuple[Redirect, ...], via: str) -> tuple[SimpleCommand, list[str]]:
     """A ``command`` node (or a declaration) as a :class:`SimpleCommand`, and its problems."""
     problems: list[str] = []
+    texts = tuple(t for t, _ in redirects)
+    files = tuple(f for _, f in redirects if f is not None)
     if node.type in _DECLARATIONS:
         head = _text(node.children[0]) if node.child_count else node.type
         rest = tuple(_text(c) for c in node.children[1:])
-        return SimpleCommand(head, rest, redirects, (), (head,), via), problems
+        return SimpleCommand(head, rest, texts, (), (head,), via, files), problems
     assignments: list[str] = []
     own_redirects: list[Node] = []
     program: str | None = None
@@ -278,8 +323,15 @@ def _simple_command(node: Node, redirects: tuple[str, ...], via: str) -> tuple[S
         elif program is not None and child.is_named:
             args.append(_text(child))
             values.append(literal_value(child))
+    own = _redirects(own_redirects)
     cmd = SimpleCommand(
-        program, tuple(args), redirects + _redirect_texts(own_redirects), tuple(assignments), tuple(values), via
+        program,
+        tuple(args),
+        texts + tuple(t for t, _ in own),
+        tuple(assignments),
+        tuple(values),
+        via,
+        files + tuple(f for _, f in own if f is not None),
     )
     return cmd, problems
 
@@ -330,9 +382,11 @@ def parse_command(command: str, *, _depth: int = 0, _via: str = "") -> ShellPars
     tree = _PARSER.parse(command.encode("utf-8", "surrogatepass"))
     commands: list[SimpleCommand] = []
     problems: list[str] = []
-    stack: list[tuple[Node, tuple[str, ...], str]] = [(tree.root_node, (), _via)]
+    stack: list[tuple[Node, tuple[Redirect, ...], str]] = [(tree.root_node, (), _via)]
+    last_of: dict[tuple[int, int, str], tuple[Redirect, ...]] = {}  # redirections of a list's last element
     while stack:
         node, redirects, via = stack.pop()
+        redirects = redirects + last_of.pop((node.start_byte, node.end_byte, node.type), ())
         if node.type == "ERROR" or node.is_missing:
             snippet = " ".join(_text(node).split())[:60]
             problems.append(f"it cannot be parsed as a shell command (near `{snippet}`)" if snippet else
@@ -340,9 +394,15 @@ def parse_command(command: str, *, _depth: int = 0, _via: str = "") -> ShellPars
             continue
         children = list(node.children)
         if node.type == "redirected_statement":
-            reds = [c for c in children if c.type.endswith("_redirect")]
-            inherited = redirects + _redirect_texts(reds)
-            stack.extend((c, inherited if not c.type.endswith("_redirect") else (), via) for c in reversed(children))
+            reds = _redirects([c for c in children if c.type.endswith("_redirect")])
+            for c in reversed(children):
+                if c.type.endswith("_redirect"):
+                    stack.append((c, (), via))
+                elif c.type in ("list", "pipeline"):  # `a && b > f`: the grammar hangs `> f` on the list,
+                    last_of[_last_element(c)] = reds  # the shell on its last command
+                    stack.append((c, redirects, via))
+                else:
+                    stack.append((c, redirects + reds, via))
             continue
         if node.type == "command" or node.type in _DECLARATIONS:
             if len(commands) >= MAX_COMMANDS:

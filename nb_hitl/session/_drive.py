@@ -346,7 +346,7 @@ class Driver(SessionCore):
         if self.team.is_pipeline:
             pause.agent = agent.name
         pause.decisions = self.decisions.get(pause.tool_name, pause.decisions)  # Session(decisions=...)
-        describe_shell_pause(agent, pause)  # the simple commands of a shell call (nb_hitl.shell_policy)
+        describe_shell_pause(agent, pause, tool)  # the simple commands of a shell call (nb_hitl.shell_policy)
         await describe_file_pause(tool, pause)  # the diff of a file-editing call (nb_hitl.file_change)
         policies = agent.state.middle_context.get(POLICY_CONTEXT_KEY, {})
         if isinstance(policies, dict) and tool_call.id in policies:

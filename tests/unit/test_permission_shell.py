@@ -84,8 +84,32 @@ def test_a_simple_command_as_data() -> None:
         "assignments": ["LANG=C"],
         "text": 'LANG=C git commit -m "fix it" > log.txt 2>&1',
         "via": "",
+        "files": [{"access": "writes", "path": "log.txt"}],
     }
     assert cmd.values == ("git", "commit", "-m", "fix it")
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("echo hi > out.txt 2>&1", [[("writes", "out.txt")]]),
+        ("sort < in.txt >> log.txt", [[("reads", "in.txt"), ("appends", "log.txt")]]),
+        ("{ ls; pwd; } > all.txt", [[("writes", "all.txt")], [("writes", "all.txt")]]),
+        ("make &> build.log; cat 0< fifo", [[("writes", "build.log")], [("reads", "fifo")]]),
+        ("cmd >& both.txt 2>&- 1>&2", [[("writes", "both.txt")]]),
+        ("cat <<EOF > notes.md\n$(rm y)\nEOF", [[("writes", "notes.md")], []]),
+        ('echo "a b" > "my file.txt" | tee -a copy', [[("writes", '"my file.txt"')], []]),
+        ("echo $(cat < secret) > out", [[("writes", "out")], [("reads", "secret")]]),
+        # the grammar hangs a redirection after `&&` / `|` on the whole list; the shell, on its last command
+        ("make && echo done >> log", [[], [("appends", "log")]]),
+        ("a | b > f && c", [[], [("writes", "f")], []]),
+        ("a && (b; c) > f", [[], [("writes", "f")], [("writes", "f")]]),
+    ],
+)
+def test_the_files_redirections_open(command: str, expected: list[list[tuple[str, str]]]) -> None:
+    """Each simple command says which files its redirections (its own and its group's) open, and how;
+    duplicated descriptors and heredocs open none."""
+    assert [list(c.files) for c in parse_command(command).commands] == expected
 
 
 def test_nested_commands_say_how_they_are_reached() -> None:

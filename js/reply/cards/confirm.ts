@@ -3,6 +3,7 @@
 import { h } from "../../lib/dom";
 import { enterPresses } from "../../lib/a11y";
 import { diffView } from "../../lib/diff";
+import { shellCommandsView } from "./shell";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -147,6 +148,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     return;
   }
   appendInput(card, p);
+  const shell = shellCommandsView(p);
+  if (shell) card.append(shell);
   appendFileChange(card, p);
   const refused = p.approve_refused;
   if (ui.mode === "deny") {

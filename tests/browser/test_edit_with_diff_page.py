@@ -1,0 +1,71 @@
+"""notebooks/edit_with_diff.ipynb clicked through in real JupyterLab + Chromium.
+
+Run All without ``NB_HITL_ANSWER_FROM_CODE``: each cell after a card says what
+to click and waits. A person reads each card's diff (drawn as text, one
+classed line each) and presses Approve: the rename of ``greet.py``, the new
+``test_greet.py``; then C42: the README's card was drawn before a teammate
+saved the file, so the click on Approve runs nothing and a fresh card shows
+the diff against the file as it is now; approving it (and the card the model
+asks after AgentScope's own read check) finishes the reply. The notebook ends
+with no error output and prints what the clicks did.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+from tests.browser.test_pauses_in_practice_page import _card, _notebook_outputs
+from tests.harness import REPO_ROOT
+from tests.harness.lab import JupyterLabServer, open_notebook, output_locator, run_all_cells, wait_execution_done
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "edit_with_diff.ipynb"
+
+
+def _diff_lines(card) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    diff = card.locator('[data-testid="nbh-file-diff"]')
+    return diff.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
+
+
+def _approve(page, waiting: str, path_end: str):  # type: ignore[no-untyped-def]
+    """Once the notebook says ``waiting``, the one open card (its path ends with ``path_end``): approved."""
+    output_locator(page, f"Waiting for you: {waiting}").wait_for(timeout=90_000)
+    card = _card(page, "confirm")
+    card.wait_for(timeout=30_000)
+    assert card.count() == 1
+    assert card.locator('[data-testid="nbh-file-path"]').inner_text().endswith(f"{path_end}:")
+    lines = _diff_lines(card)
+    card.locator('[data-testid="nbh-approve"]').click()
+    return lines
+
+
+def test_edit_with_diff_clicked_through(page, lab: JupyterLabServer) -> None:
+    shutil.copy(NOTEBOOK, lab.root / "edit_with_diff.ipynb")
+    open_notebook(page, lab, "edit_with_diff.ipynb")
+    run_all_cells(page)
+
+    rename = _approve(page, "press Approve on the greet.py card above", "/greet.py")
+    assert ["del", "-def greet(name):"] in rename and ["add", "+def welcome(name):"] in rename
+    new_file = _approve(page, "press Approve on the test_greet.py card above", "/test_greet.py")
+    assert new_file[0] == ["meta", "--- /dev/null"] and ["add", "+from greet import welcome"] in new_file
+
+    seen = _approve(page, "press Approve on the README.md card above (it shows the old file)", "/README.md")
+    assert not [line for line in seen if "docs team" in line[1]]  # drawn before the teammate's save
+    fresh = _approve(page, "press Approve on the fresh README.md card above", "/README.md")
+    assert ["context", " Maintained by the docs team."] in fresh  # the diff against the file as it is now
+    assert ["add", "+Run `python greet.py`; test with `python -m pytest`."] in fresh
+    _approve(page, "press Approve on the last README.md card above", "/README.md")
+
+    output_locator(page, re.compile(r"file_changed")).wait_for(timeout=90_000)
+    wait_execution_done(page, timeout=120)
+    outputs = _notebook_outputs(page)
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
+    assert "answers: your clicks in the widgets" in whole
+    assert "greet.py now: def welcome(name):" in whole
+    assert "README.md has the teammate's line and not the edit: True" in whole
+    assert re.search(r"the approval of call_\w+: expired \(Not run: the file \S+README\.md changed after", whole)
+    assert "Edit: Successfully replaced 1 occurrence" in whole
+    decisions = [line.split()[2] for line in whole.splitlines() if re.match(r"(Edit|Write) +call_\w+ +\w+$", line)]
+    assert decisions == ["approve", "approve", "approve", "file_changed", "approve", "approve"]
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

@@ -1,0 +1,68 @@
+"""notebooks/edit_with_diff.ipynb runs headless, top to bottom, in a real kernel.
+
+nbclient executes it with ``NB_HITL_ANSWER_FROM_CODE=1`` (``run_notebook``):
+the notebook answers its own cards with ``session.act``. Checked: the diffs
+the cards carried (an ``Edit`` of ``greet.py``, a ``Write`` of a new file),
+the files on disk, and C42: an approval given after the file changed on disk
+runs nothing, the call is asked again with the diff against the file as it
+is then, and the audit log records ``file_changed``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.harness import REPO_ROOT
+from tests.support import assert_no_outputs, cell_text, run_notebook, widget_views
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "edit_with_diff.ipynb"
+
+pytestmark = pytest.mark.kernel
+
+
+def test_committed_notebook_has_no_outputs() -> None:
+    assert_no_outputs(NOTEBOOK)
+
+
+def test_edit_with_diff_notebook_runs_headless() -> None:
+    nb, whole = run_notebook(NOTEBOOK, timeout=120)  # raises CellExecutionError on the first failing cell
+    texts = [cell_text(c) for c in nb.cells if c.cell_type == "code"]
+    assert "Traceback" not in whole and "Waiting for you" not in whole
+    assert len(widget_views(nb)) == 2  # one reply widget per session.start
+
+    # 1. an Edit's diff, then a new file's
+    assert "answers: given by the cells" in texts[0]
+    assert re.search(r"card: Edit /\S+/greet\.py\n", texts[2])
+    assert "-def greet(name):\n+def welcome(name):\n" in texts[2]
+    assert '-    print(greet("world"))\n+    print(welcome("world"))\n' in texts[2]
+    assert re.search(r"Edit call_\w+: approve", texts[3])
+    assert re.search(r"card: Write /\S+/test_greet\.py\n--- /dev/null\n", texts[3])
+    assert "+from greet import welcome\n" in texts[3]
+    assert "greet.py now: def welcome(name):" in texts[4]
+    assert "files: ['README.md', 'greet.py', 'test_greet.py']" in texts[4]
+
+    # 2. C42: the file changed after its card was drawn
+    assert "-Run `python greet.py`.\n+Run `python greet.py`; test with `python -m pytest`.\n" in texts[5]
+    assert "docs team" not in texts[5]
+    first = re.search(r"Edit (call_\w+): approve", texts[6]).group(1)
+    assert "README.md has the teammate's line and not the edit: True" in texts[6]
+    assert f"changed after call {first} was approved, before it ran, so nothing ran" in texts[6]
+    assert " \n Maintained by the docs team.\n" in texts[6]  # the fresh diff is against the file as it is now
+    assert re.search(rf"the approval of {first}: expired \(Not run: the file \S+README\.md changed after", texts[6])
+    assert f"Edit {first}_r2: approve" in texts[7]
+    assert "Edit: Error: To edit a file, you must first read it" in texts[8]
+    assert "Edit: Successfully replaced 1 occurrence" in texts[8]
+    assert "test with `python -m pytest`.\n\nMaintained by the docs team.\n" in texts[8]
+
+    rows = [line.split() for line in texts[9].splitlines()]
+    assert [(r[0], r[2]) for r in rows] == [
+        ("Edit", "approve"),
+        ("Write", "approve"),
+        ("Edit", "approve"),
+        ("Edit", "file_changed"),
+        ("Edit", "approve"),
+        ("Edit", "approve"),
+    ]
+    assert rows[3][1] == rows[4][1] == f"{first}_r2"
