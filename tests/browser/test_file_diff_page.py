@@ -16,7 +16,7 @@ import textwrap
 from typing import Any
 
 from tests.browser.test_a11y_page import AXE, AXE_RUN, REPLY
-from tests.harness.lab import JupyterLabServer, open_notebook, run_all_cells, screenshot, set_theme, write_notebook
+from tests.harness.lab import JupyterLabServer, run_to_open_card, screenshot, set_theme
 
 OUT = ".jp-OutputArea-output"
 
@@ -60,13 +60,7 @@ CELL = textwrap.dedent(
 def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabServer) -> None:
     target = lab.root / "diff_me.txt"
     target.write_text(BEFORE)
-    write_notebook(lab.root / "c42.ipynb", [CELL])
-    open_notebook(page, lab, "c42.ipynb")
-    run_all_cells(page)
-
-    card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
-    card.wait_for(timeout=90_000)
-    page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
+    card = run_to_open_card(page, lab, "c42.ipynb", [CELL])
     diff = card.locator('[data-testid="nbh-file-diff"]')
     assert diff.get_attribute("role") == "region"
     assert diff.get_attribute("aria-label") == f"Changes to {target}"

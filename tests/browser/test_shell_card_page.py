@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 
 from tests.browser.test_file_diff_page import axe_violations
-from tests.harness.lab import JupyterLabServer, open_notebook, run_all_cells, screenshot, write_notebook
+from tests.harness.lab import JupyterLabServer, run_to_open_card, screenshot
 
 OUT = ".jp-OutputArea-output"
 LINE = "echo '<img src=x onerror=window.nbhShellXss=1>' > page.html && sort < names.txt | uniq >> log.txt"
@@ -44,13 +44,7 @@ CELL = textwrap.dedent(
 
 
 def test_a_bash_card_lists_its_parsed_commands(page, lab: JupyterLabServer) -> None:
-    write_notebook(lab.root / "shell_card.ipynb", [CELL])
-    open_notebook(page, lab, "shell_card.ipynb")
-    run_all_cells(page)
-
-    card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
-    card.wait_for(timeout=90_000)
-    page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
+    card = run_to_open_card(page, lab, "shell_card.ipynb", [CELL])
     box = card.locator('[data-testid="nbh-shell"]')
     assert box.get_attribute("aria-label") == "What the command line runs"
     items = box.locator('[data-testid="nbh-shell-command"]').evaluate_all(

@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # playwright is only needed by the browser helpers
     from playwright.sync_api import Browser, Locator, Page, Playwright
 
 __all__ = [
+    "run_to_open_card",
     "ARTIFACTS",
     "CHROMIUM",
     "CHROMIUM_ARGS",
@@ -592,6 +593,20 @@ def run_all_cells(page: Page) -> None:
     _focus_notebook(page)
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+
+def run_to_open_card(
+    page: Page, server: JupyterLabServer, name: str, cells: Sequence[str], kind: str = "confirm"
+) -> Locator:
+    """Write ``cells`` as the notebook ``name``, open it, Run All, and wait
+    (90 s) for an open card of ``kind`` in a live reply; returns the card."""
+    write_notebook(server.root / name, list(cells))
+    open_notebook(page, server, name)
+    run_all_cells(page)
+    card = page.locator(f'.jp-OutputArea-output [data-testid="nbh-card"][data-kind="{kind}"][data-status="open"]')
+    card.wait_for(timeout=90_000)
+    page.locator('.jp-OutputArea-output [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
+    return card
 
 
 def wait_execution_done(page: Page, timeout: float = 60.0) -> None:
