@@ -155,7 +155,7 @@ def pause_to_interrupt(
         "approvals_needed": view["approvals_needed"],
         "file_change": view["file_change"],
     }
-    for key in ("title", "message", "form_error", "review_output", "review_state", "review_error"):
+    for key in ("title", "message", "form_error", "elicitation_url", "review_output", "review_state", "review_error"):
         meta[key] = view[key]
     spec = kind_spec(pause.kind)
     return Interrupt(
@@ -452,6 +452,7 @@ def interrupt_view(
         "review_state": None,
         "review_error": None,
         "form_error": None,
+        "elicitation_url": None,
         "tool_hints": None,
         # a call that needs several approvals (checked by nb_hitl.agui.cards.view_problem)
         "approvals": meta.get("approvals", []),
