@@ -8,7 +8,8 @@ subprocess through ``AskingMCPClient``. Checked: the server's form and its
 fields, a value outside the server's limits refused at its field with
 nothing sent, the accepted form reaching the server (the tool's result
 says what it booked), the destructive tool asked by the policy although a
-rule allows it, and the audit log.
+rule allows it, the sign-in page (URL mode) whose address the model is
+never sent, and the audit log.
 """
 
 from __future__ import annotations
@@ -52,10 +53,21 @@ def test_mcp_notebook_runs_headless() -> None:
     assert "the cancellation: approve" in texts[6]
     assert "- cancel_meeting: Cancelled 'Weekly sync'." in texts[6]
 
-    # the audit log: the form's answer and the approval; the calendar shows what they did
+    # 3. the sign-in page (URL mode): the person saw the address, the model never did
+    assert "The MCP server 'calendar' sends you to a page - Sign in to your calendar provider" in texts[7]
+    assert "address: https://calendar.example.com/connect?client=nb-hitl-demo" in texts[7]
+    assert "the sign-in page: accept" in texts[7]
+    assert "- connect_calendar: The user finished the calendar sign-in; the calendar is connected." in texts[7]
+    assert "the model was sent the address: False" in texts[7]
+
+    # the audit log: every answer; the calendar shows what they did
     last = texts[-1]
     assert "- list_meetings: Budget review (Tuesday, 45 minutes, in person)" in last
     assert "Weekly sync" not in last.split("\n")[0]
     rows = [line.split()[:3] for line in last.splitlines() if line.startswith(("elicitation", "confirm"))]
-    assert rows[:2] == [["elicitation", "book_meeting", "accept"], ["confirm", "cancel_meeting", "approve"]]
+    assert rows == [
+        ["elicitation", "book_meeting", "accept"],
+        ["confirm", "cancel_meeting", "approve"],
+        ["elicitation", "connect_calendar", "accept"],
+    ]
     assert len(widget_views(nb)) >= 4
