@@ -191,10 +191,13 @@ class ElicitationKind(PauseKindSpec):
         if pause.elicitation_url is not None:  # URL mode: done, with no content
             accept = {"type": "object", "properties": {"action": {"const": "accept"}}, "required": ["action"]}
         other = {"type": "object", "properties": {"action": {"enum": ["decline", "cancel"]}}, "required": ["action"]}
+        answerable = pause.form_error is None and (
+            pause.response_schema is not None or pause.elicitation_url is not None
+        )
         out: dict[str, Any] = {
             "$schema": SCHEMA_DIALECT,
             "title": f"Answer to {pause.title or 'the MCP server'}",
-            "oneOf": [other] if pause.form_error or (pause.response_schema or pause.elicitation_url) is None else [accept, other],
+            "oneOf": [accept, other] if answerable else [other],
         }
         if defs:
             out["$defs"] = defs
