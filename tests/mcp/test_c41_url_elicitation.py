@@ -24,7 +24,7 @@ from nb_hitl import DecisionError, Session
 from nb_hitl.kinds.elicitation import url_problem
 from nb_hitl.models import result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
-from tests.mcp.mcp_support import answers, db_client
+from tests.mcp.mcp_support import answers, db_client, http_client, http_server
 from tests.mcp.test_c41_elicitation import MODES, mcp_agent, question
 from tests.support import run_async
 
@@ -130,3 +130,25 @@ def test_c41_a_url_that_must_not_be_offered_leaves_only_decline_and_cancel(tmp_p
 
     assert run_async(scenario()) == f"{SIGN_IN} success: Not signed in: the user chose decline."
     assert answers(log) == [{"tool": "sign_in", "action": "decline"}]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_c41_url_mode_over_streamable_http(tmp_path: Path, mode: str) -> None:
+    """The same page from a server on 127.0.0.1 over streamable HTTP."""
+    log = tmp_path / "server.jsonl"
+
+    async def scenario(url: str) -> str:
+        async with http_client(url, mode) as client:
+            tools = await client.list_tools()
+            agent = mcp_agent(tools, [tool_call(SIGN_IN, account="alice")], allow=SIGN_IN)
+            session = Session(agent, display=False)
+            task = session.start("Sign me in.")
+            pause = await question(session)
+            assert pause.to_view()["elicitation_url"] == URL
+            await session.act({"action": "accept", "tool_call_id": pause.tool_call_id})
+            return (await asyncio.wait_for(task, 30)).get_text_content()
+
+    with http_server(log) as url:
+        final = run_async(scenario(url))
+    assert final == f"{SIGN_IN} success: Signed in."
+    assert answers(log) == [{"tool": "sign_in", "action": "accept"}]
