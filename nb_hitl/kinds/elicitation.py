@@ -189,7 +189,12 @@ class ElicitationKind(PauseKindSpec):
             "required": ["action", "content"],
         }
         if pause.elicitation_url is not None:  # URL mode: done, with no content
-            accept = {"type": "object", "properties": {"action": {"const": "accept"}}, "required": ["action"]}
+            accept = {
+                "type": "object",
+                "properties": {"action": {"const": "accept"}},
+                "required": ["action"],
+                "additionalProperties": False,
+            }
         other = {"type": "object", "properties": {"action": {"enum": ["decline", "cancel"]}}, "required": ["action"]}
         answerable = pause.form_error is None and (
             pause.response_schema is not None or pause.elicitation_url is not None
