@@ -183,7 +183,7 @@ class ElicitationKind(PauseKindSpec):
     # -- AG-UI ------------------------------------------------------------
     def response_schema(self, pause: Pause) -> dict[str, Any]:
         defs: dict[str, Any] = {}
-        accept = {
+        accept: dict[str, Any] = {
             "type": "object",
             "properties": {"action": {"const": "accept"}, "content": embed_schema(pause.response_schema, defs)},
             "required": ["action", "content"],

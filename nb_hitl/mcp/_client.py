@@ -113,8 +113,9 @@ class AskingMCPClient(MCPClient):
     URL mode (the server sends the person to a page: a sign-in, a payment):
     the card shows the address as text, with its host set apart, opens it
     only when the person clicks (a new tab, no opener), then takes "Done"
-    (MCP's ``accept``) or "Decline". The address never reaches the model:
-    the server reads which answer it was, and the model the tool's result.
+    (MCP's ``accept``) or "Decline". The address is never passed to the
+    model: the server reads which answer it was, and the model the tool's
+    result (which the server writes).
     """
 
     mode: Literal["auto", "legacy"] = "auto"

@@ -63,6 +63,7 @@ async def list_meetings() -> str:
 
 
 def ask_slot(topic: str) -> Elicit[Slot]:
+    """The resolver of ``book_meeting``'s ``slot``: the form to ask for (the SDK sends it)."""
     return Elicit(f"When should {topic!r} take place?", Slot)
 
 

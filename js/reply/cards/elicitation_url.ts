@@ -4,7 +4,8 @@
 // text (never markup) with its host set apart, opened only by a click, in a
 // new tab with no opener. "Done" tells the server the person finished there
 // (MCP's accept), "Decline" that they would not; nothing else is sent, and
-// the address never reaches the agent's model.
+// the card never passes the address to the agent's model (that reads the
+// tool's result, which the server writes).
 import { h } from "../../lib/dom";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
@@ -61,7 +62,7 @@ export function buildUrlCard(card: HTMLElement, p: PauseView, ctx: CardCtx): voi
   card.append(
     h("div", { class: "nbh-info", "data-testid": "nbh-url-site" }, "It opens a page on ", h("strong", { "data-testid": "nbh-url-host" }, parts.host)),
     h("code", { class: "nbh-pre", "data-testid": "nbh-url" }, parts.before, parts.hostText ? h("strong", {}, parts.hostText) : "", parts.after),
-    h("div", { class: "nbh-muted" }, "Open it, finish there, then press Done. The address is for you: the agent's model is not given it, and the server is told only Done or Decline."),
+    h("div", { class: "nbh-muted" }, "Open it, finish there, then press Done. The address is for you: this card does not pass it to the agent's model (the model reads the tool's result), and the server is told only Done or Decline."),
     ctx.errorBox() || "",
     h(
       "div",
