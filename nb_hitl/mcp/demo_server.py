@@ -42,7 +42,6 @@ CURRENT = "2026-07-28"
 
 _SIGN_IN = "sign-in"
 _MEETINGS: dict[str, str] = {"Weekly sync": "Monday, 30 minutes, in person"}
-_CONNECTED: list[bool] = [False]
 
 
 class Slot(BaseModel):
@@ -88,7 +87,6 @@ async def cancel_meeting(topic: str) -> str:
 def _said(result: types.ElicitResult | None) -> str:
     """What ``connect_calendar`` returns for the person's answer (never the address)."""
     if result is not None and result.action == "accept":
-        _CONNECTED[0] = True
         return "The user finished the calendar sign-in; the calendar is connected."
     return f"Not connected: the user chose {result.action if result is not None else 'nothing'}."
 
