@@ -414,14 +414,13 @@ def interrupt_view(
         tool_call_name: the tool's name as streamed, if seen.
 
     Returns:
-        ``{"tool_call_id": key, "interrupt_id", "reply_id", "kind":
-        "confirm" | "ask_user" | "external" | "form" | "review",
-        "tool_name", "input_text", "input_schema", "permission_message",
-        "decision_reason", "bypass_immune", "suggested_rules", "ask_user",
-        "ask_user_error", "response_schema", "deadline", "policy", "status":
-        "open", "decision": None, "reason": None, "title", "message",
-        "review_output", "review_state", "review_error", "form_error",
-        "tool_hints", "approvals", "approvals_needed"}``.
+        ``{"tool_call_id": key, "interrupt_id", "reply_id", "kind", "tool_name",
+        "input_text", "input_schema", "permission_message", "decision_reason",
+        "bypass_immune", "suggested_rules", "ask_user", "ask_user_error",
+        "response_schema", "deadline", "policy", "status": "open", "decision":
+        None, "reason": None, "title", "message", "review_output", "review_state",
+        "review_error", "form_error", "elicitation_url", "tool_hints",
+        "approvals", "approvals_needed"}`` (``kind``: one of :data:`OUR_KINDS`).
         Strings from the peer are only ever shown as text by the page.
     """
     kind = our_kind(interrupt)
