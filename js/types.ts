@@ -107,6 +107,8 @@ export interface PauseView {
   review_error: string | null;
   response_schema: JsonSchema | null;
   form_error: string | null;
+  /** kind elicitation, URL mode: the page the MCP server sends the person to (shown as text, opened only on a click) */
+  elicitation_url: string | null;
   /** The team member (or leader) that asks; "" for a single agent. */
   agent: string;
   /** an MCP tool's annotation hints as its server declared them (destructiveHint, openWorldHint...), else null */

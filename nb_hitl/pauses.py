@@ -146,6 +146,7 @@ class PauseView(TypedDict):
     review_error: str | None
     response_schema: dict[str, Any] | None
     form_error: str | None
+    elicitation_url: str | None
     agent: str
     tool_hints: dict[str, bool] | None
     shell_commands: list[ShellCommandView]
@@ -243,7 +244,12 @@ class Pause:
         form_error: kind ``form``: why the schema cannot be shown (not a
             valid JSON Schema, not an object of fields); only
             ``return_error`` is possible. Kind ``elicitation``: the same,
-            for the server's schema; only ``decline`` / ``cancel``.
+            for the server's schema, or why its URL cannot be offered;
+            only ``decline`` / ``cancel``.
+        elicitation_url: kind ``elicitation`` in URL mode: the page the
+            server sends the person to (untrusted; checked by
+            :func:`~nb_hitl.kinds.elicitation.url_problem`, shown as text,
+            opened only by the person). Never part of what the model reads.
         tool_hints: an MCP tool's annotation hints as its server declared
             them (:func:`~nb_hitl._agentscope.mcp_tool_hints`), else ``None``.
         carrier: who takes this pause's answer instead of the agent's queue
@@ -294,6 +300,7 @@ class Pause:
     review_error: str | None = None
     response_schema: dict[str, Any] | None = None
     form_error: str | None = None
+    elicitation_url: str | None = None
     agent: str = ""
     tool_hints: dict[str, bool] | None = None
     carrier: Any = field(default=None, repr=False, compare=False)
@@ -382,6 +389,7 @@ class Pause:
             review_error=self.review_error,
             response_schema=self.response_schema,
             form_error=self.form_error,
+            elicitation_url=self.elicitation_url,
             agent=self.agent,
             tool_hints=self.tool_hints,
             shell_commands=[cast(ShellCommandView, shell_command_view(c)) for c in self.shell_commands],

@@ -375,7 +375,7 @@ export class CardSet {
     } else if (p.status === "expired") {
       if (!firstDraw) this.announce(`${title}: no longer live: ${p.reason || "the reply ended"}`);
     } else if (p.status === "decided" || p.status === "delivered") {
-      if (!firstDraw) this.announce(`${title}: ${decisionText(p.decision)}`);
+      if (!firstDraw) this.announce(`${title}: ${decisionText(p.decision, p)}`);
     }
   }
 
@@ -476,7 +476,7 @@ export class CardSet {
         ? `No longer live: ${p.reason || "the reply ended"}`
         : p.status === "deciding"
           ? "Recording your decision…"
-          : decisionText(p.decision);
+          : decisionText(p.decision, p);
     card.append(h("div", { class: cls, "data-testid": "nbh-decision" }, text));
     if (p.decision && p.decision.edited_input !== undefined) {
       card.append(

@@ -5,7 +5,7 @@
 import { h } from "../lib/dom";
 import type { DecisionView, PauseView } from "../types";
 
-export function decisionText(d: DecisionView | null): string {
+export function decisionText(d: DecisionView | null, p?: Pick<PauseView, "kind">): string {
   const dec = d || {};
   switch (dec.action) {
     case "approve":
@@ -31,7 +31,9 @@ export function decisionText(d: DecisionView | null): string {
     case "return_error":
       return "Error returned to the agent";
     case "accept":
-      // an MCP server's question carries the values sent; a review accepts the result as it is
+      // an MCP server's question carries the values sent (a page it sent the person to, none);
+      // a review accepts the result as it is
+      if (p && p.kind === "elicitation" && dec.content === undefined) return "Done: the MCP server was told you finished on its page";
       return dec.content !== undefined ? `Accepted: sent to the MCP server ${JSON.stringify(dec.content)}` : "Result accepted";
     case "decline":
       return "Declined: the MCP server was told no";

@@ -265,6 +265,7 @@ export function checkView(raw: unknown, fallbackId: string): CheckedView {
     review_error: r.optStr("review_error"),
     response_schema: r.optObject("response_schema"),
     form_error: r.optStr("form_error"),
+    elicitation_url: r.optStr("elicitation_url"),
     agent: r.str("agent"),
     tool_hints: toolHints(raw.tool_hints),
     shell_commands: shellCommands(raw.shell_commands),

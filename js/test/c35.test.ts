@@ -43,6 +43,7 @@ function remoteView(over: Record<string, unknown> = {}): Record<string, unknown>
     review_state: null,
     review_error: null,
     form_error: null,
+    elicitation_url: null,
     ...over,
   };
 }

@@ -37,6 +37,7 @@ export function pause(over: Partial<PauseView> = {}): PauseView {
     review_error: null,
     response_schema: null,
     form_error: null,
+    elicitation_url: null,
     agent: "",
     tool_hints: null,
     shell_commands: [],

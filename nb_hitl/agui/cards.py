@@ -33,6 +33,7 @@ TEXT_FIELDS = (
     "policy",
     "ask_user_error",
     "form_error",
+    "elicitation_url",
     "review_output",
     "review_state",
     "review_error",

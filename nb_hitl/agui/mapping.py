@@ -155,7 +155,7 @@ def pause_to_interrupt(
         "approvals_needed": view["approvals_needed"],
         "file_change": view["file_change"],
     }
-    for key in ("title", "message", "form_error", "review_output", "review_state", "review_error"):
+    for key in ("title", "message", "form_error", "elicitation_url", "review_output", "review_state", "review_error"):
         meta[key] = view[key]
     spec = kind_spec(pause.kind)
     return Interrupt(
@@ -414,14 +414,13 @@ def interrupt_view(
         tool_call_name: the tool's name as streamed, if seen.
 
     Returns:
-        ``{"tool_call_id": key, "interrupt_id", "reply_id", "kind":
-        "confirm" | "ask_user" | "external" | "form" | "review",
-        "tool_name", "input_text", "input_schema", "permission_message",
-        "decision_reason", "bypass_immune", "suggested_rules", "ask_user",
-        "ask_user_error", "response_schema", "deadline", "policy", "status":
-        "open", "decision": None, "reason": None, "title", "message",
-        "review_output", "review_state", "review_error", "form_error",
-        "tool_hints", "approvals", "approvals_needed"}``.
+        ``{"tool_call_id": key, "interrupt_id", "reply_id", "kind", "tool_name",
+        "input_text", "input_schema", "permission_message", "decision_reason",
+        "bypass_immune", "suggested_rules", "ask_user", "ask_user_error",
+        "response_schema", "deadline", "policy", "status": "open", "decision":
+        None, "reason": None, "title", "message", "review_output", "review_state",
+        "review_error", "form_error", "elicitation_url", "tool_hints",
+        "approvals", "approvals_needed"}`` (``kind``: one of :data:`OUR_KINDS`).
         Strings from the peer are only ever shown as text by the page.
     """
     kind = our_kind(interrupt)
@@ -452,6 +451,7 @@ def interrupt_view(
         "review_state": None,
         "review_error": None,
         "form_error": None,
+        "elicitation_url": None,
         "tool_hints": None,
         # a call that needs several approvals (checked by nb_hitl.agui.cards.view_problem)
         "approvals": meta.get("approvals", []),

@@ -16,11 +16,20 @@ content as a form's value (nothing fetched, RE2 patterns). A schema that cannot 
 leaves only ``decline`` and ``cancel``. The deadline default and an AG-UI
 ``cancelled`` entry are ``cancel`` (nobody chose). AG-UI payload:
 ``{"action": "accept" | "decline" | "cancel", "content"?: object}``.
+
+URL mode (``Pause.elicitation_url``): the server sends the person to a page
+(a sign-in, a payment, a secret that must not pass through the client). The
+address is untrusted: :func:`url_problem` lets only an absolute ``https`` or
+``http`` URL with a host and no user name or password through; another
+leaves only ``decline`` and ``cancel``. The card shows it as text and opens
+it only on a click; ``accept`` ("Done") takes no content, and the server
+reads only which of the three it was.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +44,7 @@ if TYPE_CHECKING:
 
     from ..pauses import Pause
 
-__all__ = ["ElicitationKind", "ELICITATION_ACTIONS", "elicitation_schema_problem", "check_content"]
+__all__ = ["ElicitationKind", "ELICITATION_ACTIONS", "elicitation_schema_problem", "check_content", "url_problem"]
 
 ELICITATION_ACTIONS = frozenset({"accept", "decline", "cancel"})
 """MCP's three answers to an elicitation (``ElicitResult.action``)."""
@@ -63,6 +72,42 @@ def elicitation_schema_problem(schema: Any) -> str | None:
                 f"Field {name[:80]!r} is not a string, number, integer, boolean or list of choices "
                 "(MCP asks for flat forms of primitive fields)."
             )
+    return None
+
+
+MAX_URL = 2048
+"""The longest URL a URL-mode elicitation may send the person to (characters)."""
+
+
+def url_problem(url: Any) -> str | None:
+    """Why an MCP server's URL-mode address cannot be offered to the person, or ``None``.
+
+    Offered: a string of at most :data:`MAX_URL` characters, without spaces
+    or control characters, an absolute ``https`` or ``http`` URL with a host
+    and no user name or password (``https://bank.example@evil.example`` reads
+    as one host and opens another).
+    """
+    from urllib.parse import urlsplit
+
+    if not isinstance(url, str) or not url:
+        return "The server sent no URL."
+    if len(url) > MAX_URL:
+        return f"The server's URL is too long ({len(url)} characters; at most {MAX_URL})."
+    if any(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in url):
+        return "The server's URL contains spaces or invisible characters."
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        has_user = parts.username is not None or parts.password is not None
+        _ = parts.port  # raises ValueError for a port out of range
+    except ValueError as exc:
+        return f"The server's URL cannot be read ({exc})."
+    if parts.scheme.lower() not in ("https", "http"):
+        return f"The server's URL is not a web address (scheme {parts.scheme[:20]!r}; only https and http are opened)."
+    if not host:
+        return "The server's URL names no host."
+    if has_user:
+        return "The server's URL carries a user name or password before its host; it is not opened."
     return None
 
 
@@ -97,14 +142,25 @@ class ElicitationKind(PauseKindSpec):
     cancelled_what = "MCP question"
 
     def complete(self, pause: Pause) -> None:
-        """Check the server's schema once; a schema that cannot be shown is
-        kept out of the view (``form_error`` says why)."""
+        """Check the server's schema (or, in URL mode, its URL) once; one that
+        cannot be shown is kept out of the view (``form_error`` says why)."""
+        if pause.elicitation_url is not None:
+            pause.response_schema = None
+            problem = url_problem(pause.elicitation_url)
+            if problem is not None:
+                pause.form_error = problem
+                pause.elicitation_url = None
+            return
         problem = elicitation_schema_problem(pause.response_schema)
         if problem is not None:
             pause.form_error = problem
             pause.response_schema = None
 
     def _decide(self, pause: Pause, msg: Any) -> Decision:
+        if msg.action == "accept" and pause.elicitation_url is not None:
+            if msg.content:
+                raise DecisionError("A page the server sent you to takes no values: press Done.", field="content")
+            return Decision(pause.tool_call_id, "accept")
         if msg.action == "accept":
             if pause.form_error is not None or pause.response_schema is None:
                 raise DecisionError(
@@ -127,16 +183,26 @@ class ElicitationKind(PauseKindSpec):
     # -- AG-UI ------------------------------------------------------------
     def response_schema(self, pause: Pause) -> dict[str, Any]:
         defs: dict[str, Any] = {}
-        accept = {
+        accept: dict[str, Any] = {
             "type": "object",
             "properties": {"action": {"const": "accept"}, "content": embed_schema(pause.response_schema, defs)},
             "required": ["action", "content"],
         }
+        if pause.elicitation_url is not None:  # URL mode: done, with no content
+            accept = {
+                "type": "object",
+                "properties": {"action": {"const": "accept"}},
+                "required": ["action"],
+                "additionalProperties": False,
+            }
         other = {"type": "object", "properties": {"action": {"enum": ["decline", "cancel"]}}, "required": ["action"]}
+        answerable = pause.form_error is None and (
+            pause.response_schema is not None or pause.elicitation_url is not None
+        )
         out: dict[str, Any] = {
             "$schema": SCHEMA_DIALECT,
             "title": f"Answer to {pause.title or 'the MCP server'}",
-            "oneOf": [other] if pause.form_error or pause.response_schema is None else [accept, other],
+            "oneOf": [accept, other] if answerable else [other],
         }
         if defs:
             out["$defs"] = defs
@@ -147,12 +213,16 @@ class ElicitationKind(PauseKindSpec):
 
     def resume_message(self, pause: Pause, payload: Any) -> dict[str, Any]:
         out = {**base_message(pause), "action": payload["action"]}
-        if payload["action"] == "accept":
+        if payload["action"] == "accept" and pause.elicitation_url is None:
             out["content"] = payload.get("content")
         return out
 
     def view_fields(self, meta: Mapping[str, Any]) -> dict[str, Any]:
-        return {"message": meta.get("message"), "form_error": meta.get("form_error")}
+        return {
+            "message": meta.get("message"),
+            "form_error": meta.get("form_error"),
+            "elicitation_url": meta.get("elicitation_url"),
+        }
 
     def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:
         action = message.get("action")
@@ -162,7 +232,7 @@ class ElicitationKind(PauseKindSpec):
                 field="action",
             )
         payload: dict[str, Any] = {"action": action}
-        if action == "accept":
+        if action == "accept" and message.get("content") is not None:  # URL mode: none
             payload["content"] = message.get("content")
         validate_payload(schema, payload)
         return payload

@@ -4,8 +4,8 @@
 elicitation callback, in both of the SDK's protocol modes. When a server asks
 while its tool runs under a :class:`~nb_hitl.session.Session`, the person
 sees a card of kind ``elicitation`` (:mod:`nb_hitl.kinds.elicitation`) with
-the server's message and its schema as a form, and answers accept, decline
-or cancel; the answer takes the front door like every other, then goes back
+the server's message and its schema as a form (or, in URL mode, the page it
+sends the person to), and answers accept (Done), decline or cancel; the answer takes the front door like every other, then goes back
 to the server (the agent is not resumed: it awaits the tool's result). What
 the model reads is the tool's own result. Design notes: ``docs/design.md``,
 "MCP elicitation".

@@ -86,8 +86,10 @@ def session_of(agent: Any) -> Any:
 
 def result_of(decision: Decision) -> types.ElicitResult:
     """MCP's ``ElicitResult`` for a decision of kind ``elicitation``."""
+    if decision.action == "accept" and decision.content is None:  # URL mode: done, nothing to send
+        return types.ElicitResult(action="accept")
     if decision.action == "accept":
-        return types.ElicitResult(action="accept", content=decision.content or {})
+        return types.ElicitResult(action="accept", content=decision.content)
     if decision.action == "decline":
         return types.ElicitResult(action="decline")
     return CANCEL
@@ -101,6 +103,7 @@ async def ask_person(
     server: str,
     message: str,
     schema: Any,
+    url: str | None = None,
     gone: Callable[[], Awaitable[str]] | None = None,
 ) -> types.ElicitResult:
     """Show an MCP server's question under ``tool_call`` and wait for the answer.
@@ -111,7 +114,11 @@ async def ask_person(
         tool_call: the running call (AgentScope's block).
         server: the MCP client's name (shown: who asks).
         message: the server's question (shown as text).
-        schema: the server's ``requestedSchema`` (untrusted).
+        schema: the server's ``requestedSchema`` (untrusted; form mode).
+        url: URL mode: the page the server sends the person to (untrusted:
+            checked by :func:`nb_hitl.kinds.elicitation.url_problem`, shown
+            as text, opened only by the person's click); ``schema`` is then
+            ignored. The server reads only accept (done), decline or cancel.
         gone: returns (with the reason) once the connection to the server
             is lost: the card then expires saying so, and nothing is sent.
 
@@ -138,13 +145,14 @@ async def ask_person(
             reply_id=agent.state.reply_id if session.team.is_pipeline else run.reply_id,
             tool_call=ToolCallBlock(id=f"{prefix}{n}", name=tool_call.name, input=tool_call.input),
             kind="elicitation",
-            title=f"The MCP server {server!r} asks",
+            title=f"The MCP server {server!r} " + ("sends you to a page" if url is not None else "asks"),
             message=message,
-            response_schema=schema if isinstance(schema, dict) else None,
+            response_schema=schema if isinstance(schema, dict) and url is None else None,
+            elicitation_url=url,
             agent=agent.name if session.team.is_pipeline else "",
             carrier=carrier,
         )
-        if not isinstance(schema, dict):
+        if url is None and not isinstance(schema, dict):
             pause.form_error = "The server sent no schema object."
         kind_spec("elicitation").complete(pause)
         run.pauses[pause.tool_call_id] = pause

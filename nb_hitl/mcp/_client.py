@@ -91,7 +91,7 @@ async def _closed(session: Any, interval: float) -> str:
 
 
 class AskingMCPClient(MCPClient):
-    """AgentScope's ``MCPClient`` whose servers may ask the person (MCP elicitation, form mode).
+    """AgentScope's ``MCPClient`` whose servers may ask the person (MCP elicitation, form and URL modes).
 
     Use it as AgentScope's: ``await client.connect()``, ``await
     client.list_tools()`` into the agent's ``Toolkit``, ``await
@@ -108,7 +108,14 @@ class AskingMCPClient(MCPClient):
     A question that no person can answer (the tool runs outside a Session,
     or, on a legacy connection, two calls of this client are in flight and
     the question cannot be told apart) gets an MCP error, not an invented
-    answer; a URL-mode elicitation too (not supported yet).
+    answer.
+
+    URL mode (the server sends the person to a page: a sign-in, a payment):
+    the card shows the address as text, with its host set apart, opens it
+    only when the person clicks (a new tab, no opener), then takes "Done"
+    (MCP's ``accept``) or "Decline". The address is never passed to the
+    model: the server reads which answer it was, and the model the tool's
+    result (which the server writes).
     """
 
     mode: Literal["auto", "legacy"] = "auto"
@@ -163,10 +170,6 @@ class AskingMCPClient(MCPClient):
             the person's ``ElicitResult`` (``cancel`` when the pause ended
             unanswered), or ``ErrorData`` when nobody can be asked.
         """
-        if not isinstance(params, types.ElicitRequestFormParams):
-            return types.ErrorData(
-                code=types.INVALID_REQUEST, message="This client answers form elicitations only, not URL mode."
-            )
         running = RUNNING_CALL.get()  # the current protocol: the callback runs in the call's task
         if running is None:
             calls = list(self._in_flight)  # legacy: from the SDK's receive loop
@@ -183,6 +186,7 @@ class AskingMCPClient(MCPClient):
             tool_call,
             server=self.name,
             message=params.message,
-            schema=params.requested_schema,
+            schema=params.requested_schema if isinstance(params, types.ElicitRequestFormParams) else None,
+            url=params.url if isinstance(params, types.ElicitRequestURLParams) else None,
             gone=lambda: _closed(context.session, self.watch_interval),
         )

@@ -12,6 +12,11 @@ test reads what really reached the server.
 * ``delete_rows_ctx(table)``: the same question with ``ctx.elicit`` (legacy only).
 * ``rename_table(table)``: asks twice in one call (a confirmation, then the new name).
 * ``count_rows(table)``: read-only, asks nothing.
+* ``sign_in(account)``: sends the person to the server's own sign-in page for
+  ``account`` (:data:`SIGN_IN_PAGES`; URL-mode elicitation):
+  ``ctx.elicit_url`` on a legacy connection, an input-required result
+  carrying the URL request on a current one (read back from
+  ``ctx.input_responses`` on the retry). Its result names the answer, never the URL.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from typing import Annotated
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp_types import ToolAnnotations
+from mcp_types import ElicitRequest, ElicitRequestURLParams, ElicitResult, InputRequiredResult, ToolAnnotations
+from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
 LOG = sys.argv[1] if len(sys.argv) > 1 else os.devnull
@@ -101,6 +107,30 @@ async def rename_table(table: str, name: Annotated[ElicitationResult[NewName], R
 async def count_rows(table: str) -> str:
     """Count the rows of a table."""
     return f"{table} has 3 rows."
+
+
+SIGN_IN_PAGES = {
+    "alice": "https://console.db.example/sign-in?session=7f3a",
+    "mallory": "https://console.db.example@evil.example/sign-in",  # a user name before the host
+}
+
+
+@server.tool()
+async def sign_in(account: str, ctx: Context) -> str | InputRequiredResult:
+    """Send the user to the sign-in page of an account."""
+    url = SIGN_IN_PAGES[account]
+    message = "Sign in to the database console."
+    if is_version_at_least(ctx.protocol_version or "", "2026-07-28"):
+        got = (ctx.input_responses or {}).get("sign-in")
+        if not isinstance(got, ElicitResult):
+            request = ElicitRequest(params=ElicitRequestURLParams(message=message, url=url, elicitation_id="sign-in"))
+            return InputRequiredResult(input_requests={"sign-in": request}, request_state="sign-in")
+        action, content = got.action, got.content
+    else:
+        result = await ctx.elicit_url(message, url, "sign-in")
+        action, content = result.action, None
+    note(tool="sign_in", action=action, **({"content": content} if content is not None else {}))
+    return "Signed in." if action == "accept" else f"Not signed in: the user chose {action}."
 
 
 if __name__ == "__main__":

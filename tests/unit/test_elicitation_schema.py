@@ -74,3 +74,41 @@ def test_content_is_checked_without_fetching_and_with_re2() -> None:
     decision = decide(pause, {"action": "accept", "tool_call_id": pause.tool_call_id, "content": {"confirm": True}})
     assert (decision.action, decision.content) == ("accept", {"confirm": True})
     assert decision.summary() == {"action": "accept", "content": {"confirm": True}}
+
+
+def _url_pause(url: str) -> Pause:
+    call = ToolCallBlock(id="c1~elicitation-1", name="mcp__db__sign_in", input='{"account": "alice"}')
+    pause = Pause(reply_id="r1", tool_call=call, kind="elicitation", message="Sign in.", elicitation_url=url)
+    kind_spec("elicitation").complete(pause)
+    return pause
+
+
+def test_url_mode_over_ag_ui_carries_the_address_and_done_takes_no_content() -> None:
+    """A URL-mode pause as an AG-UI interrupt: the remote card gets the address (and no schema),
+    "Done" maps to accept without content both ways, content is refused."""
+    from ag_ui.core import ResumeEntry
+
+    from nb_hitl.agui.mapping import interrupt_view, message_to_entry, pause_to_interrupt, resume_to_message
+
+    url = "https://console.db.example/sign-in?session=7f3a"
+    pause = _url_pause(url)
+    interrupt = pause_to_interrupt(pause, "t1")
+    view = interrupt_view(interrupt, key="k", run_id="run1")
+    assert view["kind"] == "elicitation" and view["elicitation_url"] == url and view["response_schema"] is not None
+    entry = message_to_entry(interrupt, {"action": "accept"})
+    assert entry.payload == {"action": "accept"}
+    message = resume_to_message(
+        pause, ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload={"action": "accept"}), thread_id="t1"
+    )
+    assert message["action"] == "accept" and "content" not in message
+    assert decide(pause, message).content is None
+    with pytest.raises(DecisionError):  # a page takes no values, on this road too
+        message_to_entry(interrupt, {"action": "accept", "content": {"token": "x"}})
+
+
+def test_a_url_that_must_not_be_offered_is_kept_out_of_the_view() -> None:
+    pause = _url_pause("javascript:alert(1)")
+    assert pause.elicitation_url is None and "not a web address" in (pause.form_error or "")
+    assert pause.to_view()["elicitation_url"] is None
+    with pytest.raises(DecisionError, match="Decline or cancel it instead"):
+        decide(pause, {"action": "accept", "tool_call_id": pause.tool_call_id})

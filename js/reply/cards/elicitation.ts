@@ -2,14 +2,17 @@
 // server's message, its schema drawn as a form (lib/form.ts, as the form
 // kind), and MCP's three answers: accept (with the values), decline, cancel.
 // The kernel checks the values against the server's schema before anything
-// is sent; the answer goes to the server, and the tool goes on.
+// is sent; the answer goes to the server, and the tool goes on. URL mode
+// (the server sends the person to a page) is drawn by elicitation_url.ts.
 import { h } from "../../lib/dom";
 import type { JsonSchema, PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
 import { schemaForm } from "./form";
+import { buildUrlCard } from "./elicitation_url";
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
+  if (p.elicitation_url) return buildUrlCard(card, p, ctx);
   const { ui, open } = ctx;
   const dis = !open || ui.pending;
   if (p.message) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-elicitation-message" }, p.message));
@@ -18,7 +21,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (p.form_error || !p.response_schema) {
     // the server's schema cannot be drawn: it can only be declined or cancelled
     card.append(
-      h("div", { class: "nbh-error", "data-testid": "nbh-form-invalid" }, "The server's form cannot be shown: " + (p.form_error || "it has no schema.")),
+      h("div", { class: "nbh-error", "data-testid": "nbh-form-invalid" }, "The server's request cannot be shown: " + (p.form_error || "it has no schema.")),
       ctx.errorBox() || "",
       h("div", { class: "nbh-row" }, decline, cancel),
     );
@@ -40,5 +43,13 @@ export const elicitationCard: CardKind = {
   build,
   // the record says what the server asked and was sent; the tool's own input is on its call above
   showsInputWhenClosed: () => false,
-  recordHead: (p) => (p.message ? h("div", { class: "nbh-info", "data-testid": "nbh-elicitation-message" }, p.message) : null),
+  recordHead: (p) =>
+    p.message || p.elicitation_url
+      ? h(
+          "div",
+          {},
+          p.message ? h("div", { class: "nbh-info", "data-testid": "nbh-elicitation-message" }, p.message) : "",
+          p.elicitation_url ? h("code", { class: "nbh-pre", "data-testid": "nbh-url" }, p.elicitation_url) : "",
+        )
+      : null,
 };

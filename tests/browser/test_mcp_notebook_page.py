@@ -1,0 +1,100 @@
+"""notebooks/mcp.ipynb clicked through in real JupyterLab + Debian Chromium.
+
+Run All without ``NB_HITL_ANSWER_FROM_CODE``: each cell after a card says
+what to click and waits. The notebook starts the real MCP server
+``nb_hitl.mcp.demo_server`` (stdio subprocess of the kernel). A person fills
+the server's form (a choice, a number, a checkbox) and presses Accept,
+approves the destructive tool the policy asks for, opens the sign-in page
+from its card (a new tab with no opener; the demonstration address is
+answered by the test's route, nothing leaves the machine) and presses Done; the notebook ends with no error output and prints what the
+clicks did.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from tests.harness import REPO_ROOT
+from tests.harness.lab import JupyterLabServer, open_notebook, output_locator, run_all_cells, wait_execution_done
+
+OUT = ".jp-OutputArea-output"
+NOTEBOOK = REPO_ROOT / "notebooks" / "mcp.ipynb"
+SIGN_IN_URL = "https://calendar.example.com/connect?client=nb-hitl-demo"  # nb_hitl.mcp.demo_server's
+
+
+def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
+    return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
+
+
+def _notebook_outputs(page) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Every output of the open notebook, from its model: JupyterLab draws only the cells in view."""
+    return page.evaluate(
+        """() => {
+            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+            const all = [];
+            for (let i = 0; i < cells.length; i++) all.push(...(cells.get(i).toJSON().outputs || []));
+            return all;
+        }"""
+    )
+
+
+def test_mcp_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
+    shutil.copy(NOTEBOOK, lab.root / "mcp.ipynb")
+    open_notebook(page, lab, "mcp.ipynb")
+    run_all_cells(page)
+
+    # 1. the server's form: fill it and Accept
+    form = _card(page, "elicitation")
+    form.wait_for(timeout=90_000)
+    output_locator(page, "Waiting for you: in the card above, pick Tuesday").wait_for(timeout=60_000)
+    assert form.locator('[data-testid="nbh-elicitation-message"]').inner_text() == (
+        "When should 'Budget review' take place?"
+    )
+    form.locator('[data-field="day"]').select_option(label="Tuesday")
+    form.locator('[data-field="minutes"]').fill("45")
+    form.locator('[data-field="in_person"]').check()
+    form.locator('[data-testid="nbh-elicitation-accept"]').click()
+    output_locator(page, "Booked 'Budget review': Tuesday, 45 minutes, in person.").first.wait_for(timeout=60_000)
+
+    # 2. the destructive tool, asked by the policy: Approve
+    output_locator(page, "Waiting for you: press Approve on the card above.").wait_for(timeout=60_000)
+    confirm = _card(page, "confirm")
+    assert "destructive MCP tools" in confirm.inner_text()
+    confirm.locator('[data-testid="nbh-approve"]').click()
+    output_locator(page, "Cancelled 'Weekly sync'.").first.wait_for(timeout=60_000)
+
+    # 3. the sign-in page: the address as text, its host set apart; Open page opens a new tab with no opener
+    sign_in = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="elicitation"][data-status="open"]')
+    sign_in.locator('[data-testid="nbh-url"]').wait_for(timeout=60_000)
+    output_locator(page, "Waiting for you: press Done on the card above.").wait_for(timeout=60_000)
+    assert sign_in.locator('[data-testid="nbh-url"]').inner_text() == SIGN_IN_URL
+    assert sign_in.locator('[data-testid="nbh-url-host"]').inner_text() == "calendar.example.com"
+    assert sign_in.locator('[data-testid="nbh-url"] a').count() == 0
+    page.context.route("https://calendar.example.com/**", lambda route: route.fulfill(body="demo page"))
+    with page.context.expect_page() as opened:
+        sign_in.locator('[data-testid="nbh-url-open"]').click()
+    tab = opened.value
+    tab.wait_for_load_state()
+    assert tab.url == SIGN_IN_URL
+    assert tab.evaluate("() => window.opener") is None  # the page cannot reach back to the notebook
+    tab.close()
+    sign_in.locator('[data-testid="nbh-url-done"]').click()
+    output_locator(page, "the calendar is connected.").first.wait_for(timeout=60_000)
+
+    output_locator(page, "list_meetings: Budget review").first.wait_for(timeout=120_000)
+    wait_execution_done(page, timeout=240)
+    outputs = _notebook_outputs(page)
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
+    assert "Traceback" not in whole, whole[-3000:]
+    assert "answers: your clicks in the cards" in whole
+    assert "the form: still open, nothing was sent" in whole  # the refused 500 minutes, before the click
+    assert "the form: accept" in whole
+    assert "the cancellation: approve" in whole
+    assert "the sign-in page: accept" in whole
+    assert "the model was sent the address: False" in whole
+    done = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="elicitation"][data-status="delivered"]')
+    assert done.nth(1).locator('[data-testid="nbh-decision"]').inner_text() == (
+        "Done: the MCP server was told you finished on its page"
+    )
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

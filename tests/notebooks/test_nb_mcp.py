@@ -1,0 +1,73 @@
+"""notebooks/mcp.ipynb runs headless, top to bottom, in a real kernel.
+
+nbclient executes it on the venv's ``python3`` kernel with
+``NB_HITL_ANSWER_FROM_CODE=1`` (``run_notebook``): the notebook answers its
+own cards with ``session.act`` (the handler a click reaches). The notebook
+starts the real MCP server ``nb_hitl.mcp.demo_server`` as a stdio
+subprocess through ``AskingMCPClient``. Checked: the server's form and its
+fields, a value outside the server's limits refused at its field with
+nothing sent, the accepted form reaching the server (the tool's result
+says what it booked), the destructive tool asked by the policy although a
+rule allows it, the sign-in page (URL mode) whose address the model is
+never sent, and the audit log.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.harness import REPO_ROOT
+from tests.support import assert_no_outputs, cell_text, run_notebook, widget_views
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "mcp.ipynb"
+
+pytestmark = pytest.mark.kernel
+
+
+def test_committed_notebook_has_no_outputs() -> None:
+    assert_no_outputs(NOTEBOOK)
+
+
+def test_mcp_notebook_runs_headless() -> None:
+    nb, _ = run_notebook(NOTEBOOK, timeout=120)  # raises CellExecutionError on the first failing cell
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    texts = [cell_text(c) for c in code]
+    whole = "\n".join(texts)
+    assert "ERROR" not in whole and "Traceback" not in whole
+    assert "answers: given by the cells (NB_HITL_ANSWER_FROM_CODE)" in texts[0]
+    assert "mcp__calendar__book_meeting" in texts[1] and "mcp__calendar__connect_calendar" in texts[1]
+
+    # 1. the form: its fields, a refused value (nothing sent), the accepted answer reaching the server
+    assert "The MCP server 'calendar' asks - When should 'Budget review' take place?" in texts[3]
+    assert "fields: ['day', 'minutes', 'in_person']" in texts[3]
+    assert re.search(r"refused at value\.minutes: .*120", texts[4]), texts[4]
+    assert "the form: still open, nothing was sent" in texts[4]
+    assert "the form: accept" in texts[5]
+    assert "- book_meeting: Booked 'Budget review': Tuesday, 45 minutes, in person." in texts[5]
+
+    # 2. the destructive tool asked by the policy, although a rule allows it
+    assert "asked by policy 'destructive MCP tools'" in texts[6]
+    assert "'destructiveHint': True" in texts[6]
+    assert "the cancellation: approve" in texts[6]
+    assert "- cancel_meeting: Cancelled 'Weekly sync'." in texts[6]
+
+    # 3. the sign-in page (URL mode): the person saw the address, the model never did
+    assert "The MCP server 'calendar' sends you to a page - Sign in to your calendar provider" in texts[7]
+    assert "address: https://calendar.example.com/connect?client=nb-hitl-demo" in texts[7]
+    assert "the sign-in page: accept" in texts[7]
+    assert "- connect_calendar: The user finished the calendar sign-in; the calendar is connected." in texts[7]
+    assert "the model was sent the address: False" in texts[7]
+
+    # the audit log: every answer; the calendar shows what they did
+    last = texts[-1]
+    assert "- list_meetings: Budget review (Tuesday, 45 minutes, in person)" in last
+    assert "Weekly sync" not in last.split("\n")[0]
+    rows = [line.split()[:3] for line in last.splitlines() if line.startswith(("elicitation", "confirm"))]
+    assert rows == [
+        ["elicitation", "book_meeting", "accept"],
+        ["confirm", "cancel_meeting", "approve"],
+        ["elicitation", "connect_calendar", "accept"],
+    ]
+    assert len(widget_views(nb)) >= 4
