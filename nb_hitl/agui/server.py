@@ -54,6 +54,8 @@ from .background import ServerHandle, serve_in_background
 from .events import EventTranslator, messages_snapshot, now_ms
 from .guard import Access, AuthHook
 from .http import Limits, close_unread, handle_close, handle_run
+from .link_page import link_route
+from .links import Links
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
 from .threads import Refusal, ThreadRegistry, ThreadState, canonical, held_input, refusal_at, refusal_of
 
@@ -75,7 +77,8 @@ class AguiServer:
             ``{"status": "ok"}`` (no auth; it says nothing about threads);
             ``DELETE <path>/threads/<thread_id>`` (same auth as a run) lets
             the owner close a thread that waits on nothing (its checkpoint
-            is deleted too): 200, 404 ``thread_not_found``, 409 ``thread_busy``.
+            is deleted too): 200, 404 ``thread_not_found``, 409 ``thread_busy``;
+            ``<path>/links/<token>``: an approval link's page (:mod:`nb_hitl.agui.links`).
         token: the shared secret clients send as ``Authorization: Bearer
             <token>``; ``None``: a random one is made (:attr:`token`, shown
             by ``serve_in_background``); ``False``: no token (only with an
@@ -142,10 +145,10 @@ class AguiServer:
         self.session_kwargs = {k: v for k, v in (session_kwargs or {}).items() if k != "display"}
         self.user_name = user_name
         self.registry = ThreadRegistry(agent_factory, self.session_kwargs, max_threads=max_threads, ttl=thread_ttl)
+        self.links = Links(self)  # one-time approval links: links.issue(thread_id, tool_call_id, approver, base_url=)
         health = self.path.rstrip("/") + "/health"
         threads = self.path.rstrip("/") + "/threads/{thread_id}"
-        # a browser app on an allowed origin sends a CORS preflight first
-        # (Authorization and application/json are not "simple"); answer it
+        # a browser app on an allowed origin sends a CORS preflight first (Authorization, JSON): answer it
         cors = (
             [
                 Middleware(
@@ -163,6 +166,7 @@ class AguiServer:
                 Route(self.path, self._endpoint, methods=["POST"]),
                 Route(health, self._health, methods=["GET"]),
                 Route(threads, self._close_thread, methods=["DELETE"]),
+                link_route(self.links),
             ],
             middleware=cors,
         )
