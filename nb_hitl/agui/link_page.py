@@ -11,7 +11,7 @@ the model or the link is escaped (``html.escape``): it holds no script at
 all, and its Content-Security-Policy allows nothing but its own inline style
 (by hash) and form posts to itself. It is sized for a phone (one column,
 large buttons). The token is in the address, so the page is never cached
-and sends no ``Referer``.
+and sends its address to no other site (``Referrer-Policy: same-origin``).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ CSP = (
 HEADERS = {
     "Content-Security-Policy": CSP,
     "Cache-Control": "no-store",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
 }

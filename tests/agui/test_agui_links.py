@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import json
 import re
 import time
@@ -33,6 +34,13 @@ from tests.agui_support import post_run, user
 TTL = 600.0
 
 
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to its end in a thread of its own (the caller may be
+    inside a running loop: Playwright's sync API)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 class World:
     """A served payment agent, alice's paused thread, and a clock that can jump."""
 
@@ -49,7 +57,7 @@ class World:
         )
         self.handle = serve_in_background(self.server, announce=False)
         self.tid = "pay-thread"
-        first = asyncio.run(
+        first = run_sync(
             post_run(self.handle.url, AguiClient.make_input(self.tid, [user("Pay.", "u1")]), token="alice-token")
         )
         (self.interrupt,) = first.last().outcome.interrupts
@@ -59,7 +67,7 @@ class World:
 
     def resume(self, payload: dict[str, Any], token: str = "alice-token") -> Any:
         entry = ResumeEntry(interrupt_id=self.interrupt.id, status="resolved", payload=payload)
-        return asyncio.run(post_run(self.handle.url, AguiClient.make_input(self.tid, [], [entry]), token=token))
+        return run_sync(post_run(self.handle.url, AguiClient.make_input(self.tid, [], [entry]), token=token))
 
     def answered(self) -> list[dict[str, Any]]:
         return AuditLog(self.audit).records("answered")
@@ -93,7 +101,7 @@ def test_a_link_shows_the_card_and_its_approval_is_counted_audited_and_single_us
     assert page.status_code == 200
     assert page.headers["content-security-policy"] == CSP
     assert "script-src" not in CSP and "default-src 'none'" in CSP
-    assert page.headers["referrer-policy"] == "no-referrer" and page.headers["cache-control"] == "no-store"
+    assert page.headers["referrer-policy"] == "same-origin" and page.headers["cache-control"] == "no-store"
     assert "<script" not in page.text
     assert 'data-testid="nbh-link-tool">send_payment<' in page.text
     assert "ACME GmbH" in page.text and "0 of 2 approvals so far." in page.text
