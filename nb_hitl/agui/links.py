@@ -36,7 +36,7 @@ from .._signing import _sign, load_key
 from ..answers.record import origin
 from ..errors import NbHitlError
 from ..pauses import Pause
-from .ids import to_iso
+from .ids import interrupt_id, to_iso
 
 if TYPE_CHECKING:
     from .server import AguiServer
@@ -270,4 +270,9 @@ class Links:
         except NbHitlError as exc:
             del self.used[link.nonce]
             raise LinkRefused("refused", str(exc)) from None
+        if got.get("status") == "decided":  # the call goes on without the owner's client: it catches up later
+            iid = interrupt_id(link.thread_id, link.reply_id, link.tool_call_id)
+            thread.unseen.append(
+                {"interrupt_id": iid, "tool_call_id": link.tool_call_id, "by": link.approver, "action": action}
+            )
         return {**got, "pause": pause}

@@ -248,7 +248,7 @@ class AguiServer:
                     if thread.adopt:  # restored with a parked reply: re-open its pauses first
                         thread.adopt = False
                         thread.session.start_resume()
-                        async for _ in self._pump(thread, self._translator(thread)):
+                        async for _ in self._pump(thread, thread.translator()):
                             pass
                     async for event in self._run_locked(thread, inp, resume, principal):
                         yield event
@@ -283,7 +283,7 @@ class AguiServer:
                             f"Interrupt {e.interrupt_id} was already answered (run {done.run_id}) with another "
                             "answer; an interrupt is decided once.",
                         )
-                async for event in self._finish(thread, inp, self._translator(thread), note={"replayed": True}):
+                async for event in self._finish(thread, inp, thread.translator(), note={"replayed": True}):
                     yield event
                 return
             answered = [e.interrupt_id for e in resume if e.interrupt_id in thread.ledger]
@@ -305,7 +305,7 @@ class AguiServer:
             thread.seen_ids.update(m.id for m in inp.messages)
             if recorded is not None:  # approvals short of N only: the same interrupts, for the next person
                 note = {"approvals_recorded": recorded}
-                async for event in self._finish(thread, inp, self._translator(thread), note=note):
+                async for event in self._finish(thread, inp, thread.translator(), note=note):
                     yield event
                 return
             yield MessagesSnapshotEvent(messages=messages_snapshot(thread.agent.state.context), timestamp=now_ms())
@@ -314,7 +314,16 @@ class AguiServer:
             open_now = self._open(thread)
             if open_now:  # AG-UI 1.0: nothing runs, the interrupt outcome is repeated
                 note = held_input(open_now, new)
-                async for event in self._finish(thread, inp, self._translator(thread), note={"refused_input": note}):
+                async for event in self._finish(thread, inp, thread.translator(), note={"refused_input": note}):
+                    yield event
+                return
+            if not new and thread.unseen:  # answered through a link since: the owner's client catches up
+                note, thread.unseen = {"answered_elsewhere": thread.unseen}, []
+                translator = thread.translator()
+                if session.current is not None and session.current.live:
+                    async for event in self._pump(thread, translator):
+                        yield event
+                async for event in self._finish(thread, inp, translator, note=note):
                     yield event
                 return
             if not new:
@@ -332,7 +341,7 @@ class AguiServer:
                 session.start(msgs if len(msgs) > 1 else msgs[0])
             except PendingPauseError as exc:
                 raise Refusal("thread_busy", str(exc)) from None
-        translator = self._translator(thread)
+        translator = thread.translator()
         async for event in self._pump(thread, translator):
             yield event
         async for event in self._finish(thread, inp, translator):
@@ -417,20 +426,6 @@ class AguiServer:
         if not awaiting:
             return False
         return all(tc.id in run.pauses and run.pauses[tc.id].status == "open" for tc in awaiting)
-
-    @staticmethod
-    def _translator(thread: ThreadState) -> EventTranslator:
-        """A run's event translator: a tool result the model reads otherwise
-        than the tool streamed it (nb_hitl's note, AgentScope's cut to fit
-        the context) is sent as the model reads it, as the local transcript
-        shows it (``ReplyRun.told``, filled by the Session before this
-        translator reads the event from the queue)."""
-
-        def reading(tool_call_id: str) -> str | None:
-            run = thread.session.current
-            return run.told.get(tool_call_id) if run is not None else None
-
-        return EventTranslator(reading=reading)
 
     async def _pump(self, thread: ThreadState, translator: EventTranslator) -> AsyncIterator[BaseEvent]:
         assert thread.queue is not None

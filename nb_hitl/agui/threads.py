@@ -36,6 +36,7 @@ from ..session import _SESSIONS as session_registry
 from ..session import ReplyRun, Session
 from ..session import _restore as restore
 from ..store import CheckpointStore
+from .events import EventTranslator
 
 __all__ = [
     "OWNER_KEY",
@@ -158,6 +159,10 @@ class ThreadState:
     ledger: dict[str, Answered] = field(default_factory=dict)
     seen_ids: set[str] = field(default_factory=set)
     last_used: float = 0.0
+    unseen: list[dict[str, Any]] = field(default_factory=list)
+    """Answers given through approval links (:mod:`nb_hitl.agui.links`) that
+    decided a call, ``[{"interrupt_id", "tool_call_id", "by", "action"}]``:
+    the owner's next run without input catches up with them."""
     adopt: bool = False
     """Restored from a checkpoint with a parked reply: the next run first
     re-opens its pauses (:meth:`~nb_hitl.session.Session.start_resume`)."""
@@ -192,6 +197,19 @@ class ThreadState:
             {"interrupt_id": e.interrupt_id, "approvals": len(waiting[m["tool_call_id"]]["approvals"])}
             for e, m in messages
         ]
+
+    def translator(self) -> EventTranslator:
+        """A run's event translator: a tool result the model reads otherwise
+        than the tool streamed it (nb_hitl's note, AgentScope's cut to fit
+        the context) is sent as the model reads it, as the local transcript
+        shows it (``ReplyRun.told``, filled by the Session before the
+        translator reads the event from the queue)."""
+
+        def reading(tool_call_id: str) -> str | None:
+            run = self.session.current
+            return run.told.get(tool_call_id) if run is not None else None
+
+        return EventTranslator(reading=reading)
 
     def listen(self) -> None:
         """Open the queue of a run (on the loop that reads it)."""

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from ag_ui.core import ResumeEntry
 
-from nb_hitl.agui import AguiServer, serve_in_background
+from nb_hitl.agui import AguiServer, RemoteSession, serve_in_background
 from nb_hitl.agui.client import AguiClient
 from nb_hitl.agui.link_page import CSP
 from nb_hitl.agui.payments_demo import PaymentFactory
@@ -215,3 +215,35 @@ def test_a_link_for_a_foreign_host_or_origin_is_refused(world):
     got = httpx.post(url, data={"action": "approve"}, headers={"origin": "https://evil.example"})
     assert got.status_code == 403 and refused(got) == "bad_origin"
     assert world.answered() == []
+
+
+def test_the_owners_notebook_client_catches_up_when_the_last_approval_came_through_a_link(tmp_path):
+    factory = PaymentFactory()
+    server = AguiServer(factory, auth=bearer, session_kwargs={"audit_log": str(tmp_path / "audit.jsonl")})
+    with serve_in_background(server, announce=False) as handle:
+
+        async def scenario() -> tuple[Any, ...]:
+            remote = RemoteSession(handle.url, token="alice-token", display=False)
+            task = remote.start("Pay the invoice.")
+            (card,) = await remote.until_paused()
+            reply = await remote.act({"action": "approve", "tool_call_id": card["tool_call_id"]})
+            (again,) = await remote.until_paused()  # the same call, 1 of 2, open for the next person
+            assert [a["by"] for a in again["approvals"]] == ["alice"] and not task.done()
+            url = server.links.issue(remote.thread_id, card["tool_call_id"], "bob", base_url=handle.url)
+            async with httpx.AsyncClient() as http:
+                done = await http.post(url, data={"action": "approve"})
+            status = await remote.follow(every=0.2, timeout=30)
+            return reply, done, status, await task, remote.current
+
+        reply, done, status, final, turn = run_sync(scenario())
+    assert reply["sent"] is True and done.status_code == 200
+    assert status == "finished"
+    assert final == "The payment: success. paid 120.0 EUR to ACME GmbH"
+    (view,) = turn.pauses.values()
+    assert view["status"] == "delivered" and view["decision"] == {"action": "approve", "by": "bob"}
+    assert view["reason"] == "Answered elsewhere: bob (approve)."
+    assert [r[1:] for r in factory.runs] == [("ACME GmbH", 120.0)]
+    assert [(r["decided_by"], r["origin"]["road"]) for r in AuditLog(tmp_path / "audit.jsonl").records("answered")] == [
+        ("alice", "agui"),
+        ("bob", "agui"),
+    ]
