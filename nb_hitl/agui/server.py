@@ -301,7 +301,7 @@ class AguiServer:
                 got = await session.act_all([m for _, m in messages], decided_by=principal, origin=where)
             except BatchRefused as exc:
                 raise refusal_of(exc, {m["tool_call_id"]: e for e, m in messages}) from None
-            recorded = thread.record_answers(messages, got["results"], inp.run_id)
+            recorded = thread.record_answers(messages, got["results"], inp.run_id, by=principal)
             thread.seen_ids.update(m.id for m in inp.messages)
             if recorded is not None:  # approvals short of N only: the same interrupts, for the next person
                 note = {"approvals_recorded": recorded}
@@ -337,6 +337,7 @@ class AguiServer:
                 for m in new
             ]
             thread.seen_ids.update(m.id for m in inp.messages)
+            thread.unseen = []  # a new message: what the owner missed before is no longer caught up on
             try:
                 session.start(msgs if len(msgs) > 1 else msgs[0])
             except PendingPauseError as exc:

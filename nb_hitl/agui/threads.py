@@ -160,9 +160,10 @@ class ThreadState:
     seen_ids: set[str] = field(default_factory=set)
     last_used: float = 0.0
     unseen: list[dict[str, Any]] = field(default_factory=list)
-    """Answers given through approval links (:mod:`nb_hitl.agui.links`) that
-    decided a call, ``[{"interrupt_id", "tool_call_id", "by", "action"}]``:
-    the owner's next run without input catches up with them."""
+    """Answers that decided a call without the owner's client (an approval
+    link, :mod:`nb_hitl.agui.links`, or another principal's resume),
+    ``[{"interrupt_id", "tool_call_id", "by", "action"}]``: the owner's next
+    run without input catches up with them."""
     adopt: bool = False
     """Restored from a checkpoint with a parked reply: the next run first
     re-opens its pauses (:meth:`~nb_hitl.session.Session.start_resume`)."""
@@ -178,10 +179,16 @@ class ThreadState:
             raise Refusal("thread_not_found", f"No thread {self.thread_id[:80]!r} here.")
 
     def record_answers(
-        self, messages: list[tuple[ResumeEntry, dict[str, Any]]], results: list[dict[str, Any]], run_id: str
+        self,
+        messages: list[tuple[ResumeEntry, dict[str, Any]]],
+        results: list[dict[str, Any]],
+        run_id: str,
+        *,
+        by: str | None = None,
     ) -> list[dict[str, Any]] | None:
         """Put a taken resume's answers in the ledger, except approvals short
-        of N (their interrupts stay open for the next person).
+        of N (their interrupts stay open for the next person); answers by
+        another principal than the owner (``by``) also go to :attr:`unseen`.
 
         Returns:
             ``[{"interrupt_id", "approvals"}]`` when every answer was such an
@@ -191,6 +198,9 @@ class ThreadState:
         for entry, message in messages:
             if message["tool_call_id"] not in waiting:
                 self.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), run_id)
+                if by != self.owner:  # the owner's client did not see this run: it catches up later
+                    seen = {"interrupt_id": entry.interrupt_id, "tool_call_id": message["tool_call_id"]}
+                    self.unseen.append({**seen, "by": by, "action": message.get("action")})
         if len(waiting) < len(messages):
             return None
         return [

@@ -247,3 +247,28 @@ def test_the_owners_notebook_client_catches_up_when_the_last_approval_came_throu
         ("alice", "agui"),
         ("bob", "agui"),
     ]
+
+
+def test_the_owners_client_also_catches_up_after_another_principals_resume(tmp_path):
+    factory = PaymentFactory()
+    server = AguiServer(factory, auth=bearer)
+    with serve_in_background(server, announce=False) as handle:
+
+        async def scenario() -> tuple[Any, ...]:
+            remote = RemoteSession(handle.url, token="alice-token", display=False)
+            task = remote.start("Pay the invoice.")
+            (card,) = await remote.until_paused()
+            await remote.act({"action": "approve", "tool_call_id": card["tool_call_id"]})
+            await remote.until_paused()
+            (iid,) = remote.current.interrupts
+            entry = ResumeEntry(interrupt_id=iid, status="resolved", payload={"approved": True})
+            bob = await post_run(handle.url, AguiClient.make_input(remote.thread_id, [], [entry]), token="bob-token")
+            status = await remote.follow(every=0.2, timeout=30)
+            return bob, status, await task, remote.current
+
+        bob, status, final, turn = run_sync(scenario())
+    assert bob.last().outcome.type == "success" and status == "finished"
+    assert final == "The payment: success. paid 120.0 EUR to ACME GmbH"
+    (view,) = turn.pauses.values()
+    assert view["status"] == "delivered" and view["decision"] == {"action": "approve", "by": "bob"}
+    assert len(factory.runs) == 1
