@@ -47,6 +47,10 @@ __all__ = ["Link", "LinkRefused", "Links", "input_hash"]
 ACTIONS = ("approve", "deny")
 """What a link's page may answer."""
 
+PURPOSE = "nb_hitl.agui.approval-link"
+"""Signed with a link's claims, so no other record signed with the same key
+(a checkpoint, an audit line) can pass for a link, nor a link for them."""
+
 
 def input_hash(pause: Pause) -> str:
     """The SHA-256 (hex) of the input a person approves now: the card's
@@ -181,7 +185,7 @@ class Links:
             self.expiry(pause),
             secrets.token_urlsafe(12),
         )
-        body = asdict(link)
+        body = {"purpose": PURPOSE, **asdict(link)}
         signature = _sign(self.key, body)
         token = _b64(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) + "." + signature
         return base_url.rstrip("/") + "/links/" + token
@@ -198,10 +202,12 @@ class Links:
         body_text, _, signature = token.partition(".")
         try:
             body = json.loads(_unb64(body_text).decode("utf-8"))
-            link = Link(**body)
-        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+            link = Link(**{k: v for k, v in body.items() if k != "purpose"})
+        except (ValueError, TypeError, AttributeError, binascii.Error, UnicodeDecodeError):
             raise forged from None
-        if not isinstance(body, dict) or not hmac.compare_digest(signature.encode(), _sign(self.key, body).encode()):
+        if body.get("purpose") != PURPOSE or not hmac.compare_digest(
+            signature.encode(), _sign(self.key, body).encode()
+        ):
             raise forged
         return link
 

@@ -23,6 +23,7 @@ import httpx
 import pytest
 from ag_ui.core import ResumeEntry
 
+from nb_hitl._signing import _sign
 from nb_hitl.agui import AguiServer, RemoteSession, serve_in_background
 from nb_hitl.agui.client import AguiClient
 from nb_hitl.agui.link_page import CSP
@@ -175,7 +176,11 @@ def test_an_altered_or_forged_link_is_refused(world):
     claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
     as_mallory = base64.urlsafe_b64encode(json.dumps({**claims, "approver": "mallory"}).encode()).decode().rstrip("=")
     flipped = signature[:-1] + ("0" if signature[-1] != "0" else "1")
-    for bad in (f"{as_mallory}.{signature}", f"{body}.{flipped}", "nonsense", f"{body}."):
+    # signed with the right key, but not as a link (any other record the key signs)
+    other = {k: v for k, v in claims.items() if k != "purpose"}
+    not_a_link = base64.urlsafe_b64encode(json.dumps(other).encode()).decode().rstrip("=")
+    not_a_link += "." + _sign(world.server.links.key, other)
+    for bad in (f"{as_mallory}.{signature}", f"{body}.{flipped}", "nonsense", f"{body}.", not_a_link):
         got = httpx.post(f"{base}/{bad}", data={"action": "approve"})
         assert got.status_code == 403 and refused(got) == "forged", bad
         assert "it was altered, or it was not made by this server. Nothing was answered." in got.text
