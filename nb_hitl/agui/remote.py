@@ -271,6 +271,23 @@ class RemoteSession:
                 )
         self._push(turn, force=True)
 
+    async def follow(self, *, every: float = 1.0, timeout: float | None = None) -> str:
+        """Catch up with interrupts answered elsewhere (an approval link, :mod:`nb_hitl.agui.links`): a run
+        without input every ``every`` s until the server no longer repeats them; returns the turn's status.
+        Raises PauseNotLiveError (not paused), TimeoutError (the same interrupts after ``timeout`` s)."""
+        turn = self._paused_turn()
+        waiting, end = set(turn.interrupts), None if timeout is None else time.monotonic() + timeout
+        while turn.status == "paused" and set(turn.interrupts) == waiting:
+            if end is not None and time.monotonic() > end:
+                raise TimeoutError(f"The interrupts {', '.join(sorted(waiting))} are still open.")
+            turn.outbox = []
+            turn.settled.clear()
+            turn.resume_ready.set()
+            await turn.settled.wait()
+            if turn.status == "paused" and set(turn.interrupts) == waiting:
+                await asyncio.sleep(every)
+        return turn.status
+
     # ------------------------------------------------------------ internals
     def _paused_turn(self) -> RemoteTurn:
         turn = self.current

@@ -54,6 +54,8 @@ from .background import ServerHandle, serve_in_background
 from .events import EventTranslator, messages_snapshot, now_ms
 from .guard import Access, AuthHook
 from .http import Limits, close_unread, handle_close, handle_run
+from .link_page import link_route
+from .links import Links
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
 from .threads import Refusal, ThreadRegistry, ThreadState, canonical, held_input, refusal_at, refusal_of
 
@@ -75,7 +77,8 @@ class AguiServer:
             ``{"status": "ok"}`` (no auth; it says nothing about threads);
             ``DELETE <path>/threads/<thread_id>`` (same auth as a run) lets
             the owner close a thread that waits on nothing (its checkpoint
-            is deleted too): 200, 404 ``thread_not_found``, 409 ``thread_busy``.
+            is deleted too): 200, 404 ``thread_not_found``, 409 ``thread_busy``;
+            ``<path>/links/<token>``: an approval link's page (:mod:`nb_hitl.agui.links`).
         token: the shared secret clients send as ``Authorization: Bearer
             <token>``; ``None``: a random one is made (:attr:`token`, shown
             by ``serve_in_background``); ``False``: no token (only with an
@@ -142,10 +145,10 @@ class AguiServer:
         self.session_kwargs = {k: v for k, v in (session_kwargs or {}).items() if k != "display"}
         self.user_name = user_name
         self.registry = ThreadRegistry(agent_factory, self.session_kwargs, max_threads=max_threads, ttl=thread_ttl)
+        self.links = Links(self)  # one-time approval links: links.issue(thread_id, tool_call_id, approver, base_url=)
         health = self.path.rstrip("/") + "/health"
         threads = self.path.rstrip("/") + "/threads/{thread_id}"
-        # a browser app on an allowed origin sends a CORS preflight first
-        # (Authorization and application/json are not "simple"); answer it
+        # a browser app on an allowed origin sends a CORS preflight first (Authorization, JSON): answer it
         cors = (
             [
                 Middleware(
@@ -163,6 +166,7 @@ class AguiServer:
                 Route(self.path, self._endpoint, methods=["POST"]),
                 Route(health, self._health, methods=["GET"]),
                 Route(threads, self._close_thread, methods=["DELETE"]),
+                link_route(self.links),
             ],
             middleware=cors,
         )
@@ -244,7 +248,7 @@ class AguiServer:
                     if thread.adopt:  # restored with a parked reply: re-open its pauses first
                         thread.adopt = False
                         thread.session.start_resume()
-                        async for _ in self._pump(thread, self._translator(thread)):
+                        async for _ in self._pump(thread, thread.translator()):
                             pass
                     async for event in self._run_locked(thread, inp, resume, principal):
                         yield event
@@ -279,7 +283,7 @@ class AguiServer:
                             f"Interrupt {e.interrupt_id} was already answered (run {done.run_id}) with another "
                             "answer; an interrupt is decided once.",
                         )
-                async for event in self._finish(thread, inp, self._translator(thread), note={"replayed": True}):
+                async for event in self._finish(thread, inp, thread.translator(), note={"replayed": True}):
                     yield event
                 return
             answered = [e.interrupt_id for e in resume if e.interrupt_id in thread.ledger]
@@ -297,11 +301,11 @@ class AguiServer:
                 got = await session.act_all([m for _, m in messages], decided_by=principal, origin=where)
             except BatchRefused as exc:
                 raise refusal_of(exc, {m["tool_call_id"]: e for e, m in messages}) from None
-            recorded = thread.record_answers(messages, got["results"], inp.run_id)
+            recorded = thread.record_answers(messages, got["results"], inp.run_id, by=principal)
             thread.seen_ids.update(m.id for m in inp.messages)
             if recorded is not None:  # approvals short of N only: the same interrupts, for the next person
                 note = {"approvals_recorded": recorded}
-                async for event in self._finish(thread, inp, self._translator(thread), note=note):
+                async for event in self._finish(thread, inp, thread.translator(), note=note):
                     yield event
                 return
             yield MessagesSnapshotEvent(messages=messages_snapshot(thread.agent.state.context), timestamp=now_ms())
@@ -310,7 +314,16 @@ class AguiServer:
             open_now = self._open(thread)
             if open_now:  # AG-UI 1.0: nothing runs, the interrupt outcome is repeated
                 note = held_input(open_now, new)
-                async for event in self._finish(thread, inp, self._translator(thread), note={"refused_input": note}):
+                async for event in self._finish(thread, inp, thread.translator(), note={"refused_input": note}):
+                    yield event
+                return
+            if not new and thread.unseen:  # answered through a link since: the owner's client catches up
+                note, thread.unseen = {"answered_elsewhere": thread.unseen}, []
+                translator = thread.translator()
+                if session.current is not None and session.current.live:
+                    async for event in self._pump(thread, translator):
+                        yield event
+                async for event in self._finish(thread, inp, translator, note=note):
                     yield event
                 return
             if not new:
@@ -324,11 +337,12 @@ class AguiServer:
                 for m in new
             ]
             thread.seen_ids.update(m.id for m in inp.messages)
+            thread.unseen = []  # a new message: what the owner missed before is no longer caught up on
             try:
                 session.start(msgs if len(msgs) > 1 else msgs[0])
             except PendingPauseError as exc:
                 raise Refusal("thread_busy", str(exc)) from None
-        translator = self._translator(thread)
+        translator = thread.translator()
         async for event in self._pump(thread, translator):
             yield event
         async for event in self._finish(thread, inp, translator):
@@ -413,20 +427,6 @@ class AguiServer:
         if not awaiting:
             return False
         return all(tc.id in run.pauses and run.pauses[tc.id].status == "open" for tc in awaiting)
-
-    @staticmethod
-    def _translator(thread: ThreadState) -> EventTranslator:
-        """A run's event translator: a tool result the model reads otherwise
-        than the tool streamed it (nb_hitl's note, AgentScope's cut to fit
-        the context) is sent as the model reads it, as the local transcript
-        shows it (``ReplyRun.told``, filled by the Session before this
-        translator reads the event from the queue)."""
-
-        def reading(tool_call_id: str) -> str | None:
-            run = thread.session.current
-            return run.told.get(tool_call_id) if run is not None else None
-
-        return EventTranslator(reading=reading)
 
     async def _pump(self, thread: ThreadState, translator: EventTranslator) -> AsyncIterator[BaseEvent]:
         assert thread.queue is not None

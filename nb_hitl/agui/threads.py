@@ -36,6 +36,7 @@ from ..session import _SESSIONS as session_registry
 from ..session import ReplyRun, Session
 from ..session import _restore as restore
 from ..store import CheckpointStore
+from .events import EventTranslator
 
 __all__ = [
     "OWNER_KEY",
@@ -158,6 +159,11 @@ class ThreadState:
     ledger: dict[str, Answered] = field(default_factory=dict)
     seen_ids: set[str] = field(default_factory=set)
     last_used: float = 0.0
+    unseen: list[dict[str, Any]] = field(default_factory=list)
+    """Answers that decided a call without the owner's client (an approval
+    link, :mod:`nb_hitl.agui.links`, or another principal's resume),
+    ``[{"interrupt_id", "tool_call_id", "by", "action"}]``: the owner's next
+    run without input catches up with them."""
     adopt: bool = False
     """Restored from a checkpoint with a parked reply: the next run first
     re-opens its pauses (:meth:`~nb_hitl.session.Session.start_resume`)."""
@@ -173,10 +179,16 @@ class ThreadState:
             raise Refusal("thread_not_found", f"No thread {self.thread_id[:80]!r} here.")
 
     def record_answers(
-        self, messages: list[tuple[ResumeEntry, dict[str, Any]]], results: list[dict[str, Any]], run_id: str
+        self,
+        messages: list[tuple[ResumeEntry, dict[str, Any]]],
+        results: list[dict[str, Any]],
+        run_id: str,
+        *,
+        by: str | None = None,
     ) -> list[dict[str, Any]] | None:
         """Put a taken resume's answers in the ledger, except approvals short
-        of N (their interrupts stay open for the next person).
+        of N (their interrupts stay open for the next person); answers by
+        another principal than the owner (``by``) also go to :attr:`unseen`.
 
         Returns:
             ``[{"interrupt_id", "approvals"}]`` when every answer was such an
@@ -186,12 +198,28 @@ class ThreadState:
         for entry, message in messages:
             if message["tool_call_id"] not in waiting:
                 self.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), run_id)
+                if by != self.owner:  # the owner's client did not see this run: it catches up later
+                    seen = {"interrupt_id": entry.interrupt_id, "tool_call_id": message["tool_call_id"]}
+                    self.unseen.append({**seen, "by": by, "action": message.get("action")})
         if len(waiting) < len(messages):
             return None
         return [
             {"interrupt_id": e.interrupt_id, "approvals": len(waiting[m["tool_call_id"]]["approvals"])}
             for e, m in messages
         ]
+
+    def translator(self) -> EventTranslator:
+        """A run's event translator: a tool result the model reads otherwise
+        than the tool streamed it (nb_hitl's note, AgentScope's cut to fit
+        the context) is sent as the model reads it, as the local transcript
+        shows it (``ReplyRun.told``, filled by the Session before the
+        translator reads the event from the queue)."""
+
+        def reading(tool_call_id: str) -> str | None:
+            run = self.session.current
+            return run.told.get(tool_call_id) if run is not None else None
+
+        return EventTranslator(reading=reading)
 
     def listen(self) -> None:
         """Open the queue of a run (on the loop that reads it)."""

@@ -429,6 +429,14 @@ class RunReader:
             self._interrupted(list(outcome.interrupts))
             self._held(ev)
             return
+        meta = ev.metadata.get(META_KEY) if isinstance(ev.metadata, dict) else None
+        elsewhere = meta.get("answered_elsewhere") if isinstance(meta, dict) else None
+        for a in elsewhere if isinstance(elsewhere, list) else []:  # an approval link decided them
+            for view in turn.pauses.values():
+                if isinstance(a, dict) and view["interrupt_id"] == a.get("interrupt_id") and view["status"] == "open":
+                    move(view, "decided")
+                    view["decision"] = {"action": str(a.get("action"))[:40], "by": str(a.get("by"))[:200]}
+                    view["reason"] = f"Answered elsewhere: {str(a.get('by'))[:200]} ({str(a.get('action'))[:40]})."
         for view in turn.pauses.values():
             if view["status"] == "decided":
                 move(view, "delivered")

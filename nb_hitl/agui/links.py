@@ -1,0 +1,284 @@
+"""One-time approval links for the served agent's pauses.
+
+A confirmation that waits on the :class:`~nb_hitl.agui.server.AguiServer`
+(typically one that needs several approvals, ``Policy(approvals=N)``) can be
+answered by a person who has no AG-UI client: the server issues a link
+(:meth:`Links.issue`) that names the pause (thread, ``tool_call`` id,
+``reply_id``), the SHA-256 of the input as the card shows it, the approver's
+name and the pause's expiry, signed with HMAC-SHA256 under the same per-user
+key as the checkpoints and the audit chain (:func:`nb_hitl.store.load_key`,
+or the checkpoint store's key). Opening it shows a small page
+(:mod:`nb_hitl.agui.link_page`); its Approve or Deny goes through the
+Session's front door like every other answer (:meth:`Links.answer`), is
+audited with ``origin = {"road": "agui", "thread_id", "principal", "link"}``
+and ``decided_by`` the approver, and is counted towards the call's
+approvals (:mod:`nb_hitl.answers.approvals`).
+
+A link is refused (:class:`LinkRefused`, with the sentence its page shows)
+when its signature does not match (forged or altered), it was used before,
+its pause expired or closed, or the call's input is no longer the one it
+was made for (someone modified it).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._signing import _sign, load_key
+from ..answers.record import origin
+from ..errors import NbHitlError
+from ..pauses import Pause
+from .ids import interrupt_id, to_iso
+
+if TYPE_CHECKING:
+    from .server import AguiServer
+    from .threads import ThreadState
+
+__all__ = ["Link", "LinkRefused", "Links", "input_hash"]
+
+ACTIONS = ("approve", "deny")
+"""What a link's page may answer."""
+
+PURPOSE = "nb_hitl.agui.approval-link"
+"""Signed with a link's claims, so no other record signed with the same key
+(a checkpoint, an audit line) can pass for a link, nor a link for them."""
+
+
+def input_hash(pause: Pause) -> str:
+    """The SHA-256 (hex) of the input a person approves now: the card's
+    ``input_text`` (the edited input once someone modified the call)."""
+    return hashlib.sha256(pause.to_view()["input_text"].encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Link:
+    """What a link says (all of it signed).
+
+    Attributes:
+        thread_id: the AG-UI thread.
+        tool_call_id: the parked call.
+        reply_id: the parked reply the call belongs to.
+        input_sha256: :func:`input_hash` of the pause when the link was made.
+        approver: who answers through it (the audit's ``decided_by``).
+        expires_at: epoch seconds after which it is refused, or ``None``
+            (it still dies with its pause).
+        nonce: the link's own id (one use; the audit's ``origin.link``).
+    """
+
+    thread_id: str
+    tool_call_id: str
+    reply_id: str
+    input_sha256: str
+    approver: str
+    expires_at: float | None
+    nonce: str
+
+
+class LinkRefused(NbHitlError):
+    """A link that may not answer (its page says why).
+
+    Attributes:
+        code: ``forged``, ``used``, ``expired``, ``closed``, ``input_changed``,
+            ``refused`` (the front door's refusal).
+        status: the HTTP status of its page.
+    """
+
+    STATUS = {"forged": 403, "used": 410, "expired": 410, "closed": 410, "input_changed": 409, "refused": 409}
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = self.STATUS.get(code, 400)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class Links:
+    """The links of one server: issued, checked, redeemed once.
+
+    Args:
+        server: the :class:`~nb_hitl.agui.server.AguiServer` (its threads,
+            ``clock``, ``interrupt_ttl``, checkpoint store and ``path``).
+    """
+
+    def __init__(self, server: AguiServer) -> None:
+        self.server = server
+        self.used: dict[str, dict[str, Any]] = {}
+        """Redeemed links by nonce: ``{"at", "action", "by"}``."""
+        self._key: bytes | None = None
+
+    @property
+    def key(self) -> bytes:
+        """The signing key: the checkpoint store's, else :func:`nb_hitl.store.load_key`."""
+        if self._key is None:
+            store = self.server.registry.store
+            self._key = store.key if store is not None else load_key()
+        return self._key
+
+    def path(self) -> str:
+        """The route of a link's page (``<server path>/links/{token}``)."""
+        return self.server.path.rstrip("/") + "/links/{token}"
+
+    def _pause(self, thread_id: str, tool_call_id: str) -> tuple[ThreadState, Pause]:
+        thread = self.server.registry.threads.get(thread_id)
+        run = thread.session.current if thread is not None else None
+        pause = run.pauses.get(tool_call_id) if run is not None else None
+        if thread is None or run is None or pause is None:
+            raise LinkRefused("closed", "This call no longer waits here: there is no such pause on this server.")
+        return thread, pause
+
+    def expiry(self, pause: Pause) -> float | None:
+        """When a pause's interrupt expires (epoch seconds; its ``deadline``
+        and the server's ``interrupt_ttl``, the earlier), or ``None``."""
+        ttl = self.server.interrupt_ttl
+        times = [t for t in (pause.deadline, pause.created_at + ttl if ttl is not None else None) if t is not None]
+        return min(times) if times else None
+
+    def issue(self, thread_id: str, tool_call_id: str, approver: str, *, base_url: str) -> str:
+        """A one-time link for ``approver`` to answer an open confirmation.
+
+        Args:
+            thread_id: the AG-UI thread.
+            tool_call_id: the parked call (an interrupt's ``tool_call_id``).
+            approver: who will answer through the link (recorded as
+                ``decided_by``; a call that needs approvals from distinct
+                people refuses a second approval by the same name).
+            base_url: the server's endpoint as clients reach it
+                (``ServerHandle.url``).
+
+        Returns:
+            ``<base_url>/links/<token>``.
+
+        Raises:
+            LinkRefused: no such open pause (``closed``).
+            ValueError: ``approver`` is empty, or the pause is not a confirmation.
+        """
+        if not isinstance(approver, str) or not approver.strip():
+            raise ValueError("A link names its approver (a non-empty name).")
+        thread, pause = self._pause(thread_id, tool_call_id)
+        if pause.kind != "confirm":
+            raise ValueError(f"Links answer confirmations (Approve / Deny); {tool_call_id!r} is a {pause.kind} pause.")
+        if pause.status != "open":
+            raise LinkRefused(
+                "closed", f"{pause.tool_name} ({tool_call_id}) does not wait for an answer: {pause.status}."
+            )
+        link = Link(
+            thread_id,
+            tool_call_id,
+            pause.reply_id,
+            input_hash(pause),
+            approver.strip(),
+            self.expiry(pause),
+            secrets.token_urlsafe(12),
+        )
+        body = {"purpose": PURPOSE, **asdict(link)}
+        signature = _sign(self.key, body)
+        token = _b64(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) + "." + signature
+        return base_url.rstrip("/") + "/links/" + token
+
+    def read(self, token: str) -> Link:
+        """The link a token carries, if this server signed it.
+
+        Raises:
+            LinkRefused: ``forged`` (not a token, or its signature does not match).
+        """
+        forged = LinkRefused(
+            "forged", "This link is not valid: it was altered, or it was not made by this server. Nothing was answered."
+        )
+        body_text, _, signature = token.partition(".")
+        try:
+            body = json.loads(_unb64(body_text).decode("utf-8"))
+            link = Link(**{k: v for k, v in body.items() if k != "purpose"})
+        except (ValueError, TypeError, AttributeError, binascii.Error, UnicodeDecodeError):
+            raise forged from None
+        if body.get("purpose") != PURPOSE or not hmac.compare_digest(
+            signature.encode(), _sign(self.key, body).encode()
+        ):
+            raise forged
+        return link
+
+    def check(self, token: str) -> tuple[Link, ThreadState, Pause]:
+        """The link, its thread and its pause, if the link may still answer.
+
+        Raises:
+            LinkRefused: forged, used, expired, its pause closed or decided,
+                or the call's input changed since the link was made.
+        """
+        link = self.read(token)
+        used = self.used.get(link.nonce)
+        if used is not None:
+            raise LinkRefused(
+                "used",
+                f"This link was already used: {used['by']} answered {used['action']} at {to_iso(used['at'])}. "
+                "A link answers once.",
+            )
+        if link.expires_at is not None and self.server.clock() > link.expires_at:
+            raise LinkRefused("expired", f"This link expired at {to_iso(link.expires_at)}, with its pause.")
+        thread, pause = self._pause(link.thread_id, link.tool_call_id)
+        if pause.reply_id != link.reply_id:
+            raise LinkRefused("closed", "This call no longer waits here: the reply it belonged to has ended.")
+        if pause.status != "open":
+            why = pause.reason or (
+                f"it was answered ({pause.decision.get('action')})" if pause.decision else pause.status
+            )
+            raise LinkRefused(
+                "closed", f"{pause.tool_name} ({pause.tool_call_id}) no longer waits for an answer: {why}."
+            )
+        if input_hash(pause) != link.input_sha256:
+            raise LinkRefused(
+                "input_changed",
+                f"The input of {pause.tool_name} changed since this link was made (someone modified the call), "
+                "so this link cannot answer for it. Ask for a new link to see the input as it is now.",
+            )
+        return link, thread, pause
+
+    async def answer(self, token: str, action: str, reason: str | None = None) -> dict[str, Any]:
+        """Answer through a link: the Session's front door, audit and count.
+
+        Args:
+            token: the link's token.
+            action: ``"approve"`` or ``"deny"``.
+            reason: a denial's reason (optional).
+
+        Returns:
+            the Session's answer (``{"status": "decided" | "approval_recorded", ...}``)
+            plus ``"pause"`` (the pause).
+
+        Raises:
+            LinkRefused: see :meth:`check`; ``refused`` with the front door's
+                sentence (the link stays unused then).
+        """
+        if action not in ACTIONS:
+            raise LinkRefused("refused", "A link answers Approve or Deny.")
+        link, thread, pause = self.check(token)
+        message: dict[str, Any] = {"action": action, "tool_call_id": link.tool_call_id, "reply_id": link.reply_id}
+        if action == "deny" and reason and reason.strip():
+            message["reason"] = reason.strip()[:2000]
+        where = origin("agui", thread_id=link.thread_id, principal=link.approver, link=link.nonce)
+        # no await between the checks above and the front door below: nothing else answers in between
+        self.used[link.nonce] = {"at": time.time(), "action": action, "by": link.approver}
+        try:
+            got = await thread.session.act(message, decided_by=link.approver, origin=where)
+        except NbHitlError as exc:
+            del self.used[link.nonce]
+            raise LinkRefused("refused", str(exc)) from None
+        if got.get("status") == "decided":  # the call goes on without the owner's client: it catches up later
+            iid = interrupt_id(link.thread_id, link.reply_id, link.tool_call_id)
+            thread.unseen.append(
+                {"interrupt_id": iid, "tool_call_id": link.tool_call_id, "by": link.approver, "action": action}
+            )
+        return {**got, "pause": pause}

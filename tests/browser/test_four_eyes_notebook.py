@@ -1,0 +1,84 @@
+"""notebooks/four_eyes.ipynb clicked through in real JupyterLab + Debian Chromium.
+
+Run All without ``NB_HITL_ANSWER_FROM_CODE`` (C40): the notebook serves the
+payment agent over AG-UI and stops at its card. alice clicks Approve on the
+card (it stays open: 1 of 2); the notebook prints bob's one-time link; a
+second page, phone-sized, opens the link and clicks Approve; the notebook's
+client catches up, the card says who answered, and the payment ran once.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+from playwright.sync_api import expect
+
+from tests.browser.test_pauses_in_practice_page import _card, _notebook_outputs
+from tests.harness import REPO_ROOT
+from tests.harness.lab import (
+    JupyterLabServer,
+    new_page,
+    open_notebook,
+    output_locator,
+    run_all_cells,
+    screenshot,
+    wait_execution_done,
+)
+
+OUT = ".jp-OutputArea-output"
+NOTEBOOK = REPO_ROOT / "notebooks" / "four_eyes.ipynb"
+
+
+def _stdout(page) -> str:  # type: ignore[no-untyped-def]
+    outputs = _notebook_outputs(page)
+    assert not [o for o in outputs if o.get("output_type") == "error"], outputs
+    return "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
+
+
+def test_four_eyes_notebook_card_then_link_on_a_second_page(page, browser, lab: JupyterLabServer) -> None:
+    shutil.copy(NOTEBOOK, lab.root / "four_eyes.ipynb")
+    open_notebook(page, lab, "four_eyes.ipynb")
+    run_all_cells(page)
+
+    card = _card(page, "confirm")
+    card.wait_for(timeout=90_000)
+    output_locator(page, "Waiting for you: click Approve on the card above (you are alice).").wait_for(timeout=30_000)
+    approvals = card.locator('[data-testid="nbh-approvals"]')
+    expect(approvals).to_have_text("0 of 2 approvals so far; each must come from a different person.")
+    card.locator('[data-testid="nbh-approve"]').click()
+    expect(_card(page, "confirm").locator('[data-testid="nbh-approvals"]')).to_contain_text(
+        "1 of 2 approvals: alice (", timeout=30_000
+    )
+    output_locator(page, "Waiting for bob: open the link above in another tab and click Approve.").wait_for(
+        timeout=30_000
+    )
+    found = re.search(r"bob's link: (\S+)", _stdout(page))
+    assert found, _stdout(page)
+
+    phone = new_page(browser, width=390, height=844)
+    try:
+        phone.goto(found.group(1))
+        expect(phone.get_by_test_id("nbh-link-approvals")).to_contain_text("1 of 2 approvals: alice (")
+        expect(phone.get_by_test_id("nbh-link-approver")).to_have_text("bob")
+        phone.get_by_test_id("nbh-link-approve").click()
+        expect(phone.get_by_test_id("nbh-link-done")).to_contain_text(
+            "was the last one needed: send_payment goes to the agent now."
+        )
+        assert phone.nbh_errors == [], phone.nbh_errors  # type: ignore[attr-defined]
+    finally:
+        phone.context.close()
+
+    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
+    expect(final).to_have_text("The payment: success. paid 120.0 EUR to ACME GmbH", timeout=60_000)
+    expect(page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"]')).to_have_attribute(
+        "data-status", "delivered"
+    )
+    screenshot(page, "four-eyes-notebook-done")
+    output_locator(page, "server stopped: True").wait_for(timeout=60_000)
+    wait_execution_done(page, timeout=60)
+    whole = _stdout(page)
+    assert "approve by alice | road: agui | run | {'count': 1, 'needed': 2}" in whole
+    assert "approve by bob | road: agui | link | {'count': 2, 'needed': 2}" in whole
+    assert "payments that ran: [('ACME GmbH', 120.0)]" in whole
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors  # type: ignore[attr-defined]
