@@ -1,5 +1,5 @@
 """The console's answers through nb_hitl.answers against the real cluster
-(tests/service/conftest.py): batches (C31), two consoles and a PostgreSQL
+(tests/conftest.py): batches (C31), two consoles and a PostgreSQL
 restart (C30), a redis-server restart (C36). Every loop is bounded."""
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ def test_c36_redis_restart_is_told_and_answering_works_after_the_workers_restart
         await client.refresh()
         session = await client.open(sid, agent_id)
         session.close()
-        session.take_within = 3.0
+        session.answerer.take_within = 3.0
         (tcid,) = session.pauses
         workers.redis.restart()
         try:

@@ -1,5 +1,5 @@
 """The console against two real AgentScope workers on one Redis bus, storage in
-PostgreSQL 15 (tests/service/conftest.py). Every loop is bounded in count and time."""
+PostgreSQL 15 (tests/conftest.py). Every loop is bounded in count and time."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_killed_after_side_effect_needs_explicit_second_approval(workers: Cluste
         await via_a.aclose()
         session = await console.open(sid, agent_id)
         (tcid,) = session.pauses
-        session.outcome_timeout = 3.0
+        session.answerer.outcome_timeout = 3.0
         await session.answer({"action": "approve", "tool_call_id": tcid})
         runs = await until(lambda: _notes(workers, text), "the side effect")
         runner = workers.worker_by_pid(runs[0]["pid"])
@@ -157,7 +157,7 @@ def test_killed_after_side_effect_needs_explicit_second_approval(workers: Cluste
         await asyncio.sleep(1.0)
         assert len(workers.notes(text)) == 1
         # the explicit second approval
-        session.outcome_timeout = 10.0
+        session.answerer.outcome_timeout = 10.0
         result = await session.answer({"action": "approve", "tool_call_id": tcid})
         assert result["status"] == "delivered"
         await until(lambda: _idle(console, agent_id, sid), "the second run to finish", timeout=30)
