@@ -44,7 +44,7 @@ from .http import ServiceError, ServiceHTTP, confirm_body, external_body
 from .ledger import APPROVING, AnswerLedger
 from .outcome import Outcome, answer_mark, await_outcome, call_state, settled_by
 
-__all__ = ["Answerer", "ConsoleView", "AlreadyApprovedError", "OutcomeError", "tool_for"]
+__all__ = ["Answerer", "ConsoleView", "AlreadyApprovedError", "OutcomeError", "UNTOLD", "as_carried", "tool_for"]
 
 
 class AlreadyApprovedError(NbHitlError):
@@ -65,6 +65,23 @@ class OutcomeError(NbHitlError):
         super().__init__(outcome.detail)
         self.outcome = outcome
         self.code = outcome.status
+
+
+UNTOLD = (
+    "The agent was not told your reason: AgentScope's confirmation event has no field for it, so the model "
+    "reads the service's own denial. The reason is kept in this console's audit record."
+)
+"""Said on a delivered denial with a reason (locally the reason is put in the call's result)."""
+
+
+def as_carried(decision: Decision) -> dict[str, Any]:
+    """The decision's summary as the service carries it: without ``note``
+    (what a local session writes into the call's result: the reason of a
+    denial, who edited a call), which no AgentScope answer event can carry,
+    so the card never says the agent was told it."""
+    summary = decision.summary()
+    summary.pop("note", None)
+    return summary
 
 
 def tool_for(name: str) -> Any:
@@ -363,7 +380,7 @@ class Answerer:
             raise
         for p, d in group:
             transition(p, "decided")
-            p.decision = d.summary() if d is not None else raw
+            p.decision = as_carried(d) if d is not None else raw
         self.console.push()
         outcome = await self._judge(body, ids)
         for p, d in group:
@@ -378,7 +395,8 @@ class Answerer:
                 **extra,
             )
         self.outcomes.append(outcome)
-        self._settle([p for p, _ in group], outcome)
+        untold = {p.tool_call_id for p, d in group if d is not None and d.action == "deny" and d.reason}
+        self._settle([p for p, _ in group], outcome, untold)
         if self.on_answered is not None:
             self.on_answered(self.session_id, outcome)
         with contextlib.suppress(ServiceError):
@@ -423,16 +441,17 @@ class Answerer:
         except ServiceError as exc:
             return Outcome("not_applied", f"Not sent: {exc}")
 
-    def _settle(self, pauses: list[Pause], outcome: Outcome) -> None:
+    def _settle(self, pauses: list[Pause], outcome: Outcome, untold: set[str]) -> None:
         """Move the pauses by the verdict: ``delivered`` only for a call this
-        answer produced the result of; ``expired`` (with the reason) for a
-        call settled elsewhere; ``open`` again for a call still waiting,
-        saying what became of the last answer."""
+        answer produced the result of (a denial's reason in ``untold`` is
+        said not to reach the agent, :data:`UNTOLD`); ``expired`` (with the
+        reason) for a call settled elsewhere; ``open`` again for a call still
+        waiting, saying what became of the last answer."""
         for p in pauses:
             state = outcome.states.get(p.tool_call_id)
             if outcome.applied and state != "answered_elsewhere":
                 transition(p, "delivered")
-                p.message = None
+                p.message = UNTOLD if p.tool_call_id in untold else None
                 self._armed.discard(p.tool_call_id)
             elif outcome.status == "answered_elsewhere" or state == "answered_elsewhere":
                 transition(p, "expired", reason=outcome.detail)
