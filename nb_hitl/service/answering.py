@@ -174,8 +174,9 @@ class Answerer:
             "Approving again may run it a second time."
         )
 
-    async def answer(self, message: Any) -> dict[str, Any]:
-        """Check, record, send and judge one page message.
+    async def act(self, message: Any) -> dict[str, Any]:
+        """Check, record, send and judge one page message (``{"action",
+        "tool_call_id", ...}``), as :meth:`nb_hitl.Session.act` does locally.
 
         The front door (:func:`~nb_hitl.answers.front.admit`, then
         :func:`~nb_hitl.answers.front.verify` with AgentScope's tool where the
@@ -201,11 +202,13 @@ class Answerer:
             raise OutcomeError(outcome)
         return {"status": "delivered", "decision": pause.decision, "outcome": outcome.detail}
 
-    async def answer_batch(self, message: dict[str, Any]) -> dict[str, Any]:
-        """``{"action": "batch", "items": [...]}`` (the card's "Submit all" /
-        "Approve all"): all or nothing through the front door
-        (:func:`~nb_hitl.answers.front.admit_all`), then ONE answer event per
-        kind (confirmations first; AgentScope takes one event per resume).
+    async def act_all(self, messages: Any) -> dict[str, Any]:
+        """Several page messages at once (the items of the card's "Submit all"
+        / "Approve all", as :meth:`nb_hitl.Session.act_all` locally): all or
+        nothing through the front door
+        (:func:`~nb_hitl.answers.front.admit_all`: not a list is refused), then
+        ONE answer event per kind (confirmations first; AgentScope takes one
+        event per resume).
 
         Returns:
             ``{"status": "delivered" | "not_applied", "results": [...],
@@ -218,7 +221,7 @@ class Answerer:
             AlreadyApprovedError: an item was approved before (nothing sent).
             OutcomeError: nothing of the batch was applied.
         """
-        admitted, results = front.admit_all(self.console.pauses, message.get("items"), all_or_nothing=True)
+        admitted, results = front.admit_all(self.console.pauses, messages, all_or_nothing=True)
         self.console.push()
         second = await self._checked(admitted, results)
         outcomes = await self.carry([(p, d) for _, p, d in admitted], second)

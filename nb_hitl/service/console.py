@@ -231,18 +231,21 @@ class SessionConsole:
         if action == "entry_text":  # "Show all" on an entry shown in part
             return entry_text(lookup_in(self.transcript), message.get("id"))
         if action == "batch":  # "Submit all" / "Approve all"
-            return self.answer_batch(message)
-        return self.answer(message)
+            return self.act_all(message.get("items"))
+        return self.act(message)
 
-    async def answer(self, message: Any) -> dict[str, Any]:
-        """Answer one pause as the card would: :meth:`Answerer.answer
-        <nb_hitl.service.answering.Answerer.answer>` (its returns and errors)."""
-        return await self.answerer.answer(message)
+    async def act(self, message: Any) -> dict[str, Any]:
+        """Answer one pause as its card would (``{"action", "tool_call_id",
+        ...}``, as :meth:`nb_hitl.Session.act` locally): :meth:`Answerer.act
+        <nb_hitl.service.answering.Answerer.act>` (its returns and errors)."""
+        return await self.answerer.act(message)
 
-    async def answer_batch(self, message: dict[str, Any]) -> dict[str, Any]:
-        """The card's "Submit all": :meth:`Answerer.answer_batch
-        <nb_hitl.service.answering.Answerer.answer_batch>` (its returns and errors)."""
-        return await self.answerer.answer_batch(message)
+    async def act_all(self, messages: Any) -> dict[str, Any]:
+        """Answer several pauses at once, all or nothing (the card's "Submit
+        all", as :meth:`nb_hitl.Session.act_all` locally):
+        :meth:`Answerer.act_all <nb_hitl.service.answering.Answerer.act_all>`
+        (its returns and errors)."""
+        return await self.answerer.act_all(messages)
 
     async def send_raw(self, body: dict[str, Any], tool_call_ids: list[str], action: str = "raw") -> Outcome:
         """Send an answer body as given, for operators and tests:
