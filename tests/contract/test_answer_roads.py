@@ -36,7 +36,7 @@ import re
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from agentscope.agent import Agent
@@ -118,58 +118,74 @@ def masked(text: str, ids: list[str]) -> str:
 
 
 # ------------------------------------------------------------------ roads
-class Road:
-    """One way in. ``pauses`` maps a tool name to its open call's id."""
+class Road(Protocol):
+    """One way in (each road below has these). ``pauses`` maps a tool name to its open call's id."""
+
+    name: str
+    origin: str
+    folder: Path
+    audit: Path
+    pauses: dict[str, str]
+
+    def __init__(self, folder: Path, audit: Path) -> None:
+        """A new road over the sandbox ``folder`` (the service road makes its own), audit log at ``audit``."""
+        ...
+
+    async def start(self, prompt: str) -> None:
+        """Start the reply and wait until it parks on both calls (fills ``pauses``)."""
+        ...
+
+    async def send(self, messages: list[dict[str, Any]]) -> None:
+        """Send the answers (one, or all at once); raise :class:`NbHitlError` on refusal."""
+        ...
+
+    async def final(self) -> str:
+        """What the model read (see :func:`report_text`) once the reply ended."""
+        ...
+
+    def views(self) -> list[dict[str, Any]]:
+        """The reply's pauses as the page gets them."""
+        ...
+
+    def decisions(self) -> list[tuple[str, str, str]]:
+        """``(tool_name, decision, road)`` of every answer that reached the agent."""
+        ...
+
+    async def close(self) -> None:
+        """Stop what the road started."""
+        ...
+
+
+def audit_decisions(audit: Path) -> list[tuple[str, str, str]]:
+    """``(tool_name, decision, road)`` of every answer record in the log at ``audit``."""
+    return [
+        (r["tool_name"], r["decision"], (r.get("origin") or {}).get("road", "?"))
+        for r in AuditLog(audit).records("answered")
+        if r.get("tool_call_id") and r.get("decision")
+    ]
+
+
+def statuses(road: Road) -> dict[str, str]:
+    """``{tool_name: status}`` of the reply's pauses as ``road`` shows them."""
+    return {v["tool_name"]: v["status"] for v in road.views()}
+
+
+def told_on_card(road: Road) -> list[str]:
+    """What ``road``'s cards say the agent was told (the decision's ``note``: "The agent was told: ...")."""
+    return [
+        v["decision"]["note"] for v in road.views() if isinstance(v.get("decision"), dict) and v["decision"].get("note")
+    ]
+
+
+class LocalRoad:
+    """A :class:`Session` in this kernel; its subclasses say how the answers are sent."""
 
     name = ""
-    origin = ""
 
     def __init__(self, folder: Path, audit: Path) -> None:
         self.folder = folder
         self.audit = audit
         self.pauses: dict[str, str] = {}
-
-    def statuses(self) -> dict[str, str]:
-        """``{tool_name: status}`` of the reply's pauses as this road shows them."""
-        return {v["tool_name"]: v["status"] for v in self.views()}
-
-    def told_on_card(self) -> list[str]:
-        """What the cards say the agent was told (the decision's ``note``: "The agent was told: ...")."""
-        return [
-            v["decision"]["note"]
-            for v in self.views()
-            if isinstance(v.get("decision"), dict) and v["decision"].get("note")
-        ]
-
-    def views(self) -> list[dict[str, Any]]:
-        """The reply's pauses as the page gets them."""
-        raise NotImplementedError
-
-    async def start(self, prompt: str) -> None:
-        raise NotImplementedError
-
-    async def send(self, messages: list[dict[str, Any]]) -> None:
-        """Send the answers (one, or all at once); raise :class:`NbHitlError` on refusal."""
-        raise NotImplementedError
-
-    async def final(self) -> str:
-        raise NotImplementedError
-
-    async def close(self) -> None:
-        return None
-
-    def decisions(self) -> list[tuple[str, str, str]]:
-        """``(tool_name, decision, road)`` of every answer record in the log."""
-        return [
-            (r["tool_name"], r["decision"], (r.get("origin") or {}).get("road", "?"))
-            for r in AuditLog(self.audit).records("answered")
-            if r.get("tool_call_id") and r.get("decision")
-        ]
-
-
-class LocalRoad(Road):
-    def __init__(self, folder: Path, audit: Path) -> None:
-        super().__init__(folder, audit)
         self.session = Session(contract_agent(folder), display=self.name == "click", audit_log=str(audit))
         self.task: Any = None
 
@@ -185,6 +201,12 @@ class LocalRoad(Road):
     def views(self) -> list[dict[str, Any]]:
         run = self.session.current
         return [dict(p.to_view()) for p in run.pauses.values()] if run is not None else []
+
+    def decisions(self) -> list[tuple[str, str, str]]:
+        return audit_decisions(self.audit)
+
+    async def close(self) -> None:
+        return None
 
 
 class ClickRoad(LocalRoad):
@@ -226,14 +248,16 @@ class ActRoad(LocalRoad):
             await self.session.act_all(messages)
 
 
-class AguiRoad(Road):
+class AguiRoad:
     """The notebook's AG-UI client against the served agent: one resume run."""
 
     name = "agui"
     origin = "agui"
 
     def __init__(self, folder: Path, audit: Path) -> None:
-        super().__init__(folder, audit)
+        self.folder = folder
+        self.audit = audit
+        self.pauses: dict[str, str] = {}
         self.server = AguiServer(lambda thread_id: contract_agent(folder), session_kwargs={"audit_log": str(audit)})
         self.handle = serve_in_background(self.server)
         self.remote = RemoteSession(self.handle.url, token=self.handle.token, thread_id="contract", display=False)
@@ -255,11 +279,14 @@ class AguiRoad(Road):
         turn = self.remote.current
         return [dict(v) for v in turn.pauses.values()] if turn is not None else []
 
+    def decisions(self) -> list[tuple[str, str, str]]:
+        return audit_decisions(self.audit)
+
     async def close(self) -> None:
         self.handle.stop()
 
 
-class ServiceRoad(Road):
+class ServiceRoad:
     """The service console's card (:meth:`SessionConsole.handle`, what a click
     on its card sends) against AgentScope's service: two workers, Redis bus,
     PostgreSQL storage. The chat starts through worker A; the console talks to
@@ -272,7 +299,9 @@ class ServiceRoad(Road):
     def __init__(self, folder: Path, audit: Path) -> None:
         # the service's tools work in the user's folder under the cluster's sandboxes
         self.user = f"contract-{uuid.uuid4().hex[:10]}"
-        super().__init__(make_sandbox(self.cluster.sandboxes / self.user), audit)
+        self.folder = make_sandbox(self.cluster.sandboxes / self.user)
+        self.audit = audit
+        self.pauses: dict[str, str] = {}
         self.starter = ServiceClient(self.cluster.a.url, self.user, audit_path=audit.with_suffix(".a.jsonl"))
         self.client = ServiceClient(self.cluster.b.url, self.user, audit_path=audit, service_id="cluster")
         self.console: SessionConsole | None = None
@@ -324,7 +353,9 @@ class ServiceRoad(Road):
 
     def decisions(self) -> list[tuple[str, str, str]]:
         """The ledger's ``applied`` lines: the answers that reached the tool."""
-        return [d for d, r in zip(super().decisions(), self._answered(), strict=True) if r.get("phase") == "applied"]
+        return [
+            d for d, r in zip(audit_decisions(self.audit), self._answered(), strict=True) if r.get("phase") == "applied"
+        ]
 
     def _answered(self) -> list[dict[str, Any]]:
         return [r for r in AuditLog(self.audit).records("answered") if r.get("tool_call_id") and r.get("decision")]
@@ -406,8 +437,8 @@ async def play(road_cls: type[Road], tmp: Path, scenario: str, request: pytest.F
             "final": final,
             "files": files(road.folder),
             "decisions": sorted(road.decisions()),
-            "statuses": road.statuses(),
-            "told_on_card": [masked(t, ids) for t in road.told_on_card()],
+            "statuses": statuses(road),
+            "told_on_card": [masked(t, ids) for t in told_on_card(road)],
             "messages": {v["tool_name"]: v.get("message") for v in road.views()},
         }
     finally:
@@ -474,7 +505,7 @@ def test_a_refused_answer_is_refused_on_every_road_and_nothing_runs(
                 await case(road)
             assert "old_log.txt" in files(road.folder)
             assert road.decisions() == []
-            assert set(road.statuses().values()) == {"open"}, road.statuses()
+            assert set(statuses(road).values()) == {"open"}, statuses(road)
             if isinstance(road, ServiceRoad):
                 assert road.sent() == 0  # refused before the ledger: nothing went to the service
             # the pauses are still open: a right answer goes through after the refusal
