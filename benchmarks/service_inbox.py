@@ -130,7 +130,7 @@ async def run(cluster: Cluster, n: int, agents: int, folder: Path) -> None:
     for aid, sid in through_console:
         console = await svc.open(sid, aid)
         tcid = next(iter(console.pauses))
-        result = await console.answer({"action": "approve", "tool_call_id": tcid})
+        result = await console.act({"action": "approve", "tool_call_id": tcid})
         assert result["status"] == "delivered", result
         console.close()
     console_s = time.perf_counter() - t1

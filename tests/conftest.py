@@ -4,6 +4,12 @@ Checkpoint signing keys and checkpoint locks of every test live in a
 temporary folder (never the user's ``~/.config`` or ``~/.cache``); kernels
 and JupyterLab servers started by the tests inherit the environment.
 
+The service's servers (``redis_server``, ``postgres``, ``fake_model``,
+``cluster``, ``workers``: tests/service/cluster.py) are session-scoped and
+started only by the tests that ask for them: tests/service/ and the service
+road of tests/contract/ share ONE Redis, ONE PostgreSQL, one fake model and
+ONE pair of AgentScope workers (worker start-up is 5-19 s each).
+
 Browser tests (tests/browser, tests/frontends) run last and share one
 Chromium (``browser``, session): Playwright's sync API leaves an event loop running in
 the main thread for the rest of the session, and tests that call
@@ -12,6 +18,7 @@ the main thread for the rest of the session, and tests that call
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +26,7 @@ import pytest
 
 from nb_hitl.store import KEY_ENV, LOCK_DIR_ENV
 from tests.harness.lab import CHROMIUM, launch_chromium
+from tests.service.cluster import Cluster, FakeModel, PostgresServer, RedisServer
 
 # the helpers' asserts (tests/support.py) report like the tests' own
 pytest.register_assert_rewrite("tests.support")
@@ -64,3 +72,49 @@ def browser() -> Iterator[object]:
             yield b
         finally:
             b.close()
+
+
+# ------------------------------------------------- the service's servers
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    folder = Path(tempfile.mkdtemp(prefix="nbh-redis-"))
+    server = RedisServer(folder).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def fake_model() -> Iterator[FakeModel]:
+    model = FakeModel().start()
+    try:
+        yield model
+    finally:
+        model.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster(redis_server: RedisServer, postgres: PostgresServer, fake_model: FakeModel) -> Iterator[Cluster]:
+    folder = Path(tempfile.mkdtemp(prefix="nbh-workers-"))
+    c = Cluster(redis_server, postgres, fake_model, folder).start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def workers(cluster: Cluster) -> Cluster:
+    """The worker pair, both alive (a test that killed one gets it back)."""
+    cluster.revive()
+    return cluster

@@ -1,6 +1,7 @@
 """Answering a service session's pauses: the console's road through nb_hitl.answers.
 
-:class:`Answering` (mixed into :class:`~nb_hitl.service.console.SessionConsole`)
+:class:`Answerer` (owned by a :class:`~nb_hitl.service.console.SessionConsole`,
+which it reads and drives through the small :class:`ConsoleView` protocol)
 takes a card's message through the same front door as a local session
 (:func:`~nb_hitl.answers.front.admit` / :func:`~nb_hitl.answers.front.admit_all`
 all or nothing, then :func:`~nb_hitl.answers.front.verify` with AgentScope's
@@ -28,10 +29,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from agentscope.tool import AskUser
 
+from .._agentscope import enum_value
 from ..answers import front
 from ..answers.lifecycle import transition
 from ..answers.record import decision_fields
@@ -42,7 +44,7 @@ from .http import ServiceError, ServiceHTTP, confirm_body, external_body
 from .ledger import APPROVING, AnswerLedger
 from .outcome import Outcome, answer_mark, await_outcome, call_state, settled_by
 
-__all__ = ["Answering", "AlreadyApprovedError", "OutcomeError", "tool_for"]
+__all__ = ["Answerer", "ConsoleView", "AlreadyApprovedError", "OutcomeError", "UNTOLD", "as_carried", "tool_for"]
 
 
 class AlreadyApprovedError(NbHitlError):
@@ -65,40 +67,116 @@ class OutcomeError(NbHitlError):
         self.code = outcome.status
 
 
+UNTOLD = (
+    "The agent was not told your reason: AgentScope's confirmation event has no field for it, so the model "
+    "reads the service's own denial. The reason is kept in this console's audit record."
+)
+"""Said on a delivered denial with a reason (locally the reason is put in the call's result)."""
+
+
+def as_carried(decision: Decision) -> dict[str, Any]:
+    """The decision's summary as the service carries it: without ``note``
+    (what a local session writes into the call's result: the reason of a
+    denial, who edited a call), which no AgentScope answer event can carry,
+    so the card never says the agent was told it."""
+    summary = decision.summary()
+    summary.pop("note", None)
+    return summary
+
+
 def tool_for(name: str) -> Any:
     """AgentScope's tool of that name where the console has it (``AskUser``:
     its schemas make the AskUser card and check its answers), else ``None``."""
     return AskUser() if name == "AskUser" else None
 
 
-class Answering:
-    """The acting half of a session console (see the module docstring)."""
+class ConsoleView(Protocol):
+    """What an :class:`Answerer` reads and drives of its console: the pauses
+    shown now (the dict is replaced on every refresh, so it is read each
+    time), the stream cursor of the last ``/messages``, a redraw, a re-read."""
 
-    http: ServiceHTTP
-    ledger: AnswerLedger
-    agent_id: str
-    session_id: str
-    agent_name: str
-    pauses: dict[str, Pause]
-    cursor: str | None
-    outcome_timeout: float
-    take_within: float
-    console_id: str
-    outcomes: list[Outcome]
-    on_answered: Callable[[str, Outcome], None] | None
-    _armed: set[str]
+    @property
+    def pauses(self) -> dict[str, Pause]:
+        """``{tool_call_id: Pause}`` of the parked reply as shown now."""
+        ...
 
-    def _push(self) -> None:
-        raise NotImplementedError
+    @property
+    def cursor(self) -> str | None:
+        """The stream cursor from the last ``/messages`` (``None`` before one)."""
+        ...
+
+    def push(self) -> None:
+        """Show the pauses' current state (a closed view is no error)."""
+        ...
 
     async def refresh(self) -> None:
-        raise NotImplementedError
+        """Re-read the session; raises :class:`~nb_hitl.service.http.ServiceError`."""
+        ...
 
-    def _flag(self, pause: Pause) -> None:
-        raise NotImplementedError
 
-    async def answer(self, message: Any) -> dict[str, Any]:
-        """Check, record, send and judge one page message.
+class Answerer:
+    """The answers of one service session (see the module docstring).
+
+    Args:
+        console: the console whose pauses it answers (:class:`ConsoleView`).
+        http: the user's :class:`~nb_hitl.service.http.ServiceHTTP`.
+        ledger: where answers are recorded.
+        agent_id, session_id: the session.
+        agent_name: recorded with every answer.
+        outcome_timeout: seconds to wait for the service's verdict on an answer.
+        take_within: seconds a worker has to take an answer (echo it on the
+            stream) before the service counts as not taking answers.
+        console_id: this console's name in the answers it sends.
+        on_answered: called with ``(session_id, outcome)`` after every answer.
+
+    Attributes:
+        outcomes: every :class:`Outcome`, in order.
+        outcome_timeout, take_within: as given (may be changed between answers).
+    """
+
+    def __init__(
+        self,
+        console: ConsoleView,
+        http: ServiceHTTP,
+        ledger: AnswerLedger,
+        agent_id: str,
+        session_id: str,
+        *,
+        console_id: str,
+        agent_name: str = "",
+        outcome_timeout: float = 10.0,
+        take_within: float = 8.0,
+        on_answered: Callable[[str, Outcome], None] | None = None,
+    ) -> None:
+        self.console = console
+        self.http = http
+        self.ledger = ledger
+        self.agent_id = agent_id
+        self.session_id = session_id
+        self.console_id = console_id
+        self.agent_name = agent_name
+        self.outcome_timeout = outcome_timeout
+        self.take_within = take_within
+        self.on_answered = on_answered
+        self.outcomes: list[Outcome] = []
+        self._armed: set[str] = set()
+
+    def flag(self, pause: Pause) -> None:
+        """Say on a confirmation's card that this console approved the call
+        before (a worker died after the side effect and the service asks
+        again): approving again may run the tool a second time."""
+        first = self.ledger.approved(self.session_id, pause.tool_call_id)
+        if first is None or enum_value(pause.tool_call.state) != "asking":  # only a confirmation is approved
+            return
+        pause.message = (
+            f"Already approved from this console at {first.get('time')} ({first.get('phase')}), and asking again: "
+            "the service keeps state only at the end of a run, so the tool may have run already. "
+            "Approving again may run it a second time."
+        )
+
+    async def act(self, message: Any) -> dict[str, Any]:
+        """Check, record, send and judge one page message (``{"action",
+        "tool_call_id", ...}``), as :meth:`nb_hitl.Session.act` does locally.
 
         The front door (:func:`~nb_hitl.answers.front.admit`, then
         :func:`~nb_hitl.answers.front.verify` with AgentScope's tool where the
@@ -116,19 +194,21 @@ class Answering:
                 approval again to confirm a second run.
             OutcomeError: sent, and not applied (``code``: the outcome's status).
         """
-        pause, decision = front.admit(self.pauses, message)
-        self._push()
+        pause, decision = front.admit(self.console.pauses, message)
+        self.console.push()
         second = await self._checked([(0, pause, decision)])
         (outcome,) = await self.carry([(pause, decision)], second)
         if not outcome.applied:
             raise OutcomeError(outcome)
         return {"status": "delivered", "decision": pause.decision, "outcome": outcome.detail}
 
-    async def answer_batch(self, message: dict[str, Any]) -> dict[str, Any]:
-        """``{"action": "batch", "items": [...]}`` (the card's "Submit all" /
-        "Approve all"): all or nothing through the front door
-        (:func:`~nb_hitl.answers.front.admit_all`), then ONE answer event per
-        kind (confirmations first; AgentScope takes one event per resume).
+    async def act_all(self, messages: Any) -> dict[str, Any]:
+        """Several page messages at once (the items of the card's "Submit all"
+        / "Approve all", as :meth:`nb_hitl.Session.act_all` locally): all or
+        nothing through the front door
+        (:func:`~nb_hitl.answers.front.admit_all`: not a list is refused), then
+        ONE answer event per kind (confirmations first; AgentScope takes one
+        event per resume).
 
         Returns:
             ``{"status": "delivered" | "not_applied", "results": [...],
@@ -141,8 +221,8 @@ class Answering:
             AlreadyApprovedError: an item was approved before (nothing sent).
             OutcomeError: nothing of the batch was applied.
         """
-        admitted, results = front.admit_all(self.pauses, message.get("items"), all_or_nothing=True)
-        self._push()
+        admitted, results = front.admit_all(self.console.pauses, messages, all_or_nothing=True)
+        self.console.push()
         second = await self._checked(admitted, results)
         outcomes = await self.carry([(p, d) for _, p, d in admitted], second)
         by_call = {t: o for o in outcomes for t in o.states} if outcomes else {}
@@ -184,7 +264,7 @@ class Answering:
         except BaseException:
             for _, pause, _ in admitted:
                 front.release(pause)
-            self._push()
+            self.console.push()
             raise
         return second
 
@@ -216,7 +296,8 @@ class Answering:
         Raises:
             DecisionError: none of the calls is open.
         """
-        pauses = [self.pauses[t] for t in tool_call_ids if t in self.pauses and self.pauses[t].status == "open"]
+        shown = self.console.pauses
+        pauses = [shown[t] for t in tool_call_ids if t in shown and shown[t].status == "open"]
         if not pauses:
             raise DecisionError("None of these tool calls is open in this session.", field="tool_call_id")
         for p in pauses:
@@ -247,7 +328,7 @@ class Answering:
                     p.message = (
                         "Not sent: the confirmations sent with it were not applied, or the session did not wait again."
                     )
-                self._push()
+                self.console.push()
                 continue
             reply_id = group[0][0].reply_id
             mark = answer_mark(self.http.user_id, self.console_id)
@@ -298,12 +379,12 @@ class Answering:
         except BaseException:
             for p, _ in group:
                 front.release(p)
-            self._push()
+            self.console.push()
             raise
         for p, d in group:
             transition(p, "decided")
-            p.decision = d.summary() if d is not None else raw
-        self._push()
+            p.decision = as_carried(d) if d is not None else raw
+        self.console.push()
         outcome = await self._judge(body, ids)
         for p, d in group:
             extra = {k: v for k, v in (("by", outcome.by), ("at", outcome.at)) if v}
@@ -317,11 +398,12 @@ class Answering:
                 **extra,
             )
         self.outcomes.append(outcome)
-        self._settle([p for p, _ in group], outcome)
+        untold = {p.tool_call_id for p, d in group if d is not None and d.action == "deny" and d.reason}
+        self._settle([p for p, _ in group], outcome, untold)
         if self.on_answered is not None:
             self.on_answered(self.session_id, outcome)
         with contextlib.suppress(ServiceError):
-            await self.refresh()
+            await self.console.refresh()
         return outcome
 
     async def _judge(self, body: dict[str, Any], ids: list[str]) -> Outcome:
@@ -344,7 +426,7 @@ class Answering:
             )
         if not parked:
             return await settled_by(
-                self.http, self.agent_id, self.session_id, ids, after=self.cursor, ours=self.ledger.sent
+                self.http, self.agent_id, self.session_id, ids, after=self.console.cursor, ours=self.ledger.sent
             )
         try:
             return await await_outcome(
@@ -353,7 +435,7 @@ class Answering:
                 self.session_id,
                 body,
                 ids,
-                after=cursor or self.cursor,  # from the state the call waits in: older answers are not replayed
+                after=cursor or self.console.cursor,  # from the state the call waits in: older answers are not replayed
                 send=lambda: self.http.chat(self.agent_id, self.session_id, body),
                 timeout=self.outcome_timeout,
                 take_within=min(self.take_within, self.outcome_timeout),
@@ -362,22 +444,23 @@ class Answering:
         except ServiceError as exc:
             return Outcome("not_applied", f"Not sent: {exc}")
 
-    def _settle(self, pauses: list[Pause], outcome: Outcome) -> None:
+    def _settle(self, pauses: list[Pause], outcome: Outcome, untold: set[str]) -> None:
         """Move the pauses by the verdict: ``delivered`` only for a call this
-        answer produced the result of; ``expired`` (with the reason) for a
-        call settled elsewhere; ``open`` again for a call still waiting,
-        saying what became of the last answer."""
+        answer produced the result of (a denial's reason in ``untold`` is
+        said not to reach the agent, :data:`UNTOLD`); ``expired`` (with the
+        reason) for a call settled elsewhere; ``open`` again for a call still
+        waiting, saying what became of the last answer."""
         for p in pauses:
             state = outcome.states.get(p.tool_call_id)
             if outcome.applied and state != "answered_elsewhere":
                 transition(p, "delivered")
-                p.message = None
+                p.message = UNTOLD if p.tool_call_id in untold else None
                 self._armed.discard(p.tool_call_id)
             elif outcome.status == "answered_elsewhere" or state == "answered_elsewhere":
                 transition(p, "expired", reason=outcome.detail)
             else:  # the service did not take it: the call still waits, and says why
                 transition(p, "open")
                 p.decision = p.message = None
-                self._flag(p)
+                self.flag(p)
                 p.message = " ".join(x for x in (f"Last answer not applied: {outcome.detail}", p.message) if x)
-        self._push()
+        self.console.push()

@@ -12,7 +12,11 @@ The demo tools (:func:`demo_tools`) are added with ``extra_agent_tools``
 (AgentScope's stock toolkit has no ``AskUser``): ``AskUser``, ``write_note``
 (a side effect that needs confirmation: one JSON line per run in a ledger
 file, then an optional hold) and ``slow_job`` (sleeps; over 10 s AgentScope's
-``ToolOffloadMiddleware`` moves it to the background).
+``ToolOffloadMiddleware`` moves it to the background). With
+``NB_HITL_SERVICE_SANDBOXES`` set, a user who has a folder there also gets the
+local demo's ``list_files`` and ``delete_file`` (:func:`nb_hitl.demo.sandbox_tools`)
+over that folder, so the same answers can be played against the service and a
+local agent.
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlparse
 
-__all__ = ["build_app", "app_from_env", "demo_tools", "make_storage", "make_bus"]
+__all__ = ["build_app", "app_from_env", "demo_tools", "user_sandbox", "make_storage", "make_bus"]
 
 
 def _ledger_path() -> Path:
@@ -63,21 +68,43 @@ async def slow_job(seconds: float = 12.0) -> str:
     return f"Slow job finished after {seconds} s."
 
 
-async def demo_tools(_user_id: str, _agent_id: str, _session_id: str) -> list[Any]:
-    """AgentScope ``extra_agent_tools`` factory: ``AskUser``, ``write_note``, ``slow_job``.
+_USER_FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""User ids that name a sandbox folder (the id is whatever ``X-User-ID`` says)."""
+
+
+def user_sandbox(user_id: str) -> Path | None:
+    """The user's folder under ``NB_HITL_SERVICE_SANDBOXES`` when that is set,
+    the id is a plain name (:data:`_USER_FOLDER`) and the folder exists; else ``None``."""
+    root = os.environ.get("NB_HITL_SERVICE_SANDBOXES")
+    if not root or not _USER_FOLDER.fullmatch(user_id):
+        return None
+    folder = Path(root) / user_id
+    return folder.resolve() if folder.is_dir() else None
+
+
+async def demo_tools(user_id: str, _agent_id: str, _session_id: str) -> list[Any]:
+    """AgentScope ``extra_agent_tools`` factory: ``AskUser``, ``write_note``,
+    ``slow_job``, and ``list_files`` / ``delete_file`` over the user's sandbox
+    (:func:`user_sandbox`) when there is one.
 
     Returns:
         ``list[agentscope.tool.ToolBase]``.
     """
     from agentscope.tool import AskUser, FunctionTool
 
-    return [
+    tools: list[Any] = [
         AskUser(),
         # FunctionTool turns a plain ``str`` return into its ToolChunk (its
         # annotations name only ToolChunk returns)
         FunctionTool(cast(Any, write_note), is_concurrency_safe=False),
         FunctionTool(cast(Any, slow_job)),
     ]
+    sandbox = user_sandbox(user_id)
+    if sandbox is not None:
+        from ..demo import sandbox_tools
+
+        tools += [t for t in sandbox_tools(sandbox) if not isinstance(t, AskUser)]
+    return tools
 
 
 def make_storage(url: str) -> Any:

@@ -5,9 +5,9 @@ the pauses of nb_hitl's :class:`~nb_hitl.widgets.reply.ReplyWidget` (the same
 cards as a local pause: each parked tool-call block becomes a
 :class:`~nb_hitl.pauses.Pause` through :func:`~nb_hitl.pauses.build_pause`),
 and answers the card's messages through nb_hitl's one pipeline of answers
-(:class:`~nb_hitl.service.answering.Answering`: the front door, the status
-table, the audit record, AgentScope's events judged on the stream; the card
-says ``delivered`` only when this answer produced the call's result).
+(its :class:`~nb_hitl.service.answering.Answerer`: the front door, the
+status table, the audit record, AgentScope's events judged on the stream; the
+card says ``delivered`` only when this answer produced the call's result).
 
 While open it follows the session's stream and re-reads ``/messages`` when a
 reply ends, so late output of a tool the service moved to the background
@@ -28,13 +28,12 @@ from typing import Any
 
 from agentscope.message import ToolCallBlock
 
-from .._agentscope import enum_value
 from ..answers import front
 from ..answers.lifecycle import transition
 from ..entries import entry_text, lookup_in, shown_entry
 from ..errors import PauseNotLiveError
 from ..pauses import Pause, build_pause
-from .answering import AlreadyApprovedError, Answering, OutcomeError, tool_for
+from .answering import AlreadyApprovedError, Answerer, OutcomeError, tool_for
 from .http import ServiceError, ServiceHTTP, user_msg_body
 from .inbox import parked_calls
 from .ledger import AnswerLedger
@@ -55,7 +54,7 @@ def console_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-class SessionConsole(Answering):
+class SessionConsole:
     """The console of one service session.
 
     Args:
@@ -77,7 +76,9 @@ class SessionConsole(Answering):
         transcript: the entries shown.
         status: AgentScope's session status at the last refresh.
         cursor: the stream cursor from the last ``/messages``.
-        outcomes: every :class:`Outcome`, in order.
+        answerer: the :class:`~nb_hitl.service.answering.Answerer` that
+            checks, sends and judges this console's answers (its
+            ``outcome_timeout`` and ``take_within`` may be changed between answers).
     """
 
     def __init__(
@@ -99,21 +100,33 @@ class SessionConsole(Answering):
         self.agent_id = agent_id
         self.session_id = session_id
         self.agent_name = agent_name
-        self.outcome_timeout = outcome_timeout
-        self.on_answered = on_answered
         self.pauses: dict[str, Pause] = {}
         self.transcript: list[dict[str, Any]] = []
         self.status = ""
         self.reply_id: str | None = None
         self.cursor: str | None = None
-        self.outcomes: list[Outcome] = []
         self.widget: Any = None
-        self._armed: set[str] = set()
         self._watch: asyncio.Task[None] | None = None
-        self.take_within = take_within
         self.console_id = console_id or console_name()
         self.stranded_after = stranded_after
         self._running_since: float | None = None
+        self.answerer = Answerer(
+            self,
+            http,
+            ledger,
+            agent_id,
+            session_id,
+            console_id=self.console_id,
+            agent_name=agent_name,
+            outcome_timeout=outcome_timeout,
+            take_within=take_within,
+            on_answered=on_answered,
+        )
+
+    @property
+    def outcomes(self) -> list[Outcome]:
+        """Every :class:`Outcome` of this console's answers, in order."""
+        return self.answerer.outcomes
 
     # -- view --------------------------------------------------------------
     def make_widget(self) -> Any:
@@ -124,10 +137,11 @@ class SessionConsole(Answering):
             self.widget = ReplyWidget(
                 handler=self.handle, agent_name=self.agent_name, prompt=f"session {self.session_id}"
             )
-            self._push()
+            self.push()
         return self.widget
 
-    def _push(self) -> None:
+    def push(self) -> None:
+        """Show the current transcript, pauses and status in the widget (if made)."""
         if self.widget is None:
             return
         status = {"awaiting_permission": "paused", "awaiting_external_result": "paused", "idle": "finished"}.get(
@@ -175,7 +189,7 @@ class SessionConsole(Answering):
                 fresh[tcid] = old
                 continue
             pause = build_pause(str(reply_id), ToolCallBlock.model_validate(block), tool_for(str(block.get("name"))))
-            self._flag(pause)
+            self.answerer.flag(pause)
             fresh[tcid] = pause
         for tcid, old in self.pauses.items():
             if tcid in fresh:
@@ -196,7 +210,7 @@ class SessionConsole(Answering):
             self._running_since = None
         elif self._running_since is None:
             self._running_since = time.monotonic()
-        self._push()
+        self.push()
 
     @property
     def in_flight(self) -> bool:
@@ -208,16 +222,6 @@ class SessionConsole(Answering):
         """``running`` for longer than ``stranded_after`` seconds (as seen by this console)."""
         return self._running_since is not None and time.monotonic() - self._running_since >= self.stranded_after
 
-    def _flag(self, pause: Pause) -> None:
-        first = self.ledger.approved(self.session_id, pause.tool_call_id)
-        if first is None or enum_value(pause.tool_call.state) != "asking":  # only a confirmation is approved
-            return
-        pause.message = (
-            f"Already approved from this console at {first.get('time')} ({first.get('phase')}), and asking again: "
-            "the service keeps state only at the end of a run, so the tool may have run already. "
-            "Approving again may run it a second time."
-        )
-
     # -- acting ------------------------------------------------------------
     def handle(self, message: Any) -> Any:
         """The ReplyWidget handler (page message -> awaitable answer)."""
@@ -227,8 +231,26 @@ class SessionConsole(Answering):
         if action == "entry_text":  # "Show all" on an entry shown in part
             return entry_text(lookup_in(self.transcript), message.get("id"))
         if action == "batch":  # "Submit all" / "Approve all"
-            return self.answer_batch(message)
-        return self.answer(message)
+            return self.act_all(message.get("items"))
+        return self.act(message)
+
+    async def act(self, message: Any) -> dict[str, Any]:
+        """Answer one pause as its card would (``{"action", "tool_call_id",
+        ...}``, as :meth:`nb_hitl.Session.act` locally): :meth:`Answerer.act
+        <nb_hitl.service.answering.Answerer.act>` (its returns and errors)."""
+        return await self.answerer.act(message)
+
+    async def act_all(self, messages: Any) -> dict[str, Any]:
+        """Answer several pauses at once, all or nothing (the card's "Submit
+        all", as :meth:`nb_hitl.Session.act_all` locally):
+        :meth:`Answerer.act_all <nb_hitl.service.answering.Answerer.act_all>`
+        (its returns and errors)."""
+        return await self.answerer.act_all(messages)
+
+    async def send_raw(self, body: dict[str, Any], tool_call_ids: list[str], action: str = "raw") -> Outcome:
+        """Send an answer body as given, for operators and tests:
+        :meth:`Answerer.send_raw <nb_hitl.service.answering.Answerer.send_raw>`."""
+        return await self.answerer.send_raw(body, tool_call_ids, action)
 
     async def say(self, text: str) -> None:
         """Send a new user message; the session must be ``idle``.
@@ -241,7 +263,7 @@ class SessionConsole(Answering):
             raise PauseNotLiveError(f"The session is {status}; a new message can go only to an idle session.")
         await self.http.chat(self.agent_id, self.session_id, user_msg_body(text))
         self.status = "running"
-        self._push()
+        self.push()
 
     async def interrupt(self, timeout: float = 12.0) -> dict[str, Any]:
         """``POST /sessions/{id}/interrupt`` (AgentScope closes the open calls
@@ -259,7 +281,7 @@ class SessionConsole(Answering):
         for p in open_before:
             if p.status == "expired":
                 p.reason = "Interrupted from the console."
-        self._push()
+        self.push()
         return {"status": status}
 
     # -- following the stream ----------------------------------------------

@@ -15,204 +15,47 @@ demo's real sandbox tools), and asserts the same outcome on each:
 * what the person was told for a refused answer (a bad shape, a duplicate):
   refused on every road, and nothing ran.
 
-The service console's road needs AgentScope's service on Redis and
-PostgreSQL; its share of the contract is in ``tests/service/``.
+The service console's road (``ServiceRoad``, tests/contract/roads.py) plays the same answers
+through :class:`~nb_hitl.service.SessionConsole` against AgentScope's own
+service: two uvicorn workers on one Redis bus, storage in PostgreSQL
+(tests/conftest.py's ``workers``, one pair for the whole test session),
+the chat started through worker A and answered through worker B. The
+service's agent has the same tools over its own sandbox folder
+(``NB_HITL_SERVICE_SANDBOXES``); its model is the service's offline script,
+so "what the model read" is read there from the tool results the service
+stored and fed the model (the same :func:`report` of them). Its audit lines
+are the console's ledger (one ``sending`` line before each POST, then the
+verdict): an answer that reached the tool is its ``applied`` line.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agentscope.agent import Agent
-from agentscope.tool import Toolkit
 
-from nb_hitl import NbHitlError, Session
-from nb_hitl.agui import AguiServer, RemoteSession, serve_in_background
-from nb_hitl.demo import make_sandbox, sandbox_tools
-from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
-from nb_hitl.store import AuditLog
-from tests.support import parked, run_async, wait_until, widget_replies
+from nb_hitl import NbHitlError
+from nb_hitl.demo import make_sandbox
+from nb_hitl.service import OutcomeError, ServiceClient
+from nb_hitl.service.answering import UNTOLD
+from tests.contract.roads import (
+    QUESTION,
+    ROADS,
+    ActRoad,
+    AguiRoad,
+    ClickRoad,
+    Road,
+    ServiceRoad,
+    masked,
+    open_road,
+    statuses,
+    told_on_card,
+)
+from tests.support import run_async
 from tests.support_agents import files
-
-QUESTION = "Which files should I archive?"
-
-
-def report(messages: list[Any]) -> Turn:
-    """The model's second turn: say exactly what each tool result told it."""
-    parts = []
-    for name in ("AskUser", "delete_file"):
-        r = (tool_results(messages, name) or [None])[-1]
-        if r is None:
-            parts.append(f"{name}: no result")
-            continue
-        state = getattr(r.state, "value", r.state)
-        answers = (r.metadata or {}).get("answers") if name == "AskUser" else None
-        parts.append(f"{name}: {state}: {result_text(r)}" + (f" {json.dumps(answers)}" if answers else ""))
-    return Turn(" | ".join(parts))
-
-
-def contract_agent(folder: Path) -> Agent:
-    """AskUser (multi-select, with the widget's "Other") and ``delete_file`` at once, then :func:`report`."""
-    first = Turn(
-        "Two things.",
-        [
-            tool_call(
-                "AskUser",
-                questions=[
-                    {
-                        "question": QUESTION,
-                        "header": "Archive",
-                        "multi_select": True,
-                        "options": [
-                            {"label": "notes.txt", "description": "meeting notes"},
-                            {"label": "draft.md", "description": "an unread draft"},
-                        ],
-                    }
-                ],
-            ),
-            tool_call("delete_file", path="old_log.txt"),
-        ],
-    )
-    return Agent(
-        name="tidy",
-        system_prompt="You tidy up a folder.",
-        model=ScriptedChatModel([first, report]),
-        toolkit=Toolkit(tools=sandbox_tools(folder)),
-    )
-
-
-def masked(text: str, ids: list[str]) -> str:
-    """``text`` with the run's own call ids replaced (they differ per run)."""
-    for n, i in enumerate(ids):
-        text = text.replace(i, f"<call{n}>")
-    return re.sub(r"call_[0-9a-f]{6,}", "<call>", text)
-
-
-# ------------------------------------------------------------------ roads
-class Road:
-    """One way in. ``pauses`` maps a tool name to its open call's id."""
-
-    name = ""
-    origin = ""
-
-    def __init__(self, folder: Path, audit: Path) -> None:
-        self.folder = folder
-        self.audit = audit
-        self.pauses: dict[str, str] = {}
-
-    async def start(self, prompt: str) -> None:
-        raise NotImplementedError
-
-    async def send(self, messages: list[dict[str, Any]]) -> None:
-        """Send the answers (one, or all at once); raise :class:`NbHitlError` on refusal."""
-        raise NotImplementedError
-
-    async def final(self) -> str:
-        raise NotImplementedError
-
-    async def close(self) -> None:
-        return None
-
-    def decisions(self) -> list[tuple[str, str, str]]:
-        """``(tool_name, decision, road)`` of every answer record in the log."""
-        return [
-            (r["tool_name"], r["decision"], (r.get("origin") or {}).get("road", "?"))
-            for r in AuditLog(self.audit).records("answered")
-            if r.get("tool_call_id") and r.get("decision")
-        ]
-
-
-class LocalRoad(Road):
-    def __init__(self, folder: Path, audit: Path) -> None:
-        super().__init__(folder, audit)
-        self.session = Session(contract_agent(folder), display=self.name == "click", audit_log=str(audit))
-        self.task: Any = None
-
-    async def start(self, prompt: str) -> None:
-        self.task = self.session.start(prompt)
-        pauses = await parked(self.session)
-        self.pauses = {p.tool_name: p.tool_call_id for p in pauses}
-
-    async def final(self) -> str:
-        msg = await asyncio.wait_for(asyncio.shield(self.task), 20)
-        return str(msg.get_text_content())
-
-
-class ClickRoad(LocalRoad):
-    """The page's message through the widget's comm handler (what a click sends)."""
-
-    name = "click"
-    origin = "kernel"
-    _n = 0
-
-    async def send(self, messages: list[dict[str, Any]]) -> None:
-        widget = self.session.current.widget
-        sent = widget_replies(widget)
-        ClickRoad._n += 1
-        rid = f"r{ClickRoad._n}"
-        content = (
-            {"request_id": rid, **messages[0]}
-            if len(messages) == 1
-            else {"request_id": rid, "action": "batch", "items": messages}
-        )
-        widget._on_page_message(widget, content, [])
-        reply = await wait_until(lambda: next((m for m in sent if m.get("request_id") == rid), None), "the answer")
-        if not reply["ok"]:
-            raise NbHitlError(reply["error"])
-        refused = [r for r in reply.get("results") or [] if not r["ok"]]
-        if refused:
-            raise NbHitlError(refused[0]["error"])
-
-
-class ActRoad(LocalRoad):
-    """``session.act`` (one) and ``session.act_all`` (several) in the kernel."""
-
-    name = "act"
-    origin = "kernel"
-
-    async def send(self, messages: list[dict[str, Any]]) -> None:
-        if len(messages) == 1:
-            await self.session.act(messages[0])
-        else:
-            await self.session.act_all(messages)
-
-
-class AguiRoad(Road):
-    """The notebook's AG-UI client against the served agent: one resume run."""
-
-    name = "agui"
-    origin = "agui"
-
-    def __init__(self, folder: Path, audit: Path) -> None:
-        super().__init__(folder, audit)
-        self.server = AguiServer(lambda thread_id: contract_agent(folder), session_kwargs={"audit_log": str(audit)})
-        self.handle = serve_in_background(self.server)
-        self.remote = RemoteSession(self.handle.url, token=self.handle.token, thread_id="contract", display=False)
-        self.task: Any = None
-
-    async def start(self, prompt: str) -> None:
-        self.task = self.remote.start(prompt)
-        views = await self.remote.until_paused()
-        self.pauses = {v["tool_name"]: v["tool_call_id"] for v in views}
-
-    async def send(self, messages: list[dict[str, Any]]) -> None:
-        for m in messages:
-            await self.remote.act(m)
-
-    async def final(self) -> str:
-        return str(await asyncio.wait_for(asyncio.shield(self.task), 20))
-
-    async def close(self) -> None:
-        self.handle.stop()
-
-
-ROADS = [ClickRoad, ActRoad, AguiRoad]
 
 
 # --------------------------------------------------------------- scenarios
@@ -241,27 +84,59 @@ SCENARIOS: dict[str, Callable[[Road], list[dict[str, Any]]]] = {
 }
 
 
-async def play(road_cls: type[Road], tmp: Path, scenario: str) -> dict[str, Any]:
+LOCAL_DENIAL = "The user denied your call <call1> to delete_file, saying: Keep the log."
+SERVICE_DENIAL = '<system-reminder>The execution of tool "delete_file" is denied by user!</system-reminder>'
+
+
+def model_reads(road: str, scenario: str, local: str) -> str:
+    """What the model reads on ``road``, given what it reads locally.
+
+    The one case that cannot apply to the service: a denial's reason.
+    Locally the driver puts it in the call's result (it replaces AgentScope's
+    "denied by user!"); AgentScope's ``UserConfirmResultEvent`` /
+    ``ConfirmResult`` has no field for it and the console cannot write the
+    service's memory, so there the model reads AgentScope's own denial (the
+    reason is in the console's audit line only)."""
+    if road == "service" and scenario == "deny_with_a_reason":
+        assert LOCAL_DENIAL in local, local
+        return local.replace(LOCAL_DENIAL, SERVICE_DENIAL)
+    return local
+
+
+async def play(road_cls: type[Road], tmp: Path, scenario: str, request: pytest.FixtureRequest) -> dict[str, Any]:
     folder = make_sandbox(tmp / f"{road_cls.name}-{scenario}")
-    road = road_cls(folder, tmp / f"{road_cls.name}-{scenario}.jsonl")
+    road = open_road(road_cls, folder, tmp / f"{road_cls.name}-{scenario}.jsonl", request)
     try:
         await road.start("Tidy up, please.")
         ids = list(road.pauses.values())
         answers = SCENARIOS[scenario](road)
         await road.send(answers)
         final = masked(await road.final(), ids)
-        return {"final": final, "files": files(folder), "decisions": sorted(road.decisions())}
+        return {
+            "final": final,
+            "files": files(road.folder),
+            "decisions": sorted(road.decisions()),
+            "statuses": statuses(road),
+            "told_on_card": [masked(t, ids) for t in told_on_card(road)],
+            "messages": {v["tool_name"]: v.get("message") for v in road.views()},
+        }
     finally:
         await road.close()
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_every_road_gives_the_same_outcome(tmp_path: Path, scenario: str) -> None:
-    outcomes = {cls.name: run_async(play(cls, tmp_path, scenario)) for cls in ROADS}
+def test_every_road_gives_the_same_outcome(tmp_path: Path, scenario: str, request: pytest.FixtureRequest) -> None:
+    """Every scenario answers both calls at once: a mixed batch (a confirmation
+    and an AskUser answer), the card's "Submit all" on the click and service roads."""
+    outcomes = {cls.name: run_async(play(cls, tmp_path, scenario, request)) for cls in ROADS}
     first = outcomes["act"]
+    assert set(first["statuses"].values()) == {"delivered"}, first["statuses"]
     for name, got in outcomes.items():
-        assert got["final"] == first["final"], f"{name} told the model something else"
+        assert got["final"] == model_reads(name, scenario, first["final"]), f"{name} told the model something else"
         assert got["files"] == first["files"], f"{name} ran something else"
+        assert got["statuses"] == first["statuses"], f"{name} shows the pauses otherwise"
+        for note in got["told_on_card"]:  # "The agent was told: ..." is true
+            assert note in got["final"], f"{name}'s card says the agent was told {note!r}"
         origin = next(c.origin for c in ROADS if c.name == name)
         assert [d[:2] for d in got["decisions"]] == [d[:2] for d in first["decisions"]], name
         assert {d[2] for d in got["decisions"]} == {origin}, f"{name}'s audit lines name another road"
@@ -271,6 +146,9 @@ def test_every_road_gives_the_same_outcome(tmp_path: Path, scenario: str) -> Non
         assert "todo.txt" in final and "notes.txt" in final and "draft.md" in final
     elif scenario == "deny_with_a_reason":
         assert "old_log.txt" in left and "delete_file: denied" in final and "Keep the log." in final
+        assert first["told_on_card"] == [LOCAL_DENIAL]
+        # the service could not pass the reason on, and its card says so
+        assert outcomes["service"]["told_on_card"] == [] and outcomes["service"]["messages"]["delete_file"] == UNTOLD
     elif scenario == "modify":
         assert "old_log.txt" in left and "draft.md" not in left and "delete_file: success" in final
     elif scenario == "return_the_error_with_a_message":
@@ -295,39 +173,105 @@ async def _bad_answer(road: Road) -> None:
 @pytest.mark.parametrize("case", [_bad_shape, _unknown_call, _bad_answer], ids=lambda c: c.__name__.strip("_"))
 @pytest.mark.parametrize("road_cls", ROADS, ids=lambda c: c.name)
 def test_a_refused_answer_is_refused_on_every_road_and_nothing_runs(
-    tmp_path: Path, road_cls: type[Road], case: RefusalCase
+    tmp_path: Path, road_cls: type[Road], case: RefusalCase, request: pytest.FixtureRequest
 ) -> None:
-    async def body() -> None:
-        folder = make_sandbox(tmp_path / "box")
-        road = road_cls(folder, tmp_path / "audit.jsonl")
+    async def refused(cls: type[Road], where: str) -> str:
+        """What the person is told on road ``cls``; checks nothing ran and the pauses stay open."""
+        road = open_road(cls, make_sandbox(tmp_path / where), tmp_path / f"{where}.jsonl", request)
         try:
             await road.start("Tidy up, please.")
-            with pytest.raises(NbHitlError):
+            with pytest.raises(NbHitlError) as told:
                 await case(road)
-            assert "old_log.txt" in files(folder)
+            assert "old_log.txt" in files(road.folder)
             assert road.decisions() == []
+            assert set(statuses(road).values()) == {"open"}, statuses(road)
+            if isinstance(road, ServiceRoad):
+                assert road.sent() == 0  # refused before the ledger: nothing went to the service
             # the pauses are still open: a right answer goes through after the refusal
             await road.send([ask(road, selected=["notes.txt"]), on_delete(road, "approve")])
             final = await road.final()
-            assert "delete_file: success" in final and "old_log.txt" not in files(folder)
+            assert "delete_file: success" in final and "old_log.txt" not in files(road.folder)
+            return masked(str(told.value), list(road.pauses.values()))
+        finally:
+            await road.close()
+
+    async def body() -> None:
+        told = await refused(road_cls, "box")
+        # the AG-UI client checks an answer against the interrupt's response_schema
+        # (the peer's schema, through nb_hitl.guard) before it sends anything, so
+        # a bad AskUser answer is worded after that schema there
+        if road_cls is not ActRoad and not (road_cls is AguiRoad and case is _bad_answer):
+            assert told == await refused(ActRoad, "act-box")  # the front door's sentence, as session.act's
+
+    run_async(body())
+
+
+@pytest.mark.parametrize("road_cls", [ClickRoad, ActRoad, ServiceRoad], ids=lambda c: c.name)
+def test_a_duplicate_answer_is_refused_and_runs_nothing_twice(
+    tmp_path: Path, road_cls: type[Road], request: pytest.FixtureRequest
+) -> None:
+    async def body() -> None:
+        road = open_road(road_cls, make_sandbox(tmp_path / "box"), tmp_path / "audit.jsonl", request)
+        try:
+            await road.start("Tidy up, please.")
+            approve = on_delete(road, "approve")
+            await road.send([approve])
+            with pytest.raises(NbHitlError, match="Already decided"):
+                await road.send([approve])
+            await road.send([ask(road, selected=["notes.txt"])])
+            final = await road.final()
+            assert "delete_file: success" in final
+            assert [d[:2] for d in road.decisions()] == [("delete_file", "approve"), ("AskUser", "answer")]
         finally:
             await road.close()
 
     run_async(body())
 
 
-@pytest.mark.parametrize("road_cls", [ClickRoad, ActRoad], ids=lambda c: c.name)
-def test_a_duplicate_answer_is_refused_and_runs_nothing_twice(tmp_path: Path, road_cls: type[Road]) -> None:
+def test_a_stale_console_is_told_answered_elsewhere_and_nothing_runs_twice(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The service road only: two consoles (their own ledgers, as two notebooks)
+    show the same parked call; one approves, then the stale other approves
+    too. The service took the first; the second is told who answered (the
+    first console) and the tool ran once.
+
+    The local and AG-UI roads have no stale copy of a pause: one kernel (or
+    the one AG-UI server's session) holds the one ``Pause`` of a call, and
+    every view of it (a widget, a re-rendered widget after a reload,
+    ``session.act``, a resume) answers that object, so a second answer is the
+    duplicate above ("Already decided")."""
+
     async def body() -> None:
-        folder = make_sandbox(tmp_path / "box")
-        road = road_cls(folder, tmp_path / "audit.jsonl")
-        await road.start("Tidy up, please.")
-        approve = on_delete(road, "approve")
-        await road.send([approve])
-        with pytest.raises(NbHitlError, match="Already decided"):
+        road = open_road(ServiceRoad, tmp_path / "unused", tmp_path / "one.jsonl", request)
+        assert isinstance(road, ServiceRoad)
+        other = ServiceClient(road.cluster.a.url, road.user, audit_path=tmp_path / "two.jsonl", service_id="cluster")
+        try:
+            await road.start("Tidy up, please.")
+            stale = await other.open(road._console.session_id, road._console.agent_id)
+            assert stale.pauses[road.pauses["delete_file"]].status == "open"
+            stale.close()  # the other notebook does not look again before it clicks
+            approve = on_delete(road, "approve")
             await road.send([approve])
-        await road.send([ask(road, selected=["notes.txt"])])
-        await road.final()
-        assert [d[:2] for d in road.decisions()] == [("delete_file", "approve"), ("AskUser", "answer")]
+            with pytest.raises(OutcomeError) as told:
+                await stale.handle(approve)
+            assert told.value.code == "answered_elsewhere"
+            assert road.client.console_id in str(told.value), str(told.value)
+            assert stale.pauses[road.pauses["delete_file"]].status == "expired"
+            await road.send([ask(road, selected=["notes.txt"])])
+            final = await road.final()
+            assert "delete_file: success" in final and "old_log.txt" not in files(road.folder)
+            body = await stale.http.messages(stale.agent_id, stale.session_id, limit=50)
+            ran = [
+                b
+                for m in body["messages"]
+                for b in m.get("content") or []
+                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("name") == "delete_file"
+            ]
+            assert len(ran) == 1, ran
+            assert [d[:2] for d in road.decisions()] == [("delete_file", "approve"), ("AskUser", "answer")]
+        finally:
+            await other.aclose()
+            await road.close()
 
     run_async(body())

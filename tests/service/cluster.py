@@ -182,7 +182,8 @@ class FakeModel:
 
 class Cluster:
     """Two AgentScope workers (A with the scheduler, B without) on one Redis bus,
-    storage in PostgreSQL, one shared data folder (workspaces, tool ledger)."""
+    storage in PostgreSQL, one shared data folder (workspaces, tool ledger,
+    ``sandboxes/<user>``: the demo's sandbox tools for a user who has one)."""
 
     def __init__(self, redis: RedisServer, pg: PostgresServer, model: FakeModel, folder: Path) -> None:
         self.redis = redis
@@ -192,10 +193,21 @@ class Cluster:
         self.a = self._worker(scheduler=True)
         self.b = self._worker(scheduler=False)
 
-    def _worker(self, scheduler: bool) -> ServiceProcess:
+    def _worker(self, scheduler: bool, port: int | None = None) -> ServiceProcess:
         return ServiceProcess(
-            data_dir=self.folder, storage=self.pg.url, bus=self.redis.url, scheduler=scheduler, embedded=False
+            port,
+            self.folder,
+            storage=self.pg.url,
+            bus=self.redis.url,
+            scheduler=scheduler,
+            embedded=False,
+            env={"NB_HITL_SERVICE_SANDBOXES": str(self.sandboxes)},
         )
+
+    @property
+    def sandboxes(self) -> Path:
+        """The folder of the users' sandboxes (``<user_id>/``, made by the test)."""
+        return self.folder / "sandboxes"
 
     @property
     def ledger(self) -> Path:
@@ -233,10 +245,7 @@ class Cluster:
         for name in ("a", "b"):
             w = getattr(self, name)
             if not w.alive:
-                fresh = ServiceProcess(
-                    w.port, self.folder, storage=w.storage, bus=w.bus, scheduler=w.scheduler, embedded=False
-                )
-                setattr(self, name, fresh.start(timeout=120))
+                setattr(self, name, self._worker(w.scheduler, w.port).start(timeout=120))
 
     def restart_workers(self) -> None:
         """Stop both workers and start them again (same ports and settings),
@@ -244,10 +253,7 @@ class Cluster:
         for name in ("a", "b"):
             w = getattr(self, name)
             w.stop()
-            fresh = ServiceProcess(
-                w.port, self.folder, storage=w.storage, bus=w.bus, scheduler=w.scheduler, embedded=False
-            )
-            setattr(self, name, fresh.start(timeout=120))
+            setattr(self, name, self._worker(w.scheduler, w.port).start(timeout=120))
 
     def worker_by_pid(self, pid: int) -> ServiceProcess | None:
         for w in (self.a, self.b):

@@ -1,5 +1,5 @@
 """The console's answers through nb_hitl.answers against the real cluster
-(tests/service/conftest.py): batches (C31), two consoles and a PostgreSQL
+(tests/conftest.py): batches (C31), two consoles and a PostgreSQL
 restart (C30), a redis-server restart (C36). Every loop is bounded."""
 
 from __future__ import annotations
@@ -117,14 +117,14 @@ def test_c30_stale_console_is_told_answered_elsewhere(workers: Cluster, tmp_path
         two = await _console(via, agent_id, sid, tmp_path / "two.jsonl", console_id="console-two")
         (tcid,) = one.pauses
         assert list(two.pauses) == [tcid]
-        done = await one.answer({"action": "approve", "tool_call_id": tcid})
+        done = await one.act({"action": "approve", "tool_call_id": tcid})
         assert done["status"] == "delivered" and one.pauses[tcid].status == "delivered"
         event_one = one.outcomes[-1]
         assert event_one.status == "applied"
         # the stale console: its card still shows the call open
         assert two.pauses[tcid].status == "open"
         with pytest.raises(OutcomeError) as late:
-            await two.answer({"action": "approve", "tool_call_id": tcid})
+            await two.act({"action": "approve", "tool_call_id": tcid})
         out = late.value.outcome
         assert late.value.code == "answered_elsewhere" and out.status == "answered_elsewhere"
         # the other answer's run is over: the service keeps only when its result came
@@ -151,8 +151,8 @@ def test_c30_two_consoles_approve_at_once(workers: Cluster, tmp_path: Path) -> N
         two = await _console(via, agent_id, sid, tmp_path / "two.jsonl", console_id="console-two")
         (tcid,) = one.pauses
         got = await asyncio.gather(
-            one.answer({"action": "approve", "tool_call_id": tcid}),
-            two.answer({"action": "approve", "tool_call_id": tcid}),
+            one.act({"action": "approve", "tool_call_id": tcid}),
+            two.act({"action": "approve", "tool_call_id": tcid}),
             return_exceptions=True,
         )
         applied = [g for g in got if isinstance(g, dict)]
@@ -198,7 +198,7 @@ def test_c30_postgres_restart_after_the_post(workers: Cluster, tmp_path: Path) -
 
         client.http.chat = chat_then_restart  # type: ignore[method-assign]
         try:
-            result: Any = await session.answer({"action": "approve", "tool_call_id": tcid})
+            result: Any = await session.act({"action": "approve", "tool_call_id": tcid})
         except OutcomeError as exc:
             result = exc
         finally:
@@ -219,7 +219,7 @@ def test_c30_postgres_restart_after_the_post(workers: Cluster, tmp_path: Path) -
         pause = session.pauses[tcid]
         assert pause.status == "open" and "Already approved" not in (pause.message or "")
         assert client.ledger.approved(sid, tcid) is None
-        again = await session.answer({"action": "approve", "tool_call_id": tcid})
+        again = await session.act({"action": "approve", "tool_call_id": tcid})
         assert again["status"] == "delivered"
         await until(lambda: _status_is(client, agent_id, sid, "idle"), "the reply to finish")
         assert len(workers.notes(text)) == 1
@@ -245,13 +245,13 @@ def test_c36_redis_restart_is_told_and_answering_works_after_the_workers_restart
         await client.refresh()
         session = await client.open(sid, agent_id)
         session.close()
-        session.take_within = 3.0
+        session.answerer.take_within = 3.0
         (tcid,) = session.pauses
         workers.redis.restart()
         try:
             assert await client.http.status(agent_id, sid) == "awaiting_permission"  # the service looks healthy
             with pytest.raises(OutcomeError) as failed:
-                await session.answer({"action": "approve", "tool_call_id": tcid})
+                await session.act({"action": "approve", "tool_call_id": tcid})
             out = failed.value.outcome
             assert out.status == "not_applied" and out.seconds < 12.0
             assert "Redis" in out.detail and "Restart the service's worker processes" in out.detail
@@ -271,7 +271,7 @@ def test_c36_redis_restart_is_told_and_answering_works_after_the_workers_restart
         fresh = await client.open(sid2, agent2)
         fresh.close()
         (tcid2,) = fresh.pauses
-        assert (await fresh.answer({"action": "approve", "tool_call_id": tcid2}))["status"] == "delivered"
+        assert (await fresh.act({"action": "approve", "tool_call_id": tcid2}))["status"] == "delivered"
         await client.refresh()
         assert client.notice == ""
         await client.aclose()

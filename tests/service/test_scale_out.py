@@ -1,5 +1,5 @@
 """The console against two real AgentScope workers on one Redis bus, storage in
-PostgreSQL 15 (tests/service/conftest.py). Every loop is bounded in count and time."""
+PostgreSQL 15 (tests/conftest.py). Every loop is bounded in count and time."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_answer_through_other_worker_runs_once(workers: Cluster, tmp_path: Path)
         session = await console.open(sid, agent_id)
         (tcid,) = session.pauses
         assert session.pauses[tcid].kind == "confirm"
-        result = await session.answer({"action": "approve", "tool_call_id": tcid})
+        result = await session.act({"action": "approve", "tool_call_id": tcid})
         assert result["status"] == "delivered"
         assert session.outcomes[-1].status == "applied"
         await until(lambda: _idle(console, agent_id, sid), "the session to finish")
@@ -107,7 +107,7 @@ def test_sigkill_parked_worker_then_answer_through_b(workers: Cluster, tmp_path:
         assert [r["session_id"] for r in rows] == [sid]
         session = await console.open(sid, agent_id)
         (tcid,) = session.pauses
-        await session.answer({"action": "approve", "tool_call_id": tcid})
+        await session.act({"action": "approve", "tool_call_id": tcid})
         await until(lambda: _idle(console, agent_id, sid), "the session to finish on B")
         runs = workers.notes(text)
         assert len(runs) == 1 and runs[0]["pid"] == workers.b.proc.pid  # type: ignore[union-attr]
@@ -129,8 +129,8 @@ def test_killed_after_side_effect_needs_explicit_second_approval(workers: Cluste
         await via_a.aclose()
         session = await console.open(sid, agent_id)
         (tcid,) = session.pauses
-        session.outcome_timeout = 3.0
-        await session.answer({"action": "approve", "tool_call_id": tcid})
+        session.answerer.outcome_timeout = 3.0
+        await session.act({"action": "approve", "tool_call_id": tcid})
         runs = await until(lambda: _notes(workers, text), "the side effect")
         runner = workers.worker_by_pid(runs[0]["pid"])
         assert runner is not None
@@ -151,14 +151,14 @@ def test_killed_after_side_effect_needs_explicit_second_approval(workers: Cluste
         assert pause.status == "open" and "Already approved" in (pause.message or "")
         sent_before = len(console.ledger.records(sid))
         with pytest.raises(AlreadyApprovedError) as refused:
-            await session.answer({"action": "approve", "tool_call_id": tcid})
+            await session.act({"action": "approve", "tool_call_id": tcid})
         assert "Approve again" in str(refused.value)
         assert len(console.ledger.records(sid)) == sent_before  # nothing sent
         await asyncio.sleep(1.0)
         assert len(workers.notes(text)) == 1
         # the explicit second approval
-        session.outcome_timeout = 10.0
-        result = await session.answer({"action": "approve", "tool_call_id": tcid})
+        session.answerer.outcome_timeout = 10.0
+        result = await session.act({"action": "approve", "tool_call_id": tcid})
         assert result["status"] == "delivered"
         await until(lambda: _idle(console, agent_id, sid), "the second run to finish", timeout=30)
         assert len(workers.notes(text)) == 2
@@ -196,7 +196,7 @@ def test_wrong_answers_reach_the_card_and_session_stays_answerable(workers: Clus
         assert pause.kind == "ask_user"
         # refused by the console itself: nothing is sent
         with pytest.raises(DecisionError):
-            await session.answer(
+            await session.act(
                 {
                     "action": "answer",
                     "tool_call_id": tcid,
@@ -229,7 +229,7 @@ def test_wrong_answers_reach_the_card_and_session_stays_answerable(workers: Clus
         assert await console.http.status(agent_id, sid) == "awaiting_external_result"
         # a stale reply id on the page message is refused at the card
         with pytest.raises(DecisionError):
-            await session.answer(
+            await session.act(
                 {
                     "action": "answer",
                     "tool_call_id": tcid,
@@ -238,7 +238,7 @@ def test_wrong_answers_reach_the_card_and_session_stays_answerable(workers: Clus
                 }
             )
         # still answerable
-        result = await session.answer(
+        result = await session.act(
             {"action": "answer", "tool_call_id": tcid, "answers": [{"question": "Which colour?", "selected": ["red"]}]}
         )
         assert result["status"] == "delivered"
@@ -300,9 +300,9 @@ def test_unknown_answer_is_an_error_not_sent(workers: Cluster, tmp_path: Path) -
         await via_a.aclose()
         session = await console.open(sid, agent_id)
         with pytest.raises(NbHitlError):
-            await session.answer({"action": "approve", "tool_call_id": "call_other"})
+            await session.act({"action": "approve", "tool_call_id": "call_other"})
         assert console.ledger.records(sid) == []
-        await session.answer({"action": "deny", "tool_call_id": next(iter(session.pauses))})
+        await session.act({"action": "deny", "tool_call_id": next(iter(session.pauses))})
         await console.aclose()
 
     run_async(go())
