@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from .._signing import _sign, load_key
 from ..answers.record import origin
 from ..errors import NbHitlError
+from ..kinds import kind_spec
 from ..pauses import Pause
 from .ids import interrupt_id, to_iso
 
@@ -170,7 +171,7 @@ class Links:
         if not isinstance(approver, str) or not approver.strip():
             raise ValueError("A link names its approver (a non-empty name).")
         thread, pause = self._pause(thread_id, tool_call_id)
-        if pause.kind != "confirm":
+        if not {"approve", "deny"} <= kind_spec(pause.kind).actions:
             raise ValueError(f"Links answer confirmations (Approve / Deny); {tool_call_id!r} is a {pause.kind} pause.")
         if pause.status != "open":
             raise LinkRefused(

@@ -17,6 +17,7 @@ import socket
 import sys
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -33,7 +34,7 @@ __all__ = ["FakeModelServer", "serve_main", "load_script"]
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-class FakeModelServer:
+class FakeModelServer(ABC):
     """A fake model API on 127.0.0.1, answering from a script.
 
     Use it as a context manager (it starts and stops itself)::
@@ -95,9 +96,9 @@ class FakeModelServer:
         self._socket: socket.socket | None = None
 
     # -- provider hooks ---------------------------------------------------
+    @abstractmethod
     def routes(self) -> list[Route]:
-        """The provider's routes (subclasses override)."""
-        raise NotImplementedError
+        """The provider's routes (each provider's subclass gives them)."""
 
     def app(self) -> Starlette:
         """The Starlette app serving :meth:`routes`."""

@@ -11,6 +11,7 @@ the protocol of tools that shape their own pause (a reviewed tool, a form).
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -201,9 +202,10 @@ def input_args(pause: Pause) -> str:
     return compact(pause.input if pause.input is not None else pause.tool_call.input)
 
 
-class PauseKindSpec:
+class PauseKindSpec(ABC):
     """Everything that varies by pause kind. Subclasses set the class
-    attributes and override the methods their kind needs.
+    attributes, implement the abstract methods (deciding, and both AG-UI
+    directions) and override the others their kind needs.
 
     Attributes:
         name: the kind (``Pause.kind``).
@@ -223,6 +225,7 @@ class PauseKindSpec:
     # -- building ------------------------------------------------------------
     def complete(self, pause: Pause) -> None:
         """Finish a freshly built pause of this kind (``build_pause``); no-op by default."""
+        return None
 
     # -- deciding ------------------------------------------------------------
     def decide(self, pause: Pause, msg: Any) -> Decision:
@@ -240,8 +243,9 @@ class PauseKindSpec:
             )
         return self._decide(pause, msg)
 
+    @abstractmethod
     def _decide(self, pause: Pause, msg: Any) -> Decision:
-        raise NotImplementedError
+        """This kind's :meth:`decide`, once the action is known to fit."""
 
     def timeout_message(self, pause: Pause) -> dict[str, Any]:
         """The page message applied when ``pause``'s deadline passes: an
@@ -259,18 +263,18 @@ class PauseKindSpec:
         }
 
     # -- AG-UI: Pause -> Interrupt, ResumeEntry -> page message (server) -----
+    @abstractmethod
     def response_schema(self, pause: Pause) -> dict[str, Any]:
         """The JSON Schema of a ``resolved`` payload for ``pause``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def interrupt_message(self, pause: Pause) -> str:
         """``Interrupt.message``: one line saying what the pause waits for."""
-        raise NotImplementedError
 
+    @abstractmethod
     def resume_message(self, pause: Pause, payload: Any) -> dict[str, Any]:
         """The page message a ``resolved`` payload (already checked against
         :meth:`response_schema`) stands for."""
-        raise NotImplementedError
 
     # -- AG-UI: Interrupt -> view, page message -> payload (client) ----------
     def meta_ok(self, meta: Mapping[str, Any]) -> bool:
@@ -281,13 +285,13 @@ class PauseKindSpec:
         """This kind's fields of the widget view of an interrupt (the rest are defaults)."""
         return {}
 
+    @abstractmethod
     def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:
         """The ``resolved`` payload a widget message answers ``interrupt`` with, checked against ``schema``.
 
         Raises:
             DecisionError: the action does not fit this kind, or the payload breaks ``schema``.
         """
-        raise NotImplementedError
 
 
 def action_text(action: Any) -> str:
