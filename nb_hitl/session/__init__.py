@@ -41,6 +41,7 @@ from ._actions import Desk
 from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
 from ._drive import Driver, close_dangling_tool_calls
 from ._promise import allowed_decisions, install_guard
+from ._replay import Replaying
 from ._restore import reopen
 from ._run import ReplyRun, pending_message
 from ._sigint import wait_shielded
@@ -65,7 +66,7 @@ _SESSIONS: weakref.WeakKeyDictionary[Any, Session] = weakref.WeakKeyDictionary()
 _BY_CHECKPOINT: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()
 
 
-class Session(Driver):
+class Session(Replaying, Driver):
     """Drive an AgentScope ``Agent`` in the notebook's kernel.
 
     Args:
