@@ -77,7 +77,7 @@ class RecordedTool(ToolBase):
         self.book = book
         self.like = like
         self.description = str(getattr(like, "description", "") or f"{name} (replayed from a record)")
-        self.input_schema = dict(getattr(like, "input_schema", None) or {"type": "object"})
+        self.input_schema = dict(getattr(like, "input_schema", None) or {"type": "object", "properties": {}})
         self.is_read_only = bool(getattr(like, "is_read_only", False))
         self.is_concurrency_safe = bool(getattr(like, "is_concurrency_safe", False))
         self.is_external_tool = external
