@@ -147,7 +147,7 @@ class Recording:
                 close()
                 seen_result = False
             if kind == "text":
-                text.append(block if isinstance(block, str) else block.text)
+                text.append(block if isinstance(block, str) else str(getattr(block, "text", "")))
             elif kind == "tool_call" and isinstance(block, ToolCallBlock):
                 calls.append(ToolCallSpec(name=block.name, input=self._model_input(block), id=block.id))
                 if block.name not in self.tools:

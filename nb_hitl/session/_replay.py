@@ -157,9 +157,7 @@ class Replaying:
         """
         if answers not in ANSWERS:
             raise ValueError(f"answers must be one of {ANSWERS}, got {answers!r}")
-        recording = (
-            record if isinstance(record, Recording) else Recording.load(record, session_id, audit_log=audit_log)
-        )
+        recording = record if isinstance(record, Recording) else Recording.load(record, session_id, audit_log=audit_log)
         return cls._open_replay(recording, list(tools_of(tools).values()), answers=answers, **kwargs)
 
     @classmethod
@@ -193,18 +191,33 @@ class Replaying:
         Raises:
             NbHitlError: (when awaited) this session is not a replay.
         """
-        session = cast("Session", self)
+        return ReplyCall(lambda: self._played(self.start_play()), "session.play()")
 
-        async def body() -> Msg | None:
-            plan = session.replay_plan
-            if plan is None:
-                raise NbHitlError("This Session is not a replay; make one with Session.replay(...) or fork(...).")
-            final = None
-            for prompt in plan.recording.prompts:
-                final = await session.run(prompt.model_copy(deep=True))
+    @staticmethod
+    async def _played(task: asyncio.Task[Msg | None]) -> Msg | None:
+        return await task
+
+    def start_play(self) -> asyncio.Task[Msg | None]:
+        """Like :meth:`play`, but return the playing task at once (the first
+        reply's widget shows under the current cell, like ``session.start``).
+
+        Raises:
+            NbHitlError: this session is not a replay.
+        """
+        session = cast("Session", self)
+        plan = session.replay_plan
+        if plan is None:
+            raise NbHitlError("This Session is not a replay; make one with Session.replay(...) or fork(...).")
+        prompts = [p.model_copy(deep=True) for p in plan.recording.prompts]
+        first = session.start(prompts[0]) if prompts else None
+
+        async def rest() -> Msg | None:
+            final = await first if first is not None else None
+            for prompt in prompts[1:]:
+                final = await session.run(prompt)
             return final
 
-        return ReplyCall(body, "session.play()")
+        return asyncio.get_running_loop().create_task(rest())
 
     def recorded_answer(self, tool_call_id: str) -> dict[str, Any] | None:
         """The page message that gives again what was answered then at this

@@ -97,7 +97,7 @@ class RecordedTool(ToolBase):
             text = NO_RESULT.format(tool_call_id=call_id or "unknown id")
             return ToolChunk(content=[TextBlock(text=text)], state=ToolResultState.ERROR)
         output = block.output
-        content = (
+        content: list[TextBlock | DataBlock] = (
             [TextBlock(text=output)]
             if isinstance(output, str)
             else [b.model_copy(deep=True) for b in output if isinstance(b, TextBlock | DataBlock)]
@@ -132,8 +132,9 @@ class ReplayMiddleware(MiddlewareBase):
         ``book.live`` is on."""
         call = input_kwargs.get("tool_call")
         # a call the person approved is AgentScope's own (``allowed``: it runs, never asks again)
-        fresh = call is not None and enum_value(call.state) != ToolCallState.ALLOWED.value
-        recorded = self.book.recording.behavior(call.id) if fresh and not self.book.live else None
+        if call is None or self.book.live or enum_value(call.state) == ToolCallState.ALLOWED.value:
+            return await next_handler(**input_kwargs)
+        recorded = self.book.recording.behavior(call.id)
         if recorded is None:
             return await next_handler(**input_kwargs)
         check = self.book.recording.checks.get(call.id, {})

@@ -82,10 +82,25 @@ async def _record(folder: Path) -> Recorded:
         model=ScriptedChatModel(
             [
                 Turn("Let me look.", [tool_call("peek")]),
-                Turn("", [tool_call("AskUser", questions=[{"question": QUESTION, "header": "Step",
-                                                           "options": [{"label": "2", "description": "two"},
-                                                                       {"label": "5", "description": "five"}],
-                                                           "multiSelect": False}])]),
+                Turn(
+                    "",
+                    [
+                        tool_call(
+                            "AskUser",
+                            questions=[
+                                {
+                                    "question": QUESTION,
+                                    "header": "Step",
+                                    "options": [
+                                        {"label": "2", "description": "two"},
+                                        {"label": "5", "description": "five"},
+                                    ],
+                                    "multiSelect": False,
+                                }
+                            ],
+                        )
+                    ],
+                ),
                 Turn("Adding 2.", [tool_call("bump", step=2)]),
                 said_last,
             ],
@@ -105,7 +120,12 @@ async def _record(folder: Path) -> Recorded:
     session.close()
     assert counter.read_text() == "2"
     return Recorded(
-        folder, counter, folder / "ckpt", folder / "audit.jsonl", final.get_text_content(), bump.tool_call_id,
+        folder,
+        counter,
+        folder / "ckpt",
+        folder / "audit.jsonl",
+        final.get_text_content(),
+        bump.tool_call_id,
         ask.tool_call_id,
     )
 
@@ -129,7 +149,10 @@ def test_ten_replays_leave_the_counter_unchanged(recorded: Recorded) -> None:
     async def main() -> None:
         for _ in range(10):
             replayed = Session.replay(
-                recorded.checkpoints, audit_log=recorded.audit, tools=recorded.tools(), answers="recorded",
+                recorded.checkpoints,
+                audit_log=recorded.audit,
+                tools=recorded.tools(),
+                answers="recorded",
                 display=False,
             )
             assert all(isinstance(t, RecordedTool | AskUser) for t in replayed.agent.toolkit.tool_groups[0].tools)
@@ -155,7 +178,7 @@ def test_ten_replays_leave_the_counter_unchanged(recorded: Recorded) -> None:
 def test_a_replay_waits_for_a_person_by_default(recorded: Recorded) -> None:
     async def main() -> None:
         replayed = Session.replay(recorded.checkpoints, audit_log=recorded.audit, display=False)
-        task = asyncio.ensure_future(replayed.play())
+        task = replayed.start_play()
         ask = await wait_until(lambda: next(iter(replayed.pending), None), "the question again")
         assert ask.tool_call_id == recorded.ask_id
         assert ask.message.startswith("Recorded answer: answer (2), by ") and "Given again" not in ask.message
@@ -181,7 +204,7 @@ def test_fork_at_the_approval_and_deny(recorded: Recorded, tmp_path: Path) -> No
             model=ScriptedChatModel([said_last], on_exhausted="raise"),
             audit_log=tmp_path / "fork-audit.jsonl",
         )
-        task = asyncio.ensure_future(forked.play())
+        task = forked.start_play()
         pause = await wait_until(lambda: next(iter(forked.pending), None), "the fork's pause")
         assert pause.tool_call_id == recorded.bump_id
         assert pause.message.startswith("What if: answer this pause differently. Recorded answer: approve")
@@ -211,7 +234,7 @@ def test_after_a_fork_a_call_with_no_record_says_so_unless_live(recorded: Record
             [Turn("Adding 5 instead.", [tool_call("bump", step=5)]), said_last], on_exhausted="raise"
         )
         forked = replayed.fork(recorded.bump_id, model=again, live=live, tools=recorded.tools())
-        task = asyncio.ensure_future(forked.play())
+        task = forked.start_play()
         pause = await wait_until(lambda: next(iter(forked.pending), None), "the fork's pause")
         await forked.act({"action": "deny", "tool_call_id": pause.tool_call_id})
         new = await wait_until(
@@ -234,7 +257,9 @@ def test_after_a_fork_a_call_with_no_record_says_so_unless_live(recorded: Record
 
 def test_fork_at_an_unknown_pause_names_the_recorded_ones(recorded: Recorded) -> None:
     replayed = Session.replay(recorded.checkpoints, audit_log=recorded.audit, display=False)
-    with pytest.raises(NbHitlError, match=f"No recorded pause 'nope' to fork at; the recorded pauses are: {recorded.ask_id}"):
+    with pytest.raises(
+        NbHitlError, match=f"No recorded pause 'nope' to fork at; the recorded pauses are: {recorded.ask_id}"
+    ):
         replayed.fork("nope")
     with pytest.raises(ValueError, match="answers must be one of"):
         Session.replay(recorded.checkpoints, audit_log=recorded.audit, answers="maybe", display=False)
