@@ -263,3 +263,38 @@ def test_fork_at_an_unknown_pause_names_the_recorded_ones(recorded: Recorded) ->
         replayed.fork("nope")
     with pytest.raises(ValueError, match="answers must be one of"):
         Session.replay(recorded.checkpoints, audit_log=recorded.audit, answers="maybe", display=False)
+
+
+def test_fork_a_restored_session(recorded: Recorded) -> None:
+    """A restored session (not a replay) forks from the agent's memory and its audit log."""
+
+    def factory(state: Any) -> Agent:
+        return Agent(
+            name="counter",
+            system_prompt="Count.",
+            model=ScriptedChatModel([], on_exhausted="raise"),
+            toolkit=Toolkit(tools=recorded.tools()),
+            state=state,
+        )
+
+    async def main() -> None:
+        restored = Session.restore(factory, recorded.checkpoints, audit_log=recorded.audit, display=False)
+        try:
+            forked = restored.fork(recorded.ask_id, model=ScriptedChatModel([said_last], on_exhausted="raise"))
+        finally:
+            restored.close()
+        task = forked.start_play()
+        pause = await wait_until(lambda: next(iter(forked.pending), None), "the question, as a what-if")
+        assert pause.tool_call_id == recorded.ask_id and pause.message.startswith("What if:")
+        await forked.act(
+            {
+                "action": "answer",
+                "tool_call_id": pause.tool_call_id,
+                "answers": [{"question": QUESTION, "selected": ["5"]}],
+            }
+        )
+        final = await task
+        assert final.get_text_content().startswith("I read: ") and "5" in final.get_text_content()
+        assert recorded.counter.read_text() == "2"
+
+    run_async(main())
