@@ -32,7 +32,7 @@ from ..models import ToolCallSpec, Turn
 from ..store import AuditLog, CheckpointStore
 from ..team import states_from_checkpoint
 
-__all__ = ["Recording", "answer_message", "answer_note"]
+__all__ = ["Recording", "answer_message", "answer_note", "whole"]
 
 # answers nb_hitl writes about a pause that are not a person's (or a deadline's) answer
 _NOT_ANSWERS = frozenset({"discarded", "id_reused", "input_changed", "file_changed"})
@@ -82,7 +82,8 @@ class Recording:
         Raises:
             FileNotFoundError: no checkpoint.
             CheckpointIntegrityError: the checkpoint was changed after it was written.
-            NbHitlError: the checkpoint is a team's (a team is not replayed).
+            NbHitlError: the checkpoint is a team's (a team is not replayed), or
+                its context was compressed (:func:`whole`).
         """
         store = checkpoints if isinstance(checkpoints, CheckpointStore) else CheckpointStore(checkpoints)
         if session_id is None:
@@ -94,13 +95,19 @@ class Recording:
         state = states_from_checkpoint(record["state"])
         if not isinstance(state, AgentState):
             raise NbHitlError("This checkpoint is a team's; a replay plays one agent's session.")
+        whole(state)
         log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
         lines = [r for r in log.records() if r.get("session_id") in (None, session_id)] if log else []
         return cls.read(str(record.get("agent_name") or "agent"), state.context, lines)
 
     @classmethod
     def from_agent(cls, agent: Any, audit_log: str | os.PathLike[str] | AuditLog | None = None) -> Recording:
-        """Read a recording from a live ``Agent``'s memory and an audit log (every line of it)."""
+        """Read a recording from a live ``Agent``'s memory and an audit log (every line of it).
+
+        Raises:
+            NbHitlError: the agent's context was compressed (:func:`whole`).
+        """
+        whole(agent.state)
         log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
         return cls.read(agent.name, agent.state.context, log.records() if log else [])
 
@@ -187,6 +194,21 @@ class Recording:
         """The recorded result's state (``success``, ``error``, ``interrupted``...), or ``None``."""
         block = self.results.get(tool_call_id)
         return None if block is None else str(enum_value(block.state))
+
+
+def whole(state: AgentState) -> None:
+    """Check that an agent's memory still holds the whole session.
+
+    Raises:
+        NbHitlError: AgentScope compressed the context (``AgentState.summary``
+            is set): the earlier turns are gone, so a replay would start in
+            the middle and read the wrong turns.
+    """
+    if state.summary:
+        raise NbHitlError(
+            "This session's context was compressed (AgentScope summarised its earlier turns), "
+            "so it cannot be replayed: the record no longer holds every turn."
+        )
 
 
 def answer_message(line: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -36,7 +36,7 @@ from ..models import ScriptedChatModel
 from ..permissions.tools import tools_of
 from ..store import AuditLog, CheckpointStore
 from ._calls import ReplyCall
-from ._recording import Recording, answer_message, answer_note
+from ._recording import Recording, answer_message, answer_note, whole
 from ._replay_tools import Book, RecordedTool, ReplayMiddleware
 
 if TYPE_CHECKING:
@@ -260,8 +260,9 @@ class Replaying:
             **kwargs: more ``Session`` arguments (``display`` defaults to this session's).
 
         Raises:
-            NbHitlError: the record has no answered pause with this id, or
-                ``live`` without the real tools.
+            NbHitlError: the record has no answered pause with this id,
+                ``live`` without the real tools, or the agent's context
+                was compressed.
         """
         session = cast("Session", self)
         plan = session.replay_plan
@@ -270,6 +271,7 @@ class Replaying:
         else:
             lines = session.audit_log.records() if session.audit_log is not None else []
             mine = [r for r in lines if r.get("session_id") in (None, session.session_id)]
+            whole(session.agent.state)
             recording = Recording.read(session.agent.name, session.agent.state.context, mine)
             known = list(tools_of(session.agent.toolkit).values())
         if tool_call_id not in recording.answers:

@@ -298,3 +298,10 @@ def test_fork_a_restored_session(recorded: Recorded) -> None:
         assert recorded.counter.read_text() == "2"
 
     run_async(main())
+
+
+def test_a_compressed_context_is_not_replayed(recorded: Recorded) -> None:
+    agent = Agent(name="counter", system_prompt="Count.", model=ScriptedChatModel([]), toolkit=Toolkit(tools=[]))
+    agent.state.summary = "Earlier, the counter was bumped."
+    with pytest.raises(NbHitlError, match="context was compressed"):
+        Recording.from_agent(agent, recorded.audit)
