@@ -41,6 +41,8 @@ from ._actions import Desk
 from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
 from ._drive import Driver, close_dangling_tool_calls
 from ._promise import allowed_decisions, install_guard
+from ._recording import Recording
+from ._replay import Replaying
 from ._restore import reopen
 from ._run import ReplyRun, pending_message
 from ._sigint import wait_shielded
@@ -57,6 +59,7 @@ __all__ = [
     "transition",
     "close_dangling_tool_calls",
     "POLICY_CONTEXT_KEY",
+    "Recording",
 ]
 
 log = logging.getLogger("nb_hitl.session")
@@ -65,7 +68,7 @@ _SESSIONS: weakref.WeakKeyDictionary[Any, Session] = weakref.WeakKeyDictionary()
 _BY_CHECKPOINT: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()
 
 
-class Session(Driver):
+class Session(Replaying, Driver):
     """Drive an AgentScope ``Agent`` in the notebook's kernel.
 
     Args:
@@ -106,6 +109,9 @@ class Session(Driver):
             unless every simple command in it is allowed, and what cannot be
             parsed asks. On by default; ``False`` leaves AgentScope's
             whole-line matching alone.
+
+    :meth:`replay` plays a recorded session again offline and :meth:`fork`
+    answers one of its pauses differently (:mod:`nb_hitl.session._replay`).
 
     A new ``Session`` for an agent, or for a checkpoint, that already has one
     in this process supersedes it: the old session's open pauses expire

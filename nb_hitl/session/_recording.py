@@ -1,0 +1,252 @@
+"""What a recorded session holds, read back for a replay (pure reading, no side effects).
+
+A :class:`Recording` is read from the agent's memory (``AgentState.context``:
+the user messages, the model's text and tool calls, every tool's result, from
+a checkpoint or a live agent) plus the session's audit log (the answer to
+each pause and the permission check of each call, keyed by ``tool_call_id``;
+:mod:`nb_hitl.answers.record`).
+
+The model's turns are cut from the assistant messages: a turn is the text and
+tool calls the model gave on one call; a tool result ends it (the next text or
+call is the next model call). A call's input is the one the model sent (an
+answer that modified it keeps the model's original in the audit line's
+``original_input``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentscope.message import Msg, ToolCallBlock, ToolResultBlock
+from agentscope.state import AgentState
+
+from .._agentscope import enum_value
+from ..answers.record import event_of
+from ..errors import NbHitlError
+from ..models import ToolCallSpec, Turn
+from ..store import AuditLog, CheckpointStore
+from ..team import states_from_checkpoint
+
+__all__ = ["Recording", "answer_message", "answer_note", "whole"]
+
+# answers nb_hitl writes about a pause that are not a person's (or a deadline's) answer
+_NOT_ANSWERS = frozenset({"discarded", "id_reused", "input_changed", "file_changed"})
+
+
+@dataclass
+class Recording:
+    """One recorded session, ready to be played again.
+
+    Attributes:
+        agent_name: the recorded agent's name.
+        prompts: the user messages sent to it, oldest first.
+        turns: the model's turns (:class:`~nb_hitl.models.Turn`, with the
+            recorded tool call ids), oldest first.
+        results: the ``ToolResultBlock`` each call returned, by ``tool_call_id``.
+        answers: the audit line of the answer each pause got, by ``tool_call_id``
+            (the last answer a person or a deadline gave).
+        checks: the audit line of each call's permission check, by ``tool_call_id``.
+        tools: the names of the tools the model called, in order of first use.
+    """
+
+    agent_name: str
+    prompts: list[Msg] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    results: dict[str, ToolResultBlock] = field(default_factory=dict)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tools: list[str] = field(default_factory=list)
+
+    # -- reading -----------------------------------------------------------
+    @classmethod
+    def load(
+        cls,
+        checkpoints: str | os.PathLike[str] | CheckpointStore,
+        session_id: str | None = None,
+        audit_log: str | os.PathLike[str] | AuditLog | None = None,
+    ) -> Recording:
+        """Read a recording from a session's checkpoint and audit log.
+
+        Args:
+            checkpoints: the checkpoint folder or store the session wrote.
+            session_id: which checkpoint; the newest when omitted.
+            audit_log: the session's audit log (path or
+                :class:`~nb_hitl.store.AuditLog`); without it no pause has a
+                recorded answer and every call is replayed as allowed.
+
+        Raises:
+            FileNotFoundError: no checkpoint.
+            CheckpointIntegrityError: the checkpoint was changed after it was written.
+            NbHitlError: the checkpoint is a team's (a team is not replayed), or
+                its context was compressed (:func:`whole`).
+        """
+        store = checkpoints if isinstance(checkpoints, CheckpointStore) else CheckpointStore(checkpoints)
+        if session_id is None:
+            ids = store.sessions()
+            if not ids:
+                raise FileNotFoundError(f"No checkpoint in {store.folder}")
+            session_id = ids[0]
+        record = store.load(session_id)
+        state = states_from_checkpoint(record["state"])
+        if not isinstance(state, AgentState):
+            raise NbHitlError("This checkpoint is a team's; a replay plays one agent's session.")
+        whole(state)
+        log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
+        lines = [r for r in log.records() if r.get("session_id") in (None, session_id)] if log else []
+        return cls.read(str(record.get("agent_name") or "agent"), state.context, lines)
+
+    @classmethod
+    def from_agent(cls, agent: Any, audit_log: str | os.PathLike[str] | AuditLog | None = None) -> Recording:
+        """Read a recording from a live ``Agent``'s memory and an audit log (every line of it).
+
+        Raises:
+            NbHitlError: the agent's context was compressed (:func:`whole`).
+        """
+        whole(agent.state)
+        log = audit_log if audit_log is None or isinstance(audit_log, AuditLog) else AuditLog(audit_log)
+        return cls.read(agent.name, agent.state.context, log.records() if log else [])
+
+    @classmethod
+    def read(cls, agent_name: str, context: Iterable[Msg], audit: Iterable[Mapping[str, Any]] = ()) -> Recording:
+        """Build a recording from an agent's context (``AgentState.context``) and audit lines.
+
+        Args:
+            agent_name: the agent whose assistant messages are its turns.
+            context: the agent's messages, oldest first.
+            audit: the audit log's records, oldest first.
+        """
+        rec = cls(agent_name=agent_name)
+        for line in audit:
+            call_id = line.get("tool_call_id")
+            if not isinstance(call_id, str):
+                continue
+            if event_of(dict(line)) == "checked":
+                rec.checks[call_id] = dict(line)
+            elif line.get("decision") not in _NOT_ANSWERS:
+                rec.answers[call_id] = dict(line)
+        for msg in context:
+            if msg.role == "user":
+                rec.prompts.append(msg.model_copy(deep=True))
+            elif msg.role == "assistant" and msg.name == agent_name:
+                rec._read_reply(msg)
+        return rec
+
+    def _read_reply(self, msg: Msg) -> None:
+        blocks = [msg.content] if isinstance(msg.content, str) else list(msg.content)
+        text: list[str] = []
+        calls: list[ToolCallSpec] = []
+        seen_result = False
+
+        def close() -> None:
+            if text or calls:
+                self.turns.append(Turn(" ".join(t for t in text if t), tuple(calls)))
+            text.clear()
+            calls.clear()
+
+        for block in blocks:
+            kind = "text" if isinstance(block, str) else getattr(block, "type", None)
+            if kind in ("text", "tool_call") and seen_result:
+                close()
+                seen_result = False
+            if kind == "text":
+                text.append(block if isinstance(block, str) else str(getattr(block, "text", "")))
+            elif kind == "tool_call" and isinstance(block, ToolCallBlock):
+                calls.append(ToolCallSpec(name=block.name, input=self._model_input(block), id=block.id))
+                if block.name not in self.tools:
+                    self.tools.append(block.name)
+            elif kind == "tool_result" and isinstance(block, ToolResultBlock):
+                self.results[block.id] = block.model_copy(deep=True)
+                seen_result = True
+        close()
+
+    def _model_input(self, block: ToolCallBlock) -> dict[str, Any]:
+        original = self.answers.get(block.id, {}).get("original_input")
+        if isinstance(original, dict):  # a modified call: the model sent the original
+            return original
+        try:
+            got = json.loads(block.input or "{}")
+        except ValueError:
+            got = None
+        return got if isinstance(got, dict) else {}
+
+    # -- questions ---------------------------------------------------------
+    def pauses(self) -> list[str]:
+        """The ``tool_call_id`` of every pause with a recorded answer, oldest first."""
+        return sorted(self.answers, key=lambda cid: float(self.answers[cid].get("ts") or 0))
+
+    def behavior(self, tool_call_id: str) -> str | None:
+        """What the permission check decided for a recorded call: ``"ask"``
+        when the pause was a confirmation, else the checked line's decision
+        (``allow``, ``deny``), ``None`` when the log says nothing of it."""
+        answer = self.answers.get(tool_call_id)
+        if answer is not None and answer.get("kind") == "confirm":
+            return "ask"
+        check = self.checks.get(tool_call_id)
+        got = check.get("decision") if check else None
+        return str(got) if got in ("allow", "ask", "deny") else None
+
+    def result_state(self, tool_call_id: str) -> str | None:
+        """The recorded result's state (``success``, ``error``, ``interrupted``...), or ``None``."""
+        block = self.results.get(tool_call_id)
+        return None if block is None else str(enum_value(block.state))
+
+
+def whole(state: AgentState) -> None:
+    """Check that an agent's memory still holds the whole session.
+
+    Raises:
+        NbHitlError: AgentScope compressed the context (``AgentState.summary``
+            is set): the earlier turns are gone, so a replay would start in
+            the middle and read the wrong turns.
+    """
+    if state.summary:
+        raise NbHitlError(
+            "This session's context was compressed (AgentScope summarised its earlier turns), "
+            "so it cannot be replayed: the record no longer holds every turn."
+        )
+
+
+def answer_message(line: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The page message that gives again the answer an audit line records, or
+    ``None`` when that answer cannot be given from the record (an answer of a
+    kind not replayed: a review, a form, an elicitation).
+
+    The message goes through the same front door as a click
+    (:mod:`nb_hitl.answers.front`)."""
+    call_id, decision = line.get("tool_call_id"), line.get("decision")
+    base: dict[str, Any] = {"tool_call_id": call_id}
+    if decision == "approve":
+        return {**base, "action": "approve"}
+    if decision in ("deny", "timeout"):
+        reason = line.get("reason")
+        cause = "timeout" if decision == "timeout" else "person"
+        return {**base, "action": "deny", "cause": cause, **({"reason": reason} if isinstance(reason, str) else {})}
+    if decision == "modify" and isinstance(line.get("edited_input"), dict):
+        return {**base, "action": "modify", "input": json.dumps(line["edited_input"], ensure_ascii=False)}
+    if decision == "answer" and isinstance(line.get("answers"), list):
+        return {**base, "action": "answer", "answers": line["answers"]}
+    if decision == "external_result" and isinstance(line.get("output"), str):
+        return {**base, "action": "external_result", "output": line["output"]}
+    return None
+
+
+def answer_note(line: Mapping[str, Any]) -> str:
+    """One sentence saying what was answered then: ``"Recorded answer: approve,
+    by ada, 2026-12-02 12:38:51 UTC."`` (with the answers or the reason when given)."""
+    when = line.get("ts")
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(when))) if isinstance(when, int | float) else None
+    who = line.get("decided_by") or line.get("who")
+    said = f"Recorded answer: {line.get('decision')}"
+    if isinstance(line.get("answers"), list):
+        picked = [", ".join(a.get("selected") or []) or a.get("other") or "" for a in line["answers"]]
+        said += f" ({'; '.join(p for p in picked if p)})"
+    if isinstance(line.get("edited_input"), dict):
+        said += f" with input {json.dumps(line['edited_input'], ensure_ascii=False)}"
+    if isinstance(line.get("reason"), str):
+        said += f" (reason: {line['reason']})"
+    return said + "".join(f", {part}" for part in (f"by {who}" if who else None, stamp) if part) + "."

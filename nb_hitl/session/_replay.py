@@ -1,0 +1,325 @@
+"""Replay a recorded session offline, and fork it at a past pause ("what if I had denied?").
+
+:meth:`Session.replay <Replaying.replay>` builds a new agent from a
+:class:`~nb_hitl.session._recording.Recording` (the agent's memory in a
+checkpoint plus the audit log): its model is :class:`~nb_hitl.models.ScriptedChatModel`
+playing the recorded turns, its tools are
+:class:`~nb_hitl.session._replay_tools.RecordedTool` giving back what each call
+returned then (keyed by ``tool_call_id``), so nothing outside the kernel
+changes. :meth:`~Replaying.play` sends the recorded user messages again; each
+pause shows again as a card saying what was answered then, and a person
+answers it (``answers="recorded"`` gives the recorded answers again). Every
+answer, a person's or the record's, goes through ``session.act``: the front
+door every click takes (:mod:`nb_hitl.answers.front`).
+
+:meth:`~Replaying.fork` replays up to a recorded pause, giving the earlier
+pauses their recorded answers, and leaves that pause open for a different
+answer; the model then goes on with the recorded turns (or a model the caller
+passes) and the tools stay recorded unless ``live=True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from agentscope.agent import Agent
+from agentscope.message import Msg
+from agentscope.tool import AskUser, ToolBase, Toolkit
+
+from ..errors import NbHitlError
+from ..models import ScriptedChatModel
+from ..permissions.tools import tools_of
+from ..store import AuditLog, CheckpointStore
+from ._calls import ReplyCall
+from ._recording import Recording, answer_message, answer_note, whole
+from ._replay_tools import Book, RecordedTool, ReplayMiddleware
+
+if TYPE_CHECKING:
+    from . import Session
+    from ._run import ReplyRun
+
+__all__ = ["Replaying", "ReplayPlan", "REPLAYED_BY"]
+
+log = logging.getLogger("nb_hitl.session")
+
+REPLAYED_BY = "replay (the recorded answer)"
+"""``decided_by`` of an answer a replay gives from the record."""
+
+ANSWERS = ("ask", "recorded")
+
+
+@dataclass
+class ReplayPlan:
+    """How a replayed session plays: the record, its tools, who answers.
+
+    Attributes:
+        recording: the recorded session.
+        book: what the replayed tools read (:class:`~nb_hitl.session._replay_tools.Book`).
+        tools: the real tools given (their schemas; run only when live).
+        answers: ``"ask"`` (a person answers every pause) or ``"recorded"``
+            (the recorded answers are given again).
+        fork_at: the ``tool_call_id`` of the fork's pause, or ``None``.
+        model: the model that goes on after the fork's pause (``None``: the recorded turns).
+        live: tools run for real from the fork's pause on.
+        forked: the fork's pause has been reached.
+        noted: the pauses whose card already says what was answered then.
+    """
+
+    recording: Recording
+    book: Book
+    tools: list[ToolBase]
+    answers: str = "ask"
+    fork_at: str | None = None
+    model: Any = None
+    live: bool = False
+    forked: bool = False
+    noted: set[str] = field(default_factory=set)
+    giving: set[asyncio.Task] = field(default_factory=set)
+
+
+def replay_agent(recording: Recording, tools: Sequence[ToolBase], book: Book) -> Agent:
+    """A real ``Agent`` that plays ``recording``: the recorded turns on
+    :class:`~nb_hitl.models.ScriptedChatModel` (more calls than recorded get
+    its "no more turns" text), a ``Toolkit`` of recorded tools, external
+    tools (a person runs them: ``AskUser``) kept as they are."""
+    given = {t.name: t for t in tools}
+    kinds = {a.get("tool_name"): a.get("kind") for a in recording.answers.values()}
+    kit: list[ToolBase] = []
+    for name in [*recording.tools, *(n for n in given if n not in recording.tools)]:
+        like = given.get(name)
+        if like is not None and like.is_external_tool:
+            kit.append(like)
+        elif like is None and name == "AskUser":
+            kit.append(AskUser())
+        else:
+            kit.append(RecordedTool(name, book, like=like, external=kinds.get(name) == "external"))
+    return Agent(
+        name=recording.agent_name,
+        system_prompt="A replay of a recorded session.",
+        model=ScriptedChatModel(recording.turns, on_exhausted="text"),
+        toolkit=Toolkit(tools=kit),
+        middlewares=[ReplayMiddleware(book)],
+    )
+
+
+class Replaying:
+    """The replay and fork part of :class:`~nb_hitl.session.Session`."""
+
+    replay_plan: ReplayPlan | None = None
+
+    @classmethod
+    def replay(
+        cls,
+        record: Recording | str | os.PathLike[str] | CheckpointStore,
+        *,
+        audit_log: str | os.PathLike[str] | AuditLog | None = None,
+        session_id: str | None = None,
+        tools: Sequence[ToolBase] | Toolkit = (),
+        answers: str = "ask",
+        **kwargs: Any,
+    ) -> Session:
+        """Play a recorded session again, with no side effects:
+        ``replayed = Session.replay("checkpoints/", audit_log="audit.jsonl")``,
+        then ``await replayed.play()``.
+
+        The model's turns come from the record, every tool gives back what
+        that call returned then (AgentScope ``ToolBase`` tools keyed by
+        ``tool_call_id``; nothing runs), and each pause shows again as a card
+        saying what was answered then.
+
+        Args:
+            record: a :class:`~nb_hitl.session._recording.Recording`, or the
+                checkpoint folder (or store) the session wrote.
+            audit_log: the recorded session's audit log (with a checkpoint
+                folder): the answers and permission checks.
+            session_id: which checkpoint; the newest when omitted.
+            tools: the real tools (or ``Toolkit``): their descriptions and
+                input schemas are shown; they never run in a replay.
+            answers: ``"ask"`` (default): a person answers each pause (the
+                card says what was answered then); ``"recorded"``: the
+                recorded answers are given again, through ``session.act``.
+            **kwargs: more :class:`~nb_hitl.session.Session` arguments
+                (``display``, ``decided_by``...). No audit log and no
+                checkpoints unless given: a replay writes nothing.
+
+        Returns:
+            the replayed session; :meth:`play` sends the recorded messages.
+
+        Raises:
+            ValueError: ``answers`` is not ``"ask"`` or ``"recorded"``.
+            FileNotFoundError, CheckpointIntegrityError: see
+                :meth:`Recording.load <nb_hitl.session._recording.Recording.load>`.
+        """
+        if answers not in ANSWERS:
+            raise ValueError(f"answers must be one of {ANSWERS}, got {answers!r}")
+        recording = record if isinstance(record, Recording) else Recording.load(record, session_id, audit_log=audit_log)
+        return cls._open_replay(recording, list(tools_of(tools).values()), answers=answers, **kwargs)
+
+    @classmethod
+    def _open_replay(
+        cls,
+        recording: Recording,
+        tools: list[ToolBase],
+        *,
+        answers: str,
+        fork_at: str | None = None,
+        model: Any = None,
+        live: bool = False,
+        **kwargs: Any,
+    ) -> Session:
+        book = Book(recording)
+        plan = ReplayPlan(recording, book, tools, answers=answers, fork_at=fork_at, model=model, live=live)
+        session = cast("Session", cls(replay_agent(recording, tools, book), **kwargs))  # type: ignore[call-arg]
+        session.replay_plan = plan
+        session.on_change(lambda kind, run: _on_change(session, plan, kind, run))
+        return session
+
+    def play(self) -> ReplyCall[Msg | None]:
+        """Send the recorded user messages again, in order, each awaiting its
+        whole reply (a :class:`~nb_hitl.session.ReplyCall`, like ``run``):
+        ``final = await replayed.play()``.
+
+        Returns:
+            (when awaited) the last reply's final ``Msg``; ``None`` when the
+            record holds no user message.
+
+        Raises:
+            NbHitlError: (when awaited) this session is not a replay.
+        """
+        return ReplyCall(lambda: self._played(self.start_play()), "session.play()")
+
+    @staticmethod
+    async def _played(task: asyncio.Task[Msg | None]) -> Msg | None:
+        return await task
+
+    def start_play(self) -> asyncio.Task[Msg | None]:
+        """Like :meth:`play`, but return the playing task at once (the first
+        reply's widget shows under the current cell, like ``session.start``).
+
+        Raises:
+            NbHitlError: this session is not a replay.
+        """
+        session = cast("Session", self)
+        plan = session.replay_plan
+        if plan is None:
+            raise NbHitlError("This Session is not a replay; make one with Session.replay(...) or fork(...).")
+        prompts = [p.model_copy(deep=True) for p in plan.recording.prompts]
+        first = session.start(prompts[0]) if prompts else None
+
+        async def rest() -> Msg | None:
+            final = await first if first is not None else None
+            for prompt in prompts[1:]:
+                final = await session.run(prompt)
+            return final
+
+        return asyncio.get_running_loop().create_task(rest())
+
+    def recorded_answer(self, tool_call_id: str) -> dict[str, Any] | None:
+        """The page message that gives again what was answered then at this
+        pause (pass it to ``session.act``), or ``None`` when the record has
+        no answer for it that can be given again."""
+        plan = self.replay_plan
+        line = plan.recording.answers.get(tool_call_id) if plan is not None else None
+        return answer_message(line) if line is not None else None
+
+    def fork(
+        self,
+        tool_call_id: str,
+        *,
+        model: Any = None,
+        live: bool = False,
+        tools: Sequence[ToolBase] | Toolkit | None = None,
+        **kwargs: Any,
+    ) -> Session:
+        """Go back to a past pause and answer it differently: "what if I had denied?".
+
+        Returns a new replayed session: ``await forked.play()`` replays the
+        record, giving the pauses before this one their recorded answers
+        (through ``session.act``), and stops at this pause with its card
+        open (it says what was answered then); the person's answer goes
+        through the same front door. After it, the model is ``model`` (or
+        the recorded turns) and the tools give their recorded results (a
+        call with none says so as its result, nothing runs) unless ``live``.
+
+        Works on a replayed session, and on a restored or live one (the
+        record is then the agent's memory and this session's audit log).
+
+        Args:
+            tool_call_id: the recorded pause to answer differently
+                (``recording.pauses()`` lists them).
+            model: the model after the fork's pause (an AgentScope
+                ``ChatModelBase``); ``None``: the recorded turns go on.
+            live: from the fork's pause on, the real tools run (pass
+                ``tools`` when this session is a replay made without them).
+            tools: the real tools; default: this session's.
+            **kwargs: more ``Session`` arguments (``display`` defaults to this session's).
+
+        Raises:
+            NbHitlError: the record has no answered pause with this id,
+                ``live`` without the real tools, or the agent's context
+                was compressed.
+        """
+        session = cast("Session", self)
+        plan = session.replay_plan
+        if plan is not None:
+            recording, known = plan.recording, plan.tools
+        else:
+            lines = session.audit_log.records() if session.audit_log is not None else []
+            mine = [r for r in lines if r.get("session_id") in (None, session.session_id)]
+            whole(session.agent.state)
+            recording = Recording.read(session.agent.name, session.agent.state.context, mine)
+            known = list(tools_of(session.agent.toolkit).values())
+        if tool_call_id not in recording.answers:
+            have = ", ".join(recording.pauses()) or "none"
+            raise NbHitlError(f"No recorded pause {tool_call_id!r} to fork at; the recorded pauses are: {have}.")
+        chosen = list(tools_of(tools).values()) if tools is not None else known
+        if live and not [t for t in chosen if not t.is_external_tool]:
+            raise NbHitlError("fork(live=True) runs the real tools: pass them as tools=[...].")
+        kwargs.setdefault("display", session.display)
+        return type(session)._open_replay(
+            recording, chosen, answers="recorded", fork_at=tool_call_id, model=model, live=live, **kwargs
+        )
+
+
+def _on_change(session: Session, plan: ReplayPlan, kind: str, run: ReplyRun) -> None:
+    """A new pause of a replay: say on its card what was answered then, and
+    give the recorded answer again when the plan says so (before the fork)."""
+    if kind != "pause":
+        return
+    for pause in list(run.pauses.values()):
+        call_id = pause.tool_call_id
+        if call_id in plan.noted or pause.status != "open":
+            continue
+        plan.noted.add(call_id)
+        line = plan.recording.answers.get(call_id)
+        message = answer_message(line) if line is not None else None
+        auto = plan.answers == "recorded" and not plan.forked and call_id != plan.fork_at and message is not None
+        if call_id == plan.fork_at:
+            plan.forked = True
+            plan.book.live = plan.live
+            if plan.model is not None:
+                session.agent.model = plan.model
+            note = "What if: answer this pause differently. " + (answer_note(line) if line else "")
+        elif line is None:
+            note = "The record has no answer for this pause: answer it."
+        else:
+            note = answer_note(line) + (" Given again from the record." if auto else "")
+        pause.message = f"{note}\n\n{pause.message}" if pause.message else note
+        if auto and message is not None:
+            task = asyncio.get_running_loop().create_task(_give(session, message))
+            plan.giving.add(task)  # held until done
+            task.add_done_callback(plan.giving.discard)
+
+
+async def _give(session: Session, message: dict[str, Any]) -> None:
+    """Give a recorded answer through the front door (``session.act``); a
+    refusal leaves the card open for a person, and is logged."""
+    try:
+        await session.act(message, decided_by=REPLAYED_BY)
+    except Exception:
+        log.warning("the recorded answer to %s was refused", message.get("tool_call_id"), exc_info=True)

@@ -1,0 +1,152 @@
+"""The tools of a replay: AgentScope ``ToolBase`` tools that give back what a call returned then.
+
+A replayed agent has a real ``Toolkit`` whose tools are :class:`RecordedTool`:
+each answers a call with the ``ToolResultBlock`` that call (the same
+``tool_call_id``) returned when the session was recorded, and never runs the
+real tool. A call with no recorded result (after a fork the model may call
+something new) gets an error result saying so. :class:`ReplayMiddleware`, an
+AgentScope middleware, tells the tool which call it serves (``on_acting``)
+and asks the permission check recorded for that call again
+(``on_check_permission``): a call that asked then asks now, a call that was
+allowed runs (from the record) without asking.
+
+With ``live`` on (a fork with ``live=True``, from the fork's pause on), the
+tools given to the replay run for real and their own permission checks decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from agentscope.message import DataBlock, TextBlock, ToolCallState, ToolResultState
+from agentscope.middleware import MiddlewareBase
+from agentscope.permission import PermissionBehavior, PermissionContext, PermissionDecision
+from agentscope.tool import ToolBase, ToolChunk
+
+from .._agentscope import enum_value
+from ._recording import Recording
+
+__all__ = ["Book", "RecordedTool", "ReplayMiddleware", "NO_RESULT"]
+
+_CALL: ContextVar[str | None] = ContextVar("nb_hitl_replayed_call", default=None)
+
+NO_RESULT = (
+    "No recorded result for this call ({tool_call_id}): in a replay tools do not run, "
+    "and this call was not made when the session was recorded, so nothing ran."
+)
+"""The result of a call the record has no result for (recorded mode)."""
+
+_BEHAVIORS = {"allow": PermissionBehavior.ALLOW, "ask": PermissionBehavior.ASK, "deny": PermissionBehavior.DENY}
+
+
+@dataclass
+class Book:
+    """What the tools of one replay read.
+
+    Attributes:
+        recording: the recorded session.
+        live: tools run for real (a fork with ``live=True``, from its pause on).
+    """
+
+    recording: Recording
+    live: bool = False
+
+
+class RecordedTool(ToolBase):
+    """A tool of a replayed agent: returns the result each call returned then.
+
+    Args:
+        name: the tool's name, as the model calls it.
+        book: the replay's :class:`Book`.
+        like: the real tool (its description, input schema and read-only flag
+            are copied; it runs only when ``book.live`` is on); ``None`` when
+            only the record is known.
+        external: the tool is run by whoever drives the agent (its call parks
+            as an ``external`` pause and the person gives the result).
+    """
+
+    is_concurrency_safe = False
+    is_read_only = False
+
+    def __init__(self, name: str, book: Book, *, like: ToolBase | None = None, external: bool = False) -> None:
+        super().__init__()
+        self.name = name
+        self.book = book
+        self.like = like
+        self.description = str(getattr(like, "description", "") or f"{name} (replayed from a record)")
+        self.input_schema = dict(getattr(like, "input_schema", None) or {"type": "object", "properties": {}})
+        self.is_read_only = bool(getattr(like, "is_read_only", False))
+        self.is_concurrency_safe = bool(getattr(like, "is_concurrency_safe", False))
+        self.is_external_tool = external
+
+    async def call(self, **kwargs: Any) -> ToolChunk | AsyncGenerator[ToolChunk, None]:
+        """The recorded result of the call being served; the real tool's when ``book.live``.
+
+        Returns:
+            a ``ToolChunk`` with the recorded output and state, or an
+            ``error`` chunk saying the record has no result for this call.
+        """
+        if self.book.live and self.like is not None:
+            return await self.like(**kwargs)
+        call_id = _CALL.get()
+        block = self.book.recording.results.get(call_id) if call_id else None
+        if block is None:
+            text = NO_RESULT.format(tool_call_id=call_id or "unknown id")
+            return ToolChunk(content=[TextBlock(text=text)], state=ToolResultState.ERROR)
+        output = block.output
+        content: list[TextBlock | DataBlock] = (
+            [TextBlock(text=output)]
+            if isinstance(output, str)
+            else [b.model_copy(deep=True) for b in output if isinstance(b, TextBlock | DataBlock)]
+        )
+        state = ToolResultState(block.state)
+        return ToolChunk(content=content, state=state, metadata=dict(block.metadata or {}))
+
+    async def check_permissions(self, tool_input: dict[str, Any], context: PermissionContext) -> PermissionDecision:
+        """The real tool's check when it was given (a check runs nothing), else allow:
+        the record's own decision is applied by :class:`ReplayMiddleware` first."""
+        if self.like is not None:
+            return await self.like.check_permissions(tool_input, context)
+        return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="Replayed from the record.")
+
+
+class ReplayMiddleware(MiddlewareBase):
+    """The AgentScope middleware of a replayed agent (see the module docstring).
+
+    Args:
+        book: the replay's :class:`Book`.
+    """
+
+    def __init__(self, book: Book) -> None:
+        self.book = book
+
+    async def on_check_permission(
+        self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]
+    ) -> PermissionDecision:
+        """The decision recorded for this call (``ask`` when it was a
+        confirmation); AgentScope's own resolution for a call the person
+        approved, and the tool's own check when the record says nothing or
+        ``book.live`` is on."""
+        call = input_kwargs.get("tool_call")
+        # a call the person approved is AgentScope's own (``allowed``: it runs, never asks again)
+        if call is None or self.book.live or enum_value(call.state) == ToolCallState.ALLOWED.value:
+            return await next_handler(**input_kwargs)
+        recorded = self.book.recording.behavior(call.id)
+        if recorded is None:
+            return await next_handler(**input_kwargs)
+        check = self.book.recording.checks.get(call.id, {})
+        said = check.get("message") if isinstance(check.get("message"), str) else None
+        return PermissionDecision(
+            behavior=_BEHAVIORS[recorded],
+            message=said or f"As recorded: this call's permission check decided {recorded!r}.",
+        )
+
+    async def on_acting(self, agent: Any, input_kwargs: dict, next_handler: Callable[..., Any]) -> AsyncGenerator:
+        """Name the call being served to the tool (each call runs in its own task or in turn)."""
+        call = input_kwargs.get("tool_call")
+        _CALL.set(call.id if call is not None else None)
+        async for item in next_handler(**input_kwargs):
+            yield item

@@ -1,0 +1,80 @@
+"""notebooks/replay_and_fork.ipynb clicked through in real JupyterLab + Chromium.
+
+Run All without ``NB_HITL_ANSWER_FROM_CODE``: each cell after a pause says
+what to click and waits. A person approves the live call (the counter file
+becomes 2), approves the replayed card (it says what was answered then;
+nothing runs), and denies the fork's what-if card (the model reads the
+denial); the notebook finishes with no error output and the counter file
+still holds 2.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from tests.harness import REPO_ROOT
+from tests.harness.lab import JupyterLabServer, open_notebook, output_locator, run_all_cells, wait_execution_done
+
+OUT = ".jp-OutputArea-output"
+NOTEBOOK = REPO_ROOT / "notebooks" / "replay_and_fork.ipynb"
+
+
+def _open_card(page, reply: int):  # type: ignore[no-untyped-def]
+    """The open confirmation card of the ``reply``-th reply widget."""
+    widget = page.locator(f'{OUT} [data-testid="nbh-reply"]').nth(reply)
+    card = widget.locator('[data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
+    card.wait_for(timeout=90_000)
+    return card
+
+
+def _stream_text(page) -> str:  # type: ignore[no-untyped-def]
+    """Every stream output of the open notebook, from its model (JupyterLab draws only the cells in view)."""
+    outputs = page.evaluate(
+        """() => {
+            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+            const all = [];
+            for (let i = 0; i < cells.length; i++) all.push(...(cells.get(i).toJSON().outputs || []));
+            return all;
+        }"""
+    )
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    return "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
+
+
+def test_replay_and_fork_clicked_through(page, lab: JupyterLabServer) -> None:
+    shutil.copy(NOTEBOOK, lab.root / "replay_and_fork.ipynb")
+    open_notebook(page, lab, "replay_and_fork.ipynb")
+    run_all_cells(page)
+
+    # 1. live: approve the bump
+    live = _open_card(page, 0)
+    output_locator(page, "Waiting for you: press Approve on the bump card above.").wait_for(timeout=60_000)
+    live.locator('[data-testid="nbh-approve"]').click()
+    output_locator(page, "counter file: 2").first.wait_for(timeout=60_000)
+
+    # 2. the replay: the card says what was answered then; approve it again
+    replayed = _open_card(page, 1)
+    replayed.locator(".nbh-info", has_text="Recorded answer: approve, by ").wait_for(timeout=30_000)
+    output_locator(page, "Waiting for you: press Approve on the replayed card above").wait_for(timeout=60_000)
+    replayed.locator('[data-testid="nbh-approve"]').click()
+    output_locator(page, "counter file: 2 (unchanged: nothing ran)").wait_for(timeout=60_000)
+    output_locator(page, "counter file after 10 replays: 2").wait_for(timeout=120_000)
+
+    # 3. the fork: what if I had denied?
+    forked = _open_card(page, 2)
+    forked.locator(".nbh-info", has_text="What if: answer this pause differently.").wait_for(timeout=30_000)
+    output_locator(page, "Waiting for you: press Deny on the what-if card above.").wait_for(timeout=60_000)
+    forked.locator('[data-testid="nbh-deny"]').click()
+    # no reason given by the click: the model reads AgentScope's own denial
+    output_locator(page, 'I read: <system-reminder>The execution of tool "bump" is denied by user!').last.wait_for(
+        timeout=60_000
+    )
+    wait_execution_done(page, timeout=120)
+
+    whole = _stream_text(page)
+    for bad in ("Traceback", "StopIteration", "NameError"):
+        assert bad not in whole, whole[-3000:]
+    assert "answers: your clicks in the widgets" in whole
+    assert whole.count("answered: approve") == 2 and "answered: deny" in whole
+    assert "counter file: 2 (unchanged)\n" in whole
+    assert "counter file after 10 replays: 2" in whole
