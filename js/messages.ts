@@ -231,6 +231,26 @@ export interface MatrixResult {
 }
 
 /** A trait the kernel sets to a result, `{error, field}` when deciding it again failed, or `{}`. */
+/** A recorded call whose decision the rules shown would change (nb_hitl.audit.replay). */
+export interface ReplayRow {
+  tool_name: string;
+  input: Record<string, unknown>;
+  recorded: string;
+  person: string | null;
+  candidate: string;
+  change: string;
+  denied_now_allowed: boolean;
+}
+
+/** The explorer's last replay of its recorded log (empty before the first). */
+export interface ReplayResult {
+  calls: number;
+  changed: number;
+  mode: string;
+  rows: ReplayRow[];
+  never_fired: string[];
+}
+
 export type Decided<T> = T | { error: string; field?: string | null } | Record<string, never>;
 
 /** What a {@link Decided} trait holds: its result, its error, or neither (nothing decided yet). */
@@ -263,4 +283,5 @@ export type PermissionsProtocol = PingProtocol & {
   reach: { send: { rule: RuleDict | Omit<RuleDict, "source"> }; answer: { text: string } };
   export: { send: Record<string, never>; answer: { text: string } };
   import: { send: { text: string; replace: boolean }; answer: ContextAnswer & { count: number } };
+  replay: { send: Record<string, never>; answer: { replay: ReplayResult } };
 };

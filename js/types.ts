@@ -3,7 +3,7 @@
 // key for key; tests/unit/test_view_contract.py keeps the two in step.
 // Traits of each widget model are typed here too, for `AnyModel<T>`; the
 // messages of each widget are in messages.ts.
-import type { ContextView, Decided, MatrixCall, MatrixResult, TryResult } from "./messages";
+import type { ContextView, Decided, MatrixCall, MatrixResult, ReplayResult, TryResult } from "./messages";
 
 /** The kinds of pause the reply widget draws (one card module each). */
 export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form" | "elicitation";
@@ -248,4 +248,7 @@ export interface PermissionsModel {
   matrix: Decided<MatrixResult>;
   matrix_calls: MatrixCall[];
   revision: number;
+  /** the recorded log's file name, "" without one */
+  history_name: string;
+  replay: ReplayResult | Record<string, never>;
 }

@@ -4,7 +4,8 @@
 // Text from the agent (rules, tool inputs, messages) reaches the page only
 // through h() / textContent. One module per section: header.ts (mode,
 // refresh, warnings), rules.ts (the list and the rule form), workdirs.ts,
-// try_call.ts, matrix.ts, io.ts (import / export); channel.ts sends the
+// try_call.ts, matrix.ts, io.ts (import / export), replay.ts (a recorded log
+// replayed against the rules shown); channel.ts sends the
 // actions; the theme ships once per kernel with the page code
 // (nb_hitl/widgets/_page_code.py), style.ts holds the explorer's own styles.
 import type { RenderProps } from "@anywidget/types";
@@ -16,12 +17,13 @@ import { Channel, type Section } from "./channel";
 import { MODES_FALLBACK, headerSection } from "./header";
 import { ioSection } from "./io";
 import { matrixSection } from "./matrix";
+import { replaySection } from "./replay";
 import { rulesSection } from "./rules";
 import { PERM_CSS } from "./style";
 import { trySection } from "./try_call";
 import { workdirsSection } from "./workdirs";
 
-const TRAITS = ["context_view", "rules_json", "tools", "last_try", "matrix", "revision", "agent_name"] as const;
+const TRAITS = ["context_view", "rules_json", "tools", "last_try", "matrix", "revision", "agent_name", "history_name", "replay"] as const;
 
 function render({ model, el }: Pick<RenderProps<PermissionsModel>, "model" | "el">) {
   const rpc = new Rpc<PermissionsProtocol>(model);
@@ -39,7 +41,8 @@ function render({ model, el }: Pick<RenderProps<PermissionsModel>, "model" | "el
   const matrix = matrixSection(section);
   const tryCall = trySection(section, matrix.addLine);
   const io = ioSection(section);
-  root.append(...header.els, rules.el, workdirs.el, tryCall.el, matrix.el, io.el);
+  const replay = replaySection(section);
+  root.append(...header.els, rules.el, workdirs.el, tryCall.el, matrix.el, replay.el, io.el);
 
   function renderAll() {
     const ctx = model.get("context_view") || {};
@@ -51,6 +54,7 @@ function render({ model, el }: Pick<RenderProps<PermissionsModel>, "model" | "el
     tryCall.renderTools();
     tryCall.renderResult();
     matrix.render();
+    replay.render();
   }
 
   // Re-read the context when the person comes back to the widget, so rules

@@ -9,6 +9,8 @@
 * :mod:`~nb_hitl.audit.frame`: :func:`audit_frame`, the records as a pandas DataFrame.
 * :mod:`~nb_hitl.audit.replay`: :func:`replay`, what a candidate rule set
   would have decided for each recorded call, with AgentScope's own engine.
+* :mod:`~nb_hitl.audit.charts`: each call's outcome and each answer's time to
+  decide as small tables, drawn with matplotlib (the ``charts`` extra).
 """
 
 from __future__ import annotations

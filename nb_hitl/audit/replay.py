@@ -23,6 +23,7 @@ from agentscope.permission import (
     PermissionBehavior,
     PermissionContext,
     PermissionDecision,
+    PermissionEngine,
     PermissionMode,
     PermissionRule,
 )
@@ -137,22 +138,55 @@ def _mode(mode: Any, fallback: PermissionMode | None) -> PermissionMode:
         raise DecisionError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.", field="mode") from None
 
 
-async def _matches(
-    engine: BoundedEngine, tool: Any, rule: PermissionRule, tool_input: dict[str, Any], shell: bool
-) -> bool:
-    """Whether ``rule`` matches the call, or (shell rules) one of its simple commands.
+class _ReplayEngine(BoundedEngine):
+    """A :class:`BoundedEngine` that remembers, for one call at a time, which
+    rules matched it. Replay asks the engine for its decision first (its own
+    ``check_permission``), then needs every rule of the tool matched against
+    the call (to count what fired and what was shadowed): the rules the engine
+    already matched are looked up, only the others are matched."""
+
+    def __init__(self, context: PermissionContext) -> None:
+        super().__init__(context)
+        self.call: dict[str, Any] = {}
+        self._seen: dict[int, bool] = {}
+
+    def begin(self, tool_input: dict[str, Any]) -> dict[str, Any]:
+        """Start remembering matches against a copy of ``tool_input``
+        (forgetting the previous call's); returns the copy, the input to
+        decide with (a shell rule's per-command checks pass other inputs,
+        which are not remembered)."""
+        self.call = dict(tool_input)
+        self._seen = {}
+        return self.call
+
+    def seen(self, rule: PermissionRule) -> bool | None:
+        """Whether ``rule`` matched the current call, ``None`` when not matched yet."""
+        return self._seen.get(id(rule))
+
+    async def _rule_matches(self, tool: Any, rule: PermissionRule, input_data: dict[str, Any]) -> bool:
+        if input_data is not self.call:
+            return await super()._rule_matches(tool, rule, input_data)
+        seen = self._seen.get(id(rule))
+        if seen is None:
+            self.check_cost(tool, rule, input_data)  # BoundedEngine's check, one coroutine less
+            seen = self._seen[id(rule)] = bool(await PermissionEngine._rule_matches(self, tool, rule, input_data))
+        return seen
+
+
+async def _matches(engine: _ReplayEngine, tool: Any, rule: PermissionRule, shell: bool) -> bool:
+    """Whether ``rule`` matches the call :meth:`_ReplayEngine.begin` started,
+    or (shell rules) one of its simple commands.
 
     Raises:
         PathologicalRuleError: matching would backtrack too long.
     """
-    if await engine._rule_matches(tool, rule, tool_input):
+    if await engine._rule_matches(tool, rule, engine.call):
         return True
-    covered = await rule_covers(tool, rule, tool_input, engine) if shell else None
-    return bool(covered)
+    return bool(await rule_covers(tool, rule, engine.call, engine)) if shell else False
 
 
 async def _decide(engine: BoundedEngine, tool: Any, tool_input: dict[str, Any], shell: bool) -> PermissionDecision:
-    decision = await engine.check_permission(tool, dict(tool_input))
+    decision = await engine.check_permission(tool, tool_input)
     if shell:
         verdict = await judge_shell_call(engine, tool, dict(tool_input), decision)
         if verdict is not None:
@@ -201,10 +235,12 @@ async def replay(
     """
     listed, context_mode = _rules(rules)
     candidate_mode = _mode(mode, context_mode)
-    engine = BoundedEngine(PermissionContext(mode=candidate_mode))
+    engine = _ReplayEngine(PermissionContext(mode=candidate_mode))
     for rule in listed:
         engine.add_rule(rule)
-    ordered = sorted(listed, key=lambda r: _PRECEDENCE[enum_value(r.behavior)])  # stable within a bucket
+    by_tool: dict[str, list[PermissionRule]] = {}
+    for rule in sorted(listed, key=lambda r: _PRECEDENCE[enum_value(r.behavior)]):  # stable within a bucket
+        by_tool.setdefault(rule.tool_name, []).append(rule)
     tools = tools_of(getattr(toolkit, "toolkit", None) or toolkit)
     stats: dict[int, dict[str, Any]] = {id(r): {"matched": 0, "fired": 0, "pathological": 0, "by": {}} for r in listed}
     rows = []
@@ -216,10 +252,17 @@ async def replay(
             rows.append(row)
             continue
         shell = shell_rules
+        given = engine.begin(call["input"])  # a copy: the row keeps the recorded input
+        decision: PermissionDecision | None = None
+        try:  # first: the engine's matches are remembered for the count below
+            decision = await _decide(engine, tool, given, shell)
+        except PathologicalRuleError as exc:
+            row["problem"] = str(exc)
         matching = []
-        for rule in (r for r in ordered if r.tool_name == tool.name):
+        for rule in by_tool.get(tool.name, []):
             try:
-                if await _matches(engine, tool, rule, call["input"], shell):
+                seen = engine.seen(rule)  # most were matched by the engine's own check
+                if seen or (seen is None or shell) and await _matches(engine, tool, rule, shell):
                     matching.append(rule)
             except PathologicalRuleError as exc:
                 stats[id(rule)]["pathological"] += 1
@@ -231,16 +274,11 @@ async def replay(
             stats[id(first)]["fired"] += 1
             for other in matching[1:]:
                 stats[id(other)]["by"][rule_label(first)] = stats[id(other)]["by"].get(rule_label(first), 0) + 1
-        if row["problem"] is None:
-            try:
-                decision = await _decide(engine, tool, call["input"], shell)
-            except PathologicalRuleError as exc:
-                row["problem"] = str(exc)
-            else:
-                row["candidate"] = enum_value(decision.behavior)
-                row["candidate_reason"] = decision.decision_reason or decision.message
-                fired = [r for r in matching if enum_value(r.behavior) == row["candidate"]]
-                row["candidate_rule"] = rule_label(fired[0]) if fired else None
+        if row["problem"] is None and decision is not None:
+            row["candidate"] = enum_value(decision.behavior)
+            row["candidate_reason"] = decision.decision_reason or decision.message
+            fired = [r for r in matching if enum_value(r.behavior) == row["candidate"]]
+            row["candidate_rule"] = rule_label(fired[0]) if fired else None
         rows.append(row)
     for row in rows:
         known = row["candidate"] != "unknown"

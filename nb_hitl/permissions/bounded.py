@@ -84,8 +84,19 @@ class BoundedEngine(PermissionEngine):
     over :data:`MATCH_BUDGET` (:class:`PathologicalRuleError`); every decision
     is otherwise the engine's own."""
 
+    @staticmethod
+    def check_cost(tool: Any, rule: PermissionRule, input_data: dict[str, Any]) -> None:
+        """Refuse a match over :data:`MATCH_BUDGET` before it starts.
+
+        Raises:
+            PathologicalRuleError: matching ``rule`` against ``input_data`` would backtrack too long.
+        """
+        content = rule.rule_content
+        if content and content.count("*") >= 3:  # fewer wildcards cost nothing (match_cost)
+            cost, length = match_cost(tool, content, input_data)
+            if cost > MATCH_BUDGET:
+                raise PathologicalRuleError(rule, cost, length)
+
     async def _rule_matches(self, tool: Any, rule: PermissionRule, input_data: dict[str, Any]) -> bool:
-        cost, length = match_cost(tool, rule.rule_content, input_data)
-        if cost > MATCH_BUDGET:
-            raise PathologicalRuleError(rule, cost, length)
+        self.check_cost(tool, rule, input_data)
         return bool(await super()._rule_matches(tool, rule, input_data))

@@ -16,16 +16,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from typing import Any
 
 import traitlets
 
 from .. import permissions as perm
-from .._agentscope import permission_engine
+from .._agentscope import permission_context, permission_engine
 from ..errors import DecisionError
 from ..permissions.rules import context_fingerprint
 from ..permissions.tools import MAX_INPUT_DEPTH, nesting_exceeds, tools_of
+from ..store import AuditLog
 from ._base import RequestWidget
 
 __all__ = ["PermissionExplorer"]
@@ -33,6 +35,9 @@ __all__ = ["PermissionExplorer"]
 log = logging.getLogger(__name__)
 
 _SOURCE = "nb_hitl"
+
+REPLAY_ROWS = 200
+"""The most changed calls a replay sends to the page (``replay["changed"]`` counts them all)."""
 
 WATCH_BUSY_FACTOR = 10
 """The watch loop waits at least this many times as long as its last read took."""
@@ -62,6 +67,7 @@ class PermissionExplorer(RequestWidget):
                                                                               :func:`nb_hitl.permissions.rule_reach`)
     ``export``                    --                                          ``text``
     ``import``                    ``text``, optional ``replace``              ``count``, ``context``
+    ``replay``                    --                                          ``replay`` (the trait)
     ============================  ==========================================  ============================
 
     ``context`` in an answer is the view without its rule lists (the rules
@@ -81,6 +87,10 @@ class PermissionExplorer(RequestWidget):
             "Always allow", code setting the mode) appear by themselves.
             Needs a running event loop at construction; ignored otherwise.
         watch_interval: seconds between two reads (default 0.5).
+        history: a recorded audit log (:class:`~nb_hitl.store.AuditLog` or
+            its path): the ``replay`` action replays its calls against the
+            rules and mode shown (:func:`nb_hitl.audit.replay`), so the page
+            shows which recorded decisions they would change.
 
     Raises:
         TypeError: for an object without a permission engine, or unknown
@@ -96,7 +106,12 @@ class PermissionExplorer(RequestWidget):
         tools (list, :func:`nb_hitl.permissions.list_tools`);
         last_try (dict, a :func:`nb_hitl.permissions.try_call` result or {});
         matrix (dict, a :func:`nb_hitl.permissions.mode_matrix` result or {});
-        matrix_calls (list of {tool_name, input}); revision (int, bumped on every refresh).
+        matrix_calls (list of {tool_name, input}); revision (int, bumped on every refresh);
+        history_name (str: the recorded log's file name, empty without one);
+        replay (dict, the last replay or {}: ``calls``, ``changed``, ``mode``,
+        ``rows`` (the first :data:`REPLAY_ROWS` changed calls: ``tool_name``,
+        ``input``, ``recorded``, ``person``, ``candidate``, ``change``,
+        ``denied_now_allowed``), ``never_fired`` (rule labels)).
     """
 
     _page_code = "permissions"
@@ -111,12 +126,22 @@ class PermissionExplorer(RequestWidget):
     matrix = traitlets.Dict().tag(sync=True)
     matrix_calls: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     revision = traitlets.Int(0).tag(sync=True)
+    history_name = traitlets.Unicode("").tag(sync=True)
+    replay = traitlets.Dict().tag(sync=True)
 
     _watch_task: asyncio.Task | None = None
 
-    def __init__(self, agent: Any, *, watch: bool = True, watch_interval: float = 0.5) -> None:
+    def __init__(
+        self,
+        agent: Any,
+        *,
+        watch: bool = True,
+        watch_interval: float = 0.5,
+        history: AuditLog | str | os.PathLike[str] | None = None,
+    ) -> None:
         permission_engine(agent)  # TypeError early for anything without an engine
         self._agent = agent
+        self._history = history if history is None or isinstance(history, AuditLog) else AuditLog(history)
         self._last_try_request: dict[str, Any] | None = None
         self._fingerprint: tuple[Any, ...] = ()
         super().__init__(
@@ -124,6 +149,7 @@ class PermissionExplorer(RequestWidget):
             agent_name=str(getattr(agent, "name", "") or ""),
             tools=perm.list_tools(getattr(agent, "toolkit", None)),
         )
+        self.history_name = self._history.path.name if self._history is not None else ""
         self.refresh()
         self.watch_interval = float(watch_interval)
         if watch:
@@ -291,7 +317,44 @@ class PermissionExplorer(RequestWidget):
                 file_text, into=agent, replace=bool(msg.get("replace")), known_tools=self.known_tools
             )
             return {"count": len(rules), "context": _summary(await self.refresh_all())}
+        if action == "replay":
+            return {"replay": await self.replay_history()}
         raise DecisionError(f"Unknown action {action!r}.", field="action")
+
+    async def replay_history(self) -> dict[str, Any]:
+        """Replay the recorded log against the rules and mode shown; sets and returns the ``replay`` trait.
+
+        Raises:
+            DecisionError: the explorer has no recorded log (``field="history"``).
+        """
+        if self._history is None:
+            raise DecisionError(
+                "No recorded log to replay: open the explorer with explore(agent, history=path).", field="history"
+            )
+        from ..audit.replay import replay
+
+        frame = await replay(self._history, permission_context(self._agent), getattr(self._agent, "toolkit", None))
+        changed = frame[frame["changed"]]
+        rules = frame.attrs["rules"]
+        self.replay = {
+            "calls": len(frame),
+            "changed": len(changed),
+            "mode": frame.attrs["mode"],
+            "rows": [
+                {
+                    "tool_name": r["tool_name"],
+                    "input": r["input"],
+                    "recorded": r["recorded"],
+                    "person": r["person"] if isinstance(r["person"], str) else None,
+                    "candidate": r["candidate"],
+                    "change": r["change"],
+                    "denied_now_allowed": bool(r["denied_now_allowed"]),
+                }
+                for r in changed.head(REPLAY_ROWS).to_dict("records")
+            ],
+            "never_fired": [str(label) for label in rules.loc[rules["never_fired"], "rule"]],
+        }
+        return self.replay
 
 
 def _summary(view: dict[str, Any]) -> dict[str, Any]:

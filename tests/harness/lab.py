@@ -697,6 +697,18 @@ def output_locator(page: Page, text: str | re.Pattern[str], *, exact: bool = Fal
     return page.locator(".jp-OutputArea-output").get_by_text(text, exact=exact)
 
 
+def notebook_outputs(page: Page) -> list[dict[str, Any]]:
+    """Every output of the open notebook, from its model (nbformat dicts): JupyterLab draws only the cells in view."""
+    return page.evaluate(
+        """() => {
+            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+            const all = [];
+            for (let i = 0; i < cells.length; i++) all.push(...(cells.get(i).toJSON().outputs || []));
+            return all;
+        }"""
+    )
+
+
 def wait_widgets_rendered(page: Page, count: int = 1, timeout: float = 60.0) -> None:
     """Wait until at least ``count`` widget views are in outputs (no "Loading widget..." / model-not-found)."""
     page.wait_for_function(

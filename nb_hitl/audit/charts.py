@@ -1,0 +1,187 @@
+"""The decisions of an audit log, charted: what happened to each call, and how long people took.
+
+Two pure functions turn :func:`~nb_hitl.audit.frame.audit_frame`'s frame into
+small tables; two more draw them with matplotlib (the ``charts`` extra:
+``pip install nb_hitl[charts]``), imported only when a chart is drawn.
+
+* :func:`call_outcomes`: one row per tool call, its outcome (``allowed``,
+  ``denied``, ``approved``, ``denied by person``...) and when it was settled;
+* :func:`decide_times`: one row per answered pause, the seconds between the
+  pause opening and the answer;
+* :func:`plot_outcomes`: each call on its tool's row over time, marked by its outcome;
+* :func:`plot_decide_times`: the time to decide per answered call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["OUTCOME_COLUMNS", "call_outcomes", "decide_times", "plot_outcomes", "plot_decide_times"]
+
+OUTCOME_COLUMNS = ["time", "agent", "tool_call_id", "tool_name", "checked", "decided_how", "rule", "person", "outcome"]
+"""The columns of :func:`call_outcomes`."""
+
+_ANSWER_WORDS = {"approve": "approved", "deny": "denied by person", "modify": "approved with changes"}
+
+
+def _outcome(checked: Any, person: Any) -> str:
+    """A call's outcome: the person's answer when it asked, else the check's decision."""
+    if isinstance(person, str) and person:
+        return _ANSWER_WORDS.get(person, person)
+    if checked == "allow":
+        return "allowed"
+    if checked == "deny":
+        return "denied"
+    return "unanswered"
+
+
+def call_outcomes(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per tool call of an audit frame, oldest first.
+
+    Args:
+        frame: :func:`~nb_hitl.audit.frame.audit_frame` of a log (records
+            with ``event`` ``checked`` and ``answered``).
+
+    Returns:
+        a ``DataFrame`` with :data:`OUTCOME_COLUMNS`: ``time`` (UTC
+        ``Timestamp``: the answer's when a person answered, else the
+        check's), ``checked`` (the check's decision: ``allow`` | ``deny`` |
+        ``ask``; ``ask`` for a call with only an answer), ``decided_how`` and
+        ``rule`` (what decided the check), ``person`` (the first answer, or
+        ``None``) and ``outcome``: ``allowed`` / ``denied`` (by the check),
+        ``approved`` / ``denied by person`` / ``approved with changes``, the
+        answer's own word for any other answer (``timeout``, ``answer``...),
+        or ``unanswered`` (asked, no answer on the record).
+    """
+    rows: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for rec in frame.to_dict("records"):
+        call_id = rec.get("tool_call_id")
+        if not isinstance(call_id, str) or not isinstance(rec.get("tool_name"), str):
+            continue
+        key = (rec.get("agent"), call_id)
+        row = rows.get(key)
+        if rec.get("event") == "checked":
+            if row is not None and row["checked"] is not None:
+                continue  # the first check of a call
+            row = rows.setdefault(key, {"person": None, "time": rec.get("time")})
+            row.update(
+                agent=rec.get("agent"),
+                tool_call_id=call_id,
+                tool_name=rec["tool_name"],
+                checked=rec.get("decision"),
+                decided_how=rec.get("decided_how"),
+                rule=rec.get("rule") if isinstance(rec.get("rule"), str) else None,
+            )
+        elif rec.get("decision") not in ("discarded", "id_reused", "input_changed"):
+            if row is None:
+                row = rows[key] = {
+                    "agent": rec.get("agent"),
+                    "tool_call_id": call_id,
+                    "tool_name": rec["tool_name"],
+                    "checked": "ask",
+                    "decided_how": None,
+                    "rule": None,
+                    "person": None,
+                }
+            if row["person"] is None:
+                row["person"] = rec.get("decision")
+                row["time"] = rec.get("time")
+    out = pd.DataFrame(list(rows.values()), columns=OUTCOME_COLUMNS)
+    for col in ("decided_how", "rule", "person"):  # missing is None, not NaN
+        out[col] = out[col].astype(object).where(out[col].notna(), None)
+    out["outcome"] = [_outcome(c, p) for c, p in zip(out["checked"], out["person"], strict=True)]
+    return out.sort_values("time", kind="stable").reset_index(drop=True)
+
+
+def decide_times(frame: pd.DataFrame) -> pd.DataFrame:
+    """How long each answered pause waited for its answer.
+
+    Args:
+        frame: :func:`~nb_hitl.audit.frame.audit_frame` of a log.
+
+    Returns:
+        a ``DataFrame`` with columns ``tool_call_id``, ``tool_name``,
+        ``decision`` (the answer), ``decided_by``, ``answered_at`` (UTC
+        ``Timestamp``) and ``seconds`` (float: ``answered_at`` less
+        ``opened_at``), one row per answer that has both times, oldest first.
+    """
+    answered = frame[(frame["event"] == "answered") & frame["opened_at"].notna() & frame["answered_at"].notna()]
+    out = answered[["tool_call_id", "tool_name", "decision", "decided_by", "answered_at"]].copy()
+    out["seconds"] = (answered["answered_at"] - answered["opened_at"]).dt.total_seconds()
+    return out.reset_index(drop=True)
+
+
+def _axes(ax: Any) -> Any:
+    if ax is not None:
+        return ax
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - the charts extra is missing
+        raise ImportError("nb_hitl's charts need matplotlib: pip install 'nb_hitl[charts]'") from exc
+    return plt.subplots(figsize=(8, 3.5))[1]
+
+
+_STYLE = {  # outcome -> (marker, colour)
+    "allowed": ("o", "tab:blue"),
+    "approved": ("^", "tab:green"),
+    "approved with changes": ("^", "tab:olive"),
+    "denied": ("x", "tab:purple"),
+    "denied by person": ("v", "tab:red"),
+}
+
+
+def plot_outcomes(outcomes: pd.DataFrame, ax: Any = None) -> Any:
+    """Draw every call as a mark on its tool's row, over time: the marker and
+    colour say its outcome (allowed, approved, denied by person...).
+
+    Args:
+        outcomes: :func:`call_outcomes`'s frame.
+        ax: a matplotlib ``Axes`` to draw on; a new figure's when omitted.
+
+    Returns:
+        the ``Axes``: x is seconds since the first call, one row per tool
+        (alphabetical, top to bottom), one legend entry per outcome.
+
+    Raises:
+        ImportError: matplotlib is not installed (the ``charts`` extra).
+    """
+    ax = _axes(ax)
+    tools = sorted(outcomes["tool_name"].unique())
+    row = {tool: i for i, tool in enumerate(tools)}
+    start = outcomes["time"].min()
+    for outcome, group in outcomes.groupby("outcome", sort=True):
+        marker, colour = _STYLE.get(str(outcome), ("s", "tab:gray"))
+        seconds = (group["time"] - start).dt.total_seconds()
+        ax.scatter(seconds, group["tool_name"].map(row), marker=marker, color=colour, s=60, label=str(outcome))
+    ax.set_yticks(range(len(tools)), tools)
+    ax.set_ylim(len(tools) - 0.5, -0.5)
+    ax.set_xlabel("seconds since the first call")
+    ax.set_title("Each tool call and what happened to it")
+    if len(outcomes):
+        ax.legend(fontsize="small", loc="best")
+    return ax
+
+
+def plot_decide_times(times: pd.DataFrame, ax: Any = None) -> Any:
+    """Draw the seconds each answered pause waited, one bar per answer, coloured by the answer.
+
+    Args:
+        times: :func:`decide_times`'s frame.
+        ax: a matplotlib ``Axes`` to draw on; a new figure's when omitted.
+
+    Returns:
+        the ``Axes`` (bars labelled ``tool (call id)``).
+
+    Raises:
+        ImportError: matplotlib is not installed (the ``charts`` extra).
+    """
+    ax = _axes(ax)
+    colours = {"approve": "tab:green", "deny": "tab:red"}
+    labels = [f"{t} ({c})" for t, c in zip(times["tool_name"], times["tool_call_id"], strict=True)]
+    ax.barh(labels, times["seconds"], color=[colours.get(d, "tab:gray") for d in times["decision"]])
+    ax.invert_yaxis()  # oldest on top
+    ax.set_xlabel("seconds to decide")
+    ax.set_title("Time to decide (green: approved, red: denied)")
+    return ax

@@ -1,0 +1,94 @@
+"""notebooks/rules_from_history.ipynb runs headless, top to bottom, in a real kernel.
+
+With ``NB_HITL_ANSWER_FROM_CODE=1`` (``run_notebook``) the notebook answers
+the day's pauses itself with ``session.act`` (the handler a click reaches).
+Checked: the day's calls and answers, which rule decided each call (read
+from the chained audit log), both candidate replays' changes (known in
+advance: ``ask -> allow`` for mail, ``allow -> deny`` for the token file,
+``allow -> ask`` for lookups, ``ask -> deny`` for deletions), the call a
+person denied that candidate A would allow, the rules that never fired, and
+the charts (a PNG drawn by matplotlib) with their counts.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.harness import REPO_ROOT
+from tests.support import assert_no_outputs, cell_text, run_notebook, widget_views
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "rules_from_history.ipynb"
+
+pytestmark = pytest.mark.kernel
+
+
+def test_committed_notebook_has_no_outputs() -> None:
+    assert_no_outputs(NOTEBOOK)
+
+
+def test_rules_from_history_notebook_runs_headless() -> None:
+    nb, whole = run_notebook(NOTEBOOK, timeout=180)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    texts = [cell_text(c) for c in code]
+    assert "Traceback" not in whole and "ERROR" not in whole
+
+    assert "answers: given by the cells (NB_HITL_ANSWER_FROM_CODE)" in texts[0]
+    # the day: seven replies, each with its widget; five calls asked and answered
+    assert len(widget_views(nb)) == 7
+    day = texts[2]
+    assert [m for m in re.findall(r"^  (\w+): (\w+)$", day, flags=re.M)] == [
+        ("send_mail", "approve"),
+        ("delete_file", "approve"),
+        ("send_mail", "deny"),
+        ("delete_file", "deny"),
+        ("send_mail", "approve"),
+    ]
+    assert "Mail the partner list about the launch. -> send_mail: denied" in day
+    assert "outbox: [('ana@example.org', 'Summary'), ('ana@example.org', 'Done for today')]" in day
+
+    # which rule decided each call, from a verified log
+    decided = texts[3]
+    assert decided.startswith("intact: 14 chained line(s).")
+    rows = [line.split() for line in decided.splitlines()[1:]]
+    assert rows == [
+        ["Read", "allow", "read_only", "-", "-"],
+        ["lookup", "allow", "rule", "allow", "lookup(*)", "-"],
+        ["send_mail", "ask", "mode", "-", "approve"],
+        ["delete_file", "ask", "mode", "-", "approve"],
+        ["lookup", "allow", "rule", "allow", "lookup(*)", "-"],
+        ["Read", "allow", "read_only", "-", "-"],
+        ["send_mail", "ask", "mode", "-", "deny"],
+        ["delete_file", "ask", "mode", "-", "deny"],
+        ["send_mail", "ask", "mode", "-", "approve"],
+    ]
+
+    # the replays
+    replays = texts[4]
+    a, b = replays.split("candidate B:")
+    assert a.startswith("candidate A: 4 of 9 decisions change")
+    assert len(re.findall(r"ask -> allow\s+send_mail .*\(you: (approve|deny)\)", a)) == 3
+    assert re.search(r"allow -> deny\s+Read .*secrets/token\.txt", a)
+    assert "you denied, it would allow: send_mail {'to': 'all@partner.example', 'subject': 'Launch'}" in a
+    assert "never fired: allow lookup(*)" not in a and "never fired" not in a
+    assert b.startswith(" 4 of 9 decisions change")
+    assert len(re.findall(r"allow -> ask\s+lookup .*\(you: not asked\)", b)) == 2
+    assert len(re.findall(r"ask -> deny\s+delete_file ", b)) == 2
+    assert "you denied, it would allow" not in b
+    assert "never fired: allow delete_file(*) (shadowed by deny delete_file(*))" in b
+    assert "never fired: allow Read(*/archive/*) (matched no call)" in b
+
+    # the charts: one figure, drawn; the counts it shows
+    charts = code[6]
+    assert any("image/png" in o.get("data", {}) for o in charts.outputs)
+    counts = [line.split() for line in texts[6].splitlines() if not line.startswith("answers:")]
+    assert counts == [
+        ["Read", "allowed", "2"],
+        ["delete_file", "approved", "1"],
+        ["delete_file", "denied", "by", "person", "1"],
+        ["lookup", "allowed", "2"],
+        ["send_mail", "approved", "2"],
+        ["send_mail", "denied", "by", "person", "1"],
+    ]
+    assert re.search(r"answers: 5, median time to decide \d+\.\d{3} s", texts[6])
