@@ -244,6 +244,17 @@ def _changes(before: dict[str, bytes | None], after: dict[str, bytes]) -> list[D
     return files
 
 
+def _did(files: list[DryRunFile]) -> str:
+    """What ``files`` amount to, in words: "1 file created", "2 files changed, 1 deleted", "no file changed"."""
+    counts = [
+        (n, change) for change in ("created", "changed", "deleted") if (n := sum(f["change"] == change for f in files))
+    ]
+    if not counts:
+        return "no file changed"
+    (n, first), rest = counts[0], counts[1:]
+    return ", ".join([f"{n} file{'' if n == 1 else 's'} {first}", *(f"{m} {change}" for m, change in rest)])
+
+
 async def run_in_copy(tool: Any, tool_input: dict[str, Any], state: Any) -> tuple[str, str, list[DryRunFile]]:
     """Run a new ``type(tool)`` with ``tool_input`` in a fresh temporary copy; returns
     ``(state, output text, files)``. The copy is removed before it returns.
@@ -301,10 +312,9 @@ async def dry_run(agent: Any, pause: Pause) -> DryRunView:
     except Exception as exc:  # the tool's own failure is what the dry run shows
         log.info("the dry run of %s raised", pause.tool_call_id, exc_info=True)
         state, output, files = "error", f"The tool raised {type(exc).__name__}: {exc}", []
-    did = f"{len(files)} file{'' if len(files) == 1 else 's'} changed" if files else "no file changed"
     summary = (
         f"Dry run in {SANDBOX}: {pause.tool_name} ran with the input Approve would run and ended "
-        f"with state {state}; {did}. The real files were not touched, the call is still waiting for your answer."
+        f"with state {state}; {_did(files)}. The real files were not touched; the call still waits for your answer."
     )
     return DryRunView(
         tool_call_id=pause.tool_call_id,

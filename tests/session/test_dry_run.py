@@ -123,7 +123,9 @@ def test_ten_dry_runs_touch_nothing_then_approve_runs_once(
     shown = results[0]
     assert shown["sandbox"] == "a temporary copy"
     assert shown["summary"].startswith("Dry run in a temporary copy: ")
-    assert "The real files were not touched" in shown["summary"]
+    assert (
+        f"; 1 file {change}. The real files were not touched; the call still waits for your answer." in shown["summary"]
+    )
     assert shown["state"] == "success"
     assert str(target) in shown["output"]
     (did,) = shown["files"]
