@@ -451,7 +451,7 @@ export class CardSet {
       kept: this.typed.get(id),
       send: (decision) => this.send(p, decision),
       request: (action) => this.rpc.request(action, { tool_call_id: id, reply_id: p.reply_id }),
-      redraw: () => this.redraw(p, true),
+      redraw: () => this.redraw(this.current(id) || p, true),
       setDraft: (draft) => void this.drafts.set(id, draft),
       errorBox: (field) => this.errorBox(ui, field),
       remember: (value) => void this.memo.set(id, value),

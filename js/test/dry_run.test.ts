@@ -68,6 +68,22 @@ describe("the Dry run button", () => {
     page.close();
   });
 
+  test("a card decided while its dry run runs is drawn decided when the result arrives", async () => {
+    const page = await drawReply([pause(WRITE)], {}, (m) => (m.action === "dry_run" ? null : liveKernel(m)));
+    page.control("c1", "nbh-dry-run")!.click();
+    await settle();
+    assert.equal(page.control("c1", "nbh-dry-run")!.disabled, true);
+    const decided = pause({ ...WRITE, status: "decided", decision: { action: "approve" } });
+    page.fake.emit({ type: "nbh_cards", seq: 1, ops: [{ op: "card", view: decided }] });
+    await settle();
+    const [asked] = page.fake.actions("dry_run");
+    page.fake.emit({ request_id: asked.request_id, ok: true, dry_run: RESULT });
+    await settle();
+    assert.equal(page.card("c1").dataset.status, "decided");
+    assert.equal(page.control("c1", "nbh-dry-run"), null);
+    page.close();
+  });
+
   test("a refusal is shown on the card", async () => {
     const page = await drawReply([pause(WRITE)], {}, (m) => (m.action === "dry_run" ? { refuse: "Write (c1) cannot be dry-run: the call names no absolute file_path." } : liveKernel(m)));
     page.control("c1", "nbh-dry-run")!.click();
