@@ -1,7 +1,7 @@
 """Dry run, in the page: a Write/Edit card's "Dry run" runs AgentScope's own tool in a throw-away
 temporary copy and draws what it did under the card; the card stays open and Approve then runs the
 call once, for real. Real JupyterLab, real kernel, AgentScope's own ``Read`` and ``Edit``, Debian
-Chromium.
+Chromium; no serious axe violation with the result drawn.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import hashlib
 import textwrap
 
 from nb_hitl.store import AuditLog
+from tests.browser.test_file_diff_page import axe_violations
 from tests.harness.lab import JupyterLabServer, open_notebook, run_all_cells, screenshot, write_notebook
 
 OUT = ".jp-OutputArea-output"
@@ -70,6 +71,7 @@ def test_dry_run_then_approve(page, lab: JupyterLabServer) -> None:  # type: ign
     audit = lab.root / "dry_run_audit.jsonl"
     lines_before = AuditLog(audit).records()
     assert AuditLog(audit).records("answered") == []
+    assert axe_violations(page) == []  # the result region and its diffs, in the light theme
     screenshot(page, "dry-run-result")
 
     card.locator('[data-testid="nbh-approve"]').click()
