@@ -6,7 +6,8 @@ A confirmation of AgentScope's built-in ``Write`` or ``Edit`` (on its
 of the same tool class and the same input the Approve button would run, but
 its file access goes through :class:`CopyBackend`: every path is mapped into
 a fresh temporary directory, into which the files the call touches were
-copied first (their bytes and modification times). The real workspace is only
+copied first (their bytes and modification times; and a parent path that
+is a file, so a write under it fails as it would). The real workspace is only
 read, never written. AgentScope's "read before edit" check runs as it would:
 the tool gets a copy of the agent's state whose read cache is its own (the
 copied file keeps its modification time, so a file the agent read is still
@@ -33,6 +34,9 @@ import tempfile
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from agentscope.tool import ToolChunk, ToolResponse
+from agentscope.tool._builtin._backend import DirEntry, ExecResult, LocalBackend
+
 from ._agentscope import enum_value
 from .errors import DecisionError
 from .file_change import FileChangeView, file_diff
@@ -49,6 +53,7 @@ __all__ = [
     "SANDBOX",
     "CopyBackend",
     "can_dry_run",
+    "why_not",
     "dry_run",
     "dry_run_input",
 ]
@@ -92,76 +97,83 @@ class DryRunView(TypedDict):
     files: list[DryRunFile]
 
 
-class CopyBackend:
-    """A ``LocalBackend`` whose every path is mapped into ``root``.
+class CopyBackend(LocalBackend):
+    """AgentScope's ``LocalBackend`` with every path mapped into ``root``.
 
-    Built by :func:`copy_backend` (a subclass of AgentScope's
-    ``LocalBackend``, so the tool treats it as its own): an absolute path
-    ``/a/b`` is ``<root>/a/b`` (``..`` is resolved first, so no path leaves
-    ``root``). It runs no command: ``exec_shell`` answers exit code 126.
+    An absolute path ``/a/b`` is ``<root>/a/b`` (``..`` is resolved first, so
+    no path leaves ``root``); the path helpers (``isabs``, ``dirname``...) are
+    the local ones. It runs no command: ``exec_shell`` answers exit code 126.
+
+    Args:
+        root: the temporary directory that stands for ``/``.
     """
 
-    root: str
+    def __init__(self, root: str) -> None:
+        super().__init__()
+        self.root = root
+
+    def _m(self, path: str) -> str:
+        return _inside(self.root, path)
+
+    async def exec_shell(
+        self, command: list[str], *, cwd: str | None = None, timeout: float | None = None
+    ) -> ExecResult:
+        """Runs nothing: a dry run runs no command (exit code 126)."""
+        return ExecResult(exit_code=126, stdout=b"", stderr=b"a dry run runs no command")
+
+    async def read_file(self, path: str) -> bytes:
+        """The bytes of ``path`` in the copy."""
+        return bytes(await super().read_file(self._m(path)))
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        """Write ``data`` to ``path`` in the copy (parent directories created)."""
+        await super().write_file(self._m(path), data)
+
+    async def write_stream(self, path: str, stream: AsyncIterator[bytes]) -> None:
+        """Write ``stream`` to ``path`` in the copy."""
+        await super().write_stream(self._m(path), stream)
+
+    async def read_stream(self, path: str, chunk_size: int = 1024 * 1024) -> AsyncIterator[bytes]:
+        """The bytes of ``path`` in the copy, ``chunk_size`` at a time."""
+        async for chunk in super().read_stream(self._m(path), chunk_size):
+            yield chunk
+
+    async def file_exists(self, path: str) -> bool:
+        """Whether ``path`` exists in the copy."""
+        return bool(await super().file_exists(self._m(path)))
+
+    async def is_dir(self, path: str) -> bool:
+        """Whether ``path`` is a directory in the copy."""
+        return bool(await super().is_dir(self._m(path)))
+
+    async def list_dir(self, path: str, *, recursive: bool = False) -> list[str]:
+        """``path``'s entries in the copy (recursive: the files' paths as the tool names them)."""
+        found = await super().list_dir(self._m(path), recursive=recursive)
+        if not recursive:
+            return list(found)
+        return [os.path.join(os.sep, os.path.relpath(f, self.root)) for f in found]
+
+    async def scandir(self, path: str) -> list[DirEntry]:
+        """``path``'s entries in the copy, with their metadata."""
+        return list(await super().scandir(self._m(path)))
+
+    async def stat(self, path: str) -> DirEntry | None:
+        """``path``'s type, size and mtime in the copy, or ``None``."""
+        return await super().stat(self._m(path))
+
+    async def stat_mtime(self, path: str) -> float | None:
+        """``path``'s modification time in the copy, or ``None``."""
+        return await super().stat_mtime(self._m(path))
+
+    async def delete_path(self, path: str) -> None:
+        """Delete ``path`` in the copy."""
+        await super().delete_path(self._m(path))
 
 
 def _inside(root: str, path: str) -> str:
     """``path`` mapped into ``root`` (an absolute, normalized path)."""
     norm = os.path.normpath(os.path.join(os.sep, path))
     return os.path.join(root, os.path.relpath(norm, os.sep))
-
-
-def copy_backend(root: str) -> Any:
-    """A new :class:`CopyBackend` mapping every path into ``root``."""
-    from agentscope.tool._builtin._backend import ExecResult, LocalBackend
-
-    class _CopyBackend(LocalBackend, CopyBackend):
-        def __init__(self) -> None:
-            self.root = root
-
-        def _m(self, path: str) -> str:
-            return _inside(self.root, path)
-
-        async def exec_shell(self, command: list[str], *, cwd: str | None = None, timeout: float | None = None) -> Any:
-            return ExecResult(exit_code=126, stdout=b"", stderr=b"a dry run runs no command")
-
-        async def read_file(self, path: str) -> bytes:
-            return bytes(await super().read_file(self._m(path)))
-
-        async def write_file(self, path: str, data: bytes) -> None:
-            await super().write_file(self._m(path), data)
-
-        async def write_stream(self, path: str, stream: AsyncIterator[bytes]) -> None:
-            await super().write_stream(self._m(path), stream)
-
-        async def read_stream(self, path: str, chunk_size: int = 1024 * 1024) -> AsyncIterator[bytes]:
-            async for chunk in super().read_stream(self._m(path), chunk_size):
-                yield chunk
-
-        async def file_exists(self, path: str) -> bool:
-            return bool(await super().file_exists(self._m(path)))
-
-        async def is_dir(self, path: str) -> bool:
-            return bool(await super().is_dir(self._m(path)))
-
-        async def list_dir(self, path: str, *, recursive: bool = False) -> list[str]:
-            found = await super().list_dir(self._m(path), recursive=recursive)
-            if not recursive:
-                return list(found)
-            return [os.path.join(os.sep, os.path.relpath(f, self.root)) for f in found]
-
-        async def scandir(self, path: str) -> Any:
-            return await super().scandir(self._m(path))
-
-        async def stat(self, path: str) -> Any:
-            return await super().stat(self._m(path))
-
-        async def stat_mtime(self, path: str) -> float | None:
-            return await super().stat_mtime(self._m(path))
-
-        async def delete_path(self, path: str) -> None:
-            await super().delete_path(self._m(path))
-
-    return _CopyBackend()
 
 
 def dry_run_input(pause: Pause) -> dict[str, Any] | None:
@@ -173,7 +185,6 @@ def dry_run_input(pause: Pause) -> dict[str, Any] | None:
 def why_not(tool: Any, tool_input: dict[str, Any] | None) -> str | None:
     """Why a call of ``tool`` with ``tool_input`` cannot be dry-run, or ``None`` when it can."""
     from agentscope.tool import Edit, Write
-    from agentscope.tool._builtin._backend import LocalBackend
 
     if tool is None or type(tool) not in (Write, Edit):
         return "only AgentScope's Write and Edit can be dry-run"
@@ -192,13 +203,31 @@ def can_dry_run(tool: Any, tool_input: dict[str, Any] | None) -> bool:
     return why_not(tool, tool_input) is None
 
 
-def _copy_in(root: str, path: str) -> bytes | None:
-    """Copy the real ``path`` into ``root`` (bytes and times); its bytes, ``None`` when it is no file.
+def _copy_path(root: str, path: str) -> dict[str, bytes | None]:
+    """Copy what the call on ``path`` meets into ``root``: the file (or directory) itself, and
+    the nearest parent that exists and is not a directory (a write under it fails in the copy as
+    it would for real). Returns their bytes by real path (``None``: no file).
 
     Raises:
-        DecisionError: the file is larger than :data:`MAX_COPY_BYTES`.
+        DecisionError: as :func:`_copy_in`.
     """
     real = os.path.normpath(path)
+    met = {real: _copy_in(root, real)}
+    parent = os.path.dirname(real)
+    while parent and parent != os.path.dirname(parent) and not os.path.isdir(parent):
+        if os.path.lexists(parent):
+            met[parent] = _copy_in(root, parent)
+            break
+        parent = os.path.dirname(parent)
+    return met
+
+
+def _copy_in(root: str, real: str) -> bytes | None:
+    """Copy the real ``real`` into ``root`` (bytes and times); its bytes, ``None`` when it is no file.
+
+    Raises:
+        DecisionError: the file is larger than :data:`MAX_COPY_BYTES`, or cannot be copied.
+    """
     inside = _inside(root, real)
     if os.path.isdir(real):
         os.makedirs(inside, exist_ok=True)
@@ -210,10 +239,13 @@ def _copy_in(root: str, path: str) -> bytes | None:
         raise DecisionError(
             f"{real} is too large to copy for a dry run ({size} bytes; the limit is {MAX_COPY_BYTES}).", field="action"
         )
-    os.makedirs(os.path.dirname(inside), exist_ok=True)
-    shutil.copy2(real, inside)  # keeps the modification time: the agent's read cache still matches
-    with open(inside, "rb") as f:
-        return f.read()
+    try:
+        os.makedirs(os.path.dirname(inside), exist_ok=True)
+        shutil.copy2(real, inside)  # keeps the modification time: the agent's read cache still matches
+        with open(inside, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise DecisionError(f"{real} could not be copied for a dry run ({exc}).", field="action") from exc
 
 
 def _files_after(root: str) -> dict[str, bytes]:
@@ -262,31 +294,37 @@ async def run_in_copy(tool: Any, tool_input: dict[str, Any], state: Any) -> tupl
     ``state`` is the agent's state: the tool gets a copy whose read cache is
     its own (the real one is not touched), or ``None`` when the tool takes none.
 
-    Raises:
-        DecisionError: a file the call touches is too large to copy.
-        Exception: what the tool raises (the toolkit would turn it into an error result).
-    """
-    from agentscope.tool import ToolChunk, ToolResponse
+    A tool that raises ends with state ``"error"`` and the exception as its
+    output (as the toolkit would turn it into an error result).
 
+    Raises:
+        DecisionError: a file the call touches is too large to copy, or cannot be copied.
+    """
     with tempfile.TemporaryDirectory(prefix="nb_hitl-dry-run-") as root:
-        before = {os.path.normpath(tool_input["file_path"]): _copy_in(root, tool_input["file_path"])}
+        before = _copy_path(root, tool_input["file_path"])
         twin = type(tool)(
             dangerous_files=list(tool.dangerous_files),
             dangerous_directories=list(tool.dangerous_directories),
-            backend=copy_backend(root),
+            backend=CopyBackend(root),
         )
         kwargs = dict(tool_input)
         if tool.is_state_injected and state is not None:
             kwargs["_agent_state"] = state.model_copy(update={"tool_context": state.tool_context.model_copy(deep=True)})
         response = ToolResponse()
-        result = await twin(**kwargs)
-        if isinstance(result, ToolChunk):
-            response.append_chunk(result)
+        try:
+            result = await twin(**kwargs)
+            if isinstance(result, ToolChunk):
+                response.append_chunk(result)
+            else:
+                async for chunk in result:
+                    response.append_chunk(chunk)
+        except Exception as exc:  # the toolkit turns it into an error result: so does the dry run
+            log.info("the dry run of %s raised", type(tool).__name__, exc_info=True)
+            state, output = "error", f"The tool raised {type(exc).__name__}: {exc}"
         else:
-            async for chunk in result:
-                response.append_chunk(chunk)
-        output = "".join(getattr(b, "text", "") for b in response.content)
-        return str(enum_value(response.state)), output, _changes(before, _files_after(root))
+            state = str(enum_value(response.state))
+            output = "".join(getattr(b, "text", "") for b in response.content)
+        return state, output, _changes(before, _files_after(root))
 
 
 async def dry_run(agent: Any, pause: Pause) -> DryRunView:
@@ -297,21 +335,17 @@ async def dry_run(agent: Any, pause: Pause) -> DryRunView:
 
     Raises:
         DecisionError: the call cannot be dry-run (``field`` ``"action"``),
-            or a file it touches is too large to copy.
+            or a file it touches is too large to copy or cannot be copied.
     """
     tool = await agent.toolkit.get_tool(pause.tool_name)
     tool_input = dry_run_input(pause)
     # pause.dry_run: set on the permission engine's confirmations only (nb_hitl.file_change.describe_file_pause)
-    reason = why_not(tool, tool_input) or (None if pause.dry_run else "only a confirmation can be dry-run")
+    reason = why_not(tool, tool_input) or (
+        None if pause.dry_run else "its card offers no dry run (only the permission engine's confirmations do)"
+    )
     if reason is not None or tool_input is None:
         raise DecisionError(f"{pause.tool_name} ({pause.tool_call_id}) cannot be dry-run: {reason}.", field="action")
-    try:
-        state, output, files = await run_in_copy(tool, tool_input, agent.state)
-    except DecisionError:
-        raise
-    except Exception as exc:  # the tool's own failure is what the dry run shows
-        log.info("the dry run of %s raised", pause.tool_call_id, exc_info=True)
-        state, output, files = "error", f"The tool raised {type(exc).__name__}: {exc}", []
+    state, output, files = await run_in_copy(tool, tool_input, agent.state)
     summary = (
         f"Dry run in {SANDBOX}: {pause.tool_name} ran with the input Approve would run and ended "
         f"with state {state}; {_did(files)}. The real files were not touched; the call still waits for your answer."

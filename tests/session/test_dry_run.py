@@ -206,3 +206,27 @@ def test_a_relative_path_and_a_decided_call_are_refused(tmp_path: Path) -> None:
 
     run_async(scenario())
     assert not Path("rel.txt").exists()
+
+
+def test_a_tool_that_raises_ends_in_error_and_the_workspace_is_kept(tmp_path: Path) -> None:
+    """Write under a path that is a file: the tool raises in the copy as it would for real; the
+    dry run says so and touches nothing."""
+    ws = workspace(tmp_path)
+    agent = agent_with([tool_call("Write", id="call_1", file_path=str(ws / "notes.md" / "x.txt"), content="x")])
+    before = snapshot(ws)
+
+    async def scenario() -> dict[str, Any]:
+        session = Session(agent, display=False)
+        task = session.start("write")
+        pause = await parked_on(session, "confirm")
+        shown = (await session.act(msg(pause, "dry_run")))["dry_run"]
+        assert pause.status == "open"
+        await session.act(msg(pause, "deny"))
+        await asyncio.wait_for(task, 10)
+        return shown
+
+    shown = run_async(scenario())
+    assert shown["state"] == "error" and shown["files"] == []
+    assert shown["output"].startswith("The tool raised FileExistsError")
+    assert "ended with state error; no file changed." in shown["summary"]
+    assert snapshot(ws) == before

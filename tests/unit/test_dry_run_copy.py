@@ -9,7 +9,7 @@ from pathlib import Path
 from agentscope.tool import Edit, Write
 from agentscope.tool._builtin._backend import LocalBackend
 
-from nb_hitl.dry_run import DryRunFile, _did, can_dry_run, copy_backend
+from nb_hitl.dry_run import CopyBackend, DryRunFile, _did, can_dry_run
 from nb_hitl.file_change import file_diff
 
 
@@ -17,7 +17,7 @@ def test_every_path_stays_inside_the_copy(tmp_path: Path) -> None:
     root = tmp_path / "copy"
     root.mkdir()
     outside = tmp_path / "outside.txt"
-    backend = copy_backend(str(root))
+    backend = CopyBackend(str(root))
     assert isinstance(backend, LocalBackend)
 
     async def scenario() -> None:
@@ -39,7 +39,7 @@ def test_which_calls_can_be_dry_run(tmp_path: Path) -> None:
     assert can_dry_run(Write(), {"file_path": path, "content": ""})
     assert can_dry_run(Edit(), {"file_path": path, "old_string": "a", "new_string": "b"})
     assert not can_dry_run(Write(), {"file_path": "f.txt", "content": ""})
-    assert not can_dry_run(Write(backend=copy_backend(str(tmp_path))), {"file_path": path, "content": ""})
+    assert not can_dry_run(Write(backend=CopyBackend(str(tmp_path))), {"file_path": path, "content": ""})
     assert not can_dry_run(None, {"file_path": path})
 
 
