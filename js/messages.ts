@@ -6,7 +6,7 @@
 // (`nbh_transcript`, `nbh_cards`: nb_hitl/session/_core.py, _cards.py).
 // Each widget's actions are one protocol: action -> what the page sends
 // with it and what the kernel answers (lib/rpc.ts reads them).
-import type { DecisionView, PauseView, TranscriptEntry } from "./types";
+import type { DecisionView, FileChangeView, PauseView, TranscriptEntry } from "./types";
 
 // -- the channel --------------------------------------------------------
 
@@ -164,7 +164,34 @@ export type ReplyProtocol = PingProtocol &
     /** "Show all" on an entry the page holds a part of */
     entry_text: { send: { id: string }; answer: { id: string; text: string } };
     interrupt: { send: Record<string, never>; answer: { status?: string } };
+    /** "Dry run" on a confirmation: not an answer, the card stays open (nb_hitl/dry_run.py) */
+    dry_run: { send: PauseRef; answer: DryRunAnswer };
   };
+
+/** One file a dry run created, changed or deleted in its temporary copy (`nb_hitl.dry_run.DryRunFile`). */
+export interface DryRunFile {
+  path: string;
+  change: string;
+  diff: FileChangeView;
+}
+
+/** What a dry run did (`nb_hitl.dry_run.DryRunView`); every string is text. */
+export interface DryRunView {
+  tool_call_id: string;
+  tool_name: string;
+  /** where it ran: "a temporary copy" */
+  sandbox: string;
+  summary: string;
+  /** the tool's end state (AgentScope's ToolResultState: "success", "error"...) */
+  state: string;
+  output: string;
+  files: DryRunFile[];
+}
+
+/** The kernel's answer to "dry_run" (unchecked: the page reads it with readDryRun). */
+export interface DryRunAnswer {
+  dry_run?: unknown;
+}
 
 export type ReplyMessage = PageMessage<ReplyProtocol>;
 

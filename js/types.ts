@@ -123,6 +123,8 @@ export interface PauseView {
   approvals_needed: number;
   /** a file-editing call's confirmation: the diff of the file now against the file as the call would leave it */
   file_change?: FileChangeView | null;
+  /** a confirmation the page may dry-run in a temporary copy (AgentScope's Write / Edit: nb_hitl/dry_run.py) */
+  dry_run?: boolean;
 }
 
 /** What a call would do to a file (`nb_hitl.file_change.FileChangeView`); every string is text. */

@@ -253,13 +253,16 @@ async def describe_change(tool: Any, tool_input: dict[str, Any]) -> FileChangeVi
 
 async def describe_file_pause(tool: Any, pause: Pause) -> None:
     """Set ``pause.file_change`` for a confirmation of a file-editing call (:func:`describe_change`
-    of the input Approve runs).
+    of the input Approve runs), and ``pause.dry_run`` (:func:`nb_hitl.dry_run.can_dry_run`).
 
     A file that cannot be read leaves no diff (logged): the card must still
     be drawn, and an approval then binds to nothing it did not show.
     """
     if enum_value(pause.tool_call.state) != "asking" or pause.input is None or tool is None:
         return  # only the permission engine's confirmations (state ``asking``) show a diff
+    from .dry_run import can_dry_run  # imported here: nb_hitl.dry_run draws its diffs with this module
+
+    pause.dry_run = can_dry_run(tool, pause.input)
     try:
         pause.file_change = await describe_change(tool, pause.input)
     except Exception:  # a diff must never stop a card from being drawn

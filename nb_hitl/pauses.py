@@ -114,7 +114,9 @@ class PauseView(TypedDict):
     when it differs (``input_changes`` says how), ``approve_refused`` why
     Approve is refused (ambiguous arguments), else ``None``.
     ``file_change`` is what a file-editing call would do to its file (a
-    unified diff, :mod:`nb_hitl.file_change`), else ``None``.
+    unified diff, :mod:`nb_hitl.file_change`), else ``None``. ``dry_run``:
+    the page may offer a "Dry run" of the call in a temporary copy
+    (:mod:`nb_hitl.dry_run`).
     """
 
     tool_call_id: str
@@ -154,6 +156,7 @@ class PauseView(TypedDict):
     approvals: list[ApprovalView]
     approvals_needed: int
     file_change: FileChangeView | None
+    dry_run: bool
 
 
 class RemotePauseView(PauseView, total=False):
@@ -269,6 +272,8 @@ class Pause:
             file now against the file as the call would leave it, with the
             hash of the bytes it was computed on (an approval is bound to
             it), :func:`nb_hitl.file_change.describe_change`.
+        dry_run: kind ``confirm`` of a call that can be dry-run in a
+            temporary copy (:func:`nb_hitl.dry_run.can_dry_run`).
     """
 
     reply_id: str
@@ -311,6 +316,7 @@ class Pause:
     approvals: list[dict[str, Any]] = field(default_factory=list)
     approved_edit: Any = None
     file_change: FileChangeView | None = None
+    dry_run: bool = False
 
     @property
     def tool_call_id(self) -> str:
@@ -399,6 +405,7 @@ class Pause:
             ],
             approvals_needed=self.approvals_needed,
             file_change=FileChangeView(**self.file_change) if self.file_change is not None else None,
+            dry_run=self.dry_run,
         )
 
 

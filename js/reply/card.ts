@@ -7,7 +7,7 @@
 import { h, clear } from "../lib/dom";
 import { diffView } from "../lib/diff";
 import type { Rpc } from "../lib/rpc";
-import type { BatchResult, Decision, ReplyProtocol } from "../messages";
+import type { Answer, BatchResult, Decision, DryRunAnswer, ReplyProtocol } from "../messages";
 import type { PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
 import { cardFor, kindLabel, bulkActions } from "./cards/index";
@@ -38,6 +38,8 @@ export interface CardCtx {
   /** what this card held before it was redrawn, if anything */
   kept: Draft | undefined;
   send(decision: Decision): Promise<void>;
+  /** a request about this pause that is not an answer (the card stays open): a dry run */
+  request(action: "dry_run"): Promise<Answer<DryRunAnswer>>;
   /** rebuild this card now (after a mode change or a local error) */
   redraw(): void;
   /** what "Submit all" sends for this card (null: nothing yet) */
@@ -141,9 +143,7 @@ export class CardSet {
     if (!reply.ok) {
       ui.error = reply.error || "Refused.";
       ui.errorField = reply.field || "";
-    } else {
-      ui.mode = "view";
-    }
+    } else ui.mode = "view";
     this.redraw(this.current(p.tool_call_id) || p, true);
   }
 
@@ -240,9 +240,7 @@ export class CardSet {
       clear(this.pager);
       this.pager.append(this.pagerText, this.pagerButton);
     }
-    const hiddenOpen = this.pauses()
-      .slice(this.limit)
-      .filter((p) => this.canAct(p)).length;
+    const hiddenOpen = this.pauses().slice(this.limit).filter((p) => this.canAct(p)).length;
     this.pagerText.textContent =
       `Showing ${this.limit} of ${total} cards` +
       (hiddenOpen ? `; ${hiddenOpen} open cards not shown are included in the group actions above.` : ".");
@@ -452,7 +450,8 @@ export class CardSet {
       open,
       kept: this.typed.get(id),
       send: (decision) => this.send(p, decision),
-      redraw: () => this.redraw(p, true),
+      request: (action) => this.rpc.request(action, { tool_call_id: id, reply_id: p.reply_id }),
+      redraw: () => this.redraw(this.current(id) || p, true),
       setDraft: (draft) => void this.drafts.set(id, draft),
       errorBox: (field) => this.errorBox(ui, field),
       remember: (value) => void this.memo.set(id, value),

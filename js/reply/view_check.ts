@@ -273,6 +273,7 @@ export function checkView(raw: unknown, fallbackId: string): CheckedView {
     approvals: approvals(raw.approvals),
     approvals_needed: Number.isInteger(raw.approvals_needed) && (raw.approvals_needed as number) >= 1 ? (raw.approvals_needed as number) : 1,
     file_change: fileChange(raw.file_change),
+    dry_run: raw.dry_run === true,
   };
   // what a remote view adds (RemotePauseView): kept when they fit
   const remote = typeof raw.interrupt_id === "string" || raw.unanswerable === true;

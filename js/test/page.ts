@@ -45,6 +45,7 @@ export function pause(over: Partial<PauseView> = {}): PauseView {
     approvals: [],
     approvals_needed: 1,
     file_change: null,
+    dry_run: false,
     ...over,
   };
 }

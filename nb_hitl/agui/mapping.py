@@ -456,6 +456,7 @@ def interrupt_view(
         # a call that needs several approvals (checked by nb_hitl.agui.cards.view_problem)
         "approvals": meta.get("approvals", []),
         "approvals_needed": meta.get("approvals_needed", 1),
+        "dry_run": False,  # a remote call: the AG-UI road offers no dry run
     }
     if kind:
         view.update(kind_spec(kind).view_fields(meta))

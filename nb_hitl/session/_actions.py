@@ -27,6 +27,7 @@ from ..answers import approvals, front
 from ..answers.lifecycle import transition
 from ..answers.record import KERNEL
 from ..decisions import Decision, decide
+from ..dry_run import dry_run
 from ..entries import entry_text
 from ..errors import NbHitlError, PauseNotLiveError
 from ..kinds import kind_spec
@@ -86,9 +87,19 @@ class Desk:
             return self.interrupt_from_page(run)
         if action == "batch":
             return self.on_batch(run, message, decided_by, origin)
+        if action == "dry_run":  # not an answer: the pause stays open, nothing is audited
+            with self.s._lock:
+                pause = front.arrive(run.pauses, message, closed=self.closed(run))
+            return self.dry_run(pause)
         pause, decision = self.begin_decision(run, message)
         self.s._push(run)
         return self.finish_decision(run, pause, decision, decided_by, origin)
+
+    async def dry_run(self, pause: Pause) -> dict[str, Any]:
+        """``{"action": "dry_run", "tool_call_id", "reply_id"}``: the call run in a
+        temporary copy (:func:`nb_hitl.dry_run.dry_run`). Returns ``{"dry_run":
+        DryRunView}``; raises ``DecisionError`` for a call that cannot be dry-run."""
+        return {"dry_run": await dry_run(self.s.team.agent(pause.agent), pause)}
 
     def closed(self, run: ReplyRun) -> str | None:
         """Why ``run`` takes no answer any more, or ``None`` while it does."""

@@ -4,6 +4,7 @@ import { h } from "../../lib/dom";
 import { enterPresses } from "../../lib/a11y";
 import { diffView } from "../../lib/diff";
 import { shellCommandsView } from "./shell";
+import { dryRunPart } from "./dry_run";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -151,6 +152,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const shell = shellCommandsView(p);
   if (shell) card.append(shell);
   appendFileChange(card, p);
+  const dryRun = ui.mode === "view" ? dryRunPart(p, ctx) : null;
+  if (dryRun) card.append(dryRun);
   const refused = p.approve_refused;
   if (ui.mode === "deny") {
     const reason = h("textarea", { "data-testid": "nbh-deny-reason", "aria-label": "Reason for the denial (optional)", rows: 2 });
