@@ -81,7 +81,8 @@ def test_mcp_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     sign_in.locator('[data-testid="nbh-url-done"]').click()
     output_locator(page, "the calendar is connected.").first.wait_for(timeout=60_000)
 
-    output_locator(page, "list_meetings: Budget review").first.wait_for(timeout=120_000)
+    # the reply's last text (JupyterLab may have the cell scrolled out of view: attached, not visible)
+    output_locator(page, "list_meetings: Budget review").first.wait_for(state="attached", timeout=120_000)
     wait_execution_done(page, timeout=240)
     outputs = _notebook_outputs(page)
     assert not [o for o in outputs if o.get("output_type") == "error"]

@@ -135,7 +135,8 @@ def _answered(kernel: KernelHarness, comm_id: str, pause: dict[str, Any]) -> boo
 
 
 def _click(kernel: KernelHarness, comm_id: str, pause: dict[str, Any]) -> dict[str, Any]:
-    """What a click on the card sends: approve, the first option of each question, or accept."""
+    """What a click on the card sends: approve, the first option of each question, accept (a review)
+    or decline (an MCP server's question)."""
     ids = {"tool_call_id": pause["tool_call_id"], "reply_id": pause["reply_id"]}
     if pause["kind"] == "ask_user":
         answers = [
@@ -144,6 +145,8 @@ def _click(kernel: KernelHarness, comm_id: str, pause: dict[str, Any]) -> dict[s
         return kernel.request(comm_id, "answer", answers=answers, **ids)
     if pause["kind"] == "review":
         return kernel.request(comm_id, "accept", **ids)
+    if pause["kind"] == "elicitation":  # an MCP server's question: its Decline button
+        return kernel.request(comm_id, "decline", **ids)
     return kernel.request(comm_id, "approve", **ids)
 
 
