@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .kernel import VENV_PYTHON, kernel_env
+from .kernel import REPO_ROOT, VENV_PYTHON, kernel_env
 from .lab_page import (  # the page helpers, re-exported: tests import them from here
     ARTIFACTS,
     CHROMIUM,
@@ -63,6 +63,7 @@ from .lab_page import (  # the page helpers, re-exported: tests import them from
 )
 
 __all__ = [
+    "REPO_ROOT",
     "notebook_outputs",
     "page_for_test",
     "run_to_open_card",
