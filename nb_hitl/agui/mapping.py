@@ -453,8 +453,7 @@ def interrupt_view(
         "form_error": None,
         "elicitation_url": None,
         "tool_hints": None,
-        # a call that needs several approvals (checked by nb_hitl.agui.cards.view_problem)
-        "approvals": meta.get("approvals", []),
+        "approvals": meta.get("approvals", []),  # M-of-N (checked by agui.cards.view_problem)
         "approvals_needed": meta.get("approvals_needed", 1),
         "dry_run": False,  # a remote call: the AG-UI road offers no dry run
     }
