@@ -35,6 +35,7 @@ from ag_ui.core import (
 )
 
 from ..answers.lifecycle import transition
+from ..answers.outcome import answered_elsewhere_text
 from ..entries import shown_entry
 from ..markdown import markdown_html
 from ..pauses import PauseStatus
@@ -436,7 +437,7 @@ class RunReader:
                 if isinstance(a, dict) and view["interrupt_id"] == a.get("interrupt_id") and view["status"] == "open":
                     move(view, "decided")
                     view["decision"] = {"action": str(a.get("action"))[:40], "by": str(a.get("by"))[:200]}
-                    view["reason"] = f"Answered elsewhere: {str(a.get('by'))[:200]} ({str(a.get('action'))[:40]})."
+                    view["reason"] = answered_elsewhere_text(f"{str(a.get('by'))[:200]} ({str(a.get('action'))[:40]}).")
         for view in turn.pauses.values():
             if view["status"] == "decided":
                 move(view, "delivered")

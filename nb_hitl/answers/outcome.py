@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Outcome", "OutcomeStatus"]
+__all__ = ["Outcome", "OutcomeStatus", "answered_elsewhere_text"]
 
 OutcomeStatus = Literal["applied", "answered_elsewhere", "not_applied", "unknown"]
 
@@ -53,3 +53,10 @@ class Outcome:
     def applied(self) -> bool:
         """``status == "applied"``."""
         return self.status == "applied"
+
+
+def answered_elsewhere_text(how: str) -> str:
+    """The one sentence a person reads when another answer settled the call:
+    ``"Answered elsewhere: <how>"`` (``how``: by whom, when and what became
+    of this answer, as far as the road that carried it knows)."""
+    return f"Answered elsewhere: {how}"

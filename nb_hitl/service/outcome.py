@@ -35,7 +35,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from ..answers.outcome import Outcome
+from ..answers.outcome import Outcome, answered_elsewhere_text
 from .http import ServiceError, ServiceHTTP
 from .inbox import parked_calls
 
@@ -96,7 +96,9 @@ def elsewhere(info: dict[str, str] | None, *, ours: bool = False, sent: bool = T
     event = f" (event {info['event_id']})" if info.get("event_id") else ""
     return Outcome(
         "answered_elsewhere",
-        f"Answered elsewhere: the call was settled by {who}{when}{event}; this answer was {'not applied' if sent else 'not sent'}.",
+        answered_elsewhere_text(
+            f"the call was settled by {who}{when}{event}; this answer was {'not applied' if sent else 'not sent'}."
+        ),
         by="this console" if ours else info.get("by"),
         at=info.get("at"),
     )
@@ -412,9 +414,11 @@ async def settled_by(
         at = result_time(body.get("messages") or [], judge.ids)
     return Outcome(
         "answered_elsewhere",
-        "Answered elsewhere: the call was settled by another answer"
-        + (f"; its result entered the history at {at}" if at else "")
-        + f". It was sent as user {http.user_id} from another console or client; the service keeps no record of "
-        "which once that run ended. This answer was not sent.",
+        answered_elsewhere_text(
+            "the call was settled by another answer"
+            + (f"; its result entered the history at {at}" if at else "")
+            + f". It was sent as user {http.user_id} from another console or client; the service keeps no record of "
+            "which once that run ended. This answer was not sent."
+        ),
         at=at,
     )
