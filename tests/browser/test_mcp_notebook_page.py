@@ -15,7 +15,14 @@ from __future__ import annotations
 import shutil
 
 from tests.harness import REPO_ROOT
-from tests.harness.lab import JupyterLabServer, open_notebook, output_locator, run_all_cells, wait_execution_done
+from tests.harness.lab import (
+    JupyterLabServer,
+    notebook_outputs,
+    open_notebook,
+    output_locator,
+    run_all_cells,
+    wait_execution_done,
+)
 
 OUT = ".jp-OutputArea-output"
 NOTEBOOK = REPO_ROOT / "notebooks" / "mcp.ipynb"
@@ -24,18 +31,6 @@ SIGN_IN_URL = "https://calendar.example.com/connect?client=nb-hitl-demo"  # nb_h
 
 def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
     return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
-
-
-def _notebook_outputs(page) -> list[dict]:  # type: ignore[no-untyped-def]
-    """Every output of the open notebook, from its model: JupyterLab draws only the cells in view."""
-    return page.evaluate(
-        """() => {
-            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
-            const all = [];
-            for (let i = 0; i < cells.length; i++) all.push(...(cells.get(i).toJSON().outputs || []));
-            return all;
-        }"""
-    )
 
 
 def test_mcp_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
@@ -84,7 +79,7 @@ def test_mcp_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     # the reply's last text (JupyterLab may have the cell scrolled out of view: attached, not visible)
     output_locator(page, "list_meetings: Budget review").first.wait_for(state="attached", timeout=120_000)
     wait_execution_done(page, timeout=240)
-    outputs = _notebook_outputs(page)
+    outputs = notebook_outputs(page)
     assert not [o for o in outputs if o.get("output_type") == "error"]
     whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
     assert "Traceback" not in whole, whole[-3000:]

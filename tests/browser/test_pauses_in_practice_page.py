@@ -16,6 +16,7 @@ import shutil
 from tests.harness import REPO_ROOT
 from tests.harness.lab import (
     JupyterLabServer,
+    notebook_outputs,
     open_notebook,
     output_locator,
     restart_kernel,
@@ -59,18 +60,6 @@ def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def
     return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
 
 
-def _notebook_outputs(page) -> list[dict]:  # type: ignore[no-untyped-def]
-    """Every output of the open notebook, from its model: JupyterLab draws only the cells in view."""
-    return page.evaluate(
-        """() => {
-            const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
-            const all = [];
-            for (let i = 0; i < cells.length; i++) all.push(...(cells.get(i).toJSON().outputs || []));
-            return all;
-        }"""
-    )
-
-
 def _reply(page, index: int):  # type: ignore[no-untyped-def]
     return page.locator(f'{OUT} [data-testid="nbh-reply"]').nth(index)
 
@@ -111,7 +100,7 @@ def test_pauses_in_practice_clicked_through(page, lab: JupyterLabServer) -> None
 
     output_locator(page, re.compile(r"decisions in ")).wait_for(timeout=120_000)
     wait_execution_done(page, timeout=240)
-    outputs = _notebook_outputs(page)
+    outputs = notebook_outputs(page)
     errors = [o for o in outputs if o.get("output_type") == "error"]
     assert not errors, errors
     whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
@@ -155,7 +144,7 @@ def test_pauses_in_practice_real_restart_and_restore_by_click(page, lab: Jupyter
 
     _run_cells(page, 21, 21)  # finds the question answered by the click and awaits the reply's end
     _wait_cell_done(page, 21)
-    outputs = _notebook_outputs(page)
+    outputs = notebook_outputs(page)
     assert not [o for o in outputs if o.get("output_type") == "error"]
     whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
     assert "a new agent object: True" in whole
