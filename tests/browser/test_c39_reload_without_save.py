@@ -23,6 +23,7 @@ from nb_hitl.store import AuditLog
 from tests.harness.lab import (
     REPO_ROOT,
     JupyterLabServer,
+    card_locator,
     new_page,
     open_notebook,
     output_locator,
@@ -57,10 +58,6 @@ def _run_new_cell(page, code: str) -> None:  # type: ignore[no-untyped-def]
     )
 
 
-def _card(scope, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
-    return scope.locator(f'[data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
-
-
 def _no_outputs_on_disk(lab: JupyterLabServer, name: str) -> bool:
     return all(not cell.get("outputs") for cell in lab.notebook_json(name)["cells"])
 
@@ -75,11 +72,11 @@ def test_c39_reload_without_saving_gives_the_card_back_and_a_click_finishes_the_
     printed = output_locator(page, re.compile(r"^sandbox: ")).first
     printed.wait_for(timeout=60_000)
     sandbox = Path(printed.inner_text().strip().splitlines()[0].removeprefix("sandbox: ").strip())
-    ask = _card(page.locator(OUT), "ask_user")
+    ask = card_locator(page, "ask_user")
     ask.wait_for(timeout=60_000)
     ask.locator('[data-testid="nbh-option"][data-label="draft.md"]').click()
     ask.locator('[data-testid="nbh-answer-submit"]').click()
-    _card(page.locator(OUT), "confirm").wait_for(timeout=60_000)
+    card_locator(page, "confirm").wait_for(timeout=60_000)
     assert _no_outputs_on_disk(lab, "c39.ipynb")
 
     page.on("dialog", lambda dialog: dialog.accept())  # "leave the page with unsaved changes?"
@@ -98,7 +95,7 @@ def test_c39_reload_without_saving_gives_the_card_back_and_a_click_finishes_the_
 
     show.click()  # action 1, named by the banner
     panel = banner.locator('[data-testid="nbh-waiting-panel"]')
-    confirm = _card(panel, "confirm")
+    confirm = card_locator(panel, "confirm", outputs=False)
     assert json.loads(confirm.locator('[data-testid="nbh-input"]').inner_text()) == {"path": "draft.md"}
     confirm.locator('[data-testid="nbh-approve"]').click()  # action 2, the card's own
 
@@ -127,7 +124,7 @@ def test_c39_reopen_and_run_all_while_the_kernel_waits_says_cells_wait_and_shows
     write_notebook(lab.root / "c39_reopen.ipynb", [deletion_cell("c39"), "reply = await session.run('tidy up')"])
     open_notebook(page, lab, "c39_reopen.ipynb")
     _run_all(page)
-    _card(page.locator(OUT), "confirm").wait_for(timeout=60_000)
+    card_locator(page, "confirm").wait_for(timeout=60_000)
     assert _no_outputs_on_disk(lab, "c39_reopen.ipynb")
     page.close()  # the tab is gone; the kernel still awaits the pause
 
@@ -144,10 +141,10 @@ def test_c39_reopen_and_run_all_while_the_kernel_waits_says_cells_wait_and_shows
         )
         assert second.locator(".jp-CodeCell .jp-InputArea-prompt:has-text('[*]')").count() == 2
         banner.locator('[data-testid="nbh-waiting-show"]').click()
-        _card(banner, "confirm").locator('[data-testid="nbh-approve"]').click()
+        card_locator(banner, "confirm", outputs=False).locator('[data-testid="nbh-approve"]').click()
         banner.locator('[data-testid="nbh-final-text"]').wait_for(timeout=60_000)
         # the queued cells run now: the new reply's card is in the cell's output, not behind a banner
-        fresh = _card(second.locator(OUT), "confirm")
+        fresh = card_locator(second, "confirm")
         fresh.wait_for(timeout=60_000)
         fresh.locator('[data-testid="nbh-approve"]').click()
         wait_execution_done(second)

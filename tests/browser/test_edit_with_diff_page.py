@@ -15,9 +15,16 @@ from __future__ import annotations
 import re
 import shutil
 
-from tests.browser.test_pauses_in_practice_page import _card, _notebook_outputs
 from tests.harness import REPO_ROOT
-from tests.harness.lab import JupyterLabServer, open_notebook, output_locator, run_all_cells, wait_execution_done
+from tests.harness.lab import (
+    JupyterLabServer,
+    card_locator,
+    notebook_outputs,
+    open_notebook,
+    output_locator,
+    run_all_cells,
+    wait_execution_done,
+)
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "edit_with_diff.ipynb"
 
@@ -30,7 +37,7 @@ def _diff_lines(card) -> list[list[str]]:  # type: ignore[no-untyped-def]
 def _approve(page, waiting: str, path_end: str):  # type: ignore[no-untyped-def]
     """Once the notebook says ``waiting``, the one open card (its path ends with ``path_end``): approved."""
     output_locator(page, f"Waiting for you: {waiting}").wait_for(timeout=90_000)
-    card = _card(page, "confirm")
+    card = card_locator(page, "confirm")
     card.wait_for(timeout=30_000)
     assert card.count() == 1
     assert card.locator('[data-testid="nbh-file-path"]').inner_text().endswith(f"{path_end}:")
@@ -58,7 +65,7 @@ def test_edit_with_diff_clicked_through(page, lab: JupyterLabServer) -> None:
 
     output_locator(page, re.compile(r"file_changed")).wait_for(timeout=90_000)
     wait_execution_done(page, timeout=120)
-    outputs = _notebook_outputs(page)
+    outputs = notebook_outputs(page)
     assert not [o for o in outputs if o.get("output_type") == "error"]
     whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
     assert "answers: your clicks in the widgets" in whole

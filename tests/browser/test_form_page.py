@@ -20,6 +20,7 @@ import textwrap
 
 from tests.harness.lab import (
     JupyterLabServer,
+    card_locator,
     open_notebook,
     run_all_cells,
     screenshot,
@@ -60,16 +61,12 @@ FORM_CELL = textwrap.dedent(
 )
 
 
-def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
-    return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
-
-
 def test_form_fill_invalid_then_valid(page, lab: JupyterLabServer) -> None:
     write_notebook(lab.root / "rp_form.ipynb", [FORM_CELL])
     open_notebook(page, lab, "rp_form.ipynb")
     run_all_cells(page)
 
-    card = _card(page, "form")
+    card = card_locator(page, "form")
     card.wait_for(timeout=60_000)
     assert "Refund details" in card.inner_text() and "Tell me about the purchase." in card.inner_text()
     names = [f.get_attribute("data-name") for f in card.locator('[data-testid="nbh-field"]').all()]
@@ -157,7 +154,7 @@ def test_review_card_edit_and_send(page, lab: JupyterLabServer) -> None:
     open_notebook(page, lab, "rp_review.ipynb")
     run_all_cells(page)
 
-    card = _card(page, "review")
+    card = card_locator(page, "review")
     card.wait_for(timeout=60_000)
     area = card.locator('[data-testid="nbh-review-output"]')
     raw = 'Ana Lima <img src=x onerror="window.__nbhReviewX=1">, card 4111-1111-1111-1111'
@@ -240,7 +237,7 @@ def test_policy_chip_and_deadline_countdown(page, lab: JupyterLabServer) -> None
     open_notebook(page, lab, "rp_policy.ipynb")
     run_all_cells(page)
 
-    card = _card(page, "confirm")
+    card = card_locator(page, "confirm")
     card.wait_for(timeout=60_000)
     assert card.locator('[data-testid="nbh-policy"]').inner_text() == "policy: payments"
     assert (

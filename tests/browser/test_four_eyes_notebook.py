@@ -14,11 +14,12 @@ import shutil
 
 from playwright.sync_api import expect
 
-from tests.browser.test_pauses_in_practice_page import _card, _notebook_outputs
 from tests.harness import REPO_ROOT
 from tests.harness.lab import (
     JupyterLabServer,
+    card_locator,
     new_page,
+    notebook_outputs,
     open_notebook,
     output_locator,
     run_all_cells,
@@ -31,7 +32,7 @@ NOTEBOOK = REPO_ROOT / "notebooks" / "four_eyes.ipynb"
 
 
 def _stdout(page) -> str:  # type: ignore[no-untyped-def]
-    outputs = _notebook_outputs(page)
+    outputs = notebook_outputs(page)
     assert not [o for o in outputs if o.get("output_type") == "error"], outputs
     return "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
 
@@ -41,13 +42,13 @@ def test_four_eyes_notebook_card_then_link_on_a_second_page(page, browser, lab: 
     open_notebook(page, lab, "four_eyes.ipynb")
     run_all_cells(page)
 
-    card = _card(page, "confirm")
+    card = card_locator(page, "confirm")
     card.wait_for(timeout=90_000)
     output_locator(page, "Waiting for you: click Approve on the card above (you are alice).").wait_for(timeout=30_000)
     approvals = card.locator('[data-testid="nbh-approvals"]')
     expect(approvals).to_have_text("0 of 2 approvals so far; each must come from a different person.")
     card.locator('[data-testid="nbh-approve"]').click()
-    expect(_card(page, "confirm").locator('[data-testid="nbh-approvals"]')).to_contain_text(
+    expect(card_locator(page, "confirm").locator('[data-testid="nbh-approvals"]')).to_contain_text(
         "1 of 2 approvals: alice (", timeout=30_000
     )
     output_locator(page, "Waiting for bob: open the link above in another tab and click Approve.").wait_for(

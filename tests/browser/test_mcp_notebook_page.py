@@ -17,6 +17,7 @@ import shutil
 from tests.harness import REPO_ROOT
 from tests.harness.lab import (
     JupyterLabServer,
+    card_locator,
     notebook_outputs,
     open_notebook,
     output_locator,
@@ -29,17 +30,13 @@ NOTEBOOK = REPO_ROOT / "notebooks" / "mcp.ipynb"
 SIGN_IN_URL = "https://calendar.example.com/connect?client=nb-hitl-demo"  # nb_hitl.mcp.demo_server's
 
 
-def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
-    return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
-
-
 def test_mcp_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     shutil.copy(NOTEBOOK, lab.root / "mcp.ipynb")
     open_notebook(page, lab, "mcp.ipynb")
     run_all_cells(page)
 
     # 1. the server's form: fill it and Accept
-    form = _card(page, "elicitation")
+    form = card_locator(page, "elicitation")
     form.wait_for(timeout=90_000)
     output_locator(page, "Waiting for you: in the card above, pick Tuesday").wait_for(timeout=60_000)
     assert form.locator('[data-testid="nbh-elicitation-message"]').inner_text() == (
@@ -53,7 +50,7 @@ def test_mcp_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
 
     # 2. the destructive tool, asked by the policy: Approve
     output_locator(page, "Waiting for you: press Approve on the card above.").wait_for(timeout=60_000)
-    confirm = _card(page, "confirm")
+    confirm = card_locator(page, "confirm")
     assert "destructive MCP tools" in confirm.inner_text()
     confirm.locator('[data-testid="nbh-approve"]').click()
     output_locator(page, "Cancelled 'Weekly sync'.").first.wait_for(timeout=60_000)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tests.harness.lab import (
     JupyterLabServer,
+    card_locator,
     open_notebook,
     run_all_cells,
     screenshot,
@@ -58,17 +59,13 @@ def cell(log: Path) -> str:
     )
 
 
-def _card(page, status: str = "open"):  # type: ignore[no-untyped-def]
-    return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="elicitation"][data-status="{status}"]')
-
-
 def test_c41_mcp_questions_on_cards(page, lab: JupyterLabServer) -> None:
     log = lab.root / "mcp-server.jsonl"
     write_notebook(lab.root / "mcp_ask.ipynb", [cell(log)])
     open_notebook(page, lab, "mcp_ask.ipynb")
     run_all_cells(page)
 
-    first = _card(page)
+    first = card_locator(page, "elicitation")
     first.wait_for(timeout=90_000)
     assert first.locator('[data-testid="nbh-elicitation-message"]').inner_text() == "Rename customers?"
     assert "The MCP server 'db' asks" in first.inner_text()

@@ -16,6 +16,7 @@ import shutil
 from tests.harness import REPO_ROOT
 from tests.harness.lab import (
     JupyterLabServer,
+    card_locator,
     notebook_outputs,
     open_notebook,
     output_locator,
@@ -56,27 +57,25 @@ def _wait_cell_done(page, index: int, timeout: float = 120_000) -> None:  # type
     )
 
 
-def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
-    return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
-
-
 def _reply(page, index: int):  # type: ignore[no-untyped-def]
     return page.locator(f'{OUT} [data-testid="nbh-reply"]').nth(index)
 
 
 def _click_sections_1_and_2(page) -> None:  # type: ignore[no-untyped-def]
     """Section 1: the question, Deny the first deletion, Approve the second; section 2: Interrupt."""
-    ask = _card(page, "ask_user")
+    ask = card_locator(page, "ask_user")
     ask.wait_for(timeout=90_000)
     output_locator(page, "Waiting for you: in the widget above, pick summary.md").wait_for(timeout=30_000)
     ask.locator('[data-testid="nbh-option"][data-label="summary.md"] input').check()
     ask.locator('[data-testid="nbh-answer-submit"]').click()
-    _card(page, "ask_user", "delivered").or_(_card(page, "ask_user", "decided")).first.wait_for(timeout=60_000)
+    card_locator(page, "ask_user", "delivered").or_(card_locator(page, "ask_user", "decided")).first.wait_for(
+        timeout=60_000
+    )
     output_locator(page, "Waiting for you: press Deny on the old_log.txt card above.").wait_for(timeout=30_000)
-    _card(page, "confirm").first.locator('[data-testid="nbh-deny"]').click()
+    card_locator(page, "confirm").first.locator('[data-testid="nbh-deny"]').click()
     # AgentScope asks the second deletion once the first is answered
     output_locator(page, "Waiting for you: press Approve on the draft.md card above.").wait_for(timeout=60_000)
-    _card(page, "confirm").first.locator('[data-testid="nbh-approve"]').click()
+    card_locator(page, "confirm").first.locator('[data-testid="nbh-approve"]').click()
     _reply(page, 0).locator('[data-testid="nbh-final-text"]').wait_for(timeout=60_000)
 
     output_locator(page, "Waiting for you: press Interrupt in the widget above.").wait_for(timeout=60_000)
@@ -126,7 +125,7 @@ def test_pauses_in_practice_real_restart_and_restore_by_click(page, lab: Jupyter
     open_notebook(page, lab, "restart/pauses_in_practice.ipynb")
     _run_cells(page, 0, 18)  # sections 1 and 2 wait for clicks; section 3 parks on a question
     _click_sections_1_and_2(page)
-    _card(page, "ask_user").first.wait_for(timeout=180_000)
+    card_locator(page, "ask_user").first.wait_for(timeout=180_000)
     page.locator(f"{OUT}:has-text('checkpoints:')").first.wait_for(timeout=60_000)
 
     restart_kernel(page, lab)

@@ -25,6 +25,7 @@ from tests.harness.lab import (
     ARTIFACTS,
     REPO_ROOT,
     JupyterLabServer,
+    card_locator,
     open_notebook,
     output_locator,
     wait_execution_done,
@@ -45,10 +46,6 @@ def run_all_cells(page) -> None:  # type: ignore[no-untyped-def]
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
-def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
-    return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
-
-
 def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     shutil.copy(NOTEBOOK, lab.root / "quickstart.ipynb")
     open_notebook(page, lab, "quickstart.ipynb")
@@ -60,7 +57,7 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     assert sorted(p.name for p in sandbox.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
 
     # -- the AskUser panel --------------------------------------------------------
-    ask = _card(page, "ask_user")
+    ask = card_locator(page, "ask_user")
     ask.wait_for(timeout=60_000)
     assert ask.locator('[data-testid="nbh-header"]').inner_text() == "Cleanup"
     assert ask.locator('[data-testid="nbh-question"]').get_attribute("data-question") == "Which file should I delete?"
@@ -75,7 +72,7 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     ask.locator('[data-testid="nbh-answer-submit"]').click()
 
     # -- the confirmation card ----------------------------------------------------------
-    confirm = _card(page, "confirm")
+    confirm = card_locator(page, "confirm")
     confirm.wait_for(timeout=60_000)
     answered = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="ask_user"]')
     assert "Which file should I delete? → draft.md" in answered.locator('[data-testid="nbh-decision"]').inner_text()

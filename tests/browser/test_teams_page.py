@@ -23,6 +23,7 @@ from tests.harness.lab import (
     ARTIFACTS,
     REPO_ROOT,
     JupyterLabServer,
+    card_locator,
     open_notebook,
     output_locator,
     run_all_cells,
@@ -32,10 +33,6 @@ from tests.harness.lab import (
 NOTEBOOK = REPO_ROOT / "notebooks" / "teams.ipynb"
 OUT = ".jp-OutputArea-output"
 FINAL = "worker reported back (success): Done. Deleted draft.md. The folder now holds: notes.txt, old_log.txt."
-
-
-def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
-    return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
 
 
 def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
@@ -48,7 +45,7 @@ def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     sandbox = Path(printed.inner_text().strip().splitlines()[0].removeprefix("sandbox: ").strip())
 
     # -- the worker's question: named as the worker's, under the leader's step
-    ask = _card(page, "ask_user")
+    ask = card_locator(page, "ask_user")
     ask.wait_for(timeout=60_000)
     assert ask.locator('[data-testid="nbh-agent"]').inner_text() == "asked by worker"
     reply = page.locator(f'{OUT} [data-testid="nbh-reply"]').first
@@ -61,7 +58,7 @@ def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     ask.locator('[data-testid="nbh-answer-submit"]').click()
 
     # -- the worker's confirmation
-    confirm = _card(page, "confirm")
+    confirm = card_locator(page, "confirm")
     confirm.wait_for(timeout=60_000)
     assert confirm.locator('[data-testid="nbh-agent"]').inner_text() == "asked by worker"
     assert json.loads(confirm.locator('[data-testid="nbh-input"]').inner_text()) == {"path": "draft.md"}

@@ -42,6 +42,7 @@ from .lab_page import (  # the page helpers, re-exported: tests import them from
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
+    card_locator,
     launch_chromium,
     new_page,
     notebook_outputs,
@@ -63,6 +64,7 @@ from .lab_page import (  # the page helpers, re-exported: tests import them from
 )
 
 __all__ = [
+    "card_locator",
     "REPO_ROOT",
     "notebook_outputs",
     "page_for_test",

@@ -225,7 +225,7 @@ def run_to_open_card(
     write_notebook(server.root / name, list(cells))
     open_notebook(page, server, name)
     run_all_cells(page)
-    card = page.locator(f'.jp-OutputArea-output [data-testid="nbh-card"][data-kind="{kind}"][data-status="open"]')
+    card = card_locator(page, kind)
     card.wait_for(timeout=90_000)
     page.locator('.jp-OutputArea-output [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
     return card
@@ -312,6 +312,12 @@ def save_notebook(page: Page, timeout: float = 30.0) -> None:
         _focus_notebook(page)
         page.keyboard.press("Control+s")
         page.locator(".jp-mod-dirty").first.wait_for(state="detached", timeout=timeout * 1000)
+
+
+def card_locator(scope: Page | Locator, kind: str, status: str = "open", *, outputs: bool = True) -> Locator:
+    """Cards of one pause ``kind`` (``"confirm"``, ``"ask_user"``, ...) in ``status``; inside cell outputs unless ``outputs=False``."""
+    prefix = ".jp-OutputArea-output " if outputs else ""
+    return scope.locator(f'{prefix}[data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
 
 
 def output_locator(page: Page, text: str | re.Pattern[str], *, exact: bool = False) -> Locator:
