@@ -18,12 +18,14 @@ that an AgentScope upgrade is checked in one file:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from agentscope.message import DataBlock, Msg, TextBlock, ToolCallBlock, ToolCallState
+from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionContext, PermissionDecision, PermissionEngine
 
 __all__ = [
@@ -424,3 +426,55 @@ async def chain_decision(
     if enum_value(tool_call.state) == ToolCallState.ALLOWED.value:
         return decision, None
     return decision, PermissionCheck(tool_call, tool, input_kwargs.get("tool_input") or {})
+
+
+class PermissionStep(MiddlewareBase, ABC):
+    """An nb_hitl ``on_check_permission`` middleware: AgentScope's chain
+    runs first (:func:`chain_decision`), then :meth:`judge` sees each call
+    there is something to judge about and returns the decision the agent
+    consumes. Subclasses: the audit's record of each check, the shell
+    rules, the policies."""
+
+    async def on_check_permission(
+        self,
+        agent: Any,
+        input_kwargs: dict,
+        next_handler: Callable[..., Any],
+    ) -> PermissionDecision:
+        """AgentScope's hook (``MiddlewareBase.on_check_permission``)."""
+        decision, check = await chain_decision(input_kwargs, next_handler)
+        if check is None:
+            return decision
+        return await self.judge(agent, check, decision)
+
+    @abstractmethod
+    async def judge(self, agent: Any, check: PermissionCheck, decision: PermissionDecision) -> PermissionDecision:
+        """The decision for ``check``, given the chain's ``decision``."""
+
+
+def permission_chain(agent: Any, hint: str = "") -> list[Any]:
+    """``agent``'s ``on_check_permission`` middlewares, the list itself.
+
+    AgentScope 2.0.11 filters middlewares by hook once, in ``Agent.__init__``,
+    into ``Agent._check_permission_middlewares`` and reads that list on every
+    check (the first wraps the rest; the last wraps the engine), so an
+    edit of the list takes effect at the next check.
+
+    Raises:
+        TypeError: ``agent`` is not an AgentScope 2.0.x ``Agent`` (``hint``,
+            when given, is added to the message).
+    """
+    chain = getattr(agent, "_check_permission_middlewares", None)
+    if not isinstance(chain, list):
+        message = f"expected an agentscope 2.0.x Agent with permission middlewares, got {type(agent).__name__}"
+        raise TypeError(f"{message}; {hint}" if hint else message)
+    return chain
+
+
+def context_map(agent: Any, key: str) -> dict[str, Any]:
+    """The dict kept at ``agent.state.middle_context[key]`` (AgentScope's
+    per-agent state that checkpoints carry), made when absent or not a dict."""
+    found = agent.state.middle_context.get(key)
+    if not isinstance(found, dict):
+        found = agent.state.middle_context[key] = {}
+    return found

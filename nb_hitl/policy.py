@@ -63,7 +63,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentscope.middleware import MiddlewareBase
 from agentscope.permission import (
     PermissionBehavior,
     PermissionContext,
@@ -77,8 +76,11 @@ from ._agentscope import (
     MCP_HINTS,
     POLICY_CONTEXT_KEY,
     POLICY_DETAIL_KEY,
-    chain_decision,
+    PermissionCheck,
+    PermissionStep,
+    context_map,
     mcp_tool_hints,
+    permission_chain,
     permission_context,
     permission_engine,
 )
@@ -280,7 +282,7 @@ class Policy:
         return PolicyMiddleware([self])
 
 
-class PolicyMiddleware(MiddlewareBase):
+class PolicyMiddleware(PermissionStep):
     """AgentScope ``on_check_permission`` middleware enforcing policies.
 
     Pass it at construction, first in the list so it wraps every other
@@ -314,16 +316,8 @@ class PolicyMiddleware(MiddlewareBase):
         self.policies = [p for p in self.policies if p.name != name]
         return len(self.policies) != before
 
-    async def on_check_permission(
-        self,
-        agent: Any,
-        input_kwargs: dict,
-        next_handler: Callable[..., Any],
-    ) -> PermissionDecision:
-        """The hook (see the class docstring)."""
-        decision, check = await chain_decision(input_kwargs, next_handler)
-        if check is None:
-            return decision
+    async def judge(self, agent: Any, check: PermissionCheck, decision: PermissionDecision) -> PermissionDecision:
+        """The first matching policy's ASK (see the class docstring)."""
         tool_call, tool, tool_input = check.tool_call, check.tool, check.tool_input
         if decision.behavior == PermissionBehavior.DENY:
             return decision
@@ -345,15 +339,8 @@ class PolicyMiddleware(MiddlewareBase):
                     ),
                     decision_reason=f"{reason} (dont_ask mode: ASK converted to DENY)",
                 )
-            mc = agent.state.middle_context
-            names = mc.get(POLICY_CONTEXT_KEY)
-            if not isinstance(names, dict):
-                names = mc[POLICY_CONTEXT_KEY] = {}
-            names[tool_call.id] = policy.name
-            details = mc.get(POLICY_DETAIL_KEY)
-            if not isinstance(details, dict):
-                details = mc[POLICY_DETAIL_KEY] = {}
-            details[tool_call.id] = {
+            context_map(agent, POLICY_CONTEXT_KEY)[tool_call.id] = policy.name
+            context_map(agent, POLICY_DETAIL_KEY)[tool_call.id] = {
                 "message": text,
                 "reason": reason,
                 "approvals": policy.approvals_for(tool.name),
@@ -376,13 +363,9 @@ def policy_middleware(*policies: Policy) -> PolicyMiddleware:
 
 
 def _permission_chain(agent: Any) -> list[Any]:
-    chain = getattr(agent, "_check_permission_middlewares", None)
-    if not isinstance(chain, list):
-        raise TypeError(
-            "apply_policy needs an agentscope 2.0.x Agent (it installs the middleware in "
-            "Agent._check_permission_middlewares); pass policy_middleware(...) to the Agent instead."
-        )
-    return chain
+    return permission_chain(
+        agent, "apply_policy installs its middleware there; pass policy_middleware(...) to the Agent instead"
+    )
 
 
 def iter_outermost(chain: list[Any]) -> Iterable[Any]:

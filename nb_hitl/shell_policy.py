@@ -30,34 +30,32 @@ in the pause (``Pause.shell_commands``, :func:`describe_shell_pause`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from agentscope.message import ToolCallState
-from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
 
-from ._agentscope import SHELL_CONTEXT_KEY, chain_decision, enum_value, permission_engine
+from ._agentscope import (
+    SHELL_CONTEXT_KEY,
+    PermissionCheck,
+    PermissionStep,
+    context_map,
+    enum_value,
+    permission_chain,
+    permission_engine,
+)
 from .permissions.shell import parse_command
 from .permissions.shell_check import judge_shell_call, shell_field
 
 __all__ = ["ShellRulesMiddleware", "install_shell_rules", "describe_shell_pause", "SHELL_CONTEXT_KEY"]
 
 
-class ShellRulesMiddleware(MiddlewareBase):
+class ShellRulesMiddleware(PermissionStep):
     """AgentScope ``on_check_permission`` middleware applying the shell rules
     (see the module docstring). Stateless: one instance may serve many agents."""
 
-    async def on_check_permission(
-        self,
-        agent: Any,
-        input_kwargs: dict,
-        next_handler: Callable[..., Any],
-    ) -> PermissionDecision:
-        """The hook: the chain's decision, judged again per simple command."""
-        decision, check = await chain_decision(input_kwargs, next_handler)
-        if check is None:
-            return decision
+    async def judge(self, agent: Any, check: PermissionCheck, decision: PermissionDecision) -> PermissionDecision:
+        """The chain's decision, judged again per simple command."""
         tool_call, tool, tool_input = check.tool_call, check.tool, check.tool_input
         try:
             engine = permission_engine(agent)
@@ -66,9 +64,7 @@ class ShellRulesMiddleware(MiddlewareBase):
         verdict = await judge_shell_call(engine, tool, tool_input, decision)
         if verdict is None:
             return decision
-        details = agent.state.middle_context.get(SHELL_CONTEXT_KEY)
-        if not isinstance(details, dict):
-            details = agent.state.middle_context[SHELL_CONTEXT_KEY] = {}
+        details = context_map(agent, SHELL_CONTEXT_KEY)
         if verdict.decision.behavior == PermissionBehavior.ASK:
             details[tool_call.id] = verdict.detail()
         else:
@@ -87,9 +83,7 @@ def install_shell_rules(agent: Any) -> ShellRulesMiddleware:
     Raises:
         TypeError: ``agent`` is not an AgentScope 2.0.x ``Agent``.
     """
-    chain = getattr(agent, "_check_permission_middlewares", None)
-    if not isinstance(chain, list):
-        raise TypeError(f"expected an agentscope Agent with permission middlewares, got {type(agent).__name__}")
+    chain = permission_chain(agent)
     existing = next((m for m in chain if isinstance(m, ShellRulesMiddleware)), None)
     mw = existing or ShellRulesMiddleware()
     chain[:] = [m for m in chain if not isinstance(m, ShellRulesMiddleware)]

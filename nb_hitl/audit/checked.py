@@ -24,10 +24,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
 
-from .._agentscope import chain_decision, enum_value, permission_engine, rule_label
+from .._agentscope import PermissionCheck, PermissionStep, enum_value, permission_chain, permission_engine, rule_label
 from ..permissions.shell_check import SHELL_REASON
 
 __all__ = ["CheckedMiddleware", "install_checked", "remove_checked", "decided_how", "CHECKED", "ANSWERED"]
@@ -88,7 +87,7 @@ async def decided_how(
     return {**out, "decided_how": "tool_check"}
 
 
-class CheckedMiddleware(MiddlewareBase):
+class CheckedMiddleware(PermissionStep):
     """The ``on_check_permission`` middleware recording each check (see the module docstring).
 
     Args:
@@ -102,16 +101,8 @@ class CheckedMiddleware(MiddlewareBase):
     def __init__(self, write: Callable[[dict[str, Any]], None]) -> None:
         self.write = write
 
-    async def on_check_permission(
-        self,
-        agent: Any,
-        input_kwargs: dict,
-        next_handler: Callable[..., Any],
-    ) -> PermissionDecision:
-        """The hook: the chain's decision, recorded, then returned unchanged."""
-        decision, check = await chain_decision(input_kwargs, next_handler)
-        if check is None:
-            return decision
+    async def judge(self, agent: Any, check: PermissionCheck, decision: PermissionDecision) -> PermissionDecision:
+        """The chain's decision, recorded, then returned unchanged."""
         tool_call, tool, tool_input = check.tool_call, check.tool, check.tool_input
         try:
             how = await decided_how(agent, tool, tool_input, decision)
@@ -149,9 +140,7 @@ def install_checked(agent: Any, write: Callable[[dict[str, Any]], None]) -> Chec
     Raises:
         TypeError: ``agent`` is not an AgentScope 2.0.x ``Agent``.
     """
-    chain = getattr(agent, "_check_permission_middlewares", None)
-    if not isinstance(chain, list):
-        raise TypeError(f"expected an agentscope Agent with permission middlewares, got {type(agent).__name__}")
+    chain = permission_chain(agent)
     existing = next((m for m in chain if isinstance(m, CheckedMiddleware)), None)
     mw = existing or CheckedMiddleware(write)
     mw.write = write

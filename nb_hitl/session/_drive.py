@@ -43,6 +43,7 @@ from .._agentscope import (
     POLICY_CONTEXT_KEY,
     agentscope_tool_input,
     context_cut_result,
+    context_map,
     enum_value,
     is_parked,
     msg_text,
@@ -120,10 +121,7 @@ _DELIVERED_NOTE = (
 
 def delivered_marks(agent: Any) -> dict[str, Any]:
     """The agent's ``DELIVERED_CONTEXT_KEY`` entries (created empty when missing)."""
-    marks = agent.state.middle_context.get(DELIVERED_CONTEXT_KEY)
-    if not isinstance(marks, dict):
-        marks = agent.state.middle_context[DELIVERED_CONTEXT_KEY] = {}
-    return marks
+    return context_map(agent, DELIVERED_CONTEXT_KEY)
 
 
 def close_delivered_tool_calls(agent: Any) -> list[str]:
@@ -480,6 +478,7 @@ class Driver(SessionCore):
                 for tc in ev.tool_calls:
                     if not (self.team.is_pipeline and self.team.is_plumbing(tc)):
                         await self._add_pause(run, tc, asker)
+                self._push(run)  # the cards reach the page now, not when the stream ends
             elif isinstance(ev, ExceedMaxItersEvent):
                 tr.note("The agent reached its iteration limit.")
             elif isinstance(ev, ReplyEndEvent) and run.live and self.team.ends_reply(ev):
