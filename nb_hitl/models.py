@@ -103,6 +103,30 @@ class Turn:
 ScriptItem = Turn | Callable[[list[Msg]], Turn]
 
 
+def script_turn(script: Sequence[Any], index: int, messages: Any, on_exhausted: str, exhausted: str) -> Turn:
+    """The ``index``-th turn of ``script`` (0-based) for a request of ``messages``.
+
+    An item is a :class:`Turn` or a callable of the request's messages
+    returning one. Past the end: :class:`ScriptExhaustedError` with the
+    message ``exhausted`` when ``on_exhausted == "raise"``, else a turn
+    saying the script is over. Shared by :class:`ScriptedChatModel` (AgentScope
+    ``Msg`` lists) and the fake model servers (wire messages).
+
+    Raises:
+        ScriptExhaustedError: the script is over and ``on_exhausted="raise"``.
+        TypeError: a callable item returned something else than a ``Turn``.
+    """
+    if index >= len(script):
+        if on_exhausted == "raise":
+            raise ScriptExhaustedError(exhausted)
+        return Turn("(The scripted model has no more turns.)")
+    item = script[index]
+    turn = item(messages) if callable(item) else item
+    if not isinstance(turn, Turn):
+        raise TypeError(f"script item {index} returned {type(turn).__name__}, expected Turn")
+    return turn
+
+
 class CallLog(list[Any]):
     """A ``list`` that keeps its last ``max_len`` items (all when ``None``):
     appending beyond it drops the oldest."""
@@ -201,17 +225,8 @@ class ScriptedChatModel(ChatModelBase):
         index = self.call_count
         self.call_count += 1
         self.calls.append([m.model_copy(deep=True) for m in messages])
-        if index >= len(self.script):
-            if self.on_exhausted == "raise":
-                raise ScriptExhaustedError(
-                    f"ScriptedChatModel was called {index + 1} times but its script has {len(self.script)} turns"
-                )
-            return Turn("(The scripted model has no more turns.)")
-        item = self.script[index]
-        turn = item(messages) if callable(item) else item
-        if not isinstance(turn, Turn):
-            raise TypeError(f"script item {index} returned {type(turn).__name__}, expected Turn")
-        return turn
+        said = f"ScriptedChatModel was called {index + 1} times but its script has {len(self.script)} turns"
+        return script_turn(self.script, index, messages, self.on_exhausted, said)
 
     @staticmethod
     def _blocks(turn: Turn) -> tuple[TextBlock | None, list[ToolCallBlock]]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..models import ScriptExhaustedError, ToolCallSpec, Turn
+from ..models import ToolCallSpec, Turn, script_turn
 
 __all__ = [
     "RawToolCall",
@@ -116,17 +116,8 @@ class ScriptPlayer:
         with self._lock:
             index = len(self.messages)
             self.messages.append(messages)
-        if index >= len(self.script):
-            if self.on_exhausted == "raise":
-                raise ScriptExhaustedError(
-                    f"the fake server got request {index + 1} but its script has {len(self.script)} turns"
-                )
-            return Turn("(The scripted model has no more turns.)")
-        item = self.script[index]
-        turn = item(messages) if callable(item) else item
-        if not isinstance(turn, Turn):
-            raise TypeError(f"script item {index} returned {type(turn).__name__}, expected Turn")
-        return turn
+        said = f"the fake server got request {index + 1} but its script has {len(self.script)} turns"
+        return script_turn(self.script, index, messages, self.on_exhausted, said)
 
 
 def wire_tool_results(messages: Sequence[dict[str, Any]]) -> list[str]:
