@@ -234,6 +234,7 @@ class Notices:
         the sends run as tasks on the running loop."""
         if pause.status != "open" or not self.notify.wants(pause):
             return
+        loop = asyncio.get_running_loop()  # (before anything is marked as told)
         state = self.s.team.agent(pause.agent).state.middle_context
         kept = state.get(NOTIFIED_KEY)
         if not isinstance(kept, dict):
@@ -247,7 +248,6 @@ class Notices:
                 del kept[old]
         kept[pause.tool_call_id] = digest
         approved = {str(a.get("by")) for a in pause.approvals if a.get("action") in APPROVING}
-        loop = asyncio.get_running_loop()
         for person in self.notify.to:
             if person in approved:
                 continue

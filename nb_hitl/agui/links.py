@@ -15,7 +15,8 @@ and ``decided_by`` the approver, and is counted towards the call's
 approvals (:mod:`nb_hitl.answers.approvals`).
 
 A link is refused (:class:`LinkRefused`, with the sentence its page shows)
-when its signature does not match (forged or altered), it was used before,
+when its signature does not match (forged or altered), it was used before
+(kept in memory and in the thread's checkpoint, :data:`USED_KEY`),
 its pause expired or closed, or the call's input is no longer the one it
 was made for (someone modified it).
 """
