@@ -40,6 +40,7 @@ from ..errors import NbHitlError
 from ..kinds import kind_spec
 from ..pauses import Pause
 from .ids import interrupt_id, to_iso
+from .threads import checkpoint_id
 
 if TYPE_CHECKING:
     from .server import AguiServer
@@ -143,9 +144,19 @@ class Links:
         thread = self.server.registry.threads.get(thread_id)
         run = thread.session.current if thread is not None else None
         pause = run.pauses.get(tool_call_id) if run is not None else None
+        if thread is None and self._saved(thread_id):  # a restarted server loads a thread on its owner's next run
+            raise LinkRefused(
+                "closed",
+                "This call's conversation is not loaded on this server since it restarted: the link cannot be "
+                "checked until its owner's client is back. Nothing was answered.",
+            )
         if thread is None or run is None or pause is None:
             raise LinkRefused("closed", "This call no longer waits here: there is no such pause on this server.")
         return thread, pause
+
+    def _saved(self, thread_id: str) -> bool:
+        store = self.server.registry.store
+        return store is not None and store.path(checkpoint_id(thread_id)).exists()
 
     def _kept(self, thread_id: str, *, keep: bool = False) -> dict[str, Any]:
         """The redeemed links kept in a live thread's state (:data:`USED_KEY`);

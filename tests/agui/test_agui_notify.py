@@ -65,7 +65,8 @@ def test_the_hook_gets_bobs_link_once_and_the_link_approves(tmp_path: Any) -> No
 def test_a_used_link_is_refused_after_the_server_restarts(tmp_path: Any) -> None:
     ckpt, audit = tmp_path / "checkpoints", tmp_path / "audit.jsonl"
     # approvals need not come from distinct people: only the record of the link stops its second use
-    kwargs = {"checkpoints": str(ckpt), "audit_log": str(audit)}
+    told: list[dict[str, Any]] = []
+    kwargs = {"checkpoints": str(ckpt), "audit_log": str(audit), "notify": Notify(told.append, to="carol")}
     first_server = AguiServer(PaymentFactory(distinct=False), auth=bearer, session_kwargs=kwargs)
     with serve_in_background(first_server, announce=False) as handle:
         run_sync(post_run(handle.url, AguiClient.make_input("t1", [user("Pay.", "u1")]), token="alice-token"))
@@ -79,6 +80,9 @@ def test_a_used_link_is_refused_after_the_server_restarts(tmp_path: Any) -> None
     second_server = AguiServer(factory, auth=bearer, session_kwargs=kwargs)  # nothing in memory
     assert second_server.links.used == {}
     with serve_in_background(second_server, announce=False) as handle:
+        early = httpx.post(handle.url.rstrip("/") + "/links/" + path, data={"action": "approve"})
+        assert early.status_code == 410 and refused(early) == "closed"
+        assert "not loaded on this server since it restarted" in early.text
         # alice's client comes back: the thread is restored from its checkpoint, the call still waits
         back = run_sync(post_run(handle.url, AguiClient.make_input("t1", []), token="alice-token"))
         assert back.last().outcome.type == "interrupt"
@@ -91,4 +95,5 @@ def test_a_used_link_is_refused_after_the_server_restarts(tmp_path: Any) -> None
         assert "This link was already used: bob answered approve at " in again.text
         time.sleep(0.3)
     assert factory.runs == []  # the payment did not run on one person's link used twice
+    assert [t["to"] for t in told] == ["carol"]  # told when the pause opened, not again after the restart
     assert [r["decided_by"] for r in AuditLog(audit).records("answered")] == ["bob"]
