@@ -23,6 +23,7 @@ from .errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiv
 from .kinds import FormTool, reviewed
 from .model_config import model_from_env
 from .models import ScriptedChatModel, Turn, tool_call
+from .notify import Notify
 from .policy import Policy, apply_policy, policy_middleware
 from .session import Session
 from .walkthrough import answer_from_code
@@ -36,6 +37,7 @@ __all__ = [
     "answer_from_code",
     "reviewed",
     "Policy",
+    "Notify",
     "policy_middleware",
     "apply_policy",
     "FormTool",

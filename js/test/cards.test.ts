@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { installDom } from "./dom";
 import { settle } from "./fake_model";
 import { drawReply, pause } from "./page";
-import { approvalsLine, confirmOffers } from "../reply/cards/confirm";
+import { approvalsLine, approvalsRecord, confirmOffers } from "../reply/cards/confirm";
 import { bulkActions, cardFor, kindLabel } from "../reply/cards/index";
 import { clip, decisionText, MAX_SHOWN_CHARS } from "../reply/record";
 
@@ -44,6 +44,21 @@ describe("approvals of a call that needs several", () => {
     );
     const line = approvalsLine(pause({ tool_call_id: "c1", approvals_needed: 3, approvals: [{ by: "alice", at: 0, action: "modify" }] }));
     assert.match(line!, /^1 of 3 approvals: alice \(edited the input\) \(.+\)$/);
+  });
+});
+
+describe("the approvals on a closed card", () => {
+  test("one person decides: nothing; a last answer heard of elsewhere is named without a time", () => {
+    assert.equal(approvalsRecord(pause({ status: "delivered", decision: { action: "approve" } })), null);
+    const caught = pause({
+      status: "delivered",
+      approvals_needed: 2,
+      approvals: [{ by: "alice", at: 0, action: "approve" }],
+      decision: { action: "approve", by: "bob" },
+    });
+    assert.match(approvalsRecord(caught)!, /^2 of 2 approvals: alice \(.+\), bob\.$/);
+    const markup = pause({ status: "expired", approvals_needed: 2, approvals: [{ by: "<b>x</b>", at: 0, action: "approve" }] });
+    assert.match(approvalsRecord(markup)!, /^1 of 2 approvals: <b>x<\/b> \(.+\)\.$/);
   });
 });
 
@@ -146,6 +161,26 @@ describe("cards drawn", () => {
     const page = await drawReply([pause({ status: "decided", decision: { action: "deny", cause: "timeout" } })], { status: "finished" });
     assert.equal(page.control("c1", "nbh-decision")!.textContent, "Not answered before the deadline: did not run");
     assert.equal(page.control("c1", "nbh-approve"), null);
+    page.close();
+  });
+
+  test("a delivered M-of-N card says who approved and when; a veto names who denied", async () => {
+    const both = [
+      { by: "alice", at: 1_700_000_000, action: "approve" },
+      { by: "bob", at: 1_700_000_060, action: "approve" },
+    ];
+    const page = await drawReply(
+      [
+        pause({ status: "delivered", approvals_needed: 2, approvals: both, decision: { action: "approve" } }),
+        pause({ tool_call_id: "c2", status: "delivered", approvals_needed: 2, approvals: [both[0], { by: "carol", at: 1_700_000_090, action: "deny" }], decision: { action: "deny" } }),
+      ],
+      { status: "finished" },
+    );
+    const one = page.control("c1", "nbh-approvals")!;
+    assert.match(one.textContent!, /^2 of 2 approvals: alice \(.+\), bob \(.+\)\.$/);
+    assert.equal(one.children.length, 0); // text, not markup
+    assert.match(page.control("c2", "nbh-approvals")!.textContent!, /^1 of 2 approvals: alice \(.+\); denied by carol \(.+\)\.$/);
+    assert.equal(page.control("c1", "nbh-decision")!.textContent, "Approved");
     page.close();
   });
 

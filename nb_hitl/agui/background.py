@@ -145,6 +145,9 @@ def serve_in_background(
         sock=sock,
         token=token,
     )
+    links = getattr(app, "links", None)  # an AguiServer's approval links: made for this address
+    if links is not None and getattr(links, "base_url", 0) is None:
+        links.base_url = handle.url
     if announce and token and getattr(app, "token_generated", False):
         print(f"AG-UI server at {handle.url} (token: {token}; send it as 'Authorization: Bearer <token>')")
     return handle

@@ -15,7 +15,8 @@ and ``decided_by`` the approver, and is counted towards the call's
 approvals (:mod:`nb_hitl.answers.approvals`).
 
 A link is refused (:class:`LinkRefused`, with the sentence its page shows)
-when its signature does not match (forged or altered), it was used before,
+when its signature does not match (forged or altered), it was used before
+(kept in memory and in the thread's checkpoint, :data:`USED_KEY`),
 its pause expired or closed, or the call's input is no longer the one it
 was made for (someone modified it).
 """
@@ -24,20 +25,22 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._signing import _sign, load_key
+from ..answers.approvals import input_hash
 from ..answers.record import origin
 from ..errors import NbHitlError
 from ..kinds import kind_spec
 from ..pauses import Pause
 from .ids import interrupt_id, to_iso
+from .threads import checkpoint_id
 
 if TYPE_CHECKING:
     from .server import AguiServer
@@ -48,15 +51,14 @@ __all__ = ["Link", "LinkRefused", "Links", "input_hash"]
 ACTIONS = ("approve", "deny")
 """What a link's page may answer."""
 
+USED_KEY = "nb_hitl.agui.links_used"
+"""Key in the thread agent's ``AgentState.middle_context``: the redeemed links
+of its calls still waiting (``{nonce: {"at", "action", "by", "tool_call_id"}}``),
+written to the thread's checkpoint, so a restarted server refuses them too."""
+
 PURPOSE = "nb_hitl.agui.approval-link"
 """Signed with a link's claims, so no other record signed with the same key
 (a checkpoint, an audit line) can pass for a link, nor a link for them."""
-
-
-def input_hash(pause: Pause) -> str:
-    """The SHA-256 (hex) of the input a person approves now: the card's
-    ``input_text`` (the edited input once someone modified the call)."""
-    return hashlib.sha256(pause.to_view()["input_text"].encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,11 @@ class Links:
     def __init__(self, server: AguiServer) -> None:
         self.server = server
         self.used: dict[str, dict[str, Any]] = {}
-        """Redeemed links by nonce: ``{"at", "action", "by"}``."""
+        """Redeemed links by nonce: ``{"at", "action", "by", "tool_call_id"}`` (also kept in
+        the thread's state, :data:`USED_KEY`)."""
+        self.base_url: str | None = None
+        """The endpoint as people reach it, for links made without ``base_url``
+        (notifications); ``serve_in_background`` sets it to the handle's URL when unset."""
         self._key: bytes | None = None
 
     @property
@@ -138,9 +144,52 @@ class Links:
         thread = self.server.registry.threads.get(thread_id)
         run = thread.session.current if thread is not None else None
         pause = run.pauses.get(tool_call_id) if run is not None else None
+        if thread is None and self._saved(thread_id):  # a restarted server loads a thread on its owner's next run
+            raise LinkRefused(
+                "closed",
+                "This call's conversation is not loaded on this server since it restarted: the link cannot be "
+                "checked until its owner's client is back. Nothing was answered.",
+            )
         if thread is None or run is None or pause is None:
             raise LinkRefused("closed", "This call no longer waits here: there is no such pause on this server.")
         return thread, pause
+
+    def _saved(self, thread_id: str) -> bool:
+        store = self.server.registry.store
+        return store is not None and store.path(checkpoint_id(thread_id)).exists()
+
+    def _kept(self, thread_id: str, *, keep: bool = False) -> dict[str, Any]:
+        """The redeemed links kept in a live thread's state (:data:`USED_KEY`);
+        ``keep``: create the record, first dropping the links of calls that no
+        longer wait (they are refused as closed anyway)."""
+        thread = self.server.registry.threads.get(thread_id)
+        if thread is None:
+            return {}
+        context = thread.agent.state.middle_context
+        kept = context.get(USED_KEY)
+        if not isinstance(kept, dict):
+            if not keep:
+                return {}
+            kept = context[USED_KEY] = {}
+        if keep:
+            parked = {tc.id for tc in thread.session.parked_tool_calls()}
+            for nonce in [n for n, m in kept.items() if not isinstance(m, dict) or m.get("tool_call_id") not in parked]:
+                del kept[nonce]
+        return kept
+
+    def notice(self, thread_id: str) -> Callable[[Pause, str], dict[str, Any]]:
+        """What a notification from ``thread_id``'s session says beyond the
+        session (:attr:`nb_hitl.notify.Notices.links`): ``{"thread_id",
+        "link", "expires_at"}``, with a link for ``person`` when the pause is a
+        confirmation and :attr:`base_url` is known, else ``link: None``."""
+
+        def fields(pause: Pause, person: str) -> dict[str, Any]:
+            out: dict[str, Any] = {"thread_id": thread_id, "link": None, "expires_at": self.expiry(pause)}
+            if self.base_url and {"approve", "deny"} <= kind_spec(pause.kind).actions:
+                out["link"] = self.issue(thread_id, pause.tool_call_id, person)
+            return out
+
+        return fields
 
     def expiry(self, pause: Pause) -> float | None:
         """When a pause's interrupt expires (epoch seconds; its ``deadline``
@@ -149,7 +198,7 @@ class Links:
         times = [t for t in (pause.deadline, pause.created_at + ttl if ttl is not None else None) if t is not None]
         return min(times) if times else None
 
-    def issue(self, thread_id: str, tool_call_id: str, approver: str, *, base_url: str) -> str:
+    def issue(self, thread_id: str, tool_call_id: str, approver: str, *, base_url: str | None = None) -> str:
         """A one-time link for ``approver`` to answer an open confirmation.
 
         Args:
@@ -159,17 +208,21 @@ class Links:
                 ``decided_by``; a call that needs approvals from distinct
                 people refuses a second approval by the same name).
             base_url: the server's endpoint as clients reach it
-                (``ServerHandle.url``).
+                (``ServerHandle.url``); default :attr:`base_url`.
 
         Returns:
             ``<base_url>/links/<token>``.
 
         Raises:
             LinkRefused: no such open pause (``closed``).
-            ValueError: ``approver`` is empty, or the pause is not a confirmation.
+            ValueError: ``approver`` is empty, the pause is not a confirmation,
+                or no ``base_url`` is known.
         """
         if not isinstance(approver, str) or not approver.strip():
             raise ValueError("A link names its approver (a non-empty name).")
+        base_url = base_url or self.base_url
+        if not base_url:
+            raise ValueError("A link needs the server's address: pass base_url= or set links.base_url.")
         thread, pause = self._pause(thread_id, tool_call_id)
         if not {"approve", "deny"} <= kind_spec(pause.kind).actions:
             raise ValueError(f"Links answer confirmations (Approve / Deny); {tool_call_id!r} is a {pause.kind} pause.")
@@ -220,7 +273,7 @@ class Links:
                 or the call's input changed since the link was made.
         """
         link = self.read(token)
-        used = self.used.get(link.nonce)
+        used = self.used.get(link.nonce) or self._kept(link.thread_id).get(link.nonce)
         if used is not None:
             raise LinkRefused(
                 "used",
@@ -271,12 +324,17 @@ class Links:
             message["reason"] = reason.strip()[:2000]
         where = origin("agui", thread_id=link.thread_id, principal=link.approver, link=link.nonce)
         # no await between the checks above and the front door below: nothing else answers in between
-        self.used[link.nonce] = {"at": time.time(), "action": action, "by": link.approver}
+        mark = {"at": time.time(), "action": action, "by": link.approver, "tool_call_id": link.tool_call_id}
+        self.used[link.nonce] = mark
+        kept = self._kept(link.thread_id, keep=True)
+        kept[link.nonce] = mark
         try:
             got = await thread.session.act(message, decided_by=link.approver, origin=where)
         except NbHitlError as exc:
             del self.used[link.nonce]
+            kept.pop(link.nonce, None)
             raise LinkRefused("refused", str(exc)) from None
+        thread.session._checkpoint_quietly()  # a restarted server refuses the link too
         if got.get("status") == "decided":  # the call goes on without the owner's client: it catches up later
             iid = interrupt_id(link.thread_id, link.reply_id, link.tool_call_id)
             thread.unseen.append(

@@ -29,15 +29,18 @@ class PaymentFactory:
     Args:
         to: the payee the model asks to pay.
         amount: the amount (euros).
-        approvals: approvals from distinct people the payment needs.
+        approvals: approvals the payment needs.
+        distinct: whether they must come from distinct people.
 
     Attributes:
         runs: ``[(thread_id, to, amount)]``, one per payment that ran.
         agents: the agents made, by thread id.
     """
 
-    def __init__(self, to: str = "ACME GmbH", amount: float = 120.0, approvals: int = 2) -> None:
-        self.to, self.amount, self.approvals = to, amount, approvals
+    def __init__(
+        self, to: str = "ACME GmbH", amount: float = 120.0, approvals: int = 2, *, distinct: bool = True
+    ) -> None:
+        self.to, self.amount, self.approvals, self.distinct = to, amount, approvals, distinct
         self.runs: list[tuple[str, str, float]] = []
         self.agents: dict[str, Agent] = {}
 
@@ -67,7 +70,11 @@ class PaymentFactory:
                 [Turn("Paying the invoice.", [tool_call("send_payment", to=self.to, amount=self.amount)]), report]
             ),
             toolkit=Toolkit(tools=[FunctionTool(send_payment)]),
-            middlewares=[policy_middleware(Policy("four eyes", tools=["send_payment"], approvals=self.approvals))],
+            middlewares=[
+                policy_middleware(
+                    Policy("four eyes", tools=["send_payment"], approvals=self.approvals, distinct=self.distinct)
+                )
+            ],
             **kwargs,
         )
         self.agents[thread_id] = agent

@@ -146,6 +146,7 @@ class AguiServer:
         self.user_name = user_name
         self.registry = ThreadRegistry(agent_factory, self.session_kwargs, max_threads=max_threads, ttl=thread_ttl)
         self.links = Links(self)  # one-time approval links: links.issue(thread_id, tool_call_id, approver, base_url=)
+        self.registry.links = self.links  # notifications (session_kwargs={"notify": ...}) carry a link
         health = self.path.rstrip("/") + "/health"
         threads = self.path.rstrip("/") + "/threads/{thread_id}"
         # a browser app on an allowed origin sends a CORS preflight first (Authorization, JSON): answer it

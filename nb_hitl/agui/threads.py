@@ -314,6 +314,8 @@ class ThreadRegistry:
         self.threads: dict[str, ThreadState] = {}
         self.evicted = 0
         self._creating: dict[str, asyncio.Lock] = {}
+        self.links: Any = None
+        """The server's :class:`~nb_hitl.agui.links.Links`: a thread's notifications carry its links."""
         checkpoints = session_kwargs.get("checkpoints")
         self.store: CheckpointStore | None = (
             CheckpointStore(checkpoints) if isinstance(checkpoints, str | os.PathLike) else checkpoints
@@ -443,6 +445,8 @@ class ThreadRegistry:
             agent = await self._build(thread_id)
             agent.state.middle_context[OWNER_KEY] = principal
         session = Session(agent, display=False, session_id=sid, **kwargs)
+        if session.notices is not None and self.links is not None:  # Session(notify=...): with links
+            session.notices.links = self.links.notice(thread_id)
         thread = ThreadState(thread_id=thread_id, agent=agent, session=session, owner=principal)
         thread.adopt = restored and is_parked(agent)
         thread.last_used = self.clock()

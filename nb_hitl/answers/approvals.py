@@ -25,6 +25,7 @@ audits first and applies the :class:`Count` after (:func:`apply`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from ..errors import DecisionError
 from ..kinds._base import Decision
 from ..pauses import Pause
 
-__all__ = ["Count", "count", "apply", "audit_fields", "needs_more", "saved", "restore"]
+__all__ = ["Count", "count", "apply", "audit_fields", "needs_more", "saved", "restore", "input_hash"]
 
 APPROVING = frozenset({"approve", "modify"})
 """Actions that count as an approval (a modify approves its new input)."""
@@ -59,6 +60,13 @@ class Count:
     approvals: list[dict[str, Any]]
     edit: Decision | None
     needed: int
+
+
+def input_hash(pause: Pause) -> str:
+    """The SHA-256 (hex) of the input a person approves now: the card's
+    ``input_text`` (the edited input once someone modified the call). An
+    approval link is bound to it; a notification is sent once per call and hash."""
+    return hashlib.sha256(pause.to_view()["input_text"].encode("utf-8")).hexdigest()
 
 
 def needs_more(pause: Pause) -> bool:

@@ -159,7 +159,7 @@ async def ask_person(
     if session.deadline is not None:
         pause.deadline = pause.created_at + session.deadline
         loop.call_later(session.deadline, session.desk.deadline_passed, run, pause)
-    session._notify("pause", run)
+    session._opened(run, pause)
     session._push(run)
     watch = asyncio.ensure_future(gone()) if gone is not None else None
     waiting: set[asyncio.Future[Any]] = {carrier.future} if watch is None else {carrier.future, watch}

@@ -33,6 +33,7 @@ from .._agentscope import POLICY_CONTEXT_KEY, msg_text
 from ..answers.lifecycle import PauseTransitionError, transition
 from ..audit.checked import install_checked, remove_checked
 from ..errors import NbHitlError, PauseNotLiveError, PendingPauseError
+from ..notify import Notices, Notify
 from ..pauses import Pause
 from ..shell_policy import install_shell_rules
 from ..store import AuditLog, CheckpointLock, CheckpointStore, current_user
@@ -109,6 +110,10 @@ class Session(Replaying, Driver):
             unless every simple command in it is allowed, and what cannot be
             parsed asks. On by default; ``False`` leaves AgentScope's
             whole-line matching alone.
+        notify: a :class:`~nb_hitl.notify.Notify`: a URL to POST to, or a
+            callable, told once when a pause opens that the people it names
+            may answer (``session.notices``; failures are logged and noted in
+            the transcript, never raised).
 
     :meth:`replay` plays a recorded session again offline and :meth:`fork`
     answers one of its pauses differently (:mod:`nb_hitl.session._replay`).
@@ -140,6 +145,7 @@ class Session(Replaying, Driver):
         decided_by: str | None = None,
         decisions: Mapping[str, Sequence[str]] | None = None,
         shell_rules: bool = True,
+        notify: Notify | None = None,
     ) -> None:
         if on_deadline not in ("deny", "interrupt"):
             raise ValueError(f"on_deadline must be 'deny' or 'interrupt', got {on_deadline!r}")
@@ -172,6 +178,7 @@ class Session(Replaying, Driver):
         self.decided_by = decided_by or current_user()
         self.runs: list[ReplyRun] = []
         self.desk = Desk(self)  # where answers arrive (clicks, act, deadlines)
+        self.notices = Notices(self, notify) if notify is not None else None  # who is told of a pause
         self.superseded_by: Session | None = None
         self._lock = threading.Lock()
         self._listeners: list[Callable[[str, ReplyRun], None]] = []

@@ -144,6 +144,7 @@ class Desk:
         transition(pause, "open")
         self.s._push(run)
         self.s._notify("decision", run)
+        self.s._tell(run, pause)  # after a Modify the input is new: its people are told again
         view = pause.to_view()
         return {
             "status": "approval_recorded",

@@ -31,6 +31,7 @@ from ._run import DELIVERED_CONTEXT_KEY, ReplyRun
 from ._transcript import final_html, shown_entry
 
 if TYPE_CHECKING:
+    from ..notify import Notices
     from . import Session
     from ._actions import Desk
 
@@ -62,6 +63,7 @@ class SessionCore:
     _inherited: list[asyncio.Task]
 
     desk: Desk
+    notices: Notices | None
 
     # -- state -----------------------------------------------------------
     def parked_tool_calls(self) -> list[ToolCallBlock]:
@@ -256,6 +258,24 @@ class SessionCore:
         if connect and held is not None and 0 <= held < seq:
             return {"seq": seq, "sent": True}
         return {"seq": seq, "entries": [shown_entry(e) for e in run.transcript]}
+
+    def _opened(self, run: ReplyRun, pause: Pause) -> None:
+        """A pause was added to ``run``, open: the listeners hear ``"pause"``
+        and the people of ``Session(notify=...)`` are told
+        (:meth:`nb_hitl.notify.Notices.opened`, once per call and input). Every
+        road that adds a pause comes here."""
+        self._notify("pause", run)
+        self._tell(run, pause)
+
+    def _tell(self, run: ReplyRun, pause: Pause) -> None:
+        """``pause`` is open (added, or open again for the next approval): tell
+        the people of ``Session(notify=...)`` if they were not told of this
+        call and input yet."""
+        if self.notices is not None:
+            try:
+                self.notices.opened(run, pause)
+            except Exception:  # a notification never stops the agent
+                log.warning("could not notify of %s", pause.tool_call_id, exc_info=True)
 
     def _notify(self, kind: str, run: ReplyRun) -> None:
         for listener in list(self._listeners):

@@ -397,7 +397,7 @@ class Driver(SessionCore):
             loop = asyncio.get_running_loop()
             loop.call_later(self.deadline, self.desk.deadline_passed, run, pause)
         run.pauses[pause.tool_call_id] = pause
-        self._notify("pause", run)
+        self._opened(run, pause)
         return pause
 
     async def _consume(self, run: ReplyRun, inp: Any) -> None:

@@ -4,7 +4,8 @@ Run All without ``NB_HITL_ANSWER_FROM_CODE`` (C40): the notebook serves the
 payment agent over AG-UI and stops at its card. alice clicks Approve on the
 card (it stays open: 1 of 2); the notebook prints bob's one-time link; a
 second page, phone-sized, opens the link and clicks Approve; the notebook's
-client catches up, the card says who answered, and the payment ran once.
+client catches up, the delivered card says who approved (alice with the time,
+bob through his link), and the payment ran once.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def test_four_eyes_notebook_card_then_link_on_a_second_page(page, browser, lab: 
     output_locator(page, "Waiting for bob: open the link above in another tab and click Approve.").wait_for(
         timeout=30_000
     )
+    assert "told bob: send_payment" in _stdout(page)  # the notification hook got bob's link
     found = re.search(r"bob's link: (\S+)", _stdout(page))
     assert found, _stdout(page)
 
@@ -72,8 +74,11 @@ def test_four_eyes_notebook_card_then_link_on_a_second_page(page, browser, lab: 
 
     final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
     expect(final).to_have_text("The payment: success. paid 120.0 EUR to ACME GmbH", timeout=60_000)
-    expect(page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"]')).to_have_attribute(
-        "data-status", "delivered"
+    done = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"]')
+    expect(done).to_have_attribute("data-status", "delivered")
+    # the delivered card says who approved: alice on the card (with the time), bob through his link
+    expect(done.locator('[data-testid="nbh-approvals"]')).to_have_text(
+        re.compile(r"^2 of 2 approvals: alice \(.+\), bob\.$")
     )
     screenshot(page, "four-eyes-notebook-done")
     output_locator(page, "server stopped: True").wait_for(timeout=60_000)

@@ -3,7 +3,8 @@
 The notebook serves a payment agent over AG-UI in a background thread of the
 kernel; the payment needs two approvals. With ``NB_HITL_ANSWER_FROM_CODE=1``
 (set by ``run_notebook``) alice approves through the card's own handler and
-bob through his one-time link's HTTP endpoint (the form the page posts); the
+bob through his one-time link's HTTP endpoint (the form the page posts), the
+link a notification hook got when the pause opened; the
 notebook's client then catches up and the payment runs once.
 """
 
@@ -31,6 +32,12 @@ def test_four_eyes_notebook_runs_headless():
     assert "send_payment waits for 2 approvals; so far: []" in text
     assert "alice approved from code | resume sent: True" in text
     assert "1 of 2 approvals: ['alice']" in text
+    # bob was told once, with his link, when the pause opened
+    assert (
+        "told bob: send_payment {'to': 'ACME GmbH', 'amount': 120.0} | approvals so far: {'needed': 2, 'by': []}"
+        in text
+    )
+    assert "| deliveries: [('bob', True, 'called', True)]" in text
     assert "bob's link: http://127.0.0.1:" in text and "/links/" in text
     assert "the link's page answered 200" in text
     assert "FINAL: The payment: success. paid 120.0 EUR to ACME GmbH" in text

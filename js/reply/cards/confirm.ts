@@ -5,7 +5,7 @@ import { enterPresses } from "../../lib/a11y";
 import { diffView } from "../../lib/diff";
 import { shellCommandsView } from "./shell";
 import { dryRunPart } from "./dry_run";
-import type { PauseView } from "../../types";
+import type { ApprovalView, PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
 
@@ -36,11 +36,29 @@ export function approvalsLine(p: PauseView): string | null {
   const needed = p.approvals_needed || 1;
   if (needed <= 1) return null;
   const got = p.approvals || [];
-  const who = got.map((a) => {
-    const when = new Date(a.at * 1000).toLocaleTimeString();
-    return `${a.by}${a.action === "modify" ? " (edited the input)" : ""} (${when})`;
-  });
+  const who = got.map(approver);
   return `${got.length} of ${needed} approvals` + (who.length ? `: ${who.join(", ")}` : " so far") + (got.length ? "" : "; each must come from a different person.");
+}
+
+function approver(a: ApprovalView): string {
+  const when = Number.isFinite(a.at) ? ` (${new Date(a.at * 1000).toLocaleTimeString()})` : "";
+  return `${a.by}${a.action === "modify" ? " (edited the input)" : ""}${when}`;
+}
+
+// The closed card of such a call (decided, delivered, expired): who approved
+// and when, and who denied. An answer the card only heard of (an AG-UI client
+// catching up on a link's approval: `decision.by`) is named without a time.
+export function approvalsRecord(p: PauseView): string | null {
+  const needed = p.approvals_needed || 1;
+  if (needed <= 1) return null;
+  const got = [...(p.approvals || [])];
+  const by = p.decision && typeof p.decision.by === "string" ? p.decision.by : null;
+  const action = String(p.decision?.action ?? "");
+  if (by && !got.some((a) => a.by === by && a.action === action)) got.push({ by, at: NaN, action });
+  const approving = got.filter((a) => a.action === "approve" || a.action === "modify");
+  const others = got.filter((a) => !approving.includes(a));
+  const said = others.map((a) => `${a.action === "deny" ? "denied" : a.action} by ${approver(a)}`);
+  return `${approving.length} of ${needed} approvals` + (approving.length ? `: ${approving.map(approver).join(", ")}` : "") + (said.length ? `; ${said.join(", ")}` : "") + ".";
 }
 
 // What a file-editing call would do to its file: the kernel's unified diff of
@@ -275,6 +293,10 @@ export const confirmCard: CardKind = {
   openLabel: "Needs your confirmation",
   closedLabel: "Confirmation",
   build,
+  recordHead: (p) => {
+    const text = approvalsRecord(p);
+    return text ? h("div", { class: "nbh-muted", "data-testid": "nbh-approvals" }, text) : null;
+  },
   bulk: [
     { label: "Approve all", testid: "nbh-approve-all", action: "approve" },
     { label: "Deny all", testid: "nbh-deny-all", action: "deny" },
