@@ -4,7 +4,7 @@
 // card stays open. The result is drawn under the card's input as text and
 // diffs (lib/diff.ts), never as HTML, and kept across the card's redraws.
 import { h } from "../../lib/dom";
-import { diffView } from "../../lib/diff";
+import { fileDiffView } from "../../lib/diff_split";
 import type { Answer, DryRunFile, DryRunView } from "../../messages";
 import type { PauseView } from "../../types";
 import type { CardCtx, CardUi } from "../card";
@@ -55,7 +55,7 @@ export function dryRunResult(view: DryRunView): HTMLElement {
   );
   for (const f of view.files) {
     box.append(h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-file", "data-change": f.change }, `${CHANGE_WORDS[f.change] ?? f.change} in the copy: ${f.path}`));
-    if (f.diff.diff) box.append(diffView(f.diff.diff, `Dry run: ${f.change} ${f.path}`, "nbh-dry-run-diff"));
+    if (f.diff.diff) box.append(fileDiffView(f.diff.diff, `Dry run: ${f.change} ${f.path}`, "nbh-dry-run-diff"));
     if (f.diff.note) box.append(h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-note" }, f.diff.note));
   }
   if (view.output) box.append(h("div", { class: "nbh-muted" }, "The tool's output:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-dry-run-output" }, view.output));
