@@ -1,6 +1,7 @@
 // "Dry run" on a confirmation whose view allows it (`dry_run`: AgentScope's
-// Write or Edit, nb_hitl/dry_run.py): the kernel runs the real tool in a
-// throw-away temporary copy and answers what it did. It is not an answer: the
+// Write or Edit, nb_hitl/dry_run.py; Bash in a bubblewrap sandbox,
+// nb_hitl/dry_run_shell.py): the kernel runs the real tool in a throw-away
+// copy and answers what it did, and where. It is not an answer: the
 // card stays open. The result is drawn under the card's input as text and
 // diffs (lib/diff.ts), never as HTML, and kept across the card's redraws.
 import { h } from "../../lib/dom";
@@ -52,6 +53,7 @@ export function dryRunResult(view: DryRunView): HTMLElement {
     "div",
     { class: view.state === "success" ? "nbh-info" : "nbh-warn", role: "region", "aria-label": "Dry run result", "data-testid": "nbh-dry-run-result", "data-state": view.state },
     h("div", { "data-testid": "nbh-dry-run-summary" }, view.summary),
+    view.sandbox ? h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-sandbox" }, `Ran in: ${view.sandbox}`) : null,
   );
   for (const f of view.files) {
     box.append(h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-file", "data-change": f.change }, `${CHANGE_WORDS[f.change] ?? f.change} in the copy: ${f.path}`));
@@ -93,7 +95,13 @@ export function dryRunPart(p: PauseView, ctx: CardCtx): HTMLElement | null {
         { "data-testid": "nbh-dry-run", disabled: !ctx.open || ctx.ui.pending || !!state?.running, onclick: () => void run(ctx) },
         "Dry run",
       ),
-      h("span", { class: "nbh-muted" }, state?.running ? "Running the call in a temporary copy…" : "Runs the call in a temporary copy of its file: your files are not touched, and the call still waits for your answer."),
+      h(
+        "span",
+        { class: "nbh-muted" },
+        state?.running
+          ? "Running the call in a throw-away copy…"
+          : "Runs the call in a throw-away copy (the result says which sandbox): your files are not touched, and the call still waits for your answer.",
+      ),
     ),
   );
   if (state?.error) part.append(h("div", { class: "nbh-error", role: "alert", "data-testid": "nbh-dry-run-error" }, state.error));
