@@ -166,7 +166,17 @@ export type ReplyProtocol = PingProtocol &
     interrupt: { send: Record<string, never>; answer: { status?: string } };
     /** "Dry run" on a confirmation: not an answer, the card stays open (nb_hitl/dry_run.py) */
     dry_run: { send: PauseRef; answer: DryRunAnswer };
+    /** what an edit would change, while it is typed: not an answer (nb_hitl/edit_preview.py) */
+    preview: { send: PreviewEdit & PauseRef; answer: PreviewAnswer };
   };
+
+/** The edit to compare: a confirmation's edited input (JSON text) or a review's edited result. */
+export type PreviewEdit = { input: string } | { output: string };
+
+/** The kernel's answer to "preview" (unchecked: the page reads it with readPreview). */
+export interface PreviewAnswer {
+  preview?: unknown;
+}
 
 /** One file a dry run created, changed or deleted in its temporary copy (`nb_hitl.dry_run.DryRunFile`). */
 export interface DryRunFile {

@@ -19,6 +19,8 @@ did in the copy (:class:`DryRunView`): the files created, changed or deleted
 as unified diffs (:func:`nb_hitl.file_change.file_diff`), the tool's output
 text and its end state.
 
+AgentScope's ``Bash`` is dry-run in a bubblewrap sandbox on a copy of its
+working directory, where bubblewrap runs (:mod:`nb_hitl.dry_run_shell`).
 Other tools (and ``Write``/``Edit`` on another backend, a relative path, or
 a tool with middlewares of its own, which could act outside the copy) cannot
 be dry-run: their card's view says so (``dry_run`` is ``False``) and the page
@@ -34,7 +36,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from agentscope.tool import ToolChunk, ToolResponse
+from agentscope.tool import Bash, ToolChunk, ToolResponse
 from agentscope.tool._builtin._backend import DirEntry, ExecResult, LocalBackend
 
 from ._agentscope import enum_value
@@ -186,8 +188,12 @@ def why_not(tool: Any, tool_input: dict[str, Any] | None) -> str | None:
     """Why a call of ``tool`` with ``tool_input`` cannot be dry-run, or ``None`` when it can."""
     from agentscope.tool import Edit, Write
 
+    if tool is not None and type(tool) is Bash:
+        from .dry_run_shell import shell_why_not  # imported here: it builds on this module
+
+        return shell_why_not(tool, tool_input)
     if tool is None or type(tool) not in (Write, Edit):
-        return "only AgentScope's Write and Edit can be dry-run"
+        return "only AgentScope's Write, Edit and Bash can be dry-run"
     if type(tool._backend) is not LocalBackend:
         return "the tool works through a sandbox backend of its own, which a temporary copy does not stand in for"
     if getattr(tool, "_middlewares", None):
@@ -259,7 +265,8 @@ def _files_after(root: str) -> dict[str, bytes]:
     return found
 
 
-def _changes(before: dict[str, bytes | None], after: dict[str, bytes]) -> list[DryRunFile]:
+def changes(before: dict[str, bytes | None], after: dict[str, bytes]) -> list[DryRunFile]:
+    """What happened between ``before`` and ``after`` (file bytes by path; ``None``: no file), in path order."""
     files: list[DryRunFile] = []
     for path in sorted(set(before) | set(after)):
         old, new = before.get(path), after.get(path)
@@ -294,9 +301,6 @@ async def run_in_copy(tool: Any, tool_input: dict[str, Any], state: Any) -> tupl
     ``state`` is the agent's state: the tool gets a copy whose read cache is
     its own (the real one is not touched), or ``None`` when the tool takes none.
 
-    A tool that raises ends with state ``"error"`` and the exception as its
-    output (as the toolkit would turn it into an error result).
-
     Raises:
         DecisionError: a file the call touches is too large to copy, or cannot be copied.
     """
@@ -310,21 +314,28 @@ async def run_in_copy(tool: Any, tool_input: dict[str, Any], state: Any) -> tupl
         kwargs = dict(tool_input)
         if tool.is_state_injected and state is not None:
             kwargs["_agent_state"] = state.model_copy(update={"tool_context": state.tool_context.model_copy(deep=True)})
-        response = ToolResponse()
-        try:
-            result = await twin(**kwargs)
-            if isinstance(result, ToolChunk):
-                response.append_chunk(result)
-            else:
-                async for chunk in result:
-                    response.append_chunk(chunk)
-        except Exception as exc:  # the toolkit turns it into an error result: so does the dry run
-            log.info("the dry run of %s raised", type(tool).__name__, exc_info=True)
-            state, output = "error", f"The tool raised {type(exc).__name__}: {exc}"
+        state, output = await run_tool(twin, kwargs)
+        return state, output, changes(before, _files_after(root))
+
+
+async def run_tool(twin: Any, kwargs: dict[str, Any]) -> tuple[str, str]:
+    """Call the tool ``twin`` with ``kwargs`` as the toolkit would; its ``(end state, output text)``.
+
+    A tool that raises ends with state ``"error"`` and the exception as its
+    output (as the toolkit would turn it into an error result).
+    """
+    response = ToolResponse()
+    try:
+        result = await twin(**kwargs)
+        if isinstance(result, ToolChunk):
+            response.append_chunk(result)
         else:
-            state = str(enum_value(response.state))
-            output = "".join(getattr(b, "text", "") for b in response.content)
-        return state, output, _changes(before, _files_after(root))
+            async for chunk in result:
+                response.append_chunk(chunk)
+    except Exception as exc:  # the toolkit turns it into an error result: so does the dry run
+        log.info("the dry run of %s raised", type(twin).__name__, exc_info=True)
+        return "error", f"The tool raised {type(exc).__name__}: {exc}"
+    return str(enum_value(response.state)), "".join(getattr(b, "text", "") for b in response.content)
 
 
 async def dry_run(agent: Any, pause: Pause) -> DryRunView:
@@ -345,15 +356,22 @@ async def dry_run(agent: Any, pause: Pause) -> DryRunView:
     )
     if reason is not None or tool_input is None:
         raise DecisionError(f"{pause.tool_name} ({pause.tool_call_id}) cannot be dry-run: {reason}.", field="action")
-    state, output, files = await run_in_copy(tool, tool_input, agent.state)
+    if type(tool) is Bash:
+        from .dry_run_shell import run_in_sandbox
+
+        state, output, files, sandbox = await run_in_sandbox(tool, tool_input)
+        where = f"{sandbox} on a throw-away copy of its working directory (network cut, nothing else writable)"
+    else:
+        state, output, files = await run_in_copy(tool, tool_input, agent.state)
+        sandbox = where = SANDBOX
     summary = (
-        f"Dry run in {SANDBOX}: {pause.tool_name} ran with the input Approve would run and ended "
+        f"Dry run in {where}: {pause.tool_name} ran with the input Approve would run and ended "
         f"with state {state}; {_did(files)}. The real files were not touched; the call still waits for your answer."
     )
     return DryRunView(
         tool_call_id=pause.tool_call_id,
         tool_name=pause.tool_name,
-        sandbox=SANDBOX,
+        sandbox=sandbox,
         summary=summary,
         state=state,
         output=output,

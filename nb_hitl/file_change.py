@@ -16,7 +16,8 @@ an approval is bound to it (:mod:`nb_hitl.session._promise`), and a call
 whose file changed since is not run but asked again.
 
 :func:`input_diff` is the diff of a call's input and a person's edit of it
-(pretty-printed JSON), for Modify.
+(pretty-printed JSON), for Modify; :func:`text_diff` that of a reviewed
+result and its edit.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ __all__ = [
     "file_diff",
     "input_diff",
     "planned_change",
+    "text_diff",
     "sha256_of",
 ]
 
@@ -175,6 +177,17 @@ def input_diff(sent: Any, edited: Any) -> str:
     a = _lines(json.dumps(sent, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
     b = _lines(json.dumps(edited, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
     diff, cut = _cut(_unified(a, b, "model's input", "edited input"))
+    return f"{diff}{cut}\n" if cut else diff
+
+
+def text_diff(before: str, after: str, fromfile: str, tofile: str) -> str:
+    """The unified diff of two texts (a tool's result and a person's edit of it), line by line.
+
+    Returns:
+        unified-diff text ("" when equal), headed ``--- fromfile`` / ``+++ tofile``,
+        invisible characters escaped, cut past :data:`MAX_DIFF_CHARS`.
+    """
+    diff, cut = _cut(_unified(_lines(before), _lines(after), fromfile, tofile))
     return f"{diff}{cut}\n" if cut else diff
 
 

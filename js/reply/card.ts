@@ -7,13 +7,14 @@
 import { h, clear } from "../lib/dom";
 import { diffView } from "../lib/diff";
 import type { Rpc } from "../lib/rpc";
-import type { Answer, BatchResult, Decision, DryRunAnswer, ReplyProtocol } from "../messages";
+import type { Answer, BatchResult, Decision, DryRunAnswer, PreviewAnswer, PreviewEdit, ReplyProtocol } from "../messages";
 import type { PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
 import { cardFor, kindLabel, bulkActions } from "./cards/index";
 import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
 import { clip, deadlineEl, decisionText, refusal } from "./record";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
+import { PREVIEW_TIMEOUT_MS } from "../lib/edit_preview"; // a preview applies nothing: given up when slow
 
 /** Per-card state kept across redraws. */
 export interface CardUi {
@@ -40,6 +41,8 @@ export interface CardCtx {
   send(decision: Decision): Promise<void>;
   /** a request about this pause that is not an answer (the card stays open): a dry run */
   request(action: "dry_run"): Promise<Answer<DryRunAnswer>>;
+  /** the kernel's diff of an edit against what it edits, before it is sent (not an answer either) */
+  preview(edit: PreviewEdit): Promise<Answer<PreviewAnswer>>;
   /** rebuild this card now (after a mode change or a local error) */
   redraw(): void;
   /** what "Submit all" sends for this card (null: nothing yet) */
@@ -155,8 +158,7 @@ export class CardSet {
     for (const { p } of items) {
       const ui = this.uiFor(p.tool_call_id);
       ui.pending = true;
-      ui.error = "";
-      ui.errorField = "";
+      ui.error = ui.errorField = "";
       this.redraw(p, true);
     }
     const reply = await this.rpc.request("batch", {
@@ -171,9 +173,7 @@ export class CardSet {
         const refused = reply.ok ? null : reply;
         ui.error = (r && r.error) || refused?.error || "Refused.";
         ui.errorField = (r && r.field) || refused?.field || "";
-      } else {
-        ui.mode = "view";
-      }
+      } else ui.mode = "view";
       this.redraw(this.current(p.tool_call_id) || p, true);
     });
   }
@@ -451,6 +451,7 @@ export class CardSet {
       kept: this.typed.get(id),
       send: (decision) => this.send(p, decision),
       request: (action) => this.rpc.request(action, { tool_call_id: id, reply_id: p.reply_id }),
+      preview: (edit) => this.rpc.request("preview", { ...edit, tool_call_id: id, reply_id: p.reply_id }, { timeoutMs: PREVIEW_TIMEOUT_MS }),
       redraw: () => this.redraw(this.current(id) || p, true),
       setDraft: (draft) => void this.drafts.set(id, draft),
       errorBox: (field) => this.errorBox(ui, field),

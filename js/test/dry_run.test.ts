@@ -55,6 +55,7 @@ describe("the Dry run button", () => {
     const card = page.card("c1");
     assert.equal(card.dataset.status, "open");
     assert.equal(page.control("c1", "nbh-dry-run-summary")!.textContent, RESULT.summary);
+    assert.equal(page.control("c1", "nbh-dry-run-sandbox")!.textContent, "Ran in: a temporary copy");
     assert.equal(page.control("c1", "nbh-dry-run-file")!.textContent, "Created in the copy: /w/<b>x</b>.txt");
     const lines = Array.from(page.control("c1", "nbh-dry-run-diff")!.querySelectorAll("span")).map((s) => [s.dataset.kind, s.textContent]);
     assert.deepEqual(lines.at(-1), ["add", "+<img src=x onerror=alert(1)>"]);

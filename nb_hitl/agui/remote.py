@@ -361,11 +361,11 @@ class RemoteSession:
         if action == "entry_text":  # "Show all" on an entry shown in part
             turn.flush()
             return entry_text(lookup_in(turn.transcript), message.get("id"))
-        closed = None
+        if action == "preview":  # the edit is checked by the server when it is sent
+            raise DecisionError("A remote agent's card shows no diff of an edit before it is sent.", field="action")
+        closed, why = None, f": {turn.reason}" if turn.reason else ""
         if turn is not self.current or turn.status != "paused":
-            closed = f"this turn is not waiting for answers ({turn.status or 'not started'}" + (
-                f": {turn.reason})" if turn.reason else ")"
-            )
+            closed = f"this turn is not waiting for answers ({turn.status or 'not started'}{why})"
         view = front.arrive(turn.cards(), message, closed=closed).view  # the one front door's checks
         if turn.outbox is not None or turn.resume_ready.is_set():
             raise AlreadyDecidedError("The answers of this run are already being sent.")

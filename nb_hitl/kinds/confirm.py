@@ -23,6 +23,7 @@ from agentscope.event import ConfirmResult
 from agentscope.permission import PermissionBehavior, PermissionRule
 
 from .._agentscope import enum_value, rule_label
+from ..edit_preview import model_input
 from ..errors import DecisionError
 from ..file_change import MAX_DIFF_CHARS, input_diff
 from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object
@@ -335,7 +336,7 @@ class ConfirmKind(PauseKindSpec):
             approved_input=edited,
             note=modify_note(pause, edited),
             seen_file=seen_file(pause),
-            input_diff=input_diff(pause.input if pause.input is not None else pause.tool_call.input, edited),
+            input_diff=input_diff(model_input(pause), edited),
         )
 
     def timeout_message(self, pause: Pause) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from agentscope.message import ToolCallBlock
 
 from ..answers import front
 from ..answers.lifecycle import transition
+from ..edit_preview import preview
 from ..entries import entry_text, lookup_in, shown_entry
 from ..errors import PauseNotLiveError
 from ..pauses import Pause, build_pause
@@ -232,6 +233,8 @@ class SessionConsole:
             return entry_text(lookup_in(self.transcript), message.get("id"))
         if action == "batch":  # "Submit all" / "Approve all"
             return self.act_all(message.get("items"))
+        if action == "preview":  # the diff of an edit being typed: not an answer, nothing is sent
+            return {"preview": preview(front.arrive(self.pauses, message), message)}
         return self.act(message)
 
     async def act(self, message: Any) -> dict[str, Any]:

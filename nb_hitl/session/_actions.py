@@ -28,6 +28,7 @@ from ..answers.lifecycle import transition
 from ..answers.record import KERNEL
 from ..decisions import Decision, decide
 from ..dry_run import dry_run
+from ..edit_preview import preview
 from ..entries import entry_text
 from ..errors import NbHitlError, PauseNotLiveError
 from ..kinds import kind_spec
@@ -91,6 +92,10 @@ class Desk:
             with self.s._lock:
                 pause = front.arrive(run.pauses, message, closed=self.closed(run))
             return self.dry_run(pause)
+        if action == "preview":  # what an edit would change, before it is sent: not an answer either
+            with self.s._lock:
+                pause = front.arrive(run.pauses, message, closed=self.closed(run))
+            return {"preview": preview(pause, front.as_message(message))}
         pause, decision = self.begin_decision(run, message)
         self.s._push(run)
         return self.finish_decision(run, pause, decision, decided_by, origin)

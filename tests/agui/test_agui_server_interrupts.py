@@ -58,6 +58,10 @@ def test_remote_session_answers_two_interrupts_in_one_resume(served):
         with pytest.raises(Exception) as bad:
             await remote.act({"action": "modify", "tool_call_id": confirm["tool_call_id"], "input": '{"path": 5}'})
         assert getattr(bad.value, "field", None) == "input.path"
+        # the diff of an edit before it is sent is not offered on a remote card: said, nothing sent
+        with pytest.raises(DecisionError, match="A remote agent's card shows no diff of an edit before it is sent"):
+            await remote.act({"action": "preview", "tool_call_id": confirm["tool_call_id"], "input": "{}"})
+        assert remote.client.posts == posts and all(p["status"] == "open" for p in widget.pauses)
         # a hand-written resume with a wrong id is refused before any POST
         with pytest.raises(ResumeError) as wrong:
             remote.resume([ResumeEntry(interrupt_id="nbh-nope", status="cancelled")])

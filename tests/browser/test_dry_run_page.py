@@ -81,3 +81,63 @@ def test_dry_run_then_approve(page, lab: JupyterLabServer) -> None:  # type: ign
     assert [(r["tool_call_id"], r["decision"]) for r in AuditLog(audit).records("answered")] == [("call_1", "approve")]
     assert AuditLog(audit).records()[: len(lines_before)] == lines_before
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+BASH_CELL = textwrap.dedent(
+    """
+    from pathlib import Path
+    from agentscope.agent import Agent
+    from agentscope.tool import Bash, Toolkit
+    from nb_hitl import Session
+    from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+
+    proj = str(Path("proj").resolve())
+    agent = Agent(
+        name="builder", system_prompt="x",
+        model=ScriptedChatModel([
+            Turn("Building.", [tool_call("Bash", id="call_1", command="echo built >> log.txt && rm old.txt")]),
+            lambda msgs: Turn("done: " + result_text(tool_results(msgs)[-1])),
+        ], on_exhausted="raise"),
+        toolkit=Toolkit(tools=[Bash(cwd=proj)]),
+    )
+    session = Session(agent)
+    reply = await session.run("build")
+    """
+)
+
+
+def test_bash_dry_run_in_a_bubblewrap_sandbox(page, lab: JupyterLabServer) -> None:  # type: ignore[no-untyped-def]
+    proj = lab.root / "proj"
+    proj.mkdir()
+    (proj / "log.txt").write_text("<b>start</b>\n")
+    (proj / "old.txt").write_text("old\n")
+    before = {p.name: p.read_bytes() for p in proj.iterdir()}
+    write_notebook(lab.root / "dry_run_bash.ipynb", [BASH_CELL])
+    open_notebook(page, lab, "dry_run_bash.ipynb")
+    run_all_cells(page)
+
+    card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
+    card.wait_for(timeout=90_000)
+    page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
+    card.locator('[data-testid="nbh-dry-run"]').click()
+    result = card.locator('[data-testid="nbh-dry-run-result"]')
+    result.wait_for(timeout=30_000)
+    assert result.get_attribute("data-state") == "success"
+    assert (
+        card.locator('[data-testid="nbh-dry-run-sandbox"]')
+        .inner_text()
+        .startswith("Ran in: a bubblewrap sandbox (bubblewrap ")
+    )
+    summary = card.locator('[data-testid="nbh-dry-run-summary"]').inner_text()
+    assert "on a throw-away copy of its working directory" in summary and "; 1 file changed, 1 deleted." in summary
+    files = card.locator('[data-testid="nbh-dry-run-file"]').all_inner_texts()
+    assert files == [f"Changed in the copy: {proj / 'log.txt'}", f"Deleted in the copy: {proj / 'old.txt'}"]
+    assert card.locator('[data-testid="nbh-dry-run-diff"]').first.locator("b").count() == 0
+    assert {p.name: p.read_bytes() for p in proj.iterdir()} == before  # the real project is untouched
+    assert card.get_attribute("data-status") == "open"
+    assert axe_violations(page) == []
+    screenshot(page, "dry-run-bash-bubblewrap")
+    card.locator('[data-testid="nbh-deny"]').click()
+    page.locator(f'{OUT} [data-testid="nbh-final-text"]').wait_for(timeout=60_000)
+    assert {p.name: p.read_bytes() for p in proj.iterdir()} == before
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

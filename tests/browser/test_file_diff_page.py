@@ -6,7 +6,9 @@ The card shows the path and the unified diff (one line each, added / removed lin
 class; a ``<script>`` line in the file stays text) in a labelled region, with no serious axe
 violation in the light or the dark theme. The file changes on disk after the card is drawn: Approve
 runs nothing, a fresh card shows the change against the file as it is now, and the file keeps the
-other write; modifying that call shows the diff of the inputs on the decided card.
+other write; modifying that call shows the diff of the inputs while it is typed (the kernel's, the
+same the decided card then shows). A "Side by side" toggle draws the diff as a before | after table,
+by mouse or keyboard, with no serious axe violation in either theme.
 """
 
 from __future__ import annotations
@@ -77,11 +79,36 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
     ]
     assert diff.locator("script").count() == 0 and page.evaluate("() => window.nbhDiffXss") is None
     light = axe_violations(page)
+    # side by side: a table of before | after with line numbers, from the same diff
+    toggle = card.locator('[data-testid="nbh-file-diff-split-toggle"]')
+    assert toggle.get_attribute("aria-pressed") == "false"
+    toggle.click()
+    split = card.locator('[data-testid="nbh-file-diff-split"]')
+    split.wait_for(timeout=10_000)
+    assert toggle.get_attribute("aria-pressed") == "true" and diff.count() == 0
+    assert split.get_attribute("aria-label") == f"Changes to {target} (side by side)"
+    rows = split.locator("tbody tr").evaluate_all(
+        "(rs) => rs.map((r) => Array.from(r.cells).map((c) => c.textContent))"
+    )
+    assert rows[-1] == ["3", "removed: gamma", "3", "added: GAMMA"]
+    assert rows[:3] == [[f"--- a/{target}"], [f"+++ b/{target}"], ["@@ -1,3 +1,3 @@"]]  # across the table
+    script = "<script>window.nbhDiffXss = 1</script>"
+    assert ["2", script, "2", script] in rows  # context on both sides, as text
+    assert split.locator("script").count() == 0 and page.evaluate("() => window.nbhDiffXss") is None
+    split_light = axe_violations(page)
     set_theme(page, "JupyterLab Dark")
     card.wait_for(timeout=30_000)
+    split_dark = axe_violations(page)
+    screenshot(page, "C42-diff-side-by-side-dark")
+    # the keyboard switches back (Enter on the focused toggle), and keeps the focus on it
+    toggle.focus()
+    toggle.press("Enter")
+    diff.wait_for(timeout=10_000)
+    assert toggle.get_attribute("aria-pressed") == "false"
+    assert page.evaluate("() => document.activeElement.dataset.testid") == "nbh-file-diff-split-toggle"
     dark = axe_violations(page)
     screenshot(page, "C42-diff-card-dark")
-    assert light == [] and dark == [], (light, dark)
+    assert light == [] and dark == [] and split_light == [] and split_dark == [], (light, dark, split_light, split_dark)
 
     target.write_text(OTHER)  # another write, between the card and the click
     card.locator('[data-testid="nbh-approve"]').click()
@@ -97,12 +124,22 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
     again.locator('[data-testid="nbh-modify"]').click()
     edited = json.dumps({"file_path": str(target), "old_string": "gamma", "new_string": "Gamma"})
     card.locator('[data-testid="nbh-modify-input"]').fill(edited)  # the one open card, now in its edit
+    # before it is sent, the card shows the kernel's diff of the edit against the model's input
+    preview = card.locator('[data-testid="nbh-modify-preview-diff"]')
+    preview.wait_for(timeout=30_000)
+    before_sent = preview.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
+    assert ["del", '-  "new_string": "GAMMA",'] in before_sent and ["add", '+  "new_string": "Gamma",'] in before_sent
+    status = card.locator('[data-testid="nbh-modify-preview-status"]').inner_text()
+    assert status == "Your edit: 1 line removed, 1 added in the input (compared by the kernel)."
+    assert axe_violations(page) == []
+    screenshot(page, "C42-modify-preview")
     card.locator('[data-testid="nbh-modify-submit"]').click()
     page.locator(f'{OUT} [data-testid="nbh-final-text"]').wait_for(timeout=60_000)
     shown = page.locator(f'{OUT} [data-testid="nbh-input-diff"]')
     lines = shown.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
     assert ["del", '-  "new_string": "GAMMA",'] in lines and ["add", '+  "new_string": "Gamma",'] in lines
     assert shown.get_attribute("aria-label") == "What the edit changed"
+    assert lines == before_sent  # the diff seen before sending is the one recorded
     screenshot(page, "C42-modified")
     # AgentScope's Edit refuses a file changed since its Read: the other write is kept
     assert target.read_text() == OTHER

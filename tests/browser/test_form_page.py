@@ -169,6 +169,16 @@ def test_review_card_edit_and_send(page, lab: JupyterLabServer) -> None:
     screenshot(page, "rp-review")
 
     area.fill("Ana Lima, card [REDACTED]")
+    # before it is sent: the kernel's diff of the edit against the raw result, as text
+    preview = card.locator('[data-testid="nbh-review-preview-diff"]')
+    preview.wait_for(timeout=30_000)
+    lines = preview.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
+    assert ["del", f"-{raw}"] in lines and ["add", "+Ana Lima, card [REDACTED]"] in lines
+    assert lines[:2] == [["meta", "--- tool's result"], ["meta", "+++ edited result"]]
+    assert preview.locator("img").count() == 0
+    status = card.locator('[data-testid="nbh-review-preview-status"]')
+    assert status.inner_text() == "Your edit: 1 line removed, 1 added in the result (compared by the kernel)."
+    assert status.get_attribute("role") == "status"
     card.locator('[data-testid="nbh-review-edit"]').click()
     final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
     final.wait_for(timeout=30_000)

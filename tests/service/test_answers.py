@@ -117,6 +117,13 @@ def test_c30_stale_console_is_told_answered_elsewhere(workers: Cluster, tmp_path
         two = await _console(via, agent_id, sid, tmp_path / "two.jsonl", console_id="console-two")
         (tcid,) = one.pauses
         assert list(two.pauses) == [tcid]
+        # the diff of an edit being typed (Modify): the console's own kernel computes it; nothing is sent
+        base = dict(one.pauses[tcid].input or {})
+        key = next(k for k, v in base.items() if isinstance(v, str))
+        edit = json.dumps({**base, key: base[key] + " (edited)"})
+        shown = one.handle({"action": "preview", "tool_call_id": tcid, "input": edit})["preview"]["diff"]
+        assert f'+  "{key}": {json.dumps(base[key] + " (edited)")}' in [line.rstrip(",") for line in shown.splitlines()]
+        assert one.pauses[tcid].status == "open" and one.ledger.records(sid) == []
         done = await one.act({"action": "approve", "tool_call_id": tcid})
         assert done["status"] == "delivered" and one.pauses[tcid].status == "delivered"
         event_one = one.outcomes[-1]

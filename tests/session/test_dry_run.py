@@ -19,7 +19,7 @@ import pytest
 from agentscope.agent import Agent
 from agentscope.tool import Bash, Edit, Read, Write
 
-from nb_hitl import Session
+from nb_hitl import Session, dry_run_shell
 from nb_hitl.errors import DecisionError
 from nb_hitl.models import Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
@@ -168,7 +168,9 @@ def test_an_edit_without_a_read_fails_in_the_dry_run_as_it_would_for_real(tmp_pa
     assert snapshot(ws) == before
 
 
-def test_a_tool_that_cannot_be_dry_run_has_no_button(tmp_path: Path) -> None:
+def test_a_tool_that_cannot_be_dry_run_has_no_button(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Bash is dry-run only in a bubblewrap sandbox: here bwrap is missing, so the copy alone is not offered
+    monkeypatch.setattr(dry_run_shell, "BWRAP", "nb-hitl-no-such-bwrap")
     ws = workspace(tmp_path)
     out = ws / "out.txt"
     agent = agent_with([tool_call("Bash", id="call_1", command=f"echo hi > {out}")], [Bash()])
@@ -179,7 +181,11 @@ def test_a_tool_that_cannot_be_dry_run_has_no_button(tmp_path: Path) -> None:
         task = session.start("run")
         pause = await parked_on(session, "confirm")
         assert pause.to_view()["dry_run"] is False
-        with pytest.raises(DecisionError, match=r"Bash \(call_1\) cannot be dry-run: only AgentScope's Write and Edit"):
+        with pytest.raises(
+            DecisionError,
+            match=r"Bash \(call_1\) cannot be dry-run: a shell command is dry-run only in a bubblewrap sandbox, "
+            r"and bubblewrap \('nb-hitl-no-such-bwrap'\) is not installed\.",
+        ):
             await session.act(msg(pause, "dry_run"))
         assert pause.status == "open" and AuditLog(audit).records("answered") == []
         await session.act(msg(pause, "deny"))

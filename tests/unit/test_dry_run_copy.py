@@ -1,16 +1,20 @@
-"""nb_hitl.dry_run's pieces: every path of the copy backend stays inside its temporary root, and the
-summary's count of files is said in words."""
+"""nb_hitl.dry_run's pieces: every path of the copy backend stays inside its temporary root, the
+summary's count of files is said in words, which Bash calls the bubblewrap sandbox takes
+(nb_hitl.dry_run_shell), and the line diff of a reviewed result."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from agentscope.tool import Edit, Write
+import pytest
+from agentscope.tool import Bash, Edit, Write
 from agentscope.tool._builtin._backend import LocalBackend
 
-from nb_hitl.dry_run import CopyBackend, DryRunFile, _did, can_dry_run
-from nb_hitl.file_change import file_diff
+from nb_hitl import dry_run_shell
+from nb_hitl.dry_run import CopyBackend, DryRunFile, _did, can_dry_run, why_not
+from nb_hitl.errors import DecisionError
+from nb_hitl.file_change import file_diff, text_diff
 
 
 def test_every_path_stays_inside_the_copy(tmp_path: Path) -> None:
@@ -50,3 +54,37 @@ def test_the_count_in_words() -> None:
     assert _did([]) == "no file changed"
     assert _did([f("created")]) == "1 file created"
     assert _did([f("changed"), f("changed"), f("deleted")]) == "2 files changed, 1 deleted"
+
+
+def test_which_bash_calls_can_be_dry_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ok = {"command": "touch x"}
+    assert why_not(Bash(cwd=str(tmp_path)), ok) is None  # bubblewrap runs here (.ci/install-services)
+    assert why_not(Bash(cwd=str(tmp_path)), {"command": " "}) == "the call names no command"
+    assert why_not(Bash(cwd=str(tmp_path / "nope")), ok) == f"its working directory {tmp_path / 'nope'} does not exist"
+    assert "sandbox backend of its own" in str(why_not(Bash(backend=CopyBackend(str(tmp_path))), ok))
+    monkeypatch.setattr(dry_run_shell, "BWRAP", "nb-hitl-no-such-bwrap")
+    assert why_not(Bash(cwd=str(tmp_path)), ok) == (
+        "a shell command is dry-run only in a bubblewrap sandbox, and bubblewrap ('nb-hitl-no-such-bwrap') "
+        "is not installed"
+    )
+
+
+def test_a_workspace_too_large_to_copy_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for n in range(3):
+        (tmp_path / f"f{n}.txt").write_text("x")
+    monkeypatch.setattr(dry_run_shell, "MAX_WORKSPACE_FILES", 2)
+    with pytest.raises(DecisionError, match="is too large to copy for a dry run"):
+        asyncio.run(dry_run_shell.run_in_sandbox(Bash(cwd=str(tmp_path)), {"command": "true"}))
+
+
+def test_text_diff_of_a_reviewed_result() -> None:
+    assert text_diff("a\nb", "a\nb", "x", "y") == ""
+    assert text_diff("a\nb", "a\nc\n", "raw", "edited").splitlines() == [
+        "--- raw",
+        "+++ edited",
+        "@@ -1,2 +1,2 @@",
+        " a",
+        "-b",
+        "\\ No newline at end of file",
+        "+c",
+    ]

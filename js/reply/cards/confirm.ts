@@ -2,9 +2,10 @@
 // approve with a modified input, or approve and add suggested rules.
 import { h } from "../../lib/dom";
 import { enterPresses } from "../../lib/a11y";
-import { diffView } from "../../lib/diff";
+import { fileDiffView } from "../../lib/diff_split";
 import { shellCommandsView } from "./shell";
 import { dryRunPart } from "./dry_run";
+import { EditPreview, previewPart } from "../../lib/edit_preview";
 import type { ApprovalView, PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -67,7 +68,7 @@ function appendFileChange(card: HTMLElement, p: PauseView): void {
   const change = p.file_change;
   if (!change) return;
   card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-file-path" }, `Changes to ${change.path}:`));
-  if (change.diff) card.append(diffView(change.diff, `Changes to ${change.path}`, "nbh-file-diff"));
+  if (change.diff) card.append(fileDiffView(change.diff, `Changes to ${change.path}`, "nbh-file-diff"));
   if (change.note) card.append(h("div", { class: "nbh-warn", "data-testid": "nbh-file-note" }, change.note));
 }
 
@@ -153,9 +154,15 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     const kept = ctx.kept;
     area.value = kept && kept.action === "modify" ? kept.input : p.input_text;
     ctx.setDraft(() => ({ action: "modify", input: area.value }));
+    // what the edit changes against the model's input, as the kernel reads it, while it is typed
+    const shown = previewPart("input", "nbh-modify-preview");
+    const preview = new EditPreview(p.input_text, (text) => ctx.preview({ input: text }), shown.show);
+    area.addEventListener("input", () => preview.changed(area.value));
+    if (area.value !== p.input_text) preview.changed(area.value, true);
     card.append(
       h("div", { class: "nbh-muted" }, `Edit the input of ${p.tool_name} (JSON). The tool name cannot change; the edit is checked against the tool's schema and the permission rules.`),
       area,
+      shown.el,
       ctx.errorBox("input") || ctx.errorBox("name") || ctx.errorBox() || "",
       h(
         "div",

@@ -1,10 +1,11 @@
 // "Dry run" on a confirmation whose view allows it (`dry_run`: AgentScope's
-// Write or Edit, nb_hitl/dry_run.py): the kernel runs the real tool in a
-// throw-away temporary copy and answers what it did. It is not an answer: the
+// Write or Edit, nb_hitl/dry_run.py; Bash in a bubblewrap sandbox,
+// nb_hitl/dry_run_shell.py): the kernel runs the real tool in a throw-away
+// copy and answers what it did, and where. It is not an answer: the
 // card stays open. The result is drawn under the card's input as text and
 // diffs (lib/diff.ts), never as HTML, and kept across the card's redraws.
 import { h } from "../../lib/dom";
-import { diffView } from "../../lib/diff";
+import { fileDiffView } from "../../lib/diff_split";
 import type { Answer, DryRunFile, DryRunView } from "../../messages";
 import type { PauseView } from "../../types";
 import type { CardCtx, CardUi } from "../card";
@@ -52,10 +53,11 @@ export function dryRunResult(view: DryRunView): HTMLElement {
     "div",
     { class: view.state === "success" ? "nbh-info" : "nbh-warn", role: "region", "aria-label": "Dry run result", "data-testid": "nbh-dry-run-result", "data-state": view.state },
     h("div", { "data-testid": "nbh-dry-run-summary" }, view.summary),
+    view.sandbox ? h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-sandbox" }, `Ran in: ${view.sandbox}`) : null,
   );
   for (const f of view.files) {
     box.append(h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-file", "data-change": f.change }, `${CHANGE_WORDS[f.change] ?? f.change} in the copy: ${f.path}`));
-    if (f.diff.diff) box.append(diffView(f.diff.diff, `Dry run: ${f.change} ${f.path}`, "nbh-dry-run-diff"));
+    if (f.diff.diff) box.append(fileDiffView(f.diff.diff, `Dry run: ${f.change} ${f.path}`, "nbh-dry-run-diff"));
     if (f.diff.note) box.append(h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-note" }, f.diff.note));
   }
   if (view.output) box.append(h("div", { class: "nbh-muted" }, "The tool's output:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-dry-run-output" }, view.output));
@@ -93,7 +95,13 @@ export function dryRunPart(p: PauseView, ctx: CardCtx): HTMLElement | null {
         { "data-testid": "nbh-dry-run", disabled: !ctx.open || ctx.ui.pending || !!state?.running, onclick: () => void run(ctx) },
         "Dry run",
       ),
-      h("span", { class: "nbh-muted" }, state?.running ? "Running the call in a temporary copy…" : "Runs the call in a temporary copy of its file: your files are not touched, and the call still waits for your answer."),
+      h(
+        "span",
+        { class: "nbh-muted" },
+        state?.running
+          ? "Running the call in a throw-away copy…"
+          : "Runs the call in a throw-away copy (the result says which sandbox): your files are not touched, and the call still waits for your answer.",
+      ),
     ),
   );
   if (state?.error) part.append(h("div", { class: "nbh-error", role: "alert", "data-testid": "nbh-dry-run-error" }, state.error));

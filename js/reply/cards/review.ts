@@ -1,6 +1,7 @@
 // A reviewed tool's result, held back from the model until a person
 // accepts it, edits it (e.g. redacts a value) or rejects it (nb_hitl/review.py).
 import { h } from "../../lib/dom";
+import { EditPreview, previewPart } from "../../lib/edit_preview";
 import type { PauseView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -33,9 +34,14 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     question.hidden = false;
   };
   ctx.setDraft(() => (area.value === original ? { action: "accept" } : { action: "edit", output: area.value }));
+  // what the edit changes against the raw result, while it is typed
+  const shown = previewPart("result", "nbh-review-preview");
+  const preview = new EditPreview(original, (text) => ctx.preview({ output: text }), shown.show);
+  area.addEventListener("input", () => preview.changed(area.value));
   card.append(
     h("div", { class: "nbh-muted" }, "The model has not seen this result. Edit the text to change what it reads."),
     area,
+    shown.el,
     ctx.errorBox("output") || ctx.errorBox() || "",
     question,
     h(
