@@ -28,7 +28,7 @@ from nb_hitl import DecisionError, Session
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.pauses import Pause
 from nb_hitl.store import AuditLog
-from tests.mcp.mcp_support import answers, db_client
+from tests.mcp.mcp_support import answers, db_client, http_client, http_server
 from tests.support import run_async, wait_until
 
 MODES = ["auto", "legacy"]
@@ -241,3 +241,23 @@ def test_c41_sampling_nobody_can_review_outside_a_session(tmp_path: Path, mode: 
     said = run_async(scenario())
     assert "No person can answer this sampling request: the tool does not run for an agent" in said
     assert answers(log) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_c41_sampling_over_streamable_http(tmp_path: Path, mode: str) -> None:
+    """The same request from a server on 127.0.0.1 over streamable HTTP, approved twice."""
+    log = tmp_path / "server.jsonl"
+
+    async def scenario(url: str) -> str:
+        async with http_client(url, mode) as client:
+            agent = sampling_agent(await client.list_tools())
+            session = Session(agent, display=False)
+            task = session.start("Summarize customers.")
+            await session.act({"action": "approve", "tool_call_id": (await card(session, "request")).tool_call_id})
+            await session.act({"action": "approve", "tool_call_id": (await card(session, "completion")).tool_call_id})
+            return (await asyncio.wait_for(task, 30)).get_text_content()
+
+    with http_server(log) as url:
+        final = run_async(scenario(url))
+    assert final == f"{SUMMARIZE} success: Summary of customers: {SAW}"
+    assert [e["text"] for e in answers(log)] == [SAW]
