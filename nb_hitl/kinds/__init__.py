@@ -35,7 +35,15 @@ __all__ = [
 
 _REGISTRY: dict[str, PauseKindSpec] = {
     spec.name: spec
-    for spec in (ConfirmKind(), AskUserKind(), ExternalKind(), FormKind(), ReviewKind(), ElicitationKind(), SamplingKind())
+    for spec in (
+        ConfirmKind(),
+        AskUserKind(),
+        ExternalKind(),
+        FormKind(),
+        ReviewKind(),
+        ElicitationKind(),
+        SamplingKind(),
+    )
 }
 
 KINDS: tuple[str, ...] = tuple(_REGISTRY)

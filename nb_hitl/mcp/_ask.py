@@ -98,7 +98,7 @@ def result_of(decision: Decision) -> types.ElicitResult:
 
 def numbered(run: Any, prefix: str) -> str:
     """``<prefix><n>``: the next free number among ``run``'s pause keys of that prefix."""
-    return f"{prefix}{1 + sum(1 for key in run.pauses if key.startswith(prefix) and key[len(prefix):].isdigit())}"
+    return f"{prefix}{1 + sum(1 for key in run.pauses if key.startswith(prefix) and key[len(prefix) :].isdigit())}"
 
 
 async def open_card(

@@ -180,11 +180,12 @@ async def review_sampling(
         return types.ErrorData(
             code=types.INTERNAL_ERROR, message=f"The notebook's model failed: {type(exc).__name__}: {exc}"
         )
+    completion_key = f"{got.tool_call_id}~completion"
     got = await open_card(
         session,
         agent,
         tool_call,
-        key=lambda run, first=got.tool_call_id: f"{first}~completion",
+        key=lambda _run: completion_key,
         server=server,
         told=TOLD,
         gone=gone,

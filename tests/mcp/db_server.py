@@ -150,7 +150,11 @@ async def sign_in(account: str, ctx: Context) -> str | InputRequiredResult:
 
 def ask_summary(table: str) -> Sample:
     return Sample(
-        [SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarize the table {table} in one line."))],
+        [
+            SamplingMessage(
+                role="user", content=TextContent(type="text", text=f"Summarize the table {table} in one line.")
+            )
+        ],
         max_tokens=50,
         system_prompt="You summarize database tables.",
         model_preferences=ModelPreferences(hints=[ModelHint(name="small")], speed_priority=0.8),

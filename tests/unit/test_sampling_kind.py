@@ -50,7 +50,11 @@ def test_the_request_as_the_card_shows_it() -> None:
     )
     assert problem is None
     assert view["messages"] == [{"role": "user", "text": "Hi"}]
-    assert (view["system_prompt"], view["model_hints"], view["priorities"]) == ("Sys", ["small"], {"cost": 0.1, "speed": 0.9})
+    assert (view["system_prompt"], view["model_hints"], view["priorities"]) == (
+        "Sys",
+        ["small"],
+        {"cost": 0.1, "speed": 0.9},
+    )
     assert (view["max_tokens"], view["temperature"], view["stop_sequences"]) == (50, 0.3, ["END"])
 
 
@@ -70,7 +74,9 @@ def test_request_answers() -> None:
     p = pause()
     assert (act(p, action="approve").action, act(p, action="approve").content) == ("approve", None)
     edited = act(p, action="edit", messages=["Summarize clients.", ""])
-    assert edited.content == {"messages": [{"role": "user", "text": "Summarize clients."}, {"role": "user", "text": ""}]}
+    assert edited.content == {
+        "messages": [{"role": "user", "text": "Summarize clients."}, {"role": "user", "text": ""}]
+    }
     for bad in (["one"], ["", " "], [1, 2]):
         with pytest.raises(DecisionError) as err:
             act(p, action="edit", messages=bad)
