@@ -9,8 +9,7 @@ test reads what really reached the server.
   field ``confirm``, through a resolver (``Resolve`` / ``Elicit``): the SDK
   sends it as a standalone ``elicitation/create`` request on a legacy
   connection and as an input-required result on a current one.
-* ``delete_rows_ctx(table)``: the same question with ``ctx.elicit`` (legacy only); a question
-  that ends without an answer (the client went away) is noted with how it ended.
+* ``delete_rows_ctx(table)``: the same question with ``ctx.elicit`` (legacy only).
 * ``rename_table(table)``: asks twice in one call (a confirmation, then the new name).
 * ``count_rows(table)``: read-only, asks nothing.
 * ``sign_in(account)``: sends the person to the server's own sign-in page for
@@ -95,11 +94,7 @@ async def delete_rows(table: str, answer: Annotated[ElicitationResult[Confirm], 
 @server.tool()
 async def delete_rows_ctx(table: str, ctx: Context) -> str:
     """Delete every row of a table (asks the user first, with ctx.elicit)."""
-    try:
-        got = outcome(await ctx.elicit(f"Delete all rows of {table}?", Confirm))
-    except BaseException as exc:  # the question ended without an answer: say how, then end as it did
-        note(tool="delete_rows_ctx", table=table, ended=f"{type(exc).__name__}: {exc}")
-        raise
+    got = outcome(await ctx.elicit(f"Delete all rows of {table}?", Confirm))
     note(tool="delete_rows_ctx", table=table, **got)
     return f"The user chose {got['action']}."
 
