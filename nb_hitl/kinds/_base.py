@@ -1,6 +1,6 @@
 """What every pause kind provides, and what a kind's answer becomes.
 
-:class:`PauseKindSpec` is the base of the six kind modules (``confirm``,
+:class:`PauseKindSpec` is the base of the seven kind modules (``confirm``,
 ``ask_user``, ``external``, ``review``, ``form``, ``elicitation``, ``sampling``): one object per kind that
 completes a built pause, turns a validated page message into a
 :class:`Decision`, names its deadline/cancel default and maps the pause to
