@@ -22,6 +22,7 @@ generation parameters its own way).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -29,7 +30,7 @@ from typing import Any
 import mcp_types as types
 from agentscope.message import Msg, TextBlock, ToolCallBlock
 
-from .._agentscope import blocks_text
+from .._agentscope import blocks_text, enum_value
 from ..kinds import Decision
 from ..kinds.sampling import denial_text
 from ._ask import numbered, open_card
@@ -111,6 +112,8 @@ async def call_model(model: Any, system_prompt: str | None, messages: list[dict[
         the text blocks of its answer (streamed or not), joined.
 
     Raises:
+        asyncio.CancelledError: the call was cancelled (AgentScope's model
+            answers a cancellation with an ``interrupted`` response).
         Exception: whatever the model raises.
     """
     msgs = [Msg(name="system", role="system", content=[TextBlock(text=system_prompt)])] if system_prompt else []
@@ -121,6 +124,8 @@ async def call_model(model: Any, system_prompt: str | None, messages: list[dict[
         async for chunk in res:
             last = chunk
         res = last
+    if enum_value(getattr(res, "finished_reason", None)) == "interrupted":
+        raise asyncio.CancelledError  # AgentScope's model turned a cancellation into a response: end as cancelled
     return blocks_text(getattr(res, "content", None) or [], data_label=False)
 
 

@@ -124,3 +124,51 @@ def test_ag_ui_payloads_round_trip(stage: str, message: dict[str, Any]) -> None:
     validate_payload(schema, payload)
     back = SPEC.resume_message(p, payload)
     assert decide(p, back).action == message["action"]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_the_agents_model_answers_the_reviewed_messages(stream: bool) -> None:
+    from nb_hitl.mcp._sampling import call_model
+    from nb_hitl.models import ScriptedChatModel, Turn
+    from tests.support import run_async
+
+    model = ScriptedChatModel(
+        [lambda msgs: Turn(" | ".join(f"{m.role}: {m.get_text_content()}" for m in msgs))], stream=stream
+    )
+    got = run_async(
+        call_model(model, "Be brief.", [{"role": "user", "text": "Hi"}, {"role": "assistant", "text": "Yo"}])
+    )
+    assert got == "system: Be brief. | user: Hi | assistant: Yo"
+
+
+def test_a_cancelled_model_call_ends_cancelled_not_with_an_empty_completion() -> None:
+    """AgentScope's ChatModelBase answers a cancelled API call with an ``interrupted`` response;
+    the sampling review then ends as cancelled instead of showing an empty completion."""
+    import asyncio
+
+    from agentscope.credential import CredentialBase
+    from agentscope.model import ChatModelBase
+    from pydantic import BaseModel
+
+    from nb_hitl.mcp._sampling import call_model
+    from tests.support import run_async
+
+    class Cancelled(ChatModelBase):
+        class Parameters(BaseModel):
+            pass
+
+        async def _call_api(
+            self, model_name: str, messages: list, tools: Any = None, tool_choice: Any = None, **kw: Any
+        ) -> Any:
+            raise asyncio.CancelledError
+
+    model = Cancelled(credential=CredentialBase(), model="m", parameters=Cancelled.Parameters(), stream=False)
+
+    async def call() -> str:
+        try:
+            await call_model(model, None, [{"role": "user", "text": "Hi"}])
+        except asyncio.CancelledError:
+            return "cancelled"
+        return "answered"
+
+    assert run_async(call()) == "cancelled"
