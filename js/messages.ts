@@ -74,6 +74,7 @@ export type Decision =
   | { action: "accept"; content?: Record<string, unknown> }
   | { action: "decline" }
   | { action: "edit"; output: string }
+  | { action: "edit"; messages: string[] }
   | { action: "reject"; reason?: string | null }
   | { action: "submit"; value: unknown }
   | { action: "cancel" };

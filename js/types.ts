@@ -6,7 +6,7 @@
 import type { ContextView, Decided, MatrixCall, MatrixResult, ReplayResult, TryResult } from "./messages";
 
 /** The kinds of pause the reply widget draws (one card module each). */
-export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form" | "elicitation";
+export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form" | "elicitation" | "sampling";
 
 /** open -> deciding (checks run) -> decided (queued for the agent) -> delivered; or expired. */
 export type PauseStatus = "open" | "deciding" | "decided" | "delivered" | "expired";
@@ -109,6 +109,8 @@ export interface PauseView {
   form_error: string | null;
   /** kind elicitation, URL mode: the page the MCP server sends the person to (shown as text, opened only on a click) */
   elicitation_url: string | null;
+  /** kind sampling: the MCP server's request (and, at stage "completion", the model's answer), as text */
+  sampling: SamplingView | null;
   /** The team member (or leader) that asks; "" for a single agent. */
   agent: string;
   /** an MCP tool's annotation hints as its server declared them (destructiveHint, openWorldHint...), else null */
@@ -125,6 +127,22 @@ export interface PauseView {
   file_change?: FileChangeView | null;
   /** a confirmation the page may dry-run in a temporary copy (AgentScope's Write / Edit: nb_hitl/dry_run.py) */
   dry_run?: boolean;
+}
+
+/** An MCP server's sampling request as the card shows it (`Pause.sampling`); every string is text. */
+export interface SamplingView {
+  /** "request": before the notebook's model is called; "completion": before its answer goes back */
+  stage: "request" | "completion";
+  messages: { role: string; text: string }[];
+  system_prompt: string | null;
+  model_hints: string[];
+  priorities: Record<string, number>;
+  max_tokens: number | null;
+  temperature: number | null;
+  stop_sequences: string[];
+  include_context: string | null;
+  completion: string | null;
+  model: string | null;
 }
 
 /** What a call would do to a file (`nb_hitl.file_change.FileChangeView`); every string is text. */

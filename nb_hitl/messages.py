@@ -119,7 +119,10 @@ class AcceptMessage(_Msg):
 
 class EditMessage(_Msg):
     action: Literal["edit"]
-    output: str = Field(max_length=MAX_TEXT)
+    # a review's (or a sampling completion's) edited text
+    output: str | None = Field(default=None, max_length=MAX_TEXT)
+    # an MCP sampling request's edited messages: the text of each, in order
+    messages: list[Annotated[str, Field(max_length=MAX_TEXT)]] | None = Field(default=None, max_length=1000)
 
 
 class RejectMessage(_Msg):

@@ -48,12 +48,12 @@ __all__ = [
     "format_validation_error",
 ]
 
-PauseKind = Literal["confirm", "ask_user", "external", "review", "form", "elicitation"]
+PauseKind = Literal["confirm", "ask_user", "external", "review", "form", "elicitation", "sampling"]
 """One module each in :mod:`nb_hitl.kinds`. ``review`` (a reviewed tool ran
 and its result waits for a person) and ``form`` (a structured question) are
 set by the tool's ``prepare_pause`` (or the AG-UI client), never by
 :func:`pause_kind`; ``elicitation`` (an MCP server asks while its tool runs)
-is built by :mod:`nb_hitl.mcp`."""
+and ``sampling`` (it asks the notebook's model) are built by :mod:`nb_hitl.mcp`."""
 PauseStatus = Literal["open", "deciding", "decided", "delivered", "expired"]
 
 
@@ -149,6 +149,7 @@ class PauseView(TypedDict):
     response_schema: dict[str, Any] | None
     form_error: str | None
     elicitation_url: str | None
+    sampling: dict[str, Any] | None
     agent: str
     tool_hints: dict[str, bool] | None
     shell_commands: list[ShellCommandView]
@@ -253,10 +254,15 @@ class Pause:
             server sends the person to (untrusted; checked by
             :func:`~nb_hitl.kinds.elicitation.url_problem`, shown as text,
             opened only by the person). Never part of what the model reads.
+        sampling: kind ``sampling``: the MCP server's request as text
+            (``{"stage", "messages": [{"role", "text"}], "system_prompt",
+            "model_hints", "priorities", "max_tokens", "temperature",
+            "stop_sequences", "include_context", "completion", "model"}``,
+            :mod:`nb_hitl.kinds.sampling`), else ``None``.
         tool_hints: an MCP tool's annotation hints as its server declared
             them (:func:`~nb_hitl._agentscope.mcp_tool_hints`), else ``None``.
         carrier: who takes this pause's answer instead of the agent's queue
-            (kind ``elicitation``: the MCP server waiting for it), or ``None``.
+            (kinds ``elicitation`` and ``sampling``: the MCP server waiting for it), or ``None``.
             It has ``deliver(decision)`` (the answer was decided) and
             ``expired(reason)`` (the pause expired unanswered:
             :func:`~nb_hitl.answers.lifecycle.transition` calls it); never
@@ -306,6 +312,7 @@ class Pause:
     response_schema: dict[str, Any] | None = None
     form_error: str | None = None
     elicitation_url: str | None = None
+    sampling: dict[str, Any] | None = None
     agent: str = ""
     tool_hints: dict[str, bool] | None = None
     carrier: Any = field(default=None, repr=False, compare=False)
@@ -396,6 +403,7 @@ class Pause:
             response_schema=self.response_schema,
             form_error=self.form_error,
             elicitation_url=self.elicitation_url,
+            sampling=self.sampling,
             agent=self.agent,
             tool_hints=self.tool_hints,
             shell_commands=[cast(ShellCommandView, shell_command_view(c)) for c in self.shell_commands],

@@ -5,8 +5,9 @@
 import { h } from "../lib/dom";
 import type { DecisionView, PauseView } from "../types";
 
-export function decisionText(d: DecisionView | null, p?: Pick<PauseView, "kind">): string {
+export function decisionText(d: DecisionView | null, p?: Pick<PauseView, "kind"> & Partial<Pick<PauseView, "sampling">>): string {
   const dec = d || {};
+  if (p && p.kind === "sampling") return samplingText(dec, p.sampling?.stage === "completion");
   switch (dec.action) {
     case "approve":
       return dec.accepted_rules && dec.accepted_rules.length
@@ -47,6 +48,25 @@ export function decisionText(d: DecisionView | null, p?: Pick<PauseView, "kind">
       return "Result rejected";
     case "submit":
       return "Form submitted";
+    case "timeout":
+      return `Deadline passed: ${dec.applied || "default applied"}`;
+    default:
+      return dec.action ? String(dec.action) : "Decided";
+  }
+}
+
+/** The sentence of a decision on an MCP sampling request (the request, or the model's completion). */
+function samplingText(dec: DecisionView, completion: boolean): string {
+  const what = completion ? "the completion" : "the request";
+  switch (dec.action) {
+    case "approve":
+      return completion ? "Approved: the completion was sent to the MCP server" : "Approved: the notebook's model was called";
+    case "edit":
+      return completion ? "Edited: your text was sent to the MCP server" : "Edited: the notebook's model was called with your messages";
+    case "deny":
+      if (dec.cause === "timeout") return `Not answered before the deadline: ${what} was refused, the MCP server got an error`;
+      if (dec.cause === "cancelled") return `Cancelled without an answer: ${what} was refused, the MCP server got an error`;
+      return `Denied: ${what} was refused, the MCP server got an error`;
     case "timeout":
       return `Deadline passed: ${dec.applied || "default applied"}`;
     default:

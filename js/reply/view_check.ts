@@ -7,9 +7,9 @@
 // options...) is drawn as a card that says what is wrong, with a cancel
 // action (reply/cards/invalid.ts). The card modules can then read every
 // field as typed: nothing they draw throws on the kernel's data.
-import type { ApprovalView, AskUserOption, AskUserQuestion, DecisionView, FileChangeView, JsonSchema, PauseKind, PauseStatus, PauseView, ShellCommandView, SuggestedRuleView } from "../types";
+import type { ApprovalView, AskUserOption, AskUserQuestion, DecisionView, FileChangeView, JsonSchema, PauseKind, PauseStatus, PauseView, SamplingView, ShellCommandView, SuggestedRuleView } from "../types";
 
-export const KINDS: readonly PauseKind[] = ["confirm", "ask_user", "external", "review", "form", "elicitation"];
+export const KINDS: readonly PauseKind[] = ["confirm", "ask_user", "external", "review", "form", "elicitation", "sampling"];
 export const STATUSES: readonly PauseStatus[] = ["open", "deciding", "decided", "delivered", "expired"];
 
 /** A view as the cards read it, and what is wrong with it (null: nothing). */
@@ -212,6 +212,44 @@ function shellCommands(raw: unknown): ShellCommandView[] {
   }));
 }
 
+/** An MCP sampling request (`Pause.sampling`): drawn only when every part is of its type; a
+ *  request that is not is a fault (the card then offers only what an invalid card offers). */
+function sampling(raw: unknown, faults: string[]): SamplingView | null {
+  if (raw === undefined || raw === null) return null;
+  const text = (v: unknown) => v === null || v === undefined || typeof v === "string";
+  const num = (v: unknown) => v === null || v === undefined || (typeof v === "number" && Number.isFinite(v));
+  const ok =
+    isObject(raw) &&
+    (raw.stage === "request" || raw.stage === "completion") &&
+    Array.isArray(raw.messages) &&
+    raw.messages.every((m) => isObject(m) && typeof m.role === "string" && typeof m.text === "string") &&
+    text(raw.system_prompt) && text(raw.include_context) && text(raw.completion) && text(raw.model) &&
+    num(raw.max_tokens) && num(raw.temperature) &&
+    (raw.model_hints === undefined || (Array.isArray(raw.model_hints) && raw.model_hints.every((x) => typeof x === "string"))) &&
+    (raw.stop_sequences === undefined || (Array.isArray(raw.stop_sequences) && raw.stop_sequences.every((x) => typeof x === "string"))) &&
+    (raw.priorities === undefined || (isObject(raw.priorities) && Object.values(raw.priorities).every((x) => typeof x === "number")));
+  if (!ok) {
+    faults.push("sampling is not a well-formed sampling request");
+    return null;
+  }
+  const r = raw as Raw;
+  const opt = (v: unknown): string | null => (typeof v === "string" ? v : null);
+  const optN = (v: unknown): number | null => (typeof v === "number" ? v : null);
+  return {
+    stage: r.stage as SamplingView["stage"],
+    messages: (r.messages as Raw[]).map((m) => ({ role: m.role as string, text: m.text as string })),
+    system_prompt: opt(r.system_prompt),
+    model_hints: (r.model_hints as string[] | undefined) || [],
+    priorities: (r.priorities as Record<string, number> | undefined) || {},
+    max_tokens: optN(r.max_tokens),
+    temperature: optN(r.temperature),
+    stop_sequences: (r.stop_sequences as string[] | undefined) || [],
+    include_context: opt(r.include_context),
+    completion: opt(r.completion),
+    model: opt(r.model),
+  };
+}
+
 /** A schema a form can be drawn from: an object whose `properties`, if any, is an object. */
 function formSchemaProblem(schema: JsonSchema | null): string | null {
   if (!schema) return "the form has no schema";
@@ -266,6 +304,7 @@ export function checkView(raw: unknown, fallbackId: string): CheckedView {
     response_schema: r.optObject("response_schema"),
     form_error: r.optStr("form_error"),
     elicitation_url: r.optStr("elicitation_url"),
+    sampling: sampling(raw.sampling, r.faults),
     agent: r.str("agent"),
     tool_hints: toolHints(raw.tool_hints),
     shell_commands: shellCommands(raw.shell_commands),
@@ -286,6 +325,7 @@ export function checkView(raw: unknown, fallbackId: string): CheckedView {
     const problem = formSchemaProblem(view.response_schema);
     if (problem) r.faults.push(problem);
   }
+  if (view.kind === "sampling" && !view.sampling && !r.faults.some((f) => f.startsWith("sampling"))) r.faults.push("sampling has no request");
   if (view.kind === "ask_user" && !view.ask_user && !view.ask_user_error && !r.faults.some((f) => f.startsWith("ask_user")))
     r.faults.push("ask_user has no questions");
   return { view: { ...view, ...extra }, problem: r.faults.length ? r.faults.join("; ") : null, remote, named: !!id };

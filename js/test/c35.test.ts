@@ -44,6 +44,7 @@ function remoteView(over: Record<string, unknown> = {}): Record<string, unknown>
     review_error: null,
     form_error: null,
     elicitation_url: null,
+    sampling: null,
     ...over,
   };
 }

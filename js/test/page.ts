@@ -38,6 +38,7 @@ export function pause(over: Partial<PauseView> = {}): PauseView {
     response_schema: null,
     form_error: null,
     elicitation_url: null,
+    sampling: null,
     agent: "",
     tool_hints: null,
     shell_commands: [],

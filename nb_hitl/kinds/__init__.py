@@ -1,7 +1,7 @@
 """One module per pause kind, behind a small registry.
 
 A pause (:class:`~nb_hitl.pauses.Pause`) has a kind: ``confirm``,
-``ask_user``, ``external``, ``review``, ``form`` or ``elicitation``. Everything that varies
+``ask_user``, ``external``, ``review``, ``form``, ``elicitation`` or ``sampling``. Everything that varies
 by kind (completing a built pause, page message -> AgentScope object, the
 deadline / cancel default, the AG-UI interrupt mapping) lives in that
 kind's :class:`PauseKindSpec`; generic code asks :func:`kind_spec` and never
@@ -19,6 +19,7 @@ from .external import ExternalKind
 from .form import FormKind, FormTool
 from .review import ReviewKind
 from .review_tool import ReviewedTool, reviewed
+from .sampling import SamplingKind
 
 __all__ = [
     "KINDS",
@@ -34,12 +35,20 @@ __all__ = [
 
 _REGISTRY: dict[str, PauseKindSpec] = {
     spec.name: spec
-    for spec in (ConfirmKind(), AskUserKind(), ExternalKind(), FormKind(), ReviewKind(), ElicitationKind())
+    for spec in (
+        ConfirmKind(),
+        AskUserKind(),
+        ExternalKind(),
+        FormKind(),
+        ReviewKind(),
+        ElicitationKind(),
+        SamplingKind(),
+    )
 }
 
 KINDS: tuple[str, ...] = tuple(_REGISTRY)
 """The pause kinds, in the order AG-UI metadata lists them:
-``("confirm", "ask_user", "external", "form", "review", "elicitation")``."""
+``("confirm", "ask_user", "external", "form", "review", "elicitation", "sampling")``."""
 
 
 def kind_spec(name: str) -> PauseKindSpec:

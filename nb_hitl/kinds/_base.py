@@ -1,7 +1,7 @@
 """What every pause kind provides, and what a kind's answer becomes.
 
-:class:`PauseKindSpec` is the base of the six kind modules (``confirm``,
-``ask_user``, ``external``, ``review``, ``form``, ``elicitation``): one object per kind that
+:class:`PauseKindSpec` is the base of the seven kind modules (``confirm``,
+``ask_user``, ``external``, ``review``, ``form``, ``elicitation``, ``sampling``): one object per kind that
 completes a built pause, turns a validated page message into a
 :class:`Decision`, names its deadline/cancel default and maps the pause to
 and from an AG-UI interrupt. :class:`PauseShaper` / :class:`PauseHost` are
@@ -78,7 +78,9 @@ class Decision:
         input_diff: for ``modify``, the unified diff of the model's input
             and the edited one (pretty-printed JSON), else ``None``.
         content: kind ``elicitation``: the value an accepted MCP
-            elicitation sends the server (checked against its schema), else ``None``.
+            elicitation sends the server (checked against its schema); kind
+            ``sampling``: an edit, ``{"messages": [{"role", "text"}]}`` (the
+            request) or ``{"text": ...}`` (the completion); else ``None``.
     """
 
     tool_call_id: str

@@ -69,6 +69,8 @@ def _decide_review(pause: Pause, msg: Any) -> Decision:
         )
         return Decision(pause.tool_call_id, "accept", tool_result=result)
     if msg.action == "edit":
+        if msg.output is None:
+            raise DecisionError("An edited result is sent as text (output).", field="output")
         result = ToolResultBlock(
             id=pause.tool_call_id,
             name=pause.tool_name,

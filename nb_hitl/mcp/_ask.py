@@ -1,9 +1,10 @@
 """An MCP server's question becomes a pause card; the person's answer goes back to it.
 
-:func:`ask_person` is what :class:`~nb_hitl.mcp.AskingMCPClient`'s
-elicitation callback awaits. It builds a pause of kind ``elicitation``
-(:mod:`nb_hitl.kinds.elicitation`) under the running tool call of the
-Session that drives the agent, shows it, and waits. The answer takes the
+:func:`open_card` builds a pause under the running tool call of the Session
+that drives the agent, shows it, and waits: it is shared by
+:func:`ask_person` (what :class:`~nb_hitl.mcp.AskingMCPClient`'s elicitation
+callback awaits; kind ``elicitation``, :mod:`nb_hitl.kinds.elicitation`) and
+the sampling review (:mod:`nb_hitl.mcp._sampling`; kind ``sampling``). The answer takes the
 front door like every other (``Session.act``, a click: ``front.admit``,
 ``front.verify``, the audit record); the Session hands it to the pause's
 :class:`Carrier` instead of resuming the agent (the agent is inside the tool
@@ -11,8 +12,8 @@ call, awaiting its result). The server reads MCP's ``ElicitResult``:
 ``accept`` with the checked content, ``decline`` or ``cancel``.
 
 Nobody chose (the deadline passed, the reply was interrupted, the session
-was closed or superseded): the server reads ``cancel``, the pause says why,
-and the audit log has a ``cancelled`` line. The server stops while asking
+was closed or superseded): the server reads ``cancel`` (a sampling request:
+an error), the pause says why, and the audit log has a ``cancelled`` line. The server stops while asking
 (its request is cancelled on a legacy connection; the connection's watcher
 sees it close on the current protocol) or the call is cancelled: the card
 expires with that reason and nothing is sent.
@@ -32,7 +33,7 @@ from ..answers.lifecycle import transition
 from ..kinds import Decision, kind_spec
 from ..pauses import Pause
 
-__all__ = ["ask_person", "Carrier", "ELICITATION_SEP", "session_of"]
+__all__ = ["ask_person", "open_card", "Carrier", "ELICITATION_SEP", "session_of"]
 
 log = logging.getLogger("nb_hitl.mcp")
 
@@ -95,37 +96,39 @@ def result_of(decision: Decision) -> types.ElicitResult:
     return CANCEL
 
 
-async def ask_person(
+def numbered(run: Any, prefix: str) -> str:
+    """``<prefix><n>``: the next free number among ``run``'s pause keys of that prefix."""
+    return f"{prefix}{1 + sum(1 for key in run.pauses if key.startswith(prefix) and key[len(prefix) :].isdigit())}"
+
+
+async def open_card(
     session: Any,
     agent: Any,
     tool_call: ToolCallBlock,
     *,
+    key: Callable[[Any], str],
     server: str,
-    message: str,
-    schema: Any,
-    url: str | None = None,
+    told: str,
     gone: Callable[[], Awaitable[str]] | None = None,
-) -> types.ElicitResult:
-    """Show an MCP server's question under ``tool_call`` and wait for the answer.
+    **fields: Any,
+) -> Decision | str:
+    """Show a pause that an MCP server raised under ``tool_call``, and wait for its answer.
 
     Args:
         session: the :class:`~nb_hitl.session.Session` driving ``agent``.
         agent: the agent whose tool call is running.
         tool_call: the running call (AgentScope's block).
-        server: the MCP client's name (shown: who asks).
-        message: the server's question (shown as text).
-        schema: the server's ``requestedSchema`` (untrusted; form mode).
-        url: URL mode: the page the server sends the person to (untrusted:
-            checked by :func:`nb_hitl.kinds.elicitation.url_problem`, shown
-            as text, opened only by the person's click); ``schema`` is then
-            ignored. The server reads only accept (done), decline or cancel.
+        key: the pause's key from the current reply run (e.g. :func:`numbered`).
+        server: the MCP client's name (in what the card says).
+        told: what the server is told when nobody answers (said on the card).
         gone: returns (with the reason) once the connection to the server
             is lost: the card then expires saying so, and nothing is sent.
+        fields: the :class:`~nb_hitl.pauses.Pause` fields of its kind
+            (``kind``, ``title``, ``message``...); the kind completes it.
 
     Returns:
-        the ``ElicitResult`` for the server: the person's answer, or
-        ``cancel`` when the pause ended unanswered or the reply takes no
-        answer any more.
+        the person's (or the deadline's) :class:`Decision`, recorded; or,
+        when the pause ended unanswered or no reply takes answers, why (a sentence).
 
     Raises:
         asyncio.CancelledError: the MCP request was cancelled (the card
@@ -134,27 +137,19 @@ async def ask_person(
     run = session.current
     closed = session.desk.closed(run) if run is not None else "nothing runs"
     if closed is not None:
-        log.warning("MCP server %r asked while no reply takes answers (%s): answered cancel", server, closed)
-        return CANCEL
+        log.warning("MCP server %r asked while no reply takes answers (%s): %s", server, closed, told)
+        return f"No reply takes answers ({closed})."
     loop = asyncio.get_running_loop()
     carrier = Carrier(loop)
-    prefix = tool_call.id + ELICITATION_SEP
     with session._lock:
-        n = 1 + sum(1 for key in run.pauses if key.startswith(prefix))
         pause = Pause(
             reply_id=agent.state.reply_id if session.team.is_pipeline else run.reply_id,
-            tool_call=ToolCallBlock(id=f"{prefix}{n}", name=tool_call.name, input=tool_call.input),
-            kind="elicitation",
-            title=f"The MCP server {server!r} " + ("sends you to a page" if url is not None else "asks"),
-            message=message,
-            response_schema=schema if isinstance(schema, dict) and url is None else None,
-            elicitation_url=url,
+            tool_call=ToolCallBlock(id=key(run), name=tool_call.name, input=tool_call.input),
             agent=agent.name if session.team.is_pipeline else "",
             carrier=carrier,
+            **fields,
         )
-        if url is None and not isinstance(schema, dict):
-            pause.form_error = "The server sent no schema object."
-        kind_spec("elicitation").complete(pause)
+        kind_spec(pause.kind).complete(pause)
         run.pauses[pause.tool_call_id] = pause
     if session.deadline is not None:
         pause.deadline = pause.created_at + session.deadline
@@ -185,16 +180,70 @@ async def ask_person(
         if watch is not None:
             watch.cancel()
     if isinstance(outcome, Decision):
-        return result_of(outcome)
+        return outcome
     if lost is not None:
         session._audit_pause(pause, decision="expired", reason=lost, decided_by="nb_hitl")
         session._push(run)
-        return CANCEL  # nobody reads it: the connection is gone
+        return lost  # nobody reads it: the connection is gone
     # ended unanswered: say what the server was told, in the card and the audit log
-    pause.reason = f"{outcome} The MCP server was answered 'cancel'."
+    pause.reason = f"{outcome} {told}"
     try:
         session._audit_pause(pause, decision="cancelled", reason=pause.reason, decided_by="nb_hitl")
     except Exception:
-        log.warning("the audit record of an unanswered MCP question failed", exc_info=True)
+        log.warning("the audit record of an unanswered MCP request failed", exc_info=True)
     session._push(run)
-    return CANCEL
+    return pause.reason
+
+
+async def ask_person(
+    session: Any,
+    agent: Any,
+    tool_call: ToolCallBlock,
+    *,
+    server: str,
+    message: str,
+    schema: Any,
+    url: str | None = None,
+    gone: Callable[[], Awaitable[str]] | None = None,
+) -> types.ElicitResult:
+    """Show an MCP server's question under ``tool_call`` and wait for the answer (:func:`open_card`).
+
+    Args:
+        session: the :class:`~nb_hitl.session.Session` driving ``agent``.
+        agent: the agent whose tool call is running.
+        tool_call: the running call (AgentScope's block).
+        server: the MCP client's name (shown: who asks).
+        message: the server's question (shown as text).
+        schema: the server's ``requestedSchema`` (untrusted; form mode).
+        url: URL mode: the page the server sends the person to (untrusted:
+            checked by :func:`nb_hitl.kinds.elicitation.url_problem`, shown
+            as text, opened only by the person's click); ``schema`` is then
+            ignored. The server reads only accept (done), decline or cancel.
+        gone: returns (with the reason) once the connection to the server
+            is lost: the card then expires saying so, and nothing is sent.
+
+    Returns:
+        the ``ElicitResult`` for the server: the person's answer, or
+        ``cancel`` when the pause ended unanswered or the reply takes no
+        answer any more.
+
+    Raises:
+        asyncio.CancelledError: the MCP request was cancelled (the card
+            expires saying so).
+    """
+    got = await open_card(
+        session,
+        agent,
+        tool_call,
+        key=lambda run: numbered(run, tool_call.id + ELICITATION_SEP),
+        server=server,
+        told="The MCP server was answered 'cancel'.",
+        gone=gone,
+        kind="elicitation",
+        title=f"The MCP server {server!r} " + ("sends you to a page" if url is not None else "asks"),
+        message=message,
+        response_schema=schema if isinstance(schema, dict) and url is None else None,
+        elicitation_url=url,
+        form_error="The server sent no schema object." if url is None and not isinstance(schema, dict) else None,
+    )
+    return result_of(got) if isinstance(got, Decision) else CANCEL

@@ -1,4 +1,4 @@
-"""AgentScope's ``MCPClient``, with the MCP SDK's elicitation callback.
+"""AgentScope's ``MCPClient``, with the MCP SDK's elicitation and sampling callbacks.
 
 AgentScope 2.0.11 builds ``mcp.Client(transport, mode="auto")`` with no
 elicitation callback (``MCPClient._create_sdk_client``), so a server asking
@@ -20,6 +20,10 @@ The callback finds the running tool call (:data:`nb_hitl._agentscope.RUNNING_CAL
 set by the Session around every tool call; on a legacy connection the
 callback runs outside the call's task, so the client keeps the calls it has
 in flight) and asks the person through :func:`nb_hitl.mcp._ask.ask_person`.
+A sampling request (``sampling/createMessage``) takes the same two roads to
+:meth:`AskingMCPClient.on_sampling`: the person reviews the request, the
+agent's own model answers, the person reviews the answer
+(:mod:`nb_hitl.mcp._sampling`).
 """
 
 from __future__ import annotations
@@ -33,12 +37,14 @@ from typing import Any, Literal
 import mcp
 import mcp_types as types
 from agentscope.mcp import MCPClient, StdioMCPConfig
+from agentscope.message import ToolCallBlock
 from mcp import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from pydantic import PrivateAttr
 
 from .._agentscope import RUNNING_CALL
 from ._ask import ask_person, session_of
+from ._sampling import review_sampling
 
 __all__ = ["AskingMCPClient"]
 
@@ -91,7 +97,8 @@ async def _closed(session: Any, interval: float) -> str:
 
 
 class AskingMCPClient(MCPClient):
-    """AgentScope's ``MCPClient`` whose servers may ask the person (MCP elicitation, form and URL modes).
+    """AgentScope's ``MCPClient`` whose servers may ask the person (MCP elicitation, form and URL modes)
+    and the notebook's model, reviewed by the person (MCP sampling).
 
     Use it as AgentScope's: ``await client.connect()``, ``await
     client.list_tools()`` into the agent's ``Toolkit``, ``await
@@ -148,18 +155,34 @@ class AskingMCPClient(MCPClient):
         return stdio_client(params, errlog=_process_stderr())
 
     def _create_sdk_client(self) -> mcp.Client:
-        """AgentScope's transport choice, the SDK client with the callback and ``mode``."""
+        """AgentScope's transport choice, the SDK client with the callbacks and ``mode``."""
         if self.mcp_config.type == "stdio_mcp":
             transport = self._create_stdio_transport()
         else:
             transport = self._create_http_client()
-        client = _SDKClient(transport, mode=self.mode, elicitation_callback=self.on_elicitation)
+        client = _SDKClient(
+            transport, mode=self.mode, elicitation_callback=self.on_elicitation, sampling_callback=self.on_sampling
+        )
         client.in_flight = self._in_flight
         return client
 
-    def _nobody(self, why: str) -> types.ErrorData:
+    def _asker(self, what: str) -> tuple[Any, Any, ToolCallBlock] | types.ErrorData:
+        """``(session, agent, tool_call)`` of the running call a server's request is about,
+        or the MCP error saying nobody can answer ``what``."""
+        running = RUNNING_CALL.get()  # the current protocol: the callback runs in the call's task
+        if running is None:
+            calls = list(self._in_flight)  # legacy: from the SDK's receive loop
+            if len(calls) > 1:
+                return self._nobody(what, "several calls of this client are in flight and the request names none")
+            running = calls[0] if calls else None
+        session = session_of(running[0]) if running is not None else None
+        if running is None or session is None:
+            return self._nobody(what, "the tool does not run for an agent an nb_hitl Session drives")
+        return session, running[0], running[1]
+
+    def _nobody(self, what: str, why: str) -> types.ErrorData:
         log.warning("MCP server %r asked, but %s: answered with an error", self.name, why)
-        return types.ErrorData(code=types.INVALID_REQUEST, message=f"No person can answer this question: {why}.")
+        return types.ErrorData(code=types.INVALID_REQUEST, message=f"No person can answer {what}: {why}.")
 
     async def on_elicitation(
         self, context: Any, params: types.ElicitRequestParams
@@ -170,16 +193,10 @@ class AskingMCPClient(MCPClient):
             the person's ``ElicitResult`` (``cancel`` when the pause ended
             unanswered), or ``ErrorData`` when nobody can be asked.
         """
-        running = RUNNING_CALL.get()  # the current protocol: the callback runs in the call's task
-        if running is None:
-            calls = list(self._in_flight)  # legacy: from the SDK's receive loop
-            if len(calls) > 1:
-                return self._nobody("several calls of this client are in flight and the question names none")
-            running = calls[0] if calls else None
-        session = session_of(running[0]) if running is not None else None
-        if running is None or session is None:
-            return self._nobody("the tool does not run for an agent an nb_hitl Session drives")
-        agent, tool_call = running
+        found = self._asker("this question")
+        if isinstance(found, types.ErrorData):
+            return found
+        session, agent, tool_call = found
         return await ask_person(
             session,
             agent,
@@ -188,5 +205,29 @@ class AskingMCPClient(MCPClient):
             message=params.message,
             schema=params.requested_schema if isinstance(params, types.ElicitRequestFormParams) else None,
             url=params.url if isinstance(params, types.ElicitRequestURLParams) else None,
+            gone=lambda: _closed(context.session, self.watch_interval),
+        )
+
+    async def on_sampling(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        """The SDK's ``sampling_callback`` (both protocol modes): the person reviews the
+        request, the agent's own model answers, the person reviews the answer
+        (:func:`nb_hitl.mcp._sampling.review_sampling`).
+
+        Returns:
+            the reviewed ``CreateMessageResult``, or ``ErrorData`` (denied,
+            unanswered, the model failed, nobody can be asked).
+        """
+        found = self._asker("this sampling request")
+        if isinstance(found, types.ErrorData):
+            return found
+        session, agent, tool_call = found
+        return await review_sampling(
+            session,
+            agent,
+            tool_call,
+            server=self.name,
+            params=params,
             gone=lambda: _closed(context.session, self.watch_interval),
         )

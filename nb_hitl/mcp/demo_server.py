@@ -28,7 +28,7 @@ from typing import Annotated, Literal
 import mcp_types as types
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
@@ -105,6 +105,31 @@ async def connect_calendar(ctx: Context) -> str | types.InputRequiredResult:
         return _said(got)
     result = await ctx.elicit_url(message, SIGN_IN_URL, _SIGN_IN)
     return _said(types.ElicitResult(action=result.action))
+
+
+_AGENDAS: dict[str, str] = {}
+
+
+def ask_agenda(topic: str) -> Sample:
+    """The resolver of ``draft_agenda``'s ``draft``: the completion to ask the client's model for."""
+    return Sample(
+        [
+            types.SamplingMessage(
+                role="user", content=types.TextContent(type="text", text=f"Write a three-item agenda for {topic!r}.")
+            )
+        ],
+        max_tokens=200,
+        system_prompt="You write short meeting agendas.",
+        model_preferences=types.ModelPreferences(hints=[types.ModelHint(name="small")], speed_priority=0.8),
+    )
+
+
+@server.tool(annotations=types.ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False))
+async def draft_agenda(topic: str, draft: Annotated[types.CreateMessageResult, Resolve(ask_agenda)]) -> str:
+    """Draft the agenda of a meeting (asks the client's model)."""
+    text = draft.content.text if isinstance(draft.content, types.TextContent) else ""
+    _AGENDAS[topic] = text
+    return f"Agenda for {topic!r} saved: {text}"
 
 
 if __name__ == "__main__":

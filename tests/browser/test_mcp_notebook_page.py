@@ -6,8 +6,9 @@ what to click and waits. The notebook starts the real MCP server
 the server's form (a choice, a number, a checkbox) and presses Accept,
 approves the destructive tool the policy asks for, opens the sign-in page
 from its card (a new tab with no opener; the demonstration address is
-answered by the test's route, nothing leaves the machine) and presses Done; the notebook ends with no error output and prints what the
-clicks did.
+answered by the test's route, nothing leaves the machine) and presses Done,
+approves the server's sampling request and sends an edit of the model's
+answer; the notebook ends with no error output and prints what the clicks did.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def test_mcp_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     form = card_locator(page, "elicitation")
     form.wait_for(timeout=90_000)
     output_locator(page, "Waiting for you: in the card above, pick Tuesday").wait_for(timeout=60_000)
-    assert form.locator('[data-testid="nbh-elicitation-message"]').inner_text() == (
+    # text_content: Run All leaves the notebook scrolled to its end, where JupyterLab does not render this card
+    assert form.locator('[data-testid="nbh-elicitation-message"]').text_content() == (
         "When should 'Budget review' take place?"
     )
     form.locator('[data-field="day"]').select_option(label="Tuesday")
@@ -73,6 +75,20 @@ def test_mcp_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     sign_in.locator('[data-testid="nbh-url-done"]').click()
     output_locator(page, "the calendar is connected.").first.wait_for(timeout=60_000)
 
+    # 4. sampling: approve the request, then send an edit of the model's answer
+    request = card_locator(page, "sampling")
+    request.wait_for(timeout=60_000)
+    output_locator(page, "Waiting for you: press Approve & call the model on the card above.").wait_for(timeout=60_000)
+    assert request.locator('[data-testid="nbh-sampling-system"]').inner_text() == "You write short meeting agendas."
+    request.locator('[data-testid="nbh-sampling-approve"]').click()
+    answer = card_locator(page, "sampling").locator('[data-testid="nbh-sampling-completion"]')
+    answer.wait_for(timeout=60_000)
+    output_locator(page, "Waiting for you: in the card above, change the answer").wait_for(timeout=60_000)
+    assert answer.input_value() == "1. Last quarter's figures 2. Open questions 3. Decisions"
+    answer.fill("1. Figures 2. Risks 3. Decisions")
+    card_locator(page, "sampling").locator('[data-testid="nbh-sampling-edit"]').click()
+    output_locator(page, "saved: 1. Figures 2. Risks 3. Decisions").first.wait_for(timeout=60_000)
+
     # the reply's last text (JupyterLab may have the cell scrolled out of view: attached, not visible)
     output_locator(page, "list_meetings: Budget review").first.wait_for(state="attached", timeout=120_000)
     wait_execution_done(page, timeout=240)
@@ -86,6 +102,7 @@ def test_mcp_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     assert "the cancellation: approve" in whole
     assert "the sign-in page: accept" in whole
     assert "the model was sent the address: False" in whole
+    assert "the request: approve" in whole and "the answer: edit" in whole
     done = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="elicitation"][data-status="delivered"]')
     assert done.nth(1).locator('[data-testid="nbh-decision"]').inner_text() == (
         "Done: the MCP server was told you finished on its page"

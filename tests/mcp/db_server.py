@@ -17,6 +17,10 @@ test reads what really reached the server.
   ``ctx.elicit_url`` on a legacy connection, an input-required result
   carrying the URL request on a current one (read back from
   ``ctx.input_responses`` on the retry). Its result names the answer, never the URL.
+* ``summarize_table(table)``: asks the client's model for a one-line summary
+  (MCP sampling, through a ``Sample`` resolver: a server-sent
+  ``sampling/createMessage`` on a legacy connection, an input-required
+  result on a current one) and returns it; it notes what it got.
 """
 
 from __future__ import annotations
@@ -28,8 +32,19 @@ from typing import Annotated
 
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp_types import ElicitRequest, ElicitRequestURLParams, ElicitResult, InputRequiredResult, ToolAnnotations
+from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
+from mcp_types import (
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitRequestURLParams,
+    ElicitResult,
+    InputRequiredResult,
+    ModelHint,
+    ModelPreferences,
+    SamplingMessage,
+    TextContent,
+    ToolAnnotations,
+)
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
@@ -131,6 +146,28 @@ async def sign_in(account: str, ctx: Context) -> str | InputRequiredResult:
         action, content = result.action, None
     note(tool="sign_in", action=action, **({"content": content} if content is not None else {}))
     return "Signed in." if action == "accept" else f"Not signed in: the user chose {action}."
+
+
+def ask_summary(table: str) -> Sample:
+    return Sample(
+        [
+            SamplingMessage(
+                role="user", content=TextContent(type="text", text=f"Summarize the table {table} in one line.")
+            )
+        ],
+        max_tokens=50,
+        system_prompt="You summarize database tables.",
+        model_preferences=ModelPreferences(hints=[ModelHint(name="small")], speed_priority=0.8),
+        temperature=0.2,
+    )
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def summarize_table(table: str, summary: Annotated[CreateMessageResult, Resolve(ask_summary)]) -> str:
+    """Summarize a table (asks the client's model)."""
+    text = summary.content.text if isinstance(summary.content, TextContent) else "?"
+    note(tool="summarize_table", table=table, text=text, model=summary.model)
+    return f"Summary of {table}: {text}"
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ fields, a value outside the server's limits refused at its field with
 nothing sent, the accepted form reaching the server (the tool's result
 says what it booked), the destructive tool asked by the policy although a
 rule allows it, the sign-in page (URL mode) whose address the model is
-never sent, and the audit log.
+never sent, the sampling request reviewed before the model is called and
+its edited answer reaching the server, and the audit log.
 """
 
 from __future__ import annotations
@@ -60,14 +61,29 @@ def test_mcp_notebook_runs_headless() -> None:
     assert "- connect_calendar: The user finished the calendar sign-in; the calendar is connected." in texts[7]
     assert "the model was sent the address: False" in texts[7]
 
+    # 4. sampling: the request shown before the model is called, the edited answer reaching the server
+    agenda = texts[8]
+    assert "The MCP server 'calendar' asks the notebook's model" in agenda
+    assert "system prompt: You write short meeting agendas." in agenda
+    assert "the server asks: Write a three-item agenda for 'Budget review'." in agenda
+    assert "model hints: ['small'] max tokens: 200" in agenda
+    assert "the request: approve" in agenda
+    assert "the model answered: 1. Last quarter's figures 2. Open questions 3. Decisions" in agenda
+    assert "the answer: edit" in agenda
+    assert "- draft_agenda: Agenda for 'Budget review' saved: 1. Figures 2. Risks 3. Decisions" in agenda
+
     # the audit log: every answer; the calendar shows what they did
     last = texts[-1]
     assert "- list_meetings: Budget review (Tuesday, 45 minutes, in person)" in last
     assert "Weekly sync" not in last.split("\n")[0]
-    rows = [line.split()[:3] for line in last.splitlines() if line.startswith(("elicitation", "confirm"))]
+    rows = [
+        line.split()[:3] for line in last.splitlines() if line.startswith(("elicitation", "confirm", "sampling"))
+    ]
     assert rows == [
         ["elicitation", "book_meeting", "accept"],
         ["confirm", "cancel_meeting", "approve"],
         ["elicitation", "connect_calendar", "accept"],
+        ["sampling", "draft_agenda", "approve"],
+        ["sampling", "draft_agenda", "edit"],
     ]
     assert len(widget_views(nb)) >= 4

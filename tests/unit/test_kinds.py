@@ -61,7 +61,7 @@ def _pause(kind: str) -> Pause:
 
 
 def test_every_kind_has_a_spec() -> None:
-    assert set(KINDS) == {"confirm", "ask_user", "external", "review", "form", "elicitation"}
+    assert set(KINDS) == {"confirm", "ask_user", "external", "review", "form", "elicitation", "sampling"}
     for name in KINDS:
         spec = kind_spec(name)
         assert isinstance(spec, PauseKindSpec) and spec.name == name

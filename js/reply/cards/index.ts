@@ -10,6 +10,7 @@ import { externalCard } from "./external";
 import { reviewCard } from "./review";
 import { formCard } from "./form";
 import { elicitationCard } from "./elicitation";
+import { samplingCard } from "./sampling";
 
 /** A decision every open card of one kind can take at once ("Approve all"). */
 export interface BulkAction {
@@ -41,6 +42,7 @@ const CARDS: Record<PauseKind, CardKind> = {
   review: reviewCard,
   form: formCard,
   elicitation: elicitationCard,
+  sampling: samplingCard,
 };
 
 function known(kind: string): kind is PauseKind {

@@ -1,0 +1,128 @@
+// An MCP server asks the notebook's model for a completion while its tool
+// runs (MCP sampling). Two cards, one after the other (nb_hitl/kinds/sampling.py):
+// the server's request (messages, system prompt, model preferences, token
+// limit) before the model is called, then the model's answer before it goes
+// back to the server. Each: Approve, send an edit, or Deny (the server then
+// gets an error, never a completion). Everything the server sent is shown as
+// text; the kernel checks every answer before anything is called or sent.
+import { h } from "../../lib/dom";
+import type { PauseView, SamplingView } from "../../types";
+import type { CardCtx } from "../card";
+import type { CardKind } from "./index";
+
+/** The request's settings in one line each (only those the server gave). */
+function settings(s: SamplingView): HTMLElement {
+  const lines: string[] = [];
+  if (s.model_hints.length) lines.push(`Model hints: ${s.model_hints.join(", ")}`);
+  const prio = Object.entries(s.priorities);
+  if (prio.length) lines.push(`Priorities: ${prio.map(([k, v]) => `${k} ${v}`).join(", ")}`);
+  if (s.max_tokens !== null) lines.push(`Max tokens: ${s.max_tokens}`);
+  if (s.temperature !== null) lines.push(`Temperature: ${s.temperature}`);
+  if (s.stop_sequences.length) lines.push(`Stop sequences: ${s.stop_sequences.map((x) => JSON.stringify(x)).join(", ")}`);
+  if (s.include_context && s.include_context !== "none") lines.push(`Include context: ${s.include_context} (not sent: only these messages are)`);
+  return h(
+    "div",
+    { class: "nbh-muted", "data-testid": "nbh-sampling-settings" },
+    ...lines.map((l) => h("div", {}, l)),
+    h("div", {}, "The token limit, temperature and stop sequences are shown, not applied: the notebook's model runs with its own settings."),
+  );
+}
+
+function systemPrompt(s: SamplingView): HTMLElement | string {
+  return s.system_prompt ? h("div", {}, h("div", { class: "nbh-muted" }, "System prompt"), h("pre", { class: "nbh-pre", "data-testid": "nbh-sampling-system" }, s.system_prompt)) : "";
+}
+
+/** The messages as text (a closed card, or the completion stage). */
+function messagesText(s: SamplingView): HTMLElement {
+  return h("div", { "data-testid": "nbh-sampling-messages" }, ...s.messages.map((m) => h("div", {}, h("div", { class: "nbh-muted" }, m.role), h("pre", { class: "nbh-pre" }, m.text))));
+}
+
+function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
+  const { ui, open } = ctx;
+  const dis = !open || ui.pending;
+  ctx.setDraft(() => null); // an answer to a server is sent on its own, never with "Submit all"
+  if (p.message) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-sampling-note" }, p.message));
+  const reason = h("input", { type: "text", placeholder: "Reason (optional, the server and the model read it)", disabled: dis, "data-testid": "nbh-sampling-reason", "aria-label": "Reason for denying" });
+  const deny = h("button", { class: "nbh-danger", "data-testid": "nbh-sampling-deny", disabled: dis, onclick: () => void ctx.send(reason.value.trim() ? { action: "deny", reason: reason.value } : { action: "deny" }) }, "Deny");
+  const s = p.sampling;
+  if (!s || p.form_error) {
+    card.append(
+      h("div", { class: "nbh-error", "data-testid": "nbh-sampling-invalid" }, "The server's request cannot be sent: " + (p.form_error || "it carries no request.")),
+      ...(s ? [systemPrompt(s), messagesText(s)] : []),
+      ctx.errorBox() || "",
+      h("div", { class: "nbh-row" }, deny, reason),
+    );
+    return;
+  }
+  const completion = s.stage === "completion";
+  // the editable texts: each message of the request, or the model's answer
+  const originals = completion ? [s.completion || ""] : s.messages.map((m) => m.text);
+  const areas = originals.map((text, i) => {
+    const area = h("textarea", {
+      "data-testid": completion ? "nbh-sampling-completion" : `nbh-sampling-message-${i}`,
+      "aria-label": completion ? "The model's answer" : `Message ${i + 1} (${s.messages[i].role})`,
+      spellcheck: "false",
+      disabled: dis,
+    });
+    area.value = text;
+    return area;
+  });
+  const edited = () => areas.some((a, i) => a.value !== originals[i]);
+  const edit = () => void ctx.send(completion ? { action: "edit", output: areas[0].value } : { action: "edit", messages: areas.map((a) => a.value) });
+  const question = h("div", { class: "nbh-warn", "data-testid": "nbh-ask-first", hidden: true });
+  const approve = () => {
+    if (!edited()) return void ctx.send({ action: "approve" });
+    // an edit is never thrown away without a word
+    question.replaceChildren(
+      h("div", {}, "You edited the text. Approve sends the server's own, not your edit. Which one do you mean?"),
+      h(
+        "div",
+        { class: "nbh-row" },
+        h("button", { "data-testid": "nbh-sampling-send-edit", onclick: edit }, "Send my edit"),
+        h("button", { "data-testid": "nbh-sampling-approve-original", onclick: () => void ctx.send({ action: "approve" }) }, "Discard my edit"),
+        h("button", { onclick: () => (question.hidden = true) }, "Cancel"),
+      ),
+    );
+    question.hidden = false;
+  };
+  const body = completion
+    ? [
+        h("details", {}, h("summary", {}, "What the model was asked"), systemPrompt(s), messagesText(s)),
+        h("div", { class: "nbh-muted" }, `The notebook's model${s.model ? ` (${s.model})` : ""} answered. The MCP server has not seen it; edit the text to change what it gets.`),
+        areas[0],
+      ]
+    : [
+        systemPrompt(s),
+        ...s.messages.map((m, i) => h("div", {}, h("div", { class: "nbh-muted" }, m.role), areas[i])),
+        settings(s),
+        h("div", { class: "nbh-muted" }, "The notebook's model has not been called. Edit the messages to change what it is asked."),
+      ];
+  card.append(
+    ...body,
+    ctx.errorBox("messages") || ctx.errorBox("output") || ctx.errorBox() || "",
+    question,
+    h(
+      "div",
+      { class: "nbh-row" },
+      h("button", { class: "nbh-primary", "data-testid": "nbh-sampling-approve", disabled: dis, onclick: approve }, completion ? "Approve & send" : "Approve & call the model"),
+      h("button", { "data-testid": "nbh-sampling-edit", disabled: dis, onclick: edit }, completion ? "Send my edit" : "Call the model with my edit"),
+      deny,
+      reason,
+    ),
+  );
+}
+
+export const samplingCard: CardKind = {
+  openLabel: "An MCP server asks your model",
+  closedLabel: "MCP sampling",
+  build,
+  // the record says what was asked or answered; the tool's own input is on its call above
+  showsInputWhenClosed: () => false,
+  recordHead: (p) => {
+    const s = p.sampling;
+    if (!s) return null;
+    return s.stage === "completion"
+      ? h("div", {}, h("div", { class: "nbh-muted" }, "The model's answer"), h("pre", { class: "nbh-pre", "data-testid": "nbh-sampling-answer" }, s.completion || ""))
+      : h("div", {}, systemPrompt(s), messagesText(s));
+  },
+};

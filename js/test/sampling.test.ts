@@ -1,0 +1,108 @@
+// MCP sampling cards (reply/cards/sampling.ts): the server's request and the
+// model's answer shown as text; Approve, an edit and Deny go the one road of
+// every answer (approve / edit / deny); a malformed request is an invalid card.
+import { after, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { installDom } from "./dom";
+import { settle } from "./fake_model";
+import { drawReply, pause } from "./page";
+import { decisionText } from "../reply/record";
+import type { SamplingView } from "../types";
+
+const dom = installDom();
+after(() => dom.window.close());
+
+const HOSTILE = '<img src=x onerror="alert(1)">';
+
+function request(over: Partial<SamplingView> = {}): SamplingView {
+  return {
+    stage: "request",
+    messages: [{ role: "user", text: `Summarize ${HOSTILE}` }],
+    system_prompt: `You summarize. ${HOSTILE}`,
+    model_hints: ["small"],
+    priorities: { speed: 0.8 },
+    max_tokens: 50,
+    temperature: 0.2,
+    stop_sequences: [],
+    include_context: null,
+    completion: null,
+    model: null,
+    ...over,
+  };
+}
+
+const sent = (page: Awaited<ReturnType<typeof drawReply>>, action: string) =>
+  page.fake.actions(action).map((m) => ({ ...m, request_id: "", tool_call_id: "", reply_id: "" }));
+
+describe("the sampling request card", () => {
+  test("the request is text: messages, system prompt, settings; nothing is markup", async () => {
+    const page = await drawReply([pause({ kind: "sampling", tool_name: "mcp__db__summarize_table", sampling: request() })]);
+    const card = page.card("c1");
+    assert.equal(card.querySelector("img"), null);
+    assert.equal(page.control<HTMLTextAreaElement>("c1", "nbh-sampling-message-0")!.value, `Summarize ${HOSTILE}`);
+    assert.equal(page.control("c1", "nbh-sampling-system")!.textContent, `You summarize. ${HOSTILE}`);
+    const settings = page.control("c1", "nbh-sampling-settings")!.textContent!;
+    for (const part of ["Model hints: small", "Priorities: speed 0.8", "Max tokens: 50", "Temperature: 0.2", "shown, not applied"]) assert.ok(settings.includes(part), part);
+    page.close();
+  });
+  test("Approve sends approve; an edit sends the text of each message", async () => {
+    const page = await drawReply([pause({ kind: "sampling", sampling: request() })]);
+    page.control("c1", "nbh-sampling-approve")!.click();
+    await settle();
+    assert.deepEqual(sent(page, "approve"), [{ action: "approve", request_id: "", tool_call_id: "", reply_id: "" }]);
+    page.close();
+    const again = await drawReply([pause({ kind: "sampling", sampling: request() })]);
+    const area = again.control<HTMLTextAreaElement>("c1", "nbh-sampling-message-0")!;
+    area.value = "Summarize, no names.";
+    again.control("c1", "nbh-sampling-approve")!.click(); // an edit is not thrown away without a word
+    await settle();
+    assert.equal(again.fake.actions("approve").length, 0);
+    again.control("c1", "nbh-sampling-send-edit")!.click();
+    await settle();
+    assert.deepEqual(sent(again, "edit"), [{ action: "edit", messages: ["Summarize, no names."], request_id: "", tool_call_id: "", reply_id: "" }]);
+    again.close();
+  });
+  test("Deny sends deny with the reason", async () => {
+    const page = await drawReply([pause({ kind: "sampling", sampling: request() })]);
+    page.control<HTMLInputElement>("c1", "nbh-sampling-reason")!.value = "not today";
+    page.control("c1", "nbh-sampling-deny")!.click();
+    await settle();
+    assert.deepEqual(sent(page, "deny"), [{ action: "deny", reason: "not today", request_id: "", tool_call_id: "", reply_id: "" }]);
+    page.close();
+  });
+  test("a request that cannot be sent leaves only Deny", async () => {
+    const page = await drawReply([pause({ kind: "sampling", sampling: request(), form_error: "Message 1 holds image content." })]);
+    assert.match(page.control("c1", "nbh-sampling-invalid")!.textContent!, /image content/);
+    assert.equal(page.control("c1", "nbh-sampling-approve"), null);
+    assert.ok(page.control("c1", "nbh-sampling-deny"));
+    page.close();
+  });
+  test("a malformed request is drawn as an invalid card", async () => {
+    const bad = { ...request(), messages: [{ role: "user", text: 3 }] } as unknown as SamplingView;
+    const page = await drawReply([pause({ kind: "sampling", sampling: bad })]);
+    assert.equal(page.control("c1", "nbh-sampling-approve"), null);
+    assert.match(page.card("c1").textContent!, /sampling is not a well-formed sampling request/);
+    page.close();
+  });
+});
+
+describe("the sampling completion card", () => {
+  test("the answer is editable text; an edit sends output", async () => {
+    const s = request({ stage: "completion", completion: `3 rows ${HOSTILE}`, model: "scripted" });
+    const page = await drawReply([pause({ kind: "sampling", sampling: s })]);
+    assert.equal(page.card("c1").querySelector("img"), null);
+    const area = page.control<HTMLTextAreaElement>("c1", "nbh-sampling-completion")!;
+    assert.equal(area.value, `3 rows ${HOSTILE}`);
+    area.value = "3 rows.";
+    page.control("c1", "nbh-sampling-edit")!.click();
+    await settle();
+    assert.deepEqual(sent(page, "edit"), [{ action: "edit", output: "3 rows.", request_id: "", tool_call_id: "", reply_id: "" }]);
+    page.close();
+  });
+  test("the record says what the server got", () => {
+    const done = (stage: "request" | "completion") => ({ kind: "sampling" as const, sampling: request({ stage }) });
+    assert.equal(decisionText({ action: "approve" }, done("request")), "Approved: the notebook's model was called");
+    assert.equal(decisionText({ action: "approve" }, done("completion")), "Approved: the completion was sent to the MCP server");
+    assert.equal(decisionText({ action: "deny", cause: "timeout" }, done("request")), "Not answered before the deadline: the request was refused, the MCP server got an error");
+  });
+});

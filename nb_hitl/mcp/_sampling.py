@@ -1,0 +1,209 @@
+"""An MCP server's sampling request, reviewed by a person before and after the notebook's model answers.
+
+:func:`review_sampling` is what :class:`~nb_hitl.mcp.AskingMCPClient`'s
+sampling callback awaits (MCP ``sampling/createMessage``, either protocol
+mode). Two cards of kind ``sampling`` (:mod:`nb_hitl.kinds.sampling`), each
+through :func:`nb_hitl.mcp._ask.open_card` (the front door, the status
+table and the audit record of every answer):
+
+1. the request as text (messages, system prompt, model preferences, token
+   limit); approved or edited, the agent's own model (``agent.model``,
+   AgentScope's ``ChatModelBase``) is called with it;
+2. the completion; approved or edited, it goes back to the server as MCP's
+   ``CreateMessageResult``.
+
+A denial, a deadline, an interrupted reply or a model that fails: the
+server gets an MCP error saying so (never an invented completion), and the
+model reads the tool's result (an error). The server's ``maxTokens``,
+``temperature`` and ``stopSequences`` are shown, not applied: the notebook's
+model runs with its own settings (each AgentScope model names its
+generation parameters its own way).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from agentscope.message import Msg, TextBlock, ToolCallBlock
+
+from .._agentscope import blocks_text, enum_value
+from ..kinds import Decision
+from ..kinds.sampling import denial_text
+from ._ask import numbered, open_card
+
+__all__ = ["SAMPLING_SEP", "request_view", "review_sampling", "call_model", "USER_REJECTED"]
+
+log = logging.getLogger("nb_hitl.mcp")
+
+SAMPLING_SEP = "~sampling-"
+"""A sampling request's pause key is ``<tool_call_id>~sampling-<n>``; its
+completion's ``<tool_call_id>~sampling-<n>~completion``."""
+
+USER_REJECTED = -1
+"""The MCP error code of a sampling request the user refused (the MCP specification's example)."""
+
+TOLD = "The MCP server was answered with an error (no completion)."
+
+
+def _content_text(content: Any, n: int) -> tuple[str, str | None]:
+    """The text of one message's content, or why it is not text."""
+    blocks = content if isinstance(content, list) else [content]
+    texts: list[str] = []
+    for block in blocks:
+        if isinstance(block, types.TextContent):
+            texts.append(block.text)
+        else:
+            what = getattr(block, "type", type(block).__name__)
+            return "", f"Message {n} holds {what} content; only text is shown and sent to the model."
+    return "\n".join(texts), None
+
+
+def request_view(params: types.CreateMessageRequestParams) -> tuple[dict[str, Any], str | None]:
+    """The request as the card shows it (``Pause.sampling``), and why it cannot be sent, if so."""
+    messages: list[dict[str, str]] = []
+    problem: str | None = None
+    for n, message in enumerate(params.messages, 1):
+        text, why = _content_text(message.content, n)
+        messages.append({"role": message.role, "text": text})
+        problem = problem or why
+    prefs = params.model_preferences
+    priorities = {
+        name: value
+        for name, value in (
+            ("cost", prefs.cost_priority if prefs else None),
+            ("speed", prefs.speed_priority if prefs else None),
+            ("intelligence", prefs.intelligence_priority if prefs else None),
+        )
+        if value is not None
+    }
+    if params.tools or params.tool_choice:
+        problem = problem or "The request offers the model tools; this client does not sample with tools."
+    if not messages:
+        problem = problem or "The request holds no messages."
+    view = {
+        "stage": "request",
+        "messages": messages,
+        "system_prompt": params.system_prompt,
+        "model_hints": [h.name for h in (prefs.hints or [])] if prefs else [],
+        "priorities": priorities,
+        "max_tokens": params.max_tokens,
+        "temperature": params.temperature,
+        "stop_sequences": list(params.stop_sequences or []),
+        "include_context": params.include_context,
+        "completion": None,
+        "model": None,
+    }
+    return view, problem
+
+
+async def call_model(model: Any, system_prompt: str | None, messages: list[dict[str, str]]) -> str:
+    """The text ``model`` (AgentScope's ``ChatModelBase``) answers to ``messages``.
+
+    Args:
+        model: the agent's model.
+        system_prompt: the server's system prompt, or ``None``.
+        messages: ``[{"role": "user" | "assistant", "text"}]``.
+
+    Returns:
+        the text blocks of its answer (streamed or not), joined.
+
+    Raises:
+        asyncio.CancelledError: the call was cancelled (AgentScope's model
+            answers a cancellation with an ``interrupted`` response).
+        Exception: whatever the model raises.
+    """
+    msgs = [Msg(name="system", role="system", content=[TextBlock(text=system_prompt)])] if system_prompt else []
+    msgs += [Msg(name=m["role"], role=m["role"], content=[TextBlock(text=m["text"])]) for m in messages]  # type: ignore[arg-type]
+    res = await model(msgs)
+    if hasattr(res, "__aiter__"):
+        last = None
+        async for chunk in res:
+            last = chunk
+        res = last
+    if enum_value(getattr(res, "finished_reason", None)) == "interrupted":
+        raise asyncio.CancelledError  # AgentScope's model turned a cancellation into a response: end as cancelled
+    return blocks_text(getattr(res, "content", None) or [], data_label=False)
+
+
+async def review_sampling(
+    session: Any,
+    agent: Any,
+    tool_call: ToolCallBlock,
+    *,
+    server: str,
+    params: types.CreateMessageRequestParams,
+    gone: Callable[[], Awaitable[str]] | None = None,
+) -> types.CreateMessageResult | types.ErrorData:
+    """Review an MCP server's sampling request, call the agent's model, review its answer.
+
+    Args:
+        session: the :class:`~nb_hitl.session.Session` driving ``agent``.
+        agent: the agent whose tool call is running (its ``model`` is called).
+        tool_call: the running call.
+        server: the MCP client's name.
+        params: the server's request (untrusted; shown as text).
+        gone: as for :func:`~nb_hitl.mcp._ask.open_card`.
+
+    Returns:
+        the approved (or edited) completion as ``CreateMessageResult``, or
+        ``ErrorData`` saying why there is none (denied, unanswered, the model failed).
+
+    Raises:
+        asyncio.CancelledError: the MCP request was cancelled.
+    """
+    view, problem = request_view(params)
+    title = f"The MCP server {server!r} asks the notebook's model"
+    got = await open_card(
+        session,
+        agent,
+        tool_call,
+        key=lambda run: numbered(run, tool_call.id + SAMPLING_SEP),
+        server=server,
+        told=TOLD,
+        gone=gone,
+        kind="sampling",
+        title=title,
+        message="Review the request before the notebook's model is called.",
+        sampling=view,
+        form_error=problem,
+    )
+    if not isinstance(got, Decision):
+        return types.ErrorData(code=USER_REJECTED, message=f"Sampling request not answered: {got}")
+    if got.action == "deny":
+        return types.ErrorData(code=USER_REJECTED, message=denial_text("request", got.cause, got.reason))
+    messages = got.content["messages"] if got.action == "edit" and got.content else view["messages"]
+    model = agent.model
+    name = str(getattr(model, "model", None) or type(model).__name__)
+    try:
+        text = await call_model(model, view["system_prompt"], messages)
+    except Exception as exc:
+        log.warning("the model failed on MCP server %r's sampling request", server, exc_info=True)
+        return types.ErrorData(
+            code=types.INTERNAL_ERROR, message=f"The notebook's model failed: {type(exc).__name__}: {exc}"
+        )
+    completion_key = f"{got.tool_call_id}~completion"
+    got = await open_card(
+        session,
+        agent,
+        tool_call,
+        key=lambda _run: completion_key,
+        server=server,
+        told=TOLD,
+        gone=gone,
+        kind="sampling",
+        title=title,
+        message="Review the model's answer before it goes back to the MCP server.",
+        sampling={**view, "stage": "completion", "messages": messages, "completion": text, "model": name},
+    )
+    if not isinstance(got, Decision):
+        return types.ErrorData(code=USER_REJECTED, message=f"Completion not answered: {got}")
+    if got.action == "deny":
+        return types.ErrorData(code=USER_REJECTED, message=denial_text("completion", got.cause, got.reason))
+    final = got.content["text"] if got.action == "edit" and got.content else text
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text=final), model=name, stop_reason="endTurn"
+    )
