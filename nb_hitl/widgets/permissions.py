@@ -23,7 +23,7 @@ from typing import Any
 import traitlets
 
 from .. import permissions as perm
-from .._agentscope import permission_context, permission_engine
+from .._agentscope import permission_engine
 from ..errors import DecisionError
 from ..permissions.rules import context_fingerprint
 from ..permissions.tools import MAX_INPUT_DEPTH, nesting_exceeds, tools_of
@@ -135,6 +135,7 @@ class PermissionExplorer(RequestWidget):
     replay = traitlets.Dict().tag(sync=True)
 
     _watch_task: asyncio.Task | None = None
+    _replays: ReplayDesk | None = None
 
     def __init__(
         self,
