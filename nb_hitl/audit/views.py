@@ -100,8 +100,9 @@ async def suggest_rules(log: Log, toolkit: Any) -> pd.DataFrame:
         ``rule_content``, ``behavior`` (``allow``), ``covers`` (approved
         calls it covers), ``matches`` (recorded calls of the tool it
         matches, asked or not) and ``examples`` (up to three covered inputs
-        as JSON). ``attrs["uncovered"]``: approved calls no candidate covers
-        without also covering a refusal (or of a tool not in ``toolkit``).
+        as JSON). ``attrs["uncovered"]``: the approved calls no candidate
+        covers without also covering a refusal (or of a tool not in
+        ``toolkit``), each ``{"tool_name", "input"}``, by tool in the order first seen.
     """
     tools = tools_of(getattr(toolkit, "toolkit", None) or toolkit)
     engine = BoundedEngine(PermissionContext())
@@ -117,13 +118,13 @@ async def suggest_rules(log: Log, toolkit: Any) -> pd.DataFrame:
             return True  # cannot tell in the bound: counted as a match, so never offered on a guess
 
     chosen: dict[tuple[str, str | None], dict[str, Any]] = {}
-    uncovered = 0
+    uncovered: list[dict[str, Any]] = []
     for name, tool_calls in by_tool.items():
         approved = [c for c in tool_calls if c.get("person") in APPROVED]
         refused = [c for c in tool_calls if c.get("person") is not None and c.get("person") not in APPROVED]
         tool = tools.get(name)
         if tool is None:
-            uncovered += len(approved)
+            uncovered += [{"tool_name": name, "input": c["input"]} for c in approved]
             continue
         reach: dict[tuple[str, str | None], tuple[PermissionRule, int] | None] = {}
         for call in approved:
@@ -138,7 +139,7 @@ async def suggest_rules(log: Log, toolkit: Any) -> pd.DataFrame:
                 if found is not None and await matches(rule, call) and (best is None or found[1] < best[1]):
                     best = found
             if best is None:
-                uncovered += 1
+                uncovered.append({"tool_name": name, "input": call["input"]})
                 continue
             rule, count = best
             row = chosen.setdefault(

@@ -77,7 +77,7 @@ def test_the_narrowest_rules_cover_what_people_always_approved_and_nothing_they_
     assert status["examples"] == ['{"command": "git status"}', '{"command": "git status --short"}']
     assert rows["allow send_mail(*)"]["covers"] == 2  # approved, once with changes
     # `git push:*` would also allow the refused `git push --force`: not offered, the approval stays uncovered
-    assert suggested.attrs["uncovered"] == 1
+    assert suggested.attrs["uncovered"] == [{"tool_name": "Bash", "input": {"command": "git push origin main"}}]
 
 
 def test_suggestions_are_offered_never_applied() -> None:
