@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeAlias
 
 import pandas as pd
 from agentscope.permission import PermissionBehavior, PermissionContext, PermissionRule
@@ -40,7 +40,7 @@ SUGGESTION_COLUMNS = ["rule", "tool_name", "rule_content", "behavior", "covers",
 
 _EXAMPLES = 3
 
-Log = AuditLog | str | os.PathLike[str] | Iterable[dict[str, Any]] | pd.DataFrame
+Log: TypeAlias = AuditLog | str | os.PathLike[str] | Iterable[dict[str, Any]] | pd.DataFrame
 
 
 def _frame(log: Log) -> pd.DataFrame:

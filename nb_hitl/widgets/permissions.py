@@ -336,10 +336,10 @@ class PermissionExplorer(RequestWidget):
             )
             return {"count": len(rules), "context": _summary(await self.refresh_all())}
         if action == "replay":
-            rules = msg.get("rules")
-            if rules is not None and not isinstance(rules, str):
+            candidate = msg.get("rules")
+            if candidate is not None and not isinstance(candidate, str):
                 raise DecisionError("rules must be a rules file's text.", field="rules")
-            summary = await self.replay_history(rules, msg.get("mode") or None)
+            summary = await self.replay_history(candidate, msg.get("mode") or None)
             return {"replay": summary} if summary is not None else {"superseded": True}
         if action == "replay_page":
             return {"page": self._desk().page(msg.get("offset", 0), only_changed=bool(msg.get("only_changed", True)))}

@@ -41,7 +41,9 @@ LONG = "mkdir " + "a" * 4000
 
 def _deny(content: str) -> PermissionContext:
     context = PermissionContext()
-    context.deny_rules["Bash"] = [PermissionRule(tool_name="Bash", rule_content=content, behavior="deny", source="test")]
+    context.deny_rules["Bash"] = [
+        PermissionRule(tool_name="Bash", rule_content=content, behavior="deny", source="test")
+    ]
     return context
 
 

@@ -54,8 +54,17 @@ def _write_history(path: Path, calls: int) -> Path:
     for i in range(calls):
         call: dict[str, Any] = {"agent": "clerk", "reply_id": f"r{i // 4}", "tool_call_id": f"c{i}", "ts": float(i)}
         if i % 4:
-            lines.append({**call, "event": "checked", "tool_name": "lookup", "original_input": {"topic": f"t{i}"},
-                          "decision": "allow", "decided_how": "rule", "rule": "allow lookup(*)"})
+            lines.append(
+                {
+                    **call,
+                    "event": "checked",
+                    "tool_name": "lookup",
+                    "original_input": {"topic": f"t{i}"},
+                    "decision": "allow",
+                    "decided_how": "rule",
+                    "rule": "allow lookup(*)",
+                }
+            )
             continue
         mail = {**call, "tool_name": "send_mail", "original_input": {"to": f"u{i}@example.org"}}
         lines.append({**mail, "event": "checked", "decision": "ask", "decided_how": "mode"})
@@ -165,9 +174,14 @@ def test_the_candidate_is_exported_as_a_rules_file_and_a_bad_one_is_refused_with
             ("lookup", None, "allow"),
             ("send_mail", None, "allow"),
         ]
-        bad = await page.send("replay", rules='[\n  {"tool_name": "lookup", "rule_content": null,\n   "behavior": "maybe", "source": "me"}\n]')
+        bad = await page.send(
+            "replay",
+            rules='[\n  {"tool_name": "lookup", "rule_content": null,\n   "behavior": "maybe", "source": "me"}\n]',
+        )
         assert bad["ok"] is False and bad["error"].startswith("line 3") and bad["field"] == "rules[0].behavior"
-        unknown = await page.send("replay", rules='[{"tool_name": "rm_rf", "rule_content": null, "behavior": "allow", "source": "me"}]')
+        unknown = await page.send(
+            "replay", rules='[{"tool_name": "rm_rf", "rule_content": null, "behavior": "allow", "source": "me"}]'
+        )
         assert unknown["ok"] is False and "rm_rf" in unknown["error"]
         assert widget.replay["rule_count"] == 2  # the last good replay stays shown
         assert (await page.send("replay"))["replay"]["source"] == "agent"  # the rules shown

@@ -64,5 +64,8 @@ def test_rules_from_history_clicked_through(page, lab: JupyterLabServer) -> None
     assert "candidate B: 4 of 9 decisions change" in whole
     assert "never fired: allow delete_file(*) (shadowed by deny delete_file(*))" in whole
     assert "answers: 5, median time to decide" in whole
+    assert re.search(r"^approvals in under a second: \d of 3$", whole, flags=re.M)  # clicks may take longer
+    assert whole.count("not covered: ") == 3 and "suggested:" not in whole
+    assert "the agent's rules are unchanged" in whole
     assert any("image/png" in o.get("data", {}) for o in outputs), "the charts were drawn"
     page.locator(f"{OUT} img").first.wait_for(timeout=30_000)
