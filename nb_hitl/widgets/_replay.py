@@ -71,10 +71,24 @@ class ReplayDesk:
         self._known_tools = known_tools
         self._task: asyncio.Task[Any] | None = None
         self._runs = 0
+        self._asked = 0
         self.frame: pd.DataFrame | None = None
         """The last finished replay (every recorded call), or ``None``."""
         self.rules: list[PermissionRule] = []
         """The candidate rules of the last finished replay."""
+        self._read: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
+
+    async def _records(self) -> list[dict[str, Any]]:
+        """The log's records, read again only when the file changed (its size
+        or modification time): replays as a person types read it once."""
+        try:
+            stat = self.history.path.stat()
+            mark = (stat.st_size, stat.st_mtime_ns)
+        except OSError:
+            mark = (-1, -1)
+        if self._read is None or self._read[0] != mark:
+            self._read = (mark, await asyncio.to_thread(self.history.records))
+        return self._read[1]
 
     def _candidate(self, rules_text_: str | None, mode: str | None) -> tuple[list[PermissionRule], PermissionMode]:
         live = permission_context(self._agent)
@@ -108,12 +122,17 @@ class ReplayDesk:
             DecisionError: a bad mode.
         """
         listed, candidate_mode = self._candidate(rules, mode)
+        self._asked += 1
+        mine = self._asked
         if self._task is not None and not self._task.done():
             self._task.cancel()
         from ..audit.replay import replay
 
+        records = await self._records()
+        if mine != self._asked:  # a newer replay was asked for while the log was read
+            return None
         task = asyncio.ensure_future(
-            replay(self.history, listed, getattr(self._agent, "toolkit", None), mode=candidate_mode)
+            replay(records, listed, getattr(self._agent, "toolkit", None), mode=candidate_mode)
         )
         self._task = task
         await asyncio.wait({task})

@@ -165,7 +165,8 @@ def test_a_newer_candidate_cancels_the_replay_still_running_and_the_kernel_answe
 
 def test_the_candidate_is_exported_as_a_rules_file_and_a_bad_one_is_refused_with_its_line(tmp_path: Path) -> None:
     async def run() -> None:
-        widget, page = _explorer(_write_history(tmp_path / "short.jsonl", 400))
+        log = _write_history(tmp_path / "short.jsonl", 400)
+        widget, page = _explorer(log)
         assert (await page.send("replay_export"))["field"] == "replay"  # nothing replayed yet
         await page.send("replay", rules=ALLOW_MAIL)
         text = (await page.send("replay_export"))["text"]
@@ -185,6 +186,11 @@ def test_the_candidate_is_exported_as_a_rules_file_and_a_bad_one_is_refused_with
         assert unknown["ok"] is False and "rm_rf" in unknown["error"]
         assert widget.replay["rule_count"] == 2  # the last good replay stays shown
         assert (await page.send("replay"))["replay"]["source"] == "agent"  # the rules shown
+        # a log that grew (a live session's) is read again for the next replay
+        with log.open("a") as out:
+            out.write(json.dumps({"agent": "clerk", "tool_call_id": "late", "event": "checked", "tool_name": "lookup",
+                                  "original_input": {"topic": "late"}, "decision": "allow"}) + "\n")  # fmt: skip
+        assert (await page.send("replay"))["replay"]["calls"] == 401
         widget.close()
 
     run_async(run())
