@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import shutil
 
+from playwright.sync_api import expect
+
 from tests.harness import REPO_ROOT
 from tests.harness.lab import (
     JupyterLabServer,
@@ -43,7 +45,8 @@ def test_rules_from_history_clicked_through(page, lab: JupyterLabServer) -> None
         card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
         card.wait_for(timeout=30_000)
         assert card.count() == 1
-        assert tool in card.inner_text()
+        card.scroll_into_view_if_needed()  # Run All leaves the view at the last cell, far below the day's
+        expect(card).to_contain_text(tool, timeout=30_000)  # drawn once it is in view
         card.locator(f'[data-testid="nbh-{button.lower()}"]').click()
 
     output_locator(page, re.compile(r"median time to decide")).wait_for(timeout=120_000)
