@@ -252,9 +252,11 @@ async def replay(
     tools = tools_of(getattr(toolkit, "toolkit", None) or toolkit)
     stats: dict[int, dict[str, Any]] = {id(r): {"matched": 0, "fired": 0, "pathological": 0, "by": {}} for r in listed}
     rows = []
-    records = await asyncio.to_thread(read_records, log) if isinstance(log, (AuditLog, str, os.PathLike)) else log
+    calls = await asyncio.to_thread(
+        lambda: recorded_calls(read_records(log))
+    )  # off the loop: 100,000 lines take a second
     turn = time.perf_counter()
-    for call in recorded_calls(records):
+    for call in calls:
         if time.perf_counter() - turn >= YIELD_EVERY:  # the loop's turn: clicks answered, a cancel lands here
             await asyncio.sleep(0)
             turn = time.perf_counter()
