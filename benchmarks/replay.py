@@ -28,8 +28,8 @@ call's tool is matched (to count what fired and what was shadowed), where
 the engine stops at the first match of a bucket.
 
 Bound on its own duration: ``--budget`` seconds, default 1800 (30 minutes);
-past it the benchmark stops (``SIGALRM``) whatever phase it is in, says so
-and exits 1. On the project's 2-core machine shared with other work (load
+past it the benchmark stops whatever phase it is in, says so and exits with
+status 3 (``benchmarks._bound.run_bounded``, as every benchmark). On the project's 2-core machine shared with other work (load
 average about 10), the default 100,000 calls and 1,000 rules took 1,115 s
 in all: the engine 470 s wall (81 s CPU), the replay 642 s wall (137 s
 CPU).
@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import signal
 import sys
 import time
 from collections.abc import Callable, Coroutine
@@ -166,83 +165,77 @@ def timed(make: Callable[[], Coroutine[Any, Any, Any]]) -> tuple[float, float, A
     return time.perf_counter() - wall, time.process_time() - cpu, result
 
 
-class OverBudget(Exception):
-    """The benchmark ran past its ``--budget``."""
-
-
-def main(argv: list[str] | None = None) -> dict[str, float]:
-    """Build the log and the rules, time the baseline and the replays, print the figures and the ratio.
-
-    Returns:
-        ``{"baseline": s, "replay": s, "replay_shell": s, "ratio": x}``.
-
-    Raises:
-        SystemExit: 1 when the run exceeds ``--budget`` seconds, or the replay disagrees with the engine.
-    """
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The benchmark's options (``--calls``, ``--rules``, ``--runs``, ``--shell``, ``--budget``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=100_000)
     parser.add_argument("--rules", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=1, help="best of this many runs of each, alternated")
     parser.add_argument("--shell", action="store_true", help="also time the replay with the shell rules on")
     parser.add_argument("--budget", type=float, default=1800.0, help="seconds the whole run may take")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
-    def over(_sig: int, _frame: Any) -> None:
-        raise OverBudget(f"the benchmark took more than its bound of {args.budget:.0f} s")
 
-    signal.signal(signal.SIGALRM, over)
-    signal.setitimer(signal.ITIMER_REAL, args.budget)
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    """Build the log and the rules, time the baseline and the replays, print the figures and the ratio.
+
+    The bound (``--budget``) is kept by :func:`benchmarks._bound.run_bounded`
+    when run as a script.
+
+    Returns:
+        ``{"baseline": s, "replay": s, "replay_shell": s, "ratio": x}``.
+
+    Raises:
+        SystemExit: 1 when the replay disagrees with the engine.
+    """
+    args = parse_args(argv)
     started = time.perf_counter()
-    try:
-        tools = toolkit()
-        rules = candidate_rules(args.rules)
-        records = recorded_calls(args.calls, args.rules)
-        calls = [(r["tool_name"], r["original_input"]) for r in records if r["event"] == "checked"]
-        print(f"{len(calls):,} recorded calls ({len(records):,} records), {len(rules):,} candidate rules", flush=True)
+    tools = toolkit()
+    rules = candidate_rules(args.rules)
+    records = recorded_calls(args.calls, args.rules)
+    calls = [(r["tool_name"], r["original_input"]) for r in records if r["event"] == "checked"]
+    print(f"{len(calls):,} recorded calls ({len(records):,} records), {len(rules):,} candidate rules", flush=True)
 
-        base: list[tuple[float, float]] = []
-        mine: list[tuple[float, float]] = []
-        for _ in range(args.runs):  # alternated, so a change of load falls on both
-            wall, cpu, decided = timed(lambda: baseline(tools, rules, calls))
-            base.append((wall, cpu))
-            print(f"  AgentScope's engine, plain loop: {wall:7.1f} s wall {cpu:7.1f} s CPU", flush=True)
-            wall, cpu, frame = timed(lambda: replay(records, rules, tools, shell_rules=False))
-            mine.append((wall, cpu))
-            print(f"  nb_hitl replay:                  {wall:7.1f} s wall {cpu:7.1f} s CPU", flush=True)
-            if list(frame["candidate"]) != decided:
-                differ = sum(a != b for a, b in zip(frame["candidate"], decided, strict=True))
-                print(f"  the replay disagrees with the engine on {differ} call(s)", file=sys.stderr)
-                raise SystemExit(1)
-        base_wall, base_cpu = min(w for w, _ in base), min(c for _, c in base)
-        wall, cpu = min(w for w, _ in mine), min(c for _, c in mine)
-        changed = int(frame["changed"].sum())
-        fired = int((~frame.attrs["rules"]["never_fired"]).sum())
-        print(f"  {changed:,} decisions change; {fired:,} of {len(rules):,} rules fired")
+    base: list[tuple[float, float]] = []
+    mine: list[tuple[float, float]] = []
+    for _ in range(args.runs):  # alternated, so a change of load falls on both
+        wall, cpu, decided = timed(lambda: baseline(tools, rules, calls))
+        base.append((wall, cpu))
+        print(f"  AgentScope's engine, plain loop: {wall:7.1f} s wall {cpu:7.1f} s CPU", flush=True)
+        wall, cpu, frame = timed(lambda: replay(records, rules, tools, shell_rules=False))
+        mine.append((wall, cpu))
+        print(f"  nb_hitl replay:                  {wall:7.1f} s wall {cpu:7.1f} s CPU", flush=True)
+        if list(frame["candidate"]) != decided:
+            differ = sum(a != b for a, b in zip(frame["candidate"], decided, strict=True))
+            print(f"  the replay disagrees with the engine on {differ} call(s)", file=sys.stderr)
+            raise SystemExit(1)
+    base_wall, base_cpu = min(w for w, _ in base), min(c for _, c in base)
+    wall, cpu = min(w for w, _ in mine), min(c for _, c in mine)
+    changed = int(frame["changed"].sum())
+    fired = int((~frame.attrs["rules"]["never_fired"]).sum())
+    print(f"  {changed:,} decisions change; {fired:,} of {len(rules):,} rules fired")
+    print(
+        f"best of {args.runs}: engine {base_cpu:.1f} s CPU ({len(calls) / base_cpu:,.0f} calls/s), "
+        f"replay {cpu:.1f} s CPU ({len(calls) / cpu:,.0f} calls/s)"
+    )
+    ratio = cpu / base_cpu
+    print(
+        f"ratio replay / engine: x{ratio:.2f} CPU, x{wall / base_wall:.2f} wall "
+        f"(goal <= x1.5 CPU: {'met' if ratio <= 1.5 else 'NOT met'})"
+    )
+    shell_s = float("nan")
+    if args.shell:
+        shell_s, shell_cpu, _ = timed(lambda: replay(records, rules, tools))
         print(
-            f"best of {args.runs}: engine {base_cpu:.1f} s CPU ({len(calls) / base_cpu:,.0f} calls/s), "
-            f"replay {cpu:.1f} s CPU ({len(calls) / cpu:,.0f} calls/s)"
+            f"  nb_hitl replay, shell rules on: {shell_s:7.1f} s wall {shell_cpu:7.1f} s CPU "
+            "(each Bash line judged one simple command at a time)"
         )
-        ratio = cpu / base_cpu
-        print(
-            f"ratio replay / engine: x{ratio:.2f} CPU, x{wall / base_wall:.2f} wall "
-            f"(goal <= x1.5 CPU: {'met' if ratio <= 1.5 else 'NOT met'})"
-        )
-        shell_s = float("nan")
-        if args.shell:
-            shell_s, shell_cpu, _ = timed(lambda: replay(records, rules, tools))
-            print(
-                f"  nb_hitl replay, shell rules on: {shell_s:7.1f} s wall {shell_cpu:7.1f} s CPU "
-                "(each Bash line judged one simple command at a time)"
-            )
-    except OverBudget as exc:
-        print(f"stopped: {exc}", file=sys.stderr)
-        raise SystemExit(1) from None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
     total = time.perf_counter() - started
     print(f"  whole run {total:.0f} s (bound {args.budget:.0f} s)")
     return {"baseline": base_cpu, "replay": cpu, "replay_shell": shell_s, "ratio": ratio}
 
 
 if __name__ == "__main__":
-    main()
+    from benchmarks._bound import run_bounded
+
+    run_bounded(lambda: main(sys.argv[1:]), parse_args(sys.argv[1:]).budget, "replay")

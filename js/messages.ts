@@ -269,24 +269,47 @@ export interface MatrixResult {
 }
 
 /** A trait the kernel sets to a result, `{error, field}` when deciding it again failed, or `{}`. */
-/** A recorded call whose decision the rules shown would change (nb_hitl.audit.replay). */
+/** A recorded call replayed against candidate rules (nb_hitl.audit.replay; nb_hitl/widgets/_replay.py). */
 export interface ReplayRow {
+  /** the call's position among the log's calls */
+  index: number;
   tool_name: string;
-  input: Record<string, unknown>;
+  /** the input as JSON text, cut to a few hundred characters */
+  input_text: string;
   recorded: string;
   person: string | null;
   candidate: string;
   change: string;
   denied_now_allowed: boolean;
+  problem: string | null;
+}
+
+/** One page of a replay's rows (the kernel keeps the whole result). */
+export interface ReplayPage {
+  /** the replay these rows belong to */
+  run: number;
+  offset: number;
+  /** rows per page */
+  limit: number;
+  total: number;
+  only_changed: boolean;
+  rows: ReplayRow[];
 }
 
 /** The explorer's last replay of its recorded log (empty before the first). */
 export interface ReplayResult {
+  run: number;
+  /** "agent": the rules shown; "candidate": rules typed in the replay section */
+  source: "agent" | "candidate";
+  rule_count: number;
   calls: number;
   changed: number;
+  denied_now_allowed: number;
   mode: string;
-  rows: ReplayRow[];
   never_fired: string[];
+  never_fired_count: number;
+  /** the first page of changed calls */
+  page: ReplayPage;
 }
 
 export type Decided<T> = T | { error: string; field?: string | null } | Record<string, never>;
@@ -321,5 +344,9 @@ export type PermissionsProtocol = PingProtocol & {
   reach: { send: { rule: RuleDict | Omit<RuleDict, "source"> }; answer: { text: string } };
   export: { send: Record<string, never>; answer: { text: string } };
   import: { send: { text: string; replace: boolean }; answer: ContextAnswer & { count: number } };
-  replay: { send: Record<string, never>; answer: { replay: ReplayResult } };
+  /** no rules: the rules shown; rules: a rules file's text (a newer replay answers the older one `superseded`) */
+  replay: { send: { rules?: string; mode?: string }; answer: { replay: ReplayResult } | { superseded: true } };
+  replay_page: { send: { offset: number; only_changed: boolean }; answer: { page: ReplayPage } };
+  /** the last replay's candidate rules as a rules file */
+  replay_export: { send: Record<string, never>; answer: { text: string } };
 };

@@ -82,6 +82,7 @@ function render({ model, el }: Pick<RenderProps<PermissionsModel>, "model" | "el
     for (const name of TRAITS) model.off(`change:${name}`, onChange);
     root.removeEventListener("pointerenter", onEnter);
     io.dispose();
+    replay.dispose();
     rpc.dispose();
   };
 }

@@ -1,6 +1,7 @@
 // The permission explorer's page logic (permissions/*): the skeleton input
 // of "Try a call", the traits that hold a result or its error, the rule
-// list's grouping, and the channel that shows a refusal where it was asked.
+// list's grouping, the channel that shows a refusal where it was asked, and
+// the replay section (candidate rules replayed once typing pauses, rows paged).
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { installDom } from "./dom";
@@ -8,6 +9,7 @@ import { FakeModel, settle } from "./fake_model";
 import { Rpc } from "../lib/rpc";
 import { decided, type PermissionsProtocol } from "../messages";
 import { Channel } from "../permissions/channel";
+import { REPLAY_DEBOUNCE_MS, replaySection } from "../permissions/replay";
 import { groupByTool, ruleText } from "../permissions/rule_list";
 import { skeleton } from "../permissions/try_call";
 import type { PermissionsModel } from "../types";
@@ -60,5 +62,35 @@ describe("permission explorer logic", () => {
     assert.equal(box.hidden, true);
     assert.equal(root.getAttribute("data-busy"), null);
     await settle();
+  });
+
+  test("the replay section replays the candidate once typing pauses and asks for one page at a time", async () => {
+    const fake = new FakeModel({ history_name: "day.jsonl", replay: {}, context_view: {} } as unknown as PermissionsModel);
+    fake.answer = (m) => (m.action === "replay_page" ? { page: { run: 1, offset: 50, limit: 50, total: 120, only_changed: true, rows: [] } } : { superseded: true });
+    const rpc = new Rpc<PermissionsProtocol>(fake.model);
+    const section = replaySection({ model: fake.model, act: new Channel(rpc, document.createElement("span"), document.createElement("div")).act, rpc });
+    section.render();
+    const box = section.el.querySelector("[data-testid=perm-replay-rules]") as HTMLTextAreaElement;
+    for (const text of ["[", "[{", '[{"tool_name": "lookup"}]']) {
+      box.value = text;
+      box.dispatchEvent(new window.Event("input"));
+    }
+    assert.equal(fake.actions("replay").length, 0); // not while typing
+    await new Promise((resolve) => setTimeout(resolve, REPLAY_DEBOUNCE_MS + 100));
+    assert.deepEqual(fake.actions("replay").map((m) => m.rules), ['[{"tool_name": "lookup"}]']);
+
+    const row = { index: 4, tool_name: "send_mail", input_text: '{"to": "<b>x</b>"}', recorded: "ask", person: "deny", candidate: "allow", change: "ask -> allow", denied_now_allowed: true, problem: null };
+    fake.set("replay", { run: 1, source: "candidate", rule_count: 1, calls: 400, changed: 120, denied_now_allowed: 40, mode: "default", never_fired: [], never_fired_count: 0,
+      page: { run: 1, offset: 0, limit: 50, total: 120, only_changed: true, rows: [row] } } as unknown as PermissionsModel["replay"]);
+    section.render();
+    const rows = section.el.querySelectorAll("[data-testid=perm-replay-row]");
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0].querySelector("code")?.textContent, 'send_mail {"to": "<b>x</b>"}'); // text, never markup
+    assert.equal(section.el.querySelector("[data-testid=perm-replay-where]")?.textContent, "1–1 of 120");
+    (section.el.querySelector("[data-testid=perm-replay-next]") as HTMLButtonElement).click();
+    await settle();
+    assert.deepEqual(fake.actions("replay_page").map((m) => [m.offset, m.only_changed]), [[1, true]]);
+    section.dispose();
+    rpc.dispose();
   });
 });

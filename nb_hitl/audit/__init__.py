@@ -11,6 +11,9 @@
   would have decided for each recorded call, with AgentScope's own engine.
 * :mod:`~nb_hitl.audit.charts`: each call's outcome and each answer's time to
   decide as small tables, drawn with matplotlib (the ``charts`` extra).
+* :mod:`~nb_hitl.audit.views`: approvals given in under a second, and the
+  narrowest rules that would have covered what people always approved
+  (offered, never applied).
 """
 
 from __future__ import annotations

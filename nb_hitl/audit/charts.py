@@ -9,7 +9,9 @@ small tables; two more draw them with matplotlib (the ``charts`` extra:
 * :func:`decide_times`: one row per answered pause, the seconds between the
   pause opening and the answer;
 * :func:`plot_outcomes`: each call on its tool's row over time, marked by its outcome;
-* :func:`plot_decide_times`: the time to decide per answered call.
+* :func:`plot_decide_times`: the time to decide per answered call, with a
+  line at :data:`QUICK_SECONDS`: the approvals left of it were given in under
+  a second (:func:`nb_hitl.audit.views.quick_approvals`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["OUTCOME_COLUMNS", "call_outcomes", "decide_times", "plot_outcomes", "plot_decide_times"]
+__all__ = ["QUICK_SECONDS", "OUTCOME_COLUMNS", "call_outcomes", "decide_times", "plot_outcomes", "plot_decide_times"]
+
+QUICK_SECONDS = 1.0
+"""An approval given in less than this many seconds from the pause opening is "quick" (rubber-stamping)."""
 
 OUTCOME_COLUMNS = ["time", "agent", "tool_call_id", "tool_name", "checked", "decided_how", "rule", "person", "outcome"]
 """The columns of :func:`call_outcomes`."""
@@ -164,12 +169,14 @@ def plot_outcomes(outcomes: pd.DataFrame, ax: Any = None) -> Any:
     return ax
 
 
-def plot_decide_times(times: pd.DataFrame, ax: Any = None) -> Any:
+def plot_decide_times(times: pd.DataFrame, ax: Any = None, quick: float | None = QUICK_SECONDS) -> Any:
     """Draw the seconds each answered pause waited, one bar per answer, coloured by the answer.
 
     Args:
         times: :func:`decide_times`'s frame.
         ax: a matplotlib ``Axes`` to draw on; a new figure's when omitted.
+        quick: draw a dashed line at this many seconds, labelled with the
+            number of approvals given in less (``None``: no line).
 
     Returns:
         the ``Axes`` (bars labelled ``tool (call id)``).
@@ -184,4 +191,8 @@ def plot_decide_times(times: pd.DataFrame, ax: Any = None) -> Any:
     ax.invert_yaxis()  # oldest on top
     ax.set_xlabel("seconds to decide")
     ax.set_title("Time to decide (green: approved, red: denied)")
+    if quick is not None:
+        fast = int(((times["decision"] == "approve") & (times["seconds"] < quick)).sum())
+        ax.axvline(quick, color="tab:orange", linestyle="--", label=f"{fast} approval(s) in under {quick:g} s")
+        ax.legend(fontsize="small", loc="best")
     return ax

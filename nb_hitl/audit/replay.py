@@ -9,12 +9,17 @@ allow, which rules never fire, which are shadowed by others. Shell tools are
 judged as a Session judges them (:func:`~nb_hitl.permissions.shell_check.judge_shell_call`)
 unless ``shell_rules=False``. Matching is bounded
 (:class:`~nb_hitl.permissions.bounded.BoundedEngine`): a pathological rule is
-reported on the calls it would have hung on, never matched.
+reported on the calls it would have hung on, never matched. A long replay
+gives the event loop a turn every :data:`YIELD_EVERY` seconds (and reads
+the log in a worker thread), so a kernel stays responsive while it runs and
+the task running it can be cancelled between two calls.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -37,7 +42,7 @@ from ..permissions.tools import tools_of
 from ..store import AuditLog
 from .frame import read_records
 
-__all__ = ["replay", "recorded_calls", "CALL_COLUMNS", "RULE_COLUMNS"]
+__all__ = ["replay", "recorded_calls", "CALL_COLUMNS", "RULE_COLUMNS", "YIELD_EVERY"]
 
 CALL_COLUMNS = [
     "tool_call_id",
@@ -61,6 +66,9 @@ CALL_COLUMNS = [
 
 RULE_COLUMNS = ["rule", "behavior", "matched", "fired", "never_fired", "shadowed_by", "pathological"]
 """The columns of ``replay(...).attrs["rules"]`` (one row per candidate rule)."""
+
+YIELD_EVERY = 0.02
+"""Seconds of matching :func:`replay` does before it lets the event loop run (``await asyncio.sleep(0)``)."""
 
 _PRECEDENCE = {"deny": 0, "ask": 1, "allow": 2}  # the engine's order: deny rules, ask rules, ..., allow rules
 
@@ -244,7 +252,14 @@ async def replay(
     tools = tools_of(getattr(toolkit, "toolkit", None) or toolkit)
     stats: dict[int, dict[str, Any]] = {id(r): {"matched": 0, "fired": 0, "pathological": 0, "by": {}} for r in listed}
     rows = []
-    for call in recorded_calls(read_records(log)):
+    calls = await asyncio.to_thread(
+        lambda: recorded_calls(read_records(log))
+    )  # off the loop: 100,000 lines take a second
+    turn = time.perf_counter()
+    for call in calls:
+        if time.perf_counter() - turn >= YIELD_EVERY:  # the loop's turn: clicks answered, a cancel lands here
+            await asyncio.sleep(0)
+            turn = time.perf_counter()
         row = {**call, "candidate": "unknown", "candidate_reason": None, "candidate_rule": None, "problem": None}
         tool = tools.get(str(call["tool_name"]))
         if tool is None:
@@ -285,7 +300,7 @@ async def replay(
         row["changed"] = known and row["candidate"] != row["recorded"]
         row["change"] = f"{row['recorded']} -> {row['candidate']}" if row["changed"] else ""
         row["denied_now_allowed"] = row.get("person") == "deny" and row["candidate"] == PermissionBehavior.ALLOW.value
-    frame = pd.DataFrame(rows, columns=CALL_COLUMNS)
+    frame = await asyncio.to_thread(pd.DataFrame, rows, columns=CALL_COLUMNS)
     frame.attrs["rules"] = _rule_frame(listed, stats)
     frame.attrs["mode"] = candidate_mode.value
     return frame

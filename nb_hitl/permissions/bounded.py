@@ -2,15 +2,21 @@
 
 AgentScope's ``Bash.match_rule`` turns a wildcard rule into a regular
 expression (each ``*`` becomes ``.*``) and runs ``re.fullmatch`` on the whole
-command line. Python's ``re`` backtracks: a rule with k wildcards that does
-not match costs about ``len(command) ** (k - 1)`` steps, so
-``Bash(*a*a*a*a*b)`` against a few thousand characters runs for minutes
-(the explorer's :func:`~nb_hitl.permissions.engine.try_call` and a replay
-over a long history would hang on it, with the GIL held). :func:`match_cost`
+command line. Python's ``re`` backtracks: a rule with k wildcards before its
+last character that does not match costs about ``len(command) ** k`` steps
+(measured: ``*a*b`` against 100,000 characters takes 14 s, ``*a*a*a*a*b``
+against a few thousand runs for hours), so the explorer's "Try a call", its
+mode matrix, "why does it match", a rule edited on a card and a replay over
+a long history would hang on it, with the GIL held. :func:`match_cost`
 estimates that cost before matching; :class:`BoundedEngine` (AgentScope's
 own ``PermissionEngine``, its ``_rule_matches`` checked first) raises
 :class:`PathologicalRuleError` instead of matching a rule over
-:data:`MATCH_BUDGET`.
+:data:`MATCH_BUDGET`. Every match of a rule in the explorer and in a replay
+goes through it.
+
+File rules (``Read``/``Write``/``Edit``/``Glob``/``Grep``) are matched with
+``fnmatch``, whose translation (Python 3.11+) puts each ``*`` in an atomic
+group: linear in the path, whatever the wildcards, so they cost nothing here.
 """
 
 from __future__ import annotations
@@ -25,9 +31,13 @@ from .shell_check import shell_field
 
 __all__ = ["MATCH_BUDGET", "match_cost", "BoundedEngine", "PathologicalRuleError"]
 
-MATCH_BUDGET = 10**6
-"""The most backtracking steps (estimated) one rule match may take: about a
-tenth of a second of ``re``; a rule over it is reported."""
+MATCH_BUDGET = 10**8
+"""The most backtracking steps (estimated, :func:`match_cost`) one rule match
+may take: about a tenth of a second of ``re`` (measured: ``.*a.*b`` against
+10,000 characters, 10**8 steps, 0.12 s); a rule over it is reported."""
+
+
+_MOST = 10**99  # a cost past any bound, still printable as a float
 
 
 class PathologicalRuleError(NbHitlError, ValueError):
@@ -48,13 +58,15 @@ class PathologicalRuleError(NbHitlError, ValueError):
 
 
 def _wildcards(content: str) -> int:
-    """Unescaped ``*`` in a ``Bash`` rule (``\\*`` is a literal star)."""
+    """Unescaped ``*`` in a ``Bash`` rule (``\\*`` is a literal star), not
+    counting one that ends the rule (a last ``.*`` takes the rest of the line
+    without backtracking)."""
     count, i = 0, 0
     while i < len(content):
         if content[i] == "\\":
             i += 2
             continue
-        count += content[i] == "*"
+        count += content[i] == "*" and i < len(content) - 1
         i += 1
     return count
 
@@ -65,8 +77,10 @@ def match_cost(tool: Any, rule_content: str | None, tool_input: dict[str, Any]) 
 
     Only shell tools (AgentScope's ``Bash``, tools with a
     ``shell_command_field``) match by regular expression; a whole-tool rule,
-    a prefix rule (``git:*``) and a rule with fewer than three wildcards are
-    linear. Returns ``(0, length)`` for those.
+    a prefix rule (``git:*``) and a rule with at most one wildcard before its
+    last character are linear. Returns ``(0, length)`` for those, else
+    ``(length ** k, length)`` with ``k`` the wildcards before the last
+    character (at most ``10 ** 99``).
     """
     key = shell_field(tool)
     text = tool_input.get(key) if key else None
@@ -74,9 +88,9 @@ def match_cost(tool: Any, rule_content: str | None, tool_input: dict[str, Any]) 
     if not rule_content or not key or rule_content.endswith(":*"):
         return 0, length
     stars = _wildcards(rule_content)
-    if stars < 3:
+    if stars < 2:
         return 0, length
-    return length ** (stars - 1), length
+    return min(max(length, 1) ** stars, _MOST), length
 
 
 class BoundedEngine(PermissionEngine):
@@ -92,7 +106,7 @@ class BoundedEngine(PermissionEngine):
             PathologicalRuleError: matching ``rule`` against ``input_data`` would backtrack too long.
         """
         content = rule.rule_content
-        if content and content.count("*") >= 3:  # fewer wildcards cost nothing (match_cost)
+        if content and content.count("*") >= 2:  # fewer wildcards cost nothing (match_cost)
             cost, length = match_cost(tool, content, input_data)
             if cost > MATCH_BUDGET:
                 raise PathologicalRuleError(rule, cost, length)

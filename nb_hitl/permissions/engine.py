@@ -303,7 +303,8 @@ async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any) -> dict[
     Raises:
         DecisionError: ``field="calls[i].tool_name"`` / ``"calls[i].input"``
             for an unknown tool or an input that breaks the schema; nothing
-            is decided then.
+            is decided then. ``field="rules"``: a rule too wildcard-heavy to
+            match against a call's input in the bound (:mod:`nb_hitl.permissions.bounded`).
     """
     engine, toolkit = _resolve(context, toolkit)
     base = engine.context
@@ -319,7 +320,10 @@ async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any) -> dict[
     for tool, tool_input in prepared:
         cells = {}
         for mode in PermissionMode:
-            decision = await PermissionEngine(_copy(base, mode)).check_permission(tool, dict(tool_input))
+            try:  # bounded, like try_call: a pathological rule is refused, not hung on
+                decision = await BoundedEngine(_copy(base, mode)).check_permission(tool, dict(tool_input))
+            except PathologicalRuleError as exc:
+                raise DecisionError(str(exc), field="rules") from None
             cells[mode.value] = _decision_dict(decision)
         rows.append({"tool_name": tool.name, "input": tool_input, "cells": cells})
     return {"modes": list(MODES), "live_mode": base.mode.value, "rows": rows}

@@ -18,10 +18,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentscope.permission import PermissionContext, PermissionEngine, PermissionRule
+from agentscope.permission import PermissionContext, PermissionRule
 from agentscope.tool import ToolBase
 
 from ..errors import DecisionError
+from .bounded import BoundedEngine, PathologicalRuleError
 from .rules import _as_rule, parse_rule, rule_label
 from .shell_check import rule_covers
 from .tools import default_tool, tool_kind
@@ -121,7 +122,10 @@ def _explain_bash(content: str, tool_input: Mapping[str, Any], matched: bool | N
 
 def _shell_sentence(rule: PermissionRule, tool: ToolBase | None, tool_input: Mapping[str, Any]) -> str:
     """What the rule covers read command by command (nb_hitl's shell rules), as a sentence."""
-    covered = _run_sync(rule_covers(tool, rule, tool_input)) if tool is not None else None
+    try:
+        covered = _run_sync(rule_covers(tool, rule, tool_input)) if tool is not None else None
+    except PathologicalRuleError as exc:
+        return f" Read command by command (nb_hitl's shell rules): {exc}"
     if covered is None:
         return ""
     where = "on any of its forms (from its program on, the program's base name, behind a wrapper)"
@@ -204,7 +208,10 @@ def explain_match(
     The verdict is the engine's: ``matched`` when given (``try_call``
     passes the result of ``PermissionEngine._rule_matches``), else
     ``PermissionEngine._rule_matches`` run on ``tool`` (or a default
-    ``Bash()/Read()/Write()/Edit()/Glob()/Grep()`` for those names). The
+    ``Bash()/Read()/Write()/Edit()/Glob()/Grep()`` for those names) by a
+    :class:`~nb_hitl.permissions.bounded.BoundedEngine`: a rule too
+    wildcard-heavy to match against this input in the bound "may or may
+    not match", and the text says why. The
     words describe the semantics of the code that decides:
 
     * no content (``None`` or ``""``): whole-tool rule,
@@ -241,8 +248,12 @@ def explain_match(
             f"The rule is for {r.tool_name}, not {tool_name}: the engine looks rules up by the exact tool name "
             f"(context.allow_rules.get(tool.name)), so it does not apply to this call."
         )
+    too_long = ""
     if matched is None and tool is not None:
-        matched = _run_sync(PermissionEngine(PermissionContext())._rule_matches(tool, r, dict(input)))
+        try:
+            matched = _run_sync(BoundedEngine(PermissionContext())._rule_matches(tool, r, dict(input)))
+        except PathologicalRuleError as exc:
+            too_long = f" {exc}"
     if not r.rule_content:
         what = "null" if r.rule_content is None else "an empty string"
         return (
@@ -251,7 +262,7 @@ def explain_match(
         )
     kind = tool_kind(tool, tool_name)
     if kind == "bash":
-        return _explain_bash(r.rule_content, input, matched) + _shell_sentence(r, tool, input)
+        return _explain_bash(r.rule_content, input, matched) + too_long + _shell_sentence(r, tool, input)
     if kind == "path":
         return _explain_path(tool_name, r.rule_content, input, matched, ("file_path",))
     if kind == "glob":
@@ -408,8 +419,9 @@ def validate_rule_edit(
         DecisionError: ``field="rule_content"`` for an empty or blank
             pattern, surrounding spaces (``"git:* "`` is no longer a prefix
             rule), invisible characters, a pattern on a tool that only
-            matches whole-tool rules, or a rule that no longer matches
-            ``call_input``; ``field="tool_name"`` for a look-alike or
+            matches whole-tool rules, a rule that no longer matches
+            ``call_input`` or is too wildcard-heavy to match against it in the
+            bound (:mod:`nb_hitl.permissions.bounded`); ``field="tool_name"`` for a look-alike or
             invisible character in the name; ``field="behavior"`` for an
             unknown behavior (see :func:`nb_hitl.permissions.parse_rule`).
     """
@@ -441,8 +453,10 @@ def validate_rule_edit(
             field="rule_content",
         )
     if call_input is not None and obj is not None:
-        engine = PermissionEngine(PermissionContext())
-        matched = _run_sync(engine._rule_matches(obj, rule, dict(call_input)))
+        try:
+            matched = _run_sync(BoundedEngine(PermissionContext())._rule_matches(obj, rule, dict(call_input)))
+        except PathologicalRuleError as exc:
+            raise DecisionError(str(exc), field="rule_content") from None
         if matched is False:
             raise DecisionError(
                 f"`{rule_label(rule)}` no longer matches the call being confirmed, so accepting it would not "

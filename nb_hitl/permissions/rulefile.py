@@ -20,7 +20,7 @@ from .._agentscope import permission_context, permission_engine
 from ..errors import DecisionError
 from .rules import _BUCKETS, _all_rules, _check_known_tool, parse_rule, rule_to_dict
 
-__all__ = ["RuleFileError", "export_rules", "import_rules"]
+__all__ = ["RuleFileError", "export_rules", "import_rules", "rules_text"]
 
 
 class RuleFileError(DecisionError):
@@ -41,10 +41,15 @@ def export_rules(target: Any) -> str:
     ``PermissionRule`` objects (``{"tool_name", "rule_content",
     "behavior", "source"}``), one per line, deny then ask then allow.
     :func:`import_rules` reads it back."""
-    rules = _all_rules(permission_context(target))
-    if not rules:
-        return "[]\n"
+    return rules_text(_all_rules(permission_context(target)))
+
+
+def rules_text(rules: Iterable[PermissionRule]) -> str:
+    """``rules`` as a rules file (the text :func:`export_rules` writes and
+    :func:`import_rules` reads): a JSON list, one rule per line, in the order given."""
     lines = [json.dumps(rule_to_dict(r), ensure_ascii=False) for r in rules]
+    if not lines:
+        return "[]\n"
     return "[\n  " + ",\n  ".join(lines) + "\n]\n"
 
 

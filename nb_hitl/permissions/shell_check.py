@@ -257,19 +257,24 @@ async def rule_covers(
     an allow rule on its text.
 
     Args:
-        engine: whose matcher to use (``_rule_matches``; e.g. a
-            :class:`~nb_hitl.permissions.bounded.BoundedEngine`); a plain
-            ``PermissionEngine`` when omitted.
+        engine: whose matcher to use (``_rule_matches``); a
+            :class:`~nb_hitl.permissions.bounded.BoundedEngine` when omitted.
 
     Returns:
         the covered commands' texts, in order (empty when none), or ``None``
         when ``tool`` takes no shell command.
+
+    Raises:
+        PathologicalRuleError: (the default engine) matching ``rule`` would backtrack too long.
     """
     key = shell_field(tool)
     command = tool_input.get(key) if key else None
     if key is None or not isinstance(command, str):
         return None
-    engine = engine if engine is not None else PermissionEngine(PermissionContext())
+    if engine is None:
+        from .bounded import BoundedEngine  # bounded.py reads shell_field from here
+
+        engine = BoundedEngine(PermissionContext())
     covered = []
     for cmd in parse_command(command).commands:
         forms = [cmd.text] if rule.behavior == PermissionBehavior.ALLOW else cmd.rule_forms()

@@ -23,21 +23,19 @@ from typing import Any
 import traitlets
 
 from .. import permissions as perm
-from .._agentscope import permission_context, permission_engine
+from .._agentscope import permission_engine
 from ..errors import DecisionError
 from ..permissions.rules import context_fingerprint
 from ..permissions.tools import MAX_INPUT_DEPTH, nesting_exceeds, tools_of
 from ..store import AuditLog
 from ._base import RequestWidget
+from ._replay import ReplayDesk
 
 __all__ = ["PermissionExplorer"]
 
 log = logging.getLogger(__name__)
 
 _SOURCE = "nb_hitl"
-
-REPLAY_ROWS = 200
-"""The most changed calls a replay sends to the page (``replay["changed"]`` counts them all)."""
 
 WATCH_BUSY_FACTOR = 10
 """The watch loop waits at least this many times as long as its last read took."""
@@ -67,7 +65,13 @@ class PermissionExplorer(RequestWidget):
                                                                               :func:`nb_hitl.permissions.rule_reach`)
     ``export``                    --                                          ``text``
     ``import``                    ``text``, optional ``replace``              ``count``, ``context``
-    ``replay``                    --                                          ``replay`` (the trait)
+    ``replay``                    optional ``rules`` (rules file text),       ``replay`` (the trait), or
+                                  optional ``mode``                           ``superseded`` (a newer
+                                                                              replay cancelled it)
+    ``replay_page``               ``offset``, ``only_changed``                ``page``
+                                                                              (:meth:`ReplayDesk.page`)
+    ``replay_export``             --                                          ``text`` (the last replay's
+                                                                              candidate as a rules file)
     ============================  ==========================================  ============================
 
     ``context`` in an answer is the view without its rule lists (the rules
@@ -89,8 +93,10 @@ class PermissionExplorer(RequestWidget):
         watch_interval: seconds between two reads (default 0.5).
         history: a recorded audit log (:class:`~nb_hitl.store.AuditLog` or
             its path): the ``replay`` action replays its calls against the
-            rules and mode shown (:func:`nb_hitl.audit.replay`), so the page
-            shows which recorded decisions they would change.
+            rules and mode shown, or against candidate rules typed in the
+            page (:func:`nb_hitl.audit.replay`), so the page shows which
+            recorded decisions they would change. The whole result stays in
+            the kernel (:attr:`replays`); the page gets one page of rows at a time.
 
     Raises:
         TypeError: for an object without a permission engine, or unknown
@@ -108,10 +114,9 @@ class PermissionExplorer(RequestWidget):
         matrix (dict, a :func:`nb_hitl.permissions.mode_matrix` result or {});
         matrix_calls (list of {tool_name, input}); revision (int, bumped on every refresh);
         history_name (str: the recorded log's file name, empty without one);
-        replay (dict, the last replay or {}: ``calls``, ``changed``, ``mode``,
-        ``rows`` (the first :data:`REPLAY_ROWS` changed calls: ``tool_name``,
-        ``input``, ``recorded``, ``person``, ``candidate``, ``change``,
-        ``denied_now_allowed``), ``never_fired`` (rule labels)).
+        replay (dict, the last replay's summary or {}:
+        :meth:`nb_hitl.widgets._replay.ReplayDesk.summary`, with the first
+        page of changed calls).
     """
 
     _page_code = "permissions"
@@ -130,6 +135,7 @@ class PermissionExplorer(RequestWidget):
     replay = traitlets.Dict().tag(sync=True)
 
     _watch_task: asyncio.Task | None = None
+    _replays: ReplayDesk | None = None
 
     def __init__(
         self,
@@ -150,6 +156,9 @@ class PermissionExplorer(RequestWidget):
             tools=perm.list_tools(getattr(agent, "toolkit", None)),
         )
         self.history_name = self._history.path.name if self._history is not None else ""
+        self._replays = (
+            ReplayDesk(self._history, agent, lambda: self.known_tools) if self._history is not None else None
+        )
         self.refresh()
         self.watch_interval = float(watch_interval)
         if watch:
@@ -236,9 +245,18 @@ class PermissionExplorer(RequestWidget):
         return True
 
     def close(self) -> None:
-        """Stop watching and close the comm."""
+        """Stop watching (and any replay running) and close the comm."""
         self.unwatch()
+        if self._replays is not None:
+            self._replays.cancel()
         super().close()
+
+    def _desk(self) -> ReplayDesk:
+        if self._replays is None:
+            raise DecisionError(
+                "No recorded log to replay: open the explorer with explore(agent, history=path).", field="history"
+            )
+        return self._replays
 
     # -- internals -----------------------------------------------------------
     async def _watch_loop(self) -> None:
@@ -318,43 +336,46 @@ class PermissionExplorer(RequestWidget):
             )
             return {"count": len(rules), "context": _summary(await self.refresh_all())}
         if action == "replay":
-            return {"replay": await self.replay_history()}
+            candidate = msg.get("rules")
+            if candidate is not None and not isinstance(candidate, str):
+                raise DecisionError("rules must be a rules file's text.", field="rules")
+            summary = await self.replay_history(candidate, msg.get("mode") or None)
+            return {"replay": summary} if summary is not None else {"superseded": True}
+        if action == "replay_page":
+            return {"page": self._desk().page(msg.get("offset", 0), only_changed=bool(msg.get("only_changed", True)))}
+        if action == "replay_export":
+            return {"text": self._desk().export()}
         raise DecisionError(f"Unknown action {action!r}.", field="action")
 
-    async def replay_history(self) -> dict[str, Any]:
-        """Replay the recorded log against the rules and mode shown; sets and returns the ``replay`` trait.
+    async def replay_history(self, rules: str | None = None, mode: str | None = None) -> dict[str, Any] | None:
+        """Replay the recorded log against candidate rules (default: the rules
+        and mode shown); sets and returns the ``replay`` trait. A replay still
+        running is cancelled first (its call returns ``None``).
+
+        Args:
+            rules: a rules file's text (JSON list of ``PermissionRule``
+                objects); ``None``: the agent's live rules.
+            mode: the candidate mode; ``None`` or empty: the agent's live mode.
 
         Raises:
-            DecisionError: the explorer has no recorded log (``field="history"``).
+            DecisionError: the explorer has no recorded log (``field="history"``),
+                a bad rules text (:class:`~nb_hitl.permissions.RuleFileError`,
+                line and field named) or mode.
         """
-        if self._history is None:
+        if self._replays is None:
             raise DecisionError(
                 "No recorded log to replay: open the explorer with explore(agent, history=path).", field="history"
             )
-        from ..audit.replay import replay
+        summary = await self._replays.run(rules, mode)
+        if summary is not None:
+            self.replay = summary
+        return summary
 
-        frame = await replay(self._history, permission_context(self._agent), getattr(self._agent, "toolkit", None))
-        changed = frame[frame["changed"]]
-        rules = frame.attrs["rules"]
-        self.replay = {
-            "calls": len(frame),
-            "changed": len(changed),
-            "mode": frame.attrs["mode"],
-            "rows": [
-                {
-                    "tool_name": r["tool_name"],
-                    "input": r["input"],
-                    "recorded": r["recorded"],
-                    "person": r["person"] if isinstance(r["person"], str) else None,
-                    "candidate": r["candidate"],
-                    "change": r["change"],
-                    "denied_now_allowed": bool(r["denied_now_allowed"]),
-                }
-                for r in changed.head(REPLAY_ROWS).to_dict("records")
-            ],
-            "never_fired": [str(label) for label in rules.loc[rules["never_fired"], "rule"]],
-        }
-        return self.replay
+    @property
+    def replays(self) -> ReplayDesk | None:
+        """The replays of the recorded log (their whole result stays in the
+        kernel: ``explorer.replays.frame``), ``None`` without a log."""
+        return self._replays
 
 
 def _summary(view: dict[str, Any]) -> dict[str, Any]:

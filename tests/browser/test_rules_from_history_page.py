@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import shutil
 
+from playwright.sync_api import expect
+
 from tests.harness import REPO_ROOT
 from tests.harness.lab import (
     JupyterLabServer,
@@ -43,7 +45,8 @@ def test_rules_from_history_clicked_through(page, lab: JupyterLabServer) -> None
         card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
         card.wait_for(timeout=30_000)
         assert card.count() == 1
-        assert tool in card.inner_text()
+        card.scroll_into_view_if_needed()  # Run All leaves the view at the last cell, far below the day's
+        expect(card).to_contain_text(tool, timeout=30_000)  # drawn once it is in view
         card.locator(f'[data-testid="nbh-{button.lower()}"]').click()
 
     output_locator(page, re.compile(r"median time to decide")).wait_for(timeout=120_000)
@@ -64,5 +67,8 @@ def test_rules_from_history_clicked_through(page, lab: JupyterLabServer) -> None
     assert "candidate B: 4 of 9 decisions change" in whole
     assert "never fired: allow delete_file(*) (shadowed by deny delete_file(*))" in whole
     assert "answers: 5, median time to decide" in whole
+    assert re.search(r"^approvals in under a second: \d of 3$", whole, flags=re.M)  # clicks may take longer
+    assert whole.count("not covered: ") == 3 and "suggested:" not in whole
+    assert "the agent's rules are unchanged" in whole
     assert any("image/png" in o.get("data", {}) for o in outputs), "the charts were drawn"
     page.locator(f"{OUT} img").first.wait_for(timeout=30_000)

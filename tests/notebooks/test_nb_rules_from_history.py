@@ -7,7 +7,9 @@ from the chained audit log), both candidate replays' changes (known in
 advance: ``ask -> allow`` for mail, ``allow -> deny`` for the token file,
 ``allow -> ask`` for lookups, ``ask -> deny`` for deletions), the call a
 person denied that candidate A would allow, the rules that never fired, and
-the charts (a PNG drawn by matplotlib) with their counts.
+the charts (a PNG drawn by matplotlib) with their counts, the approvals given
+in under a second and the rules offered (none here: each tool asked was
+also refused once), the agent's rules left unchanged.
 """
 
 from __future__ import annotations
@@ -92,3 +94,12 @@ def test_rules_from_history_notebook_runs_headless() -> None:
         ["send_mail", "denied", "by", "person", "1"],
     ]
     assert re.search(r"answers: 5, median time to decide \d+\.\d{3} s", texts[6])
+
+    # approvals in under a second (the cells answer in milliseconds) and the rules offered, not applied
+    views = texts[7]
+    assert "approvals in under a second: 3 of 3" in views
+    assert len(re.findall(r"^  (send_mail|delete_file)\s+0\.\d{3} s  \(", views, flags=re.M)) == 3
+    assert "suggested:" not in views  # each tool asked was also refused once: no rule covers only approvals
+    assert views.count("not covered: ") == 3
+    assert "not covered: send_mail {'to': 'ana@example.org', 'subject': 'Summary'}" in views
+    assert "the agent's rules are unchanged" in views
