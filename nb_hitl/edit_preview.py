@@ -26,7 +26,7 @@ from .messages import MAX_TEXT, parse_edited_input
 if TYPE_CHECKING:
     from .pauses import Pause
 
-__all__ = ["EditPreview", "model_input", "preview"]
+__all__ = ["EditPreview", "edit_text", "input_preview", "model_input", "output_preview", "preview"]
 
 
 class EditPreview(TypedDict):
@@ -42,7 +42,13 @@ def model_input(pause: Pause) -> Any:
     return pause.input if pause.input is not None else pause.tool_call.input
 
 
-def _text(message: Any, key: str) -> str:
+def edit_text(message: Any, key: str) -> str:
+    """The edited text at ``message[key]`` of a ``preview`` request.
+
+    Raises:
+        DecisionError: it is missing, not a string or longer than
+            :data:`nb_hitl.messages.MAX_TEXT`.
+    """
     value = message.get(key) if isinstance(message, dict) else None
     if not isinstance(value, str):
         raise DecisionError(f"A preview needs the edited text as {key!r} (a string).", field=key)
@@ -51,11 +57,37 @@ def _text(message: Any, key: str) -> str:
     return value
 
 
+def input_preview(pause: Pause, message: Any) -> EditPreview:
+    """Modify on a confirmation: the edited JSON (``message["input"]``) read as
+    "Approve modified input" reads it, diffed against :func:`model_input`.
+
+    Raises:
+        DecisionError: the edit cannot be read (``field="input"``, with the
+            words "Approve modified input" would refuse it with).
+    """
+    edited = parse_edited_input(edit_text(message, "input"), pause.input_schema)
+    return EditPreview(diff=input_diff(model_input(pause), edited))
+
+
+def output_preview(pause: Pause, message: Any) -> EditPreview:
+    """A reviewed result: the edited text (``message["output"]``) line-diffed against the raw result.
+
+    Raises:
+        DecisionError: no edited text, or the pause has no result to edit.
+    """
+    edited_text = edit_text(message, "output")
+    if pause.review_output is None:
+        raise DecisionError("There is no result to edit, so there is nothing to compare with.", field="output")
+    return EditPreview(diff=text_diff(pause.review_output, edited_text, "tool's result", "edited result"))
+
+
 def preview(pause: Pause, message: Any) -> EditPreview:
-    """The diff an edit on ``pause``'s card would make (see the module's header).
+    """The diff an edit on ``pause``'s card would make (see the module's
+    header); the pause's kind says what can be edited
+    (:meth:`nb_hitl.kinds.PauseKindSpec.preview`).
 
     Args:
-        pause: an open pause of kind ``confirm`` (Modify) or ``review``.
+        pause: an open pause.
         message: the page's message: ``input`` (the edited JSON text) for a
             confirmation, ``output`` (the edited result) for a review.
 
@@ -63,16 +95,10 @@ def preview(pause: Pause, message: Any) -> EditPreview:
         an :class:`EditPreview`.
 
     Raises:
-        DecisionError: the edit cannot be read (``field="input"``, with the
-            words "Approve modified input" would refuse it with), the pause is
-            of another kind, or a review has no result to edit.
+        DecisionError: the edit cannot be read, the pause's kind has no edit,
+            or a review has no result to edit.
     """
-    if pause.kind == "confirm":
-        edited = parse_edited_input(_text(message, "input"), pause.input_schema)
-        return EditPreview(diff=input_diff(model_input(pause), edited))
-    if pause.kind == "review":
-        edited_text = _text(message, "output")
-        if pause.review_output is None:
-            raise DecisionError("There is no result to edit, so there is nothing to compare with.", field="output")
-        return EditPreview(diff=text_diff(pause.review_output, edited_text, "tool's result", "edited result"))
-    raise DecisionError(f"A {pause.kind} card has no edit to preview.", field="action")
+    from .kinds import kind_spec  # the kinds import this module's diffs
+
+    result: EditPreview = kind_spec(pause.kind).preview(pause, message)
+    return result

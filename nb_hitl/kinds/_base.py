@@ -249,6 +249,17 @@ class PauseKindSpec(ABC):
     def _decide(self, pause: Pause, msg: Any) -> Decision:
         """This kind's :meth:`decide`, once the action is known to fit."""
 
+    def preview(self, pause: Pause, message: Any) -> Any:
+        """The diff an edit on this kind's card would make (an
+        :class:`nb_hitl.edit_preview.EditPreview`); kinds with an editable
+        field override it (Modify on a confirmation, a review's result).
+
+        Raises:
+            DecisionError: this kind has no edit to preview (``field="action"``),
+                or the edit cannot be read.
+        """
+        raise DecisionError(f"A {self.name} card has no edit to preview.", field="action")
+
     def timeout_message(self, pause: Pause) -> dict[str, Any]:
         """The page message applied when ``pause``'s deadline passes: an
         ERROR result saying nobody answered (a confirmation denies instead)."""

@@ -23,7 +23,7 @@ from agentscope.event import ConfirmResult
 from agentscope.permission import PermissionBehavior, PermissionRule
 
 from .._agentscope import enum_value, rule_label
-from ..edit_preview import model_input
+from ..edit_preview import EditPreview, input_preview, model_input
 from ..errors import DecisionError
 from ..file_change import MAX_DIFF_CHARS, input_diff
 from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object
@@ -235,8 +235,7 @@ def _deny(pause: Pause, call: Any, msg: Any) -> Decision:
     deny_rules = tuple(
         r.model_copy(update={"behavior": PermissionBehavior.DENY}) for r in _rules(pause, list(msg.deny_rules))
     )
-    # with a reason, the result says who denied the call and why (it replaces
-    # AgentScope's "denied by user!", which it still says); without one, AgentScope's text stays
+    # a reason: the result says who denied and why (AgentScope's "denied by user!" too); else AgentScope's text
     return Decision(
         pause.tool_call_id,
         "deny",
@@ -289,6 +288,10 @@ class ConfirmKind(PauseKindSpec):
     waits_for = "a confirmation (approve, deny or modify)"
     interrupt_reason = REASON_TOOL_CALL
     timeout_applied = "denied"
+
+    def preview(self, pause: Pause, message: Any) -> EditPreview:
+        """See :meth:`PauseKindSpec.preview` (:func:`nb_hitl.edit_preview.input_preview`)."""
+        return input_preview(pause, message)
 
     def _decide(self, pause: Pause, msg: Any) -> Decision:
         _check_allowed(pause, msg)

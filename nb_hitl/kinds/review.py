@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentscope.message import ToolResultBlock, ToolResultState
 
+from ..edit_preview import EditPreview, output_preview
 from ..errors import DecisionError
 from ..messages import MAX_SHORT, MAX_TEXT
 from ._base import Decision, PauseKindSpec, action_text, base_message
@@ -107,6 +108,10 @@ class ReviewKind(PauseKindSpec):
     actions = REVIEW_ACTIONS
     waits_for = "a review of its result (accept, edit or reject)"
     interrupt_reason = REASON_REVIEW
+
+    def preview(self, pause: Pause, message: Any) -> EditPreview:
+        """See :meth:`PauseKindSpec.preview` (:func:`nb_hitl.edit_preview.output_preview`)."""
+        return output_preview(pause, message)
 
     def _decide(self, pause: Pause, msg: Any) -> Decision:
         return _decide_review(pause, msg)
