@@ -304,7 +304,7 @@ class InboxState:
                 del self.entries[sid]
                 changed = True
         results = await asyncio.gather(
-            *(self._limited(self.http.messages(aid, str(rec.get("id")), limit=5)) for aid, rec, _ in fetch),
+            *(self._limited(self.http.messages(aid, str(rec.get("id")), limit=1)) for aid, rec, _ in fetch),
             return_exceptions=True,
         )
         for (aid, rec, status), res in zip(fetch, results, strict=True):
@@ -394,7 +394,7 @@ class InboxState:
         self._running_since.pop(sid, None)
         entry = None
         if status in PARKED:
-            body = await self.http.messages(aid, sid, limit=5)
+            body = await self.http.messages(aid, sid, limit=1)
             reply_id, calls, msg = parked_calls(body.get("messages") or [])
             if calls:
                 entry = self._entry(aid, sid, self._names.get(sid, sid), status, reply_id, calls, msg)

@@ -295,7 +295,13 @@ async def park_many(
 
     sessions = list(await asyncio.gather(*(make(i) for i in range(n))))
     question = {
-        "questions": [{"question": "Ship it?", "header": "Ship", "options": [{"label": "yes", "description": "y"}]}]
+        "questions": [
+            {
+                "question": "Ship it?",
+                "header": "Ship",
+                "options": [{"label": "yes", "description": "ship"}, {"label": "no", "description": "wait"}],
+            }
+        ]
     }
 
     async def start(i: int, aid: str, sid: str) -> None:
