@@ -129,6 +129,9 @@ async def run(cluster: Cluster, n: int, folder: Path) -> dict[str, Any]:
     plain_s = await plain_approve(cluster.b.url, user, rest)
     once = all(len(cluster.notes(f"{prefix}-{s}")) == 1 for _a, s in sessions[:100])
     print(f"approve selected, 50: {approve:6.2f} s ({ok} applied)")
+    for r in results:
+        if not r["ok"]:
+            print(f"  not applied: {r['code']}: {r['text'][:160]}")
     print(f"plain POST + wait:    {plain_s:6.2f} s")
     print(f"ratio approve / plain: {approve / plain_s:5.2f}")
     print(f"every approved tool ran exactly once: {once}")
