@@ -105,7 +105,12 @@ async def run(cluster: Cluster, n: int, folder: Path) -> dict[str, Any]:
     user = f"bench-{uuid.uuid4().hex[:6]}"
     t0 = time.perf_counter()
     prefix = f"bench{n}"
-    sessions = await park_many([cluster.a.url, cluster.b.url], cluster.model.base_url, user, n, prefix=prefix)
+    sessions = await park_many(
+        [cluster.a.url, cluster.b.url], cluster.model.base_url, user, n, prefix=prefix, allow_failed=n // 50
+    )
+    if len(sessions) < n:  # a loaded worker failed to prepare a few sessions: measure the ones that parked
+        print(f"\n{n - len(sessions)} of {n} chats failed to start (AgentScope's 'setup' error under load)")
+        n = len(sessions)
     print(f"\n{n} sessions parked in {time.perf_counter() - t0:.1f} s (10 agents, 2 workers)")
     inbox = [await inbox_time(cluster, user, n, folder) for _ in range(3)]
     plain = []
