@@ -212,9 +212,46 @@ export type AuditProtocol = PingProtocol & {
   refresh: { send: Record<string, never>; answer: object };
 };
 
+/** One inbox row (`InboxEntry.to_view()`, nb_hitl/service/inbox.py); every string is shown as text. */
+export interface InboxRow {
+  agent_id: string;
+  agent: string;
+  session_id: string;
+  session: string;
+  /** AgentScope's SessionStatus ("awaiting_permission", "awaiting_external_result", "running") or "stranded" */
+  status: string;
+  reply_id?: string | null;
+  tool: string;
+  tool_call_id: string;
+  calls: number;
+  summary: string;
+  /** when the pause opened, seconds since the epoch */
+  since: number;
+  note: string;
+  /** the service user who may answer it (the session's owner) */
+  may_answer: string;
+}
+
+/** One session's result of "Approve selected" (`ServiceClient.approve_selected`). */
+export interface ApproveResult {
+  session_id: string;
+  ok: boolean;
+  /** "delivered", or why not: the front door's code, the outcome's status, "nothing_to_approve" */
+  code: string;
+  text: string;
+}
+
 export type InboxProtocol = PingProtocol & {
   /** open a parked session below the list */
-  open: { send: { session_id: string; agent_id: string }; answer: object };
+  open: { send: { session_id: string; agent_id: string }; answer: { opened?: string; pauses?: number } };
+  refresh: { send: Record<string, never>; answer: { entries?: number } };
+  /** a new user message to a session (the console's `say`: the session must be idle) */
+  say: { send: { session_id: string; text: string }; answer: { sent?: string } };
+  /** approve every open confirmation of each selected session: one request per session */
+  approve_selected: {
+    send: { items: { session_id: string; agent_id: string }[] };
+    answer: { results: ApproveResult[] };
+  };
 };
 
 // -- the permission explorer (nb_hitl/widgets/permissions.py) ----------------

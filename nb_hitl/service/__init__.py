@@ -5,7 +5,8 @@ user's agents (live, across workers); opening one shows its transcript and
 its pauses with nb_hitl's cards; answers go out as AgentScope's own events
 and are judged by what the service does next.
 
-Modules: ``http`` (calls), ``inbox`` (rows), ``outcome`` (verdicts from the
+Modules: ``http`` (calls), ``inbox`` (rows), ``events`` (every session's
+events from the service's Redis bus, one connection), ``outcome`` (verdicts from the
 stream), ``ledger`` (answers remembered), ``transcript`` (messages as entries),
 ``console`` (one session), ``answering`` (its answers),
 ``client`` (the whole), ``app`` / ``embedded`` (a local service to try it),
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from .client import ServiceClient
 from .console import AlreadyApprovedError, OutcomeError, SessionConsole
+from .events import BusWatch
 from .http import ServiceError, ServiceHTTP
 from .inbox import InboxEntry, InboxState
 from .ledger import AnswerLedger
@@ -32,4 +34,5 @@ __all__ = [
     "InboxState",
     "AnswerLedger",
     "Outcome",
+    "BusWatch",
 ]

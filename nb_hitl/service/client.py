@@ -5,9 +5,13 @@
     from nb_hitl.service import ServiceClient
     svc = ServiceClient("http://127.0.0.1:8000", user_id="ana")
     inbox = svc.inbox()        # every parked session across agents, live
+    # with a scaled-out service on Redis: pushed updates over one connection
+    svc = ServiceClient(urls, user_id="ana", bus="redis://127.0.0.1:6379/0")
 
 The client ties the pieces together: :class:`~nb_hitl.service.inbox.InboxState`
-polls the service (every ``poll_interval`` s), the
+keeps the rows (pushed by the service's own events through
+:class:`~nb_hitl.service.events.BusWatch` when ``bus`` is given, else one
+batched listing every ``poll_interval`` s), the
 :class:`~nb_hitl.widgets.inbox.InboxWidget` shows the rows, opening a row
 makes a :class:`~nb_hitl.service.console.SessionConsole` whose
 ``ReplyWidget`` appears under the list, and every answer is recorded in an
@@ -27,8 +31,9 @@ from typing import Any
 
 import httpx
 
-from ..errors import DecisionError
+from ..errors import DecisionError, NbHitlError
 from .console import SessionConsole, console_name
+from .events import BusWatch
 from .http import ServiceHTTP
 from .inbox import InboxEntry, InboxState
 from .ledger import AnswerLedger
@@ -57,6 +62,13 @@ class ServiceClient:
         transport: an ``httpx.AsyncBaseTransport`` (tests).
         service_id: the name answers are recorded under in the ledger
             (default: the first base URL); give one service's workers the same.
+        bus: the service's Redis message bus (``redis://host:port/db``, the
+            URL its ``RedisMessageBus`` uses): the inbox then follows every
+            session's events over one connection instead of polling.
+        resync_interval: with ``bus``, seconds between full listings (a
+            safety net: Redis Pub/Sub drops what is published while the
+            connection is down; it also finds sessions stranded mid-turn).
+        parallel_answers: most sessions "Approve selected" answers at once.
 
     Attributes:
         http: the :class:`~nb_hitl.service.http.ServiceHTTP`.
@@ -82,6 +94,9 @@ class ServiceClient:
         outcome_timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
         service_id: str | None = None,
+        bus: str | None = None,
+        resync_interval: float = 30.0,
+        parallel_answers: int = 8,
     ) -> None:
         self.http = ServiceHTTP(base_url, user_id, headers=headers, auth=auth, transport=transport)
         path = audit_path or os.environ.get("NB_HITL_SERVICE_AUDIT") or Path.cwd() / "nb_hitl_service_audit.jsonl"
@@ -96,8 +111,14 @@ class ServiceClient:
         self.notice = ""
         self.view: Any = None
         self._widget: Any = None
-        self._poller: asyncio.Task[None] | None = None
-        self.state.on_change(lambda _s: self._push())
+        self.bus = bus
+        self.resync_interval = resync_interval
+        self.parallel_answers = parallel_answers
+        self.watch: BusWatch | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._push_pending = False
+        self._relist: asyncio.Task[None] | None = None
+        self.state.on_change(lambda _s: self._push_soon())
 
     @property
     def user_id(self) -> str:
@@ -113,18 +134,56 @@ class ServiceClient:
         if self.view is None:
             from ..widgets.inbox import InboxView, InboxWidget
 
-            self._widget = InboxWidget(handler=self._on_page, service=self.http.base_url, user_id=self.user_id)
+            self._widget = InboxWidget(
+                handler=self._on_page, service=self.http.base_url, user_id=self.user_id, live=self.live
+            )
             self.view = InboxView(self._widget)
             self._push()
         self.start()
         return self.view
 
-    def start(self) -> asyncio.Task[None]:
-        """Start polling on the running loop (idempotent); the task."""
-        if self._poller is None or self._poller.done():
-            loop = asyncio.get_event_loop()
-            self._poller = loop.create_task(self.state.run(self.poll_interval))
-        return self._poller
+    @property
+    def live(self) -> str:
+        """How the inbox learns of changes, in one sentence (shown above the rows)."""
+        if self.bus:
+            return "Pushed: the service's own events, all sessions over one connection to its bus."
+        return (
+            f"Listed every {self.poll_interval:g} s (one batched listing): without its Redis bus the "
+            "service offers no event stream of all sessions."
+        )
+
+    def start(self) -> list[asyncio.Task[Any]]:
+        """Start following the service on the running loop (idempotent); the tasks.
+
+        With ``bus``: a :class:`~nb_hitl.service.events.BusWatch` (one
+        connection), the inbox's event follower and a full listing every
+        ``resync_interval`` s; without: a listing every ``poll_interval`` s.
+        """
+        if self._tasks and not all(t.done() for t in self._tasks):
+            return self._tasks
+        loop = asyncio.get_event_loop()
+        if self.bus:
+            self.watch = BusWatch(
+                self.bus, self.state.on_event, on_connect=self._resync, on_error=lambda _e: self._push_soon()
+            )
+            self._tasks = [
+                loop.create_task(self.watch.run()),
+                loop.create_task(self.state.follow()),
+                loop.create_task(self._resync_every()),
+            ]
+        else:
+            self._tasks = [loop.create_task(self.state.run(self.poll_interval))]
+        return self._tasks
+
+    def _resync(self) -> None:
+        self._push_soon()  # the bus is back: its error leaves the page
+        self._tasks.append(asyncio.get_event_loop().create_task(self.state.poll()))
+        self._tasks = [t for t in self._tasks if not t.done()]
+
+    async def _resync_every(self) -> None:
+        while True:
+            await asyncio.sleep(self.resync_interval)
+            await self.state.poll()
 
     async def refresh(self) -> list[dict[str, Any]]:
         """Poll once now; the rows (``InboxEntry.to_view()``)."""
@@ -142,14 +201,32 @@ class ServiceClient:
             if first is not None and entry.status == "awaiting_permission":
                 entry.flags[str(call.get("id"))] = f"{call.get('name')} was approved here at {first.get('time')}"
 
+    def _push_soon(self) -> None:
+        """Push at most every 0.1 s: a burst of events becomes one update of the page."""
+        if self._push_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._push()
+            return
+        self._push_pending = True
+
+        def later() -> None:
+            self._push_pending = False
+            self._push()
+
+        loop.call_later(0.1, later)
+
     def _push(self) -> None:
         w = self._widget
         if w is None:
             return
+        watch_error = self.watch.error if self.watch is not None and not self.watch.connected else ""
         try:
             with w.hold_sync():
                 w.entries = self.state.views()
-                w.error = self.state.error or self.notice
+                w.error = self.state.error or watch_error or self.notice
                 w.updated = time.time()
         except Exception:  # a closed comm never stops the inbox
             log.debug("could not update the inbox widget", exc_info=True)
@@ -163,6 +240,10 @@ class ServiceClient:
             if not isinstance(sid, str) or not sid:
                 raise DecisionError("Which session? The message names no session_id.", field="session_id")
             return self._page_open(sid, message.get("agent_id"))
+        if action == "say":
+            return self._page_say(message.get("session_id"), message.get("text"))
+        if action == "approve_selected":
+            return self._page_approve(message.get("items"))
         raise DecisionError(f"The inbox does not know the action {str(action)[:40]!r}.", field="action")
 
     async def _page_refresh(self) -> dict[str, Any]:
@@ -173,9 +254,80 @@ class ServiceClient:
         console = await self.open(session_id, agent_id if isinstance(agent_id, str) else None)
         return {"opened": console.session_id, "pauses": len(console.pauses)}
 
+    async def _page_say(self, session_id: Any, text: Any) -> dict[str, Any]:
+        if not isinstance(session_id, str) or not session_id:
+            raise DecisionError("Open a session first: the message names no session_id.", field="session_id")
+        if not isinstance(text, str) or not text.strip():
+            raise DecisionError("Write a message first: it is empty.", field="text")
+        console = self.consoles.get(session_id) or await self.open(session_id)
+        await console.say(text)
+        return {"sent": session_id}
+
+    async def _page_approve(self, items: Any) -> dict[str, Any]:
+        if not isinstance(items, list) or not items:
+            raise DecisionError("Select at least one session to approve.", field="items")
+        rows = [i for i in items if isinstance(i, dict) and isinstance(i.get("session_id"), str)]
+        if len(rows) != len(items):
+            raise DecisionError("Each selected item must name a session_id.", field="items")
+        return {"results": await self.approve_selected(rows)}
+
+    async def approve_selected(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """ "Approve selected": approve every open confirmation of each session,
+        one request per session (:meth:`SessionConsole.act
+        <nb_hitl.service.console.SessionConsole.act>`, or ``act_all`` for a
+        session with several calls: the one pipeline of answers), at most
+        ``parallel_answers`` sessions at once.
+
+        Args:
+            rows: ``[{"session_id", "agent_id"?}]`` (inbox rows).
+
+        Returns:
+            one result per row, in order: ``{"session_id", "ok", "code",
+            "text"}``; ``code`` is ``delivered`` or why not (the front
+            door's refusal, the outcome's status, ``nothing_to_approve``);
+            the same result is shown on the row (the widget's ``outcomes``).
+            Never raises for one session's failure.
+        """
+        limit = asyncio.Semaphore(max(1, self.parallel_answers))
+
+        async def one(row: dict[str, Any]) -> dict[str, Any]:
+            sid = str(row["session_id"])
+            aid = row.get("agent_id") if isinstance(row.get("agent_id"), str) else None
+            async with limit:
+                try:
+                    console = await self.open(sid, aid, show=False)
+                    confirms = [p for p in console.pauses.values() if p.status == "open" and p.kind == "confirm"]
+                    if not confirms:
+                        waits = "a question (open it to answer)" if console.pauses else "nothing"
+                        return {
+                            "ok": False,
+                            "code": "nothing_to_approve",
+                            "text": f"Not approved: it waits for {waits}.",
+                        }
+                    asks = [{"action": "approve", "tool_call_id": p.tool_call_id} for p in confirms]
+                    got = await (console.act(asks[0]) if len(asks) == 1 else console.act_all(asks))
+                    ok = got.get("status") == "delivered"
+                    return {"ok": ok, "code": got.get("status"), "text": str(got.get("outcome", ""))[:300]}
+                except NbHitlError as exc:
+                    return {"ok": False, "code": exc.code, "text": str(exc)[:300]}
+
+        results = await asyncio.gather(*(one(r) for r in rows), return_exceptions=True)
+        out = [
+            {"session_id": str(r["session_id"]), **res}
+            if isinstance(res, dict)
+            # one session's failure never stops the others
+            else {"session_id": str(r["session_id"]), "ok": False, "code": "error", "text": f"{res!r}"[:300]}
+            for r, res in zip(rows, results, strict=True)
+        ]
+        if self._widget is not None:
+            with contextlib.suppress(Exception):
+                self._widget.outcomes = {**self._widget.outcomes, **{o["session_id"]: o for o in out}}
+        return out
+
     # -- sessions --------------------------------------------------------------
-    async def open(self, session_id: str, agent_id: str | None = None) -> SessionConsole:
-        """Open a session: its console (transcript + cards), shown under the inbox list.
+    async def open(self, session_id: str, agent_id: str | None = None, *, show: bool = True) -> SessionConsole:
+        """Open a session: its console (transcript + cards), shown under the
+        inbox list (unless ``show`` is False: "Approve selected" opens without showing).
 
         Raises:
             DecisionError: the session is unknown (not in the inbox and no ``agent_id``).
@@ -184,7 +336,7 @@ class ServiceClient:
         console = self.consoles.get(session_id)
         if console is None:
             entry = self.state.entries.get(session_id)
-            agent_id = agent_id or (entry.agent_id if entry else None)
+            agent_id = agent_id or (entry.agent_id if entry else self.state.sessions.get(session_id))
             if agent_id is None:
                 raise DecisionError(
                     f"Session {session_id[:80]!r} is not in the inbox; give its agent_id.", field="session_id"
@@ -203,11 +355,12 @@ class ServiceClient:
             )
             self.consoles[session_id] = console
         await console.refresh()
-        if self.view is not None:
+        if show and self.view is not None:
             self.view.show(console.make_widget())
             self._widget.opened = session_id
-        with contextlib.suppress(RuntimeError):
-            console.follow()
+        if show:
+            with contextlib.suppress(RuntimeError):
+                console.follow()
         return console
 
     def _answered(self, session_id: str, outcome: Outcome) -> None:
@@ -218,14 +371,27 @@ class ServiceClient:
             self.notice = ""  # a worker took an answer: the service applies answers again
         if outcome.applied:
             self.state.forget(session_id)
-        self._push()
+        self._push_soon()
+        if not self.bus:  # with the bus the service's events carry the change; else list once more, soon
+            self._poll_soon()
+
+    def _poll_soon(self) -> None:
+        """One listing soon; answers in a burst ("Approve selected") share it."""
+        if self._relist is not None and not self._relist.done():
+            return
+
+        async def relist() -> None:
+            await asyncio.sleep(0.2)
+            await self.state.poll()
+
         with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().create_task(self.state.poll())
+            self._relist = asyncio.get_running_loop().create_task(relist())
 
     async def aclose(self) -> None:
         """Stop polling and following, close the connections."""
-        if self._poller is not None:
-            self._poller.cancel()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         for console in self.consoles.values():
             console.close()
         await self.http.aclose()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["ServiceProcess", "free_port", "fake_model_url", "main"]
+__all__ = ["ServiceProcess", "LocalRedis", "free_port", "fake_model_url", "main"]
 
 FAKE_MODEL_PATH = "/fake-openai"
 
@@ -46,6 +46,64 @@ def _fake_model_app() -> object:
     from .script import fake_model_app
 
     return fake_model_app()
+
+
+class LocalRedis:
+    """A throw-away ``redis-server`` on 127.0.0.1 (no persistence) for the
+    service's message bus: with it the one-process service publishes its
+    events where a console can follow them all over one connection.
+
+    Attributes:
+        url: ``redis://127.0.0.1:<port>/0`` once started.
+        available: ``redis-server`` is installed.
+    """
+
+    def __init__(self, port: int | None = None) -> None:
+        import shutil
+
+        self.port = port or free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.exe = shutil.which("redis-server")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def available(self) -> bool:
+        """``redis-server`` is on the PATH."""
+        return self.exe is not None
+
+    def start(self, timeout: float = 20.0) -> LocalRedis:
+        """Start it and wait until it accepts connections.
+
+        Raises:
+            RuntimeError: ``redis-server`` is not installed, exited, or did not answer within ``timeout`` s.
+        """
+        if self.exe is None:
+            raise RuntimeError("redis-server is not installed (Debian: apt-get install redis-server).")
+        args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.proc = subprocess.Popen([self.exe, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server exited ({self.proc.returncode}).")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"redis-server did not answer within {timeout} s.")
+
+    def stop(self) -> None:
+        """Stop it (SIGTERM, then SIGKILL after 10 s)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
 
 
 class ServiceProcess:

@@ -6,13 +6,20 @@ session's ``/messages`` (AgentScope persists the parked assistant ``Msg``:
 or ``submitted``), :func:`summary_line` makes the one-line summary and
 :class:`InboxEntry` is one row.
 
-:class:`InboxState` keeps the rows. :meth:`InboxState.poll` asks the service
-once: ``GET /agent/`` then ``GET /sessions/?agent_id=`` per agent (each
-``SessionView`` carries the status AgentScope derives from the shared run
-lock and the stored context, so what any worker did shows up), and
-``/messages`` only for sessions that newly parked. :meth:`InboxState.run`
-repeats that every ``interval`` seconds; the console also calls
-:meth:`InboxState.poll` right after an answer so a closed pause leaves at once.
+:class:`InboxState` keeps the rows. :meth:`InboxState.poll` lists once:
+``GET /agent/`` then ``GET /sessions/?agent_id=`` for every agent at once
+(each ``SessionView`` carries the status AgentScope derives from the shared
+run lock and the stored context, so what any worker did shows up), and
+``/messages`` only for sessions that newly parked, many at once.
+
+Pushed updates: :meth:`InboxState.on_event` takes the service's own events
+(:class:`~nb_hitl.service.events.BusWatch`, one connection for every
+session): an answer taken or a run started drops the session's row at once;
+a pause or the end of a run marks the session for one check
+(``/status``, then ``/messages`` if it waits), done by :meth:`InboxState.follow`;
+an event of a session the inbox does not know yet starts one listing.
+Without the bus (a one-process service), :meth:`InboxState.run` lists every
+``interval`` seconds. The console also drops a row right after its own answer.
 
 A session ``running`` for longer than ``stranded_after`` seconds is flagged
 ``stranded``: a worker that died mid-turn leaves AgentScope's run lock in
@@ -36,6 +43,11 @@ __all__ = ["InboxEntry", "InboxState", "PARKED", "parked_calls", "summary_line"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+GONE = ("USER_CONFIRM_RESULT", "EXTERNAL_EXECUTION_RESULT", "REPLY_START")
+"""Events after which a session no longer waits: an answer was taken, a run started."""
+CHECK = ("REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION", "REPLY_END")
+"""Events after which a session may wait (a pause) or stopped waiting (a reply ended)."""
 
 PARKED = ("awaiting_permission", "awaiting_external_result")
 """``SessionStatus`` values of a session waiting for a person (AgentScope)."""
@@ -101,6 +113,8 @@ class InboxEntry:
         flags: per tool call id, a note the console adds (e.g. approved before).
         updated_at: the session record's ``updated_at`` when read (a change
             means another run ended: the parked calls are read again).
+        owner: the service user the session belongs to: the one person
+            AgentScope's service lets answer it (``X-User-ID``).
     """
 
     agent_id: str
@@ -114,6 +128,7 @@ class InboxEntry:
     stranded: bool = False
     flags: dict[str, str] = field(default_factory=dict)
     updated_at: str = ""
+    owner: str = ""
 
     def to_view(self) -> dict[str, Any]:
         """The JSON the inbox page renders (every string shown as text)."""
@@ -131,6 +146,7 @@ class InboxEntry:
             "summary": summary_line(first) if first else "",
             "since": self.since,
             "note": "; ".join(self.flags.values()),
+            "may_answer": self.owner,
         }
 
 
@@ -158,13 +174,15 @@ class InboxState:
             shown as stranded.
         include_running: list running sessions too (they become rows only
             once stranded when False).
-        max_in_flight: most HTTP calls one poll has open at once.
+        max_in_flight: most HTTP calls the inbox has open at once.
 
     Attributes:
         entries: ``{session_id: InboxEntry}``.
         agents: ``{agent_id: name}`` seen at the last poll.
+        sessions: ``{session_id: agent_id}`` of every session listed (parked or not).
         error: the last poll's failure text, or ``""``.
-        polls: number of completed polls.
+        polls: number of completed listings.
+        checks: number of single-session checks made after events.
     """
 
     def __init__(
@@ -173,7 +191,7 @@ class InboxState:
         *,
         stranded_after: float = 60.0,
         include_running: bool = False,
-        max_in_flight: int = 8,
+        max_in_flight: int = 24,
     ) -> None:
         self.http = http
         self.stranded_after = stranded_after
@@ -182,6 +200,12 @@ class InboxState:
         self.agents: dict[str, str] = {}
         self.error = ""
         self.polls = 0
+        self.checks = 0
+        self.sessions: dict[str, str] = {}
+        self._names: dict[str, str] = {}
+        self._foreign: set[str] = set()
+        self._dirty: dict[str, int] = {}
+        self._wake = asyncio.Event()
         self._running_since: dict[str, float] = {}
         self._listeners: list[Callable[[InboxState], None]] = []
         self._poll_lock = asyncio.Lock()
@@ -212,12 +236,15 @@ class InboxState:
                 self.error = str(exc)
             self.polls += 1
         if changed:
-            for listener in list(self._listeners):
-                try:
-                    listener(self)
-                except Exception:  # a listener (widget) never stops the inbox
-                    log.exception("inbox listener failed")
+            self._notify()
         return changed
+
+    def _notify(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(self)
+            except Exception:  # a listener (widget) never stops the inbox
+                log.exception("inbox listener failed")
 
     async def run(self, interval: float = 1.0, max_polls: int | None = None) -> None:
         """Poll every ``interval`` seconds (``max_polls`` times, or until cancelled)."""
@@ -243,12 +270,15 @@ class InboxState:
         changed = False
         fetch: list[tuple[str, dict[str, Any], str]] = []
         now = time.time()
+        self.sessions = {}
         for aid, sessions in zip(self.agents, views, strict=True):
             for view in sessions:
                 record = view.get("session") or {}
                 sid = str(record.get("id"))
+                self.sessions[sid] = aid
                 status = str(view.get("status"))
                 name = str(((record.get("config") or {}).get("name")) or record.get("name") or sid)
+                self._names[sid] = name
                 if status == "running":
                     started = self._running_since.setdefault(sid, now)
                     stranded = now - started >= self.stranded_after
@@ -274,7 +304,7 @@ class InboxState:
                 del self.entries[sid]
                 changed = True
         results = await asyncio.gather(
-            *(self._limited(self.http.messages(aid, str(rec.get("id")), limit=5)) for aid, rec, _ in fetch),
+            *(self._limited(self.http.messages(aid, str(rec.get("id")), limit=1)) for aid, rec, _ in fetch),
             return_exceptions=True,
         )
         for (aid, rec, status), res in zip(fetch, results, strict=True):
@@ -285,13 +315,100 @@ class InboxState:
                 continue
             sid = str(rec.get("id"))
             name = str(((rec.get("config") or {}).get("name")) or sid)
-            entry = InboxEntry(aid, self.agents[aid], sid, name, status, reply_id, calls, since=_msg_time(msg) or now)
+            entry = self._entry(aid, sid, name, status, reply_id, calls, msg)
             entry.updated_at = str(rec.get("updated_at", ""))
-            if self.flagger is not None:
-                self.flagger(entry)
             self.entries[sid] = entry
             changed = True
         return changed
+
+    def _entry(
+        self,
+        aid: str,
+        sid: str,
+        name: str,
+        status: str,
+        reply_id: str | None,
+        calls: list[dict[str, Any]],
+        msg: dict[str, Any] | None,
+    ) -> InboxEntry:
+        entry = InboxEntry(
+            aid, self.agents.get(aid, aid), sid, name, status, reply_id, calls, since=_msg_time(msg) or time.time()
+        )
+        entry.owner = self.http.user_id
+        if self.flagger is not None:
+            self.flagger(entry)
+        return entry
+
+    # -- pushed updates ---------------------------------------------------------
+    def on_event(self, session_id: str, kind: str) -> None:
+        """One event of a session, as the service published it (``kind``: its ``type``).
+
+        An answer taken or a run started (:data:`GONE`) drops the row now; a
+        pause or a reply's end (:data:`CHECK`) marks the session for one
+        check by :meth:`follow`. Events of sessions of other users are
+        ignored once a listing showed they are not this user's.
+        """
+        if session_id in self._foreign:
+            return
+        if kind in GONE:
+            self._running_since.setdefault(session_id, time.time())
+            if self.entries.pop(session_id, None) is not None:
+                self._notify()
+        elif kind in CHECK:
+            self._dirty.setdefault(session_id, 0)
+            self._wake.set()
+
+    async def follow(self, settle_every: float = 0.25, give_up_after: int = 120) -> None:
+        """Check the sessions :meth:`on_event` marked, until cancelled.
+
+        A session still ``running`` (it parked, and its worker is still
+        storing the state) is checked again every ``settle_every`` s, at most
+        ``give_up_after`` times (the next listing sees it then). Sessions the
+        inbox does not know start one listing first.
+        """
+        while True:
+            if not self._dirty:
+                self._wake.clear()
+                await self._wake.wait()
+            await asyncio.sleep(0.02)  # gather a burst of events into one round
+            batch, self._dirty = self._dirty, {}
+            unknown = [s for s in batch if s not in self.sessions]
+            if unknown:
+                await self.poll()
+                self._foreign.update(s for s in unknown if s not in self.sessions)
+            known = [s for s in batch if s in self.sessions]
+            again = await asyncio.gather(*(self._limited(self._check(s)) for s in known), return_exceptions=True)
+            self.checks += len(known)
+            for sid, res in zip(known, again, strict=True):
+                if res is True and batch[sid] < give_up_after:
+                    self._dirty[sid] = max(self._dirty.get(sid, 0), batch[sid] + 1)
+            if self._dirty:
+                await asyncio.sleep(settle_every)
+
+    async def _check(self, sid: str) -> bool:
+        """Read one session's state into its row; True while it is still running."""
+        aid = self.sessions[sid]
+        status = await self.http.status(aid, sid)
+        if status == "running":
+            return True
+        self._running_since.pop(sid, None)
+        entry = None
+        if status in PARKED:
+            body = await self.http.messages(aid, sid, limit=1)
+            reply_id, calls, msg = parked_calls(body.get("messages") or [])
+            if calls:
+                entry = self._entry(aid, sid, self._names.get(sid, sid), status, reply_id, calls, msg)
+        old = self.entries.get(sid)
+        if entry is None and old is None:
+            return False
+        if entry is None:
+            del self.entries[sid]
+        elif old is not None and old.reply_id == entry.reply_id and old.calls == entry.calls:
+            return False
+        else:
+            self.entries[sid] = entry
+        self._notify()
+        return False
 
     def forget(self, session_id: str) -> None:
         """Drop a row now (the console saw its pause close); the next poll re-adds it if it is still parked."""

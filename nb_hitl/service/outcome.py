@@ -265,6 +265,7 @@ async def await_outcome(
     poll: float = 0.5,
     take_within: float = 5.0,
     sent_here: Callable[[str], bool] | None = None,
+    stream_grace: float = 3.0,
 ) -> Outcome:
     """Send an answer and wait (at most ``timeout`` s) for its verdict.
 
@@ -280,6 +281,10 @@ async def await_outcome(
             service is not taking answers (:func:`not_taken`).
         sent_here: whether an event id was sent by this console (an earlier
             answer of its own that settled the call).
+        stream_grace: seconds the stream may lag behind the stored state:
+            calls found closed while the stream has shown no answer at all
+            are judged only after this (a loaded service delivers the
+            frames late; judging at once would name another answer).
 
     Returns:
         Outcome: ``applied`` only when this answer produced the calls'
@@ -299,15 +304,31 @@ async def await_outcome(
             verdict.set_result(out)
 
     async def read_stream() -> None:
-        try:
-            async with contextlib.aclosing(http.stream(agent_id, session_id, after=after)) as frames:
-                async for frame in frames:
-                    out = judge.feed(frame)
-                    if out is not None:
-                        settle(out)
-                        return
-        except ServiceError as exc:
-            broke.append(str(exc))
+        # a stream the service ends early (a loaded worker gives up subscribing
+        # after 5 s) is opened again from the same cursor: the replay log holds
+        # every frame since, so the judge sees the same frames in the same order
+        reason = ""
+        for _attempt in range(3):
+            try:
+                async with contextlib.aclosing(http.stream(agent_id, session_id, after=after)) as frames:
+                    async for frame in frames:
+                        out = judge.feed(frame)
+                        if out is not None:
+                            settle(out)
+                            return
+                reason = "the service ended the session's stream"
+            except ServiceError as exc:
+                reason = str(exc)
+            await asyncio.sleep(0.25)
+        broke.append(reason)
+
+    closed_at: list[float] = []
+
+    def seen_closed() -> float:
+        """When the poll first found the calls closed."""
+        if not closed_at:
+            closed_at.append(time.monotonic())
+        return closed_at[0]
 
     reader = asyncio.create_task(read_stream())
     try:
@@ -328,6 +349,8 @@ async def await_outcome(
             if status == "running" or verdict.done():
                 continue
             if not still_open:
+                if judge.current is None and not broke and time.monotonic() - seen_closed() < stream_grace:
+                    continue  # the stream has shown no answer yet: it lags behind the stored state
                 settle(judge.closed(broke[0] if broke else None, sent_here))
             elif judge.started:
                 settle(

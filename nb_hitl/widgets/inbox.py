@@ -2,9 +2,12 @@
 
 The widget only carries data: :class:`~nb_hitl.service.ServiceClient` writes
 ``entries`` (``InboxEntry.to_view()`` rows: ``agent``, ``session``,
-``status``, ``tool``, ``summary``, ``since``, ``note``...) and answers the
-page's ``open`` action; the page (``js/inbox.ts``) draws the rows, ticks the
-"waiting" times and shows which row is open.
+``status``, ``tool``, ``summary``, ``since``, ``note``, ``may_answer``...) and
+answers the page's ``open``, ``say`` and ``approve_selected`` actions; the page
+(``js/inbox.ts``) draws a count badge, the filters (agent, tool, waiting
+since, who may answer), one page of rows at a time, ticks the "waiting"
+times, shows which row is open and each row's outcome after "Approve
+selected".
 
 :class:`InboxView` is what ``ServiceClient.inbox()`` returns: the list above
 the opened session, which is a :class:`~nb_hitl.widgets.reply.ReplyWidget`
@@ -28,11 +31,15 @@ class InboxWidget(RequestWidget):
 
     Traits: ``service`` (URL), ``user_id``, ``entries`` (rows), ``opened``
     (the open session id), ``error`` (the last poll's failure), ``updated``
-    (``time.time()`` of the last poll).
+    (``time.time()`` of the last change), ``live`` (how the rows are kept
+    up to date, one sentence), ``page_size`` (rows per page), ``outcomes``
+    (``{session_id: {"ok", "code", "text"}}``: the last "Approve selected").
 
     Args:
-        handler: answers ``{"action": "open", "session_id"}`` and
-            ``{"action": "refresh"}``.
+        handler: answers ``{"action": "open", "session_id", "agent_id"}``,
+            ``{"action": "say", "session_id", "text"}``,
+            ``{"action": "approve_selected", "items": [{"session_id", "agent_id"}]}``
+            and ``{"action": "refresh"}``.
     """
 
     _page_code = "inbox"
@@ -44,6 +51,9 @@ class InboxWidget(RequestWidget):
     opened = traitlets.Unicode("").tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
     updated = traitlets.Float(0.0).tag(sync=True)
+    live = traitlets.Unicode("").tag(sync=True)
+    page_size = traitlets.Int(50).tag(sync=True)
+    outcomes = traitlets.Dict().tag(sync=True)
 
     def __init__(self, handler: Handler | None = None, **traits: Any) -> None:
         super().__init__(handler=handler, **traits)

@@ -1,11 +1,12 @@
 """The service console's inbox and cards in real JupyterLab + Debian Chromium.
 
 A local AgentScope service (embedded: SQLite, in-memory bus, the fake model)
-has two parked sessions of one user: a ``write_note`` confirmation and an
+has three parked sessions of one user: a ``write_note`` confirmation and an
 ``AskUser`` question. The notebook shows ``ServiceClient(...).inbox()``; the
 person clicks a row, the session opens below with nb_hitl's card, Approve
 runs the tool once on the service; the other row's question is answered by
-clicking an option. Both rows leave the inbox.
+clicking an option; a third session is approved with "Approve selected"
+(its outcome shown); the count badge and a filter work. Every row leaves the inbox.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ async def _park_two(url: str, user: str) -> dict[str, str]:
     for agent, prompt in (
         ("writer", 'call: write_note {"text": "clicked-' + user + '"}'),
         ("asker", "call: AskUser " + json.dumps(QUESTION)),
+        ("batcher", 'call: write_note {"text": "selected-' + user + '"}'),
     ):
         aid = await http.create_agent(agent)
         sid = await http.create_session(aid, cred, name=agent)
@@ -60,7 +62,7 @@ async def _park_two(url: str, user: str) -> dict[str, str]:
 
     for _ in range(120):
         statuses = [s["status"] for a in await http.list_agents() for s in await http.list_sessions(a["id"])]
-        if sorted(statuses) == ["awaiting_external_result", "awaiting_permission"]:
+        if sorted(statuses) == ["awaiting_external_result", "awaiting_permission", "awaiting_permission"]:
             break
         await asyncio.sleep(0.25)
     else:
@@ -83,8 +85,26 @@ def test_inbox_and_cards_answered_by_clicks(page, lab: JupyterLabServer, service
     run_all_cells(page)
 
     rows = page.locator(f'{OUT} [data-testid="nbh-inbox-row"]')
-    rows.nth(1).wait_for(timeout=60_000)
-    assert rows.count() == 2
+    rows.nth(2).wait_for(timeout=60_000)
+    assert rows.count() == 3
+    assert page.locator(f'{OUT} [data-testid="nbh-inbox-count"]').inner_text() == "3"
+    # no bus given: the inbox says it lists (the one-process service's bus has no outside door)
+    assert "Listed every 1 s" in page.locator(f'{OUT} [data-testid="nbh-inbox-live"]').inner_text()
+    # a filter keeps one tool's rows
+    page.locator(f'{OUT} [data-testid="nbh-inbox-filter-tool"]').select_option("AskUser")
+    assert rows.count() == 1 and rows.first.get_attribute("data-session-id") == ids["asker"]
+    page.locator(f'{OUT} [data-testid="nbh-inbox-filter-tool"]').select_option("")
+    assert rows.count() == 3
+
+    # "Approve selected" on the batcher's session: its own outcome in the results
+    batch_row = page.locator(f'{OUT} [data-testid="nbh-inbox-row"][data-session-id="{ids["batcher"]}"]')
+    batch_row.locator('[data-testid="nbh-inbox-select"]').check()
+    page.locator(f'{OUT} [data-testid="nbh-inbox-approve-selected"]').click()
+    result = page.locator(f'{OUT} [data-testid="nbh-inbox-result"][data-session-id="{ids["batcher"]}"]')
+    result.wait_for(timeout=60_000)
+    assert result.get_attribute("data-ok") == "true", result.inner_text()
+    batch_row.wait_for(state="detached", timeout=30_000)
+    assert page.locator(f'{OUT} [data-testid="nbh-inbox-count"]').inner_text() == "2"
     writer_row = page.locator(f'{OUT} [data-testid="nbh-inbox-row"][data-session-id="{ids["writer"]}"]')
     assert writer_row.get_attribute("data-status") == "awaiting_permission"
     assert "write_note" in writer_row.inner_text() and f"clicked-{user}" in writer_row.inner_text()
@@ -118,6 +138,7 @@ def test_inbox_and_cards_answered_by_clicks(page, lab: JupyterLabServer, service
     # the tool ran once on the service; the console recorded both answers as applied
     runs = [json.loads(line) for line in service.ledger.read_text().splitlines()]
     assert [r["text"] for r in runs].count(f"clicked-{user}") == 1
+    assert [r["text"] for r in runs].count(f"selected-{user}") == 1
     phases = [(r["decision"], r["phase"]) for r in map(json.loads, audit.read_text().splitlines())]
     assert ("approve", "applied") in phases and ("answer", "applied") in phases
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

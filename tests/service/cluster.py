@@ -264,3 +264,84 @@ class Cluster:
     def stop(self) -> None:
         for w in (self.a, self.b):
             w.stop()
+
+
+async def park_many(
+    urls: list[str],
+    model_url: str,
+    user: str,
+    n: int,
+    agents: int = 10,
+    *,
+    ask_every: int = 0,
+    prefix: str = "inbox",
+    allow_failed: int = 0,
+) -> list[tuple[str, str]]:
+    """Park ``n`` sessions of ``user`` over ``agents`` agents (one workspace
+    each: the service gives one session per user, agent and workspace), the
+    chats posted through the workers in turn: ``write_note`` confirmations
+    (text ``f"{prefix}-{session_id}"``), and an ``AskUser`` question for every
+    ``ask_every``-th one. Returns ``[(agent_id, session_id)]`` of the parked
+    ones once all are parked, or (with ``allow_failed``) once at most that
+    many are missing and 20 s passed without one more parking.
+    """
+    import asyncio
+    import json
+    import uuid
+
+    from nb_hitl.service.http import ServiceError, ServiceHTTP, user_msg_body
+
+    https = [ServiceHTTP(u, user, timeout=60) for u in urls]
+    first = https[0]
+    cred = await first.create_credential(model_url)
+    agent_ids = [await first.create_agent(f"agent-{i}") for i in range(agents)]
+    limit = asyncio.Semaphore(8)
+
+    async def make(i: int) -> tuple[str, str]:
+        async with limit:
+            aid = agent_ids[i % agents]
+            sid = await first.create_session(aid, cred, name=f"s{i}", workspace_id=f"ws-{uuid.uuid4().hex[:10]}")
+            return aid, sid
+
+    sessions = list(await asyncio.gather(*(make(i) for i in range(n))))
+    question = {
+        "questions": [
+            {
+                "question": "Ship it?",
+                "header": "Ship",
+                "options": [{"label": "yes", "description": "ship"}, {"label": "no", "description": "wait"}],
+            }
+        ]
+    }
+
+    async def start(i: int, aid: str, sid: str) -> None:
+        asks = ask_every and i % ask_every == ask_every - 1
+        prompt = (
+            ("call: AskUser " + json.dumps(question))
+            if asks
+            else ("call: write_note " + json.dumps({"text": f"{prefix}-{sid}"}))
+        )
+        async with limit:
+            await https[i % len(https)].chat(aid, sid, user_msg_body(prompt))
+
+    await asyncio.gather(*(start(i, a, s) for i, (a, s) in enumerate(sessions)))
+    statuses: dict[str, str] = {}
+    parked, still = 0, 0
+    for _ in range(600):  # at most ~10 min on a loaded machine
+        await asyncio.sleep(1.0)
+        try:  # workers busy with hundreds of runs answer slowly: ask again
+            statuses = {v["session"]["id"]: v["status"] for a in agent_ids for v in await first.list_sessions(a)}
+        except ServiceError:
+            continue
+        now = sum(s.startswith("awaiting") for s in statuses.values())
+        still = still + 1 if now == parked else 0
+        parked = now
+        if parked == n or (parked >= n - allow_failed and still >= 20):
+            break
+    else:
+        raise RuntimeError(f"only {parked} of {n} sessions parked")
+    # a loaded worker may fail to prepare a session (AgentScope's "setup" error): that chat ends idle
+    sessions = [(a, s) for a, s in sessions if statuses.get(s, "").startswith("awaiting")]
+    for h in https:
+        await h.aclose()
+    return sessions

@@ -1,6 +1,8 @@
 """notebooks/service_console.ipynb runs headless, top to bottom, in a real kernel:
-it starts the embedded service (SQLite, in-memory bus, fake model), parks two
-chats, lists them in the inbox, answers both through the console and stops."""
+it starts the embedded service (SQLite, a throw-away Redis as its bus, fake
+model), parks two chats, shows them in two consoles' inboxes (pushed by the
+service's events), answers both through one console (the other's row leaves)
+and stops."""
 
 from __future__ import annotations
 
@@ -20,7 +22,10 @@ def test_committed_notebook_has_no_outputs() -> None:
 
 def test_service_console_notebook_runs_headless() -> None:
     nb, text = run_notebook(NOTEBOOK, timeout=240)
-    assert "service up: True" in text
+    assert "service up: True | message bus: Redis" in text
+    assert "Pushed: the service's own events" in text
+    assert "the other console lists: ['colour poll', 'release notes']" in text
+    assert "the other console lists now: ['colour poll']" in text
     assert "writer  awaiting_permission" in text and 'text="v2.0 ships on Friday"' in text
     assert "asker   awaiting_external_result" in text and "Which colour for the release banner?" in text
     assert "confirm write_note {'text': 'v2.0 ships on Friday'}" in text

@@ -182,3 +182,41 @@ def test_ledger_reads_lines_written_before_the_record_version(tmp_path: Path) ->
     assert [r["phase"] for r in ledger.records("s")] == ["sending"]
     path.write_text(path.read_text() + json.dumps({**old, "decision": "approve", "phase": "refused"}) + "\n")
     assert AnswerLedger(path, "svc", "ana").approved("s", "call_1") is None
+
+
+def test_bus_channels_name_their_session() -> None:
+    """The pattern is AgentScope's own channel name with ``*`` for the
+    session; a published event's channel gives its session back."""
+    from agentscope.app.message_bus import MessageBusKeys
+
+    from nb_hitl.service.events import channel_pattern, event_type, session_of
+
+    pattern = channel_pattern()
+    assert session_of(MessageBusKeys.session_events("abc-123"), pattern) == "abc-123"
+    assert session_of("agentscope:wakeups", pattern) is None
+    assert event_type(json.dumps({"type": "REPLY_START", "_entry_id": "1-0"}).encode()) == "REPLY_START"
+    assert event_type(b"not json") == "" and event_type(b"[1]") == ""
+
+
+def test_pushed_events_drop_rows_and_mark_sessions_for_one_check() -> None:
+    """An echoed answer or a run's start drops the row at once (listeners
+    told); a pause or a reply's end marks the session for one check; a
+    session a listing showed is not this user's is ignored."""
+    from nb_hitl.service.http import ServiceHTTP
+    from nb_hitl.service.inbox import InboxState
+
+    state = InboxState(ServiceHTTP("http://127.0.0.1:1", "ana"))
+    told: list[int] = []
+    state.on_change(lambda s: told.append(len(s.entries)))
+    state.entries["s1"] = InboxEntry("a1", "writer", "s1", "notes", "awaiting_permission", "r1", [CALL])
+    state.entries["s2"] = InboxEntry("a1", "writer", "s2", "more", "awaiting_permission", "r2", [CALL])
+    state.on_event("s1", "USER_CONFIRM_RESULT")
+    assert list(state.entries) == ["s2"] and told == [1]
+    state.on_event("s2", "TEXT_BLOCK_DELTA")  # a run's chatter changes nothing
+    assert list(state.entries) == ["s2"] and told == [1] and not state._dirty
+    state.on_event("s3", "REQUIRE_USER_CONFIRM")
+    state.on_event("s2", "REPLY_END")
+    assert set(state._dirty) == {"s2", "s3"}
+    state._foreign.add("s9")
+    state.on_event("s9", "REQUIRE_USER_CONFIRM")
+    assert "s9" not in state._dirty

@@ -1,0 +1,97 @@
+// The inbox page's pure logic (no DOM): which rows a filter keeps, the
+// choices each filter offers, one page of rows, the "waiting" text and the
+// rows "Approve selected" may send. js/inbox.ts draws what these return.
+import type { InboxRow } from "./messages";
+
+/** The filters above the rows; "" means any. `waitingSec`: only pauses open at least this long. */
+export interface Filters {
+  agent: string;
+  tool: string;
+  mayAnswer: string;
+  waitingSec: number;
+}
+
+export const NO_FILTER: Filters = { agent: "", tool: "", mayAnswer: "", waitingSec: 0 };
+
+/** The "waiting since" choices: label -> seconds waited at least. */
+export const WAITING: ReadonlyArray<[string, number]> = [
+  ["any time", 0],
+  ["over 1 min", 60],
+  ["over 10 min", 600],
+  ["over 1 h", 3600],
+  ["over 1 day", 86400],
+];
+
+export const STATUS: Record<string, string> = {
+  awaiting_permission: "needs confirmation",
+  awaiting_external_result: "needs an answer",
+  running: "running",
+  stranded: "stranded (worker gone?)",
+};
+
+/** How long a pause has waited, `now` and `since` in seconds since the epoch. */
+export function waited(since: number, now: number): string {
+  const s = Math.max(0, Math.round(now - since));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
+}
+
+/** The rows the filters keep, in their order. */
+export function filterRows(rows: readonly InboxRow[], f: Filters, now: number): InboxRow[] {
+  return rows.filter(
+    (r) =>
+      (!f.agent || r.agent === f.agent) &&
+      (!f.tool || r.tool === f.tool) &&
+      (!f.mayAnswer || r.may_answer === f.mayAnswer) &&
+      (f.waitingSec <= 0 || now - r.since >= f.waitingSec),
+  );
+}
+
+/** The values a filter offers: each distinct value of the field, sorted, with its count. */
+export function facets(rows: readonly InboxRow[], field: "agent" | "tool" | "may_answer"): [string, number][] {
+  const counts = new Map<string, number>();
+  for (const r of rows) {
+    const v = String(r[field] ?? "");
+    if (v) counts.set(v, (counts.get(v) ?? 0) + 1);
+  }
+  return [...counts.entries()].sort((a, b) => a[0].localeCompare(b[0]));
+}
+
+/** One page of rows (`page` counts from 0 and is clamped to the last page). */
+export interface Paged {
+  rows: InboxRow[];
+  page: number;
+  pages: number;
+  first: number;
+  last: number;
+}
+
+export function pageOf(rows: readonly InboxRow[], page: number, size: number): Paged {
+  const per = Math.max(1, Math.floor(size) || 1);
+  const pages = Math.max(1, Math.ceil(rows.length / per));
+  const p = Math.min(Math.max(0, Math.floor(page) || 0), pages - 1);
+  const slice = rows.slice(p * per, p * per + per);
+  return { rows: slice, page: p, pages, first: slice.length ? p * per + 1 : 0, last: p * per + slice.length };
+}
+
+/** The line under the filters: "1–50 of 300 shown (320 waiting)". */
+export function pageText(paged: Paged, kept: number, total: number): string {
+  const of = kept === total ? `${total}` : `${kept} (of ${total} waiting)`;
+  return kept === 0 ? `none of ${total} waiting match the filters` : `${paged.first}–${paged.last} of ${of}`;
+}
+
+/** Only confirmations can be approved from the list: the selected rows that
+ *  wait for one, as "Approve selected" sends them, and how many were left out. */
+export function approvable(rows: readonly InboxRow[], selected: ReadonlySet<string>): { items: { session_id: string; agent_id: string }[]; skipped: number } {
+  const chosen = rows.filter((r) => selected.has(r.session_id));
+  const items = chosen.filter((r) => r.status === "awaiting_permission").map((r) => ({ session_id: r.session_id, agent_id: r.agent_id }));
+  return { items, skipped: chosen.length - items.length };
+}
+
+/** Selected ids still in the inbox (a row that left drops out of the selection). */
+export function keepSelected(selected: ReadonlySet<string>, rows: readonly InboxRow[]): Set<string> {
+  const ids = new Set(rows.map((r) => r.session_id));
+  return new Set([...selected].filter((s) => ids.has(s)));
+}
