@@ -166,7 +166,22 @@ export type ReplyProtocol = PingProtocol &
     interrupt: { send: Record<string, never>; answer: { status?: string } };
     /** "Dry run" on a confirmation: not an answer, the card stays open (nb_hitl/dry_run.py) */
     dry_run: { send: PauseRef; answer: DryRunAnswer };
+    /** "Replay" on a finished reply: the kernel plays it again below it (nb_hitl/session/_whatif.py) */
+    replay: { send: Record<string, never>; answer: { started?: string } };
+    /** "What if…" opened: the reply's past pauses that can be answered differently */
+    what_if_list: { send: Record<string, never>; answer: { pauses?: WhatIfChoice[]; live?: string } };
+    /** one past pause chosen: the fork plays below the reply, that pause's card open */
+    what_if: { send: { tool_call_id: string; live: boolean }; answer: { started?: string } };
   };
+
+/** A past pause "What if…" offers: the tool and a summary of its input, and what was answered then.
+ * `tool_call_id` is sent back, never shown. */
+export interface WhatIfChoice {
+  tool_call_id: string;
+  tool_name: string;
+  summary: string;
+  answered: string;
+}
 
 /** One file a dry run created, changed or deleted in its temporary copy (`nb_hitl.dry_run.DryRunFile`). */
 export interface DryRunFile {

@@ -19,7 +19,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentscope.message import Msg, ToolCallBlock, ToolResultBlock
@@ -173,6 +173,11 @@ class Recording:
         except ValueError:
             got = None
         return got if isinstance(got, dict) else {}
+
+    def upto(self, prompts: int) -> Recording:
+        """The same record, playing only its first ``prompts`` user messages
+        (a reply's "Replay" plays the session up to that reply)."""
+        return replace(self, prompts=self.prompts[: max(prompts, 0)])
 
     # -- questions ---------------------------------------------------------
     def pauses(self) -> list[str]:

@@ -264,16 +264,40 @@ class Replaying:
                 ``live`` without the real tools, or the agent's context
                 was compressed.
         """
+        recording, known = self.record_of()
+        return self.fork_from(recording, known, tool_call_id, model=model, live=live, tools=tools, **kwargs)
+
+    def record_of(self) -> tuple[Recording, list[ToolBase]]:
+        """This session's record and its tools: a replay's recording and the
+        tools it was given, or a live (or restored) session's agent memory,
+        its audit lines and its toolkit.
+
+        Raises:
+            NbHitlError: the agent's context was compressed (:func:`whole`).
+        """
         session = cast("Session", self)
         plan = session.replay_plan
         if plan is not None:
-            recording, known = plan.recording, plan.tools
-        else:
-            lines = session.audit_log.records() if session.audit_log is not None else []
-            mine = [r for r in lines if r.get("session_id") in (None, session.session_id)]
-            whole(session.agent.state)
-            recording = Recording.read(session.agent.name, session.agent.state.context, mine)
-            known = list(tools_of(session.agent.toolkit).values())
+            return plan.recording, plan.tools
+        lines = session.audit_log.records() if session.audit_log is not None else []
+        mine = [r for r in lines if r.get("session_id") in (None, session.session_id)]
+        whole(session.agent.state)
+        recording = Recording.read(session.agent.name, session.agent.state.context, mine)
+        return recording, list(tools_of(session.agent.toolkit).values())
+
+    def fork_from(
+        self,
+        recording: Recording,
+        known: list[ToolBase],
+        tool_call_id: str,
+        *,
+        model: Any = None,
+        live: bool = False,
+        tools: Sequence[ToolBase] | Toolkit | None = None,
+        **kwargs: Any,
+    ) -> Session:
+        """:meth:`fork` on a given record (``known``: its tools); the same arguments and errors."""
+        session = cast("Session", self)
         if tool_call_id not in recording.answers:
             have = ", ".join(recording.pauses()) or "none"
             raise NbHitlError(f"No recorded pause {tool_call_id!r} to fork at; the recorded pauses are: {have}.")
