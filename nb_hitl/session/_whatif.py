@@ -153,10 +153,10 @@ def _choices(run: ReplyRun, recording: Recording) -> list[dict[str, str]]:
             "tool_call_id": p.tool_call_id,
             "tool_name": p.tool_name,
             "summary": _label(p.tool_name, p.input),
-            "answered": answer_note(recording.answers[p.tool_call_id]),
+            "answered": answer_note(line),
         }
         for p in run.pauses.values()
-        if p.tool_call_id in recording.answers
+        if (line := recording.answer_for(p.tool_call_id, p.kind)) is not None
     ]
 
 
