@@ -88,7 +88,9 @@ class Desk:
             return self.interrupt_from_page(run)
         if action == "batch":
             return self.on_batch(run, message, decided_by, origin)
-        if action in whatif.REQUESTS:  # "Replay" / "What if…" on a finished reply: not answers
+        if (
+            isinstance(action, str) and action in whatif.REQUESTS
+        ):  # "Replay" / "What if…" on a finished reply: not answers
             return whatif.handle(self.s, run, message)  # type: ignore[arg-type]
         if action == "dry_run":  # not an answer: the pause stays open, nothing is audited
             with self.s._lock:
