@@ -112,6 +112,8 @@ def handle(session: Session, run: ReplyRun, message: dict[str, Any]) -> Any:
         raise NbHitlError(why or "This session keeps no record to replay: make it with Session(..., audit_log=...).")
     recording, known = session.record_of()
     recording = recording.upto(run.upto)
+    if not recording.prompts:
+        raise NbHitlError("The record holds no message up to this reply, so there is nothing to play again.")
     shown = run.widget is not None  # the replay's replies are drawn below this one's
     if isinstance(request, WhatIfListRequest):
         return {"pauses": _choices(run, recording), "live": "" if _real(known) else NO_REAL_TOOLS}

@@ -100,3 +100,16 @@ def test_a_session_with_no_audit_log_offers_nothing(tmp_path: Path) -> None:
             session.act({"action": "what_if_list"})
 
     run_async(main())
+
+
+def test_a_reply_with_no_message_on_record_has_nothing_to_play(tmp_path: Path) -> None:
+    async def main() -> None:
+        session, _, _ = await _recorded(tmp_path, audit_log=tmp_path / "audit.jsonl")
+        run = session.current
+        assert run is not None
+        run.upto = 0  # as if the agent's memory held no user message when the reply ended
+        with pytest.raises(NbHitlError, match="holds no message up to this reply, so there is nothing to play"):
+            session.act({"action": "replay"})
+        assert run.nested == []
+
+    run_async(main())
