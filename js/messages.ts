@@ -169,6 +169,12 @@ export type ReplyProtocol = PingProtocol &
     dry_run: { send: PauseRef; answer: DryRunAnswer };
     /** what an edit would change, while it is typed: not an answer (nb_hitl/edit_preview.py) */
     preview: { send: PreviewEdit & PauseRef; answer: PreviewAnswer };
+    /** "Replay" on a finished reply: the kernel plays it again below it (nb_hitl/session/_whatif.py) */
+    replay: { send: Record<string, never>; answer: { started?: string } };
+    /** "What if…" opened: the reply's past pauses that can be answered differently */
+    what_if_list: { send: Record<string, never>; answer: { pauses?: WhatIfChoice[]; live?: string } };
+    /** one past pause chosen: the fork plays below the reply, that pause's card open */
+    what_if: { send: { tool_call_id: string; live: boolean }; answer: { started?: string } };
   };
 
 /** The edit to compare: a confirmation's edited input (JSON text) or a review's edited result. */
@@ -177,6 +183,15 @@ export type PreviewEdit = { input: string } | { output: string };
 /** The kernel's answer to "preview" (unchecked: the page reads it with readPreview). */
 export interface PreviewAnswer {
   preview?: unknown;
+}
+
+/** A past pause "What if…" offers: the tool and a summary of its input, and what was answered then.
+ * `tool_call_id` is sent back, never shown. */
+export interface WhatIfChoice {
+  tool_call_id: string;
+  tool_name: string;
+  summary: string;
+  answered: string;
 }
 
 /** One file a dry run created, changed or deleted in its temporary copy (`nb_hitl.dry_run.DryRunFile`). */

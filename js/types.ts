@@ -240,6 +240,22 @@ export interface ReplyModel {
   pending?: number;
   /** a random id of the widget, carried by each of its views */
   _nbh_key?: string;
+  /** "Replay" / "What if…" on a finished reply: {} none, {ready: true}, or {reason} (shown disabled) */
+  replay?: ReplayOffer;
+  /** the replays and what-ifs started from this reply, drawn below it */
+  nested?: NestedReply[];
+}
+
+/** What "Replay" and "What if…" offer (the `replay` trait). */
+export interface ReplayOffer {
+  ready?: boolean;
+  reason?: string;
+}
+
+/** A reply started from this one: a ReplyWidget's model ("IPY_MODEL_<id>") and its heading. */
+export interface NestedReply {
+  ref: string;
+  title: string;
 }
 
 /** The synced traits of `AuditLogTable`. */

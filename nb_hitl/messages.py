@@ -37,6 +37,10 @@ __all__ = [
     "DeclineMessage",
     "CancelMessage",
     "PageMessage",
+    "ReplayRequest",
+    "WhatIfListRequest",
+    "WhatIfRequest",
+    "parse_request",
     "parse_message",
     "parse_json_object",
     "parse_edited_input",
@@ -191,6 +195,56 @@ def parse_message(message: Any) -> Any:
             loc = loc[1:]
         raise DecisionError(
             f"This {message.get('action', 'message')!s:.40} message is not valid: {format_validation_error(exc)}",
+            field=".".join(loc) or None,
+        ) from None
+
+
+# -- requests on a finished reply: "Replay" and "What if…" (not answers) ----
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    request_id: str | int | None = None
+
+
+class ReplayRequest(_Request):
+    """ "Replay" on a finished reply: play it again from the record, below it."""
+
+    action: Literal["replay"]
+
+
+class WhatIfListRequest(_Request):
+    """ "What if…" opened: which of the reply's past pauses can be answered differently."""
+
+    action: Literal["what_if_list"]
+
+
+class WhatIfRequest(_Request):
+    """A past pause chosen to answer differently (``live``: the real tools run after it)."""
+
+    action: Literal["what_if"]
+    tool_call_id: str = Field(min_length=1, max_length=512)
+    live: bool = False
+
+
+ReplyRequest = Annotated[ReplayRequest | WhatIfListRequest | WhatIfRequest, Field(discriminator="action")]
+_requests: TypeAdapter[Any] = TypeAdapter(ReplyRequest)
+
+
+def parse_request(message: Any) -> Any:
+    """Validate a "Replay" / "What if…" request from a finished reply's page.
+
+    Returns:
+        a :class:`ReplayRequest`, :class:`WhatIfListRequest` or :class:`WhatIfRequest`.
+
+    Raises:
+        DecisionError: wrong shape; ``field`` names the field at fault.
+    """
+    try:
+        return _requests.validate_python(message)
+    except ValidationError as exc:
+        errors = exc.errors()
+        loc = [str(p) for p in errors[0].get("loc", ())][1:] if errors else []
+        raise DecisionError(
+            f"This {message.get('action', 'request')!s:.40} request is not valid: {format_validation_error(exc)}",
             field=".".join(loc) or None,
         ) from None
 

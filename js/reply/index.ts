@@ -18,6 +18,7 @@ import { CardSet } from "./card";
 import { timeLeft } from "./record";
 import { CardFeed } from "./feed";
 import { noteView, watchWaiting } from "./waiting_banner";
+import { WhatIf } from "./whatif";
 
 const STATUS_TEXT: Record<string, string> = {
   running: "running",
@@ -118,7 +119,9 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   const pager = h("div", { class: "nbh-row", "data-testid": "nbh-pager", hidden: true });
   const finalEl = h("div", { class: "nbh-final", "data-testid": "nbh-final" });
   const announcer = new Announcer();
-  root.append(announcer.el, banner, header, groupBar, groupNote, transcript.el, looseCards, pager, finalEl);
+  // "Replay" / "What if…" on a finished reply, and the replies they start, below it
+  const whatIf = new WhatIf(model, rpc, () => cards.live);
+  root.append(announcer.el, banner, header, groupBar, groupNote, transcript.el, looseCards, pager, finalEl, whatIf.el);
   // the notebook's shortcuts must not take the keys of the cards' controls
   keepKeys(root);
   el.append(root);
@@ -191,6 +194,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   };
   const drawAll = () => {
     header_();
+    whatIf.draw();
     transcript.draw(entries());
     cards.drawAll();
     drawFinal();
@@ -217,6 +221,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     const status = String(model.get("status") || "");
     say(`${model.get("agent_name") || "agent"}: ${statusText(status, openCards())}`);
     header_();
+    whatIf.draw();
     cards.drawAll();
   });
   model.on("change:status_reason", header_);
@@ -227,7 +232,10 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     stream.saveNow();
   });
   model.on("change:agent_name", header_);
+  model.on("change:replay", () => whatIf.draw());
+  model.on("change:nested", () => whatIf.drawNested());
   drawAll();
+  whatIf.drawNested();
   markTitle();
 
 
@@ -337,6 +345,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     stream.dispose();
     feed.dispose();
     transcript.dispose();
+    whatIf.dispose();
     markWaiting(root, false);
     rpc.dispose();
   };

@@ -33,6 +33,7 @@ from ..entries import entry_text
 from ..errors import NbHitlError, PauseNotLiveError
 from ..kinds import kind_spec
 from ..pauses import Pause
+from . import _whatif as whatif
 from ._core import SessionCore
 from ._run import ReplyRun
 
@@ -88,6 +89,10 @@ class Desk:
             return self.interrupt_from_page(run)
         if action == "batch":
             return self.on_batch(run, message, decided_by, origin)
+        if (
+            isinstance(action, str) and action in whatif.REQUESTS
+        ):  # "Replay" / "What if…" on a finished reply: not answers
+            return whatif.handle(self.s, run, message)  # type: ignore[arg-type]
         if action == "dry_run":  # not an answer: the pause stays open, nothing is audited
             with self.s._lock:
                 pause = front.arrive(run.pauses, message, closed=self.closed(run))

@@ -64,6 +64,9 @@ class SessionCore:
 
     desk: Desk
     notices: Notices | None
+    #: where a new reply's widget goes: ``None`` shows it in the current cell's
+    #: output; a replay started from a page sets it (below the reply it came from)
+    show: Callable[[Any], None] | None = None
 
     # -- state -----------------------------------------------------------
     def parked_tool_calls(self) -> list[ToolCallBlock]:
@@ -114,7 +117,7 @@ class SessionCore:
             try:
                 from IPython.display import display
 
-                display(run.widget)
+                (self.show or display)(run.widget)
             except Exception:  # outside IPython the widget is only kept
                 log.debug("could not display the reply widget", exc_info=True)
         self.runs.append(run)
@@ -309,6 +312,12 @@ class SessionCore:
         run.status = status
         run.reason = reason
         run.wake.set()
+        if status == "finished":  # what its "Replay" and "What if…" offer (nb_hitl.session._whatif)
+            from ._whatif import offer
+
+            replay = offer(self, run)  # type: ignore[arg-type]
+            if run.widget is not None:
+                traits.setdefault("replay", replay)
         self._push(run, **traits)
 
     def _discard_unapplied(self, run: ReplyRun) -> None:

@@ -19,13 +19,13 @@ import json
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentscope.message import Msg, ToolCallBlock, ToolResultBlock
 from agentscope.state import AgentState
 
-from .._agentscope import enum_value
+from .._agentscope import blocks_text, enum_value
 from ..answers.record import event_of
 from ..errors import NbHitlError
 from ..models import ToolCallSpec, Turn
@@ -33,6 +33,8 @@ from ..store import AuditLog, CheckpointStore
 from ..team import states_from_checkpoint
 
 __all__ = ["Recording", "answer_message", "answer_note", "whole"]
+
+_MISSING = object()
 
 # answers nb_hitl writes about a pause that are not a person's (or a deadline's) answer
 _NOT_ANSWERS = frozenset({"discarded", "id_reused", "input_changed", "file_changed"})
@@ -50,6 +52,8 @@ class Recording:
         results: the ``ToolResultBlock`` each call returned, by ``tool_call_id``.
         answers: the audit line of the answer each pause got, by ``tool_call_id``
             (the last answer a person or a deadline gave).
+        history: every answer's audit line, by ``tool_call_id``, oldest first (a
+            reviewed call that asked first has two: its confirmation's, its review's).
         checks: the audit line of each call's permission check, by ``tool_call_id``.
         tools: the names of the tools the model called, in order of first use.
     """
@@ -59,6 +63,7 @@ class Recording:
     turns: list[Turn] = field(default_factory=list)
     results: dict[str, ToolResultBlock] = field(default_factory=dict)
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)
     tools: list[str] = field(default_factory=list)
 
@@ -129,6 +134,7 @@ class Recording:
                 rec.checks[call_id] = dict(line)
             elif line.get("decision") not in _NOT_ANSWERS:
                 rec.answers[call_id] = dict(line)
+                rec.history.setdefault(call_id, []).append(dict(line))
         for msg in context:
             if msg.role == "user":
                 rec.prompts.append(msg.model_copy(deep=True))
@@ -174,16 +180,30 @@ class Recording:
             got = None
         return got if isinstance(got, dict) else {}
 
+    def upto(self, prompts: int) -> Recording:
+        """The same record, playing only its first ``prompts`` user messages
+        (a reply's "Replay" plays the session up to that reply)."""
+        return replace(self, prompts=self.prompts[: max(prompts, 0)])
+
     # -- questions ---------------------------------------------------------
     def pauses(self) -> list[str]:
         """The ``tool_call_id`` of every pause with a recorded answer, oldest first."""
         return sorted(self.answers, key=lambda cid: float(self.answers[cid].get("ts") or 0))
 
+    def answer_for(self, tool_call_id: str, kind: str | None = None) -> dict[str, Any] | None:
+        """The audit line of the answer a pause got: the last one of this call
+        of ``kind`` (``confirm``, ``review``...; a line with no kind, version
+        1, counts for any), or the call's last answer when ``kind`` is ``None``."""
+        if kind is None:
+            return self.answers.get(tool_call_id)
+        lines = self.history.get(tool_call_id, [])
+        return next((line for line in reversed(lines) if line.get("kind") in (kind, None)), None)
+
     def behavior(self, tool_call_id: str) -> str | None:
         """What the permission check decided for a recorded call: ``"ask"``
         when the pause was a confirmation, else the checked line's decision
         (``allow``, ``deny``), ``None`` when the log says nothing of it."""
-        answer = self.answers.get(tool_call_id)
+        answer = self.answer_for(tool_call_id, "confirm")
         if answer is not None and answer.get("kind") == "confirm":
             return "ask"
         check = self.checks.get(tool_call_id)
@@ -211,15 +231,28 @@ def whole(state: AgentState) -> None:
         )
 
 
-def answer_message(line: Mapping[str, Any]) -> dict[str, Any] | None:
+def answer_message(line: Mapping[str, Any], result: ToolResultBlock | None = None) -> dict[str, Any] | None:
     """The page message that gives again the answer an audit line records, or
-    ``None`` when that answer cannot be given from the record (an answer of a
-    kind not replayed: a review, a form, an elicitation).
+    ``None`` when that answer cannot be given from the record (an MCP
+    elicitation's; a form's or an edited review's without the call's
+    recorded ``result``, which holds the submitted value or the edited text).
 
     The message goes through the same front door as a click
     (:mod:`nb_hitl.answers.front`)."""
     call_id, decision = line.get("tool_call_id"), line.get("decision")
     base: dict[str, Any] = {"tool_call_id": call_id}
+    if line.get("kind") == "review":
+        if decision == "accept":
+            return {**base, "action": "accept"}
+        if decision == "edit" and result is not None:
+            return {**base, "action": "edit", "output": blocks_text(result.output)}
+        if decision == "reject":
+            reason = line.get("reason")
+            return {**base, "action": "reject", **({"reason": reason} if isinstance(reason, str) else {})}
+        return None
+    if line.get("kind") == "form":
+        value = (result.metadata or {}).get("value", _MISSING) if result is not None else _MISSING
+        return {**base, "action": "submit", "value": value} if decision == "submit" and value is not _MISSING else None
     if decision == "approve":
         return {**base, "action": "approve"}
     if decision in ("deny", "timeout"):

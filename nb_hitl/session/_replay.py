@@ -32,12 +32,14 @@ from agentscope.message import Msg
 from agentscope.tool import AskUser, ToolBase, Toolkit
 
 from ..errors import NbHitlError
+from ..kinds.form import FormTool
+from ..kinds.review_tool import ReviewedTool
 from ..models import ScriptedChatModel
 from ..permissions.tools import tools_of
 from ..store import AuditLog, CheckpointStore
 from ._calls import ReplyCall
 from ._recording import Recording, answer_message, answer_note, whole
-from ._replay_tools import Book, RecordedTool, ReplayMiddleware
+from ._replay_tools import Book, RecordedTool, ReplayedReview, ReplayMiddleware
 
 if TYPE_CHECKING:
     from . import Session
@@ -67,7 +69,7 @@ class ReplayPlan:
         model: the model that goes on after the fork's pause (``None``: the recorded turns).
         live: tools run for real from the fork's pause on.
         forked: the fork's pause has been reached.
-        noted: the pauses whose card already says what was answered then.
+        noted: the pauses (``"<kind>:<tool_call_id>"``) whose card already says what was answered then.
     """
 
     recording: Recording
@@ -92,10 +94,15 @@ def replay_agent(recording: Recording, tools: Sequence[ToolBase], book: Book) ->
     kit: list[ToolBase] = []
     for name in [*recording.tools, *(n for n in given if n not in recording.tools)]:
         like = given.get(name)
-        if like is not None and like.is_external_tool:
+        if isinstance(like, ReviewedTool) or (like is None and kinds.get(name) == "review"):
+            inner = like.inner if isinstance(like, ReviewedTool) else RecordedTool(name, book)
+            kit.append(ReplayedReview(inner, book))  # the review shows again; nothing runs
+        elif like is not None and like.is_external_tool:
             kit.append(like)
         elif like is None and name == "AskUser":
             kit.append(AskUser())
+        elif like is None and kinds.get(name) == "form":
+            kit.append(FormTool(name))
         else:
             kit.append(RecordedTool(name, book, like=like, external=kinds.get(name) == "external"))
     return Agent(
@@ -219,13 +226,17 @@ class Replaying:
 
         return asyncio.get_running_loop().create_task(rest())
 
-    def recorded_answer(self, tool_call_id: str) -> dict[str, Any] | None:
+    def recorded_answer(self, tool_call_id: str, kind: str | None = None) -> dict[str, Any] | None:
         """The page message that gives again what was answered then at this
         pause (pass it to ``session.act``), or ``None`` when the record has
-        no answer for it that can be given again."""
+        no answer for it that can be given again. ``kind``: the pause's kind
+        (a reviewed call that asked first was answered twice); ``None``: the
+        call's last answer."""
         plan = self.replay_plan
-        line = plan.recording.answers.get(tool_call_id) if plan is not None else None
-        return answer_message(line) if line is not None else None
+        if plan is None:
+            return None
+        line = plan.recording.answer_for(tool_call_id, kind)
+        return answer_message(line, plan.recording.results.get(tool_call_id)) if line is not None else None
 
     def fork(
         self,
@@ -264,16 +275,40 @@ class Replaying:
                 ``live`` without the real tools, or the agent's context
                 was compressed.
         """
+        recording, known = self.record_of()
+        return self.fork_from(recording, known, tool_call_id, model=model, live=live, tools=tools, **kwargs)
+
+    def record_of(self) -> tuple[Recording, list[ToolBase]]:
+        """This session's record and its tools: a replay's recording and the
+        tools it was given, or a live (or restored) session's agent memory,
+        its audit lines and its toolkit.
+
+        Raises:
+            NbHitlError: the agent's context was compressed (:func:`whole`).
+        """
         session = cast("Session", self)
         plan = session.replay_plan
         if plan is not None:
-            recording, known = plan.recording, plan.tools
-        else:
-            lines = session.audit_log.records() if session.audit_log is not None else []
-            mine = [r for r in lines if r.get("session_id") in (None, session.session_id)]
-            whole(session.agent.state)
-            recording = Recording.read(session.agent.name, session.agent.state.context, mine)
-            known = list(tools_of(session.agent.toolkit).values())
+            return plan.recording, plan.tools
+        lines = session.audit_log.records() if session.audit_log is not None else []
+        mine = [r for r in lines if r.get("session_id") in (None, session.session_id)]
+        whole(session.agent.state)
+        recording = Recording.read(session.agent.name, session.agent.state.context, mine)
+        return recording, list(tools_of(session.agent.toolkit).values())
+
+    def fork_from(
+        self,
+        recording: Recording,
+        known: list[ToolBase],
+        tool_call_id: str,
+        *,
+        model: Any = None,
+        live: bool = False,
+        tools: Sequence[ToolBase] | Toolkit | None = None,
+        **kwargs: Any,
+    ) -> Session:
+        """:meth:`fork` on a given record (``known``: its tools); the same arguments and errors."""
+        session = cast("Session", self)
         if tool_call_id not in recording.answers:
             have = ", ".join(recording.pauses()) or "none"
             raise NbHitlError(f"No recorded pause {tool_call_id!r} to fork at; the recorded pauses are: {have}.")
@@ -293,11 +328,13 @@ def _on_change(session: Session, plan: ReplayPlan, kind: str, run: ReplyRun) -> 
         return
     for pause in list(run.pauses.values()):
         call_id = pause.tool_call_id
-        if call_id in plan.noted or pause.status != "open":
+        # a reviewed call that asked first pauses twice under one id: each pause gets its own answer
+        key = f"{pause.kind}:{call_id}"
+        if key in plan.noted or pause.status != "open":
             continue
-        plan.noted.add(call_id)
-        line = plan.recording.answers.get(call_id)
-        message = answer_message(line) if line is not None else None
+        plan.noted.add(key)
+        line = plan.recording.answer_for(call_id, pause.kind)
+        message = answer_message(line, plan.recording.results.get(call_id)) if line is not None else None
         auto = plan.answers == "recorded" and not plan.forked and call_id != plan.fork_at and message is not None
         if call_id == plan.fork_at:
             plan.forked = True

@@ -10,6 +10,10 @@ and asks the permission check recorded for that call again
 (``on_check_permission``): a call that asked then asks now, a call that was
 allowed runs (from the record) without asking.
 
+A reviewed tool (:func:`nb_hitl.reviewed`) is replayed as a
+:class:`ReplayedReview`: its review card shows again with the result the model
+read then, and the wrapped tool does not run.
+
 With ``live`` on (a fork with ``live=True``, from the fork's pause on), the
 tools given to the replay run for real and their own permission checks decide.
 """
@@ -21,15 +25,18 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from agentscope.message import DataBlock, TextBlock, ToolCallState, ToolResultState
+from agentscope.message import DataBlock, TextBlock, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState
 from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionBehavior, PermissionContext, PermissionDecision
 from agentscope.tool import ToolBase, ToolChunk
 
 from .._agentscope import enum_value
+from ..kinds._base import PauseHost
+from ..kinds.review_tool import ReviewedTool
+from ..pauses import Pause
 from ._recording import Recording
 
-__all__ = ["Book", "RecordedTool", "ReplayMiddleware", "NO_RESULT"]
+__all__ = ["Book", "RecordedTool", "ReplayedReview", "ReplayMiddleware", "NO_RESULT", "REPLAYED_REVIEW"]
 
 _CALL: ContextVar[str | None] = ContextVar("nb_hitl_replayed_call", default=None)
 
@@ -38,6 +45,12 @@ NO_RESULT = (
     "and this call was not made when the session was recorded, so nothing ran."
 )
 """The result of a call the record has no result for (recorded mode)."""
+
+REPLAYED_REVIEW = (
+    "Replayed from the record: nothing ran. The result shown is the one the model read then, after the "
+    "review (a result that was edited or rejected shows as the model read it: the raw result was not recorded)."
+)
+"""The message of a replayed review card (recorded mode)."""
 
 _BEHAVIORS = {"allow": PermissionBehavior.ALLOW, "ask": PermissionBehavior.ASK, "deny": PermissionBehavior.DENY}
 
@@ -111,6 +124,40 @@ class RecordedTool(ToolBase):
         if self.like is not None:
             return await self.like.check_permissions(tool_input, context)
         return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="Replayed from the record.")
+
+
+class ReplayedReview(ReviewedTool):
+    """A reviewed tool of a replayed agent: the review pause shows again, and nothing runs.
+
+    Where the real :class:`~nb_hitl.kinds.review_tool.ReviewedTool` runs the
+    wrapped tool once to show its result for review, this one shows the
+    result the call returned then (the one the model read, after the review
+    that was recorded); with ``book.live`` on, the wrapped tool runs.
+
+    Args:
+        inner: the wrapped tool (the real one when known, else a :class:`RecordedTool`).
+        book: the replay's :class:`Book`.
+    """
+
+    def __init__(self, inner: ToolBase, book: Book) -> None:
+        super().__init__(inner)
+        self.book = book
+
+    async def _run_inner(self, tool_call: ToolCallBlock, agent: Any) -> ToolResultBlock:
+        """The recorded result of this call (the wrapped tool's own run when ``book.live``)."""
+        if self.book.live:
+            return await super()._run_inner(tool_call, agent)
+        block = self.book.recording.results.get(tool_call.id)
+        if block is None:
+            text = NO_RESULT.format(tool_call_id=tool_call.id)
+            return ToolResultBlock(id=tool_call.id, name=tool_call.name, output=text, state=ToolResultState.ERROR)
+        return block.model_copy(deep=True)
+
+    async def prepare_pause(self, pause: Pause, host: PauseHost) -> None:
+        """The review pause, saying that its result comes from the record (see :data:`REPLAYED_REVIEW`)."""
+        await super().prepare_pause(pause, host)
+        if not self.book.live and pause.review_error is None:
+            pause.message = REPLAYED_REVIEW
 
 
 class ReplayMiddleware(MiddlewareBase):

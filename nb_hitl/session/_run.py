@@ -64,6 +64,9 @@ class ReplyRun:
         told: by ``tool_call`` id, the result text the model reads when it is
             not what the tool streamed (nb_hitl's note, AgentScope's cut to fit
             the context): what an AG-UI client is told, as the transcript shows.
+        upto: how many user messages the agent's memory held when the reply
+            ended (its "Replay" plays the record up to there).
+        nested: the replayed and forked sessions started from this reply's page.
     """
 
     reply_id: str = ""
@@ -80,6 +83,8 @@ class ReplyRun:
     transcript: Transcript = field(default_factory=Transcript)
     cards: CardFeed = field(default_factory=CardFeed)
     told: dict[str, str] = field(default_factory=dict)
+    upto: int = 0
+    nested: list[Any] = field(default_factory=list)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task | None = None
 

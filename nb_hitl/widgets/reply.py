@@ -38,6 +38,11 @@ readable record; case C12):
   derived from ``pauses`` here, so front ends that react to trait changes
   (marimo's ``mo.ui.anywidget``) can rerun a cell when a pause opens or is
   answered: ``w.value["pending"]``, ``w.value["status"]``.
+* ``replay``: what "Replay" and "What if…" offer on a finished reply:
+  ``{}`` (no buttons: the session keeps no record), ``{"ready": True}``, or
+  ``{"reason": str}`` (the buttons shown disabled, saying why).
+* ``nested``: the replays and what-ifs started from this reply, drawn below
+  it: ``[{"ref": "IPY_MODEL_<id>" of a ReplyWidget, "title": str}]``.
 * ``_nbh_key``: a random id of this widget (set when it is made), which each
   view of it carries in the page, so the page can tell a reply that has no
   view (a page reloaded without saving) and offer its card again.
@@ -93,6 +98,8 @@ class ReplyWidget(RequestWidget):
     pending = traitlets.Int(0).tag(sync=True)
     cards_seq = traitlets.Int(0).tag(sync=True)
     transcript_seq = traitlets.Int(0).tag(sync=True)
+    replay = traitlets.Dict().tag(sync=True)
+    nested = traitlets.List(traitlets.Dict()).tag(sync=True)
     _nbh_key = traitlets.Unicode("").tag(sync=True)
 
     #: traits being set in the kernel only (see :meth:`set_record`)
@@ -143,6 +150,10 @@ class ReplyWidget(RequestWidget):
         if key in self._kernel_only:
             return False
         return bool(super()._should_send_property(key, value))
+
+    def nest(self, child: Any, title: str) -> None:
+        """Draw ``child`` (a :class:`ReplyWidget`) below this reply, headed by ``title``."""
+        self.nested = [*self.nested, {"ref": f"IPY_MODEL_{child.model_id}", "title": title}]
 
     @traitlets.observe("pauses")
     def _count_pending(self, change: Any) -> None:

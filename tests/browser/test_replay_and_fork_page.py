@@ -5,12 +5,17 @@ what to click and waits. A person approves the live call (the counter file
 becomes 2), approves the replayed card (it says what was answered then;
 nothing runs), and denies the fork's what-if card (the model reads the
 denial); the notebook finishes with no error output and the counter file
-still holds 2.
+still holds 2. Then, on the finished live reply, the person presses
+"Replay" (the reply plays again inside it, from the record) and "What if…"
+(the pause is listed by its tool and input, chosen, and answered with Deny
+on the card that opens inside the reply); the counter file still holds 2.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
+from pathlib import Path
 
 from tests.harness import REPO_ROOT
 from tests.harness.lab import JupyterLabServer, open_notebook, output_locator, run_all_cells, wait_execution_done
@@ -78,3 +83,46 @@ def test_replay_and_fork_clicked_through(page, lab: JupyterLabServer) -> None:
     assert whole.count("answered: approve") == 2 and "answered: deny" in whole
     assert "counter file: 2 (unchanged)\n" in whole
     assert "counter file after 10 replays: 2" in whole
+
+    _replay_and_what_if_buttons(page, lab.root / "replay_and_fork_files" / "counter.txt")
+
+
+def _replay_and_what_if_buttons(page, counter: Path) -> None:  # type: ignore[no-untyped-def]
+    """Replay and What if… on the first (live, finished) reply: each plays inside it, and nothing runs."""
+    live = page.locator(f'{OUT} [data-testid="nbh-reply"]').first
+    live.scroll_into_view_if_needed()
+    replay = live.locator('[data-testid="nbh-replay"]').first
+    replay.wait_for(timeout=30_000)
+    replay.click()
+    nested = live.locator('[data-testid="nbh-nested-reply"]')
+    nested.first.wait_for(timeout=30_000)
+    assert nested.first.locator('[data-testid="nbh-nested-title"]').inner_text().startswith("Replay of this reply")
+    inner = nested.first.locator('[data-testid="nbh-reply"]')
+    inner.locator('[data-testid="nbh-status"][data-status="finished"]').wait_for(timeout=60_000)
+    inner.locator('[data-testid="nbh-final-text"]', has_text="I read: The counter is now 2.").wait_for(timeout=30_000)
+    assert counter.read_text() == "2"
+
+    live.locator('[data-testid="nbh-what-if"]').first.click()
+    choice = live.locator('[data-testid="nbh-what-if-choice"]')
+    choice.first.wait_for(timeout=30_000)
+    assert choice.count() == 1
+    text = choice.first.inner_text()
+    # the pause is named by its tool and input (never its id), with what was answered then
+    pattern = r"bump \(step=2\)\s+Recorded answer: approve, by .+, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\."
+    assert re.fullmatch(pattern, text.strip()), text
+    live.locator('[data-testid="nbh-what-if-go"]').click()
+    nested.nth(1).wait_for(timeout=30_000)
+    title = nested.nth(1).locator('[data-testid="nbh-nested-title"]').inner_text()
+    assert title.startswith("What if: bump (step=2) answered differently"), title
+    card = nested.nth(1).locator('[data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
+    card.wait_for(timeout=60_000)
+    card.locator(".nbh-info", has_text="What if: answer this pause differently.").wait_for(timeout=30_000)
+    card.locator('[data-testid="nbh-deny"]').click()
+    fork = nested.nth(1).locator('[data-testid="nbh-reply"]')
+    fork.locator('[data-testid="nbh-status"][data-status="finished"]').wait_for(timeout=60_000)
+    # a what-if continuation is not recorded: its own buttons are off, saying why
+    fork.locator('[data-testid="nbh-replay-reason"]', has_text="A what-if continuation is not recorded").wait_for(
+        timeout=30_000
+    )
+    assert fork.locator('[data-testid="nbh-replay"]').is_disabled()
+    assert counter.read_text() == "2"

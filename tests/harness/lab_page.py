@@ -232,7 +232,7 @@ def run_to_open_card(
 
 
 def wait_execution_done(page: Page, timeout: float = 60.0) -> None:
-    """Wait until every code cell has an execution count and none shows ``[*]``.
+    """Wait until every code cell of the open notebook's model has an execution count and none runs.
 
     Raises:
         AssertionError: after ``timeout`` seconds, naming each cell's prompt
@@ -240,12 +240,20 @@ def wait_execution_done(page: Page, timeout: float = 60.0) -> None:
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-    try:
+    try:  # the notebook's model: JupyterLab draws (and updates) only the cells in view
         page.wait_for_function(
             """() => {
-                const prompts = [...document.querySelectorAll(
-                    ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt")];
-                return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent || ""));
+                const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                const cells = w && w.content && w.content.model && w.content.model.cells;
+                if (!cells) return false;
+                let code = 0;
+                for (let i = 0; i < cells.length; i++) {
+                    const c = cells.get(i);
+                    if (c.type !== "code") continue;
+                    code += 1;
+                    if (c.executionCount === null || c.executionState === "running") return false;
+                }
+                return code > 0;
             }""",
             timeout=timeout * 1000,
         )
