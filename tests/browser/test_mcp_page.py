@@ -13,9 +13,9 @@ final answer repeats what the tool returned.
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
+from tests.browser.mcp_cells import mcp_agent_cell
 from tests.harness.lab import (
     JupyterLabServer,
     card_locator,
@@ -27,36 +27,10 @@ from tests.harness.lab import (
 )
 
 OUT = ".jp-OutputArea-output"
-SERVER = Path(__file__).resolve().parents[1] / "mcp" / "db_server.py"
 
 
 def cell(log: Path) -> str:
-    return textwrap.dedent(
-        f"""
-        import sys
-        from agentscope.agent import Agent
-        from agentscope.mcp import StdioMCPConfig
-        from agentscope.permission import PermissionBehavior, PermissionRule
-        from agentscope.state import AgentState
-        from agentscope.tool import Toolkit
-        from nb_hitl import Session
-        from nb_hitl.mcp import AskingMCPClient
-        from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
-
-        client = AskingMCPClient(name="db", is_stateful=True,
-            mcp_config=StdioMCPConfig(command=sys.executable, args=[{str(SERVER)!r}, {str(log)!r}]))
-        await client.connect()
-        tools = await client.list_tools()
-        state = AgentState()
-        state.permission_context.allow_rules["mcp__db__rename_table"] = [PermissionRule(
-            tool_name="mcp__db__rename_table", rule_content=None, behavior=PermissionBehavior.ALLOW, source="nb")]
-        agent = Agent(name="dba", system_prompt="Run the database.", state=state, toolkit=Toolkit(tools=tools),
-            model=ScriptedChatModel([Turn("Renaming.", [tool_call("mcp__db__rename_table", table="customers")]),
-                                     lambda msgs: Turn("The tool said: " + result_text(tool_results(msgs)[-1]))]))
-        session = Session(agent)
-        task = session.start("Rename customers.")
-        """
-    )
+    return mcp_agent_cell(log, "rename_table", "Renaming.", "Rename customers.")
 
 
 def test_c41_mcp_questions_on_cards(page, lab: JupyterLabServer) -> None:
