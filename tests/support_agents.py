@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from agentscope.agent import Agent
+from agentscope.message import TextBlock, ToolResultState
 from agentscope.middleware import MiddlewareBase
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.state import AgentState
-from agentscope.tool import ToolBase, Toolkit
+from agentscope.tool import AskUser, FunctionTool, ToolBase, ToolChunk, Toolkit
 
 from nb_hitl.demo import sandbox_tools
 from nb_hitl.models import ScriptedChatModel
@@ -116,3 +117,23 @@ def deletion_cell(name: str, paths: Sequence[str] = ("old_log.txt",)) -> str:
         ")\n"
         "session = Session(agent)\n"
     )
+
+
+def counter_tools(counter: Path) -> list[Any]:
+    """``peek`` (read-only), ``bump`` (asks; adds to the counter file) and AgentScope's ``AskUser``."""
+
+    def peek() -> ToolChunk:
+        """Read the counter."""
+        return ToolChunk(content=[TextBlock(text=counter.read_text())], state=ToolResultState.SUCCESS)
+
+    def bump(step: int) -> ToolChunk:
+        """Add to the counter.
+
+        Args:
+            step (int): how much to add.
+        """
+        value = int(counter.read_text()) + step
+        counter.write_text(str(value))
+        return ToolChunk(content=[TextBlock(text=f"The counter is now {value}.")], state=ToolResultState.SUCCESS)
+
+    return [FunctionTool(peek, is_read_only=True), FunctionTool(bump), AskUser()]

@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 from agentscope.agent import Agent
-from agentscope.message import TextBlock, ToolResultState
-from agentscope.tool import AskUser, FunctionTool, ToolChunk, Toolkit
+from agentscope.tool import AskUser, Toolkit
 
 from nb_hitl import Session
 from nb_hitl._agentscope import enum_value
@@ -30,28 +29,9 @@ from nb_hitl.session._replay import REPLAYED_BY
 from nb_hitl.session._replay_tools import RecordedTool
 from nb_hitl.store import AuditLog
 from tests.support import run_async, wait_until
+from tests.support_agents import counter_tools
 
 QUESTION = "How much should I add?"
-
-
-def counter_tools(counter: Path) -> list[Any]:
-    """``peek`` (read-only), ``bump`` (asks; adds to the counter file) and AgentScope's ``AskUser``."""
-
-    def peek() -> ToolChunk:
-        """Read the counter."""
-        return ToolChunk(content=[TextBlock(text=counter.read_text())], state=ToolResultState.SUCCESS)
-
-    def bump(step: int) -> ToolChunk:
-        """Add to the counter.
-
-        Args:
-            step (int): how much to add.
-        """
-        value = int(counter.read_text()) + step
-        counter.write_text(str(value))
-        return ToolChunk(content=[TextBlock(text=f"The counter is now {value}.")], state=ToolResultState.SUCCESS)
-
-    return [FunctionTool(peek, is_read_only=True), FunctionTool(bump), AskUser()]
 
 
 def said_last(messages: list[Any]) -> Turn:

@@ -14,32 +14,22 @@ from typing import Any
 
 import pytest
 from agentscope.agent import Agent
-from agentscope.message import TextBlock, ToolResultState
-from agentscope.tool import FunctionTool, ToolChunk, Toolkit
+from agentscope.tool import Toolkit
 
 from nb_hitl import Session
 from nb_hitl.errors import NbHitlError
 from nb_hitl.models import ScriptedChatModel, Turn, tool_call
 from nb_hitl.session._whatif import NOT_RECORDED, offer
 from tests.support import run_async, wait_until
+from tests.support_agents import counter_tools
 
 
 def _agent(counter: Path) -> Agent:
-    def bump(step: int) -> ToolChunk:
-        """Add to the counter.
-
-        Args:
-            step (int): how much to add.
-        """
-        value = int(counter.read_text()) + step
-        counter.write_text(str(value))
-        return ToolChunk(content=[TextBlock(text=f"The counter is now {value}.")], state=ToolResultState.SUCCESS)
-
     return Agent(
         name="counter",
         system_prompt="Count.",
         model=ScriptedChatModel([Turn("Adding 2.", [tool_call("bump", step=2)]), Turn("Done.")]),
-        toolkit=Toolkit(tools=[FunctionTool(bump)]),
+        toolkit=Toolkit(tools=counter_tools(counter)),
     )
 
 
