@@ -29,8 +29,8 @@ from tests.harness.lab import (
 NOTEBOOK = REPO_ROOT / "notebooks" / "edit_with_diff.ipynb"
 
 
-def _diff_lines(card) -> list[list[str]]:  # type: ignore[no-untyped-def]
-    diff = card.locator('[data-testid="nbh-file-diff"]')
+def _diff_lines(card, testid: str = "nbh-file-diff") -> list[list[str]]:  # type: ignore[no-untyped-def]
+    diff = card.locator(f'[data-testid="{testid}"]').first
     return diff.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
 
 
@@ -51,6 +51,15 @@ def test_edit_with_diff_clicked_through(page, lab: JupyterLabServer) -> None:
     open_notebook(page, lab, "edit_with_diff.ipynb")
     run_all_cells(page)
 
+    card = card_locator(page, "confirm")  # Try it first: the Edit in a temporary copy, the card stays open
+    card.locator('[data-testid="nbh-dry-run"]').click(timeout=90_000)
+    result = card.locator('[data-testid="nbh-dry-run-result"]')
+    result.wait_for(timeout=60_000)
+    assert result.get_attribute("data-state") == "success"
+    assert card.locator('[data-testid="nbh-dry-run-file"]').inner_text().startswith("Changed in the copy: ")
+    assert ["add", "+def welcome(name):"] in _diff_lines(
+        card.locator('[data-testid="nbh-dry-run-result"]'), "nbh-dry-run-diff"
+    )
     rename = _approve(page, "press Approve on the greet.py card above", "/greet.py")
     assert ["del", "-def greet(name):"] in rename and ["add", "+def welcome(name):"] in rename
     new_file = _approve(page, "press Approve on the test_greet.py card above", "/test_greet.py")
