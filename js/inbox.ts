@@ -33,7 +33,7 @@ const CSS = `
 .nbh-inbox tbody tr { cursor: pointer; }
 .nbh-inbox tbody tr:hover { background: var(--jp-layout-color3, #f4f4f4); }
 .nbh-inbox .nbh-chip { border: 1px solid var(--jp-border-color1, #bbb); border-radius: 8px; padding: 0 6px; white-space: nowrap; }
-.nbh-inbox .nbh-badge { display: inline-block; min-width: 1.6em; text-align: center; border-radius: 10px; padding: 0 6px; margin-right: 6px; background: var(--jp-brand-color1, #1976d2); color: #fff; font-weight: bold; }
+.nbh-inbox .nbh-badge { display: inline-block; min-width: 1.6em; text-align: center; border-radius: 10px; padding: 0 6px; margin-right: 6px; background: var(--jp-brand-color1, #1976d2); color: var(--jp-ui-inverse-font-color0, #fff); font-weight: bold; }
 .nbh-inbox .nbh-badge[data-count="0"] { background: var(--jp-layout-color3, #aaa); }
 .nbh-inbox .nbh-bar { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 4px 0; }
 .nbh-inbox .nbh-stranded, .nbh-inbox .nbh-note { color: var(--jp-warn-color0, #a60); }

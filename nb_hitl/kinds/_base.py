@@ -223,6 +223,8 @@ class PauseKindSpec(ABC):
     interrupt_reason: ClassVar[str] = REASON_INPUT_REQUIRED
     timeout_applied: ClassVar[str] = "error returned to the agent"
     cancelled_what: ClassVar[str] = "external tool call"
+    #: a tool call's permission, resumed with AgentScope's ``UserConfirmResultEvent`` ("Approve selected" takes these)
+    confirms: ClassVar[bool] = False
 
     # -- building ------------------------------------------------------------
     def complete(self, pause: Pause) -> None:

@@ -288,6 +288,7 @@ class ConfirmKind(PauseKindSpec):
     waits_for = "a confirmation (approve, deny or modify)"
     interrupt_reason = REASON_TOOL_CALL
     timeout_applied = "denied"
+    confirms = True
 
     def preview(self, pause: Pause, message: Any) -> EditPreview:
         """See :meth:`PauseKindSpec.preview` (:func:`nb_hitl.edit_preview.input_preview`)."""
@@ -299,8 +300,7 @@ class ConfirmKind(PauseKindSpec):
         if msg.action == "approve":
             runs = approved_reading(pause)
             if runs.changes:
-                # bind the approval to the reading shown: AgentScope re-reads
-                # this canonical text to the same input right before the call
+                # bind the approval to the reading shown (AgentScope re-reads this text right before the call)
                 call.input = json.dumps(runs.executed, ensure_ascii=False)
             rules = _rules(pause, msg.rules, msg.rule_edits)
             return Decision(

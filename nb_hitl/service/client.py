@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 
 from ..errors import DecisionError, NbHitlError
+from ..kinds import kind_spec
 from .console import SessionConsole, console_name
 from .events import BusWatch
 from .http import ServiceHTTP
@@ -296,7 +297,7 @@ class ServiceClient:
             async with limit:
                 try:
                     console = await self.open(sid, aid, show=False)
-                    confirms = [p for p in console.pauses.values() if p.status == "open" and p.kind == "confirm"]
+                    confirms = [p for p in console.pauses.values() if p.status == "open" and kind_spec(p.kind).confirms]
                     if not confirms:
                         waits = "a question (open it to answer)" if console.pauses else "nothing"
                         return {

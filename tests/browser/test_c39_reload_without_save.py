@@ -71,7 +71,7 @@ def test_c39_reload_without_saving_gives_the_card_back_and_a_click_finishes_the_
     _run_all(page)
     printed = output_locator(page, re.compile(r"^sandbox: ")).first
     printed.wait_for(timeout=60_000)
-    sandbox = Path(printed.inner_text().strip().splitlines()[0].removeprefix("sandbox: ").strip())
+    sandbox = Path(printed.text_content().strip().splitlines()[0].removeprefix("sandbox: ").strip())
     ask = card_locator(page, "ask_user")
     ask.wait_for(timeout=60_000)
     ask.locator('[data-testid="nbh-option"][data-label="draft.md"]').click()

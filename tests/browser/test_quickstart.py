@@ -53,7 +53,7 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
 
     printed = output_locator(page, re.compile(r"^sandbox: ")).first
     printed.wait_for(timeout=60_000)
-    sandbox = Path(printed.inner_text().strip().splitlines()[0].removeprefix("sandbox: ").strip())
+    sandbox = Path(printed.text_content().strip().splitlines()[0].removeprefix("sandbox: ").strip())
     assert sorted(p.name for p in sandbox.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
 
     # -- the AskUser panel --------------------------------------------------------

@@ -42,7 +42,7 @@ def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
 
     printed = output_locator(page, re.compile(r"^sandbox: ")).first
     printed.wait_for(timeout=60_000)
-    sandbox = Path(printed.inner_text().strip().splitlines()[0].removeprefix("sandbox: ").strip())
+    sandbox = Path(printed.text_content().strip().splitlines()[0].removeprefix("sandbox: ").strip())
 
     # -- the worker's question: named as the worker's, under the leader's step
     ask = card_locator(page, "ask_user")
