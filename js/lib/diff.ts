@@ -24,11 +24,26 @@ export function diffLines(diff: string): { kind: DiffLineKind; text: string }[] 
   });
 }
 
-/** A labelled <pre> region holding the diff, one block span per line (copying keeps the lines);
- *  focusableScrollers makes it reachable by keyboard when it scrolls. */
-export function diffView(diff: string, label: string, testid: string): HTMLElement {
+/** Lines (or side-by-side rows) a diff draws before it asks to show more: a long diff is paged. */
+export const DIFF_PAGE_LINES = 400;
+
+/** How many of `total` lines to draw when `shown` were asked for: at least one page, at most all. */
+export function linesToDraw(total: number, shown: number): number {
+  return Math.min(total, Math.max(shown, DIFF_PAGE_LINES));
+}
+
+/** The words of the button that draws the next page of a diff, `left` lines not drawn yet. */
+export function moreLinesText(left: number): string {
+  const next = Math.min(left, DIFF_PAGE_LINES);
+  return next === left ? `Show the last ${left} line${left === 1 ? "" : "s"}` : `Show ${next} more lines (${left} not shown)`;
+}
+
+/** A labelled <pre> region holding the diff, one block span per line (copying keeps the lines),
+ *  at most `limit` of them (all when `limit` is omitted); focusableScrollers makes it reachable by
+ *  keyboard when it scrolls. */
+export function diffView(diff: string, label: string, testid: string, limit = Infinity): HTMLElement {
   const pre = h("pre", { class: "nbh-pre nbh-diff", role: "region", "aria-label": label, "data-testid": testid });
-  for (const line of diffLines(diff)) {
+  for (const line of diffLines(diff).slice(0, limit)) {
     pre.append(h("span", { class: `nbh-diff-${line.kind}`, "data-kind": line.kind }, line.text));
   }
   return pre;

@@ -4,10 +4,13 @@
 // line that replaces it, and context on both sides. Built from the same diff
 // text as the unified view (so it is cut where the kernel cut it) and drawn
 // as text nodes only. `fileDiffView` offers both with a toggle button
-// (aria-pressed) and remembers the choice for the page.
+// (aria-pressed) and remembers the choice for the page; until a person
+// chooses, a diff whose box is wide (WIDE_PX) is drawn side by side. A long
+// diff is drawn a page of lines at a time (DIFF_PAGE_LINES), with a button
+// for the next page.
 import { h } from "./dom";
 import { focusableScrollers } from "./a11y";
-import { diffLines, diffView } from "./diff";
+import { DIFF_PAGE_LINES, diffLines, diffView, linesToDraw, moreLinesText } from "./diff";
 import type { DiffLineKind } from "./diff";
 
 /** One side of a row: its line number in that file and its text (without the +/-/space mark). */
@@ -75,10 +78,11 @@ function cells(cell: SplitCell | null, side: "before" | "after"): HTMLElement[] 
   ];
 }
 
-/** The side-by-side table of `diff` in a labelled scrolling region (text nodes only). */
-export function splitView(diff: string, label: string, testid: string): HTMLElement {
+/** The side-by-side table of `diff` in a labelled scrolling region (text nodes only), at most
+ *  `limit` rows of it (all when omitted). */
+export function splitView(diff: string, label: string, testid: string, limit = Infinity): HTMLElement {
   const body = h("tbody", {});
-  for (const row of splitRows(diff)) {
+  for (const row of splitRows(diff).slice(0, limit)) {
     if (row.kind === "pair") body.append(h("tr", {}, ...cells(row.left, "before"), ...cells(row.right, "after")));
     else body.append(h("tr", {}, h("td", { colspan: 4, class: `nbh-diff-${row.kind}`, "data-kind": row.kind }, row.text)));
   }
@@ -103,41 +107,90 @@ export function splitView(diff: string, label: string, testid: string): HTMLElem
   return h("div", { class: "nbh-pre nbh-diff nbh-split-box", role: "region", "aria-label": `${label} (side by side)`, "data-testid": testid }, table);
 }
 
-// the page's choice, for every file diff drawn after it (a card is redrawn often)
-let sideBySide = false;
+/** A diff box at least this wide (CSS pixels) is drawn side by side until a person chooses. */
+export const WIDE_PX = 1200;
 
-/** Whether file diffs are drawn side by side (the last toggle's choice). */
-export function splitChosen(): boolean {
-  return sideBySide;
+// the page's choice, for every file diff drawn after it (a card is redrawn often); null: none yet
+let sideBySide: boolean | null = null;
+// the width a diff box last had: a redrawn card starts from it (no flicker between views)
+let lastWidth = 0;
+
+/** Whether file diffs are drawn side by side: the last toggle's choice, else whether the box is wide. */
+export function splitChosen(width = 0): boolean {
+  return sideBySide ?? width >= WIDE_PX;
+}
+
+/** Forget the page's choice (a new page starts without one). */
+export function resetSplitChoice(): void {
+  sideBySide = null;
 }
 
 /**
  * A file's diff with a "Side by side" toggle button: the unified view
  * (`testid`) or the side-by-side table (`testid`-split). The button says its
  * state with aria-pressed and keeps the keyboard on itself when pressed.
+ * Until a person presses it, the view follows the box's width (a
+ * ResizeObserver, where the browser has one). Past DIFF_PAGE_LINES lines
+ * (rows), a "Show … more lines" button (`testid`-more) draws the next page
+ * and keeps the keyboard on itself.
  */
 export function fileDiffView(diff: string, label: string, testid: string): HTMLElement {
   const box = h("div", { class: "nbh-file-diff", "data-testid": `${testid}-box` });
-  const draw = (focus: boolean) => {
+  let width = lastWidth;
+  let shown = 0;
+  let drawnSplit: boolean | null = null;
+  const draw = (focus: "toggle" | "more" | null) => {
+    const split = splitChosen(width);
+    drawnSplit = split;
+    const total = split ? splitRows(diff).length : diffLines(diff).length;
+    shown = linesToDraw(total, shown);
     const toggle = h(
       "button",
       {
         type: "button",
         class: "nbh-split-toggle",
         "data-testid": `${testid}-split-toggle`,
-        "aria-pressed": sideBySide ? "true" : "false",
+        "aria-pressed": split ? "true" : "false",
         title: "Show the file before and after in two columns (for wide screens)",
         onclick: () => {
-          sideBySide = !sideBySide;
-          draw(true);
+          sideBySide = !split;
+          draw("toggle");
         },
       },
       "Side by side",
     );
-    box.replaceChildren(h("div", { class: "nbh-row" }, toggle), sideBySide ? splitView(diff, label, `${testid}-split`) : diffView(diff, label, testid));
+    const more =
+      shown < total
+        ? h(
+            "button",
+            {
+              type: "button",
+              class: "nbh-diff-more",
+              "data-testid": `${testid}-more`,
+              onclick: () => {
+                shown = Math.min(total, shown + DIFF_PAGE_LINES);
+                draw("more");
+              },
+            },
+            moreLinesText(total - shown),
+          )
+        : null;
+    box.replaceChildren(
+      h("div", { class: "nbh-row" }, toggle),
+      split ? splitView(diff, label, `${testid}-split`, shown) : diffView(diff, label, testid, shown),
+      ...(more ? [more] : []),
+    );
     focusableScrollers(box);
-    if (focus) toggle.focus();
+    if (focus === "toggle") toggle.focus();
+    else if (focus === "more") (more ?? toggle).focus();
   };
-  draw(false);
+  draw(null);
+  if (typeof ResizeObserver !== "undefined") {
+    new ResizeObserver((entries) => {
+      width = entries[entries.length - 1]?.contentRect.width ?? width;
+      if (box.isConnected && width > 0) lastWidth = width;
+      if (splitChosen(width) !== drawnSplit) draw(box.contains(document.activeElement) ? "toggle" : null);
+    }).observe(box);
+  }
   return box;
 }

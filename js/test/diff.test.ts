@@ -3,8 +3,8 @@
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { installDom } from "./dom";
-import { diffLines, diffView } from "../lib/diff";
-import { fileDiffView, splitChosen, splitRows } from "../lib/diff_split";
+import { DIFF_PAGE_LINES, diffLines, diffView, linesToDraw, moreLinesText } from "../lib/diff";
+import { WIDE_PX, fileDiffView, resetSplitChoice, splitChosen, splitRows } from "../lib/diff_split";
 import { fileChange } from "../reply/view_check";
 
 const dom = installDom();
@@ -94,5 +94,77 @@ describe("splitRows / fileDiffView (side by side)", () => {
     toggle().click();
     assert.equal(splitChosen(), false);
     box.remove();
+  });
+});
+
+describe("a long diff is paged", () => {
+  const long = (n: number) => "--- a/f\n+++ b/f\n@@ -1,0 +1," + n + " @@\n" + Array.from({ length: n }, (_, i) => `+line ${i}`).join("\n") + "\n";
+
+  test("linesToDraw and moreLinesText", () => {
+    assert.equal(linesToDraw(10, 0), 10);
+    assert.equal(linesToDraw(1000, 0), DIFF_PAGE_LINES);
+    assert.equal(linesToDraw(1000, 900), 900);
+    assert.equal(moreLinesText(600), `Show ${DIFF_PAGE_LINES} more lines (600 not shown)`);
+    assert.equal(moreLinesText(3), "Show the last 3 lines");
+    assert.equal(moreLinesText(1), "Show the last 1 line");
+  });
+
+  test("draws a page, then the next on each click, keeping the keyboard on the button", () => {
+    resetSplitChoice();
+    const box = fileDiffView(long(1000), "Changes to f", "t");
+    document.body.append(box);
+    const drawn = () => box.querySelectorAll('[data-testid="t"] span').length;
+    const more = () => box.querySelector<HTMLButtonElement>('[data-testid="t-more"]');
+    assert.equal(drawn(), DIFF_PAGE_LINES);
+    assert.equal(more()!.textContent, `Show ${DIFF_PAGE_LINES} more lines (${1003 - DIFF_PAGE_LINES} not shown)`);
+    more()!.click();
+    assert.equal(drawn(), 2 * DIFF_PAGE_LINES);
+    assert.equal(document.activeElement, more());
+    more()!.click();
+    assert.equal(drawn(), 1003);
+    assert.equal(more(), null);
+    assert.equal(document.activeElement, box.querySelector('[data-testid="t-split-toggle"]'));
+    // side by side keeps what was drawn so far (rows, not lines)
+    box.querySelector<HTMLButtonElement>('[data-testid="t-split-toggle"]')!.click();
+    assert.equal(box.querySelectorAll('[data-testid="t-split"] tbody tr').length, 1003);
+    resetSplitChoice();
+    box.remove();
+  });
+});
+
+describe("side by side on a wide box until a person chooses", () => {
+  test("follows the box's width, then the person's choice", () => {
+    resetSplitChoice();
+    const observed: ((entries: { contentRect: { width: number } }[]) => void)[] = [];
+    const g = globalThis as unknown as { ResizeObserver?: unknown };
+    const had = g.ResizeObserver;
+    g.ResizeObserver = class {
+      constructor(cb: (entries: { contentRect: { width: number } }[]) => void) {
+        observed.push(cb);
+      }
+      observe(): void {}
+    };
+    try {
+      assert.equal(splitChosen(WIDE_PX), true);
+      assert.equal(splitChosen(WIDE_PX - 1), false);
+      const box = fileDiffView(DIFF, "Changes to f", "w");
+      document.body.append(box);
+      const resize = (width: number) => observed[0]([{ contentRect: { width } }]);
+      assert.ok(box.querySelector('[data-testid="w"]'));
+      resize(WIDE_PX + 100);
+      assert.ok(box.querySelector('[data-testid="w-split"]'));
+      // a card drawn again starts from the width last seen: no flicker
+      assert.ok(fileDiffView(DIFF, "again", "w2").querySelector('[data-testid="w2-split"]'));
+      resize(800);
+      assert.ok(box.querySelector('[data-testid="w"]'));
+      box.querySelector<HTMLButtonElement>('[data-testid="w-split-toggle"]')!.click();
+      assert.ok(box.querySelector('[data-testid="w-split"]'));
+      resize(700);  // the person chose: the width no longer decides
+      assert.ok(box.querySelector('[data-testid="w-split"]'));
+      box.remove();
+    } finally {
+      g.ResizeObserver = had;
+      resetSplitChoice();
+    }
   });
 });

@@ -79,8 +79,14 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
     ]
     assert diff.locator("script").count() == 0 and page.evaluate("() => window.nbhDiffXss") is None
     light = axe_violations(page)
-    # side by side: a table of before | after with line numbers, from the same diff
+    # on a wide screen the diff is drawn side by side until the person chooses; narrow again, unified
     toggle = card.locator('[data-testid="nbh-file-diff-split-toggle"]')
+    page.set_viewport_size({"width": 1900, "height": 900})
+    card.locator('[data-testid="nbh-file-diff-split"]').wait_for(timeout=10_000)
+    assert toggle.get_attribute("aria-pressed") == "true"
+    page.set_viewport_size({"width": 1300, "height": 900})
+    diff.wait_for(timeout=10_000)
+    # side by side: a table of before | after with line numbers, from the same diff
     assert toggle.get_attribute("aria-pressed") == "false"
     toggle.click()
     split = card.locator('[data-testid="nbh-file-diff-split"]')
