@@ -27,6 +27,8 @@ from tests.harness.lab import (
     new_page,
     open_notebook,
     output_locator,
+    run_all_cells,
+    run_new_cell,
     wait_execution_done,
     wait_kernel_idle,
     write_notebook,
@@ -40,24 +42,6 @@ BANNER = '[data-testid="nbh-waiting"]'
 NO_AUTOSAVE = ("@jupyterlab/docmanager-extension:plugin", {"autosave": False})
 
 
-def _run_all(page) -> None:  # type: ignore[no-untyped-def]
-    # not awaited: a cell awaits the agent, which waits for this page's clicks
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-
-
-def _run_new_cell(page, code: str) -> None:  # type: ignore[no-untyped-def]
-    page.evaluate(
-        """(code) => {
-            const nb = window.jupyterapp.shell.currentWidget.content;
-            nb.activeCellIndex = nb.widgets.length - 1;
-            window.jupyterapp.commands.execute('notebook:insert-cell-below');
-            nb.activeCell.model.sharedModel.setSource(code);
-            window.jupyterapp.commands.execute('notebook:run-cell');
-        }""",
-        code,
-    )
-
-
 def _no_outputs_on_disk(lab: JupyterLabServer, name: str) -> bool:
     return all(not cell.get("outputs") for cell in lab.notebook_json(name)["cells"])
 
@@ -68,7 +52,7 @@ def test_c39_reload_without_saving_gives_the_card_back_and_a_click_finishes_the_
     lab.write_user_settings(*NO_AUTOSAVE)
     shutil.copy(NOTEBOOK, lab.root / "c39.ipynb")
     open_notebook(page, lab, "c39.ipynb")
-    _run_all(page)
+    run_all_cells(page)
     printed = output_locator(page, re.compile(r"^sandbox: ")).first
     printed.wait_for(timeout=60_000)
     sandbox = Path(printed.text_content().strip().splitlines()[0].removeprefix("sandbox: ").strip())
@@ -113,7 +97,7 @@ def test_c39_reload_without_saving_gives_the_card_back_and_a_click_finishes_the_
     ]
     # the banner says the reply no longer waits; a new cell runs at once
     assert "no longer waits" in banner.locator('[data-testid="nbh-waiting-text"]').inner_text()
-    _run_new_cell(page, "print('kernel free')")
+    run_new_cell(page, "print('kernel free')")
     output_locator(page, "kernel free").wait_for(timeout=60_000)
 
 
@@ -123,7 +107,7 @@ def test_c39_reopen_and_run_all_while_the_kernel_waits_says_cells_wait_and_shows
     lab.write_user_settings(*NO_AUTOSAVE)
     write_notebook(lab.root / "c39_reopen.ipynb", [deletion_cell("c39"), "reply = await session.run('tidy up')"])
     open_notebook(page, lab, "c39_reopen.ipynb")
-    _run_all(page)
+    run_all_cells(page)
     card_locator(page, "confirm").wait_for(timeout=60_000)
     assert _no_outputs_on_disk(lab, "c39_reopen.ipynb")
     page.close()  # the tab is gone; the kernel still awaits the pause
@@ -131,7 +115,7 @@ def test_c39_reopen_and_run_all_while_the_kernel_waits_says_cells_wait_and_shows
     second = new_page(page.context.browser)
     try:
         open_notebook(second, lab, "c39_reopen.ipynb", wait_kernel=False)
-        _run_all(second)  # both cells queue behind the cell that still awaits
+        run_all_cells(second)  # both cells queue behind the cell that still awaits
         banner = second.locator(BANNER)
         banner.wait_for(timeout=60_000)
         assert (

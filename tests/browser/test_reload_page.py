@@ -15,6 +15,8 @@ from tests.harness.lab import (
     JupyterLabServer,
     open_notebook,
     restart_kernel,
+    run_all_cells,
+    run_new_cell,
     save_notebook,
     wait_execution_done,
     write_notebook,
@@ -31,24 +33,6 @@ AFTER_BACKGROUND = "reply = await handle"
 CHECK = "print('EXISTS:', (box / 'old_log.txt').exists())"
 
 
-def _run_all(page) -> None:  # type: ignore[no-untyped-def]
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-
-
-def _run_new_cell(page, code: str) -> None:  # type: ignore[no-untyped-def]
-    """Add a cell at the end of the notebook with ``code`` and run it (not awaited)."""
-    page.evaluate(
-        """(code) => {
-            const nb = window.jupyterapp.shell.currentWidget.content;
-            nb.activeCellIndex = nb.widgets.length - 1;
-            window.jupyterapp.commands.execute('notebook:insert-cell-below');
-            nb.activeCell.model.sharedModel.setSource(code);
-            window.jupyterapp.commands.execute('notebook:run-cell');
-        }""",
-        code,
-    )
-
-
 def _confirm(page, status: str = "open"):  # type: ignore[no-untyped-def]
     return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="{status}"]')
 
@@ -61,7 +45,7 @@ def test_C23_reload_mid_pause_renders_the_card_and_a_click_finishes_the_reply(
     cells = [SETUP, AWAITING] if pattern == "awaiting" else [SETUP, BACKGROUND, AFTER_BACKGROUND]
     write_notebook(lab.root / name, cells)
     open_notebook(page, lab, name)
-    _run_all(page)
+    run_all_cells(page)
     _confirm(page).wait_for(timeout=60_000)
 
     save_notebook(page)  # what autosave does: the reloaded page shows the saved outputs
@@ -75,7 +59,7 @@ def test_C23_reload_mid_pause_renders_the_card_and_a_click_finishes_the_reply(
     page.locator(f'{OUT} [data-testid="nbh-final-text"]').first.wait_for(timeout=60_000)
     assert page.locator(f'{OUT} [data-testid="nbh-final-text"]').first.inner_text() == "All done."
     # the kernel is free again: a new cell runs and sees the tool ran once
-    _run_new_cell(page, CHECK)
+    run_new_cell(page, CHECK)
     # the new cell ran (the cells run before the reload keep no count: their
     # execute_reply went to the page that was reloaded, as in plain JupyterLab)
     page.locator(f"{OUT}:has-text('EXISTS: False')").first.wait_for(timeout=60_000)
@@ -92,7 +76,7 @@ def test_restart_in_the_same_page_says_the_kernel_restarted(page, lab: JupyterLa
     restarted (not "waiting for you"), and Approve cannot send into the void."""
     write_notebook(lab.root / "restart.ipynb", RESTART_CELLS)
     open_notebook(page, lab, "restart.ipynb")
-    _run_all(page)
+    run_all_cells(page)
     card = _confirm(page)
     card.wait_for(timeout=60_000)
     reply = page.locator(f'{OUT} [data-testid="nbh-reply"]')
@@ -117,7 +101,7 @@ def test_a_busy_kernel_is_checked_again_and_the_card_comes_back_live(page, lab: 
     live, then checked again; once the cell ends it is live and a click works."""
     write_notebook(lab.root / "busy.ipynb", [SETUP, BACKGROUND, BUSY, AFTER_BACKGROUND])
     open_notebook(page, lab, "busy.ipynb")
-    _run_all(page)
+    run_all_cells(page)
     reply = page.locator(f'{OUT} [data-testid="nbh-reply"]')
     page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="false"]').wait_for(timeout=60_000)
     assert "does not answer" in reply.locator('[data-testid="nbh-live-banner"]').inner_text()
@@ -135,7 +119,7 @@ def test_kernel_interrupt_stops_the_wait_and_the_card_still_finishes_the_reply(p
     finishes the reply; the tool runs once."""
     write_notebook(lab.root / "interrupt.ipynb", [SETUP, AWAITING])
     open_notebook(page, lab, "interrupt.ipynb")
-    _run_all(page)
+    run_all_cells(page)
     card = _confirm(page)
     card.wait_for(timeout=60_000)
     page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
@@ -150,6 +134,6 @@ def test_kernel_interrupt_stops_the_wait_and_the_card_still_finishes_the_reply(p
 
     card.locator('[data-testid="nbh-approve"]').click()
     page.locator(f'{OUT} [data-testid="nbh-final-text"]').first.wait_for(timeout=60_000)
-    _run_new_cell(page, CHECK)
+    run_new_cell(page, CHECK)
     page.locator(f"{OUT}:has-text('EXISTS: False')").first.wait_for(timeout=60_000)
     assert _confirm(page, "delivered").count() == 1

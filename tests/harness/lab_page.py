@@ -217,6 +217,21 @@ def run_all_cells(page: Page) -> None:
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
 
 
+def run_new_cell(page: Page, code: str) -> None:
+    """Add a cell with ``code`` at the end of the open notebook and run it. Does not wait
+    (a cell may queue behind one that awaits a click)."""
+    page.evaluate(
+        """(code) => {
+            const nb = window.jupyterapp.shell.currentWidget.content;
+            nb.activeCellIndex = nb.widgets.length - 1;
+            window.jupyterapp.commands.execute('notebook:insert-cell-below');
+            nb.activeCell.model.sharedModel.setSource(code);
+            window.jupyterapp.commands.execute('notebook:run-cell');
+        }""",
+        code,
+    )
+
+
 def run_to_open_card(
     page: Page, server: JupyterLabServer, name: str, cells: Sequence[str], kind: str = "confirm"
 ) -> Locator:

@@ -65,6 +65,16 @@ def approve(pause: Any) -> dict[str, Any]:
     return {"action": "approve", "tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id}
 
 
+def restore_demo(folder: Path, sid: str, box: Path, built: list[Any]) -> Session:
+    """``Session.restore`` of the demo agent on ``box``; each agent built is appended to ``built``."""
+    return Session.restore(
+        lambda st: built.append(demo_agent(box, chunk_delay=0, state=st)) or built[-1],
+        str(folder),
+        sid,
+        display=False,
+    )
+
+
 def written_version(folder: Path, sid: str) -> Any:
     return json.loads((folder / f"{sid}.json").read_text()).get("version")
 
@@ -81,12 +91,7 @@ def test_a_version_1_parked_confirmation_restores_and_runs_once_approved(v1: Pat
     built: list[Any] = []
 
     async def scenario() -> Any:
-        session = Session.restore(
-            lambda st: built.append(demo_agent(box, chunk_delay=0, state=st)) or built[-1],
-            str(v1),
-            "v1-confirm",
-            display=False,
-        )
+        session = restore_demo(v1, "v1-confirm", box, built)
         task = session.start_resume()
         confirm = await parked_on(session, "confirm")
         assert (confirm.tool_name, confirm.input) == ("delete_file", {"path": "old_log.txt"})
@@ -106,12 +111,7 @@ def test_a_version_1_parked_askuser_restores_and_finishes(v1: Path, tmp_path: Pa
     built: list[Any] = []
 
     async def scenario() -> Any:
-        session = Session.restore(
-            lambda st: built.append(demo_agent(box, chunk_delay=0, state=st)) or built[-1],
-            str(v1),
-            "v1-ask-user",
-            display=False,
-        )
+        session = restore_demo(v1, "v1-ask-user", box, built)
         task = session.start_resume()
         ask = await parked_on(session, "ask_user")
         assert ask.ask_user is not None and ask.ask_user.questions[0].question == "Which file should I delete?"
@@ -154,12 +154,7 @@ def test_a_version_1_delivered_approval_is_closed_never_run_again(v1: Path, tmp_
     built: list[Any] = []
 
     async def scenario() -> Any:
-        session = Session.restore(
-            lambda st: built.append(demo_agent(box, chunk_delay=0, state=st)) or built[-1],
-            str(v1),
-            "v1-delivered",
-            display=False,
-        )
+        session = restore_demo(v1, "v1-delivered", box, built)
         # the approval may have run before the process stopped: closed, not asked again
         assert session.parked_tool_calls() == []
         closed = tool_results(built[0].state.context, "delete_file")

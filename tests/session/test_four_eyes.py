@@ -34,15 +34,19 @@ def payer(mail: Mail, policy: Policy = FOUR_EYES) -> Any:
     return agent_for(mail, script, middlewares=[policy_middleware(policy)])
 
 
+async def open_payment(mail: Mail, audit: Path, **kwargs: Any) -> tuple[Session, asyncio.Task[Any], Any]:
+    """A session of :func:`payer` (recording to ``audit``) parked on its payment: (session, run task, pause)."""
+    session = Session(payer(mail), display=False, audit_log=str(audit), **kwargs)
+    task = session.start("pay ACME")
+    return session, task, await settle(session, task)
+
+
 def test_two_approvals_from_two_people_run_the_call_once_after_the_second(tmp_path: Path) -> None:
     mail = Mail()
     audit = tmp_path / "audit.jsonl"
-    agent = payer(mail)
 
     async def scenario() -> Any:
-        session = Session(agent, display=False, audit_log=str(audit), decided_by="alice")
-        task = session.start("pay ACME")
-        pause = await settle(session, task)
+        session, task, pause = await open_payment(mail, audit, decided_by="alice")
         assert pause.to_view()["approvals_needed"] == 2
         first = await session.act({"action": "approve", "tool_call_id": pause.tool_call_id})
         assert first["status"] == "approval_recorded"
@@ -73,12 +77,9 @@ def test_two_approvals_from_two_people_run_the_call_once_after_the_second(tmp_pa
 def test_the_same_person_twice_is_refused(tmp_path: Path) -> None:
     mail = Mail()
     audit = tmp_path / "audit.jsonl"
-    agent = payer(mail)
 
     async def scenario() -> Any:
-        session = Session(agent, display=False, audit_log=str(audit))
-        task = session.start("pay ACME")
-        pause = await settle(session, task)
+        session, task, pause = await open_payment(mail, audit)
         await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
         with pytest.raises(
             DecisionError, match=r"alice already approved this call; it needs 2 approvals from distinct"
@@ -100,12 +101,9 @@ def test_the_same_person_twice_is_refused(tmp_path: Path) -> None:
 def test_one_deny_vetoes_and_the_model_reads_who_and_why(tmp_path: Path) -> None:
     mail = Mail()
     audit = tmp_path / "audit.jsonl"
-    agent = payer(mail)
 
     async def scenario() -> Any:
-        session = Session(agent, display=False, audit_log=str(audit))
-        task = session.start("pay ACME")
-        pause = await settle(session, task)
+        session, task, pause = await open_payment(mail, audit)
         await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
         got = await session.act(
             {"action": "deny", "tool_call_id": pause.tool_call_id, "reason": "not on the invoice list"},
@@ -126,12 +124,9 @@ def test_one_deny_vetoes_and_the_model_reads_who_and_why(tmp_path: Path) -> None
 def test_a_modify_restarts_the_count_and_everyone_approves_the_edited_input(tmp_path: Path) -> None:
     mail = Mail()
     audit = tmp_path / "audit.jsonl"
-    agent = payer(mail)
 
     async def scenario() -> Any:
-        session = Session(agent, display=False, audit_log=str(audit))
-        task = session.start("pay ACME")
-        pause = await settle(session, task)
+        session, task, pause = await open_payment(mail, audit)
         tcid = pause.tool_call_id
         await session.act({"action": "approve", "tool_call_id": tcid}, decided_by="alice")
         edited = json.dumps({"to": "ACME", "amount": 100.0})
@@ -166,12 +161,9 @@ def test_approvals_must_be_a_positive_integer() -> None:
 def test_the_session_deadline_covers_all_the_approvals(tmp_path: Path) -> None:
     mail = Mail()
     audit = tmp_path / "audit.jsonl"
-    agent = payer(mail)
 
     async def scenario() -> Any:
-        session = Session(agent, display=False, audit_log=str(audit), deadline=60, on_deadline="deny")
-        task = session.start("pay ACME")
-        pause = await settle(session, task)
+        session, task, pause = await open_payment(mail, audit, deadline=60, on_deadline="deny")
         deadline = pause.deadline
         await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
         assert pause.deadline == deadline  # an approval does not restart the clock
