@@ -227,7 +227,7 @@ class Policy:
         """
         name = tool.name
         if name in self.tools:
-            return f"tool {name}"
+            return self.match_call(name, tool_input)
         declared = mcp_tool_hints(tool) if self.mcp_hints else None
         if declared is not None:
             effective = effective_mcp_hints(declared)
@@ -244,6 +244,22 @@ class Policy:
                         return f"{name}({pattern})"
             except Exception as exc:  # noqa: BLE001 - fail closed
                 return f"{name}({pattern}) (matching raised {type(exc).__name__}: {exc})"
+        return self._checked(name, tool_input)
+
+    def match_call(self, tool_name: str, tool_input: dict[str, Any]) -> str | None:
+        """Why this policy matches a call known by its tool's name and input
+        alone (the console of AgentScope's service sees a parked call, not the
+        service's tool): ``tools``, ``when`` and ``predicate``. ``patterns``
+        and ``mcp_hints`` need the tool itself (:meth:`match`).
+
+        Returns:
+            a short reason, as :meth:`match`, or ``None``.
+        """
+        if tool_name in self.tools:
+            return f"tool {tool_name}"
+        return self._checked(tool_name, tool_input)
+
+    def _checked(self, name: str, tool_input: dict[str, Any]) -> str | None:
         checks: list[Callable[[], Any]] = []
         if name in self.when:
             checks.append(lambda: self.when[name](tool_input))

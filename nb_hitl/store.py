@@ -23,6 +23,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ __all__ = [
     "CheckpointStore",
     "CheckpointLock",
     "AuditLog",
+    "parse_lines",
     "CheckpointLockedError",
     "CheckpointIntegrityError",
     "CheckpointVersionError",
@@ -408,13 +410,27 @@ class AuditLog:
             OSError: the log cannot be written (``ELOOP`` for a symlink).
             ValueError: the key file is unsafe (see :func:`load_key`).
         """
-        now = time.time()
-        full = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
-            "ts": now,
-            "who": current_user(),
-            **record,
-        }
+        return self._write(lambda _fd: record)
+
+    def append_checked(self, build: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> dict[str, Any]:
+        """Read the log and append what ``build`` makes of it, under the one lock
+        of :meth:`append`: processes deciding on one log at once (the console's
+        approvals of a call, :mod:`nb_hitl.service.approving`) each see every
+        line the others wrote before, and none is lost.
+
+        Args:
+            build: ``(records) -> record``: every record, oldest first, to the
+                record to append; it may raise (nothing is written).
+
+        Returns:
+            the record as written (see :meth:`append`).
+
+        Raises:
+            whatever ``build`` raises; as :meth:`append`.
+        """
+        return self._write(lambda fd: build(parse_lines(os.pread(fd, os.fstat(fd).st_size, 0))))
+
+    def _write(self, make: Callable[[int], dict[str, Any]]) -> dict[str, Any]:
         from .audit.chain import GENESIS, last_line, line_hash, seal
 
         key = self.key
@@ -423,6 +439,10 @@ class AuditLog:
             try:
                 if fcntl is not None:
                     fcntl.flock(fd, fcntl.LOCK_EX)  # released by os.close below
+                record = make(fd)
+                now = time.time()
+                full = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)), "ts": now}
+                full = {**full, "who": current_user(), **record}
                 previous = last_line(fd)  # under the lock: concurrent writers form one chain
                 full = seal(key, full, GENESIS if previous is None else line_hash(previous))
                 line = (json.dumps(full, ensure_ascii=False, default=str) + "\n").encode("utf-8")
@@ -449,18 +469,23 @@ class AuditLog:
             raw = read_nofollow(self.path)
         except FileNotFoundError:
             return []
-        out = []
-        for line in raw.decode("utf-8", errors="replace").splitlines():
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                out.append(rec)
+        out = parse_lines(raw)
         if event is not None:
             from .answers.record import event_of
 
             out = [r for r in out if event_of(r) == event]
         return out
+
+
+def parse_lines(raw: bytes) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file's bytes, in order (a line that
+    is not a JSON object, e.g. one torn by a crash, is skipped)."""
+    out = []
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        try:
+            rec = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out

@@ -40,9 +40,10 @@ from ..answers.record import decision_fields
 from ..decisions import Decision
 from ..errors import DecisionError, NbHitlError
 from ..pauses import Pause
+from .approving import count_admitted, recorded
 from .http import ServiceError, ServiceHTTP, confirm_body, external_body
 from .ledger import APPROVING, AnswerLedger
-from .outcome import Outcome, answer_mark, await_outcome, call_state, settled_by
+from .outcome import Outcome, OutcomeError, answer_mark, await_outcome, call_state, settled_by
 
 __all__ = ["Answerer", "ConsoleView", "AlreadyApprovedError", "OutcomeError", "UNTOLD", "as_carried", "tool_for"]
 
@@ -51,20 +52,6 @@ class AlreadyApprovedError(NbHitlError):
     """The console already approved this call; the next approval is the explicit second one."""
 
     code = "already_approved"
-
-
-class OutcomeError(NbHitlError):
-    """An answer was sent and not applied; ``code`` is the outcome's status
-    (``answered_elsewhere``, ``not_applied``, ``unknown``).
-
-    Attributes:
-        outcome: the :class:`~nb_hitl.answers.outcome.Outcome`.
-    """
-
-    def __init__(self, outcome: Outcome) -> None:
-        super().__init__(outcome.detail)
-        self.outcome = outcome
-        self.code = outcome.status
 
 
 UNTOLD = (
@@ -127,6 +114,8 @@ class Answerer:
         take_within: seconds a worker has to take an answer (echo it on the
             stream) before the service counts as not taking answers.
         console_id: this console's name in the answers it sends.
+        decided_by: the person answering, recorded as ``decided_by`` and
+            counted for calls that need several approvals (default: the service user).
         on_answered: called with ``(session_id, outcome)`` after every answer.
 
     Attributes:
@@ -147,8 +136,10 @@ class Answerer:
         outcome_timeout: float = 10.0,
         take_within: float = 8.0,
         on_answered: Callable[[str, Outcome], None] | None = None,
+        decided_by: str | None = None,
     ) -> None:
         self.console = console
+        self.decided_by = decided_by or http.user_id
         self.http = http
         self.ledger = ledger
         self.agent_id = agent_id
@@ -197,7 +188,10 @@ class Answerer:
         pause, decision = front.admit(self.console.pauses, message)
         self.console.push()
         second = await self._checked([(0, pause, decision)])
-        (outcome,) = await self.carry([(pause, decision)], second)
+        (counted,) = self._count([(0, pause, decision)])
+        if counted is None:
+            return recorded(pause)
+        (outcome,) = await self.carry([(pause, counted)], second)
         if not outcome.applied:
             raise OutcomeError(outcome)
         return {"status": "delivered", "decision": pause.decision, "outcome": outcome.detail}
@@ -224,9 +218,16 @@ class Answerer:
         admitted, results = front.admit_all(self.console.pauses, messages, all_or_nothing=True)
         self.console.push()
         second = await self._checked(admitted, results)
-        outcomes = await self.carry([(p, d) for _, p, d in admitted], second)
+        finals = self._count(admitted, results)
+        items = [(p, d) for (_, p, _), d in zip(admitted, finals, strict=True) if d is not None]
+        if not items:
+            return {"status": "approval_recorded", "results": results, "outcome": "Approvals recorded; nothing sent."}
+        outcomes = await self.carry(items, second)
         by_call = {t: o for o in outcomes for t in o.states} if outcomes else {}
-        for n, pause, _ in admitted:
+        for (n, pause, _), final in zip(admitted, finals, strict=True):
+            if final is None:
+                results[n].update(recorded(pause))
+                continue
             got = by_call.get(pause.tool_call_id, outcomes[-1])
             if pause.status == "delivered":
                 results[n]["decision"] = pause.decision
@@ -267,6 +268,29 @@ class Answerer:
             self.console.push()
             raise
         return second
+
+    def _count(
+        self, admitted: list[tuple[int, Pause, Decision]], results: list[dict[str, Any]] | None = None
+    ) -> list[Decision | None]:
+        """:func:`~nb_hitl.service.approving.count_admitted` for this session
+        (per item the decision to send, or ``None``: an approval short of the
+        count); on a refusal every pause still ``deciding`` is handed back."""
+        try:
+            return count_admitted(
+                self.ledger,
+                self.decided_by,
+                admitted,
+                results,
+                session_id=self.session_id,
+                agent_id=self.agent_id,
+                agent=self.agent_name,
+            )
+        except BaseException:
+            for _, pause, _ in admitted:
+                front.release(pause)
+            raise
+        finally:
+            self.console.push()
 
     def _second_approvals(self, approving: list[Pause]) -> set[str]:
         """Calls this console approved before: the first Approve after that is
@@ -370,6 +394,7 @@ class Answerer:
                 agent=self.agent_name,
                 event_id=event_id,
                 phase=phase,
+                decided_by=self.decided_by,
                 **extra,
             )
 

@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ import httpx
 
 from ..errors import DecisionError, NbHitlError
 from ..kinds import kind_spec
+from ..policy import Policy
+from .approving import console_policies
 from .console import SessionConsole, console_name
 from .events import BusWatch
 from .http import ServiceHTTP
@@ -70,6 +73,13 @@ class ServiceClient:
             safety net: Redis Pub/Sub drops what is published while the
             connection is down; it also finds sessions stranded mid-turn).
         parallel_answers: most sessions "Approve selected" answers at once.
+        policies: :class:`~nb_hitl.policy.Policy` objects applied to the
+            parked confirmations of every session opened (see
+            :class:`~nb_hitl.service.console.SessionConsole`): with
+            ``approvals=N`` a call runs once, after N approvals given on any
+            console recording in the same ``audit_path``.
+        decided_by: the person answering from this console (recorded and
+            counted; default: ``user_id``).
 
     Attributes:
         http: the :class:`~nb_hitl.service.http.ServiceHTTP`.
@@ -98,6 +108,8 @@ class ServiceClient:
         bus: str | None = None,
         resync_interval: float = 30.0,
         parallel_answers: int = 8,
+        policies: Sequence[Policy] = (),
+        decided_by: str | None = None,
     ) -> None:
         self.http = ServiceHTTP(base_url, user_id, headers=headers, auth=auth, transport=transport)
         path = audit_path or os.environ.get("NB_HITL_SERVICE_AUDIT") or Path.cwd() / "nb_hitl_service_audit.jsonl"
@@ -115,6 +127,8 @@ class ServiceClient:
         self.bus = bus
         self.resync_interval = resync_interval
         self.parallel_answers = parallel_answers
+        self.policies = console_policies(policies)
+        self.decided_by = decided_by
         self.watch: BusWatch | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._push_pending = False
@@ -307,7 +321,7 @@ class ServiceClient:
                         }
                     asks = [{"action": "approve", "tool_call_id": p.tool_call_id} for p in confirms]
                     got = await (console.act(asks[0]) if len(asks) == 1 else console.act_all(asks))
-                    ok = got.get("status") == "delivered"
+                    ok = got.get("status") in ("delivered", "approval_recorded")
                     return {"ok": ok, "code": got.get("status"), "text": str(got.get("outcome", ""))[:300]}
                 except NbHitlError as exc:
                     return {"ok": False, "code": exc.code, "text": str(exc)[:300]}
@@ -353,6 +367,8 @@ class ServiceClient:
                 on_answered=self._answered,
                 stranded_after=self.stranded_after,
                 console_id=self.console_id,
+                policies=self.policies,
+                decided_by=self.decided_by,
             )
             self.consoles[session_id] = console
         await console.refresh()

@@ -23,18 +23,21 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentscope.message import ToolCallBlock
 
 from ..answers import front
+from ..answers.approvals import needs_more
 from ..answers.lifecycle import transition
 from ..edit_preview import preview
 from ..entries import entry_text, lookup_in, shown_entry
 from ..errors import PauseNotLiveError
 from ..pauses import Pause, build_pause
+from ..policy import Policy
 from .answering import AlreadyApprovedError, Answerer, OutcomeError, tool_for
+from .approving import console_policies, describe, put, shared
 from .http import ServiceError, ServiceHTTP, user_msg_body
 from .inbox import parked_calls
 from .ledger import AnswerLedger
@@ -71,6 +74,13 @@ class SessionConsole:
             stream) before the console says the service is not taking answers.
         console_id: this console's name in the answers it sends (default
             :func:`console_name`).
+        policies: :class:`~nb_hitl.policy.Policy` objects the console applies
+            to the parked confirmations (by tool name, ``when``,
+            ``predicate``): a call that needs several approvals
+            (``approvals=N``) is counted with every console recording in the
+            same ledger (:mod:`nb_hitl.service.approving`).
+        decided_by: the person answering here (``decided_by`` in the ledger,
+            and who is counted; default: the service user).
 
     Attributes:
         pauses: ``{tool_call_id: Pause}`` of the parked reply.
@@ -95,6 +105,8 @@ class SessionConsole:
         stranded_after: float = 60.0,
         take_within: float = 8.0,
         console_id: str | None = None,
+        policies: Sequence[Policy] = (),
+        decided_by: str | None = None,
     ) -> None:
         self.http = http
         self.ledger = ledger
@@ -111,6 +123,7 @@ class SessionConsole:
         self.console_id = console_id or console_name()
         self.stranded_after = stranded_after
         self._running_since: float | None = None
+        self.policies = console_policies(policies)
         self.answerer = Answerer(
             self,
             http,
@@ -122,6 +135,7 @@ class SessionConsole:
             outcome_timeout=outcome_timeout,
             take_within=take_within,
             on_answered=on_answered,
+            decided_by=decided_by,
         )
 
     @property
@@ -190,6 +204,7 @@ class SessionConsole:
                 fresh[tcid] = old
                 continue
             pause = build_pause(str(reply_id), ToolCallBlock.model_validate(block), tool_for(str(block.get("name"))))
+            describe(pause, self.policies)
             self.answerer.flag(pause)
             fresh[tcid] = pause
         for tcid, old in self.pauses.items():
@@ -207,11 +222,22 @@ class SessionConsole:
             elif old.status in ("delivered", "expired") and old.reply_id == self.reply_id:
                 fresh[tcid] = old  # the record of the last parked reply stays on its card
         self.pauses = fresh
+        self._show_approvals()
         if status != "running":
             self._running_since = None
         elif self._running_since is None:
             self._running_since = time.monotonic()
         self.push()
+
+    def _show_approvals(self) -> None:
+        """The approvals so far of each open call that needs several, as every
+        console recording in the ledger gave them (:func:`~nb_hitl.service.approving.shared`)."""
+        counted = [p for p in self.pauses.values() if p.status == "open" and needs_more(p)]
+        if not counted:
+            return
+        records, now = self.ledger.log.records(), time.time()
+        for pause in counted:
+            put(pause, shared(records, self.ledger, self.session_id, pause.tool_call_id, now=now))
 
     @property
     def in_flight(self) -> bool:

@@ -21,13 +21,18 @@ from ..answers.record import RECORD_VERSION, origin, pause_fields
 from ..pauses import Pause
 from ..store import AuditLog
 
-__all__ = ["AnswerLedger", "APPROVING", "NOT_APPLIED"]
+__all__ = ["AnswerLedger", "APPROVING", "NOT_APPLIED", "COUNTED"]
 
 APPROVING = ("approve", "modify")
 """Page actions that let a confirmed tool run."""
 
 NOT_APPLIED = ("refused", "not_applied", "answered_elsewhere")
 """Phases of an answer that never reached the tool (``refused`` in older lines)."""
+
+COUNTED = ("approval", "counted")
+"""Phases of a call that needs several approvals (:mod:`nb_hitl.service.approving`):
+an approval that is not the last (recorded, nothing sent) and the count that
+decided the call (the lines of its sending follow); neither reached the service."""
 
 
 class AnswerLedger:
@@ -79,6 +84,8 @@ class AnswerLedger:
         ids = self.ids(rec)
         if ids is None:
             return
+        if rec.get("phase") in COUNTED:  # nothing was sent with it
+            return
         session_id, tool_call_id, event_id = ids
         self._events.add(event_id)
         key = (session_id, tool_call_id)
@@ -98,8 +105,9 @@ class AnswerLedger:
         service_session_id: str,
         agent_id: str,
         agent: str,
-        event_id: str,
+        event_id: str | None,
         phase: str,
+        decided_by: str | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
         """Append one record about ``pause`` (fsynced) and index it.
@@ -110,35 +118,72 @@ class AnswerLedger:
                 answer (or ``{"decision": action}`` for a raw body).
             service_session_id, agent_id: where the session lives.
             agent: the service agent's name.
-            event_id: the id of the AgentScope event sent.
-            phase: ``sending``, or the :class:`~nb_hitl.answers.outcome.Outcome` status.
-            **extra: ``detail``, ``second_approval``, ``by``, ``at``.
+            event_id: the id of the AgentScope event sent (``None``: nothing sent).
+            phase: ``sending``, the :class:`~nb_hitl.answers.outcome.Outcome`
+                status, or one of :data:`COUNTED`.
+            decided_by: the person who answered (default: the service user).
+            **extra: ``detail``, ``second_approval``, ``by``, ``at``, the
+                approvals' fields.
 
         Returns:
             the record as written.
         """
         rec = self.log.append(
-            {
-                "v": RECORD_VERSION,
-                "agent": agent,
-                **pause_fields(pause),
-                **answer,
-                "decided_by": self.user_id,
-                "origin": origin(
-                    "service",
-                    service_url=self.service_url,
-                    service_session_id=service_session_id,
-                    agent_id=agent_id,
-                    user=self.user_id,
-                    event_id=event_id,
-                ),
-                "phase": phase,
+            self.line(
+                pause,
+                answer,
+                service_session_id=service_session_id,
+                agent_id=agent_id,
+                agent=agent,
+                event_id=event_id,
+                phase=phase,
+                decided_by=decided_by,
                 **extra,
-            }
+            )
         )
+        self.index(rec)
+        return rec
+
+    def line(
+        self,
+        pause: Pause,
+        answer: dict[str, Any],
+        *,
+        service_session_id: str,
+        agent_id: str,
+        agent: str,
+        event_id: str | None,
+        phase: str,
+        decided_by: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """The record :meth:`record` appends (same arguments), not written."""
+        return {
+            "v": RECORD_VERSION,
+            "agent": agent,
+            **pause_fields(pause),
+            **answer,
+            "decided_by": decided_by or self.user_id,
+            "origin": self.origin(service_session_id, agent_id, event_id),
+            "phase": phase,
+            **extra,
+        }
+
+    def origin(self, service_session_id: str, agent_id: str, event_id: str | None = None) -> dict[str, Any]:
+        """The ``origin`` of this console's records (road ``"service"``)."""
+        return origin(
+            "service",
+            service_url=self.service_url,
+            service_session_id=service_session_id,
+            agent_id=agent_id,
+            user=self.user_id,
+            event_id=event_id,
+        )
+
+    def index(self, rec: dict[str, Any]) -> None:
+        """Index a record this console wrote (thread-safe)."""
         with self._lock:
             self._index(rec)
-        return rec
 
     def approved(self, session_id: str, tool_call_id: str) -> dict[str, Any] | None:
         """The first approval this console sent for the call (``session_id``:

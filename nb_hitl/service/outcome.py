@@ -36,11 +36,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from ..answers.outcome import Outcome, answered_elsewhere_text
+from ..errors import NbHitlError
 from .http import ServiceError, ServiceHTTP
 from .inbox import parked_calls
 
 __all__ = [
     "Outcome",
+    "OutcomeError",
     "OutcomeJudge",
     "await_outcome",
     "answer_mark",
@@ -50,6 +52,20 @@ __all__ = [
     "is_not_taken",
     "not_taken",
 ]
+
+class OutcomeError(NbHitlError):
+    """An answer was sent and not applied; ``code`` is the outcome's status
+    (``answered_elsewhere``, ``not_applied``, ``unknown``).
+
+    Attributes:
+        outcome: the :class:`~nb_hitl.answers.outcome.Outcome`.
+    """
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome.detail)
+        self.outcome = outcome
+        self.code = outcome.status
+
 
 _ASK_EVENTS = ("REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION")
 
