@@ -40,6 +40,8 @@ class Outcome:
         seconds: time from sending to the verdict.
         by: who answered, for ``answered_elsewhere`` (when known).
         at: when (ISO-8601 UTC), for ``answered_elsewhere`` (when known).
+        told: the calls whose note (who denied and why) the model read, as
+            the carrier saw it (the service console's denials).
     """
 
     status: OutcomeStatus
@@ -48,6 +50,7 @@ class Outcome:
     seconds: float = 0.0
     by: str | None = None
     at: str | None = None
+    told: set[str] = field(default_factory=set)
 
     @property
     def applied(self) -> bool:

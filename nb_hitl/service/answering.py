@@ -44,6 +44,7 @@ from .approving import count_admitted, recorded
 from .http import ServiceError, ServiceHTTP, confirm_body, external_body
 from .ledger import APPROVING, AnswerLedger
 from .outcome import Outcome, OutcomeError, answer_mark, await_outcome, call_state, settled_by
+from .told import notes_metadata
 
 __all__ = ["Answerer", "ConsoleView", "AlreadyApprovedError", "OutcomeError", "UNTOLD", "as_carried", "tool_for"]
 
@@ -56,7 +57,8 @@ class AlreadyApprovedError(NbHitlError):
 
 UNTOLD = (
     "The agent was not told your reason: AgentScope's confirmation event has no field for it, so the model "
-    "reads the service's own denial. The reason is kept in this console's audit record."
+    "reads the service's own denial unless the service runs nb_hitl's ToldMiddleware, and this one did not "
+    "say it did. The reason is kept in this console's audit record."
 )
 """Said on a delivered denial with a reason (locally the reason is put in the call's result)."""
 
@@ -355,7 +357,7 @@ class Answerer:
                 self.console.push()
                 continue
             reply_id = group[0][0].reply_id
-            mark = answer_mark(self.http.user_id, self.console_id)
+            mark = {**answer_mark(self.http.user_id, self.console_id), **notes_metadata([d for _, d in group])}
             if group is confirms:
                 body = confirm_body(reply_id, [d.confirm_result for _, d in group if d.confirm_result], mark)
             else:
@@ -423,7 +425,10 @@ class Answerer:
                 **extra,
             )
         self.outcomes.append(outcome)
-        untold = {p.tool_call_id for p, d in group if d is not None and d.action == "deny" and d.reason}
+        for p, d in group:  # the service's ToldMiddleware put the note in the call's result
+            if d is not None and d.note and p.tool_call_id in outcome.told:
+                p.decision = {**(p.decision or {}), "note": d.note}
+        untold = {p.tool_call_id for p, d in group if d is not None and d.action == "deny" and d.reason} - outcome.told
         self._settle([p for p, _ in group], outcome, untold)
         if self.on_answered is not None:
             self.on_answered(self.session_id, outcome)

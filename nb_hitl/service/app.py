@@ -164,12 +164,15 @@ def build_app(
     from agentscope.app import create_app
     from agentscope.app.workspace_manager import LocalWorkspaceManager
 
+    from .told import told_middlewares
+
     Path(workspaces).mkdir(parents=True, exist_ok=True)
     app = create_app(
         storage=make_storage(storage_url),
         message_bus=make_bus(bus_url),
         workspace_manager=LocalWorkspaceManager(str(workspaces)),
         extra_agent_tools=demo_tools,
+        extra_agent_middlewares=told_middlewares,
         enable_scheduler=scheduler,
         enable_channel_worker=False,
     )

@@ -174,7 +174,12 @@ def _claimed(claim: dict[str, Any]) -> str:
 
 
 def _check(
-    records: list[dict[str, Any]], ledger: AnswerLedger, pause: Pause, decision: Decision, by: str, where: dict[str, Any]
+    records: list[dict[str, Any]],
+    ledger: AnswerLedger,
+    pause: Pause,
+    decision: Decision,
+    by: str,
+    where: dict[str, Any],
 ) -> approvals.Count:
     """The call's state from ``records`` put on ``pause``, then what ``decision`` amounts to."""
     state = shared(records, ledger, str(where.get("service_session_id")), pause.tool_call_id, now=time.time())
@@ -184,7 +189,9 @@ def _check(
     return approvals.count(pause, decision, by, where)
 
 
-def precount(ledger: AnswerLedger, pause: Pause, decision: Decision, by: str, *, session_id: str, agent_id: str) -> None:
+def precount(
+    ledger: AnswerLedger, pause: Pause, decision: Decision, by: str, *, session_id: str, agent_id: str
+) -> None:
     """What :func:`count_answer` would refuse, without writing (the items of a
     batch are checked before any is counted); the call's state is put on ``pause``.
 

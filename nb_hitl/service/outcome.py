@@ -39,6 +39,7 @@ from ..answers.outcome import Outcome, answered_elsewhere_text
 from ..errors import NbHitlError
 from .http import ServiceError, ServiceHTTP
 from .inbox import parked_calls
+from .told import NOTES_KEY, TOLD_KEY
 
 __all__ = [
     "Outcome",
@@ -52,6 +53,7 @@ __all__ = [
     "is_not_taken",
     "not_taken",
 ]
+
 
 class OutcomeError(NbHitlError):
     """An answer was sent and not applied; ``code`` is the outcome's status
@@ -144,13 +146,17 @@ class OutcomeJudge:
         started: a ``REPLY_START`` followed the echo.
         states: ``{tool_call_id: result state}`` produced by this answer.
         others: ``{tool_call_id: answered_by(...)}`` for calls another answer settled.
+        noted: calls the answer carries a note for (their result's end is awaited).
+        told: those whose note the model read (the end frame's ``TOLD_KEY``).
         failed_before: the error of a run that failed before this answer was
             echoed (the worker could not load the session: storage down), or ``None``.
     """
 
-    def __init__(self, event_id: str, tool_call_ids: Iterable[str]) -> None:
+    def __init__(self, event_id: str, tool_call_ids: Iterable[str], noted: Iterable[str] = ()) -> None:
         self.event_id = event_id
         self.ids = set(tool_call_ids)
+        self.noted = set(noted)
+        self.told: set[str] = set()
         self.echoed = False
         self.started = False
         self.states: dict[str, str] = {}
@@ -162,7 +168,7 @@ class OutcomeJudge:
         if not self.ids <= set(self.states):
             return None
         names = ", ".join(f"{k}: {v}" for k, v in sorted(self.states.items()))
-        return Outcome("applied", f"Applied by the service ({names}).", dict(self.states))
+        return Outcome("applied", f"Applied by the service ({names}).", dict(self.states), told=set(self.told))
 
     def closed(
         self, broke: str | None = None, ours: Callable[[str], bool] | None = None, *, sent: bool = True
@@ -186,7 +192,10 @@ class OutcomeJudge:
             names = ", ".join(f"{k}: {v}" for k, v in sorted(self.states.items()))
             states = {**{t: "answered_elsewhere" for t in rest}, **self.states}
             return Outcome(
-                "applied", f"Applied by the service ({names}); {len(rest)} call(s) settled by another answer.", states
+                "applied",
+                f"Applied by the service ({names}); {len(rest)} call(s) settled by another answer.",
+                states,
+                told=set(self.told),
             )
         if info is None and broke:
             return Outcome(
@@ -207,7 +216,11 @@ class OutcomeJudge:
         tcid = frame.get("tool_call_id")
         if kind in ("TOOL_RESULT_START", "TOOL_RESULT_END") and tcid in self.ids and self.current is not None:
             if self.current["event_id"] == self.event_id:
+                if kind == "TOOL_RESULT_START" and tcid in self.noted:
+                    return None  # its end says whether the model read the note (ToldMiddleware)
                 self.states[str(tcid)] = str(frame.get("state") or "running")
+                if isinstance(frame.get("metadata"), dict) and frame["metadata"].get(TOLD_KEY):
+                    self.told.add(str(tcid))
             else:  # settled by that answer, unless this one's result follows (a run that died half way)
                 self.others[str(tcid)] = self.current
             return self._settled()
@@ -310,7 +323,8 @@ async def await_outcome(
     Raises:
         ServiceError: the POST itself failed (nothing was queued).
     """
-    judge = OutcomeJudge(str(body.get("id")), tool_call_ids)
+    notes = (body.get("metadata") or {}).get(NOTES_KEY)
+    judge = OutcomeJudge(str(body.get("id")), tool_call_ids, notes if isinstance(notes, dict) else ())
     verdict: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
     broke: list[str] = []
     t0 = time.monotonic()

@@ -85,22 +85,6 @@ SCENARIOS: dict[str, Callable[[Road], list[dict[str, Any]]]] = {
 
 
 LOCAL_DENIAL = "The user denied your call <call1> to delete_file, saying: Keep the log."
-SERVICE_DENIAL = '<system-reminder>The execution of tool "delete_file" is denied by user!</system-reminder>'
-
-
-def model_reads(road: str, scenario: str, local: str) -> str:
-    """What the model reads on ``road``, given what it reads locally.
-
-    The one case that cannot apply to the service: a denial's reason.
-    Locally the driver puts it in the call's result (it replaces AgentScope's
-    "denied by user!"); AgentScope's ``UserConfirmResultEvent`` /
-    ``ConfirmResult`` has no field for it and the console cannot write the
-    service's memory, so there the model reads AgentScope's own denial (the
-    reason is in the console's audit line only)."""
-    if road == "service" and scenario == "deny_with_a_reason":
-        assert LOCAL_DENIAL in local, local
-        return local.replace(LOCAL_DENIAL, SERVICE_DENIAL)
-    return local
 
 
 async def play(road_cls: type[Road], tmp: Path, scenario: str, request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -132,7 +116,7 @@ def test_every_road_gives_the_same_outcome(tmp_path: Path, scenario: str, reques
     first = outcomes["act"]
     assert set(first["statuses"].values()) == {"delivered"}, first["statuses"]
     for name, got in outcomes.items():
-        assert got["final"] == model_reads(name, scenario, first["final"]), f"{name} told the model something else"
+        assert got["final"] == first["final"], f"{name} told the model something else"
         assert got["files"] == first["files"], f"{name} ran something else"
         assert got["statuses"] == first["statuses"], f"{name} shows the pauses otherwise"
         for note in got["told_on_card"]:  # "The agent was told: ..." is true
@@ -147,8 +131,10 @@ def test_every_road_gives_the_same_outcome(tmp_path: Path, scenario: str, reques
     elif scenario == "deny_with_a_reason":
         assert "old_log.txt" in left and "delete_file: denied" in final and "Keep the log." in final
         assert first["told_on_card"] == [LOCAL_DENIAL]
-        # the service could not pass the reason on, and its card says so
-        assert outcomes["service"]["told_on_card"] == [] and outcomes["service"]["messages"]["delete_file"] == UNTOLD
+        # the service passed the reason on (the console's note in the event's metadata, the service's
+        # ToldMiddleware), and its card says so as the local one does
+        assert outcomes["service"]["told_on_card"] == [LOCAL_DENIAL]
+        assert outcomes["service"]["messages"]["delete_file"] == first["messages"]["delete_file"] != UNTOLD
     elif scenario == "modify":
         assert "old_log.txt" in left and "draft.md" not in left and "delete_file: success" in final
     elif scenario == "return_the_error_with_a_message":

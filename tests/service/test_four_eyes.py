@@ -46,7 +46,9 @@ async def _parked_note(workers: Cluster, tmp_path: Path, approvals: int = 2) -> 
     one, two = await ana.open(sid, agent_id, show=False), await bob.open(sid, agent_id, show=False)
     (tcid,) = one.pauses
     assert list(two.pauses) == [tcid] and one.pauses[tcid].approvals_needed == approvals
-    assert one.pauses[tcid].policy == "notes" and f"{approvals} approvals" in (one.pauses[tcid].permission_message or "")
+    assert one.pauses[tcid].policy == "notes" and f"{approvals} approvals" in (
+        one.pauses[tcid].permission_message or ""
+    )
     return ana, bob, one, two, agent_id, sid, tcid, text
 
 
