@@ -21,6 +21,7 @@ from nb_hitl.service.ledger import AnswerLedger
 from nb_hitl.service.told import denial_notes, notes_metadata
 from tests.service.test_pieces import CALL
 
+
 def _pause(approvals: int = 2) -> Pause:
     pause = build_pause("reply-1", ToolCallBlock.model_validate(CALL), None)
     describe(pause, [Policy("notes", tools=["write_note"], approvals=approvals)])
@@ -114,7 +115,7 @@ def _approve_in_process(path: str, by: str, start_at: float, out: multiprocessin
     try:
         got, _ = _answer(ledger, by, needed=3)
         out.put((by, "final" if got.final is not None else "recorded"))
-    except Exception as exc:  # noqa: BLE001 - reported to the test
+    except Exception as exc:
         out.put((by, f"{type(exc).__name__}: {exc}"))
 
 
@@ -136,4 +137,3 @@ def test_processes_approving_at_once_lose_nothing(tmp_path: Path) -> None:
     ledger = AnswerLedger(path, "svc", "u")
     (counted,) = [r for r in ledger.log.records() if r["phase"] == "counted"]
     assert sorted(a["by"] for a in counted["approvals"]) == people
-
