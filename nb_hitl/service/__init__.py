@@ -8,7 +8,9 @@ and are judged by what the service does next.
 Modules: ``http`` (calls), ``inbox`` (rows), ``events`` (every session's
 events from the service's Redis bus, one connection), ``outcome`` (verdicts from the
 stream), ``ledger`` (answers remembered), ``transcript`` (messages as entries),
-``console`` (one session), ``answering`` (its answers),
+``console`` (one session), ``answering`` (its answers), ``approving``
+(approvals by several people, counted through the ledger), ``told`` (the
+service's middleware telling the model who denied a call and why),
 ``client`` (the whole), ``app`` / ``embedded`` (a local service to try it),
 ``script`` (what the offline model says).
 """

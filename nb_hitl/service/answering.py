@@ -19,6 +19,8 @@ the one audit record (:class:`~nb_hitl.service.ledger.AnswerLedger`, road
 * ``decided -> open``: not applied (the service did not take it); the call
   still waits and its card says what became of the last answer.
 
+A call that needs several approvals is counted first, with every console
+sharing the ledger (:mod:`nb_hitl.service.approving`); only the deciding answer is sent.
 A call this console approved before and that asks again (a worker died after
 the side effect) is refused once (:class:`AlreadyApprovedError`); the next
 approval is the explicit second one.

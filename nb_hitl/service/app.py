@@ -16,7 +16,9 @@ file, then an optional hold) and ``slow_job`` (sleeps; over 10 s AgentScope's
 ``NB_HITL_SERVICE_SANDBOXES`` set, a user who has a folder there also gets the
 local demo's ``list_files`` and ``delete_file`` (:func:`nb_hitl.demo.sandbox_tools`)
 over that folder, so the same answers can be played against the service and a
-local agent.
+local agent. Every agent also gets :class:`~nb_hitl.service.told.ToldMiddleware`
+(``extra_agent_middlewares``): the model reads who denied a call and why, as
+the console sends it.
 """
 
 from __future__ import annotations

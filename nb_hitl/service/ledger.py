@@ -45,13 +45,18 @@ class AnswerLedger:
 
     Each record is :mod:`nb_hitl.answers.record`'s (``"v": 2``): the pause's
     fields, the answer's fields (``decision`` is the page action),
-    ``decided_by`` (the service user), ``agent`` (the service agent's name),
+    ``decided_by`` (the person answering: the service user unless the
+    console names another), ``agent`` (the service agent's name),
     and ``origin = {"road": "service", "service_url", "service_session_id",
     "agent_id", "user", "event_id"}`` (``event_id``: the id of the AgentScope
     event sent), plus ``phase`` (``sending`` before the POST, then
     ``applied`` / ``not_applied`` / ``answered_elsewhere`` / ``unknown``),
     ``detail``, ``second_approval`` and, for ``answered_elsewhere``, ``by``
-    and ``at``. Lines written before (no ``v``: ``service``, ``user_id``,
+    and ``at``. A call that needs several approvals also has lines of the
+    phases :data:`COUNTED` (no ``event_id``: nothing sent with them; the
+    count's ``approval`` / ``approvals`` fields and ``approvals_held``,
+    :mod:`nb_hitl.service.approving`): consoles sharing the file count
+    together. Lines written before (no ``v``: ``service``, ``user_id``,
     ``session_id`` = the service's session id, ``event_id`` at the top) are
     still read.
     """
@@ -97,50 +102,13 @@ class AnswerLedger:
         if rec.get("decision") in APPROVING:
             self._approved.setdefault(key, rec)
 
-    def record(
-        self,
-        pause: Pause,
-        answer: dict[str, Any],
-        *,
-        service_session_id: str,
-        agent_id: str,
-        agent: str,
-        event_id: str | None,
-        phase: str,
-        decided_by: str | None = None,
-        **extra: Any,
-    ) -> dict[str, Any]:
-        """Append one record about ``pause`` (fsynced) and index it.
-
-        Args:
-            pause: the pause answered.
-            answer: :func:`~nb_hitl.answers.record.decision_fields` of the
-                answer (or ``{"decision": action}`` for a raw body).
-            service_session_id, agent_id: where the session lives.
-            agent: the service agent's name.
-            event_id: the id of the AgentScope event sent (``None``: nothing sent).
-            phase: ``sending``, the :class:`~nb_hitl.answers.outcome.Outcome`
-                status, or one of :data:`COUNTED`.
-            decided_by: the person who answered (default: the service user).
-            **extra: ``detail``, ``second_approval``, ``by``, ``at``, the
-                approvals' fields.
+    def record(self, pause: Pause, answer: dict[str, Any], **fields: Any) -> dict[str, Any]:
+        """Append one record about ``pause`` (:meth:`line`, same arguments), fsynced, and index it.
 
         Returns:
             the record as written.
         """
-        rec = self.log.append(
-            self.line(
-                pause,
-                answer,
-                service_session_id=service_session_id,
-                agent_id=agent_id,
-                agent=agent,
-                event_id=event_id,
-                phase=phase,
-                decided_by=decided_by,
-                **extra,
-            )
-        )
+        rec = self.log.append(self.line(pause, answer, **fields))
         self.index(rec)
         return rec
 
@@ -157,7 +125,21 @@ class AnswerLedger:
         decided_by: str | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """The record :meth:`record` appends (same arguments), not written."""
+        """One record about ``pause``, not written (:meth:`record` appends it).
+
+        Args:
+            pause: the pause answered.
+            answer: :func:`~nb_hitl.answers.record.decision_fields` of the
+                answer (or ``{"decision": action}`` for a raw body).
+            service_session_id, agent_id: where the session lives.
+            agent: the service agent's name.
+            event_id: the id of the AgentScope event sent (``None``: nothing sent).
+            phase: ``sending``, the :class:`~nb_hitl.answers.outcome.Outcome`
+                status, or one of :data:`COUNTED`.
+            decided_by: the person who answered (default: the service user).
+            **extra: ``detail``, ``second_approval``, ``by``, ``at``, the
+                approvals' fields.
+        """
         return {
             "v": RECORD_VERSION,
             "agent": agent,
