@@ -60,7 +60,17 @@ if TYPE_CHECKING:
     from .session._core import SessionCore
     from .session._run import ReplyRun
 
-__all__ = ["Notify", "Notices", "Delivery", "NOTIFIED_KEY", "PAYLOAD_VERSION", "SUMMARY_CHARS"]
+__all__ = [
+    "Notify",
+    "Notices",
+    "Delivery",
+    "payload_for",
+    "deliver",
+    "failure_line",
+    "NOTIFIED_KEY",
+    "PAYLOAD_VERSION",
+    "SUMMARY_CHARS",
+]
 
 log = logging.getLogger("nb_hitl.notify")
 
@@ -175,6 +185,11 @@ class Notify:
             log.warning("the notification's when= raised for %s; notifying", pause.tool_call_id, exc_info=True)
             return True
 
+    def waiting_for(self, pause: Pause) -> list[str]:
+        """The people of :attr:`to` who did not approve ``pause``'s input yet."""
+        approved = {str(a.get("by")) for a in pause.approvals if a.get("action") in APPROVING}
+        return [person for person in self.to if person not in approved]
+
     async def send(self, payload: dict[str, Any]) -> str:
         """Call the hook once with ``payload``, within :attr:`timeout`.
 
@@ -247,10 +262,7 @@ class Notices:
             for old in [k for k in kept if k not in parked]:
                 del kept[old]
         kept[pause.tool_call_id] = digest
-        approved = {str(a.get("by")) for a in pause.approvals if a.get("action") in APPROVING}
-        for person in self.notify.to:
-            if person in approved:
-                continue
+        for person in self.notify.waiting_for(pause):
             payload = self.payload(pause, person)
             task = loop.create_task(self._deliver(run, pause, person, payload))
             self.tasks.add(task)
@@ -258,9 +270,6 @@ class Notices:
 
     def payload(self, pause: Pause, person: str) -> dict[str, Any]:
         """The payload telling ``person`` of ``pause`` (see the module docstring)."""
-        view = pause.to_view()
-        text = view["input_text"]
-        summary = text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
         where: dict[str, Any] = {"thread_id": None, "link": None, "expires_at": pause.deadline}
         if self.links is not None:
             try:
@@ -268,46 +277,14 @@ class Notices:
             except Exception as exc:  # noqa: BLE001 - the notification still goes, without a link (logged)
                 log.warning("no approval link for %s (%s): %s", person, pause.tool_call_id, exc)
                 where["link"] = None
-        return {
-            "v": PAYLOAD_VERSION,
-            "event": "pause_opened",
-            "to": person,
-            "session_id": self.s.session_id,
-            "thread_id": where["thread_id"],
-            "reply_id": pause.reply_id,
-            "tool_call_id": pause.tool_call_id,
-            "tool_name": pause.tool_name,
-            "kind": pause.kind,
-            "agent": pause.agent or self.s.agent.name,
-            "policy": pause.policy,
-            "input_summary": summary,
-            "approvals": {
-                "needed": pause.approvals_needed,
-                "by": [str(a["by"]) for a in pause.approvals if a.get("action") in APPROVING],
-            },
-            "link": where["link"],
-            "opened_at": _iso(pause.created_at),
-            "expires_at": _iso(where["expires_at"]),
-        }
+        return payload_for(pause, person, session_id=self.s.session_id, agent=pause.agent or self.s.agent.name, **where)
 
     async def _deliver(self, run: ReplyRun, pause: Pause, person: str, payload: dict[str, Any]) -> None:
-        notify = self.notify
-        try:
-            detail, ok = await notify.send(payload), True
-        except Exception as exc:  # noqa: BLE001 - a hook's failure is reported, never raised
-            ok = False
-            if isinstance(exc, TimeoutError) or type(exc).__name__.endswith("Timeout"):  # ours, or httpx's
-                detail = f"{notify.target} did not answer within {notify.timeout:g} s"
-            else:
-                detail = f"{type(exc).__name__}: {exc}"
-        notify.deliveries.append(Delivery(person, pause.tool_call_id, ok, detail, time.time(), bool(payload["link"])))
-        if ok:
-            log.info("notified %s of %s (%s): %s", person, pause.tool_name, pause.tool_call_id, detail)
+        done = await deliver(self.notify, pause, person, payload)
+        if done.ok:
             return
-        line = f"Could not notify {person} that {pause.tool_name} ({pause.tool_call_id}) waits: {detail}."
-        log.warning("%s", line)
         try:
-            run.transcript.note(line)
+            run.transcript.note(failure_line(pause, done))
             self.s._stream(run, urgent=True)
         except Exception:  # the page may be gone; the log has it
             log.debug("could not note a failed notification", exc_info=True)
@@ -317,3 +294,72 @@ class Notices:
         by the hook's timeout anyway."""
         if self.tasks:
             await asyncio.wait(set(self.tasks), timeout=timeout)
+
+
+def payload_for(
+    pause: Pause,
+    person: str,
+    *,
+    session_id: str,
+    agent: str,
+    thread_id: str | None = None,
+    link: str | None = None,
+    expires_at: float | None = None,
+) -> dict[str, Any]:
+    """The payload telling ``person`` of ``pause`` (see the module docstring).
+
+    Args:
+        session_id: the Session's name, or the service's session id (the console).
+        agent: the agent that asked.
+        thread_id, link, expires_at: the AG-UI thread, the person's approval
+            link and when the pause ends (``time.time()`` seconds), if any.
+    """
+    text = pause.to_view()["input_text"]
+    summary = text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+    return {
+        "v": PAYLOAD_VERSION,
+        "event": "pause_opened",
+        "to": person,
+        "session_id": session_id,
+        "thread_id": thread_id,
+        "reply_id": pause.reply_id,
+        "tool_call_id": pause.tool_call_id,
+        "tool_name": pause.tool_name,
+        "kind": pause.kind,
+        "agent": agent,
+        "policy": pause.policy,
+        "input_summary": summary,
+        "approvals": {
+            "needed": pause.approvals_needed,
+            "by": [str(a["by"]) for a in pause.approvals if a.get("action") in APPROVING],
+        },
+        "link": link,
+        "opened_at": _iso(pause.created_at),
+        "expires_at": _iso(expires_at),
+    }
+
+
+async def deliver(notify: Notify, pause: Pause, person: str, payload: dict[str, Any]) -> Delivery:
+    """Send one payload through ``notify`` (never raises for the hook): the
+    :class:`Delivery` is kept in ``notify.deliveries`` and logged (a failure
+    as a warning, :func:`failure_line`)."""
+    try:
+        detail, ok = await notify.send(payload), True
+    except Exception as exc:  # noqa: BLE001 - a hook's failure is reported, never raised
+        ok = False
+        if isinstance(exc, TimeoutError) or type(exc).__name__.endswith("Timeout"):  # ours, or httpx's
+            detail = f"{notify.target} did not answer within {notify.timeout:g} s"
+        else:
+            detail = f"{type(exc).__name__}: {exc}"
+    done = Delivery(person, pause.tool_call_id, ok, detail, time.time(), bool(payload["link"]))
+    notify.deliveries.append(done)
+    if ok:
+        log.info("notified %s of %s (%s): %s", person, pause.tool_name, pause.tool_call_id, detail)
+    else:
+        log.warning("%s", failure_line(pause, done))
+    return done
+
+
+def failure_line(pause: Pause, done: Delivery) -> str:
+    """The sentence saying whom a notification did not reach and why."""
+    return f"Could not notify {done.to} that {pause.tool_name} ({pause.tool_call_id}) waits: {done.detail}."

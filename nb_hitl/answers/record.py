@@ -7,7 +7,8 @@ the same way. A record (version :data:`RECORD_VERSION`)::
 
     {"v": 2,
      "time", "ts", "who",                 # added by AuditLog.append
-     "event",                             # checked (a permission check) | answered (an answer); absent: older lines
+     "event",                             # checked (a permission check) | answered (an answer) | notified
+                                          # (people told a pause waits); absent: older lines
      "session_id", "agent",               # the nb_hitl Session (its checkpoint name) and its agent
      "reply_id", "tool_call_id", "tool_name", "kind", "original_input", "policy",
      "opened_at",                         # when the pause opened (time.time()); "ts" is when it was answered
@@ -58,9 +59,11 @@ def origin(road: str, **ids: Any) -> dict[str, Any]:
     return {"road": road, **{k: v for k, v in ids.items() if v is not None}}
 
 
-EVENTS = ("checked", "answered")
+EVENTS = ("checked", "answered", "notified")
 """What a record is about: a permission check (every tool call), an answer
-(a person, a deadline, or nb_hitl closing a pause: ``discarded``...)."""
+(a person, a deadline, or nb_hitl closing a pause: ``discarded``...), the
+people told that a pause waits (the service console's notifications, sent
+once for every console sharing the ledger)."""
 
 
 def event_of(record: dict[str, Any]) -> str:

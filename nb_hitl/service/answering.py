@@ -33,8 +33,6 @@ import contextlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from agentscope.tool import AskUser
-
 from .._agentscope import enum_value
 from ..answers import front
 from ..answers.lifecycle import transition
@@ -42,7 +40,7 @@ from ..answers.record import decision_fields
 from ..decisions import Decision
 from ..errors import DecisionError, NbHitlError
 from ..pauses import Pause
-from .approving import count_admitted, recorded
+from .approving import count_admitted, recorded, tool_for
 from .http import ServiceError, ServiceHTTP, confirm_body, external_body
 from .ledger import APPROVING, AnswerLedger
 from .outcome import Outcome, OutcomeError, answer_mark, await_outcome, call_state, settled_by
@@ -73,12 +71,6 @@ def as_carried(decision: Decision) -> dict[str, Any]:
     summary = decision.summary()
     summary.pop("note", None)
     return summary
-
-
-def tool_for(name: str) -> Any:
-    """AgentScope's tool of that name where the console has it (``AskUser``:
-    its schemas make the AskUser card and check its answers), else ``None``."""
-    return AskUser() if name == "AskUser" else None
 
 
 class ConsoleView(Protocol):

@@ -37,13 +37,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentscope.message import ToolCallBlock
+from agentscope.tool import AskUser
+
 from ..answers import approvals, front
 from ..answers.lifecycle import transition
 from ..answers.record import decision_fields
 from ..decisions import Decision
 from ..errors import AlreadyDecidedError, NbHitlError
 from ..kinds import kind_spec
-from ..pauses import Pause
+from ..pauses import Pause, build_pause
 from ..policy import Policy
 from .ledger import NOT_APPLIED, AnswerLedger
 
@@ -52,6 +55,8 @@ __all__ = [
     "Shared",
     "console_policies",
     "describe",
+    "parked_pause",
+    "tool_for",
     "shared",
     "put",
     "precount",
@@ -106,6 +111,21 @@ def describe(pause: Pause, policies: Sequence[Policy]) -> None:
         said = f"The console's policy {policy.name!r} asks for {needed} approvals by {who} ({why})."
         pause.permission_message = " ".join(x for x in (pause.permission_message, said, policy.message) if x)
         return
+
+
+def tool_for(name: str) -> Any:
+    """AgentScope's tool of that name where the console has it (``AskUser``:
+    its schemas make the AskUser card and check its answers), else ``None``."""
+    return AskUser() if name == "AskUser" else None
+
+
+def parked_pause(reply_id: str, block: dict[str, Any], policies: Sequence[Policy]) -> Pause:
+    """The pause of a parked tool-call block (``/messages`` JSON), as the
+    console's card shows it: :func:`~nb_hitl.pauses.build_pause` with
+    AgentScope's tool where the console has it, then :func:`describe`."""
+    pause = build_pause(reply_id, ToolCallBlock.model_validate(block), tool_for(str(block.get("name"))))
+    describe(pause, policies)
+    return pause
 
 
 @dataclass

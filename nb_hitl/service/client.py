@@ -34,6 +34,7 @@ import httpx
 
 from ..errors import DecisionError, NbHitlError
 from ..kinds import kind_spec
+from ..notify import Notify
 from ..policy import Policy
 from .approving import console_policies
 from .console import SessionConsole, console_name
@@ -41,6 +42,7 @@ from .events import BusWatch
 from .http import ServiceHTTP
 from .inbox import InboxEntry, InboxState
 from .ledger import AnswerLedger
+from .notices import ConsoleNotices
 from .outcome import Outcome, is_not_taken
 
 __all__ = ["ServiceClient"]
@@ -80,6 +82,10 @@ class ServiceClient:
             console recording in the same ``audit_path``.
         decided_by: the person answering from this console (recorded and
             counted; default: ``user_id``).
+        notify: a :class:`~nb_hitl.notify.Notify` told when the console
+            first sees a parked call (the inbox, or a session opened), once
+            per call and input for every console sharing the ledger
+            (:mod:`nb_hitl.service.notices`).
 
     Attributes:
         http: the :class:`~nb_hitl.service.http.ServiceHTTP`.
@@ -110,6 +116,7 @@ class ServiceClient:
         parallel_answers: int = 8,
         policies: Sequence[Policy] = (),
         decided_by: str | None = None,
+        notify: Notify | None = None,
     ) -> None:
         self.http = ServiceHTTP(base_url, user_id, headers=headers, auth=auth, transport=transport)
         path = audit_path or os.environ.get("NB_HITL_SERVICE_AUDIT") or Path.cwd() / "nb_hitl_service_audit.jsonl"
@@ -129,6 +136,7 @@ class ServiceClient:
         self.parallel_answers = parallel_answers
         self.policies = console_policies(policies)
         self.decided_by = decided_by
+        self.notices = ConsoleNotices(notify, self.ledger) if notify is not None else None
         self.watch: BusWatch | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._push_pending = False
@@ -211,6 +219,8 @@ class ServiceClient:
         return self.state.views()
 
     def _flag_entry(self, entry: InboxEntry) -> None:
+        if self.notices is not None:
+            self.notices.parked(entry, self.policies)
         for call in entry.calls:
             first = self.ledger.approved(entry.session_id, str(call.get("id")))
             if first is not None and entry.status == "awaiting_permission":
@@ -372,6 +382,9 @@ class ServiceClient:
             )
             self.consoles[session_id] = console
         await console.refresh()
+        if self.notices is not None:  # a session opened before the inbox saw it park
+            for pause in console.pauses.values():
+                self.notices.opened(pause, session_id=session_id, agent_id=console.agent_id, agent=console.agent_name)
         if show and self.view is not None:
             self.view.show(console.make_widget())
             self._widget.opened = session_id

@@ -26,18 +26,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentscope.message import ToolCallBlock
-
 from ..answers import front
 from ..answers.approvals import needs_more
 from ..answers.lifecycle import transition
 from ..edit_preview import preview
 from ..entries import entry_text, lookup_in, shown_entry
 from ..errors import PauseNotLiveError
-from ..pauses import Pause, build_pause
+from ..pauses import Pause
 from ..policy import Policy
-from .answering import AlreadyApprovedError, Answerer, OutcomeError, tool_for
-from .approving import console_policies, describe, put, shared
+from .answering import AlreadyApprovedError, Answerer, OutcomeError
+from .approving import console_policies, parked_pause, put, shared
 from .http import ServiceError, ServiceHTTP, user_msg_body
 from .inbox import parked_calls
 from .ledger import AnswerLedger
@@ -203,8 +201,7 @@ class SessionConsole:
             if old is not None and old.reply_id == reply_id and old.status in ("open", *IN_FLIGHT):
                 fresh[tcid] = old
                 continue
-            pause = build_pause(str(reply_id), ToolCallBlock.model_validate(block), tool_for(str(block.get("name"))))
-            describe(pause, self.policies)
+            pause = parked_pause(str(reply_id), block, self.policies)
             self.answerer.flag(pause)
             fresh[tcid] = pause
         for tcid, old in self.pauses.items():

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 
 from nb_hitl.errors import DecisionError
+from nb_hitl.notify import Notify
 from nb_hitl.service import ServiceClient, SessionConsole
+from nb_hitl.store import AuditLog
 from tests.service.approver import notes_policy
 from tests.service.cluster import Cluster
 from tests.service.test_scale_out import note_prompt, park, until
@@ -192,6 +194,39 @@ def test_consoles_in_two_processes_approve_at_once_and_the_tool_runs_once(worker
         ]
         assert [a["by"] for a in lines[-1]["approvals"]] == ["ana", lines[1]["decided_by"], lines[2]["decided_by"]]
         for client in (ana, _bob, carol):
+            await client.aclose()
+
+    run_async(go())
+
+
+def test_people_are_told_once_for_every_console_sharing_the_ledger(workers: Cluster, tmp_path: Path) -> None:
+    """Notify on the console: the inbox finds the parked call, each person is told once
+    (with the approvals it needs); a second console on the same ledger, and opening the
+    session, tell nobody again; the ledger keeps one ``notified`` line, not an answer."""
+
+    async def go() -> None:
+        told: list[dict[str, Any]] = []
+        user, audit = f"u-{uuid.uuid4().hex[:8]}", tmp_path / "audit.jsonl"
+        kw: dict[str, Any] = {"audit_path": audit, "service_id": "cluster", "policies": [notes_policy(2)]}
+        first = ServiceClient(workers.b.url, user, notify=Notify(told.append, to=["alice", "bob"]), **kw)
+        other = ServiceClient(workers.a.url, user, notify=Notify(told.append, to=["alice", "bob"]), **kw)
+        text = f"note-{uuid.uuid4().hex[:8]}"
+        agent_id, sid = await park(first, workers.model.base_url, note_prompt(text))
+        await first.refresh()
+        assert first.notices is not None and other.notices is not None
+        await first.notices.drain(10)
+        assert sorted(t["to"] for t in told) == ["alice", "bob"], told
+        assert {t["session_id"] for t in told} == {sid} and told[0]["approvals"] == {"needed": 2, "by": []}
+        assert told[0]["tool_name"] == "write_note" and told[0]["policy"] == "notes" and told[0]["link"] is None
+        await other.refresh()
+        await first.open(sid, agent_id, show=False)
+        await other.open(sid, agent_id, show=False)
+        await other.notices.drain(10)
+        assert len(told) == 2 and [d.ok for d in first.notices.notify.deliveries] == [True, True]
+        lines = AuditLog(audit).records()
+        assert [r["event"] for r in lines] == ["notified"] and AuditLog(audit).records("answered") == []
+        assert lines[0]["to"] == ["alice", "bob"] and lines[0]["origin"]["service_session_id"] == sid
+        for client in (first, other):
             await client.aclose()
 
     run_async(go())
