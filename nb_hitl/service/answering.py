@@ -66,8 +66,9 @@ UNTOLD = (
 def as_carried(decision: Decision) -> dict[str, Any]:
     """The decision's summary as the service carries it: without ``note``
     (what a local session writes into the call's result: the reason of a
-    denial, who edited a call), which no AgentScope answer event can carry,
-    so the card never says the agent was told it."""
+    denial, who edited a call), which no AgentScope answer event carries; a
+    denial's note is put back once the service's ToldMiddleware said the
+    model read it (:mod:`nb_hitl.service.told`)."""
     summary = decision.summary()
     summary.pop("note", None)
     return summary

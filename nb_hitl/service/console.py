@@ -118,6 +118,7 @@ class SessionConsole:
         self.cursor: str | None = None
         self.widget: Any = None
         self._watch: asyncio.Task[None] | None = None
+        self._approvals_watch: asyncio.Task[None] | None = None
         self.console_id = console_id or console_name()
         self.stranded_after = stranded_after
         self._running_since: float | None = None
@@ -314,10 +315,30 @@ class SessionConsole:
     def follow(self) -> asyncio.Task[None]:
         """Follow the session's stream on the running loop: refresh when a
         reply starts, parks, ends or the session changes (background tool
-        output arrives as a new reply). Returns the task (cancel to stop)."""
+        output arrives as a new reply), and show the approvals other consoles
+        record in the ledger (:meth:`follow_approvals`). Returns the stream's
+        task (:meth:`close` stops both)."""
         if self._watch is None or self._watch.done():
-            self._watch = asyncio.get_running_loop().create_task(self._follow())
+            loop = asyncio.get_running_loop()
+            self._watch = loop.create_task(self._follow())
+            self._approvals_watch = loop.create_task(self.follow_approvals())
         return self._watch
+
+    async def follow_approvals(self, every: float = 1.0) -> None:
+        """Every ``every`` s while a call that needs several approvals is open:
+        when the ledger file changed (another console recorded an approval: it
+        sends nothing the stream would show), show the approvals so far."""
+        size = -1
+        while True:
+            await asyncio.sleep(every)
+            if not any(p.status == "open" and needs_more(p) for p in self.pauses.values()):
+                continue
+            with contextlib.suppress(OSError):
+                now = self.ledger.log.path.stat().st_size
+                if now != size:
+                    size = now
+                    self._show_approvals()
+                    self.push()
 
     async def _follow(self) -> None:
         triggers = {"REPLY_START", "REPLY_END", "REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION", "CUSTOM"}
@@ -333,6 +354,7 @@ class SessionConsole:
             await asyncio.sleep(1.0)
 
     def close(self) -> None:
-        """Stop following the stream."""
-        if self._watch is not None:
-            self._watch.cancel()
+        """Stop following the stream and the ledger."""
+        for task in (self._watch, self._approvals_watch):
+            if task is not None:
+                task.cancel()

@@ -73,8 +73,13 @@ def test_two_consoles_run_once_after_both_and_same_person_is_refused(workers: Cl
         # the same person again, on this console and on the other: refused, in the card's words
         with pytest.raises(DecisionError, match="ana already approved this call; it needs 2 approvals"):
             await one.act({"action": "approve", "tool_call_id": tcid})
-        await two.refresh()
-        assert _by(two, tcid) == ["ana"]  # bob's card shows ana's approval
+        two.follow()  # bob's card shows ana's approval by itself (nothing reached the service's stream)
+
+        async def shown() -> bool:
+            return _by(two, tcid) == ["ana"]
+
+        await until(shown, "ana's approval on bob's card", timeout=10)
+        two.close()
         two.answerer.decided_by = "ana"
         with pytest.raises(DecisionError, match="ana already approved"):
             await two.act({"action": "approve", "tool_call_id": tcid})
