@@ -216,6 +216,9 @@ class Answerer:
         self.console.push()
         second = await self._checked(admitted, results)
         finals = self._count(admitted, results)
+        for (n, pause, _), final in zip(admitted, finals, strict=True):
+            if final is None:  # an approval short of the count: recorded, nothing sent
+                results[n].update(recorded(pause))
         items = [(p, d) for (_, p, _), d in zip(admitted, finals, strict=True) if d is not None]
         if not items:
             return {"status": "approval_recorded", "results": results, "outcome": "Approvals recorded; nothing sent."}
@@ -223,7 +226,6 @@ class Answerer:
         by_call = {t: o for o in outcomes for t in o.states} if outcomes else {}
         for (n, pause, _), final in zip(admitted, finals, strict=True):
             if final is None:
-                results[n].update(recorded(pause))
                 continue
             got = by_call.get(pause.tool_call_id, outcomes[-1])
             if pause.status == "delivered":

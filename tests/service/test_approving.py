@@ -12,14 +12,26 @@ from typing import Any
 import pytest
 from agentscope.message import ToolCallBlock
 
+from nb_hitl.answers.front import BatchRefused
 from nb_hitl.decisions import decide
 from nb_hitl.errors import AlreadyDecidedError, DecisionError
 from nb_hitl.pauses import Pause, build_pause
 from nb_hitl.policy import Policy
-from nb_hitl.service.approving import CLAIM_SECONDS, console_policies, count_answer, describe, put, shared
+from nb_hitl.service.answering import Answerer
+from nb_hitl.service.approving import (
+    CLAIM_SECONDS,
+    console_policies,
+    count_answer,
+    describe,
+    parked_pause,
+    put,
+    shared,
+)
+from nb_hitl.service.http import ServiceHTTP
 from nb_hitl.service.ledger import AnswerLedger
 from nb_hitl.service.told import denial_notes, notes_metadata
 from tests.service.test_pieces import CALL
+from tests.support import run_async
 
 
 def _pause(approvals: int = 2) -> Pause:
@@ -137,3 +149,41 @@ def test_processes_approving_at_once_lose_nothing(tmp_path: Path) -> None:
     ledger = AnswerLedger(path, "svc", "u")
     (counted,) = [r for r in ledger.log.records() if r["phase"] == "counted"]
     assert sorted(a["by"] for a in counted["approvals"]) == people
+
+
+class _View:
+    """The console an Answerer reads (its ConsoleView protocol): two parked calls."""
+
+    def __init__(self) -> None:
+        self.cursor: str | None = None
+        self.pauses: dict[str, Pause] = {}
+        for n in (1, 2):
+            block = {**CALL, "id": f"call_{n}"}
+            self.pauses[block["id"]] = parked_pause(
+                "reply-1", block, [Policy("notes", tools=["write_note"], approvals=2)]
+            )
+
+    def push(self) -> None:
+        pass
+
+    async def refresh(self) -> None:
+        pass
+
+
+def test_approve_all_records_each_approval_and_a_second_one_by_the_same_person_sends_nothing(tmp_path: Path) -> None:
+    ledger = AnswerLedger(tmp_path / "l.jsonl", "svc", "u")
+    view = _View()
+    answerer = Answerer(
+        view, ServiceHTTP("http://127.0.0.1:9", "u"), ledger, "a1", "s1", console_id="c", decided_by="ana"
+    )
+    batch = [{"action": "approve", "tool_call_id": t} for t in view.pauses]
+    got = run_async(answerer.act_all(batch))
+    assert got["status"] == "approval_recorded"
+    assert [(r["ok"], r["status"], r["approvals_needed"]) for r in got["results"]] == [
+        (True, "approval_recorded", 2)
+    ] * 2
+    assert [p.status for p in view.pauses.values()] == ["open", "open"]
+    with pytest.raises(BatchRefused, match="ana already approved this call"):
+        run_async(answerer.act_all(batch))
+    assert [r["phase"] for r in ledger.log.records()] == ["approval", "approval"]  # nothing more written
+    assert [p.status for p in view.pauses.values()] == ["open", "open"]
