@@ -29,10 +29,10 @@ OUR_KINDS = KINDS
 
 
 def our_kind(interrupt: Interrupt) -> str | None:
-    """``"confirm"`` | ``"ask_user"`` | ``"external"`` | ``"form"`` |
-    ``"review"`` when the interrupt's
-    metadata says it was made by :func:`pause_to_interrupt` (and is well
-    formed enough to draw), else ``None`` (draw it as a form). The metadata
+    """The pause kind (one of :data:`OUR_KINDS`) when the interrupt's metadata
+    says it was made by :func:`~nb_hitl.agui.mapping.pause_to_interrupt` (and is
+    well formed enough to draw: the kind's ``meta_ok``), else ``None`` (draw it
+    as a form). The metadata
     only chooses the view: answers are still checked against
     ``response_schema`` before they are sent."""
     meta = (interrupt.metadata or {}).get(META_KEY) if isinstance(interrupt.metadata, dict) else None
@@ -94,7 +94,7 @@ def interrupt_view(
         "bypass_immune", "suggested_rules", "ask_user", "ask_user_error",
         "response_schema", "deadline", "policy", "status": "open", "decision":
         None, "reason": None, "title", "message", "review_output", "review_state",
-        "review_error", "form_error", "elicitation_url", "tool_hints",
+        "review_error", "form_error", "elicitation_url", "sampling", "tool_hints",
         "approvals", "approvals_needed"}`` (``kind``: one of :data:`OUR_KINDS`).
         Strings from the peer are only ever shown as text by the page.
     """
@@ -127,6 +127,7 @@ def interrupt_view(
         "review_error": None,
         "form_error": None,
         "elicitation_url": None,
+        "sampling": None,
         "tool_hints": None,
         "approvals": meta.get("approvals", []),  # M-of-N (checked by agui.cards.view_problem)
         "approvals_needed": meta.get("approvals_needed", 1),

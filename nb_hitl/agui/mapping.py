@@ -97,7 +97,9 @@ def pause_to_interrupt(
         (a file edit's diff, :mod:`nb_hitl.file_change`), and for forms
         and reviews ``title``, ``message``, ``form_error``,
         ``review_output`` (the result to review, only while the pause is
-        open), ``review_state``, ``review_error``.
+        open), ``review_state``, ``review_error``, and the kind's own fields
+        (:meth:`~nb_hitl.kinds.PauseKindSpec.interrupt_meta`: an MCP sampling
+        request's ``sampling``).
     """
     view = pause.to_view()
     deadline = pause.deadline
@@ -129,6 +131,7 @@ def pause_to_interrupt(
     for key in ("title", "message", "form_error", "elicitation_url", "review_output", "review_state", "review_error"):
         meta[key] = view[key]
     spec = kind_spec(pause.kind)
+    meta.update(spec.interrupt_meta(pause))
     return Interrupt(
         id=interrupt_id(thread_id, pause.reply_id, pause.tool_call_id),
         reason=spec.interrupt_reason,

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from ag_ui.core import ResumeEntry
 
-from ..errors import DecisionError
-from ..kinds._schema import META_KEY, validate_payload
-from .resume_rules import ResumeError, check_resume
+from ..kinds._schema import META_KEY
+from .resume_rules import ResumeError, check_payload, check_resume
 from .turn import RemoteTurn, RunRecord, move
 
 __all__ = ["check_entries", "reopen_refused"]
@@ -65,12 +64,4 @@ def check_entries(turn: RemoteTurn, entries: list[ResumeEntry], now: float) -> N
                 code="invalid_payload",
                 interrupt_ids=[e.interrupt_id],
             )
-        try:
-            validate_payload(turn.interrupts[e.interrupt_id].response_schema, e.payload)
-        except DecisionError as exc:
-            raise ResumeError(
-                f"Interrupt {e.interrupt_id}: {exc}",
-                code="invalid_payload",
-                field=f"{e.interrupt_id}:{exc.field or ''}",
-                interrupt_ids=[e.interrupt_id],
-            ) from None
+        check_payload(e.interrupt_id, turn.interrupts[e.interrupt_id].response_schema, e.payload)

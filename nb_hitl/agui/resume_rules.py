@@ -23,7 +23,7 @@ from ..kinds._schema import validate_payload
 from ..messages import MAX_SHORT
 from .ids import parse_expires_at
 
-__all__ = ["ResumeError", "CANCEL_PAYLOAD_SCHEMA", "cancel_payload", "check_resume"]
+__all__ = ["ResumeError", "CANCEL_PAYLOAD_SCHEMA", "cancel_payload", "check_payload", "check_resume"]
 
 
 class ResumeError(NbHitlError):
@@ -151,12 +151,21 @@ def check_resume(
                 interrupt_ids=[e.interrupt_id],
             )
         if validate:
-            try:
-                validate_payload(interrupt.response_schema, e.payload)
-            except DecisionError as exc:
-                raise ResumeError(
-                    f"Interrupt {e.interrupt_id}: {exc}",
-                    code="invalid_payload",
-                    field=f"{e.interrupt_id}:{exc.field or ''}",
-                    interrupt_ids=[e.interrupt_id],
-                ) from None
+            check_payload(e.interrupt_id, interrupt.response_schema, e.payload)
+
+
+def check_payload(interrupt_id: str, schema: Any, payload: Any) -> None:
+    """A ``resolved`` entry's payload against its interrupt's ``response_schema``.
+
+    Raises:
+        ResumeError: ``invalid_payload`` (``field`` = ``"<interrupt id>:<path>"``).
+    """
+    try:
+        validate_payload(schema, payload)
+    except DecisionError as exc:
+        raise ResumeError(
+            f"Interrupt {interrupt_id}: {exc}",
+            code="invalid_payload",
+            field=f"{interrupt_id}:{exc.field or ''}",
+            interrupt_ids=[interrupt_id],
+        ) from None
