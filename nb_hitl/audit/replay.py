@@ -172,6 +172,16 @@ class _ReplayEngine(BoundedEngine):
         self._answers = answers
         self._known: dict[int, asyncio.Future[bool]] = {}
         self._costly: set[int] = set()
+        self._next_turn = time.perf_counter() + YIELD_EVERY
+
+    async def turn(self) -> None:
+        """Let the event loop run (``await asyncio.sleep(0)``) when
+        :data:`YIELD_EVERY` seconds have passed since it last did: a click is
+        answered, a cancel lands here. Asked between calls, between rules, and
+        before each match of a shell rule's simple commands."""
+        if time.perf_counter() >= self._next_turn:
+            await asyncio.sleep(0)
+            self._next_turn = time.perf_counter() + YIELD_EVERY
 
     def add_rule(self, rule: PermissionRule) -> None:
         """AgentScope's ``add_rule``; notes whether matching ``rule`` may cost
@@ -202,6 +212,8 @@ class _ReplayEngine(BoundedEngine):
         problem: str | None = None
         for rule in rules:
             key = id(rule)
+            if time.perf_counter() >= self._next_turn:
+                await self.turn()
             try:
                 if key in costly:
                     self.check_cost(tool, rule, given)
@@ -221,7 +233,12 @@ class _ReplayEngine(BoundedEngine):
             known = self._known.get(id(rule))
             if known is not None:
                 return known
-        return super()._rule_matches(tool, rule, input_data)  # other inputs: a shell rule's commands
+        return self._other(tool, rule, input_data)
+
+    async def _other(self, tool: Any, rule: PermissionRule, input_data: dict[str, Any]) -> bool:
+        """A match against another input (a shell rule's simple commands): bounded, after the loop's turn if due."""
+        await self.turn()
+        return await super()._rule_matches(tool, rule, input_data)
 
 
 async def _decide(engine: BoundedEngine, tool: Any, tool_input: dict[str, Any], shell: bool) -> PermissionDecision:
@@ -279,6 +296,24 @@ async def _judge(
         tuple(matching),
         tuple(pathological),
     )
+
+
+def _add_row(columns: dict[str, list[Any]], call: dict[str, Any], outcome: _Outcome) -> None:
+    """Append one row to the replay's columns (:data:`CALL_COLUMNS`): the
+    recorded call and what the candidate decides (columns, not a dict per
+    row: a long log leaves fewer objects for the garbage collector to walk)."""
+    changed = outcome.candidate != "unknown" and outcome.candidate != call["recorded"]
+    row = {
+        "candidate": outcome.candidate,
+        "candidate_reason": outcome.reason,
+        "candidate_rule": outcome.rule,
+        "problem": outcome.problem,
+        "changed": changed,
+        "change": f"{call['recorded']} -> {outcome.candidate}" if changed else "",
+        "denied_now_allowed": call.get("person") == "deny" and outcome.candidate == PermissionBehavior.ALLOW.value,
+    }
+    for name, values in columns.items():
+        values.append(row[name] if name in row else call.get(name))
 
 
 def _tally(listed: list[PermissionRule], outcomes: Counter[_Outcome]) -> dict[int, dict[str, Any]]:
@@ -359,21 +394,16 @@ async def replay(
     tools = tools_of(getattr(toolkit, "toolkit", None) or toolkit)
     decided: dict[tuple[str, str], _Outcome] = {}
     given: Counter[_Outcome] = Counter()
-    rows = []
+    columns: dict[str, list[Any]] = {name: [] for name in CALL_COLUMNS}
     calls = await asyncio.to_thread(
         lambda: recorded_calls(read_records(log))
     )  # off the loop: 100,000 lines take a second
-    turn = time.perf_counter()
     for call in calls:
-        if time.perf_counter() - turn >= YIELD_EVERY:  # the loop's turn: clicks answered, a cancel lands here
-            await asyncio.sleep(0)
-            turn = time.perf_counter()
+        await engine.turn()
         tool = tools.get(str(call["tool_name"]))
         if tool is None:
-            problem = f"no tool {call['tool_name']!r} in the toolkit"
-            rows.append(
-                {**call, "candidate": "unknown", "candidate_reason": None, "candidate_rule": None, "problem": problem}
-            )
+            unknown = _Outcome("unknown", None, None, f"no tool {call['tool_name']!r} in the toolkit", (), ())
+            _add_row(columns, call, unknown)
             continue
         key = _input_key(tool.name, call["input"])
         outcome = decided.get(key) if key is not None else None
@@ -382,21 +412,8 @@ async def replay(
             if key is not None:
                 decided[key] = outcome
         given[outcome] += 1
-        rows.append(
-            {
-                **call,
-                "candidate": outcome.candidate,
-                "candidate_reason": outcome.reason,
-                "candidate_rule": outcome.rule,
-                "problem": outcome.problem,
-            }
-        )
-    for row in rows:
-        known = row["candidate"] != "unknown"
-        row["changed"] = known and row["candidate"] != row["recorded"]
-        row["change"] = f"{row['recorded']} -> {row['candidate']}" if row["changed"] else ""
-        row["denied_now_allowed"] = row.get("person") == "deny" and row["candidate"] == PermissionBehavior.ALLOW.value
-    frame = await asyncio.to_thread(pd.DataFrame, rows, columns=CALL_COLUMNS)
+        _add_row(columns, call, outcome)
+    frame = await asyncio.to_thread(pd.DataFrame, columns, columns=CALL_COLUMNS)
     frame.attrs["rules"] = _rule_frame(listed, _tally(listed, given))
     frame.attrs["mode"] = candidate_mode.value
     return frame

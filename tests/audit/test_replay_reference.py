@@ -89,6 +89,9 @@ async def _straightforward(
     fired: Counter[str] = Counter()
     by: dict[str, Counter[str]] = {rule_label(r): Counter() for r in listed}
     for call in recorded_calls(records):
+        if call["tool_name"] not in tools:
+            decided.append(("unknown", None))
+            continue
         tool, given = tools[call["tool_name"]], dict(call["input"])
         decision = await engine.check_permission(tool, given)
         verdict = await judge_shell_call(engine, tool, dict(call["input"]), decision) if shell else None
@@ -123,6 +126,8 @@ async def _straightforward(
 def test_replay_equals_each_call_decided_and_matched_on_its_own(seed: int) -> None:
     rng = random.Random(seed)
     records, rules = _log(rng, 150), _rules(rng, 14)
+    gone = {"agent": "a", "tool_call_id": "gone", "tool_name": "rm_rf", "original_input": {}, "decision": "ask"}
+    records.insert(seed * 20, {**gone, "event": "checked"})  # a tool the toolkit no longer has
     mode = [m.value for m in PermissionMode][seed % len(PermissionMode)]
     for shell in (False, True):
         frame = run_async(replay(records, rules, _tools(), mode=mode, shell_rules=shell))
@@ -136,3 +141,5 @@ def test_replay_equals_each_call_decided_and_matched_on_its_own(seed: int) -> No
         }
         assert got == per_rule, (mode, shell)
         assert sum(r["matched"] for r in per_rule.values()) > sum(r["fired"] for r in per_rule.values()) > 0
+        row = frame.set_index("tool_call_id").loc["gone"]
+        assert (row["problem"], row["changed"], row["change"]) == ("no tool 'rm_rf' in the toolkit", False, "")
