@@ -177,8 +177,9 @@ class _ReplayEngine(BoundedEngine):
     async def turn(self) -> None:
         """Let the event loop run (``await asyncio.sleep(0)``) when
         :data:`YIELD_EVERY` seconds have passed since it last did: a click is
-        answered, a cancel lands here. Asked between calls, between rules, and
-        before each match of a shell rule's simple commands."""
+        answered, a cancel lands here. Asked between calls and before each
+        match of a shell rule's simple commands (a call judged with the shell
+        rules matches each rule against each of its simple commands too)."""
         if time.perf_counter() >= self._next_turn:
             await asyncio.sleep(0)
             self._next_turn = time.perf_counter() + YIELD_EVERY
@@ -212,8 +213,6 @@ class _ReplayEngine(BoundedEngine):
         problem: str | None = None
         for rule in rules:
             key = id(rule)
-            if time.perf_counter() >= self._next_turn:
-                await self.turn()
             try:
                 if key in costly:
                     self.check_cost(tool, rule, given)
