@@ -88,7 +88,7 @@ def test_300_parked_sessions_listed_and_paged(parked: Parked, tmp_path: Path) ->
         print(f"listed {N} parked sessions in {took:.2f} s; again in {again:.2f} s")
         view = svc.inbox()
         widget = view.inbox
-        assert len(widget.entries) == N and widget.page_size == 50
+        assert len(widget.rows) == N and widget.page_size == 50
         assert "one connection" in widget.live
         await until(lambda: svc.watch is not None and svc.watch.connected, "the bus subscription")
         await svc.aclose()
