@@ -31,16 +31,6 @@ def page_sync(widget: Any, wire: Wire, seq: int, request_id: str) -> dict[str, A
     return answer
 
 
-def inbox_messages(wire: Wire) -> list[dict[str, Any]]:
-    return [
-        m["content"]
-        for m in wire.messages
-        if m.get("method") == "custom"
-        and isinstance(m.get("content"), dict)
-        and m["content"].get("type") == "nbh_inbox"
-    ]
-
-
 def apply(rows: dict[str, dict[str, Any]], ops: list[dict[str, Any]]) -> None:
     """js/inbox_logic.ts's applyRowOps, on the page's rows by session id."""
     for op in ops:
@@ -102,7 +92,7 @@ def test_one_change_among_1000_rows_sends_one_row(tmp_path: Path) -> None:
     assert change(svc._push) == (0, [])
     # what the page holds is the kernel's rows
     assert held == {r["session_id"]: r for r in svc.state.views()}
-    assert len(inbox_messages(wire)) == 3
+    assert len(wire.custom("nbh_inbox")) == 3
 
     # a second view, opened late: all rows at the current seq; one holding it is told so
     late = page_sync(widget, wire, -1, "r2")
