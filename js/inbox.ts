@@ -121,7 +121,6 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
   const empty = h("div", { class: "nbh-muted", "data-testid": "nbh-inbox-empty" }, "Nothing is waiting for you.");
   const msg = h("div", { class: "nbh-error", "data-testid": "nbh-inbox-message" });
   const feed = new RowFeed(model, rpc, () => draw());
-  let syncError = "";
   const sayInput = h("input", { type: "text", "data-testid": "nbh-inbox-say-text", "aria-label": "message to the opened session", placeholder: "A new message to the opened session (it must be idle)" });
   const sayBtn = h("button", { type: "button", "data-testid": "nbh-inbox-say-send" }, "Send");
   const sayMsg = h("span", { class: "nbh-muted", "data-testid": "nbh-inbox-say-msg", role: "status" });
@@ -221,7 +220,7 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
     approveBtn.disabled = selected.size === 0;
     selectAll.checked = shown.length > 0 && shown.every((r) => selected.has(r.session_id));
     sayBtn.disabled = !opened;
-    empty.textContent = feed.synced ? "Nothing is waiting for you." : syncError || "Asking the kernel for the rows…";
+    empty.textContent = feed.synced ? "Nothing is waiting for you." : feed.refused || "Asking the kernel for the rows…";
     empty.hidden = rows.length > 0;
     table.hidden = rows.length === 0;
     clear(tbody);
@@ -262,13 +261,7 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
   for (const trait of ["opened", "error", "outcomes", "live"]) model.on(`change:${trait}`, draw);
   draw();
   // this view's rows: all of them once, then what changed (a gap asks again)
-  void rpc.request("rows_sync", { seq: feed.seq }).then((reply) => {
-    if (reply.ok) feed.take(reply);
-    else {
-      syncError = reply.error || "The kernel did not send the rows.";
-      draw();
-    }
-  });
+  void feed.resync();
   const timer = window.setInterval(() => {
     const t = now();
     for (const [cell, since] of waitCells) cell.textContent = waited(since, t);

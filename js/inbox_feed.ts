@@ -21,6 +21,8 @@ export class RowFeed extends SeqStream<InboxMsg, string[], FullSync, InboxModel>
   private list: InboxRow[] | null = null;
   /** true once a sync brought every row (before that the page knows none) */
   synced = false;
+  /** why the last sync was refused ("": it was not) */
+  refused = "";
 
   constructor(model: AnyModel<InboxModel>, private rpc: Rpc<InboxProtocol>, private onChange: RowsChanged) {
     super(model, -1);
@@ -48,8 +50,11 @@ export class RowFeed extends SeqStream<InboxMsg, string[], FullSync, InboxModel>
     this.onChange(ids);
   }
 
-  protected requestSync(seq: number) {
-    return this.rpc.request("rows_sync", { seq });
+  protected async requestSync(seq: number) {
+    const reply = await this.rpc.request("rows_sync", { seq });
+    this.refused = reply.ok ? "" : reply.error || "The kernel did not send the rows.";
+    if (!reply.ok) this.onChange(null);
+    return reply;
   }
 
   protected resetFrom(reply: SyncAnswer<FullSync>): boolean {

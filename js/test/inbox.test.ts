@@ -219,6 +219,27 @@ describe("inbox page", () => {
     late.cleanup();
   });
 
+  test("an op that comes before the sync's answer waits for it (one sync); a refused sync is said", async () => {
+    const model = new FakeModel<Traits>({ ...TRAITS });
+    const { host, cleanup } = draw(model); // the kernel does not answer yet
+    await settle();
+    const [ask] = model.actions("rows_sync");
+    model.emit({ type: "nbh_inbox", seq: 2, ops: [{ op: "drop", id: "s1" }] });
+    await settle();
+    assert.equal(model.actions("rows_sync").length, 1, "no second sync while one is on its way");
+    model.emit({ request_id: ask.request_id, ok: true, seq: 1, rows: inOrder(rows.slice(0, 4)) });
+    await settle();
+    assert.equal(count(host), "3");
+    assert.ok(!ids(host).includes("s1"));
+    cleanup();
+    const gone = new FakeModel<Traits>({ ...TRAITS });
+    gone.answer = (m) => (m.action === "rows_sync" ? { refuse: "The kernel restarted." } : null);
+    const other = draw(gone);
+    await settle();
+    assert.equal(other.host.querySelector('[data-testid="nbh-inbox-empty"]')!.textContent, "The kernel restarted.");
+    other.cleanup();
+  });
+
   test("a message the kernel refuses is said where it was typed, as an error", async () => {
     const model = new FakeModel<Traits>({ ...TRAITS, opened: "s1" });
     const why = "Not sent: session 1 waits for your answer to write_note (a confirmation). Answer it first.";
