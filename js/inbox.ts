@@ -188,7 +188,7 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
       sayInput.value = "";
       sayMsg.textContent = reply.started
         ? "Sent: the session started its reply."
-        : "Sent, but the service has not started a reply yet (it may be busy); the session shows it when it does.";
+        : "Sent; no sign yet that the session started its reply (the service may be busy). The session shows it when it does.";
     } else sayMsg.textContent = reply.error || "Not sent.";
   });
 

@@ -84,8 +84,8 @@ async def said(http: ServiceHTTP, agent_id: str, session_id: str, cursor: str | 
 
     Returns:
         ``"started"`` (the run went past its start: a model call, a block,
-        or a normal end) or ``"quiet"`` (nothing within ``within`` s: the
-        service may be busy; the message is queued or running).
+        or a normal end) or ``"quiet"`` (no sign of the run within
+        ``within`` s, or the stream could not be read: the service may be busy).
 
     Raises:
         PendingPauseError: the run ended at once because the session is
