@@ -50,17 +50,6 @@ def model_input(pause: Pause) -> Any:
     return pause.input if pause.input is not None else pause.tool_call.input
 
 
-def _by_value(value: Any) -> Any:
-    """``value`` with integral floats as ints (``1250.0`` -> ``1250``; ``True`` stays ``True``), nested."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _by_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_by_value(v) for v in value]
-    return value
-
-
 def refuse_unchanged_edit(pause: Pause, edited: dict[str, Any]) -> dict[str, Any]:
     """Refuse a Modify that changes nothing: the model would read that a person edited its call
     and the audit log would record an edit, when the call runs exactly as Approve runs it.
@@ -72,10 +61,10 @@ def refuse_unchanged_edit(pause: Pause, edited: dict[str, Any]) -> dict[str, Any
     Raises:
         DecisionError: ``field="input"``, the edit is the input Approve would run.
     """
-    from .kinds._reading import read_input, same_value  # the kinds import this module
+    from .kinds._reading import read_input, same_by_value  # the kinds import this module
 
     runs = pause.reading or read_input(pause.tool_call.input, pause.input_schema)
-    if runs.approvable and runs.executed is not None and same_value(_by_value(edited), _by_value(runs.executed)):
+    if runs.approvable and runs.executed is not None and same_by_value(edited, runs.executed):
         raise DecisionError(
             "Your edit changes nothing: press Approve to run the call as the model asked it, "
             "or change the input first.",
