@@ -23,20 +23,25 @@ engine's decisions (else it exits 1). It prints each run's wall and CPU
 time (the engine and the replay alternate, ``--runs`` times, so a change of
 load on a shared machine falls on both), then the best of each, the calls
 per second and the ratio replay / engine on CPU time (goal: at most 1.5x;
-the wall ratio too). The replay does more than the engine: every rule of a
-call's tool is matched (to count what fired and what was shadowed), where
-the engine stops at the first match of a bucket.
+the wall ratio too). The replay does more than the engine for each distinct
+call: every rule of its tool is matched (to count what fired and what was
+shadowed), where the engine stops at a bucket's first match; it decides
+each distinct call (tool and input) once. The log repeats its inputs as a
+real one does (about ten distinct inputs per rule: the same job, the same
+file); ``--distinct`` gives every call its own input, the replay's worst case.
 
-Bound on its own duration: ``--budget`` seconds, default 1800 (30 minutes);
+Bound on its own duration: ``--budget`` seconds, default 900 (15 minutes);
 past it the benchmark stops whatever phase it is in, says so and exits with
-status 3 (``benchmarks._bound.run_bounded``, as every benchmark). On the project's 2-core machine shared with other work (load
-average about 10), the default 100,000 calls and 1,000 rules took 1,115 s
-in all: the engine 470 s wall (81 s CPU), the replay 642 s wall (137 s
-CPU).
+status 3 (``benchmarks._bound.run_bounded``, as every benchmark). The
+engine's plain loop is most of it: on the project's 2-core machine shared
+with other work (load average about 10) the engine alone took 470 s wall
+for the default 100,000 calls and 1,000 rules. ``--distinct``, ``--shell``
+and ``--runs`` above 1 each add about as much again: give them a larger
+``--budget``.
 
 Run from the repository root::
 
-    .venv/bin/python -m benchmarks.replay [--calls 100000] [--rules 1000] [--runs 1] [--budget 1800] [--shell]
+    .venv/bin/python -m benchmarks.replay [--calls 100000] [--rules 1000] [--runs 1] [--budget 900] [--shell] [--distinct]
 
 or ``./run bench replay [...]``.
 """
@@ -45,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import sys
 import time
@@ -111,11 +117,14 @@ def candidate_rules(n: int) -> list[dict[str, Any]]:
     return rules
 
 
-def recorded_calls(n: int, n_rules: int, seed: int = 7) -> list[dict[str, Any]]:
+def recorded_calls(n: int, n_rules: int, seed: int = 7, *, distinct: bool = False) -> list[dict[str, Any]]:
     """The records of ``n`` calls (``checked``, then ``answered`` for those that asked).
 
     About half the calls hit a candidate rule's pattern (a project or a job
     the rules name), the rest miss every rule (other projects, other jobs).
+    Inputs repeat (about ``10 * n_rules`` distinct ones) unless ``distinct``:
+    then each call's input names the call (another file, another argument),
+    which changes no rule's match.
     """
     rng = random.Random(seed)
     records: list[dict[str, Any]] = []
@@ -123,16 +132,17 @@ def recorded_calls(n: int, n_rules: int, seed: int = 7) -> list[dict[str, Any]]:
     for i in range(n):
         k = rng.randrange(n_rules * 2)  # below n_rules: a rule's own project / job
         kind = rng.random()
+        u = i if distinct else ""
         if kind < 0.4:
-            tool, args = "Bash", {"command": f"{PROGRAMS[k % 10]} job{k} --verbose"}
+            tool, args = "Bash", {"command": f"{PROGRAMS[k % 10]} job{k} --verbose{u}"}
         elif kind < 0.65:
-            tool, args = "Read", {"file_path": f"/data/project{k}/notes.txt"}
+            tool, args = "Read", {"file_path": f"/data/project{k}/notes{u}.txt"}
         elif kind < 0.9:
-            tool, args = "Write", {"file_path": f"/data/project{k}/out/result.csv", "content": "x"}
+            tool, args = "Write", {"file_path": f"/data/project{k}/out/result{u}.csv", "content": "x"}
         elif kind < 0.95:
-            tool, args = "lookup", {"topic": f"topic {k}"}
+            tool, args = "lookup", {"topic": f"topic {k}{u}"}
         else:
-            tool, args = "send_mail", {"to": f"user{k}@example.org"}
+            tool, args = "send_mail", {"to": f"user{k}{u}@example.org"}
         decision = "allow" if tool == "Read" else rng.choice(["allow", "ask", "ask"])
         call = {"agent": "worker", "reply_id": f"r{i // 4}", "tool_call_id": f"call_{i}", "tool_name": tool}
         ts += 0.5
@@ -166,13 +176,14 @@ def timed(make: Callable[[], Coroutine[Any, Any, Any]]) -> tuple[float, float, A
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The benchmark's options (``--calls``, ``--rules``, ``--runs``, ``--shell``, ``--budget``)."""
+    """The benchmark's options (``--calls``, ``--rules``, ``--runs``, ``--shell``, ``--distinct``, ``--budget``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=100_000)
     parser.add_argument("--rules", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=1, help="best of this many runs of each, alternated")
     parser.add_argument("--shell", action="store_true", help="also time the replay with the shell rules on")
-    parser.add_argument("--budget", type=float, default=1800.0, help="seconds the whole run may take")
+    parser.add_argument("--distinct", action="store_true", help="no two calls with the same input (the worst case)")
+    parser.add_argument("--budget", type=float, default=900.0, help="seconds the whole run may take")
     return parser.parse_args(argv)
 
 
@@ -192,9 +203,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     started = time.perf_counter()
     tools = toolkit()
     rules = candidate_rules(args.rules)
-    records = recorded_calls(args.calls, args.rules)
+    records = recorded_calls(args.calls, args.rules, distinct=args.distinct)
     calls = [(r["tool_name"], r["original_input"]) for r in records if r["event"] == "checked"]
-    print(f"{len(calls):,} recorded calls ({len(records):,} records), {len(rules):,} candidate rules", flush=True)
+    distinct = len({(name, json.dumps(given, sort_keys=True)) for name, given in calls})
+    print(
+        f"{len(calls):,} recorded calls ({len(records):,} records, {distinct:,} distinct inputs), "
+        f"{len(rules):,} candidate rules",
+        flush=True,
+    )
 
     base: list[tuple[float, float]] = []
     mine: list[tuple[float, float]] = []

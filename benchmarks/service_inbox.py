@@ -7,9 +7,12 @@ once all are parked (warm), prints for each N:
 
 * time until the inbox shows all N: a new ``ServiceClient`` (with the
   service's Redis bus) from its first call until its rows hold all N
-  (median of 3), next to a plain ``httpx`` loop making the same calls one
-  after the other (``GET /agent/``, ``GET /sessions/?agent_id=`` per agent,
-  ``GET /sessions/{id}/messages`` per parked session); the ratio;
+  (shown), and until every row holds its parked call (read), median of 3,
+  next to a plain ``httpx`` loop making the same calls one after the other
+  (``GET /agent/``, ``GET /sessions/?agent_id=`` per agent,
+  ``GET /sessions/{id}/messages`` per parked session), run in turn with the
+  console's; the ratio read / plain; the kernel's time to make the widget
+  and answer a page's ``rows_sync`` (all rows), and its size;
 * "Approve selected" on 50 sessions (``ServiceClient.approve_selected``: the
   one answer pipeline, one request per session, each verdict judged on the
   stream), next to a plain loop that, for 50 other sessions, reads the
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -49,18 +53,30 @@ from nb_hitl.service.inbox import parked_calls  # noqa: E402
 from tests.service.cluster import Cluster, FakeModel, PostgresServer, RedisServer, park_many  # noqa: E402
 
 
-async def inbox_time(cluster: Cluster, user: str, n: int, folder: Path) -> float:
-    """Seconds from a new console's first call until its rows hold all ``n``."""
+async def inbox_time(cluster: Cluster, user: str, n: int, folder: Path) -> tuple[float, float, float, int]:
+    """A new console's first listing: seconds from its first call until its
+    rows hold all ``n`` (shown: a row appears once the listing shows its
+    session parked), until every row holds its parked call (read: tool,
+    summary, ``reply_id`` from ``/messages``), the kernel's seconds to make
+    the widget and answer a page's ``rows_sync``, and that answer's bytes."""
     svc = ServiceClient(
         cluster.b.url, user, audit_path=folder / f"a-{uuid.uuid4().hex[:6]}.jsonl", bus=cluster.redis.url
     )
+    shown: list[float] = []
+    svc.state.on_change(lambda s: None if shown or len(s.entries) < n else shown.append(time.perf_counter()))
     t0 = time.perf_counter()
-    while len(await svc.refresh()) < n:
+    while True:
+        rows = await svc.refresh()
+        if len(rows) >= n and all(r["calls"] for r in rows):
+            break
         if time.perf_counter() - t0 > 120:
             raise SystemExit("the inbox did not show every session")
-    took = time.perf_counter() - t0
+    read = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    sync = svc.make_view().inbox.rows_sync(-1)
+    kernel = time.perf_counter() - t1
     await svc.aclose()
-    return took
+    return (shown[0] if shown else t0 + read) - t0, read, kernel, len(json.dumps(sync))
 
 
 async def plain_list(url: str, user: str) -> tuple[float, int]:
@@ -112,17 +128,21 @@ async def run(cluster: Cluster, n: int, folder: Path) -> dict[str, Any]:
         print(f"\n{n - len(sessions)} of {n} chats failed to start (AgentScope's 'setup' error under load)")
         n = len(sessions)
     print(f"\n{n} sessions parked in {time.perf_counter() - t0:.1f} s (10 agents, 2 workers)")
-    inbox = [await inbox_time(cluster, user, n, folder) for _ in range(3)]
-    plain = []
-    for _ in range(3):
+    inbox, plain = [], []
+    for _ in range(3):  # in turn, so both see the same load
+        inbox.append(await inbox_time(cluster, user, n, folder))
         took, rows = await plain_list(cluster.b.url, user)
         assert rows == n, rows
         plain.append(took)
-    ib, pl = statistics.median(inbox), statistics.median(plain)
-    print(f"inbox shows all {n}: {ib:6.2f} s (median of {', '.join(f'{x:.2f}' for x in inbox)})")
+    shown, read = statistics.median(x[0] for x in inbox), statistics.median(x[1] for x in inbox)
+    pl = statistics.median(plain)
+    print(f"inbox shows all {n}:  {shown:6.2f} s (median of {', '.join(f'{x[0]:.2f}' for x in inbox)})")
+    print(f"every call read:      {read:6.2f} s (median of {', '.join(f'{x[1]:.2f}' for x in inbox)})")
     print(f"plain httpx loop:     {pl:6.2f} s (median of {', '.join(f'{x:.2f}' for x in plain)})")
-    print(f"ratio inbox / plain:  {ib / pl:6.2f}")
-    out: dict[str, Any] = {"n": n, "inbox": ib, "plain": pl}
+    print(f"ratio read / plain:   {read / pl:6.2f}")
+    kernel = statistics.median(x[2] for x in inbox)
+    print(f"kernel: widget + rows_sync answer {kernel * 1000:.0f} ms, {inbox[0][3] / 1000:.0f} kB to a page that opens")
+    out: dict[str, Any] = {"n": n, "shown": shown, "read": read, "plain": pl}
     svc = ServiceClient(cluster.b.url, user, audit_path=folder / f"approve-{n}.jsonl", bus=cluster.redis.url)
     await svc.refresh()
     picked, rest = sessions[:50], sessions[50:100]

@@ -1,6 +1,7 @@
 // The page side of nb_hitl's InboxWidget: every parked (or stranded) session
-// of a service user. The kernel writes `entries` (pushed by the service's
-// events, or listed); the page draws a count badge, filters (agent, tool,
+// of a service user. The kernel sends the rows as what changed (pushed by
+// the service's events, or listed; inbox_feed.ts), all of them once when
+// this view opens; the page draws a count badge, filters (agent, tool,
 // waiting since, who may answer), one page of rows, "Approve selected" (one
 // request per session; each session's outcome on its row and in the results
 // list, since an approved row leaves the inbox) and a text box that sends a
@@ -10,12 +11,12 @@ import type { Render } from "@anywidget/types";
 import { h, clear } from "./lib/dom";
 import { Rpc } from "./lib/rpc";
 import type { ApproveResult, InboxProtocol, InboxRow } from "./messages";
-import { NO_FILTER, STATUS, WAITING, approvable, facets, filterRows, keepSelected, pageOf, pageText, waited } from "./inbox_logic";
+import { RowFeed } from "./inbox_feed";
+import { NO_FILTER, STATUS, WAITING, approvable, facets, filterRows, keepSelected, pageOf, pageText, summaryText, waited } from "./inbox_logic";
 import type { Filters } from "./inbox_logic";
 
 /** The synced traits of `InboxWidget` (nb_hitl/widgets/inbox.py). */
 export interface InboxModel {
-  entries: InboxRow[];
   opened: string;
   user_id: string;
   service: string;
@@ -119,6 +120,7 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
   table.append(h("thead", {}, hr), tbody);
   const empty = h("div", { class: "nbh-muted", "data-testid": "nbh-inbox-empty" }, "Nothing is waiting for you.");
   const msg = h("div", { class: "nbh-error", "data-testid": "nbh-inbox-message" });
+  const feed = new RowFeed(model, rpc, () => draw());
   const sayInput = h("input", { type: "text", "data-testid": "nbh-inbox-say-text", "aria-label": "message to the opened session", placeholder: "A new message to the opened session (it must be idle)" });
   const sayBtn = h("button", { type: "button", "data-testid": "nbh-inbox-say-send" }, "Send");
   const sayMsg = h("span", { class: "nbh-muted", "data-testid": "nbh-inbox-say-msg", role: "status" });
@@ -146,7 +148,7 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
   }
 
   approveBtn.addEventListener("click", async () => {
-    const { items, skipped } = approvable(model.get("entries") || [], selected);
+    const { items, skipped } = approvable(feed.all(), selected);
     const left = skipped ? ` ${skipped} selected session(s) wait for an answer, not a confirmation: open them to answer.` : "";
     if (!items.length) {
       approveMsg.textContent = `Nothing to approve: select sessions that need a confirmation.${left}`;
@@ -177,19 +179,23 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
       return;
     }
     sayBtn.disabled = true;
+    sayMsg.removeAttribute("data-ok");
     sayMsg.textContent = "Sending…";
     const reply = await rpc.request("say", { session_id: opened, text: sayInput.value });
     sayBtn.disabled = false;
+    sayMsg.setAttribute("data-ok", String(reply.ok));
     if (reply.ok) {
       sayInput.value = "";
-      sayMsg.textContent = "Sent.";
+      sayMsg.textContent = reply.started
+        ? "Sent: the session started its reply."
+        : "Sent; no sign yet that the session started its reply (the service may be busy). The session shows it when it does.";
     } else sayMsg.textContent = reply.error || "Not sent.";
   });
 
   const waitCells: Array<[HTMLElement, number]> = [];
 
   function draw() {
-    const rows = model.get("entries") || [];
+    const rows = feed.all();
     const outcomes = model.get("outcomes") || {};
     const opened = String(model.get("opened") || "");
     const t = now();
@@ -214,6 +220,7 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
     approveBtn.disabled = selected.size === 0;
     selectAll.checked = shown.length > 0 && shown.every((r) => selected.has(r.session_id));
     sayBtn.disabled = !opened;
+    empty.textContent = feed.synced ? "Nothing is waiting for you." : feed.refused || "Asking the kernel for the rows…";
     empty.hidden = rows.length > 0;
     table.hidden = rows.length === 0;
     clear(tbody);
@@ -236,7 +243,7 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
         draw();
       });
       const status = h("span", { class: `nbh-chip ${row.status === "stranded" ? "nbh-stranded" : ""}`, "data-testid": "nbh-inbox-status" }, STATUS[row.status] || row.status);
-      const summary = h("td", { "data-testid": "nbh-inbox-summary" }, row.summary + (row.calls > 1 ? ` (+${row.calls - 1} more)` : ""));
+      const summary = h("td", { "data-testid": "nbh-inbox-summary" }, summaryText(row));
       if (row.note) summary.append(h("div", { class: "nbh-note", "data-testid": "nbh-inbox-note" }, row.note));
       const wait = h("td", { "data-testid": "nbh-inbox-waiting" }, waited(row.since, t));
       waitCells.push([wait, row.since]);
@@ -251,8 +258,10 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
     }
   }
 
-  for (const trait of ["entries", "opened", "error", "outcomes", "live"]) model.on(`change:${trait}`, draw);
+  for (const trait of ["opened", "error", "outcomes", "live"]) model.on(`change:${trait}`, draw);
   draw();
+  // this view's rows: all of them once, then what changed (a gap asks again)
+  void feed.resync();
   const timer = window.setInterval(() => {
     const t = now();
     for (const [cell, since] of waitCells) cell.textContent = waited(since, t);
@@ -260,6 +269,7 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
 
   return () => {
     window.clearInterval(timer);
+    feed.dispose();
     rpc.dispose();
   };
 };

@@ -1,7 +1,54 @@
-// The inbox page's pure logic (no DOM): which rows a filter keeps, the
-// choices each filter offers, one page of rows, the "waiting" text and the
-// rows "Approve selected" may send. js/inbox.ts draws what these return.
+// The inbox page's pure logic (no DOM): the rows the kernel's ops make
+// (a row added or changed, a row dropped, keyed by the session), which rows
+// a filter keeps, the choices each filter offers, one page of rows, the
+// "waiting" text and the rows "Approve selected" may send. js/inbox.ts draws
+// what these return; inbox_feed.ts feeds the ops to applyRowOps.
 import type { InboxRow } from "./messages";
+
+/** The rows the page holds, by session id. */
+export type RowMap = ReadonlyMap<string, InboxRow>;
+
+/** A row as the kernel sent it, or null when it is not one (it names no session: skipped). */
+export function asRow(raw: unknown): InboxRow | null {
+  if (!raw || typeof raw !== "object") return null;
+  const id = (raw as { session_id?: unknown }).session_id;
+  return typeof id === "string" && id ? (raw as InboxRow) : null;
+}
+
+/** The rows of a full sync ("rows_sync"), by session id; what is not a row is skipped. */
+export function rowsFrom(list: unknown): Map<string, InboxRow> {
+  const rows = new Map<string, InboxRow>();
+  for (const raw of Array.isArray(list) ? list : []) {
+    const row = asRow(raw);
+    if (row) rows.set(row.session_id, row);
+  }
+  return rows;
+}
+
+/** Apply one message's ops (`{op: "row", row}`: added or replaced; `{op: "drop", id}`:
+ *  gone) to `rows`, which is left as it is. Returns the new rows and the ids that
+ *  changed; an op that is not well formed, or drops a row the page does not hold, changes nothing. */
+export function applyRowOps(rows: RowMap, ops: readonly unknown[]): { rows: Map<string, InboxRow>; changed: string[] } {
+  const next = new Map(rows);
+  const changed: string[] = [];
+  for (const op of ops) {
+    if (!op || typeof op !== "object") continue;
+    const { op: kind, row: raw, id } = op as { op?: unknown; row?: unknown; id?: unknown };
+    const row = kind === "row" ? asRow(raw) : null;
+    if (row) {
+      next.set(row.session_id, row);
+      changed.push(row.session_id);
+    } else if (kind === "drop" && typeof id === "string" && next.delete(id)) {
+      changed.push(id);
+    }
+  }
+  return { rows: next, changed };
+}
+
+/** The rows oldest pause first, ties by session id: the kernel's order (`InboxState.views`). */
+export function ordered(rows: RowMap): InboxRow[] {
+  return [...rows.values()].sort((a, b) => a.since - b.since || (a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : 0));
+}
 
 /** The filters above the rows; "" means any. `waitingSec`: only pauses open at least this long. */
 export interface Filters {
@@ -28,6 +75,13 @@ export const STATUS: Record<string, string> = {
   running: "running",
   stranded: "stranded (worker gone?)",
 };
+
+/** A row's summary cell: the parked call's summary (and how many more calls), or,
+ *  for a parked session whose call the kernel is still reading, that it is. */
+export function summaryText(row: InboxRow): string {
+  if (!row.calls && row.status.startsWith("awaiting")) return "reading its parked call…";
+  return row.summary + (row.calls > 1 ? ` (+${row.calls - 1} more)` : "");
+}
 
 /** How long a pause has waited, `now` and `since` in seconds since the epoch. */
 export function waited(since: number, now: number): string {

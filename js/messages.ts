@@ -3,7 +3,8 @@
 // nb_hitl/messages.py); the kernel answers each one with `{request_id, ok,
 // ...}` or `{request_id, ok: false, error, code, field}`
 // (nb_hitl/widgets/_base.py) and also pushes numbered stream messages
-// (`nbh_transcript`, `nbh_cards`: nb_hitl/session/_core.py, _cards.py).
+// (`nbh_transcript`, `nbh_cards`: nb_hitl/session/_core.py, _cards.py;
+// `nbh_inbox`: nb_hitl/widgets/inbox.py).
 // Each widget's actions are one protocol: action -> what the page sends
 // with it and what the kernel answers (lib/rpc.ts reads them).
 import type { DecisionView, FileChangeView, PauseView, TranscriptEntry } from "./types";
@@ -256,12 +257,28 @@ export interface ApproveResult {
   text: string;
 }
 
+/** One change of the inbox's rows, keyed by the session: a row added or changed, or one that left. */
+export type RowOp = { op: "row"; row: InboxRow } | { op: "drop"; id: string };
+
+/** What the kernel pushes to the inbox's page unasked (nb_hitl/widgets/inbox.py). */
+export interface InboxMsg {
+  type: "nbh_inbox";
+  seq: number;
+  ops: RowOp[];
+}
+
+/** The answer to "rows_sync": every row and the seq they include, or "you hold it". */
+export type InboxSync = SyncCurrent | { seq: number; rows: InboxRow[] };
+
 export type InboxProtocol = PingProtocol & {
+  /** every row and the seq they include (a view that opens, or found a gap) */
+  rows_sync: { send: { seq: number }; answer: InboxSync };
   /** open a parked session below the list */
   open: { send: { session_id: string; agent_id: string }; answer: { opened?: string; pauses?: number } };
   refresh: { send: Record<string, never>; answer: { entries?: number } };
-  /** a new user message to a session (the console's `say`: the session must be idle) */
-  say: { send: { session_id: string; text: string }; answer: { sent?: string } };
+  /** a new user message to a session (the console's `say`: the session must be idle);
+   * `started`: the session began its reply (false: no sign of it yet, the service may be busy) */
+  say: { send: { session_id: string; text: string }; answer: { sent?: string; started?: boolean } };
   /** approve every open confirmation of each selected session: one request per session */
   approve_selected: {
     send: { items: { session_id: string; agent_id: string }[] };

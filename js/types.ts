@@ -143,6 +143,10 @@ export interface SamplingView {
   include_context: string | null;
   completion: string | null;
   model: string | null;
+  /** which of the server's settings the notebook's model takes for this call, and which not (null: it set none) */
+  settings_note: string | null;
+  /** the notebook's model failed on this request: what failed and what to set (the server got an error) */
+  error: string | null;
 }
 
 /** What a call would do to a file (`nb_hitl.file_change.FileChangeView`); every string is text. */

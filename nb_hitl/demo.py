@@ -6,7 +6,9 @@ It runs offline on :class:`~nb_hitl.models.ScriptedChatModel`:
 2. asks which file to delete with AgentScope's built-in ``AskUser`` (an
    external tool: the reply parks with ``RequireExternalExecutionEvent``);
 3. calls ``delete_file`` on the chosen file (a function tool: the permission
-   engine asks, the reply parks with ``RequireUserConfirmEvent``);
+   engine asks, the reply parks with ``RequireUserConfirmEvent``); its card
+   shows the deletion as a diff and offers a dry run in a copy of the folder
+   (:class:`SandboxDelete`);
 4. reports what really happened, read from the tool results the model was
    sent (deleted, denied, or the edited path).
 """
@@ -23,9 +25,10 @@ from agentscope.state import AgentState
 from agentscope.tool import AskUser, FunctionTool, ToolChunk, Toolkit
 
 from ._agentscope import enum_value
+from .file_change import PlannedChange
 from .models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 
-__all__ = ["make_sandbox", "sandbox_tools", "demo_script", "demo_agent"]
+__all__ = ["SandboxDelete", "make_sandbox", "sandbox_tools", "demo_script", "demo_agent"]
 
 _FILES = {
     "notes.txt": "Meeting notes, 3 March\n- ship the notebook widget\n- ask Ana about the AG-UI server\n",
@@ -57,15 +60,7 @@ def _inside(sandbox: Path, name: str) -> Path:
     return target
 
 
-def sandbox_tools(sandbox: Path) -> list[Any]:
-    """The demo's tools over ``sandbox``: ``list_files`` (read-only, no
-    confirmation), ``delete_file`` (asks) and AgentScope's ``AskUser``."""
-
-    def list_files() -> ToolChunk:
-        """List the files in the sandbox folder with their sizes."""
-        lines = [f"{p.name}\t{p.stat().st_size} bytes" for p in sorted(sandbox.iterdir()) if p.is_file()]
-        return ToolChunk(content=[TextBlock(text="\n".join(lines) or "(empty)")], state=ToolResultState.SUCCESS)
-
+def _delete_file_in(sandbox: Path) -> Any:
     def delete_file(path: str) -> ToolChunk:
         """Delete one file from the sandbox folder.
 
@@ -79,7 +74,62 @@ def sandbox_tools(sandbox: Path) -> list[Any]:
             return ToolChunk(content=[TextBlock(text=f"Could not delete {path}: {exc}")], state=ToolResultState.ERROR)
         return ToolChunk(content=[TextBlock(text=f"Deleted {path}.")], state=ToolResultState.SUCCESS)
 
-    return [FunctionTool(list_files, is_read_only=True), FunctionTool(delete_file), AskUser()]
+    return delete_file
+
+
+class SandboxDelete(FunctionTool):
+    """``delete_file(path)``: AgentScope's ``FunctionTool`` deleting one file of one folder.
+
+    It says what it would change and can run in a throw-away copy:
+
+    - ``planned_change(tool_input)`` (:mod:`nb_hitl.file_change`): the file's
+      bytes now and ``deletes=True``, so the card shows every line removed
+      and an approval is bound to the file's hash (a file that changed or
+      vanished before the call runs is asked about again);
+    - ``folder`` and ``in_folder(folder)`` (:class:`nb_hitl.dry_run_folder.FolderTool`):
+      the card's "Dry run" deletes the file in a copy of the folder.
+
+    Args:
+        folder: the sandbox folder (resolved to an absolute path).
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder).resolve()
+        super().__init__(_delete_file_in(self.folder))
+
+    def in_folder(self, folder: str) -> SandboxDelete:
+        """The same tool, deleting in ``folder`` instead."""
+        return SandboxDelete(folder)
+
+    def planned_change(self, tool_input: dict[str, Any]) -> PlannedChange | None:
+        """The deletion a call would make: ``PlannedChange(path, bytes now, None, deletes=True)``;
+        ``before`` is ``None`` when there is no such file (the tool would fail). ``None`` for a path
+        outside the folder (the tool refuses it, and no file changes).
+
+        Raises:
+            OSError: the file exists but cannot be read.
+        """
+        name = tool_input.get("path")
+        if not isinstance(name, str) or not name:
+            return None
+        try:
+            target = _inside(self.folder, name)
+        except ValueError:
+            return None
+        before = target.read_bytes() if target.is_file() else None
+        return PlannedChange(str(target), before, None, deletes=True)
+
+
+def sandbox_tools(sandbox: Path) -> list[Any]:
+    """The demo's tools over ``sandbox``: ``list_files`` (read-only, no
+    confirmation), ``delete_file`` (asks; :class:`SandboxDelete`) and AgentScope's ``AskUser``."""
+
+    def list_files() -> ToolChunk:
+        """List the files in the sandbox folder with their sizes."""
+        lines = [f"{p.name}\t{p.stat().st_size} bytes" for p in sorted(sandbox.iterdir()) if p.is_file()]
+        return ToolChunk(content=[TextBlock(text="\n".join(lines) or "(empty)")], state=ToolResultState.SUCCESS)
+
+    return [FunctionTool(list_files, is_read_only=True), SandboxDelete(sandbox), AskUser()]
 
 
 def _preview(sandbox: Path, name: str) -> str:

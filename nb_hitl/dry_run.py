@@ -20,11 +20,15 @@ as unified diffs (:func:`nb_hitl.file_change.file_diff`), the tool's output
 text and its end state.
 
 AgentScope's ``Bash`` is dry-run in a bubblewrap sandbox on a copy of its
-working directory, where bubblewrap runs (:mod:`nb_hitl.dry_run_shell`).
-Other tools (and ``Write``/``Edit`` on another backend, a relative path, or
-a tool with middlewares of its own, which could act outside the copy) cannot
-be dry-run: their card's view says so (``dry_run`` is ``False``) and the page
-draws no button.
+working directory, where bubblewrap runs (:mod:`nb_hitl.dry_run_shell`). A
+tool that works inside one folder and can give a copy of itself rebased on
+another (the :class:`~nb_hitl.dry_run_folder.FolderTool` protocol: ``folder``
+and ``in_folder(folder)``) is dry-run on a copy of that folder
+(:mod:`nb_hitl.dry_run_folder`). Other tools (and ``Write``/``Edit`` on
+another backend, a relative path, or a tool with middlewares of its own,
+which could act outside the copy) cannot be dry-run: their card's view says
+so (``dry_run`` is ``False``), the page draws no button, and a ``dry_run``
+action is refused with the reason (:func:`why_not`).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from agentscope.tool import Bash, ToolChunk, ToolResponse
+from agentscope.tool import Bash, Edit, ToolChunk, ToolResponse, Write
 from agentscope.tool._builtin._backend import DirEntry, ExecResult, LocalBackend
 
 from ._agentscope import enum_value
@@ -58,6 +62,7 @@ __all__ = [
     "why_not",
     "dry_run",
     "dry_run_input",
+    "tool_kwargs",
 ]
 
 SANDBOX = "a temporary copy"
@@ -72,8 +77,8 @@ class DryRunFile(TypedDict):
 
     ``path`` is the real path (as the call names it); ``change`` is
     ``"created"``, ``"changed"`` or ``"deleted"``; ``diff`` the file's
-    :class:`~nb_hitl.file_change.FileChangeView` (a deleted file shows as
-    emptied, and its ``note`` says it was deleted).
+    :class:`~nb_hitl.file_change.FileChangeView` (a deleted file shows every
+    line removed, and its ``note`` says it was deleted).
     """
 
     path: str
@@ -186,14 +191,19 @@ def dry_run_input(pause: Pause) -> dict[str, Any] | None:
 
 def why_not(tool: Any, tool_input: dict[str, Any] | None) -> str | None:
     """Why a call of ``tool`` with ``tool_input`` cannot be dry-run, or ``None`` when it can."""
-    from agentscope.tool import Edit, Write
-
     if tool is not None and type(tool) is Bash:
         from .dry_run_shell import shell_why_not  # imported here: it builds on this module
 
         return shell_why_not(tool, tool_input)
+    from .dry_run_folder import FolderTool, folder_why_not  # imported here: it builds on this module
+
+    if isinstance(tool, FolderTool):
+        return folder_why_not(tool)
     if tool is None or type(tool) not in (Write, Edit):
-        return "only AgentScope's Write, Edit and Bash can be dry-run"
+        return (
+            "only AgentScope's Write, Edit and Bash, and tools that declare the one folder they work in "
+            "(nb_hitl.dry_run_folder.FolderTool), can be dry-run"
+        )
     if type(tool._backend) is not LocalBackend:
         return "the tool works through a sandbox backend of its own, which a temporary copy does not stand in for"
     if getattr(tool, "_middlewares", None):
@@ -273,7 +283,7 @@ def changes(before: dict[str, bytes | None], after: dict[str, bytes]) -> list[Dr
         if new is None:
             if old is None:
                 continue
-            diff = file_diff(path, old, b"")
+            diff = file_diff(path, old, None)
             diff["note"] = " ".join(filter(None, ["The dry run deleted this file.", diff["note"]]))
             files.append(DryRunFile(path=path, change="deleted", diff=diff))
         elif old is None:
@@ -311,11 +321,17 @@ async def run_in_copy(tool: Any, tool_input: dict[str, Any], state: Any) -> tupl
             dangerous_directories=list(tool.dangerous_directories),
             backend=CopyBackend(root),
         )
-        kwargs = dict(tool_input)
-        if tool.is_state_injected and state is not None:
-            kwargs["_agent_state"] = state.model_copy(update={"tool_context": state.tool_context.model_copy(deep=True)})
-        state, output = await run_tool(twin, kwargs)
+        state, output = await run_tool(twin, tool_kwargs(twin, tool_input, state))
         return state, output, changes(before, _files_after(root))
+
+
+def tool_kwargs(tool: Any, tool_input: dict[str, Any], state: Any) -> dict[str, Any]:
+    """The arguments a dry run calls ``tool`` with: ``tool_input``, and for a tool that takes the
+    agent's state (``is_state_injected``), a copy of ``state`` whose read cache is its own."""
+    kwargs = dict(tool_input)
+    if getattr(tool, "is_state_injected", False) and state is not None:
+        kwargs["_agent_state"] = state.model_copy(update={"tool_context": state.tool_context.model_copy(deep=True)})
+    return kwargs
 
 
 async def run_tool(twin: Any, kwargs: dict[str, Any]) -> tuple[str, str]:
@@ -348,6 +364,8 @@ async def dry_run(agent: Any, pause: Pause) -> DryRunView:
         DecisionError: the call cannot be dry-run (``field`` ``"action"``),
             or a file it touches is too large to copy or cannot be copied.
     """
+    from .dry_run_folder import FolderTool, run_in_folder_copy  # imported here: it builds on this module
+
     tool = await agent.toolkit.get_tool(pause.tool_name)
     tool_input = dry_run_input(pause)
     # pause.dry_run: set on the permission engine's confirmations only (nb_hitl.file_change.describe_file_pause)
@@ -361,6 +379,10 @@ async def dry_run(agent: Any, pause: Pause) -> DryRunView:
 
         state, output, files, sandbox = await run_in_sandbox(tool, tool_input)
         where = f"{sandbox} on a throw-away copy of its working directory (network cut, nothing else writable)"
+    elif isinstance(tool, FolderTool):
+        state, output, files = await run_in_folder_copy(tool, tool_input, agent.state)
+        sandbox = SANDBOX
+        where = f"{SANDBOX} of its folder"
     else:
         state, output, files = await run_in_copy(tool, tool_input, agent.state)
         sandbox = where = SANDBOX

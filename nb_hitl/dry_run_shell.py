@@ -14,7 +14,9 @@ of the tool's workspace (its ``cwd``, else the kernel's working directory):
   ``/lib``, a few files of ``/etc``); the network is cut; the process gets
   its own user, PID, IPC and UTS namespaces (``--unshare-all``).
 
-What the command did to the copy is reported as diffs (files created,
+The copy is made, and read back, by :mod:`nb_hitl.dry_run_folder` (at most
+its ``MAX_WORKSPACE_FILES`` files and ``MAX_WORKSPACE_BYTES`` bytes). What
+the command did to the copy is reported as diffs (files created,
 changed, deleted), with its output and end state; the copy is removed after.
 Where ``bwrap`` is missing or cannot make its namespaces (a container
 without user namespaces), there is no button, and the reason is AgentScope's
@@ -37,20 +39,15 @@ from agentscope.workspace import BubblewrapBackend
 from agentscope.workspace._bubblewrap._constants import BWRAP_SMOKE_PROBE_ARGV
 
 from .dry_run import DryRunFile, changes, run_tool
+from .dry_run_folder import copy_folder, files_in
 from .errors import DecisionError
 
 log = logging.getLogger("nb_hitl.dry_run")
 
-__all__ = ["BWRAP", "MAX_WORKSPACE_BYTES", "MAX_WORKSPACE_FILES", "bwrap_problem", "shell_why_not", "run_in_sandbox"]
+__all__ = ["BWRAP", "bwrap_problem", "shell_why_not", "run_in_sandbox"]
 
 BWRAP = "bwrap"
 """The bubblewrap program (looked up on ``PATH``)."""
-
-MAX_WORKSPACE_BYTES = 64 * 1024 * 1024
-"""A workspace larger than this (all its files) is not copied: the dry run is refused."""
-
-MAX_WORKSPACE_FILES = 20_000
-"""A workspace with more files than this is not copied: the dry run is refused."""
 
 
 @functools.cache
@@ -99,57 +96,6 @@ def shell_why_not(tool: Any, tool_input: dict[str, Any] | None) -> str | None:
     return None
 
 
-def _copy_workspace(real: str, copy: str) -> dict[str, bytes]:
-    """Copy the directory ``real`` into ``copy`` (files with their times, directories, symbolic
-    links as links); returns every regular file's bytes by its real path.
-
-    Raises:
-        DecisionError: the workspace is over :data:`MAX_WORKSPACE_BYTES` or
-            :data:`MAX_WORKSPACE_FILES`, or a file cannot be read.
-    """
-    files: dict[str, bytes] = {}
-    size = 0
-    for top, dirs, names in os.walk(real):
-        rel = os.path.relpath(top, real)
-        os.makedirs(os.path.join(copy, rel), exist_ok=True)
-        for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(top, d)))]:
-            src, dst = os.path.join(top, name), os.path.normpath(os.path.join(copy, rel, name))
-            if os.path.islink(src):
-                os.symlink(os.readlink(src), dst)
-                continue
-            if not os.path.isfile(src):
-                continue  # a socket or a pipe: not copied
-            size += os.path.getsize(src)
-            if size > MAX_WORKSPACE_BYTES or len(files) >= MAX_WORKSPACE_FILES:
-                raise DecisionError(
-                    f"The workspace {real} is too large to copy for a dry run (over {MAX_WORKSPACE_FILES} files "
-                    f"or {MAX_WORKSPACE_BYTES} bytes).",
-                    field="action",
-                )
-            try:
-                shutil.copy2(src, dst)
-                with open(dst, "rb") as f:
-                    files[os.path.normpath(src)] = f.read()
-            except OSError as exc:
-                raise DecisionError(f"{src} could not be copied for a dry run ({exc}).", field="action") from exc
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
-    return files
-
-
-def _files_in(copy: str, real: str) -> dict[str, bytes]:
-    """Every regular file in ``copy`` (links not followed), by the real path it stands for."""
-    found: dict[str, bytes] = {}
-    for top, dirs, names in os.walk(copy):
-        for name in names:
-            inside = os.path.join(top, name)
-            if os.path.islink(inside) or not os.path.isfile(inside):
-                continue
-            with open(inside, "rb") as f:
-                found[os.path.normpath(os.path.join(real, os.path.relpath(inside, copy)))] = f.read()
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(top, d))]
-    return found
-
-
 async def run_in_sandbox(tool: Any, tool_input: dict[str, Any]) -> tuple[str, str, list[DryRunFile], str]:
     """Run a new ``Bash`` with ``tool_input`` in a bubblewrap sandbox on a fresh copy of its workspace.
 
@@ -168,7 +114,7 @@ async def run_in_sandbox(tool: Any, tool_input: dict[str, Any]) -> tuple[str, st
     real = workspace_of(tool)
     with tempfile.TemporaryDirectory(prefix="nb_hitl-dry-run-") as root:
         copy, scratch = os.path.join(root, "workspace"), os.path.join(root, "tmp")
-        before = _copy_workspace(real, copy)
+        before = copy_folder(real, copy)
         backend = _CopyAtRealPath(real, host_workdir=copy, host_tmpdir=scratch, workdir=real, share_net=False)
         twin = Bash(
             dangerous_files=list(tool.dangerous_files),
@@ -177,7 +123,7 @@ async def run_in_sandbox(tool: Any, tool_input: dict[str, Any]) -> tuple[str, st
             backend=backend,
         )
         state, output = await run_tool(twin, dict(tool_input))
-        files = changes(dict(before), _files_in(copy, real))
+        files = changes(dict(before), files_in(copy, real))
     return state, output, files, f"a bubblewrap sandbox ({version or 'bwrap'})"
 
 

@@ -26,7 +26,15 @@ from .messages import MAX_TEXT, parse_edited_input
 if TYPE_CHECKING:
     from .pauses import Pause
 
-__all__ = ["EditPreview", "edit_text", "input_preview", "model_input", "output_preview", "preview"]
+__all__ = [
+    "EditPreview",
+    "edit_text",
+    "input_preview",
+    "model_input",
+    "output_preview",
+    "preview",
+    "refuse_unchanged_edit",
+]
 
 
 class EditPreview(TypedDict):
@@ -40,6 +48,29 @@ class EditPreview(TypedDict):
 def model_input(pause: Pause) -> Any:
     """What a Modify is compared with: AgentScope's reading of the model's input, else the raw input."""
     return pause.input if pause.input is not None else pause.tool_call.input
+
+
+def refuse_unchanged_edit(pause: Pause, edited: dict[str, Any]) -> dict[str, Any]:
+    """Refuse a Modify that changes nothing: the model would read that a person edited its call
+    and the audit log would record an edit, when the call runs exactly as Approve runs it.
+    (An input Approve refuses, one read more than one way, may still be settled by a Modify.)
+
+    Returns:
+        ``edited``, when it changes the input.
+
+    Raises:
+        DecisionError: ``field="input"``, the edit is the input Approve would run.
+    """
+    from .kinds._reading import read_input, same_by_value  # the kinds import this module
+
+    runs = pause.reading or read_input(pause.tool_call.input, pause.input_schema)
+    if runs.approvable and runs.executed is not None and same_by_value(edited, runs.executed):
+        raise DecisionError(
+            "Your edit changes nothing: press Approve to run the call as the model asked it, "
+            "or change the input first.",
+            field="input",
+        )
+    return edited
 
 
 def edit_text(message: Any, key: str) -> str:

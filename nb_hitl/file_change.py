@@ -1,15 +1,26 @@
 """What a file-editing call would do to its file, as a unified diff.
 
 A confirmation of AgentScope's built-in ``Write`` or ``Edit`` (or of any tool
-with a ``planned_change(tool_input) -> (path, before, after) | None`` method,
-sync or async: ``before`` the file's bytes now, ``None`` when it does not
-exist; ``after`` the bytes the call would leave) shows the diff of the file as
-it is now against the file as the call would leave it (stdlib ``difflib``,
-unified format with line numbers and 3 lines of folded context). A new file
-shows as all added; a binary or huge file (over :data:`MAX_FILE_BYTES`) says
-so instead of drawing; a diff over :data:`MAX_DIFF_CHARS` is cut at a line
-and says so. Every character of the diff can be seen (invisible characters
-are escaped, :func:`~nb_hitl.kinds._reading.visible_text`).
+that says what it would change, the ``planned_change`` protocol below) shows
+the diff of the file as it is now against the file as the call would leave
+it (stdlib ``difflib``, unified format with line numbers and 3 lines of
+folded context). A new file shows as all added, a deleted one as all removed
+(and the note says the call deletes it); a binary or huge file (over
+:data:`MAX_FILE_BYTES`) says so instead of drawing; a diff over
+:data:`MAX_DIFF_CHARS` is cut at a line and says so. Every character of the
+diff can be seen (invisible characters are escaped,
+:func:`~nb_hitl.kinds._reading.visible_text`).
+
+The ``planned_change`` protocol: a tool may have a method
+``planned_change(tool_input: dict) -> PlannedChange | (path, before, after) | None``
+(sync or async) that reads, and never writes, the one file a call with
+``tool_input`` would change: ``path`` the file's path as the card should show
+it (absolute), ``before`` its bytes now (``None``: no such file), ``after``
+the bytes the call would leave (``None``: the tool would refuse the call and
+write nothing), or a :class:`PlannedChange` with ``deletes=True`` for a call
+that deletes the file. ``None``: the call changes no file (the card shows no
+diff, and the approval is bound to the input alone). A tool that also works
+inside one folder can be dry-run in a copy of it (:mod:`nb_hitl.dry_run_folder`).
 
 The diff carries ``sha256_before``, the hash of the bytes it was computed on:
 an approval is bound to it (:mod:`nb_hitl.session._promise`), and a call
@@ -28,7 +39,7 @@ import inspect
 import json
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from ._agentscope import enum_value
 from .kinds._reading import visible_text
@@ -44,6 +55,7 @@ __all__ = [
     "FileChangeView",
     "MAX_FILE_BYTES",
     "MAX_DIFF_CHARS",
+    "PlannedChange",
     "file_diff",
     "input_diff",
     "planned_change",
@@ -74,6 +86,24 @@ class FileChangeView(TypedDict):
     diff: str
     sha256_before: str | None
     note: str | None
+
+
+class PlannedChange(NamedTuple):
+    """What a call would do to one file (the ``planned_change`` protocol, see the module's header).
+
+    Attributes:
+        path: the file's path, as the card shows it (absolute).
+        before: the file's bytes now; ``None`` when there is no such file.
+        after: the bytes the call would leave; ``None`` when the file would
+            not exist after (``deletes``), or when the tool would refuse the
+            call and write nothing.
+        deletes: the call deletes the file (``after`` is then ``None``).
+    """
+
+    path: str
+    before: bytes | None
+    after: bytes | None
+    deletes: bool = False
 
 
 def sha256_of(data: bytes | None) -> str | None:
@@ -129,8 +159,9 @@ def _cut(lines: Iterable[str]) -> tuple[str, str | None]:
     return "".join(out), None
 
 
-def file_diff(path: str, before: bytes | None, after: bytes) -> FileChangeView:
-    """The unified diff of ``path`` from ``before`` (``None``: no file) to ``after``.
+def file_diff(path: str, before: bytes | None, after: bytes | None) -> FileChangeView:
+    """The unified diff of ``path`` from ``before`` (``None``: no file) to ``after`` (``None``: the
+    file is deleted, every line removed, ``+++ /dev/null`` as ``git diff`` shows a deletion).
 
     Line endings are compared apart: the diff is of the text with ``\\n``
     lines, and a change of line-ending style is said in ``note``.
@@ -141,28 +172,30 @@ def file_diff(path: str, before: bytes | None, after: bytes) -> FileChangeView:
         :data:`MAX_FILE_BYTES`, or no change.
     """
     sha = sha256_of(before)
-    size = max(len(before or b""), len(after))
+    size = max(len(before or b""), len(after or b""))
     if size > MAX_FILE_BYTES:
         note = f"Not drawn: the file is too large to show a diff ({size} bytes; the limit is {MAX_FILE_BYTES})."
         return FileChangeView(path=path, diff="", sha256_before=sha, note=note)
     try:
         old = (before or b"").decode("utf-8")
-        new = after.decode("utf-8")
+        new = (after or b"").decode("utf-8")
         if "\x00" in old or "\x00" in new:
             raise ValueError("NUL byte")
     except ValueError:
-        note = f"Not drawn: binary content (not UTF-8 text); {len(before or b'')} bytes now, {len(after)} after."
+        size_after = "none" if after is None else len(after)
+        note = f"Not drawn: binary content (not UTF-8 text); {len(before or b'')} bytes now, {size_after} after."
         return FileChangeView(path=path, diff="", sha256_before=sha, note=note)
     notes = []
     was, will = _newline_style(old), _newline_style(new)
-    if before is not None and was and will and was != will:
+    if before is not None and after is not None and was and will and was != will:
         notes.append(f"Line endings change from {was} to {will} (not marked line by line below).")
     fromfile = "/dev/null" if before is None else f"a/{path}"
-    lines = _unified(_lines(_normalize(old)), _lines(_normalize(new)), fromfile, f"b/{path}")
+    tofile = "/dev/null" if after is None else f"b/{path}"
+    lines = _unified(_lines(_normalize(old)), _lines(_normalize(new)), fromfile, tofile)
     diff, cut = _cut(lines)
     if cut:
         notes.append(cut)
-    if not diff and before is not None:
+    if not diff and before is not None and after is not None:
         notes.append("The file's text would not change." if before != after else "The file would not change.")
     return FileChangeView(path=path, diff=diff, sha256_before=sha, note=" ".join(notes) or None)
 
@@ -197,8 +230,8 @@ async def _read(backend: Any, path: str) -> bytes | None:
     return bytes(await backend.read_file(path))
 
 
-async def planned_change(tool: Any, tool_input: dict[str, Any]) -> tuple[str, bytes | None, bytes | None] | None:
-    """What a call of ``tool`` with ``tool_input`` would do to a file: ``(path, before, after)``.
+async def planned_change(tool: Any, tool_input: dict[str, Any]) -> PlannedChange | None:
+    """What a call of ``tool`` with ``tool_input`` would do to a file (see the module's header).
 
     AgentScope's ``Write`` writes ``content`` (UTF-8); its ``Edit`` replaces
     ``old_string`` by ``new_string`` (once, or every time with
@@ -206,10 +239,11 @@ async def planned_change(tool: Any, tool_input: dict[str, Any]) -> tuple[str, by
     (both read through the tool's own backend). ``after`` is ``None`` when
     the call would write nothing (a relative path, ``old_string`` missing or
     not unique): the tool itself refuses it. Another tool may implement
-    ``planned_change(tool_input)``.
+    ``planned_change(tool_input)`` (the protocol in the module's header; a
+    plain ``(path, before, after)`` tuple is read as a :class:`PlannedChange`).
 
     Returns:
-        ``None`` for a tool that does not write files (or an input without
+        ``None`` for a tool that does not change files (or an input without
         a path).
 
     Raises:
@@ -224,8 +258,8 @@ async def planned_change(tool: Any, tool_input: dict[str, Any]) -> tuple[str, by
             planned = await planned
         if planned is None:
             return None
-        path, before, after = planned
-        return str(path), before, after
+        change = PlannedChange(*planned)
+        return change._replace(path=str(change.path), after=None if change.deletes else change.after)
     if not isinstance(tool, (Write, Edit)):
         return None
     path = tool_input.get("file_path")
@@ -233,32 +267,49 @@ async def planned_change(tool: Any, tool_input: dict[str, Any]) -> tuple[str, by
         return None
     backend = tool._backend  # the tool's own file access (local, Docker, E2B)
     if not backend.isabs(path):
-        return path, None, None
+        return PlannedChange(path, None, None)
     before = await _read(backend, path)
     if isinstance(tool, Write):
-        return path, before, str(tool_input.get("content", "")).encode("utf-8")
+        return PlannedChange(path, before, str(tool_input.get("content", "")).encode("utf-8"))
     if before is None:
-        return path, None, None
+        return PlannedChange(path, None, None)
     text = _normalize(before.decode("utf-8", errors="replace"))
     old, new = str(tool_input.get("old_string", "")), str(tool_input.get("new_string", ""))
     count = text.count(old) if old else 0
     if count == 0 or old == new or (count > 1 and not tool_input.get("replace_all")):
-        return path, before, None
+        return PlannedChange(path, before, None)
     after = text.replace(old, new) if tool_input.get("replace_all") else text.replace(old, new, 1)
-    return path, before, after.encode("utf-8")
+    return PlannedChange(path, before, after.encode("utf-8"))
+
+
+def _deletion(path: str, before: bytes | None) -> FileChangeView:
+    """The view of a call that deletes ``path``: the whole file removed, and a note that says so."""
+    if before is None:
+        note = f"The call deletes {path}, which does not exist now: the tool would fail, and nothing would change."
+        return FileChangeView(path=path, diff="", sha256_before=None, note=note)
+    view = file_diff(path, before, None)
+    said = (
+        f"The call deletes {path}: every line of the file is removed." if view["diff"] else f"The call deletes {path}."
+    )
+    if not before:
+        said = f"The call deletes {path} (an empty file)."
+    view["note"] = " ".join(filter(None, [said, view["note"]]))
+    return view
 
 
 async def describe_change(tool: Any, tool_input: dict[str, Any]) -> FileChangeView | None:
     """The :class:`FileChangeView` of a call (:func:`planned_change` then :func:`file_diff`), or
-    ``None`` for a tool that does not write files."""
+    ``None`` for a tool that does not change files."""
     planned = await planned_change(tool, tool_input)
     if planned is None:
         return None
-    path, before, after = planned
+    path, before, after, deletes = planned
+    if deletes:
+        return _deletion(path, before)
     if after is None:
         note = (
-            "The tool would refuse this call as it stands (a relative path, a missing file, or old_string "
-            "not found exactly once), so nothing would be written."
+            "The tool would refuse this call as it stands (for Write and Edit: a relative path, a missing file, "
+            "or old_string not found exactly once), so nothing would be written."
         )
         return FileChangeView(path=path, diff="", sha256_before=sha256_of(before), note=note)
     return file_diff(path, before, after)

@@ -14,8 +14,11 @@ def _():
 
         A real AgentScope agent tidies a sandbox folder, offline on nb_hitl's
         scripted model. It asks **which file to delete** (AgentScope's
-        `AskUser`), then asks your **permission** to delete it. Answer in the
-        card below; the agent resumes in this kernel after each click.
+        `AskUser`), then asks your **permission** to delete it: that card
+        shows the deletion as a diff (every line of the file removed) and
+        offers *Dry run*, which deletes the file in a throw-away copy of the
+        folder first. Answer in the card below; the agent resumes in this
+        kernel after each click.
         """
     )
     return (mo,)

@@ -1,6 +1,6 @@
 // A kernel stream of numbered custom messages ({type, seq, ops}) that the page
-// applies in order: the reply's transcript (reply/stream.ts) and its pause
-// cards (reply/feed.ts). A message whose seq is not the next one is buffered
+// applies in order: the reply's transcript (reply/stream.ts), its pause
+// cards (reply/feed.ts) and the service console's inbox rows (inbox_feed.ts). A message whose seq is not the next one is buffered
 // and the page asks the kernel to sync (every item and the seq they include),
 // then replays the buffered messages after that seq. What the page holds is
 // written into its own model (never sent to the kernel), which is what
@@ -22,7 +22,8 @@ export type SyncAnswer<Full extends SeqMsg> = SyncCurrent | SyncSent | Full;
 const isSent = (r: object): r is SyncSent => (r as Partial<SyncSent>).sent === true;
 const isCurrent = (r: object): r is SyncCurrent => (r as Partial<SyncCurrent>).current === true;
 
-export abstract class SeqStream<M extends SeqMsg, Changes, Full extends SeqMsg> {
+/** `Model`: the synced traits of the widget whose stream this is (a reply's by default). */
+export abstract class SeqStream<M extends SeqMsg, Changes, Full extends SeqMsg, Model extends object = ReplyModel> {
   /** seq of the last message applied (-1: unknown until a sync) */
   seq: number;
   /** number of syncs asked for */
@@ -38,7 +39,7 @@ export abstract class SeqStream<M extends SeqMsg, Changes, Full extends SeqMsg> 
 
   /** @param seq the seq the model's state holds (-1: unknown). */
   constructor(
-    protected readonly model: AnyModel<ReplyModel>,
+    protected readonly model: AnyModel<Model>,
     seq: number,
   ) {
     this.seq = seq;

@@ -224,6 +224,7 @@ function sampling(raw: unknown, faults: string[]): SamplingView | null {
     Array.isArray(raw.messages) &&
     raw.messages.every((m) => isObject(m) && typeof m.role === "string" && typeof m.text === "string") &&
     text(raw.system_prompt) && text(raw.include_context) && text(raw.completion) && text(raw.model) &&
+    text(raw.settings_note) && text(raw.error) &&
     num(raw.max_tokens) && num(raw.temperature) &&
     (raw.model_hints === undefined || (Array.isArray(raw.model_hints) && raw.model_hints.every((x) => typeof x === "string"))) &&
     (raw.stop_sequences === undefined || (Array.isArray(raw.stop_sequences) && raw.stop_sequences.every((x) => typeof x === "string"))) &&
@@ -247,6 +248,8 @@ function sampling(raw: unknown, faults: string[]): SamplingView | null {
     include_context: opt(r.include_context),
     completion: opt(r.completion),
     model: opt(r.model),
+    settings_note: opt(r.settings_note),
+    error: opt(r.error),
   };
 }
 

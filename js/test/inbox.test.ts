@@ -1,13 +1,14 @@
-// inbox_logic.ts: filters, their choices, paging over 1,000 rows, what
-// "Approve selected" sends; inbox.ts: the count badge, and a row's text
-// (agent, summary, outcome) stays text.
+// inbox_logic.ts: the rows the kernel's ops make, filters, their choices,
+// paging over 1,000 rows, what "Approve selected" sends; inbox.ts: the rows
+// of a sync then of ops (two views, one opened late, a gap), the count badge,
+// a row's text (agent, summary, outcome) stays text, a refused message is said.
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { installDom } from "./dom";
-import { settle } from "./fake_model";
-import { approvable, facets, filterRows, keepSelected, NO_FILTER, pageOf, pageText, waited } from "../inbox_logic";
-import inbox from "../inbox";
-import type { InboxRow } from "../messages";
+import { FakeModel, settle, type Sent } from "./fake_model";
+import { applyRowOps, approvable, facets, filterRows, keepSelected, NO_FILTER, ordered, pageOf, pageText, rowsFrom, summaryText, waited } from "../inbox_logic";
+import inbox, { type InboxModel } from "../inbox";
+import type { InboxRow, RowOp } from "../messages";
 
 const dom = installDom();
 after(() => dom.window.close());
@@ -35,6 +36,31 @@ function row(i: number, over: Partial<InboxRow> = {}): InboxRow {
 const rows = Array.from({ length: 1000 }, (_, i) => row(i));
 
 describe("inbox logic", () => {
+  test("ops add, replace and drop rows by session; the rows given are left as they are", () => {
+    const start = rowsFrom(rows.slice(0, 3));
+    const { rows: next, changed } = applyRowOps(start, [
+      { op: "row", row: row(1, { summary: "changed" }) },
+      { op: "row", row: row(7) },
+      { op: "drop", id: "s0" },
+      { op: "drop", id: "not-held" },
+      { op: "row", row: { summary: "names no session" } },
+      null,
+      { op: "other", id: "s2" },
+    ]);
+    assert.deepEqual(changed, ["s1", "s7", "s0"]);
+    assert.deepEqual([...next.keys()].sort(), ["s1", "s2", "s7"]);
+    assert.equal(next.get("s1")!.summary, "changed");
+    assert.deepEqual([...start.keys()], ["s0", "s1", "s2"]);
+    assert.equal(start.get("s1")!.summary, 'text="note 1"');
+  });
+
+  test("a sync's rows skip what is not a row; the order is oldest pause first, ties by session", () => {
+    assert.deepEqual([...rowsFrom([row(1), "x", { session_id: "" }, row(2)]).keys()], ["s1", "s2"]);
+    assert.equal(rowsFrom("not a list").size, 0);
+    const same = [row(3, { since: 5, session_id: "b" }), row(4, { since: 5, session_id: "a" }), row(5, { since: 1 })];
+    assert.deepEqual(ordered(rowsFrom(same)).map((r) => r.session_id), ["s5", "a", "b"]);
+  });
+
   test("each filter keeps only its rows; filters combine", () => {
     assert.equal(filterRows(rows, NO_FILTER, NOW).length, 1000);
     assert.ok(filterRows(rows, { ...NO_FILTER, agent: "agent-1" }, NOW).every((r) => r.agent === "agent-1"));
@@ -74,6 +100,13 @@ describe("inbox logic", () => {
     assert.deepEqual([...keepSelected(new Set(["s1", "gone"]), rows)], ["s1"]);
   });
 
+  test("a row's summary: the call's, how many more, or that its parked call is being read", () => {
+    assert.equal(summaryText(row(1)), 'text="note 1"');
+    assert.equal(summaryText(row(1, { calls: 3 })), 'text="note 1" (+2 more)');
+    assert.equal(summaryText(row(1, { calls: 0, summary: "", tool: "" })), "reading its parked call…");
+    assert.equal(summaryText(row(1, { calls: 0, summary: "", status: "stranded" })), "");
+  });
+
   test("waiting times", () => {
     assert.equal(waited(NOW - 5, NOW), "5s");
     assert.equal(waited(NOW - 125, NOW), "2m 5s");
@@ -83,42 +116,38 @@ describe("inbox logic", () => {
   });
 });
 
-class FakeModel {
-  traits: Record<string, unknown>;
-  sent: unknown[] = [];
-  handlers = new Map<string, ((m: unknown) => void)[]>();
-  constructor(traits: Record<string, unknown>) {
-    this.traits = traits;
-  }
-  get(name: string): unknown {
-    return this.traits[name];
-  }
-  set(name: string, value: unknown): void {
-    this.traits[name] = value;
-    for (const cb of this.handlers.get(`change:${name}`) || []) cb(value);
-  }
-  on(event: string, cb: (m: unknown) => void): void {
-    this.handlers.set(event, [...(this.handlers.get(event) || []), cb]);
-  }
-  off(): void {}
-  send(content: unknown): void {
-    this.sent.push(content);
-  }
-  answer(body: Record<string, unknown>): void {
-    const last = this.sent[this.sent.length - 1] as { request_id: string };
-    for (const cb of this.handlers.get("msg:custom") || []) cb({ request_id: last.request_id, ...body });
-  }
+type Traits = Omit<InboxModel, never>;
+
+const TRAITS: Traits = { opened: "", user_id: "ana", service: "http://svc", error: "", live: "Pushed.", page_size: 25, outcomes: {} };
+
+/** The kernel's part: answers "rows_sync" with `held` (at `seq`), and whatever `other` answers. */
+function kernel(model: FakeModel<Traits>, held: () => { seq: number; rows: InboxRow[] }, other: (m: Sent) => Record<string, unknown> | { refuse: string } | null = () => null) {
+  model.answer = (m) => (m.action === "rows_sync" ? held() : other(m));
 }
+
+function draw(model: FakeModel<Traits>): { host: HTMLElement; cleanup: () => void } {
+  const host = document.createElement("div");
+  document.body.append(host);
+  const cleanup = (inbox.render as unknown as (a: { model: unknown; el: HTMLElement }) => () => void)({ model: model.model, el: host });
+  return { host, cleanup };
+}
+
+/** The rows with their pauses opened in list order (the page shows them oldest first). */
+const inOrder = (list: InboxRow[]) => list.map((r, i) => ({ ...r, since: NOW - 100_000 + i }));
+
+const count = (host: HTMLElement) => host.querySelector('[data-testid="nbh-inbox-count"]')!.textContent;
+const ids = (host: HTMLElement) => [...host.querySelectorAll('[data-testid="nbh-inbox-row"]')].map((r) => r.getAttribute("data-session-id"));
 
 describe("inbox page", () => {
   test("the badge counts every row; one page is drawn; untrusted text stays text; Approve selected shows each outcome", async () => {
     const evil = '<img src=x onerror="alert(1)">';
-    const entries = [row(1, { agent: evil, summary: evil }), ...rows.slice(2, 80)];
-    const model = new FakeModel({ entries, opened: "", user_id: "ana", service: "http://svc", error: "", live: "Pushed.", page_size: 25, outcomes: {} });
-    const host = document.createElement("div");
-    document.body.append(host);
-    const cleanup = (inbox.render as unknown as (a: { model: FakeModel; el: HTMLElement }) => () => void)({ model, el: host });
-    assert.equal(host.querySelector('[data-testid="nbh-inbox-count"]')!.textContent, "79");
+    const entries = inOrder([row(1, { agent: evil, summary: evil }), ...rows.slice(2, 80)]);
+    const model = new FakeModel<Traits>({ ...TRAITS });
+    kernel(model, () => ({ seq: 0, rows: entries }));
+    const { host, cleanup } = draw(model);
+    assert.equal(host.querySelector('[data-testid="nbh-inbox-empty"]')!.textContent, "Asking the kernel for the rows…");
+    await settle();
+    assert.equal(count(host), "79");
     assert.equal(host.querySelectorAll('[data-testid="nbh-inbox-row"]').length, 25);
     assert.equal(host.querySelector("img"), null);
     assert.ok(host.textContent!.includes(evil));
@@ -131,14 +160,13 @@ describe("inbox page", () => {
       b.checked = true;
       b.dispatchEvent(new window.Event("change"));
     }
-    host.querySelector<HTMLButtonElement>('[data-testid="nbh-inbox-approve-selected"]')!.click();
-    const sent = model.sent[model.sent.length - 1] as { action: string; items: { session_id: string }[] };
-    assert.equal(sent.action, "approve_selected");
-    assert.deepEqual(sent.items.map((i) => i.session_id), ["s27", "s28"]);
-    model.answer({ ok: true, results: [
+    kernel(model, () => ({ seq: 0, rows: entries }), () => ({ results: [
       { session_id: "s27", ok: true, code: "delivered", text: "Applied by the service." },
       { session_id: "s28", ok: false, code: "answered_elsewhere", text: evil },
-    ] });
+    ] }));
+    host.querySelector<HTMLButtonElement>('[data-testid="nbh-inbox-approve-selected"]')!.click();
+    const sent = model.actions("approve_selected")[0] as Sent & { items: { session_id: string }[] };
+    assert.deepEqual(sent.items.map((i) => i.session_id), ["s27", "s28"]);
     model.set("outcomes", { s28: { session_id: "s28", ok: false, code: "answered_elsewhere", text: evil } });
     await settle();
     const results = host.querySelectorAll('[data-testid="nbh-inbox-result"]');
@@ -147,6 +175,84 @@ describe("inbox page", () => {
     const cell = host.querySelector('[data-session-id="s28"] [data-testid="nbh-inbox-outcome"]')!;
     assert.equal(cell.textContent, evil);
     assert.equal(host.querySelector("img"), null);
+    cleanup();
+  });
+
+  test("the rows come once by sync, then as ops; a view opened late and a view that missed a message ask again", async () => {
+    // the kernel's side: what it holds and the messages it pushed, as nb_hitl/widgets/_feed.py makes them
+    let held = { seq: 0, rows: inOrder(rows.slice(0, 30)) };
+    const model = new FakeModel<Traits>({ ...TRAITS });
+    kernel(model, () => held);
+    const first = draw(model);
+    await settle();
+    assert.equal(count(first.host), "30");
+    assert.equal(model.actions("rows_sync").length, 1);
+    const push = (seq: number, ops: RowOp[]) => {
+      held = { seq, rows: [...applyRowOps(rowsFrom(held.rows), ops).rows.values()] };
+      model.emit({ type: "nbh_inbox", seq, ops });
+    };
+    // s0 leaves; a new row comes; s5 changes
+    push(1, [{ op: "drop", id: "s0" }, { op: "row", row: row(500, { since: NOW }) }, { op: "row", row: { ...held.rows[5], summary: "asked again" } }]);
+    await settle();
+    assert.equal(count(first.host), "30");
+    assert.ok(!ids(first.host).includes("s0"));
+    assert.equal(model.actions("rows_sync").length, 1, "ops in order need no sync");
+    assert.ok(first.host.textContent!.includes("asked again"));
+    // a second view, opened after those messages: it asks for every row and gets them
+    const late = draw(model);
+    await settle();
+    assert.equal(model.actions("rows_sync").length, 2);
+    assert.equal(count(late.host), "30");
+    assert.deepEqual(ids(late.host), ids(first.host));
+    // both views apply the next op
+    push(2, [{ op: "drop", id: "s1" }]);
+    await settle();
+    assert.deepEqual([count(first.host), count(late.host)], ["29", "29"]);
+    // a message lost on the way (seq 3 never arrives): the views ask again and catch up
+    held = { seq: 3, rows: held.rows.filter((r) => r.session_id !== "s2") };
+    push(4, [{ op: "drop", id: "s3" }]);
+    await settle();
+    assert.equal(model.actions("rows_sync").length, 4);
+    assert.deepEqual([count(first.host), count(late.host)], ["27", "27"]);
+    assert.ok(!ids(first.host).includes("s2") && !ids(late.host).includes("s3"));
+    first.cleanup();
+    late.cleanup();
+  });
+
+  test("an op that comes before the sync's answer waits for it (one sync); a refused sync is said", async () => {
+    const model = new FakeModel<Traits>({ ...TRAITS });
+    const { host, cleanup } = draw(model); // the kernel does not answer yet
+    await settle();
+    const [ask] = model.actions("rows_sync");
+    model.emit({ type: "nbh_inbox", seq: 2, ops: [{ op: "drop", id: "s1" }] });
+    await settle();
+    assert.equal(model.actions("rows_sync").length, 1, "no second sync while one is on its way");
+    model.emit({ request_id: ask.request_id, ok: true, seq: 1, rows: inOrder(rows.slice(0, 4)) });
+    await settle();
+    assert.equal(count(host), "3");
+    assert.ok(!ids(host).includes("s1"));
+    cleanup();
+    const gone = new FakeModel<Traits>({ ...TRAITS });
+    gone.answer = (m) => (m.action === "rows_sync" ? { refuse: "The kernel restarted." } : null);
+    const other = draw(gone);
+    await settle();
+    assert.equal(other.host.querySelector('[data-testid="nbh-inbox-empty"]')!.textContent, "The kernel restarted.");
+    other.cleanup();
+  });
+
+  test("a message the kernel refuses is said where it was typed, as an error", async () => {
+    const model = new FakeModel<Traits>({ ...TRAITS, opened: "s1" });
+    const why = "Not sent: session 1 waits for your answer to write_note (a confirmation). Answer it first.";
+    kernel(model, () => ({ seq: 0, rows: rows.slice(0, 3) }), (m) => (m.action === "say" ? { refuse: why } : null));
+    const { host, cleanup } = draw(model);
+    await settle();
+    host.querySelector<HTMLInputElement>('[data-testid="nbh-inbox-say-text"]')!.value = "hello";
+    host.querySelector<HTMLButtonElement>('[data-testid="nbh-inbox-say-send"]')!.click();
+    await settle();
+    const said = host.querySelector('[data-testid="nbh-inbox-say-msg"]')!;
+    assert.equal(said.textContent, why);
+    assert.equal(said.getAttribute("data-ok"), "false");
+    assert.equal(host.querySelector<HTMLInputElement>('[data-testid="nbh-inbox-say-text"]')!.value, "hello", "the text is kept");
     cleanup();
   });
 });

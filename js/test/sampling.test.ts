@@ -27,6 +27,8 @@ function request(over: Partial<SamplingView> = {}): SamplingView {
     include_context: null,
     completion: null,
     model: null,
+    settings_note: `Applied to the notebook's model (OpenAIChatModel): max tokens, temperature. ${HOSTILE}`,
+    error: null,
     ...over,
   };
 }
@@ -42,7 +44,10 @@ describe("the sampling request card", () => {
     assert.equal(page.control<HTMLTextAreaElement>("c1", "nbh-sampling-message-0")!.value, `Summarize ${HOSTILE}`);
     assert.equal(page.control("c1", "nbh-sampling-system")!.textContent, `You summarize. ${HOSTILE}`);
     const settings = page.control("c1", "nbh-sampling-settings")!.textContent!;
-    for (const part of ["Model hints: small", "Priorities: speed 0.8", "Max tokens: 50", "Temperature: 0.2", "shown, not applied"]) assert.ok(settings.includes(part), part);
+    for (const part of ["Model hints: small", "Priorities: speed 0.8", "Max tokens: 50", "Temperature: 0.2"]) assert.ok(settings.includes(part), part);
+    // which settings the notebook's model takes is the kernel's sentence, shown as text
+    assert.equal(page.control("c1", "nbh-sampling-applied")!.textContent, `Applied to the notebook's model (OpenAIChatModel): max tokens, temperature. ${HOSTILE}`);
+    assert.ok(!settings.includes("not applied"));
     page.close();
   });
   test("Approve sends approve; an edit sends the text of each message", async () => {
@@ -97,6 +102,15 @@ describe("the sampling completion card", () => {
     page.control("c1", "nbh-sampling-edit")!.click();
     await settle();
     assert.deepEqual(sent(page, "edit"), [{ action: "edit", output: "3 rows.", request_id: "", tool_call_id: "", reply_id: "" }]);
+    page.close();
+  });
+  test("a model that failed on an approved request is said on its card, as text", async () => {
+    const failed = `The notebook's model (fake-model) failed: AuthenticationError: 401 ${HOSTILE} The model server refused the API key (401).`;
+    const s = request({ error: failed });
+    const page = await drawReply([pause({ kind: "sampling", sampling: s, status: "delivered", decision: { action: "approve" } })]);
+    assert.equal(page.card("c1").querySelector("img"), null);
+    assert.equal(page.control("c1", "nbh-sampling-error")!.textContent, failed);
+    assert.equal(page.control("c1", "nbh-sampling-approve"), null);
     page.close();
   });
   test("the record says what the server got", () => {

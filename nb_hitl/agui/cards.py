@@ -20,7 +20,8 @@ from pydantic import ValidationError
 from ..guard import SchemaRefused, check_schema, without_patterns
 from ..kinds.form import form_size_problem
 from ..messages import format_validation_error
-from .mapping import META_KEY, META_VERSION, OUR_KINDS, interrupt_view, our_kind
+from .interrupt_views import OUR_KINDS, interrupt_view, our_kind
+from .mapping import META_KEY, META_VERSION
 
 __all__ = ["TEXT_FIELDS", "checked_interrupt", "metadata_problem", "safe_view", "view_problem"]
 

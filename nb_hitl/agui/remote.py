@@ -22,7 +22,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from ag_ui.core import EventType, ResumeEntry, UserMessage
 
@@ -30,34 +30,18 @@ from ..answers import front
 from ..entries import entry_text, lookup_in
 from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError, PendingPauseError
 from ..guard import StreamBudget, StreamLimitReached
+from ..kinds._schema import validate_payload
 from ..session._calls import install_kernel_hints
 from .client import AguiClient, AguiClientError, RemoteRunError
-from .mapping import META_KEY, ResumeError, check_resume, message_to_entry, parse_expires_at, validate_payload
+from .ids import parse_expires_at
+from .interrupt_views import message_to_entry
+from .remote_checks import check_entries, reopen_refused
+from .remote_view import TurnView, ViewFactory, default_view
 from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, move, view_data
 
 __all__ = ["RemoteSession", "TurnView", "ViewFactory"]
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[[Any], Awaitable[dict[str, Any]]]
-"""The answer handler a view calls with a page message; awaitable result."""
-
-
-class TurnView(Protocol):
-    """A display of one remote turn."""
-
-    def update(self, data: dict[str, Any]) -> None:
-        """Show ``data`` (:func:`~nb_hitl.agui.turn.view_data`)."""
-
-
-ViewFactory = Callable[..., TurnView]
-"""``(handler, *, agent_name, prompt, display) -> TurnView``."""
-
-
-def _default_view(handler: Handler, *, agent_name: str, prompt: str, display: bool) -> TurnView:
-    from ..widgets.remote import RemoteReplyView  # the widget layer, loaded on first use
-
-    return RemoteReplyView(handler, agent_name=agent_name, prompt=prompt, display=display)
 
 
 class RemoteSession:
@@ -166,7 +150,7 @@ class RemoteSession:
                 + (" (answer its open interrupts first)." if prior.status == "paused" else ".")
             )
         turn = RemoteTurn(prompt=message)
-        factory = self.view if self.view is not None else _default_view
+        factory = self.view if self.view is not None else default_view
 
         def handler(msg: Any, _turn: RemoteTurn = turn) -> Awaitable[dict[str, Any]]:
             return self._on_action(_turn, msg)
@@ -297,52 +281,8 @@ class RemoteSession:
             raise AlreadyDecidedError("A resume for this run is already on its way.")
         return turn
 
-    def _refused(self, turn: RemoteTurn, record: RunRecord) -> None:
-        """A resume refused at once (``RUN_STARTED``, ``RUN_ERROR``): the
-        server resumed nothing. The interrupts it names reopen with the
-        reason on their card; the other answers are kept, so only the
-        refused ones need answering again before the next resume."""
-        turn.status = "paused"
-        code = f" ({record.error_code})" if record.error_code else ""
-        meta = record.events[-1].metadata if record.events else None
-        named = (meta or {}).get(META_KEY, {}) if isinstance(meta, dict) else {}
-        ids = [i for i in (named.get("interrupt_ids") or []) if isinstance(i, str) and i in turn.answers]
-        faulted = set(ids) or set(turn.answers)
-        cards = [v for v in turn.pauses.values() if v["interrupt_id"] in faulted and v["status"] == "decided"]
-        names = ", ".join(str(v["tool_name"]) for v in cards) or "the answers"
-        turn.reason = f"The server refused your answer to {names}{code}: {record.error}"
-        for view in cards:
-            move(view, "open")  # the carrier's far side refused it: the call still waits
-            view["decision"] = None
-            view["reason"] = view["refused"] = f"Refused by the server{code}: {record.error}"
-            turn.answers.pop(view["interrupt_id"], None)
-
-    def _check(self, turn: RemoteTurn, entries: list[ResumeEntry]) -> None:
-        """The resume contract (against the checked interrupts), then each
-        resolved payload against its full schema, evaluated safely."""
-        check_resume(list(turn.checked.values()), entries, now=self.clock())
-        for e in entries:
-            if e.status != "resolved":
-                continue
-            view = next((v for v in turn.pauses.values() if v["interrupt_id"] == e.interrupt_id), None)
-            if view is not None and view.get("unanswerable"):
-                raise ResumeError(
-                    f"Interrupt {e.interrupt_id} cannot be answered, only cancelled: {view['form_error']}",
-                    code="invalid_payload",
-                    interrupt_ids=[e.interrupt_id],
-                )
-            try:
-                validate_payload(turn.interrupts[e.interrupt_id].response_schema, e.payload)
-            except DecisionError as exc:
-                raise ResumeError(
-                    f"Interrupt {e.interrupt_id}: {exc}",
-                    code="invalid_payload",
-                    field=f"{e.interrupt_id}:{exc.field or ''}",
-                    interrupt_ids=[e.interrupt_id],
-                ) from None
-
     def _queue_resume(self, turn: RemoteTurn, entries: list[ResumeEntry]) -> None:
-        self._check(turn, entries)
+        check_entries(turn, entries, self.clock())
         turn.outbox = entries
         turn.settled.clear()
         turn.resume_ready.set()
@@ -384,7 +324,7 @@ class RemoteSession:
         answers = {**turn.answers, interrupt.id: entry}
         complete = all(i in answers for i in turn.interrupts)
         if complete and self.auto_send:
-            self._check(turn, [answers[i] for i in turn.interrupts])
+            check_entries(turn, [answers[i] for i in turn.interrupts], self.clock())
         turn.answers = answers
         move(view, "decided")
         view["decision"] = answer_summary(entry, message, view)
@@ -494,7 +434,7 @@ class RemoteSession:
         cut = record.error_code == StreamLimitReached.code
         refused = resume is not None and record.outcome == "error" and len(record.events) <= 2 and not cut
         if refused:
-            self._refused(turn, record)
+            reopen_refused(turn, record)
         if turn.verdict is not None and not turn.verdict.done():
             turn.verdict.set_result(turn.reason if refused else None)
         self._push(turn, force=True)

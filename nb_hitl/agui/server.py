@@ -49,7 +49,6 @@ from ..answers.front import BatchRefused
 from ..answers.record import origin
 from ..errors import DecisionError, PendingPauseError
 from ..pauses import Pause
-from ..session import ReplyRun
 from .background import ServerHandle, serve_in_background
 from .events import EventTranslator, messages_snapshot, now_ms
 from .guard import Access, AuthHook
@@ -410,25 +409,6 @@ class AguiServer:
             plan.append((entry, message))
         return plan
 
-    def _settled(self, thread: ThreadState, run: ReplyRun | None, item: tuple[str, Any]) -> bool:
-        """Whether the run has nothing more to stream: its reply ended, or
-        no ``reply_stream`` is between its first item and its final ``Msg``
-        and every parked tool call has an open pause (a pause is added on
-        the driving task right after the event announcing it, or after the
-        stream by ``_sync_pauses``; each addition queues a ``"pause"``
-        notification, so the last one re-checks this)."""
-        kind, value = item
-        if run is None:
-            return False
-        if kind == "notify" and value[0] == "end" and value[1] is run:
-            return True
-        if thread.streaming or not run.live:
-            return False
-        awaiting = thread.session.parked_tool_calls()
-        if not awaiting:
-            return False
-        return all(tc.id in run.pauses and run.pauses[tc.id].status == "open" for tc in awaiting)
-
     async def _pump(self, thread: ThreadState, translator: EventTranslator) -> AsyncIterator[BaseEvent]:
         assert thread.queue is not None
         run = thread.session.current
@@ -437,7 +417,7 @@ class AguiServer:
             if item[0] == "event":
                 for event in translator.feed(item[1]):
                     yield event
-            if self._settled(thread, run, item):
+            if thread.settled(run, item):
                 return
 
     async def _finish(

@@ -256,6 +256,33 @@ class ThreadState:
             self.streaming = False
         self.put(("notify", (kind, run)))
 
+    def settled(self, run: ReplyRun | None, item: tuple[str, Any]) -> bool:
+        """Whether the run listening now (reading ``run``, the reply it
+        started or resumed) has nothing more to stream, given the latest
+        queued ``item``: its reply ended, or
+        every parked tool call has an open pause and either no
+        ``reply_stream`` is between its first item and its final ``Msg`` or a
+        running tool call waits on an open pause of its own (``Pause.carrier``:
+        an MCP server's elicitation or sampling request; the stream cannot go
+        on before it is answered). A pause is added on the driving task right
+        after the event announcing it, or after the stream by
+        ``_sync_pauses``, or by the running tool; each addition queues a
+        ``"pause"`` notification, so the last one re-checks this."""
+        kind, value = item
+        if run is None:
+            return False
+        if kind == "notify" and value[0] == "end" and value[1] is run:
+            return True
+        if not run.live:
+            return False
+        carried = any(p.carrier is not None and p.status == "open" for p in run.pauses.values())
+        if self.streaming and not carried:
+            return False
+        awaiting = self.session.parked_tool_calls()
+        if not awaiting and not carried:
+            return False
+        return all(tc.id in run.pauses and run.pauses[tc.id].status == "open" for tc in awaiting)
+
     @property
     def busy(self) -> bool:
         """A run holds the thread, or its reply is live (not evictable)."""

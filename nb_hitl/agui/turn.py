@@ -37,6 +37,7 @@ from ag_ui.core import (
 from ..answers.lifecycle import transition
 from ..answers.outcome import answered_elsewhere_text
 from ..entries import shown_entry
+from ..kinds import kind_spec
 from ..markdown import markdown_html
 from ..pauses import PauseStatus
 from .cards import checked_interrupt, metadata_problem, safe_view, view_problem
@@ -273,7 +274,7 @@ def answer_summary(entry: ResumeEntry, message: dict[str, Any], view: dict[str, 
         return {"action": "answer", "answers": payload["answers"]}
     if view["kind"] == "external":
         return {"action": "external_result", "state": payload.get("state", "success")}
-    return {"action": "submit", "value": entry.payload}
+    return kind_spec(view["kind"]).answer_summary(entry.payload, message)
 
 
 class RunReader:
@@ -462,7 +463,7 @@ class RunReader:
             elif view["status"] == "open":
                 move(view, "expired", reason="The server no longer waits for this answer.")
         turn.interrupts = {i.id: i for i in interrupts}
-        turn.answers = {}
+        turn.answers, turn.checked = {}, {}  # a later run's interrupts replace the earlier ones
         counts: dict[str, int] = {}
         for i in interrupts:
             if i.tool_call_id:

@@ -9,7 +9,9 @@ allow, which rules never fire, which are shadowed by others. Shell tools are
 judged as a Session judges them (:func:`~nb_hitl.permissions.shell_check.judge_shell_call`)
 unless ``shell_rules=False``. Matching is bounded
 (:class:`~nb_hitl.permissions.bounded.BoundedEngine`): a pathological rule is
-reported on the calls it would have hung on, never matched. A long replay
+reported on the calls it would have hung on, never matched. Each distinct
+call (tool and input) is put to the engine once, its rules matched once
+each, and every recorded call with it counted with that outcome. A long replay
 gives the event loop a turn every :data:`YIELD_EVERY` seconds (and reads
 the log in a worker thread), so a kernel stays responsive while it runs and
 the task running it can be cancelled between two calls.
@@ -18,9 +20,12 @@ the task running it can be cancelled between two calls.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Awaitable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -35,7 +40,7 @@ from agentscope.permission import (
 
 from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
-from ..permissions.bounded import BoundedEngine, PathologicalRuleError
+from ..permissions.bounded import BoundedEngine, PathologicalRuleError, may_backtrack
 from ..permissions.rules import MODES, parse_rule
 from ..permissions.shell_check import judge_shell_call, rule_covers
 from ..permissions.tools import tools_of
@@ -147,50 +152,92 @@ def _mode(mode: Any, fallback: PermissionMode | None) -> PermissionMode:
 
 
 class _ReplayEngine(BoundedEngine):
-    """A :class:`BoundedEngine` that remembers, for one call at a time, which
-    rules matched it. Replay asks the engine for its decision first (its own
-    ``check_permission``), then needs every rule of the tool matched against
-    the call (to count what fired and what was shadowed): the rules the engine
-    already matched are looked up, only the others are matched."""
+    """A :class:`BoundedEngine` that knows, for one call at a time, which
+    rules match it. Replay matches every rule of the call's tool first
+    (:meth:`match_all`, to count what fired and what was shadowed), then asks the
+    engine for its decision (its own ``check_permission``), whose rule
+    matches against that call are then answered from what is known: each rule
+    is matched once per call.
 
-    def __init__(self, context: PermissionContext) -> None:
+    Args:
+        context: the candidate ``PermissionContext``.
+        answers: two done futures, holding ``False`` and ``True``, that the
+            engine's ``await self._rule_matches(...)`` gets for a known match
+            (no coroutine made per lookup).
+    """
+
+    def __init__(self, context: PermissionContext, answers: tuple[asyncio.Future[bool], asyncio.Future[bool]]) -> None:
         super().__init__(context)
         self.call: dict[str, Any] = {}
-        self._seen: dict[int, bool] = {}
+        self._answers = answers
+        self._known: dict[int, asyncio.Future[bool]] = {}
+        self._costly: set[int] = set()
+        self._next_turn = time.perf_counter() + YIELD_EVERY
 
-    def begin(self, tool_input: dict[str, Any]) -> dict[str, Any]:
-        """Start remembering matches against a copy of ``tool_input``
-        (forgetting the previous call's); returns the copy, the input to
-        decide with (a shell rule's per-command checks pass other inputs,
-        which are not remembered)."""
-        self.call = dict(tool_input)
-        self._seen = {}
-        return self.call
+    async def turn(self) -> None:
+        """Let the event loop run (``await asyncio.sleep(0)``) when
+        :data:`YIELD_EVERY` seconds have passed since it last did: a click is
+        answered, a cancel lands here. Asked between calls and before each
+        match of a shell rule's simple commands (a call judged with the shell
+        rules matches each rule against each of its simple commands too)."""
+        if time.perf_counter() >= self._next_turn:
+            await asyncio.sleep(0)
+            self._next_turn = time.perf_counter() + YIELD_EVERY
 
-    def seen(self, rule: PermissionRule) -> bool | None:
-        """Whether ``rule`` matched the current call, ``None`` when not matched yet."""
-        return self._seen.get(id(rule))
+    def add_rule(self, rule: PermissionRule) -> None:
+        """AgentScope's ``add_rule``; notes whether matching ``rule`` may cost
+        anything (:func:`~nb_hitl.permissions.bounded.may_backtrack`)."""
+        super().add_rule(rule)
+        if may_backtrack(rule):
+            self._costly.add(id(rule))
 
-    async def _rule_matches(self, tool: Any, rule: PermissionRule, input_data: dict[str, Any]) -> bool:
-        if input_data is not self.call:
-            return await super()._rule_matches(tool, rule, input_data)
-        seen = self._seen.get(id(rule))
-        if seen is None:
-            self.check_cost(tool, rule, input_data)  # BoundedEngine's check, one coroutine less
-            seen = self._seen[id(rule)] = bool(await PermissionEngine._rule_matches(self, tool, rule, input_data))
-        return seen
+    async def match_all(
+        self, tool: Any, tool_input: dict[str, Any], rules: list[PermissionRule], shell: bool
+    ) -> tuple[dict[str, Any], list[PermissionRule], list[PermissionRule], str | None]:
+        """Start a call and match every rule of ``rules`` against it (AgentScope's
+        ``PermissionEngine._rule_matches``, bounded; with ``shell``, a rule
+        that covers one of its simple commands matches too); what matched the
+        input itself is remembered for the engine's check of that input.
 
+        Returns:
+            ``(input, matching, pathological, problem)``: a copy of
+            ``tool_input`` (the input to decide with; the row keeps the
+            recorded one), the matching rules in ``rules``' order, the rules
+            too costly to match, and the last of their errors' messages.
+        """
+        self.call = given = dict(tool_input)
+        self._known = known = {}
+        costly, answers, matches = self._costly, self._answers, PermissionEngine._rule_matches
+        matching: list[PermissionRule] = []
+        pathological: list[PermissionRule] = []
+        problem: str | None = None
+        for rule in rules:
+            key = id(rule)
+            try:
+                if key in costly:
+                    self.check_cost(tool, rule, given)
+                matched = bool(await matches(self, tool, rule, given))
+                known[key] = answers[matched]
+                if matched or shell and await rule_covers(tool, rule, given, self):
+                    matching.append(rule)
+            except PathologicalRuleError as exc:
+                pathological.append(rule)
+                problem = str(exc)
+        return given, matching, pathological, problem
 
-async def _matches(engine: _ReplayEngine, tool: Any, rule: PermissionRule, shell: bool) -> bool:
-    """Whether ``rule`` matches the call :meth:`_ReplayEngine.begin` started,
-    or (shell rules) one of its simple commands.
+    def _rule_matches(  # type: ignore[override]
+        self, tool: Any, rule: PermissionRule, input_data: dict[str, Any]
+    ) -> Awaitable[bool]:
+        if input_data is self.call:
+            known = self._known.get(id(rule))
+            if known is not None:
+                return known
+        return self._other(tool, rule, input_data)
 
-    Raises:
-        PathologicalRuleError: matching would backtrack too long.
-    """
-    if await engine._rule_matches(tool, rule, engine.call):
-        return True
-    return bool(await rule_covers(tool, rule, engine.call, engine)) if shell else False
+    async def _other(self, tool: Any, rule: PermissionRule, input_data: dict[str, Any]) -> bool:
+        """A match against another input (a shell rule's simple commands): bounded, after the loop's turn if due."""
+        await self.turn()
+        return await super()._rule_matches(tool, rule, input_data)
 
 
 async def _decide(engine: BoundedEngine, tool: Any, tool_input: dict[str, Any], shell: bool) -> PermissionDecision:
@@ -202,6 +249,92 @@ async def _decide(engine: BoundedEngine, tool: Any, tool_input: dict[str, Any], 
     return decision
 
 
+@dataclass(frozen=True, eq=False)
+class _Outcome:
+    """What the candidate decides for one distinct (tool, input): the
+    decision's fields for the row, and the rules that matched (in the
+    engine's order) or could not be matched (pathological)."""
+
+    candidate: str
+    reason: str | None
+    rule: str | None
+    problem: str | None
+    matching: tuple[PermissionRule, ...]
+    pathological: tuple[PermissionRule, ...]
+
+
+def _input_key(tool_name: str, tool_input: dict[str, Any]) -> tuple[str, str] | None:
+    """``(tool name, canonical JSON of the input)``: two calls with equal keys
+    are decided alike; ``None`` when the input is not JSON (decided on its own)."""
+    try:
+        return tool_name, json.dumps(tool_input, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError):
+        return None
+
+
+async def _judge(
+    engine: _ReplayEngine, tool: Any, tool_input: dict[str, Any], rules: list[PermissionRule], shell: bool
+) -> _Outcome:
+    """The engine's decision on one call, and every rule of ``rules`` (the
+    tool's, in the engine's order) that matches it."""
+    given, matching, pathological, problem = await engine.match_all(tool, tool_input, rules, shell)
+    decision: PermissionDecision | None = None
+    try:
+        decision = await _decide(engine, tool, given, shell)
+    except PathologicalRuleError as exc:
+        problem = problem or str(exc)
+    if problem is not None or decision is None:
+        return _Outcome("unknown", None, None, problem, tuple(matching), tuple(pathological))
+    candidate = enum_value(decision.behavior)
+    fired = next((r for r in matching if enum_value(r.behavior) == candidate), None)
+    return _Outcome(
+        candidate,
+        decision.decision_reason or decision.message,
+        rule_label(fired) if fired is not None else None,
+        None,
+        tuple(matching),
+        tuple(pathological),
+    )
+
+
+def _add_row(columns: dict[str, list[Any]], call: dict[str, Any], outcome: _Outcome) -> None:
+    """Append one row to the replay's columns (:data:`CALL_COLUMNS`): the
+    recorded call and what the candidate decides (columns, not a dict per
+    row: a long log leaves fewer objects for the garbage collector to walk)."""
+    changed = outcome.candidate != "unknown" and outcome.candidate != call["recorded"]
+    row = {
+        "candidate": outcome.candidate,
+        "candidate_reason": outcome.reason,
+        "candidate_rule": outcome.rule,
+        "problem": outcome.problem,
+        "changed": changed,
+        "change": f"{call['recorded']} -> {outcome.candidate}" if changed else "",
+        "denied_now_allowed": call.get("person") == "deny" and outcome.candidate == PermissionBehavior.ALLOW.value,
+    }
+    for name, values in columns.items():
+        values.append(row[name] if name in row else call.get(name))
+
+
+def _tally(listed: list[PermissionRule], outcomes: Counter[_Outcome]) -> dict[int, dict[str, Any]]:
+    """Per rule (by ``id``): on how many calls it ``matched``, ``fired`` (the
+    first match), was shadowed ``by`` (label -> calls) and was ``pathological``;
+    ``outcomes`` counts the calls each outcome was given to."""
+    stats: dict[int, dict[str, Any]] = {id(r): {"matched": 0, "fired": 0, "pathological": 0, "by": {}} for r in listed}
+    for outcome, n in outcomes.items():
+        for rule in outcome.pathological:
+            stats[id(rule)]["pathological"] += n
+        for rule in outcome.matching:
+            stats[id(rule)]["matched"] += n
+        if outcome.matching:
+            first = outcome.matching[0]
+            stats[id(first)]["fired"] += n
+            label = rule_label(first)
+            for other in outcome.matching[1:]:
+                by = stats[id(other)]["by"]
+                by[label] = by.get(label, 0) + n
+    return stats
+
+
 async def replay(
     log: AuditLog | str | os.PathLike[str] | Iterable[dict[str, Any]],
     rules: Iterable[PermissionRule | Mapping[str, Any]] | PermissionContext,
@@ -211,6 +344,11 @@ async def replay(
     shell_rules: bool = True,
 ) -> pd.DataFrame:
     """What a candidate rule set would have decided for every recorded call.
+
+    Each distinct call (its tool and its input, compared as canonical JSON)
+    is put to the engine once and every recorded call with it gets that
+    outcome: the engine's decision is a function of the tool, the input and
+    the candidate context, which one replay holds fixed.
 
     Args:
         log: the audit log (:class:`~nb_hitl.store.AuditLog`, its path, or its records).
@@ -243,65 +381,39 @@ async def replay(
     """
     listed, context_mode = _rules(rules)
     candidate_mode = _mode(mode, context_mode)
-    engine = _ReplayEngine(PermissionContext(mode=candidate_mode))
+    answers = (asyncio.get_running_loop().create_future(), asyncio.get_running_loop().create_future())
+    answers[0].set_result(False)
+    answers[1].set_result(True)
+    engine = _ReplayEngine(PermissionContext(mode=candidate_mode), answers)
     for rule in listed:
         engine.add_rule(rule)
     by_tool: dict[str, list[PermissionRule]] = {}
     for rule in sorted(listed, key=lambda r: _PRECEDENCE[enum_value(r.behavior)]):  # stable within a bucket
         by_tool.setdefault(rule.tool_name, []).append(rule)
     tools = tools_of(getattr(toolkit, "toolkit", None) or toolkit)
-    stats: dict[int, dict[str, Any]] = {id(r): {"matched": 0, "fired": 0, "pathological": 0, "by": {}} for r in listed}
-    rows = []
+    decided: dict[tuple[str, str], _Outcome] = {}
+    given: Counter[_Outcome] = Counter()
+    columns: dict[str, list[Any]] = {name: [] for name in CALL_COLUMNS}
     calls = await asyncio.to_thread(
         lambda: recorded_calls(read_records(log))
     )  # off the loop: 100,000 lines take a second
-    turn = time.perf_counter()
     for call in calls:
-        if time.perf_counter() - turn >= YIELD_EVERY:  # the loop's turn: clicks answered, a cancel lands here
-            await asyncio.sleep(0)
-            turn = time.perf_counter()
-        row = {**call, "candidate": "unknown", "candidate_reason": None, "candidate_rule": None, "problem": None}
+        await engine.turn()
         tool = tools.get(str(call["tool_name"]))
         if tool is None:
-            row["problem"] = f"no tool {call['tool_name']!r} in the toolkit"
-            rows.append(row)
+            unknown = _Outcome("unknown", None, None, f"no tool {call['tool_name']!r} in the toolkit", (), ())
+            _add_row(columns, call, unknown)
             continue
-        shell = shell_rules
-        given = engine.begin(call["input"])  # a copy: the row keeps the recorded input
-        decision: PermissionDecision | None = None
-        try:  # first: the engine's matches are remembered for the count below
-            decision = await _decide(engine, tool, given, shell)
-        except PathologicalRuleError as exc:
-            row["problem"] = str(exc)
-        matching = []
-        for rule in by_tool.get(tool.name, []):
-            try:
-                seen = engine.seen(rule)  # most were matched by the engine's own check
-                if seen or (seen is None or shell) and await _matches(engine, tool, rule, shell):
-                    matching.append(rule)
-            except PathologicalRuleError as exc:
-                stats[id(rule)]["pathological"] += 1
-                row["problem"] = str(exc)
-        for rule in matching:
-            stats[id(rule)]["matched"] += 1
-        if matching:
-            first = matching[0]
-            stats[id(first)]["fired"] += 1
-            for other in matching[1:]:
-                stats[id(other)]["by"][rule_label(first)] = stats[id(other)]["by"].get(rule_label(first), 0) + 1
-        if row["problem"] is None and decision is not None:
-            row["candidate"] = enum_value(decision.behavior)
-            row["candidate_reason"] = decision.decision_reason or decision.message
-            fired = [r for r in matching if enum_value(r.behavior) == row["candidate"]]
-            row["candidate_rule"] = rule_label(fired[0]) if fired else None
-        rows.append(row)
-    for row in rows:
-        known = row["candidate"] != "unknown"
-        row["changed"] = known and row["candidate"] != row["recorded"]
-        row["change"] = f"{row['recorded']} -> {row['candidate']}" if row["changed"] else ""
-        row["denied_now_allowed"] = row.get("person") == "deny" and row["candidate"] == PermissionBehavior.ALLOW.value
-    frame = await asyncio.to_thread(pd.DataFrame, rows, columns=CALL_COLUMNS)
-    frame.attrs["rules"] = _rule_frame(listed, stats)
+        key = _input_key(tool.name, call["input"])
+        outcome = decided.get(key) if key is not None else None
+        if outcome is None:
+            outcome = await _judge(engine, tool, call["input"], by_tool.get(tool.name, []), shell_rules)
+            if key is not None:
+                decided[key] = outcome
+        given[outcome] += 1
+        _add_row(columns, call, outcome)
+    frame = await asyncio.to_thread(pd.DataFrame, columns, columns=CALL_COLUMNS)
+    frame.attrs["rules"] = _rule_frame(listed, _tally(listed, given))
     frame.attrs["mode"] = candidate_mode.value
     return frame
 

@@ -291,6 +291,11 @@ class PauseKindSpec(ABC):
         """The page message a ``resolved`` payload (already checked against
         :meth:`response_schema`) stands for."""
 
+    def interrupt_meta(self, pause: Pause) -> dict[str, Any]:
+        """This kind's own fields of ``Interrupt.metadata["nb_hitl"]`` (JSON), besides the
+        fields every interrupt carries; none by default."""
+        return {}
+
     # -- AG-UI: Interrupt -> view, page message -> payload (client) ----------
     def meta_ok(self, meta: Mapping[str, Any]) -> bool:
         """Whether an interrupt's ``metadata["nb_hitl"]`` is well formed enough to draw as this kind."""
@@ -299,6 +304,12 @@ class PauseKindSpec(ABC):
     def view_fields(self, meta: Mapping[str, Any]) -> dict[str, Any]:
         """This kind's fields of the widget view of an interrupt (the rest are defaults)."""
         return {}
+
+    def answer_summary(self, payload: Any, message: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``decision`` a remote card shows once ``message`` was sent as a ``resolved``
+        entry with ``payload`` (the shape of :meth:`Decision.summary`); by default a form's:
+        ``{"action": "submit", "value": payload}``."""
+        return {"action": "submit", "value": payload}
 
     @abstractmethod
     def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:

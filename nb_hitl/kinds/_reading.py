@@ -23,7 +23,7 @@ from typing import Any
 
 from .._agentscope import agentscope_tool_input
 
-__all__ = ["InputReading", "read_input", "canonical", "same_value", "visible_json", "visible_text"]
+__all__ = ["InputReading", "read_input", "canonical", "same_value", "same_by_value", "visible_json", "visible_text"]
 
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
 
@@ -70,6 +70,23 @@ def canonical(value: Any) -> str:
 def same_value(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` are the same JSON value, type included (``1 != True != 1.0``)."""
     return canonical(a) == canonical(b)
+
+
+def _by_value(value: Any) -> Any:
+    """``value`` with integral floats as ints (``1250.0`` -> ``1250``; ``True`` stays ``True``), nested."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _by_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_by_value(v) for v in value]
+    return value
+
+
+def same_by_value(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are the same JSON value for a tool: numbers by value
+    (``1250 == 1250.0``), every other type strict (``1 != True``, ``"5" != 5``)."""
+    return same_value(_by_value(a), _by_value(b))
 
 
 class _Duplicate(ValueError):

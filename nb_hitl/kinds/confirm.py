@@ -23,7 +23,7 @@ from agentscope.event import ConfirmResult
 from agentscope.permission import PermissionBehavior, PermissionRule
 
 from .._agentscope import enum_value, rule_label
-from ..edit_preview import EditPreview, input_preview, model_input
+from ..edit_preview import EditPreview, input_preview, model_input, refuse_unchanged_edit
 from ..errors import DecisionError
 from ..file_change import MAX_DIFF_CHARS, input_diff
 from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object
@@ -319,7 +319,7 @@ class ConfirmKind(PauseKindSpec):
                 "an edited name would run another tool without a permission check.",
                 field="name",
             )
-        edited = parse_edited_input(msg.input, pause.input_schema)
+        edited = refuse_unchanged_edit(pause, parse_edited_input(msg.input, pause.input_schema))
         rules = _rules(pause, msg.rules)
         call.input = json.dumps(edited, ensure_ascii=False)
         runs = read_input(call.input, pause.input_schema)

@@ -224,6 +224,13 @@ class ElicitationKind(PauseKindSpec):
             "elicitation_url": meta.get("elicitation_url"),
         }
 
+    def answer_summary(self, payload: Any, message: Mapping[str, Any]) -> dict[str, Any]:
+        """As the local card's decision: the action, and an accepted form's ``content``."""
+        out: dict[str, Any] = {"action": payload["action"]}
+        if "content" in payload:
+            out["content"] = payload["content"]
+        return out
+
     def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:
         action = message.get("action")
         if action not in ELICITATION_ACTIONS:

@@ -39,7 +39,14 @@ if TYPE_CHECKING:
 
     from ..pauses import Pause
 
-__all__ = ["SamplingKind", "SAMPLING_ACTIONS", "SAMPLING_STAGES", "edited_messages", "denial_text"]
+__all__ = [
+    "SamplingKind",
+    "SAMPLING_ACTIONS",
+    "SAMPLING_STAGES",
+    "edited_messages",
+    "denial_text",
+    "sampling_problem",
+]
 
 SAMPLING_ACTIONS = frozenset({"approve", "edit", "deny"})
 """The answers to either stage of a sampling request."""
@@ -93,6 +100,42 @@ def edited_messages(pause: Pause, texts: Any) -> list[dict[str, str]]:
     if not any(t.strip() for t in texts):
         raise DecisionError("Every edited message is empty: there is nothing to ask the model.", field="messages")
     return [{"role": str(m.get("role", "user")), "text": t} for m, t in zip(shown, texts, strict=True)]
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def sampling_problem(value: Any) -> str | None:
+    """Why a peer's ``sampling`` (an interrupt's ``metadata.nb_hitl.sampling``, the shape of
+    ``Pause.sampling``) cannot be drawn, or ``None``: every part must be of the type the card
+    reads (``stage`` one of :data:`SAMPLING_STAGES`, ``messages`` ``[{"role", "text"}]`` of
+    text, text or ``None`` for the prompt, the completion, the model and the notes, numbers
+    or ``None`` for the limits, lists of text for hints and stop sequences)."""
+    if not isinstance(value, Mapping):
+        return "sampling is not an object"
+    messages = value.get("messages")
+    if value.get("stage") not in SAMPLING_STAGES:
+        return "sampling.stage is neither 'request' nor 'completion'"
+    if not isinstance(messages, list) or not all(
+        isinstance(m, Mapping) and isinstance(m.get("role"), str) and isinstance(m.get("text"), str) for m in messages
+    ):
+        return "sampling.messages is not a list of {role, text} texts"
+    for key in ("system_prompt", "include_context", "completion", "model", "settings_note", "error"):
+        if value.get(key) is not None and not isinstance(value[key], str):
+            return f"sampling.{key} is not text"
+    for key in ("max_tokens", "temperature"):
+        number = value.get(key)
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int | float)):
+            return f"sampling.{key} is not a number"
+    if not _texts(value.get("model_hints", [])) or not _texts(value.get("stop_sequences", [])):
+        return "sampling.model_hints and sampling.stop_sequences are lists of text"
+    priorities = value.get("priorities", {})
+    if not isinstance(priorities, Mapping) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in priorities.values()
+    ):
+        return "sampling.priorities is not an object of numbers"
+    return None
 
 
 class SamplingKind(PauseKindSpec):
@@ -170,8 +213,29 @@ class SamplingKind(PauseKindSpec):
                 out[key] = payload[key]
         return out
 
+    def interrupt_meta(self, pause: Pause) -> dict[str, Any]:
+        return {"sampling": pause.sampling}
+
+    def meta_ok(self, meta: Mapping[str, Any]) -> bool:
+        """A request drawn only when it is whole (:func:`sampling_problem`); one the server
+        could not show carries its reason (``form_error``) and no request."""
+        if meta.get("sampling") is None:
+            return isinstance(meta.get("form_error"), str)
+        return sampling_problem(meta["sampling"]) is None
+
     def view_fields(self, meta: Mapping[str, Any]) -> dict[str, Any]:
         return {"message": meta.get("message"), "form_error": meta.get("form_error"), "sampling": meta.get("sampling")}
+
+    def answer_summary(self, payload: Any, message: Mapping[str, Any]) -> dict[str, Any]:
+        """As the local card's decision: the action, an edit's ``content``, a denial's reason."""
+        out: dict[str, Any] = {"action": payload["action"]}
+        if "messages" in payload:
+            out["content"] = {"messages": payload["messages"]}
+        if "output" in payload:
+            out["content"] = {"text": payload["output"]}
+        if payload.get("reason"):
+            out["reason"] = payload["reason"]
+        return out
 
     def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:
         action = message.get("action")

@@ -29,7 +29,7 @@ from .._agentscope import rule_label
 from ..errors import NbHitlError
 from .shell_check import shell_field
 
-__all__ = ["MATCH_BUDGET", "match_cost", "BoundedEngine", "PathologicalRuleError"]
+__all__ = ["MATCH_BUDGET", "match_cost", "may_backtrack", "BoundedEngine", "PathologicalRuleError"]
 
 MATCH_BUDGET = 10**8
 """The most backtracking steps (estimated, :func:`match_cost`) one rule match
@@ -93,6 +93,13 @@ def match_cost(tool: Any, rule_content: str | None, tool_input: dict[str, Any]) 
     return min(max(length, 1) ** stars, _MOST), length
 
 
+def may_backtrack(rule: PermissionRule) -> bool:
+    """Whether matching ``rule`` can cost anything at all (:func:`match_cost`
+    is 0 for a rule with fewer than two wildcards, whatever the input)."""
+    content = rule.rule_content
+    return content is not None and content.count("*") >= 2
+
+
 class BoundedEngine(PermissionEngine):
     """AgentScope's ``PermissionEngine`` whose rule matcher refuses a match
     over :data:`MATCH_BUDGET` (:class:`PathologicalRuleError`); every decision
@@ -105,9 +112,8 @@ class BoundedEngine(PermissionEngine):
         Raises:
             PathologicalRuleError: matching ``rule`` against ``input_data`` would backtrack too long.
         """
-        content = rule.rule_content
-        if content and content.count("*") >= 2:  # fewer wildcards cost nothing (match_cost)
-            cost, length = match_cost(tool, content, input_data)
+        if may_backtrack(rule):
+            cost, length = match_cost(tool, rule.rule_content, input_data)
             if cost > MATCH_BUDGET:
                 raise PathologicalRuleError(rule, cost, length)
 

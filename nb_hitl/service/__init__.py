@@ -24,8 +24,10 @@ from .http import ServiceError, ServiceHTTP
 from .inbox import InboxEntry, InboxState
 from .ledger import AnswerLedger
 from .outcome import Outcome
+from .say import MessageNotTakenError
 
 __all__ = [
+    "MessageNotTakenError",
     "ServiceClient",
     "SessionConsole",
     "AlreadyApprovedError",

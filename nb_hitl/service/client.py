@@ -154,15 +154,26 @@ class ServiceClient:
 
         Call from a notebook cell (needs the kernel's running loop).
         """
+        view = self.make_view()
+        self.start()
+        return view
+
+    def make_view(self) -> Any:
+        """The ``InboxView`` (made once, holding the rows known now), without
+        following the service: :meth:`inbox` starts that too."""
         if self.view is None:
             from ..widgets.inbox import InboxView, InboxWidget
 
             self._widget = InboxWidget(
-                handler=self._on_page, service=self.http.base_url, user_id=self.user_id, live=self.live
+                handler=self._on_page,
+                rows=self.state.views(),
+                service=self.http.base_url,
+                user_id=self.user_id,
+                live=self.live,
             )
+            self._widget.before_sync = self._push
             self.view = InboxView(self._widget)
             self._push()
-        self.start()
         return self.view
 
     @property
@@ -250,9 +261,11 @@ class ServiceClient:
         watch_error = self.watch.error if self.watch is not None and not self.watch.connected else ""
         try:
             with w.hold_sync():
-                w.entries = self.state.views()
+                # the rows travel as what changed (one op per row added,
+                # changed or gone), never the whole list again
+                if w.show_rows(self.state.views()):
+                    w.updated = time.time()
                 w.error = self.state.error or watch_error or self.notice
-                w.updated = time.time()
         except Exception:  # a closed comm never stops the inbox
             log.debug("could not update the inbox widget", exc_info=True)
 
@@ -285,8 +298,8 @@ class ServiceClient:
         if not isinstance(text, str) or not text.strip():
             raise DecisionError("Write a message first: it is empty.", field="text")
         console = self.consoles.get(session_id) or await self.open(session_id)
-        await console.say(text)
-        return {"sent": session_id}
+        started = await console.say(text)
+        return {"sent": session_id, "started": started == "started"}
 
     async def _page_approve(self, items: Any) -> dict[str, Any]:
         if not isinstance(items, list) or not items:

@@ -31,15 +31,15 @@ from ..answers.approvals import needs_more
 from ..answers.lifecycle import transition
 from ..edit_preview import preview
 from ..entries import entry_text, lookup_in, shown_entry
-from ..errors import PauseNotLiveError
 from ..pauses import Pause
 from ..policy import Policy
 from .answering import AlreadyApprovedError, Answerer, OutcomeError
 from .approving import console_policies, parked_pause, put, shared
 from .http import ServiceError, ServiceHTTP, user_msg_body
-from .inbox import parked_calls
+from .inbox import PARKED, parked_calls
 from .ledger import AnswerLedger
 from .outcome import Outcome
+from .say import not_idle, said
 from .transcript import transcript_entries
 
 __all__ = ["SessionConsole", "transcript_entries", "AlreadyApprovedError", "OutcomeError"]
@@ -279,18 +279,42 @@ class SessionConsole:
         :meth:`Answerer.send_raw <nb_hitl.service.answering.Answerer.send_raw>`."""
         return await self.answerer.send_raw(body, tool_call_ids, action)
 
-    async def say(self, text: str) -> None:
-        """Send a new user message; the session must be ``idle``.
+    async def say(self, text: str) -> str:
+        """Send a new user message, only to an ``idle`` session, and judge it
+        on the stream (:mod:`nb_hitl.service.say`: a parked session takes only
+        the answer to its pause; the service would end the message's run at once).
+
+        Returns:
+            ``"started"`` (the session began its reply) or ``"quiet"`` (no sign
+            of the run within ``answerer.take_within`` s: the service may be busy).
 
         Raises:
-            PauseNotLiveError: the session is running or waits for an answer.
+            PendingPauseError: the session waits on a pause (the text names its
+                tools and says to answer it first); nothing was sent, or the
+                service did not take it.
+            MessageNotTakenError: the session is running a reply, or the
+                service ended the message's run at once (the text says why).
+            ServiceError: the service could not be reached or refused.
         """
-        status = await self.http.status(self.agent_id, self.session_id)
+        status, page = await asyncio.gather(
+            self.http.status(self.agent_id, self.session_id),
+            self.http.messages(self.agent_id, self.session_id, limit=1),
+        )
         if status != "idle":
-            raise PauseNotLiveError(f"The session is {status}; a new message can go only to an idle session.")
-        await self.http.chat(self.agent_id, self.session_id, user_msg_body(text))
+            if status in PARKED:
+                await self.refresh()  # the open pauses the text names, and the cards shown
+            raise not_idle(status, [p.tool_name for p in self.pauses.values() if p.status == "open"])
+        try:
+            await self.http.chat(self.agent_id, self.session_id, user_msg_body(text))
+        except ServiceError as exc:
+            if exc.status == 409:  # a run began between the check and the message
+                raise not_idle("running") from None
+            raise
         self.status = "running"
         self.push()
+        return await said(
+            self.http, self.agent_id, self.session_id, page.get("event_cursor"), within=self.answerer.take_within
+        )
 
     async def interrupt(self, timeout: float = 12.0) -> dict[str, Any]:
         """``POST /sessions/{id}/interrupt`` (AgentScope closes the open calls

@@ -10,7 +10,11 @@ or ``submitted``), :func:`summary_line` makes the one-line summary and
 ``GET /agent/`` then ``GET /sessions/?agent_id=`` for every agent at once
 (each ``SessionView`` carries the status AgentScope derives from the shared
 run lock and the stored context, so what any worker did shows up), and
-``/messages`` only for sessions that newly parked, many at once.
+``/messages`` only for sessions that newly parked, a few at once. A session
+newly parked is a row as soon as the listing shows it (agent, session,
+status, since when: its record's ``updated_at``; listeners are told then);
+its parked call (tool, summary, ``reply_id``) fills the row when its
+``/messages`` comes back, and a session found with no open call leaves.
 
 Pushed updates: :meth:`InboxState.on_event` takes the service's own events
 (:class:`~nb_hitl.service.events.BusWatch`, one connection for every
@@ -35,6 +39,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC
+from functools import partial
 from typing import Any, TypeVar
 
 from .http import ServiceError, ServiceHTTP
@@ -174,7 +179,9 @@ class InboxState:
             shown as stranded.
         include_running: list running sessions too (they become rows only
             once stranded when False).
-        max_in_flight: most HTTP calls the inbox has open at once.
+        max_in_flight: most HTTP calls the inbox has open at once (a
+            worker answers one session's ``/messages`` in a few ms of its own
+            CPU: more at once only queue there; ``benchmarks/service_inbox.py``).
 
     Attributes:
         entries: ``{session_id: InboxEntry}``.
@@ -191,7 +198,7 @@ class InboxState:
         *,
         stranded_after: float = 60.0,
         include_running: bool = False,
-        max_in_flight: int = 24,
+        max_in_flight: int = 4,
     ) -> None:
         self.http = http
         self.stranded_after = stranded_after
@@ -219,8 +226,8 @@ class InboxState:
         self._listeners.append(listener)
 
     def views(self) -> list[dict[str, Any]]:
-        """Rows as JSON, oldest pause first."""
-        return [e.to_view() for e in sorted(self.entries.values(), key=lambda e: e.since)]
+        """Rows as JSON, oldest pause first (ties by session id: the page's order too)."""
+        return [e.to_view() for e in sorted(self.entries.values(), key=lambda e: (e.since, e.session_id))]
 
     async def poll(self) -> bool:
         """One refresh from the service; True when a row changed.
@@ -254,9 +261,12 @@ class InboxState:
             n += 1
             await asyncio.sleep(interval)
 
-    async def _limited(self, call: Awaitable[T]) -> T:
+    async def _limited(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``await call()`` once one of the ``max_in_flight`` places is free (the
+        call is made only then: a listing cancelled while it waits leaves no
+        coroutine unawaited)."""
         async with self._requests:
-            return await call
+            return await call()
 
     async def _poll(self) -> bool:
         agents = await self.http.list_agents()
@@ -265,7 +275,7 @@ class InboxState:
             for a in agents
             if a.get("id")
         }
-        views = await asyncio.gather(*(self._limited(self.http.list_sessions(aid)) for aid in self.agents))
+        views = await asyncio.gather(*(self._limited(partial(self.http.list_sessions, aid)) for aid in self.agents))
         seen: set[str] = set()
         changed = False
         fetch: list[tuple[str, dict[str, Any], str]] = []
@@ -303,17 +313,29 @@ class InboxState:
             if sid not in seen:
                 del self.entries[sid]
                 changed = True
+        # a session newly parked is a row now; its parked call follows from /messages
+        shown = {str(rec.get("id")) for _aid, rec, _s in fetch if str(rec.get("id")) not in self.entries}
+        for aid, rec, status in fetch:
+            sid = str(rec.get("id"))
+            if sid in shown:
+                since = _msg_time({"created_at": rec.get("updated_at")}) or time.time()
+                self.entries[sid] = InboxEntry(aid, self.agents[aid], sid, self._names[sid], status, since=since)
+                self.entries[sid].owner = self.http.user_id
+        if shown:
+            self._notify()
         results = await asyncio.gather(
-            *(self._limited(self.http.messages(aid, str(rec.get("id")), limit=1)) for aid, rec, _ in fetch),
+            *(self._limited(partial(self.http.messages, aid, str(rec.get("id")), limit=1)) for aid, rec, _ in fetch),
             return_exceptions=True,
         )
         for (aid, rec, status), res in zip(fetch, results, strict=True):
-            if isinstance(res, BaseException):
-                continue
-            reply_id, calls, msg = parked_calls(res.get("messages") or [])
-            if not calls:
-                continue
             sid = str(rec.get("id"))
+            reply_id, calls, msg = (
+                (None, [], None) if isinstance(res, BaseException) else parked_calls(res.get("messages") or [])
+            )
+            if not calls:  # unread, or nothing open after all: no row (a row shown above leaves)
+                if sid in shown and self.entries.pop(sid, None) is not None:
+                    changed = True
+                continue
             name = str(((rec.get("config") or {}).get("name")) or sid)
             entry = self._entry(aid, sid, name, status, reply_id, calls, msg)
             entry.updated_at = str(rec.get("updated_at", ""))
@@ -377,7 +399,9 @@ class InboxState:
                 await self.poll()
                 self._foreign.update(s for s in unknown if s not in self.sessions)
             known = [s for s in batch if s in self.sessions]
-            again = await asyncio.gather(*(self._limited(self._check(s)) for s in known), return_exceptions=True)
+            again = await asyncio.gather(
+                *(self._limited(partial(self._check, s)) for s in known), return_exceptions=True
+            )
             self.checks += len(known)
             for sid, res in zip(known, again, strict=True):
                 if res is True and batch[sid] < give_up_after:

@@ -19,66 +19,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..widgets._feed import KeyedFeed
+
 __all__ = ["CardFeed", "trait_due"]
 
 
-class CardFeed:
-    """What the page of one reply was sent: the card views and their ``seq``.
+class CardFeed(KeyedFeed):
+    """What the page of one reply was sent: the card views and their ``seq``
+    (a :class:`~nb_hitl.widgets._feed.KeyedFeed` of ``nbh_cards`` messages,
+    keyed by ``tool_call_id``; a sync answers ``{"seq", "pauses"}``).
 
     Attributes:
-        seq: number of the last ``nbh_cards`` message (0: none yet); grows by
-            one per message.
-        messages: ``nbh_cards`` messages sent (a benchmark and test figure).
-        cards_sent: card views sent in those messages.
+        trait_ids, trait_seq: tool call ids and ``seq`` when the ``pauses``
+            trait was last sent to the page (a new widget starts with no
+            card, at ``seq`` 0).
     """
 
     def __init__(self) -> None:
-        self.seq = 0
-        self.messages = 0
-        self.cards_sent = 0
-        self._sent: dict[str, dict[str, Any]] = {}
-        #: tool call ids and ``seq`` when the ``pauses`` trait was last sent to the
-        #: page (a new widget starts with no card, at ``seq`` 0)
+        super().__init__("nbh_cards", "tool_call_id", "card", "view", "pauses")
         self.trait_ids: tuple[str, ...] = ()
         self.trait_seq = 0
 
-    def take_ops(self, views: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The ops that bring the page from what it was sent to ``views``.
-
-        Args:
-            views: every pause of the reply, in order (``Pause.to_view()`` dicts,
-                keyed by ``tool_call_id``).
-
-        Returns:
-            ``[{"op": "card", "view"}, ..., {"op": "drop", "id"}, ...]``, empty
-            when nothing changed; a non-empty list takes the next ``seq``.
-        """
-        ops: list[dict[str, Any]] = []
-        fresh: dict[str, dict[str, Any]] = {}
-        for view in views:
-            key = view["tool_call_id"]
-            fresh[key] = view
-            if self._sent.get(key) != view:
-                ops.append({"op": "card", "view": view})
-        ops.extend({"op": "drop", "id": key} for key in self._sent if key not in fresh)
-        self._sent = fresh
-        if ops:
-            self.seq += 1
-        return ops
-
-    def views(self) -> list[dict[str, Any]]:
-        """Every card as last sent, in order (what the page holds at :attr:`seq`)."""
-        return list(self._sent.values())
-
-    def message(self, ops: list[dict[str, Any]]) -> dict[str, Any]:
-        """The custom message for ``ops`` (just taken by :meth:`take_ops`), counted as sent.
-
-        Ops not sent as a message (the ``pauses`` trait went with the same
-        push) still took their ``seq``: the trait carries it as ``cards_seq``.
-        """
-        self.messages += 1
-        self.cards_sent += sum(1 for op in ops if op["op"] == "card")
-        return {"type": "nbh_cards", "seq": self.seq, "ops": ops}
+    @property
+    def cards_sent(self) -> int:
+        """Card views sent in ``nbh_cards`` messages."""
+        return self.items_sent
 
 
 def trait_due(feed: CardFeed, views: Sequence[dict[str, Any]], live: bool) -> bool:

@@ -176,9 +176,7 @@ class SessionCore:
         higher ``seq`` follow), or only ``{"seq", "current": True}`` when the
         page already holds that ``seq`` (``page_seq``)."""
         self._push(run)
-        if isinstance(page_seq, int) and page_seq == run.cards.seq:
-            return {"seq": run.cards.seq, "current": True}
-        return {"seq": run.cards.seq, "pauses": run.cards.views()}
+        return run.cards.sync(page_seq)
 
     def _stream(self, run: ReplyRun, *, urgent: bool = False) -> None:
         """The transcript changed: send its pending changes when they are due.

@@ -32,7 +32,7 @@ from ..models import ToolCallSpec, Turn
 from ..store import AuditLog, CheckpointStore
 from ..team import states_from_checkpoint
 
-__all__ = ["Recording", "answer_message", "answer_note", "whole"]
+__all__ = ["Recording", "answer_message", "answer_note", "parsed_input", "whole"]
 
 _MISSING = object()
 
@@ -50,6 +50,7 @@ class Recording:
         turns: the model's turns (:class:`~nb_hitl.models.Turn`, with the
             recorded tool call ids), oldest first.
         results: the ``ToolResultBlock`` each call returned, by ``tool_call_id``.
+        ran: the input each call ran with (the edited one after a Modify), by ``tool_call_id``.
         answers: the audit line of the answer each pause got, by ``tool_call_id``
             (the last answer a person or a deadline gave).
         history: every answer's audit line, by ``tool_call_id``, oldest first (a
@@ -62,6 +63,7 @@ class Recording:
     prompts: list[Msg] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
     results: dict[str, ToolResultBlock] = field(default_factory=dict)
+    ran: dict[str, Any] = field(default_factory=dict)
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -163,6 +165,7 @@ class Recording:
                 text.append(block if isinstance(block, str) else str(getattr(block, "text", "")))
             elif kind == "tool_call" and isinstance(block, ToolCallBlock):
                 calls.append(ToolCallSpec(name=block.name, input=self._model_input(block), id=block.id))
+                self.ran[block.id] = parsed_input(block.input)
                 if block.name not in self.tools:
                     self.tools.append(block.name)
             elif kind == "tool_result" and isinstance(block, ToolResultBlock):
@@ -214,6 +217,15 @@ class Recording:
         """The recorded result's state (``success``, ``error``, ``interrupted``...), or ``None``."""
         block = self.results.get(tool_call_id)
         return None if block is None else str(enum_value(block.state))
+
+
+def parsed_input(text: str | None) -> dict[str, Any] | None:
+    """A tool call's argument text as a JSON object, or ``None`` when it is not one."""
+    try:
+        got = json.loads(text or "{}")
+    except ValueError:
+        return None
+    return got if isinstance(got, dict) else None
 
 
 def whole(state: AgentState) -> None:

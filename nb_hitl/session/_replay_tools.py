@@ -32,19 +32,43 @@ from agentscope.tool import ToolBase, ToolChunk
 
 from .._agentscope import enum_value
 from ..kinds._base import PauseHost
+from ..kinds._reading import same_by_value, visible_json
 from ..kinds.review_tool import ReviewedTool
 from ..pauses import Pause
-from ._recording import Recording
+from ._recording import Recording, parsed_input
 
-__all__ = ["Book", "RecordedTool", "ReplayedReview", "ReplayMiddleware", "NO_RESULT", "REPLAYED_REVIEW"]
+__all__ = [
+    "Book",
+    "RecordedTool",
+    "ReplayedReview",
+    "ReplayMiddleware",
+    "NO_RESULT",
+    "NOT_RUN",
+    "OTHER_INPUT",
+    "REPLAYED_REVIEW",
+]
 
 _CALL: ContextVar[str | None] = ContextVar("nb_hitl_replayed_call", default=None)
+_INPUT: ContextVar[dict[str, Any] | None] = ContextVar("nb_hitl_replayed_input", default=None)
 
 NO_RESULT = (
     "No recorded result for this call ({tool_call_id}): in a replay tools do not run, "
     "and this call was not made when the session was recorded, so nothing ran."
 )
 """The result of a call the record has no result for (recorded mode)."""
+
+OTHER_INPUT = (
+    "No recorded result for this call ({tool_call_id}) with this input: in a replay tools do not run, and "
+    "the record holds only what {tool}({recorded}) returned; {tool}({asked}) was not run when the session "
+    "was recorded, so nothing ran."
+)
+"""The result of a recorded call that now runs with another input (a fork's Modify; recorded mode)."""
+
+NOT_RUN = (
+    "No recorded result for this call ({tool_call_id}): when the session was recorded it did not run "
+    "({state}), and in a replay tools do not run, so nothing ran."
+)
+"""The result of a recorded call that did not run then (denied, interrupted) and now would (recorded mode)."""
 
 REPLAYED_REVIEW = (
     "Replayed from the record: nothing ran. The result shown is the one the model read then, after the "
@@ -109,6 +133,9 @@ class RecordedTool(ToolBase):
         if block is None:
             text = NO_RESULT.format(tool_call_id=call_id or "unknown id")
             return ToolChunk(content=[TextBlock(text=text)], state=ToolResultState.ERROR)
+        other = self._not_this_call(str(call_id), block)
+        if other is not None:  # the record's result is for another call than this one
+            return ToolChunk(content=[TextBlock(text=other)], state=ToolResultState.ERROR)
         output = block.output
         content: list[TextBlock | DataBlock] = (
             [TextBlock(text=output)]
@@ -117,6 +144,19 @@ class RecordedTool(ToolBase):
         )
         state = ToolResultState(block.state)
         return ToolChunk(content=content, state=state, metadata=dict(block.metadata or {}))
+
+    def _not_this_call(self, call_id: str, block: ToolResultBlock) -> str | None:
+        """Why the recorded result of ``call_id`` is not the result of the call being served
+        (it did not run then; it ran with another input), or ``None`` when it is."""
+        state = str(enum_value(block.state))
+        if state in (ToolResultState.DENIED.value, ToolResultState.INTERRUPTED.value):
+            return NOT_RUN.format(tool_call_id=call_id, state=state)
+        ran, asked = self.book.recording.ran.get(call_id), _INPUT.get()
+        if ran is None or asked is None or same_by_value(ran, asked):
+            return None
+        return OTHER_INPUT.format(
+            tool_call_id=call_id, tool=self.name, recorded=visible_json(ran, None), asked=visible_json(asked, None)
+        )
 
     async def check_permissions(self, tool_input: dict[str, Any], context: PermissionContext) -> PermissionDecision:
         """The real tool's check when it was given (a check runs nothing), else allow:
@@ -195,5 +235,6 @@ class ReplayMiddleware(MiddlewareBase):
         """Name the call being served to the tool (each call runs in its own task or in turn)."""
         call = input_kwargs.get("tool_call")
         _CALL.set(call.id if call is not None else None)
+        _INPUT.set(parsed_input(call.input) if call is not None else None)
         async for item in next_handler(**input_kwargs):
             yield item

@@ -334,9 +334,10 @@ def test_keyboard_alone_answers_askuser_and_approves(page, lab: JupyterLabServer
     page.wait_for_function(
         "() => document.activeElement && document.activeElement.dataset.kind === 'confirm'", timeout=15_000
     )
-    # Tab reaches the buttons: Modify… opens the edit with the keyboard in it,
-    # Escape goes back to the buttons (on Modify…), and Approve is a few Shift+Tabs back
-    for _ in range(5):
+    # Tab reaches the buttons (past the diff's "Side by side" and the diff itself): Modify… opens the
+    # edit with the keyboard in it, Escape goes back to the buttons (on Modify…), and Approve is a few
+    # Shift+Tabs back
+    for _ in range(8):
         page.keyboard.press("Tab")
         if page.evaluate(ACTIVE)["testid"] == "nbh-modify":
             break

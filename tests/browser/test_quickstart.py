@@ -1,12 +1,14 @@
 """The quickstart notebook, end to end, in real JupyterLab + Debian Chromium.
 
-A person opens ``notebooks/quickstart.ipynb``, runs all cells, picks a file
-in the AskUser panel, clicks Modify, changes the path to another file that
-exists, and clicks "Approve modified input". The agent resumes in the same
-kernel (the cell awaits it at top level), the edited file is really deleted,
-the file first chosen is kept, and the agent's answer shows in the widget and
-in the cell's printed output. Before the good edit, an edit that is not JSON
-is refused in the card (C05), and the card stays open.
+A person opens ``notebooks/quickstart.ipynb``, runs all cells, and picks a
+file in the AskUser panel. The confirmation card shows the deletion as a diff
+(every line of the file removed, and a note that says the call deletes it);
+the person presses "Dry run", which deletes the file in a throw-away copy of
+the sandbox (the card shows it deleted there; every byte of the real sandbox
+is kept, and the card stays open). An edit that is not JSON is refused in the
+card (C05), and the card stays open. Then Approve: the agent resumes in the
+same kernel (a cell awaits it at top level), the file is really deleted, and
+the agent's answer shows in the widget and in the cell's printed output.
 
 The screenshot taken while the confirmation card shows is the README's
 ``test-artifacts/quickstart-pause.png`` (copied to ``docs/screenshot-pause.png``,
@@ -21,6 +23,7 @@ import re
 import shutil
 from pathlib import Path
 
+from tests.browser.test_edit_with_diff_page import _diff_lines
 from tests.harness.lab import (
     ARTIFACTS,
     REPO_ROOT,
@@ -78,6 +81,21 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     assert "Which file should I delete? → draft.md" in answered.locator('[data-testid="nbh-decision"]').inner_text()
     assert json.loads(confirm.locator('[data-testid="nbh-input"]').inner_text()) == {"path": "draft.md"}
     assert "Permission required for delete_file" in confirm.inner_text()
+    # what the deletion does: the whole file removed
+    draft = sandbox / "draft.md"
+    assert confirm.locator('[data-testid="nbh-file-path"]').inner_text() == f"Changes to {draft}:"
+    assert confirm.locator('[data-testid="nbh-file-note"]').inner_text() == (
+        f"The call deletes {draft}: every line of the file is removed."
+    )
+    removed = [
+        ["meta", f"--- a/{draft}"],
+        ["meta", "+++ /dev/null"],
+        ["hunk", "@@ -1,3 +0,0 @@"],
+        ["del", "-# Draft"],
+        ["del", "-"],
+        ["del", "-A first paragraph nobody has read yet."],
+    ]
+    assert _diff_lines(confirm) == removed
     for testid in ("nbh-approve", "nbh-deny", "nbh-modify", "nbh-always"):
         assert confirm.locator(f'[data-testid="{testid}"]').is_enabled()
     # the README's screenshot: the notebook with the pause at the bottom of the view
@@ -91,6 +109,24 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     assert shot.stat().st_size < 400_000
     if os.environ.get("NB_HITL_UPDATE_DOCS") == "1":  # refresh the README's picture on request only
         shutil.copy(shot, DOCS_SCREENSHOT)
+
+    # -- Dry run: the deletion in a throw-away copy; the real sandbox keeps every byte ---------------
+    kept = {p.name: p.read_bytes() for p in sandbox.iterdir()}
+    confirm.locator('[data-testid="nbh-dry-run"]').click()
+    result = confirm.locator('[data-testid="nbh-dry-run-result"]')
+    result.wait_for(timeout=60_000)
+    assert result.get_attribute("data-state") == "success"
+    assert (
+        result.locator('[data-testid="nbh-dry-run-summary"]')
+        .inner_text()
+        .startswith("Dry run in a temporary copy of its folder: delete_file ran with the input Approve would run")
+    )
+    assert confirm.locator('[data-testid="nbh-dry-run-file"]').inner_text() == f"Deleted in the copy: {draft}"
+    assert _diff_lines(result, "nbh-dry-run-diff")[1:] == removed[1:]
+    assert result.locator('[data-testid="nbh-dry-run-output"]').inner_text() == "Deleted draft.md."
+    assert {p.name: p.read_bytes() for p in sandbox.iterdir()} == kept
+    assert confirm.get_attribute("data-status") == "open"
+    page.screenshot(path=str(ARTIFACTS / "quickstart-dry-run.png"))
 
     # -- C05: an edit that is not JSON is refused in the card, which stays open -----------------
     confirm.locator('[data-testid="nbh-modify"]').click()
@@ -106,28 +142,25 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     page.screenshot(path=str(ARTIFACTS / "quickstart-C05-refused.png"))
     assert sorted(p.name for p in sandbox.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
 
-    # -- the good edit: another existing file ---------------------------------------------------
-    area.fill(json.dumps({"path": "notes.txt"}, indent=2))
-    confirm.locator('[data-testid="nbh-modify-submit"]').click()
+    # -- Approve: the file is deleted for real ------------------------------------------------
+    confirm.locator('[data-testid="nbh-modify-cancel"]').click()
+    confirm.locator('[data-testid="nbh-approve"]').click()
 
-    final_text = "Done. Deleted notes.txt. The folder now holds: draft.md, old_log.txt."
+    final_text = "Done. Deleted draft.md. The folder now holds: notes.txt, old_log.txt."
     final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
     final.wait_for(timeout=60_000)
     assert final.inner_text() == final_text
     decided = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"]')
-    assert (
-        'Approved with modified input: {"path":"notes.txt"}'
-        in decided.locator('[data-testid="nbh-decision"]').inner_text()
-    )
+    assert decided.locator('[data-testid="nbh-decision"]').inner_text().startswith("Approved")
     status = page.locator(f'{OUT} [data-testid="nbh-status"]')
     assert status.get_attribute("data-status") == "finished"
 
     wait_execution_done(page, timeout=60)
     output_locator(page, f"FINAL: {final_text}").wait_for(timeout=30_000)
-    output_locator(page, "files left: ['draft.md', 'old_log.txt']").wait_for(timeout=30_000)
-    # the real file system: the edited path is gone, the file first chosen is kept
-    assert sorted(p.name for p in sandbox.iterdir()) == ["draft.md", "old_log.txt"]
+    output_locator(page, "files left: ['notes.txt', 'old_log.txt']").wait_for(timeout=30_000)
+    # the real file system: the chosen file is gone, the others are kept byte for byte
+    assert {p.name: p.read_bytes() for p in sandbox.iterdir()} == {k: v for k, v in kept.items() if k != "draft.md"}
     audit = output_locator(page, re.compile(r"^AskUser answer")).first.inner_text()
-    assert "delete_file modify {'path': 'notes.txt'}" in audit
+    assert audit.splitlines()[-1].rstrip() == "delete_file approve"
     page.screenshot(path=str(ARTIFACTS / "quickstart-done.png"))
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

@@ -6,7 +6,9 @@ has three parked sessions of one user: a ``write_note`` confirmation and an
 person clicks a row, the session opens below with nb_hitl's card, Approve
 runs the tool once on the service; the other row's question is answered by
 clicking an option; a third session is approved with "Approve selected"
-(its outcome shown); the count badge and a filter work. Every row leaves the inbox.
+(its outcome shown); the count badge and a filter work; a message typed to
+the parked session is not sent and the page says to answer its pause first.
+Every row leaves the inbox. The rows reach the page as a sync, then ops.
 """
 
 from __future__ import annotations
@@ -116,6 +118,13 @@ def test_inbox_and_cards_answered_by_clicks(page, lab: JupyterLabServer, service
     card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
     card.wait_for(timeout=30_000)
     assert "write_note" in card.inner_text()
+    # a new message to this parked session is not sent: the page says why and what to do
+    page.locator(f'{OUT} [data-testid="nbh-inbox-say-text"]').fill("hello, are you there?")
+    page.locator(f'{OUT} [data-testid="nbh-inbox-say-send"]').click()
+    said = page.locator(f'{OUT} [data-testid="nbh-inbox-say-msg"][data-ok="false"]')
+    said.wait_for(timeout=30_000)
+    assert said.inner_text().startswith("Not sent: this session waits for a confirmation on write_note")
+    assert "Answer the open pause first" in said.inner_text()
     card.locator('[data-testid="nbh-approve"]').click()
     page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="delivered"]').wait_for(
         timeout=30_000

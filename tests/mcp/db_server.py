@@ -159,6 +159,7 @@ def ask_summary(table: str) -> Sample:
         system_prompt="You summarize database tables.",
         model_preferences=ModelPreferences(hints=[ModelHint(name="small")], speed_priority=0.8),
         temperature=0.2,
+        stop_sequences=["END"],
     )
 
 

@@ -25,52 +25,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentscope.agent import Agent
-from agentscope.permission import PermissionBehavior, PermissionRule
-from agentscope.state import AgentState
-from agentscope.tool import Toolkit
 
 from nb_hitl import DecisionError, PauseNotLiveError, Session
-from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from nb_hitl.models import result_text, tool_call, tool_results
 from nb_hitl.pauses import Pause
 from nb_hitl.store import AuditLog
-from tests.mcp.mcp_support import answers, db_client, http_client, http_server, server_pid
+from tests.mcp.mcp_support import MODES, answers, db_client, http_client, http_server, mcp_agent, question, server_pid
 from tests.support import InputRecorder, run_async, wait_until
 
-MODES = ["auto", "legacy"]
 DELETE = "mcp__db__delete_rows"
-
-
-def report(msgs: list[Any]) -> Turn:
-    """The model's second turn: it repeats the tool result it read."""
-    r = tool_results(msgs)[-1]
-    return Turn(f"{r.name} {r.state}: {result_text(r)}")
-
-
-def mcp_agent(tools: list[Any], calls: list[Any], *, allow: str | None = None, recorder: Any = None) -> Agent:
-    """An agent that makes ``calls`` then reports; ``allow``: a whole-tool allow rule (no confirmation)."""
-    state = AgentState()
-    if allow is not None:
-        rule = PermissionRule(tool_name=allow, rule_content=None, behavior=PermissionBehavior.ALLOW, source="t")
-        state.permission_context.allow_rules[allow] = [rule]
-    return Agent(
-        name="dba",
-        system_prompt="Run the database.",
-        model=ScriptedChatModel([Turn("On it.", calls), report], on_exhausted="raise"),
-        toolkit=Toolkit(tools=tools),
-        middlewares=[recorder] if recorder is not None else None,
-        state=state,
-    )
-
-
-async def question(session: Session, n: int = 1) -> Pause:
-    """The ``n``-th elicitation pause of the current reply, once it is open."""
-
-    def found() -> Pause | None:
-        got = [p for p in session.current.pauses.values() if p.tool_call_id.endswith(f"~elicitation-{n}")]
-        return got[0] if got and got[0].status == "open" else None
-
-    return await wait_until(found, f"MCP question {n}")
 
 
 async def approve_the_call(session: Session) -> None:

@@ -15,68 +15,26 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 from agentscope.agent import Agent
-from agentscope.message import Msg
-from agentscope.permission import PermissionBehavior, PermissionRule
-from agentscope.state import AgentState
-from agentscope.tool import Toolkit
 
 from nb_hitl import DecisionError, Session
-from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.pauses import Pause
 from nb_hitl.store import AuditLog
-from tests.mcp.mcp_support import answers, db_client, http_client, http_server
+from tests.mcp.mcp_support import (
+    ASKED,
+    MODES,
+    SAW,
+    SUMMARIZE,
+    answers,
+    card,
+    db_client,
+    http_client,
+    http_server,
+    sampling_agent,
+)
 from tests.support import run_async, wait_until
-
-MODES = ["auto", "legacy"]
-SUMMARIZE = "mcp__db__summarize_table"
-ASKED = "Summarize the table customers in one line."
-
-
-def sampled(msgs: list[Msg]) -> Turn:
-    """The model's answer to the server's request: it repeats what it was sent."""
-    return Turn(" | ".join(f"{m.role}: {m.get_text_content()}" for m in msgs))
-
-
-def report(msgs: list[Any]) -> Turn:
-    r = tool_results(msgs)[-1]
-    return Turn(f"{r.name} {r.state}: {result_text(r)}")
-
-
-def sampling_agent(tools: list[Any], *, model_turns: int = 1) -> Agent:
-    """Calls summarize_table (allowed by a rule), answers the sampling request(s), then reports."""
-    state = AgentState()
-    rule = PermissionRule(tool_name=SUMMARIZE, rule_content=None, behavior=PermissionBehavior.ALLOW, source="t")
-    state.permission_context.allow_rules[SUMMARIZE] = [rule]
-    script: list[Any] = [Turn("On it.", [tool_call(SUMMARIZE, table="customers")])]
-    script += [sampled] * model_turns + [report]
-    return Agent(
-        name="dba",
-        system_prompt="Run the database.",
-        model=ScriptedChatModel(script, on_exhausted="raise"),
-        toolkit=Toolkit(tools=tools),
-        state=state,
-    )
-
-
-async def card(session: Session, stage: str) -> Pause:
-    """The open sampling pause of ``stage`` in the current reply."""
-
-    def found() -> Pause | None:
-        got = [
-            p
-            for p in session.current.pauses.values()
-            if p.kind == "sampling" and p.sampling["stage"] == stage and p.status == "open"
-        ]
-        return got[0] if got else None
-
-    return await wait_until(found, f"the sampling {stage} card")
-
-
-SAW = f"system: You summarize database tables. | user: {ASKED}"
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -98,6 +56,11 @@ def test_c41_sampling_approved_twice_reaches_the_server(tmp_path: Path, mode: st
             assert got["system_prompt"] == "You summarize database tables."
             assert (got["model_hints"], got["priorities"]) == (["small"], {"speed": 0.8})
             assert (got["max_tokens"], got["temperature"], got["completion"]) == (50, 0.2, None)
+            assert got["stop_sequences"] == ["END"]
+            # the scripted model declares no generation parameters: the card says none is applied
+            assert got["settings_note"] == (
+                "Not applied: max tokens, temperature, stop sequences (ScriptedChatModel takes no such setting)."
+            )
             assert agent.model.call_count == 1  # the model is not called before the person approves
             await session.act({"action": "approve", "tool_call_id": request.tool_call_id})
             completion = await card(session, "completion")

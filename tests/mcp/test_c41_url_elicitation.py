@@ -24,8 +24,7 @@ from nb_hitl import DecisionError, Session
 from nb_hitl.kinds.elicitation import url_problem
 from nb_hitl.models import result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
-from tests.mcp.mcp_support import answers, db_client, http_client, http_server
-from tests.mcp.test_c41_elicitation import MODES, mcp_agent, question
+from tests.mcp.mcp_support import MODES, answers, db_client, http_client, http_server, mcp_agent, question
 from tests.support import run_async
 
 SIGN_IN = "mcp__db__sign_in"

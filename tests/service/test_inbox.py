@@ -65,15 +65,22 @@ async def until(check: Any, what: str, timeout: float = 30.0, every: float = 0.0
 
 
 def test_300_parked_sessions_listed_and_paged(parked: Parked, tmp_path: Path) -> None:
-    """One listing shows all 300 (each with its tool and summary) and the
-    widget carries them with the page size; the rows are the page's to page."""
+    """One listing shows all 300, first from the listing alone (told to the
+    listeners before any /messages came back), then each with its tool and
+    summary; the widget holds them with the page size; the page pages them."""
 
     async def go() -> None:
         svc = parked.client(tmp_path, parked.cluster.b.url)
+        told: list[list[dict[str, Any]]] = []
+        svc.state.on_change(lambda s: None if told else told.append(s.views()))
         t0 = time.perf_counter()
         rows = await svc.refresh()
         took = time.perf_counter() - t0
         assert len(rows) == N, len(rows)
+        # every row was shown from the listing, before its parked call was read
+        (first,) = told
+        assert len(first) == N and all(r["calls"] == 0 and r["status"].startswith("awaiting") for r in first)
+        assert all(r["calls"] == 1 for r in rows)
         assert {r["session_id"] for r in rows} == {s for _a, s in parked.sessions}
         asks = [r for r in rows if r["status"] == "awaiting_external_result"]
         assert len(asks) == N // ASK_EVERY and all(r["tool"] == "AskUser" for r in asks)
@@ -88,7 +95,7 @@ def test_300_parked_sessions_listed_and_paged(parked: Parked, tmp_path: Path) ->
         print(f"listed {N} parked sessions in {took:.2f} s; again in {again:.2f} s")
         view = svc.inbox()
         widget = view.inbox
-        assert len(widget.entries) == N and widget.page_size == 50
+        assert len(widget.rows) == N and widget.page_size == 50
         assert "one connection" in widget.live
         await until(lambda: svc.watch is not None and svc.watch.connected, "the bus subscription")
         await svc.aclose()

@@ -266,7 +266,7 @@ def test_page_message_through_widget_channel(workers: Cluster, tmp_path: Path) -
         console.view = InboxView(inbox)
         console._widget = inbox
         console._push()
-        assert [e["session_id"] for e in inbox.entries] == [sid]
+        assert [e["session_id"] for e in inbox.rows] == [sid]
         sent: list[dict] = []
         inbox.send = lambda msg, *a, **k: sent.append(msg)  # type: ignore[method-assign]
         inbox._on_page_message(None, {"request_id": "r1", "action": "open", "session_id": sid}, None)

@@ -33,14 +33,18 @@ class Wire:
 
         widget.comm.publish_msg = capture
 
-    def cards(self) -> list[dict[str, Any]]:
+    def custom(self, msg_type: str) -> list[dict[str, Any]]:
+        """The custom messages of one ``type`` (``nbh_cards``, ``nbh_inbox``...), in order."""
         return [
             m["content"]
             for m in self.messages
             if m.get("method") == "custom"
             and isinstance(m.get("content"), dict)
-            and m["content"].get("type") == "nbh_cards"
+            and m["content"].get("type") == msg_type
         ]
+
+    def cards(self) -> list[dict[str, Any]]:
+        return self.custom("nbh_cards")
 
     def pause_traits(self) -> list[dict[str, Any]]:
         return [m["state"] for m in self.messages if m.get("method") == "update" and "pauses" in m.get("state", {})]

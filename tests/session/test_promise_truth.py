@@ -176,3 +176,49 @@ def test_notes_survive_in_the_history_for_later_model_calls(tmp_path: Path) -> N
     assert [b.type for b in ours] == ["tool_result", "hint"]
     assert str(ours[1].hint).startswith("A person edited your tool call call_del")
     assert json.loads(agent.state.model_dump_json())["middle_context"].get("nb_hitl.notes") == {}
+
+
+def test_a_modify_that_changes_nothing_is_refused_and_the_model_is_not_told_of_an_edit(tmp_path: Path) -> None:
+    """Modify pressed with the input as it was (or rewritten as the same value: ``1250`` for
+    ``1250.0``) is not an edit: the model must not read that a person changed its call, and the
+    audit log must not record a ``modify``. The card says why; Approve then runs the call."""
+    from nb_hitl import DecisionError
+
+    folder = make_sandbox(tmp_path / "box")
+    audit = tmp_path / "audit.jsonl"
+    refused: list[str] = []
+
+    async def modify_unchanged(session: Session, pause: Any) -> None:
+        for same in ('{"path": "old_log.txt"}', '{ "path" : "old_log.txt" }'):
+            try:
+                await session.act({**base(pause), "action": "modify", "input": same})
+            except DecisionError as exc:
+                assert exc.field == "input"
+                refused.append(str(exc))
+        assert pause.status == "open"
+        await session.act({**base(pause), "action": "approve"})
+
+    agent, _ = run_with(folder, modify_unchanged, audit_log=str(audit))
+    assert len(refused) == 2 and refused[0].startswith("Your edit changes nothing: press Approve")
+    assert hints(agent) == []  # no "A person edited your tool call" for an edit that changed nothing
+    assert [r["decision"] for r in audit_rows(audit)] == ["approve"]
+    assert "old_log.txt" not in [p.name for p in folder.iterdir()]
+
+
+def test_an_unchanged_number_written_another_way_is_no_edit_but_another_value_is(tmp_path: Path) -> None:
+    from agentscope.message import ToolCallBlock
+
+    from nb_hitl.edit_preview import refuse_unchanged_edit
+    from nb_hitl.errors import DecisionError
+    from nb_hitl.pauses import Pause
+
+    call = ToolCallBlock(id="call_pay", name="send_payment", input='{"to": "ACME", "amount": 1250.0}')
+    pause = Pause(reply_id="r1", tool_call=call, kind="confirm")
+    for same in ({"to": "ACME", "amount": 1250}, {"to": "ACME", "amount": 1250.0}):
+        try:
+            refuse_unchanged_edit(pause, same)
+        except DecisionError:
+            continue
+        raise AssertionError(f"{same} was taken as an edit")
+    for other in ({"to": "ACME", "amount": 125}, {"to": "ACME", "amount": True}, {"to": "ACMe", "amount": 1250}):
+        assert refuse_unchanged_edit(pause, other) == other

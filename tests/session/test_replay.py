@@ -285,3 +285,26 @@ def test_a_compressed_context_is_not_replayed(recorded: Recorded) -> None:
     agent.state.summary = "Earlier, the counter was bumped."
     with pytest.raises(NbHitlError, match="context was compressed"):
         Recording.from_agent(agent, recorded.audit)
+
+
+def test_a_fork_that_modifies_a_recorded_call_is_not_given_the_recorded_result(recorded: Recorded) -> None:
+    """The record holds what bump(step=2) returned. A what-if that changes the call to step=5
+    (tools recorded) must not tell the model, or show the person, "The counter is now 2." as
+    the result of bump(step=5): nothing ran, and the result says so."""
+
+    async def main() -> str:
+        replayed = Session.replay(recorded.checkpoints, audit_log=recorded.audit, tools=recorded.tools(), display=False)
+        forked = replayed.fork(recorded.bump_id, model=ScriptedChatModel([said_last], on_exhausted="raise"))
+        task = forked.start_play()
+        pause = await wait_until(lambda: next(iter(forked.pending), None), "the fork's pause")
+        await forked.act({"action": "modify", "tool_call_id": pause.tool_call_id, "input": '{"step": 5}'})
+        final = await task
+        (result,) = [b for b in tool_results(forked.agent.state.context) if b.id == recorded.bump_id]
+        assert enum_value(result.state) == "error"
+        return final.get_text_content()
+
+    said = run_async(main())
+    assert "The counter is now 2." not in said
+    assert said.startswith(f"I read: No recorded result for this call ({recorded.bump_id}) with this input")
+    assert 'bump({"step": 2})' in said and 'bump({"step": 5})' in said and "nothing ran" in said
+    assert recorded.counter.read_text() == "2"

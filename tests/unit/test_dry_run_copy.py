@@ -11,7 +11,7 @@ import pytest
 from agentscope.tool import Bash, Edit, Write
 from agentscope.tool._builtin._backend import LocalBackend
 
-from nb_hitl import dry_run_shell
+from nb_hitl import dry_run_folder, dry_run_shell
 from nb_hitl.dry_run import CopyBackend, DryRunFile, _did, can_dry_run, why_not
 from nb_hitl.errors import DecisionError
 from nb_hitl.file_change import file_diff, text_diff
@@ -69,10 +69,22 @@ def test_which_bash_calls_can_be_dry_run(tmp_path: Path, monkeypatch: pytest.Mon
     )
 
 
+def test_a_folder_tool_is_dry_run_only_without_middlewares_and_with_its_folder(tmp_path: Path) -> None:
+    from nb_hitl.demo import SandboxDelete
+
+    ok = {"path": "a.txt"}
+    assert why_not(SandboxDelete(tmp_path), ok) is None
+    assert why_not(SandboxDelete(tmp_path / "nope"), ok) == f"its folder {tmp_path / 'nope'} does not exist"
+    wrapped = SandboxDelete(tmp_path)
+    wrapped._middlewares = [object()]
+    assert why_not(wrapped, ok) == "the tool has middlewares, which could act outside a copy of its folder"
+    assert why_not(SandboxDelete(tmp_path).in_folder(str(tmp_path / "nope")), ok) is not None  # rebased: its own folder
+
+
 def test_a_workspace_too_large_to_copy_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for n in range(3):
         (tmp_path / f"f{n}.txt").write_text("x")
-    monkeypatch.setattr(dry_run_shell, "MAX_WORKSPACE_FILES", 2)
+    monkeypatch.setattr(dry_run_folder, "MAX_WORKSPACE_FILES", 2)
     with pytest.raises(DecisionError, match="is too large to copy for a dry run"):
         asyncio.run(dry_run_shell.run_in_sandbox(Bash(cwd=str(tmp_path)), {"command": "true"}))
 

@@ -12,7 +12,7 @@ import pytest
 from agentscope.tool import Edit, Read, Write
 
 from nb_hitl import file_change
-from nb_hitl.file_change import describe_change, file_diff, input_diff, planned_change
+from nb_hitl.file_change import PlannedChange, describe_change, file_diff, input_diff, planned_change
 
 
 def test_new_file_is_all_added() -> None:
@@ -88,12 +88,14 @@ def run(coro: Any) -> Any:
 
 def test_planned_change_of_agentscope_write_and_edit(tmp_path: Path) -> None:
     path = tmp_path / "f.txt"
-    assert run(planned_change(Write(), {"file_path": str(path), "content": "é\n"})) == (str(path), None, "é\n".encode())
+    write = {"file_path": str(path), "content": "é\n"}
+    assert run(planned_change(Write(), write)) == PlannedChange(str(path), None, "é\n".encode())
     path.write_bytes(b"x\r\ny x\r\n")
     edit = {"file_path": str(path), "old_string": "x", "new_string": "z"}
-    assert run(planned_change(Edit(), edit)) == (str(path), b"x\r\ny x\r\n", None)  # twice, not replace_all
-    assert run(planned_change(Edit(), {**edit, "replace_all": True})) == (str(path), b"x\r\ny x\r\n", b"z\ny z\n")
-    assert run(planned_change(Edit(), {**edit, "old_string": "y "})) == (str(path), b"x\r\ny x\r\n", b"x\nzx\n")
+    was = b"x\r\ny x\r\n"
+    assert run(planned_change(Edit(), edit)) == PlannedChange(str(path), was, None)  # twice, not replace_all
+    assert run(planned_change(Edit(), {**edit, "replace_all": True})) == PlannedChange(str(path), was, b"z\ny z\n")
+    assert run(planned_change(Edit(), {**edit, "old_string": "y "})) == PlannedChange(str(path), was, b"x\nzx\n")
     assert run(planned_change(Read(), {"file_path": str(path)})) is None
     refused = run(describe_change(Edit(), {**edit, "old_string": "missing"}))
     assert refused["diff"] == "" and "would refuse" in refused["note"]
@@ -112,6 +114,54 @@ def test_planned_change_protocol_sync_and_async() -> None:
 
     assert run(describe_change(Sync(), {}))["diff"].endswith("@@ -1 +1 @@\n-a\n+b\n")
     assert run(describe_change(Async(), {})) is None
+
+
+@pytest.mark.parametrize(
+    ("before", "diff", "note"),
+    [
+        pytest.param(
+            b"a\nb",
+            "--- a//d/f\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n\\ No newline at end of file\n",
+            "The call deletes /d/f: every line of the file is removed.",
+            id="text",
+        ),
+        pytest.param(b"", "", "The call deletes /d/f (an empty file).", id="empty"),
+        pytest.param(
+            b"\x00\x01",
+            "",
+            "The call deletes /d/f. Not drawn: binary content (not UTF-8 text); 2 bytes now, none after.",
+            id="binary",
+        ),
+        pytest.param(
+            None,
+            "",
+            "The call deletes /d/f, which does not exist now: the tool would fail, and nothing would change.",
+            id="missing",
+        ),
+    ],
+)
+def test_a_deletion_shows_the_whole_file_removed(before: bytes | None, diff: str, note: str) -> None:
+    view = run(describe_change(Deletes(before), {}))
+    assert (view["diff"], view["note"]) == (diff, note)
+    assert view["sha256_before"] == (None if before is None else file_change.sha256_of(before))
+
+
+class Deletes:
+    """A tool whose every call deletes ``/d/f``, which holds ``before`` (the ``planned_change`` protocol)."""
+
+    def __init__(self, before: bytes | None) -> None:
+        self.before = before
+
+    def planned_change(self, tool_input: dict[str, Any]) -> PlannedChange:
+        return PlannedChange("/d/f", self.before, b"ignored", deletes=True)
+
+
+def test_a_huge_deletion_is_not_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(file_change, "MAX_FILE_BYTES", 4)
+    view = run(describe_change(Deletes(b"12345\n"), {}))
+    assert view["diff"] == "" and view["note"] == (
+        "The call deletes /d/f. Not drawn: the file is too large to show a diff (6 bytes; the limit is 4)."
+    )
 
 
 def test_a_peers_file_change_is_read_as_text() -> None:

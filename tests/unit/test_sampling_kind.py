@@ -172,3 +172,61 @@ def test_a_cancelled_model_call_ends_cancelled_not_with_an_empty_completion() ->
         return "answered"
 
     assert run_async(call()) == "cancelled"
+
+
+def test_the_request_settings_each_agentscope_model_takes() -> None:
+    """max tokens and temperature through the model's own AgentScope Parameters, stop sequences
+    through the keyword its class passes on; what a model does not take is said, not dropped."""
+    from agentscope.credential import OllamaCredential, OpenAICredential
+    from agentscope.model import OllamaChatModel, OpenAIChatModel
+
+    from nb_hitl.mcp._sampling import Generation, generation_plan
+    from nb_hitl.models import ScriptedChatModel
+
+    openai = OpenAIChatModel(OpenAICredential(api_key="sk-x", base_url="http://127.0.0.1:9/v1"), "gpt-x")
+    plan = generation_plan(openai, 50, 0.2, ["END"])
+    assert (plan.parameters, plan.kwargs, plan.not_applied) == (
+        {"max_tokens": 50, "temperature": 0.2},
+        {"stop": ["END"]},
+        (),
+    )
+    assert plan.note == "Applied to the notebook's model (OpenAIChatModel): max tokens, temperature, stop sequences."
+    ollama = OllamaChatModel(OllamaCredential(host="http://127.0.0.1:9"), "llama")
+    plan = generation_plan(ollama, 50, None, ["END"])
+    assert (plan.parameters, plan.kwargs, plan.not_applied) == ({"max_tokens": 50}, {}, ("stop sequences",))
+    assert plan.note == (
+        "Applied to the notebook's model (OllamaChatModel): max tokens. "
+        "Not applied: stop sequences (OllamaChatModel takes no such setting)."
+    )
+    scripted = generation_plan(ScriptedChatModel([]), 50, 0.2, [])
+    assert scripted.parameters == {} and scripted.not_applied == ("max tokens", "temperature")
+    assert generation_plan(openai, None, None, []) == Generation()  # the server set nothing: nothing to say
+
+
+def test_a_peers_sampling_request_is_drawn_only_when_whole() -> None:
+    """Over AG-UI the request comes from the peer: each part must be of the type the card reads."""
+    from nb_hitl.kinds.sampling import sampling_problem
+
+    view, _ = request_view(params(text("Hi"), stop_sequences=["END"]))
+    assert sampling_problem(view) is None
+    assert SPEC.meta_ok({"sampling": view}) and SPEC.meta_ok({"sampling": None, "form_error": "no request"})
+    for bad, said in (
+        ({**view, "stage": "later"}, "sampling.stage"),
+        ({**view, "messages": [{"role": "user", "text": 3}]}, "sampling.messages"),
+        ({**view, "max_tokens": "50"}, "sampling.max_tokens"),
+        ({**view, "error": ["x"]}, "sampling.error"),
+        ({**view, "stop_sequences": "END"}, "sampling.model_hints and sampling.stop_sequences"),
+        ({**view, "priorities": {"speed": True}}, "sampling.priorities"),
+    ):
+        assert (sampling_problem(bad) or "").startswith(said), bad
+        assert not SPEC.meta_ok({"sampling": bad})
+    assert not SPEC.meta_ok({"sampling": None})  # neither a request nor why there is none
+
+
+def test_a_remote_cards_decision_reads_as_the_local_one() -> None:
+    assert SPEC.answer_summary({"action": "approve"}, {}) == {"action": "approve"}
+    assert SPEC.answer_summary({"action": "edit", "output": "3 rows."}, {}) == {
+        "action": "edit",
+        "content": {"text": "3 rows."},
+    }
+    assert SPEC.answer_summary({"action": "deny", "reason": "no"}, {}) == {"action": "deny", "reason": "no"}

@@ -24,7 +24,7 @@ function settings(s: SamplingView): HTMLElement {
     "div",
     { class: "nbh-muted", "data-testid": "nbh-sampling-settings" },
     ...lines.map((l) => h("div", {}, l)),
-    h("div", {}, "The token limit, temperature and stop sequences are shown, not applied: the notebook's model runs with its own settings."),
+    s.settings_note ? h("div", { "data-testid": "nbh-sampling-applied" }, s.settings_note) : "",
   );
 }
 
@@ -121,8 +121,10 @@ export const samplingCard: CardKind = {
   recordHead: (p) => {
     const s = p.sampling;
     if (!s) return null;
+    // the model failed on an approved request: said where the person clicked (the server got an error)
+    const failed = s.error ? h("div", { class: "nbh-error", role: "alert", "data-testid": "nbh-sampling-error" }, s.error) : "";
     return s.stage === "completion"
       ? h("div", {}, h("div", { class: "nbh-muted" }, "The model's answer"), h("pre", { class: "nbh-pre", "data-testid": "nbh-sampling-answer" }, s.completion || ""))
-      : h("div", {}, systemPrompt(s), messagesText(s));
+      : h("div", {}, failed, systemPrompt(s), messagesText(s));
   },
 };

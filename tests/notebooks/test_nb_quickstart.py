@@ -1,0 +1,53 @@
+"""notebooks/quickstart.ipynb runs headless, top to bottom, in a real kernel.
+
+nbclient executes it with ``NB_HITL_ANSWER_FROM_CODE=1`` (``run_notebook``):
+the notebook answers its own cards with ``session.act``. Checked: the
+deletion's card carried the diff of the whole file removed, a dry run deleted
+the file in a copy of the sandbox only (the card stayed open), Approve deleted
+it for real, and the audit log.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.harness import REPO_ROOT
+from tests.support import assert_no_outputs, cell_text, run_notebook, widget_views
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "quickstart.ipynb"
+
+pytestmark = pytest.mark.kernel
+
+
+def test_committed_notebook_has_no_outputs() -> None:
+    assert_no_outputs(NOTEBOOK)
+
+
+def test_quickstart_notebook_runs_headless() -> None:
+    nb, whole = run_notebook(NOTEBOOK, timeout=120)  # raises CellExecutionError on the first failing cell
+    texts = [cell_text(c) for c in nb.cells if c.cell_type == "code"]
+    assert "Traceback" not in whole and "Press Dry run" not in whole
+    assert len(widget_views(nb)) == 1  # the reply's widget, under session.start
+
+    sandbox = re.match(r"sandbox: (\S+)\n", texts[0]).group(1)
+    assert "['draft.md', 'notes.txt', 'old_log.txt']" in texts[0]
+    assert "Which file should I delete? -> draft.md" in texts[1]
+    # the card's diff: the whole file removed, and the note says it is a deletion
+    assert texts[2].startswith(
+        f"The call deletes {sandbox}/draft.md: every line of the file is removed.\n"
+        f"--- a/{sandbox}/draft.md\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-# Draft\n-\n"
+        "-A first paragraph nobody has read yet.\n"
+    )
+    # the dry run: deleted in a copy of the folder; the sandbox byte-identical, the card open
+    assert "Dry run in a temporary copy of its folder: delete_file ran" in texts[2]
+    assert "1 file deleted. The real files were not touched" in texts[2]
+    assert "deleted in the copy: draft.md" in texts[2]
+    assert "sandbox unchanged by the dry run: True | the card is still open" in texts[2]
+    assert "FINAL: Done. Deleted draft.md. The folder now holds: notes.txt, old_log.txt." in texts[3]
+    assert "files left: ['notes.txt', 'old_log.txt']" in texts[4]
+    assert texts[5].splitlines() == [
+        "AskUser answer [{'question': 'Which file should I delete?', 'selected': ['draft.md'], 'other': None}]",
+        "delete_file approve ",
+    ]
