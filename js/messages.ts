@@ -102,6 +102,8 @@ export interface DecisionAnswer {
 export interface BatchResult {
   tool_call_id: string | null;
   ok: boolean;
+  /** set when the item was taken for the agent (not on an approval that waits for more) */
+  decision?: DecisionView;
   error?: string;
   field?: string | null;
   code?: string;

@@ -139,9 +139,15 @@ export class CardSet {
     ui.pending = true;
     ui.error = "";
     ui.errorField = "";
-    this.redraw(p, true);
     const { action, ...fields } = decision;
-    const reply = await this.rpc.request(action, { ...fields, tool_call_id: p.tool_call_id, reply_id: p.reply_id });
+    // the message leaves first, then the card says "Sending…": the redraw does not delay the click
+    const answer = this.rpc.request(action, { ...fields, tool_call_id: p.tool_call_id, reply_id: p.reply_id });
+    this.redraw(p, true);
+    const reply = await answer;
+    if (this.cardFollows(p.tool_call_id, reply.ok && reply.status === "decided")) {
+      ui.mode = "view";
+      return;
+    }
     ui.pending = false;
     if (!reply.ok) {
       ui.error = reply.error || "Refused.";
@@ -168,6 +174,10 @@ export class CardSet {
     items.forEach(({ p }, n) => {
       const ui = this.uiFor(p.tool_call_id);
       const r = results[n];
+      if (this.cardFollows(p.tool_call_id, reply.ok && !!r && r.ok && r.decision !== undefined)) {
+        ui.mode = "view";
+        return;
+      }
       ui.pending = false;
       if (!reply.ok || !r || !r.ok) {
         const refused = reply.ok ? null : reply;
@@ -176,6 +186,13 @@ export class CardSet {
       } else ui.mode = "view";
       this.redraw(this.current(p.tool_call_id) || p, true);
     });
+  }
+
+  /** Whether the answer on `id` was taken for the agent (`taken`) while the card still shows
+   *  it open: the kernel sends the card after the agent's next event, so until it comes the
+   *  card stays "Sending…" (never open again for a moment) and is redrawn once, by it. */
+  private cardFollows(id: string, taken: boolean): boolean {
+    return taken && this.current(id)?.status === "open";
   }
 
   /** Draw every card drawn so far (and the first page): a status or liveness change. */
@@ -322,6 +339,7 @@ export class CardSet {
   redraw(p: PauseView, force: boolean): boolean {
     if (!this.shown(p.tool_call_id)) return false;
     const ui = this.uiFor(p.tool_call_id);
+    if (p.status !== "open") ui.pending = false; // its answer arrived (see send)
     // liveness as drawn: unknown and live draw the same card, so the connect
     // answer (unknown -> live) never rebuilds it under a person's typing
     const key = JSON.stringify([p.status, p.decision, p.reason, this.live === false, p.deadline, this.feed.trouble(p.tool_call_id)?.problem ?? null]);

@@ -5,7 +5,7 @@ import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { installDom } from "./dom";
 import { settle } from "./fake_model";
-import { drawReply, pause } from "./page";
+import { drawReply, liveKernel, pause, type Page } from "./page";
 import { approvalsLine, approvalsRecord, confirmOffers } from "../reply/cards/confirm";
 import { bulkActions, cardFor, kindLabel } from "../reply/cards/index";
 import { clip, decisionText, MAX_SHOWN_CHARS } from "../reply/record";
@@ -114,6 +114,27 @@ describe("cards drawn", () => {
     const sent = page.fake.actions("approve");
     assert.equal(sent.length, 1);
     assert.deepEqual({ ...sent[0], request_id: "" }, { action: "approve", tool_call_id: "c1", reply_id: "r1", request_id: "" });
+    page.close();
+  });
+
+  test("a click leaves before its card is redrawn; answered, the card stays Sending… until the kernel's card", async () => {
+    // the kernel sends the card after the agent's next event (nb_hitl/session/_core.py, _push_soon)
+    let page: Page | undefined;
+    let drawnAtSend: string | undefined;
+    page = await drawReply([pause()], {}, (m) => {
+      if (m.action === "approve") drawnAtSend = page!.card("c1").textContent || "";
+      return liveKernel(m);
+    });
+    page.control("c1", "nbh-approve")!.click();
+    assert.ok(drawnAtSend !== undefined && !drawnAtSend.includes("Sending…"), "sent before the card said Sending…");
+    await settle();
+    // answered "decided", the card is not open again for a moment: still Sending…, buttons off
+    assert.equal(page.card("c1").dataset.status, "open");
+    assert.match(page.card("c1").textContent!, /Sending…/);
+    assert.equal(page.control("c1", "nbh-approve")!.disabled, true);
+    page.fake.emit({ type: "nbh_cards", seq: 1, ops: [{ op: "card", view: pause({ status: "delivered", decision: { action: "approve" } }) }] });
+    assert.equal(page.card("c1").dataset.status, "delivered");
+    assert.doesNotMatch(page.card("c1").textContent!, /Sending…/);
     page.close();
   });
 

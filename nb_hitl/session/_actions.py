@@ -102,7 +102,7 @@ class Desk:
                 pause = front.arrive(run.pauses, message, closed=self.closed(run))
             return {"preview": preview(pause, front.as_message(message))}
         pause, decision = self.begin_decision(run, message)
-        self.s._push(run)
+        # pushed by finish_decision, on the loop: with the rest of what this answer changes
         return self.finish_decision(run, pause, decision, decided_by, origin)
 
     async def dry_run(self, pause: Pause) -> dict[str, Any]:
@@ -141,6 +141,11 @@ class Desk:
         decided_by: str | None = None,
         origin: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """The checks, the record and the queue of one admitted answer
+        (``pause`` is ``deciding``). The page is sent ``deciding`` once the
+        loop is free, with whatever the answer changed by then
+        (:meth:`~nb_hitl.session._core.SessionCore._push_soon`)."""
+        self.s._push_soon(run)
         final = await self.check_decision(run, pause, decision, decided_by, origin)
         if final is None:
             return self.approval_taken(run, pause)
@@ -225,7 +230,7 @@ class Desk:
         for pause, decision in decided:
             self._hand_over(run, pause, decision, decision.summary())
         run.wake.set()
-        self.s._push(run)
+        self.s._push_soon(run)  # with the resume, after the agent's next event (_push_soon)
         self.s._notify("decision", run)
 
     def on_batch(
@@ -258,8 +263,6 @@ class Desk:
             admitted, results = front.admit_all(
                 run.pauses, message.get("items"), closed=self.closed(run), all_or_nothing=all_or_nothing
             )
-        if admitted:
-            self.s._push(run)
         return self.finish_batch(run, admitted, results, decided_by, origin, all_or_nothing=all_or_nothing)
 
     async def finish_batch(
@@ -272,6 +275,8 @@ class Desk:
         *,
         all_or_nothing: bool = False,
     ) -> dict[str, Any]:
+        if begun:  # the admitted cards, once the loop is free (as finish_decision)
+            self.s._push_soon(run)
         checked: list[tuple[int, Pause, Decision]] = []
         counts: dict[int, approvals.Count] = {}
         for n, pause, decision in begun:

@@ -26,7 +26,7 @@ from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
 from ._cards import trait_due
-from ._pace import ENVELOPE, OP_BYTES, flush_delay, over_budget
+from ._pace import ENVELOPE, OP_BYTES, RESUME_QUIET, flush_delay, over_budget
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun
 from ._transcript import final_html, shown_entry
 
@@ -139,6 +139,7 @@ class SessionCore:
         text block's text stays in the kernel too, and ``final_entry`` names
         that block for the page.
         """
+        self._cancel_push_soon(run)  # this push sends what it was due to send
         widget = run.widget
         if widget is None:
             return
@@ -170,6 +171,56 @@ class SessionCore:
         except Exception:  # a closed comm must not stop the agent
             log.warning("could not update the reply widget", exc_info=True)
 
+    def _push_soon(self, run: ReplyRun) -> None:
+        """:meth:`_push` once the loop is free: the pushes asked for while one
+        answer travels through the session go to the page as one, after the
+        agent's next event.
+
+        A click makes three changes within a millisecond or so (the front door
+        takes the answer, its check records it, the driving task hands it to
+        the agent). Pushed one by one they were three card messages and three
+        trait updates, each crossing Jupyter's server and redrawn by the page,
+        all queued before the agent's next event. Here they wait until the
+        loop is free and, while the run's decisions are on their way to the
+        agent (queued for the woken driving task, or handed over with no event
+        of the resumed stream yet), until the resumed stream's first event:
+        the driving task then sends that event, then this push
+        (:meth:`_stream`, :meth:`_resumed`). So the agent's next event reaches
+        the page first and the cards right behind it. A resumed stream that
+        says nothing for :data:`RESUME_QUIET` seconds gets the push anyway.
+        Without a running loop (or a widget) it pushes at once.
+        """
+        if run.widget is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._push(run)
+            return
+        if run.push_due is None:
+            run.push_due = loop.call_soon(self._push_when_free, run, True)
+
+    def _push_when_free(self, run: ReplyRun, may_wait: bool) -> None:
+        run.push_due = None
+        if may_wait and (run.resuming or (run.queue and run.wake.is_set())):
+            # the resumed stream's first event sends it (_resumed), or this, if it says nothing
+            run.push_due = asyncio.get_running_loop().call_later(RESUME_QUIET, self._push_when_free, run, False)
+            return
+        self._push(run)
+
+    def _resumed(self, run: ReplyRun) -> None:
+        """The resumed stream yielded its first event (sent already, unless a
+        paced delta): the push waiting for it goes now (:meth:`_push_soon`)."""
+        run.resuming = False
+        if run.push_due is not None:
+            self._push(run)
+
+    @staticmethod
+    def _cancel_push_soon(run: ReplyRun) -> None:
+        if run.push_due is not None:
+            run.push_due.cancel()
+            run.push_due = None
+
     def _cards_sync(self, run: ReplyRun, page_seq: Any = None) -> dict[str, Any]:
         """The page's resync of the pause cards (on connect or after a gap):
         every card and the ``seq`` it includes (``nbh_cards`` messages with a
@@ -184,7 +235,8 @@ class SessionCore:
         Pacing batches streamed text only: a change that is not a delta
         (``urgent``: a tool call or result starts or ends, a model call
         starts or ends, a block ends) goes out at once with whatever text is
-        pending, so what follows a person's answer is never held back. Deltas
+        pending, so what follows a person's answer is never held back; a push
+        waiting for it (:meth:`_push_soon`) follows it at once. Deltas
         are sent when due (:func:`~nb_hitl.session._pace.flush_delay`: once the
         stream is quiet, or the oldest change has waited long enough, at most
         20 times a second); a timer on the running loop sends them if nothing
@@ -192,10 +244,14 @@ class SessionCore:
         model stalls. Per delta this only notes the time while a timer is armed.
         """
         tr = run.transcript
-        if run.widget is None or not tr.pending:
+        if run.widget is None:
             return
         if urgent:
             self._flush_transcript(run)
+            if run.push_due is not None:  # the cards and status waiting for this event (_push_soon)
+                self._push(run)
+            return
+        if not tr.pending:
             return
         now = time.monotonic()
         tr.last_change = now

@@ -295,6 +295,7 @@ class Driver(SessionCore):
                 # for a call that may already have run
                 self.checkpoint()
                 run.resumes += 1
+                run.resuming = True  # its cards follow the resumed stream's first event (_push_soon)
                 if confirms:
                     return UserConfirmResultEvent(
                         reply_id=reply_id,
@@ -403,11 +404,12 @@ class Driver(SessionCore):
     async def _consume(self, run: ReplyRun, inp: Any) -> None:
         """Consume one ``reply_stream`` call into the transcript and pauses."""
         run.status = "running"
-        self._push(run)
+        self._push_soon(run)  # after a resumed stream's first event (_push_soon)
         try:
             await self._events(run, inp)
         finally:  # a text block cut short (cancelled, failed) is rendered too
             run.transcript.finish()
+            run.resuming = False
         if run.status not in TERMINAL:  # an ended reply is pushed once, with its end (``_expire``)
             self._push(run)
 
@@ -494,5 +496,7 @@ class Driver(SessionCore):
             urgent = not isinstance(ev, PACED_EVENTS)  # pacing batches deltas only
             if changed or urgent:
                 self._stream(run, urgent=urgent)
+            if run.resuming:
+                self._resumed(run)
         if result_due:
             self.checkpoint()

@@ -38,6 +38,7 @@ __all__ = [
     "QUIET",
     "QUIET_OVER",
     "RATIO",
+    "RESUME_QUIET",
     "flush_delay",
     "over_budget",
 ]
@@ -58,6 +59,10 @@ ENVELOPE = 750
 OP_BYTES = 60
 #: the most a stream should send, in bytes, per byte of text streamed
 RATIO = 1.6
+#: seconds the cards and status of a resume wait for the resumed stream's first
+#: event, which they follow (``SessionCore._push_soon``); it usually comes within
+#: a few milliseconds (the approved tool starts, or the model is called)
+RESUME_QUIET = 0.05
 
 
 def over_budget(overhead: int, streamed: int) -> bool:

@@ -67,6 +67,10 @@ class ReplyRun:
         upto: how many user messages the agent's memory held when the reply
             ended (its "Replay" plays the record up to there).
         nested: the replayed and forked sessions started from this reply's page.
+        push_due: the scheduled push of :meth:`SessionCore._push_soon
+            <nb_hitl.session._core.SessionCore._push_soon>` (``None``: none due).
+        resuming: decisions were handed to the agent and its resumed stream
+            has yielded nothing since.
     """
 
     reply_id: str = ""
@@ -87,6 +91,8 @@ class ReplyRun:
     nested: list[Any] = field(default_factory=list)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task | None = None
+    push_due: asyncio.Handle | None = None
+    resuming: bool = False
 
     @property
     def live(self) -> bool:

@@ -174,3 +174,48 @@ def test_one_decision_sends_one_card_not_every_card() -> None:
     # every card, and the whole transcript, went again with each decision)
     per_decision = (big[1].bytes() / 30) / (small[1].bytes() / 10)
     assert per_decision < 1.5, per_decision
+
+
+def wire_kinds(wire: Wire, click_id: str) -> list[str]:
+    """What the page got, in order: ``answer`` (to the click), ``result`` (a
+    tool result's entry added), ``cards:<status>`` (the click's card),
+    ``status:<status>`` (a trait update with the reply's status), ``other``."""
+    kinds: list[str] = []
+    for m in wire.messages:
+        content = m.get("content") if m.get("method") == "custom" else None
+        if isinstance(content, dict) and content.get("request_id") is not None:
+            kinds.append("answer")
+        elif isinstance(content, dict) and content.get("type") == "nbh_transcript":
+            added = [op["entry"]["kind"] for op in content["ops"] if op["op"] == "add"]
+            kinds.append("result" if "tool_result" in added else "other")
+        elif isinstance(content, dict) and content.get("type") == "nbh_cards":
+            views = [op["view"] for op in content["ops"] if op["op"] == "card"]
+            kinds += [f"cards:{v['status']}" for v in views if v["tool_call_id"] == click_id] or ["other"]
+        elif m.get("method") == "update" and "status" in m.get("state", {}):
+            kinds.append(f"status:{m['state']['status']}")
+        else:
+            kinds.append("other")
+    return kinds
+
+
+def test_a_click_sends_the_answer_then_the_agents_next_event_then_the_card_once() -> None:
+    """What an Approve changes (its card deciding, decided, delivered; the reply
+    running) goes to the page after the agent's next event, as one card message
+    and one update: nothing of it queues before that event in Jupyter's server
+    and the page, and nothing waits for a timer (the resumed stream's first event
+    sends it). Undone, the card went three times, the first before the tool ran.
+    ``benchmarks/click_to_resume.py`` measures the time."""
+
+    async def scenario() -> list[str]:
+        parked = await parked_on_all(1)
+        (pause,) = parked.session.pending
+        page_message(parked.run.widget, {"request_id": "r0", "action": "approve", "tool_call_id": pause.tool_call_id})
+        await asyncio.wait_for(parked.task, 60)
+        return wire_kinds(parked.wire, pause.tool_call_id)
+
+    kinds = run_async(scenario())
+    assert kinds[:2] == ["answer", "result"], kinds  # the answer to the click, then the tool's result
+    mine = [k for k in kinds if k.startswith("cards:")]
+    assert mine and mine[0] == "cards:delivered", kinds  # never "deciding" nor "decided" on their own
+    assert kinds.index("status:running") > kinds.index("result"), kinds
+    assert kinds.index(mine[0]) < kinds.index("status:finished"), kinds  # sent with the resume, not left to the end
