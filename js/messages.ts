@@ -96,6 +96,8 @@ export interface DecisionAnswer {
   status?: string;
   decision?: DecisionView;
   sent?: boolean;
+  /** a Session's: the card's new view follows the agent's next event (nb_hitl/session/_core.py, _push_soon) */
+  card_follows?: boolean;
 }
 
 /** One item's outcome in a batch answer, in item order. */
@@ -160,7 +162,7 @@ type DecisionProtocol = {
 export type ReplyProtocol = PingProtocol &
   DecisionProtocol & {
     /** group actions ("Approve all", "Submit all"): one resume */
-    batch: { send: { items: DecisionItem[] }; answer: { results: BatchResult[] } };
+    batch: { send: { items: DecisionItem[] }; answer: { results: BatchResult[]; card_follows?: boolean } };
     /** on connect: both streams in one answer */
     sync: { send: { transcript_seq: number; cards_seq: number }; answer: { transcript: TranscriptSync; cards: CardsSync } };
     transcript_sync: { send: { seq: number }; answer: TranscriptSync };

@@ -144,7 +144,7 @@ export class CardSet {
     const answer = this.rpc.request(action, { ...fields, tool_call_id: p.tool_call_id, reply_id: p.reply_id });
     this.redraw(p, true);
     const reply = await answer;
-    if (this.cardFollows(p.tool_call_id, reply.ok && reply.status === "decided")) {
+    if (this.cardFollows(p.tool_call_id, reply.ok && reply.status === "decided" && reply.card_follows === true)) {
       ui.mode = "view";
       return;
     }
@@ -174,7 +174,7 @@ export class CardSet {
     items.forEach(({ p }, n) => {
       const ui = this.uiFor(p.tool_call_id);
       const r = results[n];
-      if (this.cardFollows(p.tool_call_id, reply.ok && !!r && r.ok && r.decision !== undefined)) {
+      if (this.cardFollows(p.tool_call_id, reply.ok && reply.card_follows === true && !!r && r.ok && r.decision !== undefined)) {
         ui.mode = "view";
         return;
       }
@@ -188,9 +188,10 @@ export class CardSet {
     });
   }
 
-  /** Whether the answer on `id` was taken for the agent (`taken`) while the card still shows
-   *  it open: the kernel sends the card after the agent's next event, so until it comes the
-   *  card stays "Sending…" (never open again for a moment) and is redrawn once, by it. */
+  /** Whether the answer on `id` was taken for the agent and its card follows (`taken`: a
+   *  Session says `card_follows`; other owners set their record themselves) while the card
+   *  still shows it open: the card then stays "Sending…" until its view comes (never open
+   *  again for a moment) and is redrawn once, by it. */
   private cardFollows(id: string, taken: boolean): boolean {
     return taken && this.current(id)?.status === "open";
   }

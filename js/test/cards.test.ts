@@ -118,12 +118,12 @@ describe("cards drawn", () => {
   });
 
   test("a click leaves before its card is redrawn; answered, the card stays Sending… until the kernel's card", async () => {
-    // the kernel sends the card after the agent's next event (nb_hitl/session/_core.py, _push_soon)
+    // a Session sends the card after the agent's next event and says so (nb_hitl/session/_core.py, _push_soon)
     let page: Page | undefined;
     let drawnAtSend: string | undefined;
     page = await drawReply([pause()], {}, (m) => {
       if (m.action === "approve") drawnAtSend = page!.card("c1").textContent || "";
-      return liveKernel(m);
+      return m.action === "approve" ? { status: "decided", card_follows: true } : liveKernel(m);
     });
     page.control("c1", "nbh-approve")!.click();
     assert.ok(drawnAtSend !== undefined && !drawnAtSend.includes("Sending…"), "sent before the card said Sending…");
@@ -136,6 +136,12 @@ describe("cards drawn", () => {
     assert.equal(page.card("c1").dataset.status, "delivered");
     assert.doesNotMatch(page.card("c1").textContent!, /Sending…/);
     page.close();
+    // an owner that does not say its card follows: the card is drawn from the view it has
+    const plain = await drawReply([pause()]);
+    plain.control("c1", "nbh-approve")!.click();
+    await settle();
+    assert.doesNotMatch(plain.card("c1").textContent!, /Sending…/);
+    plain.close();
   });
 
   test("Approve refused (ambiguous arguments): the button is disabled and says why", async () => {

@@ -11,10 +11,11 @@ and the audit records. The pause status only changes through
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agentscope.message import ToolCallBlock
@@ -107,7 +108,8 @@ class SessionCore:
             from ..widgets.reply import ReplyWidget
 
             def handler(msg: Any, _run: ReplyRun = run) -> Any:
-                return self.desk.on_action(_run, msg)
+                answer = self.desk.on_action(_run, msg)
+                return for_page(answer) if inspect.isawaitable(answer) else answer
 
             run.widget = ReplyWidget(
                 handler=handler,
@@ -451,3 +453,15 @@ class SessionCore:
             **decision_fields(decision),
             **(extra or {}),
         )
+
+
+async def for_page(answer: Awaitable[Any]) -> Any:
+    """A decision's answer as the page gets it: once the answer was taken for
+    the agent (``status`` ``decided``), ``card_follows: True`` tells the page
+    that the card's new view is on its way (after the agent's next event,
+    :meth:`SessionCore._push_soon`), so the card stays "Sending…" until then
+    instead of being drawn open again for a moment (``js/reply/card.ts``)."""
+    got = await answer
+    if isinstance(got, dict) and got.get("status") == "decided":
+        return {**got, "card_follows": True}
+    return got

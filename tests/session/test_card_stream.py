@@ -211,6 +211,8 @@ def test_a_click_sends_the_answer_then_the_agents_next_event_then_the_card_once(
         (pause,) = parked.session.pending
         page_message(parked.run.widget, {"request_id": "r0", "action": "approve", "tool_call_id": pause.tool_call_id})
         await asyncio.wait_for(parked.task, 60)
+        (answer,) = [m["content"] for m in parked.wire.messages if m.get("content", {}).get("request_id") == "r0"]
+        assert answer["card_follows"] is True  # the page keeps the card "Sending…" until it comes
         return wire_kinds(parked.wire, pause.tool_call_id)
 
     kinds = run_async(scenario())
