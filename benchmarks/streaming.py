@@ -80,6 +80,7 @@ if __package__ in (None, ""):
 import psutil
 
 from benchmarks._lab import cell_json, lab_page, open_notebook, run_cell, write_notebook
+from nb_hitl.entries import SHOWN_CHARS
 
 SETUP = """
 import asyncio, gc, json, time
@@ -180,10 +181,10 @@ def frame_kind(text: str) -> str | None:
 # armed before cell ``i`` runs, on that cell's output only; not returned
 # (Playwright would wait for the promise)
 SEEN_JS = """
-(i) => { window.__nbhSeen = new Promise((resolve) => {
+([i, marks]) => { window.__nbhSeen = new Promise((resolve) => {
   const check = () => {
     const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[i];
-    const hit = !!cell && [...cell.querySelectorAll('.jp-OutputArea-output')].some((e) => e.textContent.includes('LASTDELTA'));
+    const hit = !!cell && [...cell.querySelectorAll('.jp-OutputArea-output')].some((e) => marks.some((m) => e.textContent.includes(m)));
     if (hit) { resolve(Date.now() / 1000); return true; }
     return false;
   };
@@ -192,6 +193,19 @@ SEEN_JS = """
   obs.observe(document.body, { subtree: true, childList: true, characterData: true });
 }); }
 """
+
+
+def reply_text(deltas: int) -> str:
+    """The text the scripted model streams: ``deltas`` one-word deltas, the last ``LASTDELTA``."""
+    return " ".join(f"w{i:04d}" for i in range(deltas - 1)) + " LASTDELTA"
+
+
+def seen_marks(deltas: int) -> list[str]:
+    """What is in the page once the last delta is: the word itself, or, for a text
+    longer than the part of an entry the page gets (``SHOWN_CHARS``), the count of
+    characters left out that the last delta makes (``js/reply/transcript.ts``)."""
+    more = len(reply_text(deltas)) - SHOWN_CHARS
+    return ["LASTDELTA"] + ([f"… {more:,} more characters not shown"] if more > 0 else [])
 
 
 # for "pagedraw": the page itself appends the reply's text to a block in cell
@@ -306,7 +320,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for n, kind in enumerate(kinds, start=1):
             frames.clear()
             if kind in SHOWN:
-                page.evaluate(SEEN_JS, n)
+                page.evaluate(SEEN_JS, [n, seen_marks(args.deltas)])
             browser_before = browser_cpu()
             run_cell(page, n)
             if kind == "pagedraw":
@@ -333,7 +347,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         k: {f: statistics.median(r[f] for r in rs) for f, v in rs[0].items() if isinstance(v, (int, float))}
         for k, rs in runs.items()
     }
-    text_bytes = len(" ".join(f"w{i:04d}" for i in range(args.deltas - 1)) + " LASTDELTA")
+    text_bytes = len(reply_text(args.deltas))
     base_cpu = results["noui"]["cpu"]
     print(f"{args.deltas} deltas, {text_bytes} bytes of text; no UI and nb_hitl: medians of {len(runs['noui'])} runs")
     labels = {

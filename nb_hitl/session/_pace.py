@@ -25,6 +25,11 @@ first messages), the next message waits for a longer quiet
 within about :data:`RATIO` times the text, whatever the machine's load. The
 benchmark ``benchmarks/streaming.py`` measures the effect against baselines
 in the same run.
+
+Only text deltas wait for those rules. What a person's answer changes (its
+card, the reply's status) goes right after the resumed stream's first event,
+or :data:`RESUME_QUIET` seconds after the resume if that stream says nothing
+(``SessionCore._push_soon``); ``benchmarks/click_to_resume.py`` measures it.
 """
 
 from __future__ import annotations
