@@ -10,7 +10,8 @@ import type { Rpc } from "../lib/rpc";
 import type { Answer, BatchResult, Decision, DryRunAnswer, PreviewAnswer, PreviewEdit, ReplyProtocol } from "../messages";
 import type { PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
-import { cardFor, kindLabel, bulkActions } from "./cards/index";
+import { cardFor, kindLabel } from "./cards/index";
+import { drawGroupBar } from "./group_bar";
 import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
 import { clip, deadlineEl, decisionText, refusal } from "./record";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
@@ -284,56 +285,16 @@ export class CardSet {
       .filter((el): el is HTMLElement => !!el && el.classList.contains("nbh-closed"));
   }
 
-  // A reply parked on several calls is one group: each card keeps its own
-  // controls, and these act on every open card at once.
+  // A reply parked on several calls is one group (group_bar.ts)
   private drawGroup(pauses: PauseView[]): void {
     // a card that cannot be shown is cancelled on its own card only
     const open = pauses.filter((p) => this.canAct(p) && !this.feed.trouble(p.tool_call_id));
-    const { groupBar, groupNote } = this;
-    if (!open.length) groupNote.textContent = "";
-    clear(groupBar);
-    groupBar.hidden = open.length < 2;
-    if (open.length < 2) return;
     const sendAll = (items: PauseView[], pick: (p: PauseView) => Draft | null) =>
       this.sendBatch(items.flatMap((p) => {
         const d = pick(p);
         return d ? [{ p, d }] : [];
       }));
-    const draftOf = (p: PauseView) => (this.drafts.get(p.tool_call_id) || (() => null))();
-    groupBar.setAttribute("role", "group");
-    groupBar.setAttribute("aria-label", "All open calls of this reply");
-    groupBar.append(h("span", { class: "nbh-muted" }, `${open.length} open calls in this reply`));
-    for (const bulk of bulkActions()) {
-      const items = open.filter((p) => p.kind === bulk.kind);
-      if (!items.length) continue;
-      groupBar.append(
-        h(
-          "button",
-          { "data-testid": bulk.testid, onclick: () => sendAll(items, () => ({ action: bulk.action })) },
-          `${bulk.label} (${items.length})`,
-        ),
-      );
-    }
-    groupBar.append(
-      h(
-        "button",
-        {
-          class: "nbh-primary",
-          "data-testid": "nbh-submit-all",
-          onclick: async () => {
-            const ready = open.filter((p) => draftOf(p));
-            const waiting = open.filter((p) => !ready.includes(p)).map((p) => p.tool_name);
-            groupNote.textContent = ready.length
-              ? waiting.length
-                ? `Sent what is filled in; still to answer: ${waiting.join(", ")}.`
-                : ""
-              : `Nothing to send yet: answer ${waiting.join(", ")} first (confirmations: use their buttons, or Approve all / Deny all).`;
-            await sendAll(ready, draftOf);
-          },
-        },
-        "Submit all",
-      ),
-    );
+    drawGroupBar(this.groupBar, this.groupNote, open, sendAll, (p) => (this.drafts.get(p.tool_call_id) || (() => null))());
   }
 
   /** Draw (or move) the card of `p`; true when it was rebuilt. */

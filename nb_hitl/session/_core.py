@@ -211,11 +211,21 @@ class SessionCore:
         self._push(run)
 
     def _resumed(self, run: ReplyRun) -> None:
-        """The resumed stream yielded its first event (sent already, unless a
-        paced delta): the push waiting for it goes now (:meth:`_push_soon`)."""
+        """The stream yielded an event (sent already, unless a paced delta): if
+        it is a resumed stream's first, the push waiting for it goes now
+        (:meth:`_push_soon`)."""
+        if not run.resuming:
+            return
         run.resuming = False
         if run.push_due is not None:
             self._push(run)
+
+    @staticmethod
+    def _stream_ended(run: ReplyRun) -> None:
+        """A ``reply_stream`` call ended or was cut short: a text block cut
+        short is rendered, and nothing waits for its first event any more."""
+        run.transcript.finish()
+        run.resuming = False
 
     @staticmethod
     def _cancel_push_soon(run: ReplyRun) -> None:

@@ -408,8 +408,7 @@ class Driver(SessionCore):
         try:
             await self._events(run, inp)
         finally:  # a text block cut short (cancelled, failed) is rendered too
-            run.transcript.finish()
-            run.resuming = False
+            self._stream_ended(run)
         if run.status not in TERMINAL:  # an ended reply is pushed once, with its end (``_expire``)
             self._push(run)
 
@@ -496,7 +495,6 @@ class Driver(SessionCore):
             urgent = not isinstance(ev, PACED_EVENTS)  # pacing batches deltas only
             if changed or urgent:
                 self._stream(run, urgent=urgent)
-            if run.resuming:
-                self._resumed(run)
+            self._resumed(run)
         if result_due:
             self.checkpoint()
