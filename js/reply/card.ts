@@ -21,6 +21,8 @@ export interface CardUi {
   mode: "view" | "modify" | "rules" | "deny";
   error: string;
   errorField: string;
+  /** the pause's status when `error` was given: a later status means the problem is gone */
+  errorStatus: string;
   pending: boolean;
   el: HTMLElement | null;
   key: string;
@@ -99,7 +101,7 @@ export class CardSet {
   private uiFor(id: string): CardUi {
     let ui = this.cards.get(id);
     if (!ui) {
-      ui = { mode: "view", error: "", errorField: "", pending: false, el: null, key: "", focusKey: null };
+      ui = { mode: "view", error: "", errorField: "", errorStatus: "", pending: false, el: null, key: "", focusKey: null };
       this.cards.set(id, ui);
     }
     return ui;
@@ -146,6 +148,7 @@ export class CardSet {
     if (!reply.ok) {
       ui.error = reply.error || "Refused.";
       ui.errorField = reply.field || "";
+      ui.errorStatus = (this.current(p.tool_call_id) || p).status;
     } else ui.mode = "view";
     this.redraw(this.current(p.tool_call_id) || p, true);
   }
@@ -173,6 +176,7 @@ export class CardSet {
         const refused = reply.ok ? null : reply;
         ui.error = (r && r.error) || refused?.error || "Refused.";
         ui.errorField = (r && r.field) || refused?.field || "";
+        ui.errorStatus = (this.current(p.tool_call_id) || p).status;
       } else ui.mode = "view";
       this.redraw(this.current(p.tool_call_id) || p, true);
     });
@@ -341,6 +345,8 @@ export class CardSet {
     }
     const firstDraw = ui.key === "";
     const statusChanged = !firstDraw && JSON.parse(ui.key)[0] !== p.status;
+    // a refusal shown for an earlier status (the call was answered since, or ran): it is no longer true
+    if (statusChanged && ui.error && !ui.pending && ui.errorStatus !== p.status) ui.error = ui.errorField = "";
     ui.key = key;
     const held = this.drafts.get(p.tool_call_id);
     const snapshot = held ? held() : null;
@@ -449,9 +455,11 @@ export class CardSet {
       ui,
       open,
       kept: this.typed.get(id),
-      send: (decision) => this.send(p, decision),
-      request: (action) => this.rpc.request(action, { tool_call_id: id, reply_id: p.reply_id }),
-      preview: (edit) => this.rpc.request("preview", { ...edit, tool_call_id: id, reply_id: p.reply_id }, { timeoutMs: PREVIEW_TIMEOUT_MS }),
+      // the pause as it is now (a remote card is drawn again on every poll without being rebuilt)
+      send: (decision) => this.send(this.current(id) || p, decision),
+      request: (action) => this.rpc.request(action, { tool_call_id: id, reply_id: (this.current(id) || p).reply_id }),
+      preview: (edit) =>
+        this.rpc.request("preview", { ...edit, tool_call_id: id, reply_id: (this.current(id) || p).reply_id }, { timeoutMs: PREVIEW_TIMEOUT_MS }),
       redraw: () => this.redraw(this.current(id) || p, true),
       setDraft: (draft) => void this.drafts.set(id, draft),
       errorBox: (field) => this.errorBox(ui, field),
@@ -482,7 +490,7 @@ export class CardSet {
       card.append(
         h("div", { class: "nbh-muted" }, "Asked for:"),
         h("pre", { class: "nbh-pre" }, clip(p.input_text)),
-        h("div", { class: "nbh-muted" }, "Ran with the modified input:"),
+        h("div", { class: "nbh-muted" }, p.status === "decided" ? "Modified to (not run yet):" : "Modified to:"),
         h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, p.decision.edited_input_text ?? JSON.stringify(p.decision.edited_input, null, 2)),
       );
       if (typeof p.decision.input_diff === "string" && p.decision.input_diff)
