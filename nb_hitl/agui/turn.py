@@ -237,9 +237,8 @@ class RemoteTurn:
 
 
 def view_data(turn: RemoteTurn) -> dict[str, Any]:
-    """What a display shows of ``turn``: ``transcript`` and ``pauses`` (lists
-    of dict copies), ``status``, ``status_reason``, ``final_text``,
-    ``reply_id`` (the last run's id, or ``None``). Pending deltas are
+    """What a display shows of ``turn``: ``transcript`` and ``pauses`` (lists of dict copies), ``status``,
+    ``status_reason``, ``final_text``, ``reply_id`` (the last run's id, or ``None``). Pending deltas are
     joined first (:meth:`RemoteTurn.flush`)."""
     turn.flush()
     return {
@@ -435,7 +434,8 @@ class RunReader:
             for view in turn.pauses.values():
                 if isinstance(a, dict) and view["interrupt_id"] == a.get("interrupt_id") and view["status"] == "open":
                     move(view, "decided")
-                    view["decision"] = {"action": str(a.get("action"))[:40], "by": str(a.get("by"))[:200]}
+                    at = a.get("at") if isinstance(a.get("at"), (int, float)) else None  # when, for the card
+                    view["decision"] = {"action": str(a.get("action"))[:40], "by": str(a.get("by"))[:200], "at": at}
                     view["reason"] = answered_elsewhere_text(f"{str(a.get('by'))[:200]} ({str(a.get('action'))[:40]}).")
         for view in turn.pauses.values():
             if view["status"] == "decided":
