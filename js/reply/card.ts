@@ -5,14 +5,13 @@
 // (cards/index.ts), or cards/invalid.ts for a view that does not fit its kind;
 // nothing here looks at the kind. The words of a decision are record.ts's.
 import { h, clear } from "../lib/dom";
-import { diffView } from "../lib/diff";
 import type { Rpc } from "../lib/rpc";
 import type { Answer, BatchResult, Decision, DryRunAnswer, PreviewAnswer, PreviewEdit, ReplyProtocol } from "../messages";
 import type { PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
 import { cardFor, kindLabel, bulkActions } from "./cards/index";
 import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
-import { clip, deadlineEl, decisionText, refusal } from "./record";
+import { appendDecisionRecord, deadlineEl, decisionText } from "./record";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 import { PREVIEW_TIMEOUT_MS } from "../lib/edit_preview"; // a preview applies nothing: given up when slow
 
@@ -478,30 +477,7 @@ export class CardSet {
 
   // a decided or expired pause: what was decided (or why it expired), and the input it was about
   private appendRecord(card: HTMLElement, p: PauseView, ui: CardUi, showInput: boolean): void {
-    const cls = p.status === "expired" || refusal(p.decision) ? "nbh-warn" : "nbh-ok";
-    const text =
-      p.status === "expired"
-        ? `No longer live: ${p.reason || "the reply ended"}`
-        : p.status === "deciding"
-          ? "Recording your decision…"
-          : decisionText(p.decision, p);
-    card.append(h("div", { class: cls, "data-testid": "nbh-decision" }, text));
-    if (p.decision && p.decision.edited_input !== undefined) {
-      card.append(
-        h("div", { class: "nbh-muted" }, "Asked for:"),
-        h("pre", { class: "nbh-pre" }, clip(p.input_text)),
-        h("div", { class: "nbh-muted" }, p.status === "decided" ? "Modified to (not run yet):" : "Modified to:"),
-        h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, p.decision.edited_input_text ?? JSON.stringify(p.decision.edited_input, null, 2)),
-      );
-      if (typeof p.decision.input_diff === "string" && p.decision.input_diff)
-        card.append(h("div", { class: "nbh-muted" }, "What the edit changed:"), diffView(p.decision.input_diff, "What the edit changed", "nbh-input-diff"));
-    } else if (showInput) {
-      card.append(h("pre", { class: "nbh-pre" }, clip(p.input_text)));
-    }
-    if (p.decision && p.decision.action === "submit" && typeof p.decision.output === "string")
-      card.append(h("div", { class: "nbh-muted" }, "Submitted:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-submitted" }, p.decision.output));
-    if (p.decision && typeof p.decision.note === "string" && p.decision.note)
-      card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-decision-note" }, `The agent was told: ${p.decision.note}`));
+    appendDecisionRecord(card, p, showInput);
     const err = this.errorBox(ui);
     if (err) card.append(err);
   }

@@ -307,7 +307,7 @@ class RemoteSession:
             return entry_text(lookup_in(turn.transcript), message.get("id"))
         if action == "preview":  # the edit is checked by the server when it is sent
             raise DecisionError("A remote agent's card shows no diff of an edit before it is sent.", field="action")
-        if self.polling is turn and turn.status == "running":
+        if self.polling is turn:
             await turn.settled.wait()  # a poll of :meth:`follow` is out: the answer goes once it is back
         closed, why = None, f": {turn.reason}" if turn.reason else ""
         if turn is not self.current or turn.status != "paused":

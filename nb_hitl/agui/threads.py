@@ -207,7 +207,9 @@ class ThreadState:
             if message["tool_call_id"] not in waiting:
                 self.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), run_id)
                 if by != self.owner:  # the owner's client did not see this run: it catches up later
-                    self.unseen.append(unseen_answer(entry.interrupt_id, message["tool_call_id"], by, message.get("action")))
+                    self.unseen.append(
+                        unseen_answer(entry.interrupt_id, message["tool_call_id"], by, message.get("action"))
+                    )
         if len(waiting) < len(messages):
             return None
         return [
