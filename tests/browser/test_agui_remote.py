@@ -71,10 +71,15 @@ def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def
     return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
 
 
-def test_remote_agent_two_interrupts_answered_by_clicks(page, lab: JupyterLabServer) -> None:
-    write_notebook(lab.root / "agui_ours.ipynb", [OURS])
-    open_notebook(page, lab, "agui_ours.ipynb")
+def _start_ours(page, lab: JupyterLabServer, name: str) -> None:  # type: ignore[no-untyped-def]
+    """A notebook of the OURS cell, opened and started (the cell waits for clicks)."""
+    write_notebook(lab.root / name, [OURS])
+    open_notebook(page, lab, name)
     start_all_cells(page)
+
+
+def test_remote_agent_two_interrupts_answered_by_clicks(page, lab: JupyterLabServer) -> None:
+    _start_ours(page, lab, "agui_ours.ipynb")
 
     ask = _card(page, "ask_user")
     ask.wait_for(timeout=90_000)
@@ -134,9 +139,7 @@ def test_langgraph_interrupt_is_a_form_checked_before_sending(page, lab: Jupyter
 
 
 def test_a_refused_modify_is_never_said_to_have_run_and_its_note_goes_with_it(page, lab: JupyterLabServer) -> None:
-    write_notebook(lab.root / "agui_refused.ipynb", [OURS])
-    open_notebook(page, lab, "agui_refused.ipynb")
-    start_all_cells(page)
+    _start_ours(page, lab, "agui_refused.ipynb")
 
     confirm = _card(page, "confirm")
     confirm.wait_for(timeout=90_000)
