@@ -5,7 +5,6 @@
 // (cards/index.ts), or cards/invalid.ts for a view that does not fit its kind;
 // nothing here looks at the kind. The words of a decision are record.ts's.
 import { h, clear } from "../lib/dom";
-import { diffView } from "../lib/diff";
 import type { Rpc } from "../lib/rpc";
 import type { Answer, BatchResult, Decision, DryRunAnswer, PreviewAnswer, PreviewEdit, ReplyProtocol } from "../messages";
 import type { PauseView, RemotePauseView } from "../types";
@@ -13,7 +12,7 @@ import type { CardFeed } from "./feed";
 import { cardFor, kindLabel } from "./cards/index";
 import { drawGroupBar } from "./group_bar";
 import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
-import { clip, deadlineEl, decisionText, refusal } from "./record";
+import { appendDecisionRecord, deadlineEl, decisionText } from "./record";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 import { PREVIEW_TIMEOUT_MS } from "../lib/edit_preview"; // a preview applies nothing: given up when slow
 
@@ -22,6 +21,8 @@ export interface CardUi {
   mode: "view" | "modify" | "rules" | "deny";
   error: string;
   errorField: string;
+  /** the pause's status when `error` was given: a later status means the problem is gone */
+  errorStatus: string;
   pending: boolean;
   el: HTMLElement | null;
   key: string;
@@ -100,7 +101,7 @@ export class CardSet {
   private uiFor(id: string): CardUi {
     let ui = this.cards.get(id);
     if (!ui) {
-      ui = { mode: "view", error: "", errorField: "", pending: false, el: null, key: "", focusKey: null };
+      ui = { mode: "view", error: "", errorField: "", errorStatus: "", pending: false, el: null, key: "", focusKey: null };
       this.cards.set(id, ui);
     }
     return ui;
@@ -153,6 +154,7 @@ export class CardSet {
     if (!reply.ok) {
       ui.error = reply.error || "Refused.";
       ui.errorField = reply.field || "";
+      ui.errorStatus = (this.current(p.tool_call_id) || p).status;
     } else ui.mode = "view";
     this.redraw(this.current(p.tool_call_id) || p, true);
   }
@@ -184,6 +186,7 @@ export class CardSet {
         const refused = reply.ok ? null : reply;
         ui.error = (r && r.error) || refused?.error || "Refused.";
         ui.errorField = (r && r.field) || refused?.field || "";
+        ui.errorStatus = (this.current(p.tool_call_id) || p).status;
       } else ui.mode = "view";
       this.redraw(this.current(p.tool_call_id) || p, true);
     });
@@ -321,6 +324,8 @@ export class CardSet {
     }
     const firstDraw = ui.key === "";
     const statusChanged = !firstDraw && JSON.parse(ui.key)[0] !== p.status;
+    // a refusal shown for an earlier status (the call was answered since, or ran): it is no longer true
+    if (statusChanged && ui.error && !ui.pending && ui.errorStatus !== p.status) ui.error = ui.errorField = "";
     ui.key = key;
     const held = this.drafts.get(p.tool_call_id);
     const snapshot = held ? held() : null;
@@ -429,9 +434,11 @@ export class CardSet {
       ui,
       open,
       kept: this.typed.get(id),
-      send: (decision) => this.send(p, decision),
-      request: (action) => this.rpc.request(action, { tool_call_id: id, reply_id: p.reply_id }),
-      preview: (edit) => this.rpc.request("preview", { ...edit, tool_call_id: id, reply_id: p.reply_id }, { timeoutMs: PREVIEW_TIMEOUT_MS }),
+      // the pause as it is now (a remote card is drawn again on every poll without being rebuilt)
+      send: (decision) => this.send(this.current(id) || p, decision),
+      request: (action) => this.rpc.request(action, { tool_call_id: id, reply_id: (this.current(id) || p).reply_id }),
+      preview: (edit) =>
+        this.rpc.request("preview", { ...edit, tool_call_id: id, reply_id: (this.current(id) || p).reply_id }, { timeoutMs: PREVIEW_TIMEOUT_MS }),
       redraw: () => this.redraw(this.current(id) || p, true),
       setDraft: (draft) => void this.drafts.set(id, draft),
       errorBox: (field) => this.errorBox(ui, field),
@@ -450,30 +457,7 @@ export class CardSet {
 
   // a decided or expired pause: what was decided (or why it expired), and the input it was about
   private appendRecord(card: HTMLElement, p: PauseView, ui: CardUi, showInput: boolean): void {
-    const cls = p.status === "expired" || refusal(p.decision) ? "nbh-warn" : "nbh-ok";
-    const text =
-      p.status === "expired"
-        ? `No longer live: ${p.reason || "the reply ended"}`
-        : p.status === "deciding"
-          ? "Recording your decision…"
-          : decisionText(p.decision, p);
-    card.append(h("div", { class: cls, "data-testid": "nbh-decision" }, text));
-    if (p.decision && p.decision.edited_input !== undefined) {
-      card.append(
-        h("div", { class: "nbh-muted" }, "Asked for:"),
-        h("pre", { class: "nbh-pre" }, clip(p.input_text)),
-        h("div", { class: "nbh-muted" }, "Ran with the modified input:"),
-        h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, p.decision.edited_input_text ?? JSON.stringify(p.decision.edited_input, null, 2)),
-      );
-      if (typeof p.decision.input_diff === "string" && p.decision.input_diff)
-        card.append(h("div", { class: "nbh-muted" }, "What the edit changed:"), diffView(p.decision.input_diff, "What the edit changed", "nbh-input-diff"));
-    } else if (showInput) {
-      card.append(h("pre", { class: "nbh-pre" }, clip(p.input_text)));
-    }
-    if (p.decision && p.decision.action === "submit" && typeof p.decision.output === "string")
-      card.append(h("div", { class: "nbh-muted" }, "Submitted:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-submitted" }, p.decision.output));
-    if (p.decision && typeof p.decision.note === "string" && p.decision.note)
-      card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-decision-note" }, `The agent was told: ${p.decision.note}`));
+    appendDecisionRecord(card, p, showInput);
     const err = this.errorBox(ui);
     if (err) card.append(err);
   }

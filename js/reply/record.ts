@@ -3,6 +3,7 @@
 // it refused the call, an input cut to a readable length, and the deadline's
 // countdown chip.
 import { h } from "../lib/dom";
+import { diffView } from "../lib/diff";
 import type { DecisionView, PauseView } from "../types";
 
 export function decisionText(d: DecisionView | null, p?: Pick<PauseView, "kind"> & Partial<Pick<PauseView, "sampling">>): string {
@@ -99,4 +100,32 @@ export function deadlineEl(p: PauseView): HTMLElement | null {
   const span = h("span", { class: "nbh-chip", "data-testid": "nbh-deadline", "data-deadline": String(p.deadline) });
   span.textContent = timeLeft(p.deadline);
   return span;
+}
+
+// a decided or expired pause: what was decided (or why it expired), and the input it was about
+export function appendDecisionRecord(card: HTMLElement, p: PauseView, showInput: boolean): void {
+  const cls = p.status === "expired" || refusal(p.decision) ? "nbh-warn" : "nbh-ok";
+  const text =
+    p.status === "expired"
+      ? `No longer live: ${p.reason || "the reply ended"}`
+      : p.status === "deciding"
+        ? "Recording your decision…"
+        : decisionText(p.decision, p);
+  card.append(h("div", { class: cls, "data-testid": "nbh-decision" }, text));
+  if (p.decision && p.decision.edited_input !== undefined) {
+    card.append(
+      h("div", { class: "nbh-muted" }, "Asked for:"),
+      h("pre", { class: "nbh-pre" }, clip(p.input_text)),
+      h("div", { class: "nbh-muted" }, p.status === "decided" ? "Modified to (not run yet):" : "Modified to:"),
+      h("pre", { class: "nbh-pre", "data-testid": "nbh-edited-input" }, p.decision.edited_input_text ?? JSON.stringify(p.decision.edited_input, null, 2)),
+    );
+    if (typeof p.decision.input_diff === "string" && p.decision.input_diff)
+      card.append(h("div", { class: "nbh-muted" }, "What the edit changed:"), diffView(p.decision.input_diff, "What the edit changed", "nbh-input-diff"));
+  } else if (showInput) {
+    card.append(h("pre", { class: "nbh-pre" }, clip(p.input_text)));
+  }
+  if (p.decision && p.decision.action === "submit" && typeof p.decision.output === "string")
+    card.append(h("div", { class: "nbh-muted" }, "Submitted:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-submitted" }, p.decision.output));
+  if (p.decision && typeof p.decision.note === "string" && p.decision.note)
+    card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-decision-note" }, `The agent was told: ${p.decision.note}`));
 }

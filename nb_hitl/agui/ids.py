@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import time as _time
 
-__all__ = ["interrupt_id", "to_iso", "parse_expires_at"]
+__all__ = ["interrupt_id", "to_iso", "parse_expires_at", "readable_time"]
 
 
 def interrupt_id(thread_id: str, reply_id: str, tool_call_id: str) -> str:
@@ -34,6 +35,15 @@ def to_iso(epoch_seconds: float) -> str:
     (AG-UI's documented convention for ``Interrupt.expires_at``)."""
     moment = _dt.datetime.fromtimestamp(epoch_seconds, tz=_dt.UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def readable_time(epoch_seconds: float, *, now: float | None = None) -> str:
+    """``time.time()`` seconds as a person reads them on a page the server
+    renders: the server's local time with its zone, ``19:30:19 CET`` on the
+    day of ``now`` (default: the current time), else ``2 Dec 2026, 19:30:19 CET``."""
+    moment = _dt.datetime.fromtimestamp(epoch_seconds).astimezone()
+    today = _dt.datetime.fromtimestamp(_time.time() if now is None else now).astimezone().date()
+    return moment.strftime("%H:%M:%S %Z" if moment.date() == today else "%-d %b %Y, %H:%M:%S %Z")
 
 
 def parse_expires_at(value: str | None) -> float | None:

@@ -30,7 +30,7 @@ from starlette.routing import Route
 
 from .guard import Denied, host_allowed, origin_allowed
 from .http import read_body
-from .ids import to_iso
+from .ids import readable_time
 from .links import LinkRefused, Links
 
 __all__ = ["STYLE", "CSP", "link_page", "link_route", "page_get", "page_post"]
@@ -91,14 +91,14 @@ def _approvals_line(pause: Any) -> str:
     needed = view["approvals_needed"]
     if needed <= 1:
         return "One approval runs this call."
-    names = ", ".join(f"{a['by']} ({to_iso(a['at'])})" for a in got)
+    names = ", ".join(f"{a['by']} ({readable_time(a['at'])})" for a in got)
     return f"{len(got)} of {needed} approvals" + (f": {names}." if names else " so far.")
 
 
 def _card(links: Links, token: str) -> HTMLResponse:
     link, _, pause = links.check(token)
     view = pause.to_view()
-    expiry = f"This link expires at {to_iso(link.expires_at)}." if link.expires_at is not None else ""
+    expiry = f"This link expires at {readable_time(link.expires_at)}." if link.expires_at is not None else ""
     refused = view.get("approve_refused") or ""
     policy = f"<p>Asked by the policy <b>{e(view['policy'])}</b>.</p>" if view["policy"] else ""
     body = (

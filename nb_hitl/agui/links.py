@@ -39,8 +39,8 @@ from ..answers.record import origin
 from ..errors import NbHitlError
 from ..kinds import kind_spec
 from ..pauses import Pause
-from .ids import interrupt_id, to_iso
-from .threads import checkpoint_id
+from .ids import interrupt_id, readable_time
+from .threads import checkpoint_id, unseen_answer
 
 if TYPE_CHECKING:
     from .server import AguiServer
@@ -277,11 +277,11 @@ class Links:
         if used is not None:
             raise LinkRefused(
                 "used",
-                f"This link was already used: {used['by']} answered {used['action']} at {to_iso(used['at'])}. "
+                f"This link was already used: {used['by']} answered {used['action']} at {readable_time(used['at'])}. "
                 "A link answers once.",
             )
         if link.expires_at is not None and self.server.clock() > link.expires_at:
-            raise LinkRefused("expired", f"This link expired at {to_iso(link.expires_at)}, with its pause.")
+            raise LinkRefused("expired", f"This link expired at {readable_time(link.expires_at)}, with its pause.")
         thread, pause = self._pause(link.thread_id, link.tool_call_id)
         if pause.reply_id != link.reply_id:
             raise LinkRefused("closed", "This call no longer waits here: the reply it belonged to has ended.")
@@ -337,7 +337,5 @@ class Links:
         thread.session._checkpoint_quietly()  # a restarted server refuses the link too
         if got.get("status") == "decided":  # the call goes on without the owner's client: it catches up later
             iid = interrupt_id(link.thread_id, link.reply_id, link.tool_call_id)
-            thread.unseen.append(
-                {"interrupt_id": iid, "tool_call_id": link.tool_call_id, "by": link.approver, "action": action}
-            )
+            thread.unseen.append(unseen_answer(iid, link.tool_call_id, link.approver, action))
         return {**got, "pause": pause}

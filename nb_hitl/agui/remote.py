@@ -107,6 +107,7 @@ class RemoteSession:
         self.user_name = user_name
         self.messages: list[Any] = []
         self.turns: list[RemoteTurn] = []
+        self.polling: RemoteTurn | None = None  # the turn a run of :meth:`follow` is out for
         install_kernel_hints()  # asyncio.run(remote.run(...)) in a cell: the error says to await
 
     # ------------------------------------------------------------ public API
@@ -264,10 +265,13 @@ class RemoteSession:
         while turn.status == "paused" and set(turn.interrupts) == waiting:
             if end is not None and time.monotonic() > end:
                 raise TimeoutError(f"The interrupts {', '.join(sorted(waiting))} are still open.")
-            turn.outbox = []
-            turn.settled.clear()
-            turn.resume_ready.set()
+            if turn.outbox is None and not turn.resume_ready.is_set():  # else an answer is on its way: it polls too
+                self.polling = turn
+                turn.outbox = []
+                turn.settled.clear()
+                turn.resume_ready.set()
             await turn.settled.wait()
+            self.polling = None
             if turn.status == "paused" and set(turn.interrupts) == waiting:
                 await asyncio.sleep(every)
         return turn.status
@@ -303,6 +307,8 @@ class RemoteSession:
             return entry_text(lookup_in(turn.transcript), message.get("id"))
         if action == "preview":  # the edit is checked by the server when it is sent
             raise DecisionError("A remote agent's card shows no diff of an edit before it is sent.", field="action")
+        if self.polling is turn:
+            await turn.settled.wait()  # a poll of :meth:`follow` is out: the answer goes once it is back
         closed, why = None, f": {turn.reason}" if turn.reason else ""
         if turn is not self.current or turn.status != "paused":
             closed = f"this turn is not waiting for answers ({turn.status or 'not started'}{why})"
@@ -344,8 +350,10 @@ class RemoteSession:
                 refusal = await asyncio.wait_for(asyncio.shield(turn.verdict), self.verdict_timeout)
             except TimeoutError:
                 refusal = None
-            if refusal:
-                raise DecisionError(f"{refusal}. Your other answers are kept; fix this one and answer it again.")
+            if refusal and view["status"] == "open":  # this card's answer was refused: it is open again
+                others = " Your other answers are kept; fix this one and answer it again." if turn.answers else ""
+                raise DecisionError(f"{refusal}.{others}")
+            sent = not refusal  # another card's answer was refused: it says so; this one's is kept
         return {"status": "decided", "decision": view["decision"], "sent": sent}
 
     def _cancel_all(self, turn: RemoteTurn) -> dict[str, Any]:

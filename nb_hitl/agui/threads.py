@@ -50,6 +50,7 @@ __all__ = [
     "refusal_at",
     "refusal_of",
     "REFUSAL_CODES",
+    "unseen_answer",
 ]
 
 
@@ -115,6 +116,13 @@ def refusal_at(interrupt_ids: list[str], field: str | None) -> dict[str, Any]:
     """``RUN_ERROR.metadata.nb_hitl`` of a refused resume: which of the
     client's own interrupts is at fault, and where (for its card)."""
     return {"interrupt_ids": list(interrupt_ids), "field": field}
+
+
+def unseen_answer(interrupt_id: str, tool_call_id: str, by: str | None, action: Any) -> dict[str, Any]:
+    """What the owner's client is told of an answer it did not give (an approval link, another principal's
+    resume), in ``RUN_FINISHED.metadata.nb_hitl.answered_elsewhere``: ``{"interrupt_id", "tool_call_id",
+    "by", "action", "at"}`` (``at``: when it was taken, epoch seconds, so the card says when)."""
+    return {"interrupt_id": interrupt_id, "tool_call_id": tool_call_id, "by": by, "action": action, "at": time.time()}
 
 
 def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[str, Any]:
@@ -199,8 +207,9 @@ class ThreadState:
             if message["tool_call_id"] not in waiting:
                 self.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), run_id)
                 if by != self.owner:  # the owner's client did not see this run: it catches up later
-                    seen = {"interrupt_id": entry.interrupt_id, "tool_call_id": message["tool_call_id"]}
-                    self.unseen.append({**seen, "by": by, "action": message.get("action")})
+                    self.unseen.append(
+                        unseen_answer(entry.interrupt_id, message["tool_call_id"], by, message.get("action"))
+                    )
         if len(waiting) < len(messages):
             return None
         return [

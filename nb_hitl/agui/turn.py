@@ -152,7 +152,7 @@ def move(view: dict[str, Any], to: PauseStatus, *, reason: str | None = None) ->
 @dataclass
 class RemoteTurn:
     """One user message and everything the remote agent did for it, across
-    the runs its resumes needed (like :class:`nb_hitl.session.ReplyRun`).
+    the runs its resumes (and polls) needed (like :class:`nb_hitl.session.ReplyRun`).
 
     Attributes:
         status: ``running`` | ``paused`` | ``finished`` | ``interrupted`` |
@@ -160,8 +160,7 @@ class RemoteTurn:
         view: the display of this turn (``update(view_data)``), or ``None``.
         pauses: pause views by key (see :func:`~nb_hitl.agui.mapping.interrupt_view`).
         interrupts: the open run's interrupts by id, as received.
-        checked: the same, as the client uses them
-            (:func:`checked_interrupt`: no patterns, nothing unsafe).
+        checked: the same, as the client uses them (:func:`checked_interrupt`: no patterns, nothing unsafe).
         answers: the answers given so far, by interrupt id.
         runs: the AG-UI runs of this turn.
         final_text: the agent's final text.
@@ -185,8 +184,7 @@ class RemoteTurn:
     verdict: asyncio.Future[str | None] | None = None
     """Set when a resume run's first answer is in: the refusal text, or None."""
     tool_calls: dict[str, dict[str, str]] = field(default_factory=dict)
-    """The tool calls streamed, by id: ``{"name"}`` (the arguments are the
-    ``call:<id>`` entry's text: :meth:`call_args`)."""
+    """The tool calls streamed, by id: ``{"name"}`` (arguments: the ``call:<id>`` entry's text, :meth:`call_args`)."""
     last_push: float = 0.0
     pending: dict[str, list[str]] = field(default_factory=dict)
     """Deltas not joined into their transcript entry yet, by entry id."""
@@ -239,9 +237,8 @@ class RemoteTurn:
 
 
 def view_data(turn: RemoteTurn) -> dict[str, Any]:
-    """What a display shows of ``turn``: ``transcript`` and ``pauses`` (lists
-    of dict copies), ``status``, ``status_reason``, ``final_text``,
-    ``reply_id`` (the last run's id, or ``None``). Pending deltas are
+    """What a display shows of ``turn``: ``transcript`` and ``pauses`` (lists of dict copies), ``status``,
+    ``status_reason``, ``final_text``, ``reply_id`` (the last run's id, or ``None``). Pending deltas are
     joined first (:meth:`RemoteTurn.flush`)."""
     turn.flush()
     return {
@@ -437,7 +434,8 @@ class RunReader:
             for view in turn.pauses.values():
                 if isinstance(a, dict) and view["interrupt_id"] == a.get("interrupt_id") and view["status"] == "open":
                     move(view, "decided")
-                    view["decision"] = {"action": str(a.get("action"))[:40], "by": str(a.get("by"))[:200]}
+                    at = a.get("at") if isinstance(a.get("at"), (int, float)) else None  # when, for the card
+                    view["decision"] = {"action": str(a.get("action"))[:40], "by": str(a.get("by"))[:200], "at": at}
                     view["reason"] = answered_elsewhere_text(f"{str(a.get('by'))[:200]} ({str(a.get('action'))[:40]}).")
         for view in turn.pauses.values():
             if view["status"] == "decided":
@@ -470,7 +468,9 @@ class RunReader:
                 counts[i.tool_call_id] = counts.get(i.tool_call_id, 0) + 1
         for i in interrupts:
             key = i.tool_call_id if i.tool_call_id and counts[i.tool_call_id] == 1 else i.id
-            if key in turn.pauses and turn.pauses[key].get("interrupt_id") != i.id:
+            earlier = turn.pauses.get(key)  # the server repeats an interrupt on every run until it is answered:
+            same = earlier is not None and earlier.get("interrupt_id") == i.id  # its card keeps the run that raised it
+            if earlier is not None and not same:
                 turn.pauses.pop(key)
             call = turn.tool_calls.get(i.tool_call_id or "", {})
             checked, problem = checked_interrupt(i)
@@ -479,7 +479,7 @@ class RunReader:
                 checked,
                 problem,
                 key=key,
-                run_id=record.run_id,
+                run_id=earlier["reply_id"] if same and earlier is not None else record.run_id,
                 tool_call_text=(turn.call_args(i.tool_call_id) if i.tool_call_id else "") or None,
                 tool_call_name=call.get("name") or None,
             )

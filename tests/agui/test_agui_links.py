@@ -35,6 +35,17 @@ from tests.agui_support import post_run, user
 TTL = 600.0
 
 
+class _Recent:
+    """Equal to an epoch time of the last minute (when the server took an answer)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, float) and abs(time.time() - other) < 60
+
+
+ANY_TIME = _Recent()
+ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:")
+
+
 def run_sync(coro: Any) -> Any:
     """Run a coroutine to its end in a thread of its own (the caller may be
     inside a running loop: Playwright's sync API)."""
@@ -110,6 +121,9 @@ def test_a_link_shows_the_card_and_its_approval_is_counted_audited_and_single_us
     done = httpx.post(url, data={"action": "approve"})
     assert done.status_code == 200, done.text
     assert "Your approval is recorded. 1 of 2 approvals: bob (" in done.text
+    # times a person reads are the server's local time, never raw ISO
+    assert re.search(r"bob \(\d\d:\d\d:\d\d [^)]+\)", done.text) and not ISO.search(done.text)
+    assert re.search(r"expires at \d\d:\d\d:\d\d ", page.text) and not ISO.search(page.text)
     assert world.factory.runs == []
     (line,) = world.answered()
     assert (line["decision"], line["decided_by"], line["approval"]) == ("approve", "bob", {"count": 1, "needed": 2})
@@ -118,7 +132,7 @@ def test_a_link_shows_the_card_and_its_approval_is_counted_audited_and_single_us
     # twice: refused, nothing more recorded; the page says who used it and when
     again = httpx.post(url, data={"action": "approve"})
     assert again.status_code == 410 and refused(again) == "used"
-    assert "This link was already used: bob answered approve at " in again.text
+    assert re.search(r"This link was already used: bob answered approve at \d\d:\d\d:\d\d ", again.text)
     assert refused(httpx.get(url)) == "used"
     assert len(world.answered()) == 1
     # alice's AG-UI approval is the second: the payment runs once
@@ -245,7 +259,7 @@ def test_the_owners_notebook_client_catches_up_when_the_last_approval_came_throu
     assert status == "finished"
     assert final == "The payment: success. paid 120.0 EUR to ACME GmbH"
     (view,) = turn.pauses.values()
-    assert view["status"] == "delivered" and view["decision"] == {"action": "approve", "by": "bob"}
+    assert view["status"] == "delivered" and view["decision"] == {"action": "approve", "by": "bob", "at": ANY_TIME}
     assert view["reason"] == "Answered elsewhere: bob (approve)."
     assert [r[1:] for r in factory.runs] == [("ACME GmbH", 120.0)]
     assert [(r["decided_by"], r["origin"]["road"]) for r in AuditLog(tmp_path / "audit.jsonl").records("answered")] == [
@@ -275,5 +289,13 @@ def test_the_owners_client_also_catches_up_after_another_principals_resume(tmp_p
     assert bob.last().outcome.type == "success" and status == "finished"
     assert final == "The payment: success. paid 120.0 EUR to ACME GmbH"
     (view,) = turn.pauses.values()
-    assert view["status"] == "delivered" and view["decision"] == {"action": "approve", "by": "bob"}
+    assert view["status"] == "delivered" and view["decision"] == {"action": "approve", "by": "bob", "at": ANY_TIME}
     assert len(factory.runs) == 1
+
+
+def test_a_time_of_another_day_names_its_date():
+    from nb_hitl.agui.ids import readable_time
+
+    now = time.time()
+    assert re.fullmatch(r"\d\d:\d\d:\d\d \S+", readable_time(now, now=now))
+    assert re.fullmatch(r"\d{1,2} \w{3} \d{4}, \d\d:\d\d:\d\d \S+", readable_time(now - 3 * 86400, now=now))

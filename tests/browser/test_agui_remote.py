@@ -43,7 +43,7 @@ OURS = textwrap.dedent(
     final = await remote.run("Please tidy up")
     turn = remote.current
     print("FINAL:", final)
-    print("runs:", [r.outcome for r in turn.runs], "entries:", len(turn.runs[1].resume), "posts:", remote.client.posts)
+    print("runs:", [r.outcome for r in turn.runs], "entries:", len(turn.runs[-1].resume), "posts:", remote.client.posts)
     handle.stop()
     """
 )
@@ -71,10 +71,15 @@ def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def
     return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
 
 
-def test_remote_agent_two_interrupts_answered_by_clicks(page, lab: JupyterLabServer) -> None:
-    write_notebook(lab.root / "agui_ours.ipynb", [OURS])
-    open_notebook(page, lab, "agui_ours.ipynb")
+def _start_ours(page, lab: JupyterLabServer, name: str) -> None:  # type: ignore[no-untyped-def]
+    """A notebook of the OURS cell, opened and started (the cell waits for clicks)."""
+    write_notebook(lab.root / name, [OURS])
+    open_notebook(page, lab, name)
     start_all_cells(page)
+
+
+def test_remote_agent_two_interrupts_answered_by_clicks(page, lab: JupyterLabServer) -> None:
+    _start_ours(page, lab, "agui_ours.ipynb")
 
     ask = _card(page, "ask_user")
     ask.wait_for(timeout=90_000)
@@ -130,4 +135,36 @@ def test_langgraph_interrupt_is_a_form_checked_before_sending(page, lab: Jupyter
     assert final.inner_text().strip() == "Result: deleted a.txt"
     wait_execution_done(page, timeout=60)
     output_locator(page, "RECEIVED: [{'approved': True, 'note': 'ok'}]").wait_for(timeout=30_000)
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+def test_a_refused_modify_is_never_said_to_have_run_and_its_note_goes_with_it(page, lab: JupyterLabServer) -> None:
+    _start_ours(page, lab, "agui_refused.ipynb")
+
+    confirm = _card(page, "confirm")
+    confirm.wait_for(timeout=90_000)
+    confirm.locator('[data-testid="nbh-modify"]').click()
+    confirm.locator('[data-testid="nbh-modify-input"]').fill('{"path": "old_log.txt", "force": true}')
+    confirm.locator('[data-testid="nbh-modify-submit"]').click()
+    held = _card(page, "confirm", "decided")
+    held.wait_for(timeout=15_000)
+    assert "Ran with" not in held.inner_text() and "Modified to (not run yet):" in held.inner_text()
+
+    ask = _card(page, "ask_user")
+    ask.locator('[data-testid="nbh-option"][data-label="draft.md"]').click()
+    ask.locator('[data-testid="nbh-answer-submit"]').click()  # completes the set: the server refuses the Modify
+    refused = _card(page, "confirm").locator('[data-testid="nbh-refused"]')
+    refused.wait_for(timeout=30_000)
+    assert "'force' was unexpected" in refused.inner_text()
+    answered = _card(page, "ask_user", "decided")
+    answered.wait_for(timeout=15_000)
+    assert answered.locator('[data-testid="nbh-error"]').count() == 0  # the refusal is not about this card
+
+    _card(page, "confirm").locator('[data-testid="nbh-approve"]').click()
+    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
+    final.wait_for(timeout=60_000)
+    assert final.inner_text() == "You chose to archive draft.md. Deleted old_log.txt."
+    reply = page.locator(f'{OUT} [data-testid="nbh-reply"]')
+    assert reply.locator('[data-testid="nbh-error"], [data-testid="nbh-refused"]').count() == 0
+    wait_execution_done(page, timeout=60)
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

@@ -55,6 +55,14 @@ def test_four_eyes_notebook_card_then_link_on_a_second_page(page, browser, lab: 
     output_locator(page, "Waiting for bob: open the link above in another tab and click Approve.").wait_for(
         timeout=30_000
     )
+    # while the notebook polls for bob, alice answers again on her card: the server's reasons, not a stale reply id
+    page.wait_for_timeout(2500)  # a few polls of remote.follow(every=1.0)
+    card = card_locator(page, "confirm")
+    expect(card.locator('[data-testid="nbh-permission-message"]')).not_to_contain_text("nb_hitl policy")
+    card.locator('[data-testid="nbh-approve"]').click()
+    error = card_locator(page, "confirm").locator('[data-testid="nbh-error"]')
+    expect(error).to_contain_text("alice already approved this call; it needs 2 approvals from distinct people")
+    expect(error).not_to_contain_text("names reply")
     assert "told bob: send_payment" in _stdout(page)  # the notification hook got bob's link
     found = re.search(r"bob's link: (\S+)", _stdout(page))
     assert found, _stdout(page)
@@ -62,7 +70,10 @@ def test_four_eyes_notebook_card_then_link_on_a_second_page(page, browser, lab: 
     phone = new_page(browser, width=390, height=844)
     try:
         phone.goto(found.group(1))
-        expect(phone.get_by_test_id("nbh-link-approvals")).to_contain_text("1 of 2 approvals: alice (")
+        # a time a person reads, not ISO
+        expect(phone.get_by_test_id("nbh-link-approvals")).to_have_text(
+            re.compile(r"^1 of 2 approvals: alice \(\d\d:\d\d:\d\d \S+\)\.$")
+        )
         expect(phone.get_by_test_id("nbh-link-approver")).to_have_text("bob")
         phone.get_by_test_id("nbh-link-approve").click()
         expect(phone.get_by_test_id("nbh-link-done")).to_contain_text(
@@ -76,10 +87,12 @@ def test_four_eyes_notebook_card_then_link_on_a_second_page(page, browser, lab: 
     expect(final).to_have_text("The payment: success. paid 120.0 EUR to ACME GmbH", timeout=60_000)
     done = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"]')
     expect(done).to_have_attribute("data-status", "delivered")
-    # the delivered card says who approved: alice on the card (with the time), bob through his link
+    # the delivered card says who approved and when: alice on the card, bob through his link;
+    # alice's refused second Approve is no longer shown once the payment ran
     expect(done.locator('[data-testid="nbh-approvals"]')).to_have_text(
-        re.compile(r"^2 of 2 approvals: alice \(.+\), bob\.$")
+        re.compile(r"^2 of 2 approvals: alice \(.+\), bob \(.+\)\.$")
     )
+    expect(done.locator('[data-testid="nbh-error"]')).to_have_count(0)
     screenshot(page, "four-eyes-notebook-done")
     output_locator(page, "server stopped: True").wait_for(timeout=60_000)
     wait_execution_done(page, timeout=60)

@@ -66,6 +66,8 @@ def test_a_card_counts_approvals_and_refuses_the_same_person_twice(page, lab: Ju
     card.wait_for(timeout=60_000)
     approvals = card.locator('[data-testid="nbh-approvals"]')
     expect(approvals).to_have_text("0 of 2 approvals so far; each must come from a different person.")
+    message = card.locator('[data-testid="nbh-permission-message"]')
+    expect(message).to_have_text("The policy 'four eyes' requires a person to confirm this call (tool send_payment).")
     card.locator('[data-testid="nbh-approve"]').click()
     expect(approvals).to_contain_text("1 of 2 approvals: alice (", timeout=30_000)
     assert page.locator(f'{CARD}[data-status="open"]').count() == 1  # still open for the next person
@@ -75,4 +77,5 @@ def test_a_card_counts_approvals_and_refuses_the_same_person_twice(page, lab: Ju
     screenshot(page, "four-eyes-1-of-2")
     assert kernel_json(page, 1, "RUNS", timeout_ms=60_000) == [["ACME", 120.0]]
     expect(page.locator(CARD)).to_have_attribute("data-status", "delivered", timeout=30_000)
+    expect(page.locator(CARD).locator('[data-testid="nbh-error"]')).to_have_count(0)  # the refusal went with it
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

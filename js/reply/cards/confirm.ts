@@ -48,14 +48,16 @@ function approver(a: ApprovalView): string {
 
 // The closed card of such a call (decided, delivered, expired): who approved
 // and when, and who denied. An answer the card only heard of (an AG-UI client
-// catching up on a link's approval: `decision.by`) is named without a time.
+// catching up on a link's approval: `decision.by`, `decision.at`) is named with
+// the time the server gives.
 export function approvalsRecord(p: PauseView): string | null {
   const needed = p.approvals_needed || 1;
   if (needed <= 1) return null;
   const got = [...(p.approvals || [])];
   const by = p.decision && typeof p.decision.by === "string" ? p.decision.by : null;
   const action = String(p.decision?.action ?? "");
-  if (by && !got.some((a) => a.by === by && a.action === action)) got.push({ by, at: NaN, action });
+  const at = p.decision && typeof p.decision.at === "number" ? p.decision.at : NaN; // when the server said it was given
+  if (by && !got.some((a) => a.by === by && a.action === action)) got.push({ by, at, action });
   const approving = got.filter((a) => a.action === "approve" || a.action === "modify");
   const others = got.filter((a) => !approving.includes(a));
   const said = others.map((a) => `${a.action === "deny" ? "denied" : a.action} by ${approver(a)}`);
@@ -123,10 +125,11 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
   const hints = hintsLine(p);
   if (hints) card.append(hints);
-  if (p.permission_message)
-    card.append(
-      h("div", { class: "nbh-muted", "data-testid": "nbh-permission-message" }, p.permission_message + (p.decision_reason ? ` (${p.decision_reason})` : "")),
-    );
+  if (p.permission_message) {
+    // a policy's rule source names the policy the message and the chip already name: not said a third time
+    const why = p.decision_reason && !(p.policy && p.permission_message.includes(`'${p.policy}'`)) ? ` (${p.decision_reason})` : "";
+    card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-permission-message" }, p.permission_message + why));
+  }
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   const approvals = approvalsLine(p);
   if (approvals) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-approvals" }, approvals));
