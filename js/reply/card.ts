@@ -13,6 +13,7 @@ import type { CardFeed } from "./feed";
 import { cardFor, kindLabel, bulkActions } from "./cards/index";
 import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
 import { clip, deadlineEl, decisionText, refusal } from "./record";
+import { clearError, errorBox } from "./card_error";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 import { PREVIEW_TIMEOUT_MS } from "../lib/edit_preview"; // a preview applies nothing: given up when slow
 
@@ -49,6 +50,8 @@ export interface CardCtx {
   setDraft(draft: () => Draft | null): void;
   /** the refusal to show, when it belongs to `field` (or to any field when omitted) */
   errorBox(field?: string): HTMLElement | null;
+  /** the person made `field` valid: its refusal (drawn by errorBox) goes, now and on redraws */
+  clearError(field: string): void;
   /** a value a card keeps for itself across redraws (a form's last value) */
   remember(value: unknown): void;
   remembered(): unknown;
@@ -399,12 +402,6 @@ export class CardSet {
     (invalid || findControl(card, wanted) || firstControl(card) || card).focus();
   }
 
-  private errorBox(ui: CardUi, field?: string): HTMLElement | null {
-    if (!ui.error) return null;
-    if (field !== undefined && !(ui.errorField || "").startsWith(field)) return null;
-    return h("div", { class: "nbh-error", "data-testid": "nbh-error", role: "alert" }, ui.error);
-  }
-
   private build(p: PauseView, ui: CardUi): HTMLElement {
     const open = this.canAct(p);
     const kind = cardFor(p.kind);
@@ -454,7 +451,8 @@ export class CardSet {
       preview: (edit) => this.rpc.request("preview", { ...edit, tool_call_id: id, reply_id: p.reply_id }, { timeoutMs: PREVIEW_TIMEOUT_MS }),
       redraw: () => this.redraw(this.current(id) || p, true),
       setDraft: (draft) => void this.drafts.set(id, draft),
-      errorBox: (field) => this.errorBox(ui, field),
+      errorBox: (field) => errorBox(ui, field),
+      clearError: (field) => clearError(ui, field),
       remember: (value) => void this.memo.set(id, value),
       remembered: () => this.memo.get(id),
       focus: (testid) => {
@@ -494,7 +492,7 @@ export class CardSet {
       card.append(h("div", { class: "nbh-muted" }, "Submitted:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-submitted" }, p.decision.output));
     if (p.decision && typeof p.decision.note === "string" && p.decision.note)
       card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-decision-note" }, `The agent was told: ${p.decision.note}`));
-    const err = this.errorBox(ui);
+    const err = errorBox(ui);
     if (err) card.append(err);
   }
 }

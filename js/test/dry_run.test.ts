@@ -23,7 +23,7 @@ const RESULT = {
     {
       path: "/w/<b>x</b>.txt",
       change: "created",
-      diff: { path: "/w/<b>x</b>.txt", diff: "--- /dev/null\n+++ b//w/x.txt\n@@ -0,0 +1 @@\n+<img src=x onerror=alert(1)>\n", sha256_before: null, note: null },
+      diff: { path: "/w/<b>x</b>.txt", diff: "--- /dev/null\n+++ /w/x.txt\n@@ -0,0 +1 @@\n+<img src=x onerror=alert(1)>\n", sha256_before: null, note: null },
     },
   ],
 };

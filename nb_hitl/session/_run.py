@@ -110,6 +110,9 @@ def pending_message(agent_name: str, prior: ReplyRun | None, parked: list[ToolCa
         prior: the session's current run, if any.
         parked: the agent's awaiting tool calls (``AgentState``).
     """
+    from ..edit_preview import model_input
+    from ..service.inbox import call_label  # a call by its tool and input, never its id
+
     live = prior is not None and prior.live
     shown = prior.pauses if prior is not None and live else {}
     open_now = [p for p in shown.values() if p.status == "open"]
@@ -118,13 +121,13 @@ def pending_message(agent_name: str, prior: ReplyRun | None, parked: list[ToolCa
     retry = ", or call again with interrupt_pending=True to interrupt that reply first"
     taken = ""
     if decided:
-        names = ", ".join(f"{p.tool_name} ({p.tool_call_id})" for p in decided)
+        names = ", ".join(call_label(p.tool_name, model_input(p)) for p in decided)
         taken = f" The decisions already taken for {names} are being delivered to the agent."
     if open_now:
-        names = ", ".join(f"{p.tool_name} ({p.tool_call_id})" for p in open_now)
+        names = ", ".join(call_label(p.tool_name, model_input(p)) for p in open_now)
         return f"The agent {agent_name!r} is still waiting on {names}. Answer the open pause(s) above{retry}.{taken}"
     if unshown:
-        names = ", ".join(f"{tc.name} ({tc.id})" for tc in unshown)
+        names = ", ".join(call_label(tc.name, tc.input) for tc in unshown)
         return (
             f"The agent {agent_name!r} is still waiting on {names}. No live widget shows them: "
             f"`await session.resume()` shows them again{retry}.{taken}"

@@ -259,7 +259,8 @@ def test_C07_new_message_while_parked(tmp_path: Path) -> None:
         first = session.current
         with pytest.raises(PendingPauseError) as info:
             session.start("something else")
-        assert "delete_file (call_first)" in str(info.value) and "interrupt_pending=True" in str(info.value)
+        assert 'waiting on delete_file (path="notes.txt").' in str(info.value) and "call_first" not in str(info.value)
+        assert "interrupt_pending=True" in str(info.value)
         with pytest.raises(PendingPauseError):
             await session.run("something else")
         assert session.current is first and confirm.status == "open"
