@@ -70,7 +70,7 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
     kinds = diff.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
     assert kinds == [
         ["meta", f"--- {target}"],
-        ["meta", f"+++ b/{target}"],
+        ["meta", f"+++ {target}"],
         ["hunk", "@@ -1,3 +1,3 @@"],
         ["context", " alpha"],
         ["context", " <script>window.nbhDiffXss = 1</script>"],
@@ -88,10 +88,13 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
     diff.wait_for(timeout=10_000)
     # side by side: a table of before | after with line numbers, from the same diff
     assert toggle.get_attribute("aria-pressed") == "false"
+    look = "(e) => [getComputedStyle(e).backgroundColor, getComputedStyle(e).boxShadow].join(' ')"
+    off = toggle.evaluate(look)
     toggle.click()
     split = card.locator('[data-testid="nbh-file-diff-split"]')
     split.wait_for(timeout=10_000)
     assert toggle.get_attribute("aria-pressed") == "true" and diff.count() == 0
+    assert toggle.evaluate(look) != off, "pressed looks different from not pressed"
     assert split.get_attribute("aria-label") == f"Changes to {target} (side by side)"
     rows = split.locator("tbody tr").evaluate_all(
         "(rs) => rs.map((r) => Array.from(r.cells).map((c) => c.textContent))"
