@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .answers.approvals import APPROVING, input_hash
+from .labels import pause_label
 from .pauses import Pause
 
 if TYPE_CHECKING:
@@ -304,7 +305,7 @@ class Notices:
         if ok:
             log.info("notified %s of %s (%s): %s", person, pause.tool_name, pause.tool_call_id, detail)
             return
-        line = f"Could not notify {person} that {pause.tool_name} ({pause.tool_call_id}) waits: {detail}."
+        line = f"Could not notify {person} that {pause_label(pause)} waits: {detail}."
         log.warning("%s", line)
         try:
             run.transcript.note(line)

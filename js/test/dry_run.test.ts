@@ -86,10 +86,10 @@ describe("the Dry run button", () => {
   });
 
   test("a refusal is shown on the card", async () => {
-    const page = await drawReply([pause(WRITE)], {}, (m) => (m.action === "dry_run" ? { refuse: "Write (c1) cannot be dry-run: the call names no absolute file_path." } : liveKernel(m)));
+    const page = await drawReply([pause(WRITE)], {}, (m) => (m.action === "dry_run" ? { refuse: "Write (content=\"x\") cannot be dry-run: the call names no absolute file_path." } : liveKernel(m)));
     page.control("c1", "nbh-dry-run")!.click();
     await settle();
-    assert.equal(page.control("c1", "nbh-dry-run-error")!.textContent, "Write (c1) cannot be dry-run: the call names no absolute file_path.");
+    assert.equal(page.control("c1", "nbh-dry-run-error")!.textContent, "Write (content=\"x\") cannot be dry-run: the call names no absolute file_path.");
     assert.equal(page.control("c1", "nbh-dry-run-result"), null);
     page.close();
   });

@@ -81,13 +81,6 @@ def parked_calls(messages: Iterable[dict[str, Any]]) -> tuple[str | None, list[d
     return (str(last.get("id")) if blocks else None), blocks, (last if blocks else None)
 
 
-def call_label(tool_name: str, tool_input: Any) -> str:
-    """A tool call as a person reads it, never by its id: the tool's name and a summary of its
-    input (:func:`summary_line`), e.g. ``delete_file (path="old_log.txt")``."""
-    summary = summary_line({"name": tool_name, "input": tool_input}, limit=80)
-    return f"{tool_name} ({summary})" if summary else tool_name
-
-
 def summary_line(block: dict[str, Any], limit: int = 100) -> str:
     """One line about a parked tool call: the AskUser question, or ``key=value`` pairs of its input."""
     raw = block.get("input") or ""

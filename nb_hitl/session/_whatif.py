@@ -142,7 +142,7 @@ def _real(tools: list[ToolBase]) -> list[ToolBase]:
 
 def _label(tool_name: str, tool_input: Any) -> str:
     """A past call as a person reads it: the tool's name and a summary of its input."""
-    from ..service.inbox import call_label  # the one call label (the service's inbox rows' summary)
+    from ..labels import call_label
 
     return call_label(tool_name, tool_input)
 
