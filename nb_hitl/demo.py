@@ -26,7 +26,7 @@ from agentscope.tool import AskUser, FunctionTool, ToolChunk, Toolkit
 
 from ._agentscope import enum_value
 from .file_change import PlannedChange
-from .models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from .models import ScriptedChatModel, Turn, result_shown, result_text, tool_call, tool_results
 
 __all__ = ["SandboxDelete", "make_sandbox", "sandbox_tools", "demo_script", "demo_agent"]
 
@@ -139,6 +139,13 @@ def _preview(sandbox: Path, name: str) -> str:
         return ""
 
 
+def _sentence(text: str) -> str:
+    """``text`` ending as a sentence does (a full stop added when it ends without one), so the
+    next sentence does not run on: "…outside the sandbox. The folder holds…"."""
+    text = text.strip()
+    return text if not text or text.endswith((".", "!", "?", "…")) else f"{text}."
+
+
 def demo_script(sandbox: Path) -> list[Any]:
     """The scripted turns of the demo (see the module docstring)."""
 
@@ -194,9 +201,10 @@ def demo_script(sandbox: Path) -> list[Any]:
             return Turn(
                 f"Understood: you denied the deletion, so I left every file in place. The folder holds: {remaining}."
             )
+        said = _sentence(result_shown(result))
         if state == "success":
-            return Turn(f"Done. {result_text(result)} The folder now holds: {remaining}.")
-        return Turn(f"The deletion did not happen ({state}): {result_text(result)} The folder holds: {remaining}.")
+            return Turn(f"Done. {said} The folder now holds: {remaining}.")
+        return Turn(f"The deletion did not happen ({state}): {said} The folder holds: {remaining}.")
 
     first = Turn("Let me look at the sandbox first.", [tool_call("list_files")])
 

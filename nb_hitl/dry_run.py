@@ -46,6 +46,7 @@ from agentscope.tool._builtin._backend import DirEntry, ExecResult, LocalBackend
 from ._agentscope import enum_value
 from .errors import DecisionError
 from .file_change import FileChangeView, file_diff
+from .labels import pause_label
 
 if TYPE_CHECKING:
     from .pauses import Pause
@@ -373,7 +374,7 @@ async def dry_run(agent: Any, pause: Pause) -> DryRunView:
         None if pause.dry_run else "its card offers no dry run (only the permission engine's confirmations do)"
     )
     if reason is not None or tool_input is None:
-        raise DecisionError(f"{pause.tool_name} ({pause.tool_call_id}) cannot be dry-run: {reason}.", field="action")
+        raise DecisionError(f"{pause_label(pause)} cannot be dry-run: {reason}.", field="action")
     if type(tool) is Bash:
         from .dry_run_shell import run_in_sandbox
 

@@ -120,6 +120,12 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
+def _side(prefix: str, path: str) -> str:
+    """A diff header's file: git's ``a/``/``b/`` before a relative path; an absolute path as it is
+    (``diff -u`` style: ``--- /tmp/x/README.md``, never ``a//tmp/x/README.md``)."""
+    return path if path.startswith("/") else f"{prefix}/{path}"
+
+
 def _newline_style(text: str) -> str | None:
     crlf = text.count("\r\n")
     cr = text.count("\r") - crlf
@@ -189,8 +195,8 @@ def file_diff(path: str, before: bytes | None, after: bytes | None) -> FileChang
     was, will = _newline_style(old), _newline_style(new)
     if before is not None and after is not None and was and will and was != will:
         notes.append(f"Line endings change from {was} to {will} (not marked line by line below).")
-    fromfile = "/dev/null" if before is None else f"a/{path}"
-    tofile = "/dev/null" if after is None else f"b/{path}"
+    fromfile = "/dev/null" if before is None else _side("a", path)
+    tofile = "/dev/null" if after is None else _side("b", path)
     lines = _unified(_lines(_normalize(old)), _lines(_normalize(new)), fromfile, tofile)
     diff, cut = _cut(lines)
     if cut:

@@ -37,7 +37,7 @@ from agentscope.message import Msg, TextBlock, ToolCallBlock
 from agentscope.model import ChatModelBase, ChatResponse
 from pydantic import BaseModel
 
-from ._agentscope import blocks_text
+from ._agentscope import blocks_text, strip_system_reminders
 
 __all__ = [
     "ScriptedChatModel",
@@ -47,6 +47,7 @@ __all__ = [
     "ScriptExhaustedError",
     "tool_results",
     "result_text",
+    "result_shown",
 ]
 
 
@@ -314,3 +315,10 @@ def result_text(block: Any) -> str:
     if block is None:
         return ""
     return blocks_text(block.output, data_label=False)
+
+
+def result_shown(block: Any) -> str:
+    """The text of a tool result as a person reads it: :func:`result_text` without AgentScope's
+    ``<system-reminder>`` tags (their words kept), as the reply's transcript shows a result.
+    For a scripted model's reply to a person; the model itself reads :func:`result_text`."""
+    return strip_system_reminders(result_text(block))

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .answers.approvals import APPROVING, input_hash
+from .labels import pause_label
 from .pauses import Pause
 
 if TYPE_CHECKING:
@@ -362,4 +363,4 @@ async def deliver(notify: Notify, pause: Pause, person: str, payload: dict[str, 
 
 def failure_line(pause: Pause, done: Delivery) -> str:
     """The sentence saying whom a notification did not reach and why."""
-    return f"Could not notify {done.to} that {pause.tool_name} ({pause.tool_call_id}) waits: {done.detail}."
+    return f"Could not notify {done.to} that {pause_label(pause)} waits: {done.detail}."

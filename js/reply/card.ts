@@ -13,6 +13,7 @@ import { cardFor, kindLabel } from "./cards/index";
 import { drawGroupBar } from "./group_bar";
 import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
 import { appendDecisionRecord, deadlineEl, decisionText } from "./record";
+import { clearError, errorBox } from "./card_error";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 import { PREVIEW_TIMEOUT_MS } from "../lib/edit_preview"; // a preview applies nothing: given up when slow
 
@@ -51,6 +52,8 @@ export interface CardCtx {
   setDraft(draft: () => Draft | null): void;
   /** the refusal to show, when it belongs to `field` (or to any field when omitted) */
   errorBox(field?: string): HTMLElement | null;
+  /** the person made `field` valid: its refusal (drawn by errorBox) goes, now and on redraws */
+  clearError(field: string): void;
   /** a value a card keeps for itself across redraws (a form's last value) */
   remember(value: unknown): void;
   remembered(): unknown;
@@ -384,12 +387,6 @@ export class CardSet {
     (invalid || findControl(card, wanted) || firstControl(card) || card).focus();
   }
 
-  private errorBox(ui: CardUi, field?: string): HTMLElement | null {
-    if (!ui.error) return null;
-    if (field !== undefined && !(ui.errorField || "").startsWith(field)) return null;
-    return h("div", { class: "nbh-error", "data-testid": "nbh-error", role: "alert" }, ui.error);
-  }
-
   private build(p: PauseView, ui: CardUi): HTMLElement {
     const open = this.canAct(p);
     const kind = cardFor(p.kind);
@@ -441,7 +438,8 @@ export class CardSet {
         this.rpc.request("preview", { ...edit, tool_call_id: id, reply_id: (this.current(id) || p).reply_id }, { timeoutMs: PREVIEW_TIMEOUT_MS }),
       redraw: () => this.redraw(this.current(id) || p, true),
       setDraft: (draft) => void this.drafts.set(id, draft),
-      errorBox: (field) => this.errorBox(ui, field),
+      errorBox: (field) => errorBox(ui, field),
+      clearError: (field) => clearError(ui, field),
       remember: (value) => void this.memo.set(id, value),
       remembered: () => this.memo.get(id),
       focus: (testid) => {
@@ -458,7 +456,7 @@ export class CardSet {
   // a decided or expired pause: what was decided (or why it expired), and the input it was about
   private appendRecord(card: HTMLElement, p: PauseView, ui: CardUi, showInput: boolean): void {
     appendDecisionRecord(card, p, showInput);
-    const err = this.errorBox(ui);
+    const err = errorBox(ui);
     if (err) card.append(err);
   }
 }

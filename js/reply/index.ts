@@ -35,6 +35,12 @@ export function statusText(status: string, openCards: number): string {
   return STATUS_TEXT[status] || status;
 }
 
+/** What the header chip says, and what the page announces of the reply: "not live" once the
+ *  kernel that runs a running or paused reply is gone or silent, never "waiting for you" then. */
+export function chipText(status: string, openCards: number, live: boolean | null): string {
+  return live === false && (status === "running" || status === "paused") ? "not live" : statusText(status, openCards);
+}
+
 function drawHeader(
   header: HTMLElement,
   model: AnyModel<ReplyModel>,
@@ -48,9 +54,11 @@ function drawHeader(
   header.append(
     h("span", { class: "nbh-title" }, String(model.get("agent_name") || "agent")),
     model.get("prompt") ? h("span", { class: "nbh-muted" }, `← ${model.get("prompt")}`) : "",
-    live === false && (status === "running" || status === "paused")
-      ? h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": "not-live" }, "not live")
-      : h("span", { class: "nbh-chip", "data-testid": "nbh-status", "data-status": status }, statusText(status, openCards)),
+    h(
+      "span",
+      { class: "nbh-chip", "data-testid": "nbh-status", "data-status": live === false && (status === "running" || status === "paused") ? "not-live" : status },
+      chipText(status, openCards, live),
+    ),
   );
   if (status === "running" || status === "paused") {
     header.append(
@@ -143,6 +151,8 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   };
 
   const say = (text: string) => announcer.say(text);
+  // the reply's status as the header chip says it (a kernel gone: "not live", not "waiting for you")
+  const sayStatus = () => say(`${model.get("agent_name") || "agent"}: ${chipText(String(model.get("status") || ""), openCards(), cards.live)}`);
   // the cards stream as custom messages too (feed.ts): a change redraws only its card
   const feed = new CardFeed(model, rpc, (ids) => {
     if (ids) cards.drawSome(ids);
@@ -218,8 +228,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     lastStatus = now;
     // a reply that stopped (ended, or waits for a person): its record is saved as it stands
     if (now !== "running") stream.saveNow();
-    const status = String(model.get("status") || "");
-    say(`${model.get("agent_name") || "agent"}: ${statusText(status, openCards())}`);
+    sayStatus();
     header_();
     whatIf.draw();
     cards.drawAll();
@@ -264,6 +273,8 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     }
     markTitle();
     if (was !== cards.live) {
+      // the announced status follows the chip (it said "waiting for you" before the kernel went)
+      if (was !== null) sayStatus();
       drawAll();
       // unknown and live draw the same cards: the connect answer must not
       // rebuild them under a person's typing (a number field's unreadable

@@ -166,7 +166,7 @@ export class WhatIf {
       list,
       h(
         "label",
-        { class: "nbh-row" },
+        { class: "nbh-row nbh-check" },
         live,
         h("span", {}, "Run the real tools after that pause (they change things for real; otherwise they give their recorded results and nothing runs)"),
       ),

@@ -174,6 +174,37 @@ describe("cards drawn", () => {
     page.close();
   });
 
+  test("an AskUser refusal goes once the question has an answer (an option, or Other with text)", async () => {
+    const ask_user = {
+      questions: [{ question: "Which file?", header: "File", options: [{ label: "a.txt", description: "" }, { label: "b.txt", description: "" }] }],
+    };
+    const refusal = "Choose an option for 'Which file?' or write an answer.";
+    const sync = { transcript: { seq: 0, current: true }, cards: { seq: 0, current: true } };
+    const page = await drawReply([pause({ kind: "ask_user", tool_name: "AskUser", ask_user })], {}, (m) =>
+      m.action === "answer" ? { refuse: refusal, field: "answers.0" } : m.action === "sync" ? sync : null,
+    );
+    const refuse = async () => {
+      page.control("c1", "nbh-answer-submit")!.click();
+      await settle();
+      assert.equal(page.control("c1", "nbh-error")!.textContent, refusal);
+    };
+    await refuse();
+    // typing in Other with only spaces is not an answer yet: the note stays
+    const other = page.control("c1", "nbh-other-text") as HTMLInputElement;
+    other.value = "  ";
+    other.dispatchEvent(new Event("input"));
+    assert.ok(page.control("c1", "nbh-error"));
+    const inputs = page.card("c1").querySelectorAll<HTMLInputElement>('[data-testid="nbh-option-input"]');
+    inputs[1].checked = true;
+    inputs[1].dispatchEvent(new Event("change"));
+    assert.equal(page.control("c1", "nbh-error"), null, "an option is picked: the refusal is no longer true");
+    await refuse();
+    other.value = "the biggest one";
+    other.dispatchEvent(new Event("input"));
+    assert.equal(page.control("c1", "nbh-error"), null, "an Other answer with text: the refusal goes too");
+    page.close();
+  });
+
   test("a form card converts and sends its values", async () => {
     const response_schema = { type: "object", properties: { n: { type: "integer" } } };
     const page = await drawReply([pause({ kind: "form", tool_name: "AskForm", response_schema })]);
@@ -225,6 +256,26 @@ describe("cards drawn", () => {
     ]);
     assert.equal(page.control("c2", "nbh-error")!.textContent, "No.");
     assert.equal(page.control("c1", "nbh-error"), null);
+    page.close();
+  });
+});
+
+describe("the reply's status after its kernel goes", () => {
+  test("the announced status follows the chip: 'not live', never still 'waiting for you'", async () => {
+    const page = await drawReply([pause()], { status: "running" });
+    const announced = () => page.el.querySelector('[data-testid="nbh-announce"]')!.textContent;
+    page.fake.set("status", "paused");
+    await settle();
+    assert.equal(announced(), "helper: waiting for you");
+    assert.equal(page.status(), "waiting for you");
+    // the kernel restarted: the comm is gone, so the next send fails
+    page.fake.answer = () => {
+      throw new Error("the comm is closed");
+    };
+    page.control("c1", "nbh-approve")!.click();
+    await settle();
+    assert.equal(page.status(), "not live");
+    assert.equal(announced(), "helper: not live");
     page.close();
   });
 });

@@ -23,7 +23,7 @@ const RESULT = {
     {
       path: "/w/<b>x</b>.txt",
       change: "created",
-      diff: { path: "/w/<b>x</b>.txt", diff: "--- /dev/null\n+++ b//w/x.txt\n@@ -0,0 +1 @@\n+<img src=x onerror=alert(1)>\n", sha256_before: null, note: null },
+      diff: { path: "/w/<b>x</b>.txt", diff: "--- /dev/null\n+++ /w/x.txt\n@@ -0,0 +1 @@\n+<img src=x onerror=alert(1)>\n", sha256_before: null, note: null },
     },
   ],
 };
@@ -86,10 +86,10 @@ describe("the Dry run button", () => {
   });
 
   test("a refusal is shown on the card", async () => {
-    const page = await drawReply([pause(WRITE)], {}, (m) => (m.action === "dry_run" ? { refuse: "Write (c1) cannot be dry-run: the call names no absolute file_path." } : liveKernel(m)));
+    const page = await drawReply([pause(WRITE)], {}, (m) => (m.action === "dry_run" ? { refuse: "Write (content=\"x\") cannot be dry-run: the call names no absolute file_path." } : liveKernel(m)));
     page.control("c1", "nbh-dry-run")!.click();
     await settle();
-    assert.equal(page.control("c1", "nbh-dry-run-error")!.textContent, "Write (c1) cannot be dry-run: the call names no absolute file_path.");
+    assert.equal(page.control("c1", "nbh-dry-run-error")!.textContent, "Write (content=\"x\") cannot be dry-run: the call names no absolute file_path.");
     assert.equal(page.control("c1", "nbh-dry-run-result"), null);
     page.close();
   });

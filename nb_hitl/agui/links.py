@@ -38,6 +38,7 @@ from ..answers.approvals import input_hash
 from ..answers.record import origin
 from ..errors import NbHitlError
 from ..kinds import kind_spec
+from ..labels import pause_label
 from ..pauses import Pause
 from .ids import interrupt_id, readable_time
 from .threads import checkpoint_id, unseen_answer
@@ -227,9 +228,7 @@ class Links:
         if not {"approve", "deny"} <= kind_spec(pause.kind).actions:
             raise ValueError(f"Links answer confirmations (Approve / Deny); {tool_call_id!r} is a {pause.kind} pause.")
         if pause.status != "open":
-            raise LinkRefused(
-                "closed", f"{pause.tool_name} ({tool_call_id}) does not wait for an answer: {pause.status}."
-            )
+            raise LinkRefused("closed", f"{pause_label(pause)} does not wait for an answer: {pause.status}.")
         link = Link(
             thread_id,
             tool_call_id,
@@ -289,9 +288,7 @@ class Links:
             why = pause.reason or (
                 f"it was answered ({pause.decision.get('action')})" if pause.decision else pause.status
             )
-            raise LinkRefused(
-                "closed", f"{pause.tool_name} ({pause.tool_call_id}) no longer waits for an answer: {why}."
-            )
+            raise LinkRefused("closed", f"{pause_label(pause)} no longer waits for an answer: {why}.")
         if input_hash(pause) != link.input_sha256:
             raise LinkRefused(
                 "input_changed",

@@ -56,7 +56,16 @@ from .http import Limits, close_unread, handle_close, handle_run
 from .link_page import link_route
 from .links import Links
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
-from .threads import Refusal, ThreadRegistry, ThreadState, canonical, held_input, refusal_at, refusal_of
+from .threads import (
+    Refusal,
+    ThreadRegistry,
+    ThreadState,
+    canonical,
+    held_input,
+    interrupt_named,
+    refusal_at,
+    refusal_of,
+)
 
 __all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
 
@@ -266,6 +275,11 @@ class AguiServer:
         except Exception as exc:  # noqa: BLE001 - a run always ends with a terminal event
             yield RunErrorEvent(message=f"{type(exc).__name__}: {exc}", code="internal", timestamp=now_ms())
 
+    @staticmethod
+    def _tool_of(thread: ThreadState, interrupt_id: str) -> str | None:
+        held = thread.interrupts.get(interrupt_id)
+        return held[1].tool_name if held else None
+
     def _is_replay(self, thread: ThreadState, resume: list[ResumeEntry]) -> bool:
         return all(e.interrupt_id in thread.ledger for e in resume)
 
@@ -280,8 +294,8 @@ class AguiServer:
                     if done.status != e.status or done.payload != canonical(e.payload):
                         raise Refusal(
                             "conflicting_replay",
-                            f"Interrupt {e.interrupt_id} was already answered (run {done.run_id}) with another "
-                            "answer; an interrupt is decided once.",
+                            f"{interrupt_named(self._tool_of(thread, e.interrupt_id))} was already answered in an "
+                            "earlier run with another answer; an interrupt is decided once.",
                         )
                 async for event in self._finish(thread, inp, thread.translator(), note={"replayed": True}):
                     yield event
@@ -300,7 +314,8 @@ class AguiServer:
             try:
                 got = await session.act_all([m for _, m in messages], decided_by=principal, origin=where)
             except BatchRefused as exc:
-                raise refusal_of(exc, {m["tool_call_id"]: e for e, m in messages}) from None
+                tools = {m["tool_call_id"]: thread.interrupts[e.interrupt_id][1].tool_name for e, m in messages}
+                raise refusal_of(exc, {m["tool_call_id"]: e for e, m in messages}, tools) from None
             recorded = thread.record_answers(messages, got["results"], inp.run_id, by=principal)
             thread.seen_ids.update(m.id for m in inp.messages)
             if recorded is not None:  # approvals short of N only: the same interrupts, for the next person
@@ -373,7 +388,7 @@ class AguiServer:
             why = applied or pause.reason or f"it is {pause.status}"
             raise Refusal(
                 "interrupt_expired" if applied or pause.status == "expired" else "interrupt_closed",
-                f"Interrupt {closed[0]} is no longer open: {why}.",
+                f"{interrupt_named(pause.tool_name)} is no longer open: {why}.",
             )
         if not open_now:
             raise Refusal(
@@ -403,7 +418,7 @@ class AguiServer:
                 where = f" (at {exc.field})" if exc.field else ""
                 raise Refusal(
                     "invalid_payload",
-                    f"Interrupt {entry.interrupt_id}{where}: {exc}",
+                    f"{interrupt_named(by_id[entry.interrupt_id].tool_name)}{where}: {exc}",
                     refusal_at([entry.interrupt_id], exc.field),
                 ) from None
             plan.append((entry, message))

@@ -87,13 +87,20 @@ REFUSAL_CODES = {"invalid": "invalid_payload", "already_decided": "interrupt_clo
 refusal's own code (:mod:`nb_hitl.errors`); any other code is ``resume_failed``."""
 
 
-def refusal_of(exc: BatchRefused, entries: dict[str, ResumeEntry]) -> Refusal:
+def interrupt_named(tool_name: str | None) -> str:
+    """How a sentence a person reads names an interrupt: by its tool ("The interrupt for delete_file"),
+    never by its id (the ids are in ``RUN_ERROR.metadata.nb_hitl`` for programs)."""
+    return f"The interrupt for {tool_name}" if tool_name else "An interrupt"
+
+
+def refusal_of(exc: BatchRefused, entries: dict[str, ResumeEntry], tools: dict[str, str]) -> Refusal:
     """The :class:`Refusal` of a resume whose answers the Session refused
     (all or nothing: nothing was taken).
 
     Args:
         exc: the Session's refusal; ``exc.results`` says, per answer, why.
         entries: the resume entries by the ``tool_call_id`` they answer.
+        tools: the tool name of each answered call, by ``tool_call_id`` (the message names it).
 
     Returns:
         a refusal naming the interrupts at fault and, for the first, the field
@@ -105,9 +112,9 @@ def refusal_of(exc: BatchRefused, entries: dict[str, ResumeEntry]) -> Refusal:
         return Refusal("resume_failed", str(exc))
     ids = [entries[r["tool_call_id"]].interrupt_id if r["tool_call_id"] in entries else "?" for r in refused]
     parts = []
-    for iid, r in zip(ids, refused, strict=True):
+    for r in refused:
         where = f" (at {r['field']})" if r.get("field") else ""
-        parts.append(f"Interrupt {iid}{where}: {r['error']}")
+        parts.append(f"{interrupt_named(tools.get(r['tool_call_id']))}{where}: {r['error']}")
     code = REFUSAL_CODES.get(str(refused[0].get("code")), "resume_failed")
     return Refusal(code, "; ".join(parts), refusal_at(ids, refused[0].get("field")))
 

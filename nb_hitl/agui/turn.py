@@ -1,13 +1,11 @@
 """The state of one remote turn, folded from AG-UI events (no I/O, no widget).
 
-A :class:`RemoteTurn` is one user message and the AG-UI runs its resumes
-needed; a :class:`RunRecord` is one of those runs. :class:`RunReader` folds
-a run's events into the turn: transcript entries (the same ``{"kind", "id",
-"text", ...}`` dicts a local :class:`~nb_hitl.session.Session` produces, a
-text entry's Markdown rendered as ``html`` when its message ends),
-pause views for an interrupt outcome
-(:func:`~nb_hitl.agui.mapping.interrupt_view`), the final text, and the
-history to send with the next run. :func:`view_data` is what a display
+A :class:`RemoteTurn` is one user message and the AG-UI runs its resumes needed; a
+:class:`RunRecord` is one of those runs. :class:`RunReader` folds a run's events into the turn:
+transcript entries (the same ``{"kind", "id", "text", ...}`` dicts a local
+:class:`~nb_hitl.session.Session` produces, a text entry's Markdown rendered as ``html`` when its
+message ends), pause views for an interrupt outcome (:func:`~nb_hitl.agui.mapping.interrupt_view`),
+the final text, and the history to send with the next run. :func:`view_data` is what a display
 layer draws (see :mod:`nb_hitl.widgets.remote`).
 
 Streamed text costs linear time: deltas are kept as parts
@@ -91,11 +89,10 @@ class RunRecord:
 
 
 class RemoteCard:
-    """A remote interrupt's pause view as the front door and the status
-    table see it (:class:`~nb_hitl.answers.front.Answerable`): the view dict
-    is the state, this only reads and moves it. The interrupt's
-    ``expires_at`` is judged by the client itself (an expired interrupt may
-    still be cancelled: AG-UI), so ``deadline`` is ``None`` here.
+    """A remote interrupt's pause view as the front door and the status table see it
+    (:class:`~nb_hitl.answers.front.Answerable`): the view dict is the state, this only reads
+    and moves it; ``input`` is the call's JSON text. The interrupt's ``expires_at`` is judged by
+    the client itself (an expired interrupt may still be cancelled: AG-UI): ``deadline`` is ``None``.
 
     Args:
         view: the pause view (see :func:`~nb_hitl.agui.mapping.interrupt_view`).
@@ -117,6 +114,10 @@ class RemoteCard:
     @property
     def tool_name(self) -> str:
         return str(self.view["tool_name"])
+
+    @property
+    def input(self) -> Any:
+        return self.view.get("input_text")
 
     @property
     def decision(self) -> dict[str, Any] | None:

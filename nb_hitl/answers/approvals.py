@@ -106,10 +106,7 @@ def count(pause: Pause, decision: Decision, by: str, origin: dict[str, Any], *, 
         if decision.action == "deny" and decision.cause == "person":
             said = f", saying: {decision.reason}" if decision.reason else "."
             before = f" (approved before by {_names(pause.approvals)})" if pause.approvals else ""
-            note = (
-                f"{by} denied your call {pause.tool_call_id} to {pause.tool_name}, which needed {needed} "
-                f"approvals{before}{said}"
-            )
+            note = f"{by} denied your call to {pause.tool_name}, which needed {needed} approvals{before}{said}"
             decision = dataclasses.replace(decision, note=note, note_replaces=True)
         return Count(decision, [*pause.approvals, entry], edit, needed)
     if decision.action == "modify":  # everyone approves the same input: the count starts again

@@ -28,6 +28,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..decisions import Decision, check_external_result, check_rules_match, decide, recheck_permission
 from ..errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError
+from ..labels import pause_label
 from ..pauses import Pause, PauseStatus
 from .approvals import needs_more
 from .lifecycle import ANSWERED, transition
@@ -98,6 +99,9 @@ class Answerable(Protocol):
     def tool_name(self) -> str: ...
 
     @property
+    def input(self) -> Any: ...
+
+    @property
     def decision(self) -> dict[str, Any] | None: ...
 
     @property
@@ -147,7 +151,7 @@ def arrive(cards: Mapping[str, A], message: Any, *, closed: str | None = None, n
         )
     if card.status in ANSWERED:
         raise AlreadyDecidedError(
-            f"Already decided: {card.tool_name} ({tool_call_id}) has its decision"
+            f"Already decided: {pause_label(card)} has its decision"
             + (f" ({card.decision.get('action')})." if card.decision else ".")
         )
     if card.status == "expired" or closed is not None:
@@ -180,7 +184,7 @@ def admit(
     held = pauses.get(tool_call_id) if isinstance(tool_call_id, str) else None
     if held is not None and held.status == "deciding" and needs_more(held):  # not decided: another approval
         raise DecisionError(
-            f"Another answer to {held.tool_name} ({tool_call_id}) is being checked right now (it needs "
+            f"Another answer to {pause_label(held)} is being checked right now (it needs "
             f"{held.approvals_needed} approvals); answer again once it is recorded.",
             field="action",
         )

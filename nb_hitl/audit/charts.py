@@ -169,6 +169,25 @@ def plot_outcomes(outcomes: pd.DataFrame, ax: Any = None) -> Any:
     return ax
 
 
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``... ``11th``, ``21st`` (English ordinal of ``n >= 1``)."""
+    teen = 10 <= n % 100 <= 20
+    return f"{n}{'th' if teen else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def call_labels(tool_names: list[str]) -> list[str]:
+    """A label a person reads for each call, in order: the tool and, when the tool was called more than once,
+    its position among that tool's calls (``["lookup", "send_mail, 1st call", "send_mail, 2nd call"]``);
+    never the call's id. Labels are unique, so a categorical axis keeps one bar per call."""
+    total = {t: tool_names.count(t) for t in tool_names}
+    seen: dict[str, int] = {}
+    out = []
+    for t in tool_names:
+        seen[t] = seen.get(t, 0) + 1
+        out.append(t if total[t] == 1 else f"{t}, {ordinal(seen[t])} call")
+    return out
+
+
 def plot_decide_times(times: pd.DataFrame, ax: Any = None, quick: float | None = QUICK_SECONDS) -> Any:
     """Draw the seconds each answered pause waited, one bar per answer, coloured by the answer.
 
@@ -179,14 +198,14 @@ def plot_decide_times(times: pd.DataFrame, ax: Any = None, quick: float | None =
             number of approvals given in less (``None``: no line).
 
     Returns:
-        the ``Axes`` (bars labelled ``tool (call id)``).
+        the ``Axes`` (bars labelled by :func:`call_labels`: ``send_mail, 2nd call``).
 
     Raises:
         ImportError: matplotlib is not installed (the ``charts`` extra).
     """
     ax = _axes(ax)
     colours = {"approve": "tab:green", "deny": "tab:red"}
-    labels = [f"{t} ({c})" for t, c in zip(times["tool_name"], times["tool_call_id"], strict=True)]
+    labels = call_labels(list(times["tool_name"]))
     ax.barh(labels, times["seconds"], color=[colours.get(d, "tab:gray") for d in times["decision"]])
     ax.invert_yaxis()  # oldest on top
     ax.set_xlabel("seconds to decide")

@@ -23,6 +23,7 @@ from agentscope.tool import AskUserMetadata
 
 from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
+from ..labels import pause_label
 from ._reading import visible_json
 from ._schema import REASON_INPUT_REQUIRED, compact
 
@@ -242,7 +243,7 @@ class PauseKindSpec(ABC):
         """
         if msg.action not in self.actions:
             raise DecisionError(
-                f"Tool call {pause.tool_call_id} waits for {self.waits_for}, not {msg.action!r}.",
+                f"{pause_label(pause)} waits for {self.waits_for}, not {msg.action!r}.",
                 field="action",
             )
         return self._decide(pause, msg)

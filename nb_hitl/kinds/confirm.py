@@ -205,7 +205,7 @@ def modify_note(pause: Pause, edited: dict[str, Any]) -> str:
     """What the model reads after an edited call's result: a person changed the call, from what to what."""
     sent = pause.input if pause.input is not None else pause.tool_call.input
     return (
-        f"A person edited your tool call {pause.tool_call_id} before it ran. You asked for {pause.tool_name}"
+        f"A person edited your tool call before it ran. You asked for {pause.tool_name}"
         f"({visible_json(sent, None)}); it ran as {pause.tool_name}({visible_json(edited, None)}). "
         "Its result is for the edited input."
     )
@@ -231,7 +231,7 @@ def _deny(pause: Pause, call: Any, msg: Any) -> Decision:
     if cause in DENY_TEXT:
         note = DENY_TEXT[cause].format(tool=pause.tool_name)
         return Decision(pause.tool_call_id, "deny", confirm_result=result, note=note, note_replaces=True, cause=cause)
-    told = f"The user denied your call {pause.tool_call_id} to {pause.tool_name}, saying: {reason}" if reason else None
+    told = f"The user denied your call to {pause.tool_name}, saying: {reason}" if reason else None
     deny_rules = tuple(
         r.model_copy(update={"behavior": PermissionBehavior.DENY}) for r in _rules(pause, list(msg.deny_rules))
     )

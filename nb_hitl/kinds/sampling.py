@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DecisionError
 from ..messages import MAX_SHORT, MAX_TEXT
 from ._base import Decision, PauseKindSpec, action_text, base_message
+from ._reading import same_by_value
 from ._schema import REASON_INPUT_REQUIRED, SCHEMA_DIALECT, validate_payload
 
 if TYPE_CHECKING:
@@ -102,6 +103,21 @@ def edited_messages(pause: Pause, texts: Any) -> list[dict[str, str]]:
     return [{"role": str(m.get("role", "user")), "text": t} for m, t in zip(shown, texts, strict=True)]
 
 
+UNCHANGED_EDIT = {
+    "messages": "Your edit changes nothing: press Approve to call the model with the request as shown, "
+    "or change a message first.",
+    "output": "Your edit changes nothing: press Approve to send the completion as shown, or change it first.",
+}
+"""Why an edit equal to what Approve sends is refused, by the field edited: the audit log would
+record an edit and the card would say "Edited" when nothing was (as a confirm's Modify,
+:func:`nb_hitl.edit_preview.refuse_unchanged_edit`)."""
+
+
+def _refuse_unchanged(edited: Any, shown: Any, field: str) -> None:
+    if same_by_value(edited, shown):
+        raise DecisionError(UNCHANGED_EDIT[field], field=field)
+
+
 def _texts(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
@@ -164,11 +180,15 @@ class SamplingKind(PauseKindSpec):
         if stage == "request":
             if msg.output is not None:
                 raise DecisionError("Edit the request's messages (messages), not an output.", field="output")
-            return Decision(pause.tool_call_id, "edit", content={"messages": edited_messages(pause, msg.messages)})
+            messages = edited_messages(pause, msg.messages)
+            shown = [m.get("text") for m in pause.sampling.get("messages") or []]
+            _refuse_unchanged([m["text"] for m in messages], shown, "messages")
+            return Decision(pause.tool_call_id, "edit", content={"messages": messages})
         if msg.messages is not None or msg.output is None:
             raise DecisionError("An edited completion is sent as text (output).", field="output")
         if len(msg.output) > MAX_TEXT:
             raise DecisionError(f"The edited completion is too long (at most {MAX_TEXT} characters).", field="output")
+        _refuse_unchanged(msg.output, pause.sampling.get("completion"), "output")
         return Decision(pause.tool_call_id, "edit", content={"text": msg.output})
 
     def timeout_message(self, pause: Pause) -> dict[str, Any]:

@@ -386,6 +386,7 @@ class ServiceClient:
                 agent_id,
                 session_id,
                 agent_name=name,
+                session_name=entry.session_name if entry else "",
                 outcome_timeout=self.outcome_timeout,
                 on_answered=self._answered,
                 stranded_after=self.stranded_after,

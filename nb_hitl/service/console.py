@@ -56,6 +56,12 @@ def console_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
+def session_label(name: str) -> str:
+    """How the console's header names a service session: ``session "release notes"`` by its name
+    (AgentScope's ``SessionRecord`` config name), never by its id; ``a session with no name`` without one."""
+    return f'session "{name}"' if name else "a session with no name"
+
+
 class SessionConsole:
     """The console of one service session.
 
@@ -64,6 +70,8 @@ class SessionConsole:
         ledger: where answers are recorded.
         agent_id, session_id: the session.
         agent_name: shown in the card header.
+        session_name: the session's name (AgentScope's session config name), shown in the card
+            header instead of its id (see :func:`session_label`).
         outcome_timeout: seconds to wait for the service's verdict on an answer.
         on_answered: called with ``(session_id, outcome)`` after every answer.
         stranded_after: seconds ``running`` before the header says the
@@ -98,6 +106,7 @@ class SessionConsole:
         session_id: str,
         *,
         agent_name: str = "",
+        session_name: str = "",
         outcome_timeout: float = 10.0,
         on_answered: Callable[[str, Outcome], None] | None = None,
         stranded_after: float = 60.0,
@@ -111,6 +120,7 @@ class SessionConsole:
         self.agent_id = agent_id
         self.session_id = session_id
         self.agent_name = agent_name
+        self.session_name = session_name if session_name != session_id else ""
         self.pauses: dict[str, Pause] = {}
         self.transcript: list[dict[str, Any]] = []
         self.status = ""
@@ -149,7 +159,7 @@ class SessionConsole:
             from ..widgets.reply import ReplyWidget
 
             self.widget = ReplyWidget(
-                handler=self.handle, agent_name=self.agent_name, prompt=f"session {self.session_id}"
+                handler=self.handle, agent_name=self.agent_name, prompt=session_label(self.session_name)
             )
             self.push()
         return self.widget

@@ -381,7 +381,7 @@ class Driver(SessionCore):
             approved = run.pauses.get(was)
             if approved is not None:  # the approved card of this run: it did not run
                 if can_transition(approved, "expired"):
-                    transition(approved, "expired", reason=asked_again_reason(again, tool_call.id))
+                    transition(approved, "expired", reason=asked_again_reason(again))
                 run.transcript.tool_result(was, state="not run", text="")  # its result had started
             if not again.get("audited"):
                 again["audited"] = True

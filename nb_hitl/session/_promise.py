@@ -399,22 +399,22 @@ def asked_again(agent: Any, tool_call_id: str) -> dict[str, Any] | None:
 
 
 def asked_again_message(entry: dict[str, Any]) -> str:
-    """What the card and the audit log say of a call asked again."""
+    """What the card and the audit log say of a call asked again (a person reads it: no call ids)."""
     if entry.get("cause") == "file_changed":
         return (
-            f"The file {entry.get('path')} changed after call {entry.get('was')} was approved, before it ran, "
+            f"The file {entry.get('path')} changed after this {entry.get('tool')} call was approved, before it ran, "
             "so nothing ran. The change below is against the file as it is now. "
             "Approve to run it on the file as shown here, or deny it."
         )
     return (
-        f"A middleware changed call {entry.get('was')} after it was approved, before it ran, so nothing ran. "
+        f"A middleware changed this {entry.get('tool')} call after it was approved, before it ran, so nothing ran. "
         f"Approved: {entry.get('approved')}; it would run with: {entry.get('runs')}. "
         "Approve to run it with the input shown here, or deny it."
     )
 
 
-def asked_again_reason(entry: dict[str, Any], tool_call_id: str) -> str:
-    """Why the approved card of a call asked again expired (it did not run)."""
+def asked_again_reason(entry: dict[str, Any]) -> str:
+    """Why the approved card of a call asked again expired (it did not run); a person reads it: no call ids."""
     if entry.get("cause") == "file_changed":
-        return f"Not run: the file {entry.get('path')} changed after the approval; asked again as {tool_call_id}."
-    return f"Not run: a middleware changed its input after the approval; asked again as {tool_call_id}."
+        return f"Not run: the file {entry.get('path')} changed after the approval; it is asked again on the next card."
+    return "Not run: a middleware changed its input after the approval; it is asked again on the next card."

@@ -116,6 +116,8 @@ def pending_message(agent_name: str, prior: ReplyRun | None, parked: list[ToolCa
         prior: the session's current run, if any.
         parked: the agent's awaiting tool calls (``AgentState``).
     """
+    from ..labels import call_label, pause_label  # a call by its tool and input, never its id
+
     live = prior is not None and prior.live
     shown = prior.pauses if prior is not None and live else {}
     open_now = [p for p in shown.values() if p.status == "open"]
@@ -124,13 +126,13 @@ def pending_message(agent_name: str, prior: ReplyRun | None, parked: list[ToolCa
     retry = ", or call again with interrupt_pending=True to interrupt that reply first"
     taken = ""
     if decided:
-        names = ", ".join(f"{p.tool_name} ({p.tool_call_id})" for p in decided)
+        names = ", ".join(pause_label(p) for p in decided)
         taken = f" The decisions already taken for {names} are being delivered to the agent."
     if open_now:
-        names = ", ".join(f"{p.tool_name} ({p.tool_call_id})" for p in open_now)
+        names = ", ".join(pause_label(p) for p in open_now)
         return f"The agent {agent_name!r} is still waiting on {names}. Answer the open pause(s) above{retry}.{taken}"
     if unshown:
-        names = ", ".join(f"{tc.name} ({tc.id})" for tc in unshown)
+        names = ", ".join(call_label(tc.name, tc.input) for tc in unshown)
         return (
             f"The agent {agent_name!r} is still waiting on {names}. No live widget shows them: "
             f"`await session.resume()` shows them again{retry}.{taken}"

@@ -142,10 +142,9 @@ def _real(tools: list[ToolBase]) -> list[ToolBase]:
 
 def _label(tool_name: str, tool_input: Any) -> str:
     """A past call as a person reads it: the tool's name and a summary of its input."""
-    from ..service.inbox import summary_line  # the one input summary (the service's inbox rows)
+    from ..labels import call_label
 
-    summary = summary_line({"name": tool_name, "input": tool_input}, limit=80)
-    return f"{tool_name} ({summary})" if summary else tool_name
+    return call_label(tool_name, tool_input)
 
 
 def _choices(run: ReplyRun, recording: Recording) -> list[dict[str, str]]:

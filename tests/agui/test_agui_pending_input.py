@@ -113,7 +113,7 @@ def test_a_reason_goes_only_with_a_denial_and_only_to_a_server_that_takes_it():
     assert message["action"] == "deny" and message["reason"] == "Too much."
     decision = decide(pause, message)
     assert decision.confirm_result.confirmed is False and decision.note_replaces
-    assert decision.note == "The user denied your call call_1 to send_payment, saying: Too much."
+    assert decision.note == "The user denied your call to send_payment, saying: Too much."
     assert decision.reason == "Too much."
     with pytest.raises(DecisionError) as with_approval:
         spec.resume_message(pause, {"approved": True, "reason": "why"})

@@ -127,8 +127,7 @@ def test_C28_official_ts_client_runs_resumes_replays_cancels(tmp_path):
     assert after["result"] == "You chose to archive notes.txt. You denied the deletion, so nothing was deleted."
     # the deny reason the client sent is what the model reads in the tool result
     (denied,) = tool_results(agents_of(factory)["ts-c28-c"].state.context, "delete_file")
-    assert result_text(denied).startswith("The user denied your call ")
-    assert result_text(denied).endswith(" to delete_file, saying: Keep the log until Friday.")
+    assert result_text(denied) == "The user denied your call to delete_file, saying: Keep the log until Friday."
     assert "Never mind" not in str([m.content for m in agents_of(factory)["ts-c28-c"].state.context])
 
     # the approved deletion ran exactly once (the replay did not run it again)

@@ -12,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from nb_hitl.audit import audit_frame
-from nb_hitl.audit.charts import call_outcomes, decide_times, plot_decide_times, plot_outcomes
+from nb_hitl.audit.charts import call_labels, call_outcomes, decide_times, ordinal, plot_decide_times, plot_outcomes
 
 RECORDS = [
     {"event": "checked", "ts": 100.0, "agent": "a", "tool_call_id": "c1", "tool_name": "lookup",
@@ -67,3 +67,29 @@ def test_the_plots_draw_one_mark_per_call_and_one_bar_per_answer() -> None:
     ]
     bars = plot_decide_times(decide_times(frame))
     assert [round(p.get_width(), 3) for p in bars.patches] == [4.0, 1.0]
+    # a person reads the tool and its position, never a call id
+    assert [t.get_text() for t in bars.get_yticklabels()] == ["send_mail, 1st call", "send_mail, 2nd call"]
+
+
+def test_call_labels_name_the_tool_and_its_position_never_the_id():
+    assert call_labels(["lookup", "send_mail", "send_mail", "lookup", "send_mail"]) == [
+        "lookup, 1st call",
+        "send_mail, 1st call",
+        "send_mail, 2nd call",
+        "lookup, 2nd call",
+        "send_mail, 3rd call",
+    ]
+    assert call_labels(["delete_file"]) == ["delete_file"]
+    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111)] == [
+        "1st",
+        "2nd",
+        "3rd",
+        "4th",
+        "11th",
+        "12th",
+        "13th",
+        "21st",
+        "22nd",
+        "101st",
+        "111th",
+    ]

@@ -69,8 +69,8 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
     assert card.locator('[data-testid="nbh-file-path"]').inner_text() == f"Changes to {target}:"
     kinds = diff.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
     assert kinds == [
-        ["meta", f"--- a/{target}"],
-        ["meta", f"+++ b/{target}"],
+        ["meta", f"--- {target}"],
+        ["meta", f"+++ {target}"],
         ["hunk", "@@ -1,3 +1,3 @@"],
         ["context", " alpha"],
         ["context", " <script>window.nbhDiffXss = 1</script>"],
@@ -88,16 +88,19 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
     diff.wait_for(timeout=10_000)
     # side by side: a table of before | after with line numbers, from the same diff
     assert toggle.get_attribute("aria-pressed") == "false"
+    look = "(e) => [getComputedStyle(e).backgroundColor, getComputedStyle(e).boxShadow].join(' ')"
+    off = toggle.evaluate(look)
     toggle.click()
     split = card.locator('[data-testid="nbh-file-diff-split"]')
     split.wait_for(timeout=10_000)
     assert toggle.get_attribute("aria-pressed") == "true" and diff.count() == 0
+    assert toggle.evaluate(look) != off, "pressed looks different from not pressed"
     assert split.get_attribute("aria-label") == f"Changes to {target} (side by side)"
     rows = split.locator("tbody tr").evaluate_all(
         "(rs) => rs.map((r) => Array.from(r.cells).map((c) => c.textContent))"
     )
     assert rows[-1] == ["3", "removed: gamma", "3", "added: GAMMA"]
-    assert rows[:3] == [[f"--- a/{target}"], [f"+++ b/{target}"], ["@@ -1,3 +1,3 @@"]]  # across the table
+    assert rows[:3] == [[f"--- {target}"], [f"+++ {target}"], ["@@ -1,3 +1,3 @@"]]  # across the table
     script = "<script>window.nbhDiffXss = 1</script>"
     assert ["2", script, "2", script] in rows  # context on both sides, as text
     assert split.locator("script").count() == 0 and page.evaluate("() => window.nbhDiffXss") is None
@@ -123,7 +126,7 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
         has=page.locator('[data-testid="nbh-file-diff"]', has_text="delta by someone else"),
     )
     again.wait_for(timeout=60_000)
-    assert "changed after call call_1 was approved" in again.inner_text()
+    assert "changed after this Edit call was approved" in again.inner_text()
     assert target.read_text() == OTHER
     screenshot(page, "C42-asked-again")
     # Modify: the decided card shows what the edit changed, as a diff of the inputs

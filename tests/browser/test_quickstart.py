@@ -88,7 +88,7 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
         f"The call deletes {draft}: every line of the file is removed."
     )
     removed = [
-        ["meta", f"--- a/{draft}"],
+        ["meta", f"--- {draft}"],
         ["meta", "+++ /dev/null"],
         ["hunk", "@@ -1,3 +0,0 @@"],
         ["del", "-# Draft"],

@@ -89,6 +89,9 @@ def test_restart_in_the_same_page_says_the_kernel_restarted(page, lab: JupyterLa
     assert banner.is_visible()
     assert "The kernel restarted or stopped" in banner.inner_text()
     assert reply.locator('[data-testid="nbh-status"]').get_attribute("data-status") == "not-live"
+    # what a screen reader last heard of the reply follows the chip: not "waiting for you"
+    said = reply.locator('[data-testid="nbh-announce"]').first.text_content() or ""
+    assert said.endswith(": not live"), said
     assert card.locator('[data-testid="nbh-approve"]').is_disabled()
     assert "Could not reach the kernel" not in reply.inner_text()
 

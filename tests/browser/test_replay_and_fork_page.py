@@ -110,6 +110,11 @@ def _replay_and_what_if_buttons(page, counter: Path) -> None:  # type: ignore[no
     # the pause is named by its tool and input (never its id), with what was answered then
     pattern = r"bump \(step=2\)\s+Recorded answer: approve, by .+, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\."
     assert re.fullmatch(pattern, text.strip()), text
+    # the "Run the real tools" checkbox sits on its label's first line, not above it
+    box = live.locator('[data-testid="nbh-what-if-live"]').bounding_box()
+    words = live.locator('label:has([data-testid="nbh-what-if-live"]) > span').bounding_box()
+    assert box is not None and words is not None and words["x"] > box["x"] + box["width"] - 1
+    assert abs(words["y"] - box["y"]) < box["height"], (box, words)
     live.locator('[data-testid="nbh-what-if-go"]').click()
     nested.nth(1).wait_for(timeout=30_000)
     title = nested.nth(1).locator('[data-testid="nbh-nested-title"]').inner_text()

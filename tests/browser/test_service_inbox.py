@@ -90,6 +90,9 @@ def test_inbox_and_cards_answered_by_clicks(page, lab: JupyterLabServer, service
     rows.nth(2).wait_for(timeout=60_000)
     assert rows.count() == 3
     assert page.locator(f'{OUT} [data-testid="nbh-inbox-count"]').inner_text() == "3"
+    # no error now: the error boxes above and below the list draw nothing (no empty pink bar)
+    for empty in ("nbh-inbox-error", "nbh-inbox-message"):
+        assert page.locator(f'{OUT} [data-testid="{empty}"]').bounding_box() is None, empty
     # no bus given: the inbox says it lists (the one-process service's bus has no outside door)
     assert "Listed every 1 s" in page.locator(f'{OUT} [data-testid="nbh-inbox-live"]').inner_text()
     # a filter keeps one tool's rows
@@ -118,6 +121,10 @@ def test_inbox_and_cards_answered_by_clicks(page, lab: JupyterLabServer, service
     card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
     card.wait_for(timeout=30_000)
     assert "write_note" in card.inner_text()
+    # the console's header names the session by its name, never by its id
+    opened = '[data-testid="nbh-reply"]:has([data-testid="nbh-card"][data-kind="confirm"][data-status="open"])'
+    header = page.locator(f"{OUT} {opened}").first.inner_text()
+    assert '← session "writer"' in header and ids["writer"] not in header, header
     # a new message to this parked session is not sent: the page says why and what to do
     page.locator(f'{OUT} [data-testid="nbh-inbox-say-text"]').fill("hello, are you there?")
     page.locator(f'{OUT} [data-testid="nbh-inbox-say-send"]').click()

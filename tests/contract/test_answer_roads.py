@@ -84,7 +84,7 @@ SCENARIOS: dict[str, Callable[[Road], list[dict[str, Any]]]] = {
 }
 
 
-LOCAL_DENIAL = "The user denied your call <call1> to delete_file, saying: Keep the log."
+LOCAL_DENIAL = "The user denied your call to delete_file, saying: Keep the log."
 
 
 async def play(road_cls: type[Road], tmp: Path, scenario: str, request: pytest.FixtureRequest) -> dict[str, Any]:

@@ -51,7 +51,8 @@ def test_edit_with_diff_notebook_runs_headless() -> None:
     assert "docs team" not in texts[6]
     first = re.search(r"Edit (call_\w+): approve", texts[7]).group(1)
     assert "README.md has the teammate's line and not the edit: True" in texts[7]
-    assert f"changed after call {first} was approved, before it ran, so nothing ran" in texts[7]
+    assert "changed after this Edit call was approved, before it ran, so nothing ran" in texts[7]
+    assert f"changed after call {first}" not in texts[7] and f"asked again as {first}" not in texts[7]
     assert " \n Maintained by the docs team.\n" in texts[7]  # the fresh diff is against the file as it is now
     assert re.search(rf"the approval of {first}: expired \(Not run: the file \S+README\.md changed after", texts[7])
     assert f"Edit {first}_r2: approve" in texts[8]

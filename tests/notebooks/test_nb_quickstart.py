@@ -37,7 +37,7 @@ def test_quickstart_notebook_runs_headless() -> None:
     # the card's diff: the whole file removed, and the note says it is a deletion
     assert texts[2].startswith(
         f"The call deletes {sandbox}/draft.md: every line of the file is removed.\n"
-        f"--- a/{sandbox}/draft.md\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-# Draft\n-\n"
+        f"--- {sandbox}/draft.md\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-# Draft\n-\n"
         "-A first paragraph nobody has read yet.\n"
     )
     # the dry run: deleted in a copy of the folder; the sandbox byte-identical, the card open

@@ -45,5 +45,5 @@ def test_replay_and_fork_notebook_runs_headless() -> None:
     # 3. the fork: denied this time, the model reads the denial
     assert "card: bump {'step': 2} - What if: answer this pause differently. Recorded answer: approve" in texts[7]
     assert "answered: deny" in texts[7]
-    assert re.search(r"I read: The user denied your call call_\w+ to bump, saying: not today", texts[7])
+    assert re.search(r"I read: The user denied your call to bump, saying: not today", texts[7])
     assert "counter file: 2 (unchanged)" in texts[7]

@@ -9,6 +9,7 @@ session's outcome. Every loop is bounded in count and time."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -126,6 +127,10 @@ def test_answered_in_one_console_leaves_the_other_within_a_second(parked: Parked
         watcher = asyncio.create_task(watch_b())
         console = await one.open(sid)
         (tcid,) = console.pauses
+        # the console's header names the session by its name, never by its id
+        name = one.state.entries[sid].session_name
+        assert re.fullmatch(r"s\d+", name) and console.make_widget().prompt == f'session "{name}"'
+        assert sid not in console.make_widget().prompt
         posted: list[float] = []
         chat = one.http.chat
 

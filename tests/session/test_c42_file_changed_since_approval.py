@@ -58,13 +58,11 @@ TEN = "".join(f"line {i}\n" for i in range(1, 11))
 @pytest.mark.parametrize(
     ("before", "call", "diff", "note"),
     [
-        pytest.param(
-            None, {"content": "a\nb\n"}, "--- /dev/null\n+++ b/{p}\n@@ -0,0 +1,2 @@\n+a\n+b\n", None, id="new"
-        ),
+        pytest.param(None, {"content": "a\nb\n"}, "--- /dev/null\n+++ {p}\n@@ -0,0 +1,2 @@\n+a\n+b\n", None, id="new"),
         pytest.param(
             TEN,
             {"old_string": "line 5\n", "new_string": "line five\n"},
-            "--- a/{p}\n+++ b/{p}\n@@ -2,7 +2,7 @@\n line 2\n line 3\n line 4\n-line 5\n+line five\n"
+            "--- {p}\n+++ {p}\n@@ -2,7 +2,7 @@\n line 2\n line 3\n line 4\n-line 5\n+line five\n"
             " line 6\n line 7\n line 8\n",
             None,
             id="edit-middle",
@@ -72,28 +70,28 @@ TEN = "".join(f"line {i}\n" for i in range(1, 11))
         pytest.param(
             "old\ntext\n",
             {"content": "new\n"},
-            "--- a/{p}\n+++ b/{p}\n@@ -1,2 +1 @@\n-old\n-text\n+new\n",
+            "--- {p}\n+++ {p}\n@@ -1,2 +1 @@\n-old\n-text\n+new\n",
             None,
             id="rewrite",
         ),
         pytest.param(
             "café\n",
             {"old_string": "café", "new_string": "naïve ☕"},
-            "--- a/{p}\n+++ b/{p}\n@@ -1 +1 @@\n-café\n+naïve ☕\n",
+            "--- {p}\n+++ {p}\n@@ -1 +1 @@\n-café\n+naïve ☕\n",
             None,
             id="unicode",
         ),
         pytest.param(
             "one\r\ntwo\r\n",
             {"old_string": "two", "new_string": "2"},
-            "--- a/{p}\n+++ b/{p}\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n",
+            "--- {p}\n+++ {p}\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n",
             "Line endings change from CRLF to LF",
             id="crlf",
         ),
         pytest.param(
             "end",
             {"content": "end\nmore"},
-            "--- a/{p}\n+++ b/{p}\n@@ -1 +1,2 @@\n-end\n\\ No newline at end of file\n+end\n+more\n"
+            "--- {p}\n+++ {p}\n@@ -1 +1,2 @@\n-end\n\\ No newline at end of file\n+end\n+more\n"
             "\\ No newline at end of file\n",
             None,
             id="no-trailing-newline",
@@ -178,7 +176,13 @@ def test_c42_file_changed_between_card_and_approval_is_asked_again(tmp_path: Pat
         assert again.tool_call_id == "call_1_r2" and again.status == "open"
         assert first.status == "expired" and first.reason is not None
         assert first.reason.startswith(f"Not run: the file {path} changed after the approval")
-        assert again.message is not None and again.message.startswith(f"The file {path} changed after call call_1")
+        assert again.message is not None and again.message.startswith(
+            f"The file {path} changed after this Edit call was approved, before it ran, so nothing ran."
+        )
+        assert (
+            first.reason == f"Not run: the file {path} changed after the approval; it is asked again on the next card."
+        )
+        assert "call_1" not in again.message  # a person reads the tool, never a call id
         change = again.to_view()["file_change"]
         assert change is not None and change["sha256_before"] == sha(other.encode())
         assert "-beta\n+BETA\n" in change["diff"] and " delta (written by someone else)\n" in change["diff"]

@@ -183,7 +183,7 @@ def test_a_tool_that_cannot_be_dry_run_has_no_button(tmp_path: Path, monkeypatch
         assert pause.to_view()["dry_run"] is False
         with pytest.raises(
             DecisionError,
-            match=r"Bash \(call_1\) cannot be dry-run: a shell command is dry-run only in a bubblewrap sandbox, "
+            match=r"Bash \(command=\"echo hi > \S+\) cannot be dry-run: a shell command is dry-run only in a bubblewrap sandbox, "
             r"and bubblewrap \('nb-hitl-no-such-bwrap'\) is not installed\.",
         ):
             await session.act(msg(pause, "dry_run"))

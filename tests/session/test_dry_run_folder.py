@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ def test_the_deletion_card_shows_the_whole_file_removed(tmp_path: Path) -> None:
     assert view["dry_run"] is True
     assert view["file_change"] == {
         "path": str(draft),
-        "diff": f"--- a/{draft}\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-# Draft\n-\n-A first paragraph nobody has read yet.\n",
+        "diff": f"--- {draft}\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-# Draft\n-\n-A first paragraph nobody has read yet.\n",
         "sha256_before": hashlib.sha256(DRAFT.encode()).hexdigest(),
         "note": f"The call deletes {draft}: every line of the file is removed.",
     }
@@ -99,7 +100,7 @@ def test_ten_dry_runs_delete_in_a_copy_only_then_approve_deletes(tmp_path: Path)
     (did,) = shown["files"]
     assert did["path"] == str(draft) and did["change"] == "deleted"
     assert (
-        did["diff"]["diff"] == f"--- a/{draft}\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-# Draft\n-\n-{DRAFT.splitlines()[2]}\n"
+        did["diff"]["diff"] == f"--- {draft}\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-# Draft\n-\n-{DRAFT.splitlines()[2]}\n"
     )
     assert did["diff"]["note"] == "The dry run deleted this file."
     # Approve deleted the real file once; the other two are untouched
@@ -131,7 +132,9 @@ def test_c42_deletion_of_a_file_changed_since_approval_is_asked_again(tmp_path: 
         assert first.status == "expired" and first.reason is not None
         assert first.reason.startswith(f"Not run: the file {draft} changed after the approval")
         assert again.tool_call_id == f"{first.tool_call_id}_r2" and again.status == "open"
-        assert again.message is not None and again.message.startswith(f"The file {draft} changed after call")
+        assert again.message is not None and again.message.startswith(
+            f"The file {draft} changed after this delete_file call was approved"
+        )
         change = again.to_view()["file_change"]
         assert change is not None
         if what == "changed":
@@ -155,6 +158,7 @@ def test_c42_deletion_of_a_file_changed_since_approval_is_asked_again(tmp_path: 
     else:
         assert result_text(result).startswith("Could not delete draft.md")
         assert final.startswith("The deletion did not happen (error): Could not delete draft.md")
+        assert re.search(r"[.!?] The folder holds: ", final), final  # the tool's text ends as a sentence
     (hint,) = hints(agent)
     assert f"to delete_file was not run: the file {draft} changed after the person approved" in hint
     decisions = [r["decision"] for r in AuditLog(audit).records("answered")]
@@ -183,7 +187,9 @@ def test_a_tool_without_the_protocol_says_it_cannot_be_dry_run(tmp_path: Path) -
         task = session.start("delete")
         pause = await parked_on(session, "confirm")
         assert pause.to_view()["dry_run"] is False and pause.to_view()["file_change"] is None
-        with pytest.raises(DecisionError, match=r"delete_file \(call_1\) cannot be dry-run: only AgentScope's Write"):
+        with pytest.raises(
+            DecisionError, match=r"^delete_file \(path=\"\S+\"\) cannot be dry-run: only AgentScope's Write"
+        ):
             await session.act(msg(pause, "dry_run"))
         await session.act(msg(pause, "deny"))
         await asyncio.wait_for(task, 10)

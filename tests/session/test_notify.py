@@ -193,7 +193,8 @@ def test_a_failing_hook_never_holds_up_the_pause_and_is_reported(failure: str, c
     assert delivery.detail == expected
     if failure != "exception":
         assert quick < 0.5  # nobody waited for the hook
-    line = f"Could not notify bob that send_payment ({delivery.tool_call_id}) waits: {expected}."
+    line = f'Could not notify bob that send_payment (to="ACME", amount=120.0) waits: {expected}.'
+    assert delivery.tool_call_id not in line  # the call by its tool and input, never its id
     assert line in caplog.text
     assert "s3cret" not in caplog.text and "secret-path" not in caplog.text  # the URL's path and query stay out
     notes = [e["text"] for e in session.current.transcript if e["kind"] == "note"]

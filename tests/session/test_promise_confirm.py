@@ -261,7 +261,10 @@ def test_a_middleware_rewrite_after_approval_is_asked_again_in_a_fresh_card(
         # a new card, under a new call id (every road answers a call id once)
         assert again.tool_call_id == "call_1_r2"
         assert (again.kind, again.status, again.input) == ("confirm", "open", {"path": "precious.txt"})
-        assert again.message is not None and again.message.startswith("A middleware changed call call_1 after")
+        assert again.message is not None and again.message.startswith(
+            "A middleware changed this write_note call after it was approved, before it ran, so nothing ran."
+        )
+        assert "call_1" not in again.message and "call_1" not in str(first.reason)  # a person reads no call ids
         assert 'Approved: {"path": "notes.txt"}' in again.message and '{"path": "precious.txt"}' in again.message
         view = again.to_view()
         assert view["status"] == "open" and '"precious.txt"' in view["input_text"] and view["message"] == again.message

@@ -190,9 +190,7 @@ def test_fork_at_the_approval_and_deny(recorded: Recorded, tmp_path: Path) -> No
         assert pause.message.startswith("What if: answer this pause differently. Recorded answer: approve")
         await forked.act({"action": "deny", "tool_call_id": pause.tool_call_id, "reason": "not today"})
         final = await task
-        assert final.get_text_content() == (
-            f"I read: The user denied your call {recorded.bump_id} to bump, saying: not today"
-        )
+        assert final.get_text_content() == "I read: The user denied your call to bump, saying: not today"
         assert recorded.counter.read_text() == "2"
         # both answers took the front door: the same audit lines as any click
         lines = AuditLog(tmp_path / "fork-audit.jsonl").records("answered")

@@ -195,7 +195,8 @@ def test_C15_second_decision_in_the_same_tick_is_already_decided(tmp_path: Path,
         first = session.act({"action": "approve", "tool_call_id": confirm.tool_call_id, "reply_id": confirm.reply_id})
         with pytest.raises(AlreadyDecidedError) as info:
             session.act({"action": second, "tool_call_id": confirm.tool_call_id, "reply_id": confirm.reply_id})
-        assert info.value.code == "already_decided" and confirm.tool_call_id in str(info.value)
+        assert info.value.code == "already_decided" and confirm.tool_call_id not in str(info.value)
+        assert str(info.value).startswith('Already decided: delete_file (path="notes.txt") has its decision')
         await first
         # and once it is recorded, still refused
         with pytest.raises(AlreadyDecidedError):
@@ -259,7 +260,8 @@ def test_C07_new_message_while_parked(tmp_path: Path) -> None:
         first = session.current
         with pytest.raises(PendingPauseError) as info:
             session.start("something else")
-        assert "delete_file (call_first)" in str(info.value) and "interrupt_pending=True" in str(info.value)
+        assert 'waiting on delete_file (path="notes.txt").' in str(info.value) and "call_first" not in str(info.value)
+        assert "interrupt_pending=True" in str(info.value)
         with pytest.raises(PendingPauseError):
             await session.run("something else")
         assert session.current is first and confirm.status == "open"

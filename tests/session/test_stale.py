@@ -196,7 +196,9 @@ def test_C07_new_message_while_parked_is_refused_naming_the_pause(tmp_path: Path
         with pytest.raises(PendingPauseError) as err:
             session.start("Something else.")
         assert not isinstance(err.value, ValueError)  # never AgentScope's raw ValueError
-        assert "delete_file (del_1)" in str(err.value) and "interrupt_pending=True" in str(err.value)
+        # named by its tool and input, never by its call id
+        assert 'is still waiting on delete_file (path="notes.txt").' in str(err.value), str(err.value)
+        assert "del_1" not in str(err.value) and "interrupt_pending=True" in str(err.value)
         with pytest.raises(PendingPauseError):
             await session.run("Something else.")
         # nothing changed: same run, same live pause, agent untouched

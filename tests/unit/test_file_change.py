@@ -19,7 +19,7 @@ def test_new_file_is_all_added() -> None:
     view = file_diff("/w/a.txt", None, b"x\ny\n")
     assert view == {
         "path": "/w/a.txt",
-        "diff": "--- /dev/null\n+++ b//w/a.txt\n@@ -0,0 +1,2 @@\n+x\n+y\n",
+        "diff": "--- /dev/null\n+++ /w/a.txt\n@@ -0,0 +1,2 @@\n+x\n+y\n",
         "sha256_before": None,
         "note": None,
     }
@@ -121,7 +121,7 @@ def test_planned_change_protocol_sync_and_async() -> None:
     [
         pytest.param(
             b"a\nb",
-            "--- a//d/f\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n\\ No newline at end of file\n",
+            "--- /d/f\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n\\ No newline at end of file\n",
             "The call deletes /d/f: every line of the file is removed.",
             id="text",
         ),

@@ -100,6 +100,20 @@ def test_completion_answers() -> None:
     assert err.value.field == "output"
 
 
+def test_an_edit_that_changes_nothing_is_refused_not_recorded_as_an_edit() -> None:
+    """As a confirm's Modify: an edit equal to what Approve sends would read "Edited" and be
+    audited as an edit when nothing was edited."""
+    with pytest.raises(DecisionError, match=r"^Your edit changes nothing: press Approve to call the model") as err:
+        act(pause(), action="edit", messages=["Summarize customers.", "In one line."])
+    assert err.value.field == "messages"
+    with pytest.raises(DecisionError, match=r"^Your edit changes nothing: press Approve to send the completion") as err:
+        act(pause("completion"), action="edit", output="3 rows.")
+    assert err.value.field == "output"
+    # one character changed is an edit
+    assert act(pause(), action="edit", messages=["Summarize customers!", "In one line."]).action == "edit"
+    assert act(pause("completion"), action="edit", output="3 rows").content == {"text": "3 rows"}
+
+
 def test_deadline_and_ag_ui_cancel_deny() -> None:
     p = pause()
     late = decide(p, SPEC.timeout_message(p))

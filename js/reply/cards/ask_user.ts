@@ -56,6 +56,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       input.addEventListener("change", () => {
         showPreview(o);
         noteOther();
+        answered();
       });
       input.addEventListener("focus", () => showPreview(o));
       inputs.push({ input, label: o.label });
@@ -78,11 +79,20 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       otherNote.textContent = dropped ? `Your "Other" answer is kept but not sent: "${otherText.value}" (an option is picked; pick Other to send it).` : "";
       otherNote.hidden = !dropped;
     };
+    // a refusal of this question ("Choose an option…") goes once it has an answer
+    const answered = () => {
+      const other = otherToggle.checked && !!otherText.value.trim();
+      if (inputs.some((i) => i.input.checked) || other) ctx.clearError(`answers.${qi}`);
+    };
     otherText.addEventListener("input", () => {
       if (otherText.value) otherToggle.checked = true;
       noteOther();
+      answered();
     });
-    otherToggle.addEventListener("change", noteOther);
+    otherToggle.addEventListener("change", () => {
+      noteOther();
+      answered();
+    });
     optsEl.append(h("label", { class: "nbh-row" }, otherToggle, h("span", {}, "Other"), otherText), otherNote);
     showPreview(undefined);
     const kept = ctx.kept;
