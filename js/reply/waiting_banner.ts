@@ -56,10 +56,34 @@ export function cellsNote(cell: string): string {
   return "";
 }
 
-/** The banner's sentence for a reply with `open` open pauses. */
-export function waitingText(agent: string, open: number): string {
+/**
+ * The banner's sentence, true for the state it is in.
+ *
+ * @param agent the reply's agent name ("" : none).
+ * @param open how many pauses wait for the person (0: the reply no longer waits).
+ * @param panelShown whether the banner's panel shows the reply's card now.
+ * @param others whether the page's cells show other replies' cards (a notebook
+ *   reloaded without saving shows the saved run's: they are not this reply).
+ */
+export function waitingText(agent: string, open: number, panelShown: boolean, others: boolean): string {
   const who = agent ? `The agent "${agent}" is` : "An agent is";
-  return `${who} waiting for your answer (${open} open pause${open === 1 ? "" : "s"}), and this page does not show its card.`;
+  const first =
+    open > 0
+      ? `${who} waiting for your answer (${open} open pause${open === 1 ? "" : "s"})` + (panelShown ? ": its card is below." : ", and no cell of this page shows its card.")
+      : "This reply no longer waits for you." + (panelShown ? " Its last state is shown below." : " Show the card to see its last state.");
+  return others ? `${first} The reply cards in the cells are other replies, not this one.` : first;
+}
+
+/** What the banner says of the cell that awaited a reply that has ended (`cell`: the last `ping`'s). */
+export function endedCellsNote(cell: string): string {
+  return cell
+    ? "JupyterLab shows a cell's output only in the page that ran it: if the cell that awaited this reply ran before this page was loaded, what it prints now is not shown here."
+    : "";
+}
+
+/** Whether a view of a reply other than `key` is in the page, outside `except`. */
+export function hasOtherViews(key: string, except: Element | null): boolean {
+  return Array.from(views.keys()).some((k) => k !== key && hasView(k, except));
 }
 
 function region(): HTMLElement {
@@ -134,16 +158,20 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
       });
     }
     panel.hidden = !panel.hidden;
+    words();
     button.textContent = panel.hidden ? "Show the card here" : "Hide the card";
     button.setAttribute("aria-expanded", panel.hidden ? "false" : "true");
     if (!panel.hidden) panel.querySelector<HTMLElement>('[data-testid="nbh-card"][data-status="open"] button')?.focus();
   };
 
+  let lastCell = "";
   const words = () => {
-    if (!text) return;
-    text.textContent = waiting()
-      ? waitingText(String(model.get("agent_name") || ""), open())
-      : "This reply no longer waits for you. Its last state is shown below.";
+    if (!text || !banner) return;
+    text.textContent = waitingText(String(model.get("agent_name") || ""), waiting() ? open() : 0, panelShown(), hasOtherViews(key, document.getElementById(REGION_ID)));
+    if (cells) {
+      cells.textContent = waiting() ? cellsNote(lastCell) : endedCellsNote(lastCell);
+      cells.hidden = !cells.textContent;
+    }
   };
 
   const make = (cell: string) => {
@@ -154,8 +182,8 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
       "Show the card here",
     );
     const close = h("button", { "data-testid": "nbh-waiting-close", title: "Close this banner", onclick: () => remove() }, "Close");
-    cells = h("div", { class: "nbh-muted", "data-testid": "nbh-waiting-cells" }, cellsNote(cell));
-    cells.hidden = !cells.textContent;
+    lastCell = cell;
+    cells = h("div", { class: "nbh-muted", "data-testid": "nbh-waiting-cells" });
     panel = h("div", { class: "nbh-waiting-panel", "data-testid": "nbh-waiting-panel", hidden: true });
     banner = h(
       "div",
@@ -188,9 +216,9 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
       else if (waiting() && !asking) {
         // the note on cells stays true: the cell that blocked them may have ended
         const reply = await ping();
-        if (reply.ok && cells) {
-          cells.textContent = cellsNote(String(reply.cell || ""));
-          cells.hidden = !cells.textContent;
+        if (reply.ok && waiting()) {
+          lastCell = String(reply.cell || "");
+          words();
         }
       }
     } else if (waiting() && !shown.has(key) && !hasView(key, null) && !asking) {
@@ -205,8 +233,7 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
     if (!timer && !stopped) timer = window.setTimeout(() => void look(), ms);
   };
   const changed = () => {
-    words();
-    if (banner && cells && !waiting()) cells.hidden = true; // the cell it blocked can end now
+    words(); // once the reply ends, the cell it blocked can end: the note on cells says what follows
     schedule(GRACE_MS);
   };
   model.on("change:pauses", changed);

@@ -205,6 +205,37 @@ describe("cards drawn", () => {
     page.close();
   });
 
+  test("hovering an AskUser option changes no layout: every preview's space is reserved, the shown one only swaps its text", async () => {
+    const options = [
+      { label: "a.txt", description: "", preview: "one line" },
+      { label: "b.txt", description: "", preview: "line 1\nline 2\nline 3\nline 4" },
+    ];
+    const page = await drawReply([pause({ kind: "ask_user", tool_name: "AskUser", ask_user: { questions: [{ question: "Which file?", header: "File", options }] } })]);
+    const card = page.card("c1");
+    // what decides the card's height: which elements are in the layout, and the text of those that take space
+    const layout = () =>
+      Array.from(card.querySelectorAll<HTMLElement>("*"))
+        .map((e) => `${e.tagName}${e.hidden ? " hidden" : ""}${e.closest(".nbh-preview-shown") ? "" : ` ${e.childElementCount ? "" : e.textContent}`}`)
+        .join("|");
+    const box = page.control<HTMLElement>("c1", "nbh-preview-box")!;
+    assert.deepEqual(
+      Array.from(box.querySelectorAll(".nbh-preview-sizer pre")).map((e) => e.textContent),
+      options.map((o) => o.preview),
+    );
+    const before = layout();
+    const [a, b] = Array.from(card.querySelectorAll<HTMLElement>('[data-testid="nbh-option"]'));
+    b.dispatchEvent(new window.MouseEvent("mouseenter"));
+    assert.equal(page.control("c1", "nbh-preview")!.textContent, options[1].preview);
+    assert.equal(layout(), before);
+    b.dispatchEvent(new window.MouseEvent("mouseleave"));
+    a.querySelector("input")!.click();
+    assert.equal(page.control("c1", "nbh-preview-label")!.textContent, "Preview of your choice: a.txt");
+    page.control("c1", "nbh-answer-submit")!.click();
+    await settle();
+    assert.deepEqual(page.fake.actions("answer")[0].answers, [{ question: "Which file?", selected: ["a.txt"], other: null }]);
+    page.close();
+  });
+
   test("a form card converts and sends its values", async () => {
     const response_schema = { type: "object", properties: { n: { type: "integer" } } };
     const page = await drawReply([pause({ kind: "form", tool_name: "AskForm", response_schema })]);

@@ -382,7 +382,8 @@ class Driver(SessionCore):
             if approved is not None:  # the approved card of this run: it did not run
                 if can_transition(approved, "expired"):
                     transition(approved, "expired", reason=asked_again_reason(again))
-                run.transcript.tool_result(was, state="not run", text="")  # its result had started
+                # its result had started: it says why; the fresh call gets its own entry, where its card goes
+                run.transcript.asked_again(was, tool_call, asked_again_reason(again))
             if not again.get("audited"):
                 again["audited"] = True
                 self._audit_pause(

@@ -327,6 +327,26 @@ class Transcript(list[dict[str, Any]]):
                 self._set(e, text=_no_reminder_tags(e["text"]))
         return e
 
+    def asked_again(self, was: str, tool_call: Any, reason: str) -> None:
+        """An approved call that did not run, asked again under a fresh id (``session._promise.ask_again``).
+
+        The approved call's result entry ends ``"not run"`` with ``reason`` as
+        its text, and the fresh call gets a tool call entry of its own, placed
+        now, where the call is in the reply: the page draws the fresh call's
+        card in that entry's slot (the model never sent the fresh id, so no
+        stream event makes that entry). Asked again after a restore, the
+        entry is not added twice.
+
+        Args:
+            was: the approved call's id.
+            tool_call: AgentScope's ``ToolCallBlock`` under the fresh id (``id``,
+                ``name``, ``input``: the JSON text it would run with).
+            reason: why the approved call did not run, as its card says it.
+        """
+        self.tool_result(was, state="not run", text=reason)
+        if self.by_id("call:" + tool_call.id) is None:
+            self.tool_call(tool_call.id, tool_call.name, str(tool_call.input or ""))
+
     def end_text(self, key: str, text: str | None = None) -> None:
         """A text or thinking block ended: render its Markdown once, as the
         entry's ``html`` (a ``set`` op; the page swaps the plain text for it).

@@ -74,6 +74,30 @@ def test_edit_with_diff_clicked_through(page, lab: JupyterLabServer) -> None:
 
     output_locator(page, re.compile(r"file_changed")).wait_for(timeout=90_000)
     wait_execution_done(page, timeout=120)
+    # the transcript in order: the approved call's result says why it did not run, the call asked again
+    # has its card in its own entry (not below the reply's last text), and its result follows that card
+    asked = page.locator('.jp-OutputArea-output [data-testid="nbh-card"][data-tool-call-id$="_r2"]')
+    assert asked.count() == 1
+    order = asked.evaluate(
+        """(card) => {
+          const reply = card.closest('[data-testid="nbh-reply"]');
+          const all = Array.from(reply.querySelectorAll(
+            '[data-testid="nbh-tool-call"], [data-testid="nbh-tool-result"], [data-testid="nbh-final-text"]'));
+          const entry = card.closest('[data-testid="nbh-tool-call"]');
+          const notRun = all.find((e) => e.matches('[data-testid="nbh-tool-result"]')
+            && e.querySelector('.nbh-chip').textContent === 'not run');
+          const final = reply.querySelector('[data-testid="nbh-final-text"]');
+          const before = (a, b) => !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
+          return {inEntry: !!entry, notRun: notRun ? notRun.querySelector('.nbh-pre').textContent : null,
+                  afterNotRun: !!entry && before(notRun, entry), beforeFinal: before(card, final),
+                  next: entry ? all[all.indexOf(entry) + 1].textContent : null};
+        }"""
+    )
+    assert order["inEntry"] and order["afterNotRun"] and order["beforeFinal"], order
+    assert re.match(
+        r"Not run: the file \S+README\.md changed after the approval; asked again as call_\w+_r2\.$", order["notRun"]
+    )
+    assert "must first read it" in order["next"]  # AgentScope's Edit: the file changed since the model read it
     outputs = notebook_outputs(page)
     assert not [o for o in outputs if o.get("output_type") == "error"]
     whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")

@@ -192,6 +192,21 @@ def test_c42_file_changed_between_card_and_approval_is_asked_again(tmp_path: Pat
         assert remote["file_change"] == change
         await session.act(msg(again, "approve"))
         await asyncio.wait_for(task, 10)
+        # the transcript in the order things happened: the approved call did not run and says why, then
+        # the fresh call has an entry of its own (its card is drawn there), then its result, then the text
+        entries = [(e["kind"], e.get("tool_call_id"), e.get("state")) for e in session.runs[-1].transcript]
+        tools = [e for e in entries if e[0] in ("tool_call", "tool_result") and e[1] != "call_r"]
+        assert tools == [
+            ("tool_call", "call_1", None),
+            ("tool_result", "call_1", "not run"),
+            ("tool_call", "call_1_r2", None),
+            ("tool_result", "call_1_r2", "error"),
+        ]
+        assert entries.index(("tool_result", "call_1_r2", "error")) < len(entries) - 1  # the model's text after it
+        by_id = session.runs[-1].transcript.by_id
+        assert by_id("result:call_1")["text"] == first.reason
+        fresh = by_id("call:call_1_r2")
+        assert fresh["name"] == "Edit" and json.loads(fresh["text"])["new_string"] == "BETA"
 
     run_async(scenario())
     (result,) = tool_results(agent.model.calls[-1], "Edit")  # run once, under the fresh id

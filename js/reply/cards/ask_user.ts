@@ -17,6 +17,21 @@ function buildInvalid(card: HTMLElement, p: PauseView, ctx: CardCtx, dis: boolea
   );
 }
 
+/**
+ * The preview column: the shown preview over one hidden copy of every
+ * option's preview, all in one grid cell, so the column is as tall as the
+ * tallest preview whatever is shown. Hovering an option then moves nothing
+ * under the pointer (a card anchored at its bottom, as in the waiting banner,
+ * would otherwise move its options away from the pointer, end the hover and
+ * shrink back, over and over, and a click could land on another option).
+ */
+function previewBox(options: AskUserOption[], shown: HTMLElement): HTMLElement {
+  const sizers = options
+    .filter((o) => o.preview)
+    .map((o) => h("div", { class: "nbh-preview-sizer", "aria-hidden": "true" }, h("div", { class: "nbh-muted nbh-preview-head" }, "\u00a0"), h("pre", { class: "nbh-pre" }, o.preview || "")));
+  return h("div", { class: "nbh-preview-box", "data-testid": "nbh-preview-box" }, ...sizers, shown);
+}
+
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
   const dis = !open || ui.pending;
@@ -35,8 +50,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     if (q.context) qEl.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-context" }, q.context));
     const hasPreview = !multi && q.options.some((o) => o.preview);
     const previewText = h("pre", { class: "nbh-pre nbh-preview", "data-testid": "nbh-preview" });
-    const previewHead = h("div", { class: "nbh-muted", "data-testid": "nbh-preview-label" });
-    const preview = h("div", {}, previewHead, previewText);
+    const previewHead = h("div", { class: "nbh-muted nbh-preview-head", "data-testid": "nbh-preview-label" });
+    const preview = h("div", { class: "nbh-preview-shown" }, previewHead, previewText);
     // the preview says whose it is: the selected option, or one only hovered
     const showPreview = (o?: AskUserOption) => {
       const picked = inputs.find((i) => i.input.checked);
@@ -44,7 +59,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       previewText.textContent = shown && shown.preview ? shown.preview : "";
       const selected = !!(shown && picked && picked.label === shown.label);
       previewHead.textContent = shown ? (selected ? `Preview of your choice: ${shown.label}` : `Preview of ${shown.label} (hover; not selected)`) : "";
-      preview.hidden = !(shown && shown.preview);
+      preview.style.visibility = shown && shown.preview ? "" : "hidden";
     };
     // one radio group per single-select question (arrow keys move and pick),
     // a group of checkboxes per multi-select one; both named by the question
@@ -106,7 +121,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       showPreview(q.options.find((o) => keptAnswer.selected.includes(o.label)));
     }
     const body = hasPreview
-      ? h("div", { class: "nbh-row", style: "align-items:flex-start" }, h("div", { style: "flex:1" }, optsEl), h("div", { style: "flex:1" }, preview))
+      ? h("div", { class: "nbh-row", style: "align-items:flex-start" }, h("div", { style: "flex:1;min-width:0" }, optsEl), h("div", { style: "flex:1;min-width:0" }, previewBox(q.options, preview)))
       : optsEl;
     qEl.append(body, ctx.errorBox(`answers.${qi}`) || "");
     card.append(qEl);
