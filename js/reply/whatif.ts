@@ -162,7 +162,7 @@ export class WhatIf {
     this.panel.append(
       h("div", { class: "nbh-title" }, "Go back to one of this reply's pauses and answer it differently"),
       h("div", { class: "nbh-muted" }, "The reply plays again from the record up to that pause, and its card waits below for your new answer. " +
-          "After it the model's turns are the recorded ones (it says what it said then)."),
+          "After it the model's turns are the recorded ones, except that where it quoted a tool's result it quotes what the tool gives now."),
       list,
       h(
         "label",

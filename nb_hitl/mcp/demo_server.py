@@ -14,9 +14,13 @@ calendar kept in the server's memory (it starts with "Weekly sync"):
   asks nothing itself (a client's policy may ask first).
 * ``connect_calendar()``: sends the person to a sign-in page (MCP
   elicitation, URL mode). The page's address is for the person only: the
-  tool's result says whether the person finished or declined, never the
-  address. The address is a demonstration one (``calendar.example.com``
-  serves no sign-in page). Legacy connection: ``ctx.elicit_url``; current
+  tool's result says what the person answered, never the address. The
+  answer is only the person's word: *Done* (MCP's ``accept``) says they
+  finished on the page, and a real server would then check with the
+  provider before it calls the calendar connected. The address is a
+  demonstration one (``calendar.example.com`` serves no sign-in page and
+  there is no provider to check with), so the result says the calendar is
+  not connected, whatever the answer. Legacy connection: ``ctx.elicit_url``; current
   protocol: an input-required result carrying the URL request, read back
   from ``ctx.input_responses`` on the retry.
 """
@@ -32,7 +36,7 @@ from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field
 
-__all__ = ["server", "SIGN_IN_URL"]
+__all__ = ["server", "SIGN_IN_URL", "NOT_CHECKED"]
 
 SIGN_IN_URL = "https://calendar.example.com/connect?client=nb-hitl-demo"
 """Where ``connect_calendar`` sends the person (a demonstration address)."""
@@ -84,10 +88,17 @@ async def cancel_meeting(topic: str) -> str:
     return f"Cancelled {topic!r}."
 
 
+NOT_CHECKED = (
+    "Not connected yet: the user says they finished on the sign-in page (they accepted), but no provider "
+    "confirmed a sign-in: calendar.example.com is a demonstration address."
+)
+"""What ``connect_calendar`` returns for Done: the person's word, which this server cannot check."""
+
+
 def _said(result: types.ElicitResult | None) -> str:
     """What ``connect_calendar`` returns for the person's answer (never the address)."""
     if result is not None and result.action == "accept":
-        return "The user finished the calendar sign-in; the calendar is connected."
+        return NOT_CHECKED
     return f"Not connected: the user chose {result.action if result is not None else 'nothing'}."
 
 

@@ -20,6 +20,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from agentscope.message import Msg, ToolCallBlock, ToolResultBlock
@@ -28,7 +29,7 @@ from agentscope.state import AgentState
 from .._agentscope import blocks_text, enum_value
 from ..answers.record import event_of
 from ..errors import NbHitlError
-from ..models import ToolCallSpec, Turn
+from ..models import ScriptItem, ToolCallSpec, Turn, result_text, tool_results
 from ..store import AuditLog, CheckpointStore
 from ..team import states_from_checkpoint
 
@@ -188,6 +189,25 @@ class Recording:
         (a reply's "Replay" plays the session up to that reply)."""
         return replace(self, prompts=self.prompts[: max(prompts, 0)])
 
+    def script(self) -> list[ScriptItem]:
+        """The replay model's script (:class:`~nb_hitl.models.ScriptedChatModel`):
+        the recorded turns, in order.
+
+        A turn that quoted a tool result it had just read (the result's whole
+        text is in the turn's text: "I read: The counter is now 2.") is a
+        callable turn that quotes what that call returned *now*, when it
+        differs: after a what-if's other answer (a denial) or with the tools
+        live (``fork(..., live=True)``) the model says what it read, not what
+        it read then. A turn that quoted nothing is played as recorded.
+        """
+        script: list[ScriptItem] = []
+        before: tuple[str, ...] = ()
+        for turn in self.turns:
+            quoted = {cid: then for cid in before if (then := result_text(self.results.get(cid))) and then in turn.text}
+            script.append(partial(requoted, turn, quoted) if quoted else turn)
+            before = tuple(c.id for c in turn.tool_calls if c.id)
+        return script
+
     # -- questions ---------------------------------------------------------
     def pauses(self) -> list[str]:
         """The ``tool_call_id`` of every pause with a recorded answer, oldest first."""
@@ -217,6 +237,18 @@ class Recording:
         """The recorded result's state (``success``, ``error``, ``interrupted``...), or ``None``."""
         block = self.results.get(tool_call_id)
         return None if block is None else str(enum_value(block.state))
+
+
+def requoted(turn: Turn, quoted: Mapping[str, str], messages: list[Msg]) -> Turn:
+    """``turn`` with each tool result it quoted (``quoted``: the recorded
+    text, by ``tool_call_id``) replaced by what that call returned in
+    ``messages`` (what the model is sent now), where the two differ."""
+    now = {b.id: result_text(b) for b in tool_results(messages) if b.id in quoted}
+    text = turn.text
+    for call_id, then in quoted.items():
+        if call_id in now and now[call_id] != then:
+            text = text.replace(then, now[call_id])
+    return replace(turn, text=text)
 
 
 def parsed_input(text: str | None) -> dict[str, Any] | None:

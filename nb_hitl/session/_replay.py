@@ -15,7 +15,10 @@ door every click takes (:mod:`nb_hitl.answers.front`).
 :meth:`~Replaying.fork` replays up to a recorded pause, giving the earlier
 pauses their recorded answers, and leaves that pause open for a different
 answer; the model then goes on with the recorded turns (or a model the caller
-passes) and the tools stay recorded unless ``live=True``.
+passes) and the tools stay recorded unless ``live=True``. A recorded turn that
+quoted a tool result quotes what the call returned in this play
+(:meth:`Recording.script <nb_hitl.session._recording.Recording.script>`), so
+after another answer, or a live tool, the model says what it read.
 """
 
 from __future__ import annotations
@@ -108,7 +111,7 @@ def replay_agent(recording: Recording, tools: Sequence[ToolBase], book: Book) ->
     return Agent(
         name=recording.agent_name,
         system_prompt="A replay of a recorded session.",
-        model=ScriptedChatModel(recording.turns, on_exhausted="text"),
+        model=ScriptedChatModel(recording.script(), on_exhausted="text"),
         toolkit=Toolkit(tools=kit),
         middlewares=[ReplayMiddleware(book)],
     )

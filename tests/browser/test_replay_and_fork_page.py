@@ -106,6 +106,7 @@ def _replay_and_what_if_buttons(page, counter: Path) -> None:  # type: ignore[no
     choice = live.locator('[data-testid="nbh-what-if-choice"]')
     choice.first.wait_for(timeout=30_000)
     assert choice.count() == 1
+    assert "where it quoted a tool's result it quotes what the tool gives now" in live.inner_text()
     text = choice.first.inner_text()
     # the pause is named by its tool and input (never its id), with what was answered then
     pattern = r"bump \(step=2\)\s+Recorded answer: approve, by .+, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\."
@@ -125,6 +126,10 @@ def _replay_and_what_if_buttons(page, counter: Path) -> None:  # type: ignore[no
     card.locator('[data-testid="nbh-deny"]').click()
     fork = nested.nth(1).locator('[data-testid="nbh-reply"]')
     fork.locator('[data-testid="nbh-status"][data-status="finished"]').wait_for(timeout=60_000)
+    # no model passed: the recorded last turn goes on, quoting what the model read now (the denial)
+    final = fork.locator('[data-testid="nbh-final-text"]')
+    final.filter(has_text='I read: <system-reminder>The execution of tool "bump" is denied').wait_for(timeout=30_000)
+    assert "The counter is now 2." not in final.inner_text()
     # a what-if continuation is not recorded: its own buttons are off, saying why
     fork.locator('[data-testid="nbh-replay-reason"]', has_text="A what-if continuation is not recorded").wait_for(
         timeout=30_000

@@ -9,8 +9,9 @@ fields, a value outside the server's limits refused at its field with
 nothing sent, the accepted form reaching the server (the tool's result
 says what it booked), the destructive tool asked by the policy although a
 rule allows it, the sign-in page (URL mode) whose address the model is
-never sent, the sampling request reviewed before the model is called and
-its edited answer reaching the server, and the audit log.
+never sent and whose Done the server does not take for a connection, the
+sampling request reviewed before the model is called and its edited answer
+reaching the server, and the audit log.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re
 
 import pytest
 
+from nb_hitl.mcp.demo_server import NOT_CHECKED
 from tests.harness import REPO_ROOT
 from tests.support import assert_no_outputs, cell_text, run_notebook, widget_views
 
@@ -56,9 +58,12 @@ def test_mcp_notebook_runs_headless() -> None:
 
     # 3. the sign-in page (URL mode): the person saw the address, the model never did
     assert "The MCP server 'calendar' sends you to a page - Sign in to your calendar provider" in texts[7]
-    assert "address: https://calendar.example.com/connect?client=nb-hitl-demo" in texts[7]
+    assert "the card shows the server's address: True - its host: calendar.example.com" in texts[7]
+    assert "https://" not in texts[7]  # the address is the card's, never a printed (auto-linked) line
     assert "the sign-in page: accept" in texts[7]
-    assert "- connect_calendar: The user finished the calendar sign-in; the calendar is connected." in texts[7]
+    # Done is the person's word; the server checked nothing, so it does not claim a connection
+    assert f"- connect_calendar: {NOT_CHECKED}" in texts[7]
+    assert "is connected" not in texts[7]
     assert "the model was sent the address: False" in texts[7]
 
     # 4. sampling: the request shown before the model is called, the edited answer reaching the server

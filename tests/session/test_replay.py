@@ -306,3 +306,31 @@ def test_a_fork_that_modifies_a_recorded_call_is_not_given_the_recorded_result(r
     assert said.startswith(f"I read: No recorded result for this call ({recorded.bump_id}) with this input")
     assert 'bump({"step": 2})' in said and 'bump({"step": 5})' in said and "nothing ran" in said
     assert recorded.counter.read_text() == "2"
+
+
+def test_the_recorded_turns_after_a_fork_say_what_the_model_read_now(recorded: Recorded) -> None:
+    """No model passed: the recorded turns go on after the fork's pause. The recorded last turn
+    quoted the tool ("I read: The counter is now 2."); after a denial, or a live call that
+    changed the counter, it quotes what the model was sent in this play, never the stale result."""
+
+    async def main(decision: dict[str, Any], live: bool) -> str:
+        replayed = Session.replay(recorded.checkpoints, audit_log=recorded.audit, display=False)
+        forked = replayed.fork(recorded.bump_id, live=live, tools=recorded.tools())
+        task = forked.start_play()
+        pause = await wait_until(lambda: next(iter(forked.pending), None), "the fork's pause")
+        await forked.act({**decision, "tool_call_id": pause.tool_call_id})
+        final = await task
+        (result,) = [b for b in tool_results(forked.agent.state.context) if b.id == recorded.bump_id]
+        assert final.get_text_content() == "I read: " + result_text(result)
+        return final.get_text_content()
+
+    assert recorded.final == "I read: The counter is now 2."
+    denied = run_async(main({"action": "deny", "reason": "not today"}, False))
+    assert denied == f"I read: The user denied your call {recorded.bump_id} to bump, saying: not today"
+    assert recorded.counter.read_text() == "2"
+    live = run_async(main({"action": "modify", "input": '{"step": 3}'}, True))
+    assert live == "I read: The counter is now 5."
+    assert recorded.counter.read_text() == "5"
+    recorded.counter.write_text("2")  # the record's value, for the other tests
+    again = run_async(main({"action": "approve"}, False))  # the same answer, recorded tools: as recorded
+    assert again == recorded.final
