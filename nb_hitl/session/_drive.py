@@ -379,10 +379,9 @@ class Driver(SessionCore):
             said, was = asked_again_message(again), str(again.get("was"))
             pause.message = f"{said}\n\n{pause.message}" if pause.message else said
             approved = run.pauses.get(was)
-            if approved is not None:  # the approved card of this run: it did not run
-                if can_transition(approved, "expired"):
+            if approved is not None:  # the approved card of this run did not run; its result says why,
+                if can_transition(approved, "expired"):  # and the fresh call gets its own entry (its card's place)
                     transition(approved, "expired", reason=asked_again_reason(again))
-                # its result had started: it says why; the fresh call gets its own entry, where its card goes
                 run.transcript.asked_again(was, tool_call, asked_again_reason(again))
             if not again.get("audited"):
                 again["audited"] = True
