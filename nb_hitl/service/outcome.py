@@ -203,6 +203,12 @@ class OutcomeJudge:
                 "The call no longer waits, but the session's stream broke before it showed which answer settled "
                 f"it ({broke}). Check the session's transcript.",
             )
+        if info is None and sent:  # nothing seen: this answer may have been the one; never say "elsewhere"
+            return Outcome(
+                "unknown",
+                "The call no longer waits, but the session's stream did not show which answer settled it (this "
+                "one or another) while it was watched. Check the session's transcript before answering again.",
+            )
         return elsewhere(info, ours=bool(info and ours is not None and ours(info["event_id"])), sent=sent)
 
     def feed(self, frame: dict[str, Any]) -> Outcome | None:
@@ -294,7 +300,7 @@ async def await_outcome(
     poll: float = 0.5,
     take_within: float = 5.0,
     sent_here: Callable[[str], bool] | None = None,
-    stream_grace: float = 3.0,
+    stream_grace: float = 6.0,
 ) -> Outcome:
     """Send an answer and wait (at most ``timeout`` s) for its verdict.
 
