@@ -251,7 +251,7 @@ def test_a_decision_recorded_just_before_a_new_message(tmp_path: Path, hops: int
         with pytest.raises(PendingPauseError) as refused:
             session.start("something else")
         text = str(refused.value)
-        assert "waiting on" not in text and "being delivered" in text and "touch (t1)" in text
+        assert "waiting on" not in text and "being delivered" in text and 'touch (label="a")' in text
         for _ in range(hops):
             await asyncio.sleep(0)
         final = await asyncio.wait_for(session.start("something else", interrupt_pending=True), 10)

@@ -326,7 +326,7 @@ def test_the_recorded_turns_after_a_fork_say_what_the_model_read_now(recorded: R
 
     assert recorded.final == "I read: The counter is now 2."
     denied = run_async(main({"action": "deny", "reason": "not today"}, False))
-    assert denied == f"I read: The user denied your call {recorded.bump_id} to bump, saying: not today"
+    assert denied == "I read: The user denied your call to bump, saying: not today"
     assert recorded.counter.read_text() == "2"
     live = run_async(main({"action": "modify", "input": '{"step": 3}'}, True))
     assert live == "I read: The counter is now 5."

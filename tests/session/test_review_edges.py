@@ -152,7 +152,9 @@ def test_cancelled_driving_task_expires_the_run_and_resume_shows_the_pause_again
         with pytest.raises(PendingPauseError) as refused:
             session.start("Something else, please.")
         assert "`await session.resume()`" in str(refused.value)
-        assert ask.tool_call_id in str(refused.value)
+        # the call by what it asks, never its internal id
+        assert "AskUser (Which file should I delete?)" in str(refused.value)
+        assert ask.tool_call_id not in str(refused.value)
         assert len(session.runs) == 1  # no run was started by the refused message
 
         resumed = asyncio.get_running_loop().create_task(session.resume())
