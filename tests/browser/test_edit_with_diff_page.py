@@ -95,7 +95,8 @@ def test_edit_with_diff_clicked_through(page, lab: JupyterLabServer) -> None:
     )
     assert order["inEntry"] and order["afterNotRun"] and order["beforeFinal"], order
     assert re.match(
-        r"Not run: the file \S+README\.md changed after the approval; it is asked again on the next card\.$", order["notRun"]
+        r"Not run: the file \S+README\.md changed after the approval; it is asked again on the next card\.$",
+        order["notRun"],
     )
     assert "must first read it" in order["next"]  # AgentScope's Edit: the file changed since the model read it
     outputs = notebook_outputs(page)
