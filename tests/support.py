@@ -247,16 +247,6 @@ def widget_views(nb: nbformat.NotebookNode) -> list[Any]:
     return [o for c in nb.cells for o in c.get("outputs", []) if WIDGET_VIEW in o.get("data", {})]
 
 
-def assert_no_outputs(path: Path) -> None:
-    """The committed notebook is clean: no code cell has outputs or an execution count."""
-    import nbformat
-
-    nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            assert cell.outputs == [] and cell.execution_count is None
-
-
 def run_notebook(path: Path, timeout: int = 180) -> tuple[nbformat.NotebookNode, str]:
     """Execute the notebook top to bottom with nbclient; ``(nb, notebook_text(nb))``.
 

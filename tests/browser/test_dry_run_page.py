@@ -11,7 +11,7 @@ import textwrap
 
 from nb_hitl.store import AuditLog
 from tests.browser.test_file_diff_page import axe_violations
-from tests.harness.lab import JupyterLabServer, open_notebook, run_all_cells, screenshot, write_notebook
+from tests.harness.lab import JupyterLabServer, dry_run, open_notebook, run_all_cells, screenshot, write_notebook
 
 OUT = ".jp-OutputArea-output"
 
@@ -52,10 +52,7 @@ def test_dry_run_then_approve(page, lab: JupyterLabServer) -> None:  # type: ign
     card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
     card.wait_for(timeout=90_000)
     page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
-    card.locator('[data-testid="nbh-dry-run"]').click()
-    result = card.locator('[data-testid="nbh-dry-run-result"]')
-    result.wait_for(timeout=30_000)
-    assert result.get_attribute("data-state") == "success"
+    dry_run(card, 30_000)
     summary = card.locator('[data-testid="nbh-dry-run-summary"]').inner_text()
     assert summary.startswith("Dry run in a temporary copy: Edit ran") and "1 file changed" in summary
     assert card.locator('[data-testid="nbh-dry-run-file"]').inner_text() == f"Changed in the copy: {target}"
@@ -119,10 +116,7 @@ def test_bash_dry_run_in_a_bubblewrap_sandbox(page, lab: JupyterLabServer) -> No
     card = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"][data-status="open"]')
     card.wait_for(timeout=90_000)
     page.locator(f'{OUT} [data-testid="nbh-reply"][data-live="true"]').wait_for(timeout=30_000)
-    card.locator('[data-testid="nbh-dry-run"]').click()
-    result = card.locator('[data-testid="nbh-dry-run-result"]')
-    result.wait_for(timeout=30_000)
-    assert result.get_attribute("data-state") == "success"
+    dry_run(card, 30_000)
     assert (
         card.locator('[data-testid="nbh-dry-run-sandbox"]')
         .inner_text()

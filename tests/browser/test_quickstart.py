@@ -23,12 +23,13 @@ import re
 import shutil
 from pathlib import Path
 
-from tests.browser.test_edit_with_diff_page import _diff_lines
 from tests.harness.lab import (
     ARTIFACTS,
     REPO_ROOT,
     JupyterLabServer,
     card_locator,
+    diff_lines,
+    dry_run,
     open_notebook,
     output_locator,
     wait_execution_done,
@@ -95,7 +96,7 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
         ["del", "-"],
         ["del", "-A first paragraph nobody has read yet."],
     ]
-    assert _diff_lines(confirm) == removed
+    assert diff_lines(confirm) == removed
     for testid in ("nbh-approve", "nbh-deny", "nbh-modify", "nbh-always"):
         assert confirm.locator(f'[data-testid="{testid}"]').is_enabled()
     # the README's screenshot: the notebook with the pause at the bottom of the view
@@ -112,17 +113,14 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
 
     # -- Dry run: the deletion in a throw-away copy; the real sandbox keeps every byte ---------------
     kept = {p.name: p.read_bytes() for p in sandbox.iterdir()}
-    confirm.locator('[data-testid="nbh-dry-run"]').click()
-    result = confirm.locator('[data-testid="nbh-dry-run-result"]')
-    result.wait_for(timeout=60_000)
-    assert result.get_attribute("data-state") == "success"
+    result = dry_run(confirm)
     assert (
         result.locator('[data-testid="nbh-dry-run-summary"]')
         .inner_text()
         .startswith("Dry run in a temporary copy of its folder: delete_file ran with the input Approve would run")
     )
     assert confirm.locator('[data-testid="nbh-dry-run-file"]').inner_text() == f"Deleted in the copy: {draft}"
-    assert _diff_lines(result, "nbh-dry-run-diff")[1:] == removed[1:]
+    assert diff_lines(result, "nbh-dry-run-diff")[1:] == removed[1:]
     assert result.locator('[data-testid="nbh-dry-run-output"]').inner_text() == "Deleted draft.md."
     assert {p.name: p.read_bytes() for p in sandbox.iterdir()} == kept
     assert confirm.get_attribute("data-status") == "open"

@@ -43,6 +43,8 @@ from .lab_page import (  # the page helpers, re-exported: tests import them from
     CHROMIUM,
     CHROMIUM_ARGS,
     card_locator,
+    diff_lines,
+    dry_run,
     launch_chromium,
     new_page,
     notebook_outputs,
@@ -66,6 +68,8 @@ from .lab_page import (  # the page helpers, re-exported: tests import them from
 
 __all__ = [
     "card_locator",
+    "diff_lines",
+    "dry_run",
     "REPO_ROOT",
     "notebook_outputs",
     "page_for_test",

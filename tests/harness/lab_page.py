@@ -343,6 +343,22 @@ def card_locator(scope: Page | Locator, kind: str, status: str = "open", *, outp
     return scope.locator(f'{prefix}[data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
 
 
+def dry_run(card: Locator, timeout_ms: int = 60_000) -> Locator:
+    """Press the card's Dry run and wait for its result; the result's locator, its run checked a success."""
+    card.locator('[data-testid="nbh-dry-run"]').click(timeout=timeout_ms)
+    result = card.locator('[data-testid="nbh-dry-run-result"]')
+    result.wait_for(timeout=timeout_ms)
+    assert result.get_attribute("data-state") == "success", result.inner_text()
+    return result
+
+
+def diff_lines(scope: Locator, testid: str = "nbh-file-diff") -> list[list[str]]:
+    """The first drawn diff under ``scope`` as ``[kind, text]`` per line (``kind``: add / del / ctx / hunk ...)."""
+    diff = scope.locator(f'[data-testid="{testid}"]').first
+    lines: list[list[str]] = diff.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
+    return lines
+
+
 def output_locator(page: Page, text: str | re.Pattern[str], *, exact: bool = False) -> Locator:
     """Elements with ``text`` inside cell *outputs* only (plain text selectors also match cell sources)."""
     return page.locator(".jp-OutputArea-output").get_by_text(text, exact=exact)

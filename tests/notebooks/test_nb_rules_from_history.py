@@ -19,15 +19,11 @@ import re
 import pytest
 
 from tests.harness import REPO_ROOT
-from tests.support import assert_no_outputs, cell_text, run_notebook, widget_views
+from tests.support import cell_text, run_notebook, widget_views
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "rules_from_history.ipynb"
 
 pytestmark = pytest.mark.kernel
-
-
-def test_committed_notebook_has_no_outputs() -> None:
-    assert_no_outputs(NOTEBOOK)
 
 
 def test_rules_from_history_notebook_runs_headless() -> None:

@@ -9,15 +9,11 @@ from __future__ import annotations
 import pytest
 
 from tests.harness import REPO_ROOT
-from tests.support import assert_no_outputs, run_notebook, widget_views
+from tests.support import run_notebook, widget_views
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "service_console.ipynb"
 
 pytestmark = [pytest.mark.kernel, pytest.mark.timeout(400)]
-
-
-def test_committed_notebook_has_no_outputs() -> None:
-    assert_no_outputs(NOTEBOOK)
 
 
 def test_service_console_notebook_runs_headless() -> None:
