@@ -28,7 +28,8 @@ from ._agentscope import enum_value, mcp_tool_hints, rule_label
 from .file_change import FileChangeView
 from .kinds import kind_spec
 from .kinds._reading import InputReading, read_input, visible_text
-from .kinds.confirm import CONFIRM_DECISIONS, rule_reach_line, shell_command_view
+from .kinds.confirm import CONFIRM_DECISIONS
+from .kinds.confirm_view import rule_reach_line, shell_command_view
 from .messages import format_validation_error
 
 __all__ = [

@@ -259,20 +259,7 @@ def answer_summary(entry: ResumeEntry, message: dict[str, Any], view: dict[str, 
         if isinstance(entry.payload, dict) and entry.payload.get("message"):  # the person's text, as sent
             return {"action": "return_error", "state": "error", "output": entry.payload["message"]}
         return {"action": "return_error" if action == "return_error" else "cancel"}
-    payload: dict[str, Any] = entry.payload if isinstance(entry.payload, dict) else {}
-    if view["kind"] == "confirm":
-        out: dict[str, Any] = {"action": action, "confirmed": bool(payload.get("approved"))}
-        if "editedArgs" in payload:
-            out["edited_input"] = payload["editedArgs"]
-        labels = {r["index"]: r["label"] for r in view["suggested_rules"]}
-        if payload.get("acceptedRules"):
-            out["accepted_rules"] = [labels.get(i, str(i)) for i in payload["acceptedRules"]]
-        return out
-    if view["kind"] == "ask_user":
-        return {"action": "answer", "answers": payload["answers"]}
-    if view["kind"] == "external":
-        return {"action": "external_result", "state": payload.get("state", "success")}
-    return kind_spec(view["kind"]).answer_summary(entry.payload, message)
+    return kind_spec(view["kind"]).answer_summary(entry.payload, message, view)
 
 
 class RunReader:

@@ -306,10 +306,13 @@ class PauseKindSpec(ABC):
         """This kind's fields of the widget view of an interrupt (the rest are defaults)."""
         return {}
 
-    def answer_summary(self, payload: Any, message: Mapping[str, Any]) -> dict[str, Any]:
+    def answer_summary(
+        self, payload: Any, message: Mapping[str, Any], view: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The ``decision`` a remote card shows once ``message`` was sent as a ``resolved``
-        entry with ``payload`` (the shape of :meth:`Decision.summary`); by default a form's:
-        ``{"action": "submit", "value": payload}``."""
+        entry with ``payload`` (the shape of :meth:`Decision.summary`); ``view`` is the card's
+        view (the interrupt's fields, e.g. the labels of its suggested rules). By default a
+        form's: ``{"action": "submit", "value": payload}``."""
         return {"action": "submit", "value": payload}
 
     @abstractmethod

@@ -194,6 +194,12 @@ class AskUserKind(ExternalKind):
             fields["ask_user_error"] = "The interrupt carries no questions."
         return fields
 
+    def answer_summary(
+        self, payload: Any, message: Mapping[str, Any], view: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The answers as sent: ``{"action": "answer", "answers"}``."""
+        return {"action": "answer", "answers": payload["answers"]}
+
     def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:
         action = message.get("action")
         if action != "answer":

@@ -15,28 +15,26 @@ deadline or a cancelled entry denies, but the model is told nobody answered
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentscope.event import ConfirmResult
 from agentscope.permission import PermissionBehavior, PermissionRule
 
-from .._agentscope import enum_value, rule_label
+from .._agentscope import rule_label
 from ..edit_preview import EditPreview, input_preview, model_input, refuse_unchanged_edit
 from ..errors import DecisionError
-from ..file_change import MAX_DIFF_CHARS, input_diff
+from ..file_change import input_diff
 from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
 from ._reading import InputReading, read_input, same_value, visible_json
 from ._schema import META_KEY, REASON_TOOL_CALL, SCHEMA_DIALECT, embed_schema, validate_payload
+from .confirm_view import confirm_answer_summary, confirm_view_fields
 
 if TYPE_CHECKING:
     from ag_ui.core import Interrupt
 
     from ..pauses import Pause
-
-log = logging.getLogger("nb_hitl.kinds")
 
 __all__ = ["ConfirmKind", "CONFIRM_ACTIONS"]
 
@@ -92,53 +90,6 @@ def _check_allowed(pause: Pause, msg: Any) -> None:
             f"(offered: {offered}).",
             field="action",
         )
-
-
-def rule_reach_line(rule: PermissionRule) -> str:
-    """One line saying what else ``rule`` lets through, for the "Always allow" list.
-
-    The permission explorer's own explanation
-    (:func:`nb_hitl.permissions.rule_reach`, the semantics of each tool's
-    ``match_rule``); a plain line from AgentScope's rule shape if that fails,
-    since a description must never stop a card from being drawn.
-    """
-    from ..permissions import rule_reach  # lazy: the explorer imports the decisions
-
-    try:
-        return rule_reach(rule)
-    except Exception:
-        log.warning("rule_reach failed for %r", rule, exc_info=True)
-    verb = "denies" if enum_value(rule.behavior) == "deny" else "allows"
-    if not rule.rule_content:
-        return f"{verb} every call of {rule.tool_name}, whatever its input (a whole-tool rule)."
-    return f"{verb} every call of {rule.tool_name} whose input matches {rule.rule_content!r}, not only this one."
-
-
-def shell_command_view(c: Mapping[str, Any]) -> dict[str, Any]:
-    """One simple command kept by the shell rules (or sent by an AG-UI peer) as the page
-    shows it: every key of ``ShellCommandView`` present, every value text (``files``: the
-    ``{"access", "path"}`` entries that are objects)."""
-    program, files = c.get("program"), c.get("files")
-
-    def texts(key: str) -> list[str]:
-        value = c.get(key)
-        return [str(v) for v in value] if isinstance(value, list) else []
-
-    return {
-        "program": None if program is None else str(program),
-        "args": texts("args"),
-        "redirections": texts("redirections"),
-        "assignments": texts("assignments"),
-        "text": str(c.get("text") or ""),
-        "via": str(c.get("via") or ""),
-        "behavior": str(c.get("behavior") or ""),
-        "why": str(c.get("why") or ""),
-        "files": [
-            {"access": str(f.get("access") or ""), "path": str(f.get("path") or "")}
-            for f in (files if isinstance(files, list) else [])
-            if isinstance(f, Mapping)
-        ],
-    }
 
 
 EDITED_RULE_SOURCE = "nb_hitl: edited by the user"
@@ -253,24 +204,6 @@ def seen_file(pause: Pause) -> dict[str, Any] | None:
     if change is None:
         return None
     return {"path": change["path"], "sha256": change["sha256_before"]}
-
-
-def remote_file_change(value: Any) -> dict[str, Any] | None:
-    """A peer's ``file_change`` as the page shows it (every value text, the diff cut at
-    :data:`~nb_hitl.file_change.MAX_DIFF_CHARS`), or ``None`` when it is missing or malformed."""
-    if not isinstance(value, dict) or not isinstance(value.get("path"), str) or not isinstance(value.get("diff"), str):
-        return None
-
-    def text(key: str) -> str | None:
-        item = value.get(key)
-        return item if isinstance(item, str) else None
-
-    return {
-        "path": value["path"],
-        "diff": value["diff"][:MAX_DIFF_CHARS],
-        "sha256_before": text("sha256_before"),
-        "note": text("note"),
-    }
 
 
 def _rules_of(message: Mapping[str, Any]) -> list[int]:
@@ -439,20 +372,12 @@ class ConfirmKind(PauseKindSpec):
         return isinstance(meta.get("suggested_rules", []), list)
 
     def view_fields(self, meta: Mapping[str, Any]) -> dict[str, Any]:
-        commands = meta.get("shell_commands")
-        problems = meta.get("shell_problems")
-        return {
-            "suggested_rules": [
-                {"index": int(r.get("index", i)), "label": str(r.get("label", ""))}
-                for i, r in enumerate(meta.get("suggested_rules") or [])
-                if isinstance(r, dict)
-            ],
-            "shell_commands": [shell_command_view(c) for c in commands if isinstance(c, dict)]
-            if isinstance(commands, list)
-            else [],
-            "shell_problems": [str(p) for p in problems] if isinstance(problems, list) else [],
-            "file_change": remote_file_change(meta.get("file_change")),
-        }
+        return confirm_view_fields(meta)
+
+    def answer_summary(
+        self, payload: Any, message: Mapping[str, Any], view: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return confirm_answer_summary(payload, message, view or {})
 
     def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:
         action = message.get("action")

@@ -224,7 +224,9 @@ class ElicitationKind(PauseKindSpec):
             "elicitation_url": meta.get("elicitation_url"),
         }
 
-    def answer_summary(self, payload: Any, message: Mapping[str, Any]) -> dict[str, Any]:
+    def answer_summary(
+        self, payload: Any, message: Mapping[str, Any], view: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """As the local card's decision: the action, and an accepted form's ``content``."""
         out: dict[str, Any] = {"action": payload["action"]}
         if "content" in payload:

@@ -94,6 +94,13 @@ class ExternalKind(PauseKindSpec):
             "state": payload.get("state", "success"),
         }
 
+    def answer_summary(
+        self, payload: Any, message: Mapping[str, Any], view: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The tool's result as sent: ``{"action": "external_result", "state"}``."""
+        state = payload.get("state", "success") if isinstance(payload, Mapping) else "success"
+        return {"action": "external_result", "state": state}
+
     def entry_payload(self, interrupt: Interrupt, message: Mapping[str, Any], schema: dict[str, Any]) -> Any:
         action = message.get("action")
         if action != "external_result":

@@ -246,7 +246,9 @@ class SamplingKind(PauseKindSpec):
     def view_fields(self, meta: Mapping[str, Any]) -> dict[str, Any]:
         return {"message": meta.get("message"), "form_error": meta.get("form_error"), "sampling": meta.get("sampling")}
 
-    def answer_summary(self, payload: Any, message: Mapping[str, Any]) -> dict[str, Any]:
+    def answer_summary(
+        self, payload: Any, message: Mapping[str, Any], view: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """As the local card's decision: the action, an edit's ``content``, a denial's reason."""
         out: dict[str, Any] = {"action": payload["action"]}
         if "messages" in payload:

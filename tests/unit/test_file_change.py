@@ -165,7 +165,7 @@ def test_a_huge_deletion_is_not_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_peers_file_change_is_read_as_text() -> None:
-    from nb_hitl.kinds.confirm import remote_file_change
+    from nb_hitl.kinds.confirm_view import remote_file_change
 
     assert remote_file_change(None) is None and remote_file_change({"path": 1, "diff": ""}) is None
     assert remote_file_change({"path": "p", "diff": "x" * (file_change.MAX_DIFF_CHARS + 5), "sha256_before": 3}) == {
