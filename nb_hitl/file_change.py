@@ -22,9 +22,17 @@ that deletes the file. ``None``: the call changes no file (the card shows no
 diff, and the approval is bound to the input alone). A tool that also works
 inside one folder can be dry-run in a copy of it (:mod:`nb_hitl.dry_run_folder`).
 
+A tool may also declare that it reads before it writes: a string attribute
+``read_before_write``, the words it refuses with when asked to change an
+existing file the agent has not read as it is now (AgentScope's own ``Edit``
+and ``Write`` have this check built in, :func:`read_before_write`).
+
 The diff carries ``sha256_before``, the hash of the bytes it was computed on:
 an approval is bound to it (:mod:`nb_hitl.session._promise`), and a call
-whose file changed since is not run but asked again.
+whose file changed since is not run. It is asked again with the diff against
+the file as it is now, unless the tool reads before it writes and the file
+exists (or the call would now write nothing): that tool would refuse the call
+on a fresh card too, so the model is told to read the file again instead.
 
 :func:`input_diff` is the diff of a call's input and a person's edit of it
 (pretty-printed JSON), for Modify; :func:`text_diff` that of a reviewed
@@ -59,6 +67,7 @@ __all__ = [
     "file_diff",
     "input_diff",
     "planned_change",
+    "read_before_write",
     "text_diff",
     "sha256_of",
 ]
@@ -228,6 +237,36 @@ def text_diff(before: str, after: str, fromfile: str, tofile: str) -> str:
     """
     diff, cut = _cut(_unified(_lines(before), _lines(after), fromfile, tofile))
     return f"{diff}{cut}\n" if cut else diff
+
+
+def read_before_write(tool: Any) -> str | None:
+    """What ``tool`` says when it refuses to change an existing file that changed since the agent
+    last read it, or ``None`` for a tool without such a check.
+
+    AgentScope 2.0.11's ``Edit`` and ``Write`` check it themselves in their
+    ``call``: an existing file must have an entry in the agent's read cache
+    (``AgentState.tool_context.get_cache(path, mtime)``, which ``Read``,
+    ``Write`` and ``Edit`` fill) whose modification time is the file's now;
+    when another write changed the file, the entry is stale and the tool
+    refuses ("Error: To edit a file, you must first read it using the Read
+    tool.", "... You must read the file first before writing to it.").
+    ``Write`` of a file that does not exist needs no read. Another tool
+    declares the same check with a ``read_before_write`` string attribute
+    (its own words for the refusal).
+
+    Returns:
+        the tool's words for the refusal (what the model should do), or ``None``.
+    """
+    from agentscope.tool import Edit, Write
+
+    declared = getattr(tool, "read_before_write", None)
+    if isinstance(declared, str) and declared:
+        return declared
+    if isinstance(tool, Edit):
+        return "To edit a file, you must first read it using the Read tool."
+    if isinstance(tool, Write):
+        return "You must read the file first before writing to it."
+    return None
 
 
 async def _read(backend: Any, path: str) -> bytes | None:

@@ -13,7 +13,9 @@ the same way. A record (version :data:`RECORD_VERSION`)::
      "reply_id", "tool_call_id", "tool_name", "kind", "original_input", "policy",
      "opened_at",                         # when the pause opened (time.time()); "ts" is when it was answered
      "decision",                          # allow | deny | ask (checked); approve | deny | modify | answer | ...
-                                          # | timeout | cancelled | discarded (answered)
+                                          # | timeout | cancelled (answered); nb_hitl's own lines about a
+                                          # call (NOT_ANSWERS): discarded | id_reused | input_changed
+                                          # | file_changed, with "reason" saying what happened
      "decided_how",                       # rule | mode | policy | shell_rules | read_only | tool_check
                                           # (checked, nb_hitl.audit.checked.decided_how) | person | deadline
      "rule", "mode", "message",           # checked: the rule that decided, the permission mode, what the engine said
@@ -38,7 +40,17 @@ from typing import Any
 from ..decisions import Decision
 from ..pauses import Pause
 
-__all__ = ["RECORD_VERSION", "ROADS", "EVENTS", "origin", "pause_fields", "decision_fields", "road_of", "event_of"]
+__all__ = [
+    "RECORD_VERSION",
+    "ROADS",
+    "EVENTS",
+    "NOT_ANSWERS",
+    "origin",
+    "pause_fields",
+    "decision_fields",
+    "road_of",
+    "event_of",
+]
 
 RECORD_VERSION = 2
 """The version of the audit record written today (``"v"``)."""
@@ -64,6 +76,12 @@ EVENTS = ("checked", "answered", "notified")
 (a person, a deadline, or nb_hitl closing a pause: ``discarded``...), the
 people told that a pause waits (the service console's notifications, sent
 once for every console sharing the ledger)."""
+
+
+NOT_ANSWERS = frozenset({"discarded", "id_reused", "input_changed", "file_changed"})
+"""The ``decision`` of an ``answered`` line nb_hitl writes about a call that is nobody's answer: a
+decision the reply never applied, an id the model reused, an approved call not run because its
+input or its file changed after the approval (``nb_hitl.session._not_run``)."""
 
 
 def event_of(record: dict[str, Any]) -> str:

@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..answers.record import NOT_ANSWERS
+
 __all__ = ["QUICK_SECONDS", "OUTCOME_COLUMNS", "call_outcomes", "decide_times", "plot_outcomes", "plot_decide_times"]
 
 QUICK_SECONDS = 1.0
@@ -79,7 +81,7 @@ def call_outcomes(frame: pd.DataFrame) -> pd.DataFrame:
                 decided_how=rec.get("decided_how"),
                 rule=rec.get("rule") if isinstance(rec.get("rule"), str) else None,
             )
-        elif rec.get("decision") not in ("discarded", "id_reused", "input_changed"):
+        elif rec.get("decision") not in NOT_ANSWERS:
             if row is None:
                 row = rows[key] = {
                     "agent": rec.get("agent"),

@@ -39,6 +39,7 @@ from agentscope.permission import (
 )
 
 from .._agentscope import enum_value, rule_label
+from ..answers.record import NOT_ANSWERS
 from ..errors import DecisionError
 from ..permissions.bounded import BoundedEngine, PathologicalRuleError, may_backtrack
 from ..permissions.rules import MODES, parse_rule
@@ -109,7 +110,7 @@ def recorded_calls(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 recorded_how=r.get("decided_how"),
                 recorded_rule=r.get("rule"),
             )
-        elif r.get("decision") not in ("discarded", "id_reused", "input_changed"):
+        elif r.get("decision") not in NOT_ANSWERS:
             if row is None:
                 row = calls[key] = {
                     "tool_call_id": call_id,

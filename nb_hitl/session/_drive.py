@@ -49,7 +49,7 @@ from .._agentscope import (
     msg_text,
     permission_engine,
 )
-from ..answers.lifecycle import can_transition, transition
+from ..answers.lifecycle import transition
 from ..file_change import describe_file_pause
 from ..model_config import model_error_hint
 from ..pauses import Pause, build_pause
@@ -57,7 +57,8 @@ from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
 from ._call_ids import renamed_calls, reused_id_message
 from ._core import SessionCore
-from ._promise import apply_note, asked_again, asked_again_message, asked_again_reason, record_decision
+from ._not_run import show_asked_again, show_not_run
+from ._promise import apply_note, record_decision
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun
 from ._team import resume_batch
 from ._transcript import record_event
@@ -374,25 +375,7 @@ class Driver(SessionCore):
                     sent_tool_call_id=renamed.get("sent"),
                     reason=said,
                 )
-        again = asked_again(agent, tool_call.id)
-        if again is not None:  # approved, then changed by a middleware: asked again under a new id (_promise.py)
-            said, was = asked_again_message(again), str(again.get("was"))
-            pause.message = f"{said}\n\n{pause.message}" if pause.message else said
-            approved = run.pauses.get(was)
-            if approved is not None:  # the approved card of this run did not run; its result says why,
-                if can_transition(approved, "expired"):  # and the fresh call gets its own entry (its card's place)
-                    transition(approved, "expired", reason=asked_again_reason(again))
-                run.transcript.asked_again(was, tool_call, asked_again_reason(again))
-            if not again.get("audited"):
-                again["audited"] = True
-                self._audit_pause(
-                    pause,
-                    decision=str(again.get("cause") or "input_changed"),
-                    decided_by="nb_hitl",
-                    approved_tool_call_id=was,
-                    approved_input=again.get("approved"),
-                    reason=said,
-                )
+        show_asked_again(self, run, agent, pause)  # approved, then changed: asked again under a new id
         if self.deadline is not None:
             pause.deadline = pause.created_at + self.deadline
             loop = asyncio.get_running_loop()
@@ -466,10 +449,11 @@ class Driver(SessionCore):
                 if told is not None:  # the result text as the model now reads it
                     run.told[ev.tool_call_id] = told
                     tr.tool_result(ev.tool_call_id, name=call_name(ev.tool_call_id), text=told)
-                tr.tool_result(ev.tool_call_id, state=enum_value(ev.state), name=call_name(ev.tool_call_id))
                 pause = run.pauses.get(ev.tool_call_id)
                 if pause is not None and pause.status in ("decided", "delivered"):
                     transition(pause, "delivered")
+                if not show_not_run(self, run, ev.tool_call_id, ev.metadata):  # approved, not run (_promise.py)
+                    tr.tool_result(ev.tool_call_id, state=enum_value(ev.state), name=call_name(ev.tool_call_id))
                 delivered_marks(owner).pop(ev.tool_call_id, None)
                 result_due = True
             elif isinstance(ev, (RequireUserConfirmEvent, RequireExternalExecutionEvent)):

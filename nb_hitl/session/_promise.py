@@ -15,9 +15,16 @@
   changed input a deny rule covers are refused: the model gets a DENIED
   result saying why. An approval of a file-editing call is bound to the
   file the card's diff was computed on (its SHA-256,
-  :mod:`nb_hitl.file_change`): when the file changed since, the call is
-  asked again the same way, with the diff against the file as it is now
-  (what the file held in between is not overwritten).
+  :mod:`nb_hitl.file_change`): when the file changed since, nothing runs
+  (what the file held in between is not overwritten) and the call is asked
+  again the same way, with the diff against the file as it is now; but a
+  tool that reads before it writes
+  (:func:`~nb_hitl.file_change.read_before_write`: AgentScope's ``Edit`` and
+  ``Write``) would refuse that call on an existing file the model has not
+  read since, so it is not asked again: the model gets a DENIED result
+  saying the file changed after the approval, in the tool's own words that
+  it must read the file first, and the card and transcript say
+  :data:`NOT_RUN_KEY`'s text.
 * :func:`record_decision` writes the approved input and the note for the
   model into ``AgentState.middle_context`` when a confirmation is handed
   to the agent (so both survive a checkpoint).
@@ -54,7 +61,7 @@ from .._agentscope import (
     permission_engine,
     strip_system_reminders,
 )
-from ..file_change import planned_change, sha256_of
+from ..file_change import planned_change, read_before_write, sha256_of
 from ..kinds import Decision
 from ..kinds._reading import canonical, visible_json
 from ..kinds.confirm import allowed_decisions
@@ -73,11 +80,16 @@ __all__ = [
     "asked_again_message",
     "asked_again_reason",
     "REFUSED_KEY",
+    "NOT_RUN_KEY",
     "ASKED_AGAIN_CONTEXT_KEY",
 ]
 
 REFUSED_KEY = "nb_hitl.refused"
-"""``ToolResultEndEvent.metadata`` key set when the guard refused to run a call."""
+"""``ToolResultEndEvent.metadata`` key set when the guard refused to run a call (its cause)."""
+
+NOT_RUN_KEY = "nb_hitl.not_run"
+"""``ToolResultEndEvent.metadata`` key: what the approved card, the transcript and the audit log say
+of a call the guard refused and does not ask again, when a person should read why (no call ids)."""
 
 ASKED_AGAIN_CONTEXT_KEY = "nb_hitl.asked_again"
 """Key in ``AgentState.middle_context``: ``{new tool_call id: {"was": the approved
@@ -262,9 +274,11 @@ class ApprovalGuard(MiddlewareBase):
             finally:
                 RUNNING_CALL.set(before)
             return
-        if await ask_again(agent, tool_call, changed):
+        if changed.not_run is None and await ask_again(agent, tool_call, changed):
             return  # nothing ran and no result: the call waits for a person again
         meta = {REFUSED_KEY: changed.cause}
+        if changed.not_run is not None:
+            meta[NOT_RUN_KEY] = changed.not_run
         yield ToolChunk(content=[TextBlock(text=changed.refusal)], state=ToolResultState.DENIED, metadata=meta)
         yield ToolResponse(content=[TextBlock(text=changed.refusal)], state=ToolResultState.DENIED, metadata=meta)
 
@@ -282,6 +296,9 @@ class Changed:
         cause: ``"input_changed"``, or ``"file_changed"`` (the file differs
             from the one the approved diff was computed on).
         path: the changed file, for ``"file_changed"``.
+        not_run: set when the call must not be asked again (the tool
+            itself would refuse it, :func:`~nb_hitl.file_change.read_before_write`):
+            what a person reads of it (:data:`NOT_RUN_KEY`).
     """
 
     refusal: str
@@ -290,6 +307,7 @@ class Changed:
     tool: Any = None
     cause: str = "input_changed"
     path: str | None = None
+    not_run: str | None = None
 
 
 async def _check(agent: Any, tool_call: Any, entry: dict[str, Any]) -> Changed | None:
@@ -309,18 +327,29 @@ async def _check(agent: Any, tool_call: Any, entry: dict[str, Any]) -> Changed |
 
 async def _check_file(agent: Any, tool_call: Any, seen: dict[str, Any]) -> Changed | None:
     """The file the approved diff was computed on, checked right before the call runs: ``None`` when
-    its bytes still hash to the approved ``sha256`` (or the call no longer writes that path)."""
+    its bytes still hash to the approved ``sha256`` (or the call no longer writes that path).
+
+    For a tool that reads before it writes
+    (:func:`~nb_hitl.file_change.read_before_write`), a changed file that
+    exists now (or a call that would now write nothing: an ``Edit`` of a file
+    since removed) gives a :class:`Changed` with ``not_run``: the tool would
+    refuse the call until the model reads the file again, so a second card
+    could not succeed. A ``Write`` of a file since removed is asked again
+    (it needs no read: the fresh card shows a new file)."""
     tool = await agent.toolkit.get_tool(tool_call.name)
     runs = agentscope_tool_input(tool_call.input, getattr(tool, "input_schema", None))  # read by _check
     path = str(seen.get("path"))
+    words = None
     try:
         planned = await planned_change(tool, runs)
     except Exception as exc:  # noqa: BLE001 - a file that cannot be read is not the file approved
         now: str | None = f"unreadable ({type(exc).__name__})"
     else:
-        if planned is None or planned[0] != path:
+        if planned is None or planned.path != path:
             return None
-        now = sha256_of(planned[1])
+        now = sha256_of(planned.before)
+        if planned.before is not None or (planned.after is None and not planned.deletes):
+            words = read_before_write(tool)  # an existing file, or a call that would write nothing now
     if now == seen.get("sha256"):
         return None
     refusal = (
@@ -328,7 +357,14 @@ async def _check_file(agent: Any, tool_call: Any, seen: dict[str, Any]) -> Chang
         "and an approval covers only the change shown, to the file as it was. Nothing ran."
     )
     approved = visible_json(runs, None)
-    return Changed(refusal, approved, runs, tool, cause="file_changed", path=path)
+    changed = Changed(refusal, approved, runs, tool, cause="file_changed", path=path)
+    if words is not None:
+        changed.refusal += (
+            f" The call is not asked again: {tool_call.name} refuses to change a file that changed since you "
+            f"last read it. {words}"
+        )
+        changed.not_run = f"Not run: the file {path} changed after the approval. The agent was told to read it again."
+    return changed
 
 
 def _live_call(agent: Any, tool_call_id: str) -> Any:

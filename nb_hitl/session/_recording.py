@@ -27,7 +27,7 @@ from agentscope.message import Msg, ToolCallBlock, ToolResultBlock
 from agentscope.state import AgentState
 
 from .._agentscope import blocks_text, enum_value
-from ..answers.record import event_of
+from ..answers.record import NOT_ANSWERS, event_of
 from ..errors import NbHitlError
 from ..models import ScriptItem, ToolCallSpec, Turn, result_text, tool_results
 from ..store import AuditLog, CheckpointStore
@@ -36,9 +36,6 @@ from ..team import states_from_checkpoint
 __all__ = ["Recording", "answer_message", "answer_note", "parsed_input", "whole"]
 
 _MISSING = object()
-
-# answers nb_hitl writes about a pause that are not a person's (or a deadline's) answer
-_NOT_ANSWERS = frozenset({"discarded", "id_reused", "input_changed", "file_changed"})
 
 
 @dataclass
@@ -135,7 +132,7 @@ class Recording:
                 continue
             if event_of(dict(line)) == "checked":
                 rec.checks[call_id] = dict(line)
-            elif line.get("decision") not in _NOT_ANSWERS:
+            elif line.get("decision") not in NOT_ANSWERS:
                 rec.answers[call_id] = dict(line)
                 rec.history.setdefault(call_id, []).append(dict(line))
         for msg in context:

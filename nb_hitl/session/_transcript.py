@@ -327,6 +327,11 @@ class Transcript(list[dict[str, Any]]):
                 self._set(e, text=_no_reminder_tags(e["text"]))
         return e
 
+    def not_run(self, tool_call_id: str, reason: str) -> None:
+        """An approved call the guard did not run (``session._promise``): its result entry ends
+        ``"not run"`` with ``reason`` (what a person reads of it) as its text."""
+        self.tool_result(tool_call_id, state="not run", text=reason)
+
     def asked_again(self, was: str, tool_call: Any, reason: str) -> None:
         """An approved call that did not run, asked again under a fresh id (``session._promise.ask_again``).
 
@@ -343,7 +348,7 @@ class Transcript(list[dict[str, Any]]):
                 ``name``, ``input``: the JSON text it would run with).
             reason: why the approved call did not run, as its card says it.
         """
-        self.tool_result(was, state="not run", text=reason)
+        self.not_run(was, reason)
         if self.by_id("call:" + tool_call.id) is None:
             self.tool_call(tool_call.id, tool_call.name, str(tool_call.input or ""))
 

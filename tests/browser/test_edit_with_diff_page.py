@@ -4,10 +4,12 @@ Run All without ``NB_HITL_ANSWER_FROM_CODE``: each cell after a card says what
 to click and waits. A person reads each card's diff (drawn as text, one
 classed line each) and presses Approve: the rename of ``greet.py``, the new
 ``test_greet.py``; then C42: the README's card was drawn before a teammate
-saved the file, so the click on Approve runs nothing and a fresh card shows
-the diff against the file as it is now; approving it (and the card the model
-asks after AgentScope's own read check) finishes the reply. The notebook ends
-with no error output and prints what the clicks did.
+saved the file, so the click on Approve runs nothing, and the call is not
+asked again (AgentScope's ``Edit`` would refuse it): its card and its result
+entry say the agent was told to read the file again; the model reads it and
+asks anew, and that card shows the diff against the file as it is now;
+approving it runs the edit once. The notebook ends with no error output and
+prints what the clicks did, naming calls by tool and input.
 """
 
 from __future__ import annotations
@@ -67,46 +69,52 @@ def test_edit_with_diff_clicked_through(page, lab: JupyterLabServer) -> None:
 
     seen = _approve(page, "press Approve on the README.md card above (it shows the old file)", "/README.md")
     assert not [line for line in seen if "docs team" in line[1]]  # drawn before the teammate's save
-    fresh = _approve(page, "press Approve on the fresh README.md card above", "/README.md")
+    fresh = _approve(page, "press Approve on the new README.md card above", "/README.md")
     assert ["context", " Maintained by the docs team."] in fresh  # the diff against the file as it is now
     assert ["add", "+Run `python greet.py`; test with `python -m pytest`."] in fresh
-    _approve(page, "press Approve on the last README.md card above", "/README.md")
 
     output_locator(page, re.compile(r"file_changed")).wait_for(timeout=90_000)
     wait_execution_done(page, timeout=120)
-    # the transcript in order: the approved call's result says why it did not run, the call asked again
-    # has its card in its own entry (not below the reply's last text), and its result follows that card
-    asked = page.locator('.jp-OutputArea-output [data-testid="nbh-card"][data-tool-call-id$="_r2"]')
-    assert asked.count() == 1
-    order = asked.evaluate(
-        """(card) => {
-          const reply = card.closest('[data-testid="nbh-reply"]');
+    # the approved card says what happened; in the transcript its result entry says it too, then the
+    # model reads the file again and its new call's card sits in that call's entry, with the edit's result
+    approved = card_locator(page, "confirm", "expired")
+    assert approved.count() == 1
+    not_run = re.compile(
+        r"Not run: the file \S+README\.md changed after the approval\. The agent was told to read it again\."
+    )
+    assert not_run.search(approved.inner_text())
+    order = page.locator('.jp-OutputArea-output [data-testid="nbh-reply"]').last.evaluate(
+        """(reply) => {
           const all = Array.from(reply.querySelectorAll(
             '[data-testid="nbh-tool-call"], [data-testid="nbh-tool-result"], [data-testid="nbh-final-text"]'));
-          const entry = card.closest('[data-testid="nbh-tool-call"]');
-          const notRun = all.find((e) => e.matches('[data-testid="nbh-tool-result"]')
+          const i = all.findIndex((e) => e.matches('[data-testid="nbh-tool-result"]')
             && e.querySelector('.nbh-chip').textContent === 'not run');
-          const final = reply.querySelector('[data-testid="nbh-final-text"]');
-          const before = (a, b) => !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
-          return {inEntry: !!entry, notRun: notRun ? notRun.querySelector('.nbh-pre').textContent : null,
-                  afterNotRun: !!entry && before(notRun, entry), beforeFinal: before(card, final),
-                  next: entry ? all[all.indexOf(entry) + 1].textContent : null};
+          return {
+            notRun: i < 0 ? null : all[i].querySelector('.nbh-pre').textContent,
+            after: all.slice(i + 1).map((e) => [e.dataset.testid,
+              !!e.querySelector('[data-testid="nbh-card"]'), e.textContent]),
+          };
         }"""
     )
-    assert order["inEntry"] and order["afterNotRun"] and order["beforeFinal"], order
-    assert re.match(
-        r"Not run: the file \S+README\.md changed after the approval; it is asked again on the next card\.$",
-        order["notRun"],
-    )
-    assert "must first read it" in order["next"]  # AgentScope's Edit: the file changed since the model read it
+    assert order["notRun"] is not None and not_run.match(order["notRun"]), order
+    kinds = [(testid, has_card) for testid, has_card, _ in order["after"]]
+    assert kinds == [
+        ("nbh-tool-call", False),  # Read, again
+        ("nbh-tool-result", False),
+        ("nbh-tool-call", True),  # the new Edit, its card in its entry
+        ("nbh-tool-result", False),
+        ("nbh-final-text", False),
+    ], order
+    assert "Successfully replaced 1 occurrence" in order["after"][3][2]  # run once, on the file shown
     outputs = notebook_outputs(page)
     assert not [o for o in outputs if o.get("output_type") == "error"]
     whole = "\n".join("".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
     assert "answers: your clicks in the widgets" in whole
     assert "greet.py now: def welcome(name):" in whole
     assert "README.md has the teammate's line and not the edit: True" in whole
-    assert re.search(r"the approval of call_\w+: expired \(Not run: the file \S+README\.md changed after", whole)
-    assert "Edit: Successfully replaced 1 occurrence" in whole
-    decisions = [line.split()[2] for line in whole.splitlines() if re.match(r"(Edit|Write) +call_\w+ +\w+$", line)]
-    assert decisions == ["approve", "approve", "approve", "file_changed", "approve", "approve"]
+    assert re.search(r"the approved card: expired \(Not run: the file \S+README\.md changed after", whole)
+    assert "- Edit: Successfully replaced 1 occurrence" in whole
+    assert "call_" not in whole  # calls are named by tool and input
+    decisions = [line.split()[0] for line in whole.splitlines() if re.match(r"\w+ +(Edit|Write) \(file_path=", line)]
+    assert decisions == ["approve", "approve", "approve", "file_changed", "approve"]
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

@@ -5,9 +5,10 @@ Debian Chromium.
 The card shows the path and the unified diff (one line each, added / removed lines marked by
 class; a ``<script>`` line in the file stays text) in a labelled region, with no serious axe
 violation in the light or the dark theme. The file changes on disk after the card is drawn: Approve
-runs nothing, a fresh card shows the change against the file as it is now, and the file keeps the
-other write; modifying that call shows the diff of the inputs while it is typed (the kernel's, the
-same the decided card then shows). A "Side by side" toggle draws the diff as a before | after table,
+runs nothing and the file keeps the other write; the card says the agent was told to read the file
+again (AgentScope's Edit would refuse it unread), and the model's new call's card shows the change
+against the file as it is now; modifying that call shows the diff of the inputs while it is typed
+(the kernel's, the same the decided card then shows). A "Side by side" toggle draws the diff as a before | after table,
 by mouse or keyboard, with no serious axe violation in either theme.
 """
 
@@ -18,7 +19,7 @@ import textwrap
 from typing import Any
 
 from tests.browser.test_a11y_page import AXE, AXE_RUN, REPLY
-from tests.harness.lab import JupyterLabServer, run_to_open_card, screenshot, set_theme
+from tests.harness.lab import JupyterLabServer, card_locator, run_to_open_card, screenshot, set_theme
 
 OUT = ".jp-OutputArea-output"
 
@@ -49,6 +50,8 @@ CELL = textwrap.dedent(
         model=ScriptedChatModel([
             Turn("Reading.", [tool_call("Read", id="call_r", file_path=path)]),
             Turn("Editing.", [tool_call("Edit", id="call_1", file_path=path, old_string="gamma", new_string="GAMMA")]),
+            Turn("Reading again.", [tool_call("Read", id="call_r2", file_path=path)]),
+            Turn("Editing.", [tool_call("Edit", id="call_2", file_path=path, old_string="gamma", new_string="GAMMA")]),
             lambda msgs: Turn("done: " + result_text(tool_results(msgs)[-1])),
         ], on_exhausted="raise"),
         toolkit=Toolkit(tools=[Read(), Edit()]),
@@ -126,9 +129,13 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
         has=page.locator('[data-testid="nbh-file-diff"]', has_text="delta by someone else"),
     )
     again.wait_for(timeout=60_000)
-    assert "changed after this Edit call was approved" in again.inner_text()
+    approved = card_locator(page, "confirm", "expired")
+    assert approved.count() == 1
+    assert f"Not run: the file {target} changed after the approval. The agent was told to read it again." in (
+        approved.inner_text()
+    )
     assert target.read_text() == OTHER
-    screenshot(page, "C42-asked-again")
+    screenshot(page, "C42-not-run-then-read-again")
     # Modify: the decided card shows what the edit changed, as a diff of the inputs
     again.locator('[data-testid="nbh-modify"]').click()
     edited = json.dumps({"file_path": str(target), "old_string": "gamma", "new_string": "Gamma"})
@@ -150,6 +157,6 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
     assert shown.get_attribute("aria-label") == "What the edit changed"
     assert lines == before_sent  # the diff seen before sending is the one recorded
     screenshot(page, "C42-modified")
-    # AgentScope's Edit refuses a file changed since its Read: the other write is kept
-    assert target.read_text() == OTHER
+    # the model read the file again, so AgentScope's Edit ran the modified input once, on the file shown
+    assert target.read_text() == OTHER.replace("gamma", "Gamma")
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors

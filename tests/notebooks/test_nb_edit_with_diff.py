@@ -3,9 +3,11 @@
 nbclient executes it with ``NB_HITL_ANSWER_FROM_CODE=1`` (``run_notebook``):
 the notebook answers its own cards with ``session.act``. Checked: the diffs
 the cards carried (an ``Edit`` of ``greet.py``, a ``Write`` of a new file),
-a dry run of the first (in a temporary copy; nothing on disk changes), the files on disk, and C42: an approval given after the file changed on disk
-runs nothing, the call is asked again with the diff against the file as it
-is then, and the audit log records ``file_changed``.
+a dry run of the first (in a temporary copy; nothing on disk changes), the files on disk, and C42: an
+approval given after the file changed on disk runs nothing and is not asked again (AgentScope's ``Edit``
+would refuse it): the approved card says the agent was told to read the file again, the model reads it
+and asks anew with the diff against the file as it is then, and the audit log records ``file_changed``.
+Person-facing lines name calls by tool and input, never by id.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def test_edit_with_diff_notebook_runs_headless() -> None:
     # Try it first: a dry run in a temporary copy; nothing on disk changes, the card stays open
     assert "temporary copy" in texts[3] and "changed in the copy: greet.py" in texts[3]
     assert "greet.py on disk unchanged: True | the card is still open" in texts[3]
-    assert re.search(r"Edit call_\w+: approve", texts[4])
+    assert re.search(r'^Edit \(file_path="/\S+/greet\.py", replace_all=true, old_string\S*\): approve$', texts[4], re.M)
     assert re.search(r"card: Write /\S+/test_greet\.py\n--- /dev/null\n", texts[4])
     assert "+from greet import welcome\n" in texts[4]
     assert "greet.py now: def welcome(name):" in texts[5]
@@ -45,24 +47,35 @@ def test_edit_with_diff_notebook_runs_headless() -> None:
     # 2. C42: the file changed after its card was drawn
     assert "-Run `python greet.py`.\n+Run `python greet.py`; test with `python -m pytest`.\n" in texts[6]
     assert "docs team" not in texts[6]
-    first = re.search(r"Edit (call_\w+): approve", texts[7]).group(1)
+    readme_edit = re.compile(r'^Edit \(file_path="/\S+/README\.md", old_string="Run `python gre…\): approve$', re.M)
+    assert readme_edit.search(texts[7])
     assert "README.md has the teammate's line and not the edit: True" in texts[7]
-    assert "changed after this Edit call was approved, before it ran, so nothing ran" in texts[7]
-    assert f"changed after call {first}" not in texts[7] and f"asked again as {first}" not in texts[7]
-    assert " \n Maintained by the docs team.\n" in texts[7]  # the fresh diff is against the file as it is now
-    assert re.search(rf"the approval of {first}: expired \(Not run: the file \S+README\.md changed after", texts[7])
-    assert f"Edit {first}_r2: approve" in texts[8]
-    assert "Edit: Error: To edit a file, you must first read it" in texts[9]
-    assert "Edit: Successfully replaced 1 occurrence" in texts[9]
+    assert " \n Maintained by the docs team.\n" in texts[7]  # the new card's diff: against the file as it is now
+    assert "changed after this Edit call was approved" not in texts[7]  # not asked again on a card of nb_hitl's
+    assert re.search(
+        r"the approved card: expired \(Not run: the file \S+README\.md changed after the approval\. "
+        r"The agent was told to read it again\.\)",
+        texts[7],
+    )
+    assert readme_edit.search(texts[8])
+    assert "- Edit: nb_hitl did not run Edit: the file " in texts[9]  # what the model read, then it read again
+    assert texts[9].index("- Edit: nb_hitl did not run") < texts[9].rindex("- Read:") < texts[9].index(
+        "- Edit: Successfully replaced 1 occurrence"
+    )
+    assert "must first read" not in texts[9]  # the tool itself never refused: it ran once, on the file shown
     assert "test with `python -m pytest`.\n\nMaintained by the docs team.\n" in texts[9]
 
-    rows = [line.split() for line in texts[10].splitlines()]
-    assert [(r[0], r[2]) for r in rows] == [
-        ("Edit", "approve"),
-        ("Write", "approve"),
-        ("Edit", "approve"),
-        ("Edit", "file_changed"),
-        ("Edit", "approve"),
-        ("Edit", "approve"),
+    assert "call_" not in "\n".join(texts)  # no internal call id in what a person reads
+    rows = [line.split(" ", 1) for line in texts[10].splitlines()]
+    assert [(r[0], r[1].split()[0]) for r in rows] == [
+        ("approve", "Edit"),
+        ("approve", "Write"),
+        ("approve", "Edit"),
+        ("file_changed", "Edit"),
+        ("", "by"),
+        ("approve", "Edit"),
     ]
-    assert rows[3][1] == rows[4][1] == f"{first}_r2"
+    assert re.match(
+        r" +by nb_hitl: Not run: the file \S+README\.md changed after the approval\. The agent was told to read it again\.$",
+        texts[10].splitlines()[4],
+    )

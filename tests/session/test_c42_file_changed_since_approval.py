@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 from agentscope.agent import Agent
-from agentscope.tool import Edit, Read, Write
+from agentscope.tool import Edit, Read, ToolMiddlewareBase, Write
 
 from nb_hitl import Session
 from nb_hitl.agui.mapping import interrupt_view, pause_to_interrupt
+from nb_hitl.audit import audit_frame, replay
+from nb_hitl.audit.charts import call_outcomes
 from nb_hitl.models import Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
 from tests.support import parked, parked_on, run_async
@@ -148,86 +150,124 @@ def test_an_unchanged_file_runs_as_approved(tmp_path: Path) -> None:
     assert agent.state.middle_context.get("nb_hitl.approved") == {}
 
 
-def test_c42_file_changed_between_card_and_approval_is_asked_again(tmp_path: Path) -> None:
-    """Another write changes the file after the card was drawn: Approve runs nothing, the file keeps
-    the other write, a fresh card shows the change against the file as it is now, and the model
-    reads why; approving that card runs the call once."""
-    path = tmp_path / "notes.txt"
+class RunsOn(ToolMiddlewareBase):
+    """AgentScope tool middleware: the SHA-256 of the file each run of the tool found on disk."""
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+
+    async def on_tool_call(self, tool: Any, input_kwargs: dict[str, Any], next_handler: Any) -> Any:
+        self.runs.append(sha(Path(input_kwargs["file_path"]).read_bytes()))
+        async for chunk in next_handler(**input_kwargs):
+            yield chunk
+
+
+@pytest.mark.parametrize(
+    ("tool", "call", "words"),
+    [
+        pytest.param(
+            "Edit",
+            {"old_string": "beta", "new_string": "BETA"},
+            "To edit a file, you must first read it using the Read tool.",
+            id="Edit",
+        ),
+        pytest.param(
+            "Write",
+            {"content": "alpha\nBETA\ngamma\n"},
+            "You must read the file first before writing to it.",
+            id="Write",
+        ),
+    ],
+)
+def test_c42_file_changed_between_card_and_approval_is_not_run_and_read_again(
+    tmp_path: Path, tool: str, call: dict[str, Any], words: str
+) -> None:
+    """Another write changes the file after the card was drawn. AgentScope's own Edit and Write
+    refuse a file that changed since the model read it, so a second card for the call could not
+    succeed: Approve runs nothing, the file keeps the other write, the card and the transcript say
+    the call did not run and that the agent was told to read the file again, the model reads that
+    in the tool's own words, the audit log says it; the model reads the file and asks again, that
+    card shows the diff against the file as it is now, and the tool runs once, on that content."""
+    path = tmp_path / "notes.md"
     path.write_text("alpha\nbeta\ngamma\n")
-    agent = file_agent(
-        [
-            tool_call("Read", id="call_r", file_path=str(path)),
-            tool_call("Edit", id="call_1", file_path=str(path), old_string="beta", new_string="BETA"),
-        ]
-    )
+    runs_on = RunsOn()
+    asks = tool_call(tool, id="call_1", file_path=str(path), **call)
+    read_again = tool_call("Read", id="call_r2", file_path=str(path))
+    script: list[Any] = [
+        Turn("Reading.", tool_calls=[tool_call("Read", id="call_r", file_path=str(path))]),
+        Turn("Changing it.", tool_calls=[asks]),
+        lambda msgs: Turn("Reading it again.", [read_again]) if words in result_text(tool_results(msgs)[-1]) else "?",
+        Turn("Changing it.", tool_calls=[tool_call(tool, id="call_2", file_path=str(path), **call)]),
+        lambda msgs: Turn("done: " + result_text(tool_results(msgs)[-1])),
+    ]
+    tools = {"Edit": Edit, "Write": Write}
+    agent = scripted_agent(script, [Read(), tools[tool](middlewares=[runs_on])], name="editor")
     other = "alpha\nbeta\ngamma\ndelta (written by someone else)\n"
     audit = tmp_path / "audit.jsonl"
+    not_run = f"Not run: the file {path} changed after the approval. The agent was told to read it again."
 
-    async def scenario() -> None:
+    async def scenario() -> str:
         session = Session(agent, display=False, audit_log=str(audit))
-        task = session.start("edit")
+        task = session.start("change notes.md")
         first = await parked_on(session, "confirm")
         seen = first.to_view()["file_change"]
         assert seen is not None and "-beta\n+BETA\n" in seen["diff"] and "delta" not in seen["diff"]
         path.write_text(other)  # another write, between the card and the click
         await session.act(msg(first, "approve"))
-        (again,) = await parked(session, resumes=1)
-        assert path.read_text() == other  # nothing ran: the other write is kept
-        assert again.tool_call_id == "call_1_r2" and again.status == "open"
-        assert first.status == "expired" and first.reason is not None
-        assert first.reason.startswith(f"Not run: the file {path} changed after the approval")
-        assert again.message is not None and again.message.startswith(
-            f"The file {path} changed after this Edit call was approved, before it ran, so nothing ran."
-        )
-        assert (
-            first.reason == f"Not run: the file {path} changed after the approval; it is asked again on the next card."
-        )
-        assert "call_1" not in again.message  # a person reads the tool, never a call id
-        change = again.to_view()["file_change"]
+        (second,) = await parked(session, resumes=1)
+        assert path.read_text() == other and runs_on.runs == []  # nothing ran: the other write is kept
+        assert first.status == "expired" and first.reason == not_run  # the approved card says what happened
+        assert second.tool_call_id == "call_2" and second.message is None  # the model's own new call
+        change = second.to_view()["file_change"]
         assert change is not None and change["sha256_before"] == sha(other.encode())
-        assert "-beta\n+BETA\n" in change["diff"] and " delta (written by someone else)\n" in change["diff"]
-        # an AG-UI client draws the same diff from the interrupt
-        interrupt = pause_to_interrupt(again, "t1")
-        remote = interrupt_view(interrupt, key="k", run_id="r")
-        assert remote["file_change"] == change
-        await session.act(msg(again, "approve"))
+        assert "-beta\n+BETA\n" in change["diff"] and " gamma\n" in change["diff"]
+        assert ("-" if tool == "Write" else " ") + "delta (written by someone else)\n" in change["diff"]
+        remote = interrupt_view(pause_to_interrupt(second, "t1"), key="k", run_id="r")
+        assert remote["file_change"] == change  # an AG-UI client draws the same diff from the interrupt
+        await session.act(msg(second, "approve"))
         await asyncio.wait_for(task, 10)
-        # the transcript in the order things happened: the approved call did not run and says why, then
-        # the fresh call has an entry of its own (its card is drawn there), then its result, then the text
         entries = [(e["kind"], e.get("tool_call_id"), e.get("state")) for e in session.runs[-1].transcript]
-        tools = [e for e in entries if e[0] in ("tool_call", "tool_result") and e[1] != "call_r"]
-        assert tools == [
+        calls = [e for e in entries if e[0] in ("tool_call", "tool_result")]
+        assert calls == [
+            ("tool_call", "call_r", None),
+            ("tool_result", "call_r", "success"),
             ("tool_call", "call_1", None),
             ("tool_result", "call_1", "not run"),
-            ("tool_call", "call_1_r2", None),
-            ("tool_result", "call_1_r2", "error"),
+            ("tool_call", "call_r2", None),
+            ("tool_result", "call_r2", "success"),
+            ("tool_call", "call_2", None),
+            ("tool_result", "call_2", "success"),
         ]
-        assert entries.index(("tool_result", "call_1_r2", "error")) < len(entries) - 1  # the model's text after it
-        by_id = session.runs[-1].transcript.by_id
-        assert by_id("result:call_1")["text"] == first.reason
-        fresh = by_id("call:call_1_r2")
-        assert fresh["name"] == "Edit" and json.loads(fresh["text"])["new_string"] == "BETA"
+        assert session.runs[-1].transcript.by_id("result:call_1")["text"] == not_run
+        return change["sha256_before"]
 
-    run_async(scenario())
-    (result,) = tool_results(agent.model.calls[-1], "Edit")  # run once, under the fresh id
-    assert result.id == "call_1_r2"
-    # AgentScope's Edit itself refuses a file changed since it was read: it ran, and wrote nothing
-    assert "must first read" in result_text(result)
-    assert path.read_text() == other
-    (hint,) = hints(agent)
-    assert f"call call_1 to Edit was not run: the file {path} changed after the person approved" in hint
-    assert "as call call_1_r2" in hint
-    rows = [(r["tool_call_id"], r["decision"], r["decided_by"]) for r in AuditLog(audit).records("answered")]
+    shown = run_async(scenario())
+    assert runs_on.runs == [shown]  # the tool ran once, on the content the second card showed
+    assert path.read_text() == ("alpha\nBETA\ngamma\n" if tool == "Write" else other.replace("beta", "BETA"))
+    refused, _, done = tool_results(agent.model.calls[-1])[1:]
+    assert (refused.id, done.id) == ("call_1", "call_2")
+    told = result_text(refused)  # what the model read of the approved call
+    assert told.startswith(f"nb_hitl did not run {tool}: the file {path} changed after the person approved the call")
+    assert "Nothing ran." in told and told.endswith(
+        f"refuses to change a file that changed since you last read it. {words}"
+    )
+    assert hints(agent) == []  # the result says it all: no second question to explain
+    rows = [
+        (r["tool_call_id"], r["decision"], r["decided_by"], r.get("reason"))
+        for r in AuditLog(audit).records("answered")
+    ]
     assert rows == [
-        ("call_1", "approve", rows[0][2]),
-        ("call_1_r2", "file_changed", "nb_hitl"),
-        ("call_1_r2", "approve", rows[2][2]),
+        ("call_1", "approve", rows[0][2], None),
+        ("call_1", "file_changed", "nb_hitl", not_run),
+        ("call_2", "approve", rows[0][2], None),
     ]
 
 
 def test_c42_file_removed_since_approval_shows_a_new_file_and_runs_once(tmp_path: Path) -> None:
-    """The file the card showed is gone when Approve arrives: the fresh card shows the write as a new
-    file; approving it writes the file once."""
+    """The file the card showed is gone when Approve arrives: AgentScope's Write needs no read of a
+    file that does not exist, so the call is asked again honestly: the fresh card shows the write as
+    a new file; approving it writes the file once. Rule replay and the outcome chart read the fresh
+    call's answer as the person's, not nb_hitl's ``file_changed`` line about it."""
     path = tmp_path / "notes.txt"
     path.write_text("old\n")
     agent = file_agent(
@@ -236,9 +276,10 @@ def test_c42_file_removed_since_approval_shows_a_new_file_and_runs_once(tmp_path
             tool_call("Write", id="call_1", file_path=str(path), content="new\n"),
         ]
     )
+    audit = tmp_path / "audit.jsonl"
 
     async def scenario() -> None:
-        session = Session(agent, display=False)
+        session = Session(agent, display=False, audit_log=str(audit))
         task = session.start("write")
         first = await parked_on(session, "confirm")
         assert first.file_change is not None and "-old\n+new\n" in first.file_change["diff"]
@@ -258,6 +299,47 @@ def test_c42_file_removed_since_approval_shows_a_new_file_and_runs_once(tmp_path
     assert result.id == "call_1_r2" and "written successfully" in result_text(result)
     (hint,) = hints(agent)
     assert "was not run" in hint and "changed after the person approved" in hint
+    records = AuditLog(audit).records()
+    assert [(r["tool_call_id"], r["decision"]) for r in records if r["tool_call_id"] == "call_1_r2"] == [
+        ("call_1_r2", "file_changed"),
+        ("call_1_r2", "approve"),
+    ]
+    person = run_async(replay(records, [], agent.toolkit)).set_index("tool_call_id")["person"]
+    assert person.dropna().to_dict() == {"call_1": "approve", "call_1_r2": "approve"}  # call_r: nobody asked
+    outcomes = call_outcomes(audit_frame(records)).set_index("tool_call_id")["outcome"]
+    assert outcomes["call_1_r2"] == "approved"
+
+
+def test_c42_edit_of_a_file_removed_since_approval_is_not_asked_again(tmp_path: Path) -> None:
+    """An Edit of a file removed after its card was drawn would fail on a second card too (AgentScope's
+    Edit needs the file, read): not run, and the model is told to read the file again."""
+    path = tmp_path / "notes.txt"
+    path.write_text("old\n")
+    runs_on = RunsOn()
+    script: list[Any] = [
+        Turn("Reading.", tool_calls=[tool_call("Read", id="call_r", file_path=str(path))]),
+        Turn(
+            "Editing.",
+            tool_calls=[tool_call("Edit", id="call_1", file_path=str(path), old_string="old", new_string="new")],
+        ),
+        lambda msgs: Turn("done: " + result_text(tool_results(msgs)[-1])),
+    ]
+    agent = scripted_agent(script, [Read(), Edit(middlewares=[runs_on])], name="editor")
+
+    async def scenario() -> Any:
+        session = Session(agent, display=False)
+        task = session.start("edit")
+        first = await parked_on(session, "confirm")
+        path.unlink()
+        await session.act(msg(first, "approve"))
+        await asyncio.wait_for(task, 10)  # no second card: the reply ends
+        return first
+
+    first = run_async(scenario())
+    assert first.reason == f"Not run: the file {path} changed after the approval. The agent was told to read it again."
+    assert not path.exists() and runs_on.runs == []
+    (result,) = tool_results(agent.model.calls[-1], "Edit")
+    assert result_text(result).endswith("To edit a file, you must first read it using the Read tool.")
 
 
 def test_modify_shows_the_diff_of_the_inputs(tmp_path: Path) -> None:

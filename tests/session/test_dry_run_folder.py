@@ -165,6 +165,31 @@ def test_c42_deletion_of_a_file_changed_since_approval_is_asked_again(tmp_path: 
     assert decisions == ["answer", "approve", "file_changed", "approve"]
 
 
+def test_c42_a_tool_that_declares_read_before_write_is_not_asked_again(tmp_path: Path) -> None:
+    """The same deletion by a tool that declares it reads before it writes (``read_before_write``,
+    nb_hitl.file_change): a file changed since the card is not asked about again; the model reads the
+    tool's own words, the card says what happened, and nothing is deleted."""
+    agent = demo_agent(tmp_path / "box", chunk_delay=0)
+    run_async(agent.toolkit.get_tool("delete_file")).read_before_write = "Read the file with read_file first."
+    draft = agent.sandbox / "draft.md"
+
+    async def scenario() -> Any:
+        session = Session(agent, display=False)
+        task = session.start("Please tidy up my sandbox folder.")
+        first = await confirm_deletion(session)
+        draft.write_text(DRAFT + "more\n")
+        await session.act(msg(first, "approve"))
+        await asyncio.wait_for(task, 10)
+        return first
+
+    first = run_async(scenario())
+    assert first.reason == f"Not run: the file {draft} changed after the approval. The agent was told to read it again."
+    assert draft.read_text() == DRAFT + "more\n"  # nothing was deleted
+    (result,) = tool_results(agent.model.calls[-1], "delete_file")
+    assert not result.id.endswith("_r2") and result_text(result).endswith("Read the file with read_file first.")
+    assert hints(agent) == []
+
+
 def test_a_tool_without_the_protocol_says_it_cannot_be_dry_run(tmp_path: Path) -> None:
     """The same deletion as a plain FunctionTool: no diff, no button, and a dry run is refused with why."""
     target = tmp_path / "a.txt"
