@@ -21,6 +21,8 @@ from tests.harness import REPO_ROOT
 from tests.harness.lab import (
     JupyterLabServer,
     card_locator,
+    diff_lines,
+    dry_run,
     notebook_outputs,
     open_notebook,
     output_locator,
@@ -31,11 +33,6 @@ from tests.harness.lab import (
 NOTEBOOK = REPO_ROOT / "notebooks" / "edit_with_diff.ipynb"
 
 
-def _diff_lines(card, testid: str = "nbh-file-diff") -> list[list[str]]:  # type: ignore[no-untyped-def]
-    diff = card.locator(f'[data-testid="{testid}"]').first
-    return diff.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
-
-
 def _approve(page, waiting: str, path_end: str):  # type: ignore[no-untyped-def]
     """Once the notebook says ``waiting``, the one open card (its path ends with ``path_end``): approved."""
     output_locator(page, f"Waiting for you: {waiting}").wait_for(timeout=90_000)
@@ -43,7 +40,7 @@ def _approve(page, waiting: str, path_end: str):  # type: ignore[no-untyped-def]
     card.wait_for(timeout=30_000)
     assert card.count() == 1
     assert card.locator('[data-testid="nbh-file-path"]').inner_text().endswith(f"{path_end}:")
-    lines = _diff_lines(card)
+    lines = diff_lines(card)
     card.locator('[data-testid="nbh-approve"]').click()
     return lines
 
@@ -54,14 +51,9 @@ def test_edit_with_diff_clicked_through(page, lab: JupyterLabServer) -> None:
     run_all_cells(page)
 
     card = card_locator(page, "confirm")  # Try it first: the Edit in a temporary copy, the card stays open
-    card.locator('[data-testid="nbh-dry-run"]').click(timeout=90_000)
-    result = card.locator('[data-testid="nbh-dry-run-result"]')
-    result.wait_for(timeout=60_000)
-    assert result.get_attribute("data-state") == "success"
+    result = dry_run(card, 90_000)
     assert card.locator('[data-testid="nbh-dry-run-file"]').inner_text().startswith("Changed in the copy: ")
-    assert ["add", "+def welcome(name):"] in _diff_lines(
-        card.locator('[data-testid="nbh-dry-run-result"]'), "nbh-dry-run-diff"
-    )
+    assert ["add", "+def welcome(name):"] in diff_lines(result, "nbh-dry-run-diff")
     rename = _approve(page, "press Approve on the greet.py card above", "/greet.py")
     assert ["del", "-def greet(name):"] in rename and ["add", "+def welcome(name):"] in rename
     new_file = _approve(page, "press Approve on the test_greet.py card above", "/test_greet.py")
