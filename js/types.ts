@@ -56,6 +56,8 @@ export interface DecisionView {
   input_diff?: string;
   /** who decided when it was not the person: "timeout" or "cancelled" */
   cause?: string;
+  /** the person's own words with a denial */
+  reason?: string;
   /** what the model read about this decision besides AgentScope's own text */
   note?: string;
   /** "Always deny": the rules added as deny rules with the denial */

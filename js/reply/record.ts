@@ -67,7 +67,7 @@ function samplingText(dec: DecisionView, completion: boolean): string {
     case "deny":
       if (dec.cause === "timeout") return `Not answered before the deadline: ${what} was refused, the MCP server got an error`;
       if (dec.cause === "cancelled") return `Cancelled without an answer: ${what} was refused, the MCP server got an error`;
-      return `Denied: ${what} was refused, the MCP server got an error`;
+      return `Denied: ${what} was refused, the MCP server got an error` + (dec.reason ? ` with your reason: ${dec.reason}` : "");
     case "timeout":
       return `Deadline passed: ${dec.applied || "default applied"}`;
     default:

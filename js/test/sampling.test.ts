@@ -118,5 +118,6 @@ describe("the sampling completion card", () => {
     assert.equal(decisionText({ action: "approve" }, done("request")), "Approved: the notebook's model was called");
     assert.equal(decisionText({ action: "approve" }, done("completion")), "Approved: the completion was sent to the MCP server");
     assert.equal(decisionText({ action: "deny", cause: "timeout" }, done("request")), "Not answered before the deadline: the request was refused, the MCP server got an error");
+    assert.equal(decisionText({ action: "deny", reason: "not today" }, done("completion")), "Denied: the completion was refused, the MCP server got an error with your reason: not today");
   });
 });

@@ -122,6 +122,8 @@ class Decision:
             out["denied_rules"] = [rule_label(r) for r in self.deny_rules]
         if self.cause != "person":
             out["cause"] = self.cause
+        if self.reason:  # the person's own words with a denial (a card repeats what was sent with it)
+            out["reason"] = self.reason
         if self.note is not None and self.action != "modify":  # the card shows an edit itself
             out["note"] = self.note
         if self.accepted_rules:

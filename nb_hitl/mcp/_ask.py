@@ -16,7 +16,9 @@ was closed or superseded): the server reads ``cancel`` (a sampling request:
 an error), the pause says why, and the audit log has a ``cancelled`` line. The server stops while asking
 (its request is cancelled on a legacy connection; the connection's watcher
 sees it close on the current protocol) or the call is cancelled: the card
-expires with that reason and nothing is sent.
+expires with that reason and nothing is sent. The kernel shuts down
+(:mod:`nb_hitl.mcp._shutdown`): the card expires saying so and the server gets
+an MCP error, since nobody will ever answer.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from agentscope.message import ToolCallBlock
 from ..answers.lifecycle import transition
 from ..kinds import Decision, kind_spec
 from ..pauses import Pause
+from ._shutdown import WAITING, Unanswered
 
 __all__ = ["ask_person", "open_card", "Carrier", "ELICITATION_SEP", "session_of"]
 
@@ -72,6 +75,10 @@ class Carrier:
 
     def expired(self, reason: str) -> None:
         """The pause ended without an answer (``reason`` says why)."""
+        self._settle(reason)
+
+    def unanswerable(self, reason: Unanswered) -> None:
+        """Nobody will ever answer (the kernel shuts down): the server gets an MCP error."""
         self._settle(reason)
 
 
@@ -128,12 +135,17 @@ async def open_card(
 
     Returns:
         the person's (or the deadline's) :class:`Decision`, recorded; or,
-        when the pause ended unanswered or no reply takes answers, why (a sentence).
+        when the pause ended unanswered or no reply takes answers, why (a
+        sentence; an :class:`~nb_hitl.mcp._shutdown.Unanswered` when the kernel
+        shuts down: the server is then answered with an MCP error).
 
     Raises:
         asyncio.CancelledError: the MCP request was cancelled (the card
             expires saying so).
     """
+    if WAITING.reason is not None:
+        log.warning("MCP server %r asked while the kernel shuts down: answered with an error", server)
+        return Unanswered(WAITING.reason)
     run = session.current
     closed = session.desk.closed(run) if run is not None else "nothing runs"
     if closed is not None:
@@ -156,6 +168,7 @@ async def open_card(
         loop.call_later(session.deadline, session.desk.deadline_passed, run, pause)
     session._opened(run, pause)
     session._push(run)
+    WAITING.add(carrier)
     watch = asyncio.ensure_future(gone()) if gone is not None else None
     waiting: set[asyncio.Future[Any]] = {carrier.future} if watch is None else {carrier.future, watch}
     lost: str | None = None
@@ -177,9 +190,17 @@ async def open_card(
             session._push(run)
         raise
     finally:
+        WAITING.discard(carrier)
         if watch is not None:
             watch.cancel()
     if isinstance(outcome, Decision):
+        return outcome
+    if isinstance(outcome, Unanswered):  # the server reads the reason; the card and the audit line what it was told
+        said = f"{outcome} The MCP server was answered with an error."
+        if pause.status in ("open", "deciding"):
+            transition(pause, "expired", reason=said)
+        session._audit_pause(pause, decision="expired", reason=said, decided_by="nb_hitl")
+        session._push(run)
         return outcome
     if lost is not None:
         session._audit_pause(pause, decision="expired", reason=lost, decided_by="nb_hitl")
@@ -205,7 +226,7 @@ async def ask_person(
     schema: Any,
     url: str | None = None,
     gone: Callable[[], Awaitable[str]] | None = None,
-) -> types.ElicitResult:
+) -> types.ElicitResult | types.ErrorData:
     """Show an MCP server's question under ``tool_call`` and wait for the answer (:func:`open_card`).
 
     Args:
@@ -225,7 +246,8 @@ async def ask_person(
     Returns:
         the ``ElicitResult`` for the server: the person's answer, or
         ``cancel`` when the pause ended unanswered or the reply takes no
-        answer any more.
+        answer any more; ``ErrorData`` when nobody ever will (the kernel
+        shuts down).
 
     Raises:
         asyncio.CancelledError: the MCP request was cancelled (the card
@@ -246,4 +268,6 @@ async def ask_person(
         elicitation_url=url,
         form_error="The server sent no schema object." if url is None and not isinstance(schema, dict) else None,
     )
+    if isinstance(got, Unanswered):
+        return types.ErrorData(code=types.INTERNAL_ERROR, message=got)
     return result_of(got) if isinstance(got, Decision) else CANCEL

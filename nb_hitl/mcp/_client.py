@@ -45,6 +45,7 @@ from pydantic import PrivateAttr
 from .._agentscope import RUNNING_CALL
 from ._ask import ask_person, session_of
 from ._sampling import review_sampling
+from ._shutdown import watch_kernel_shutdown
 
 __all__ = ["AskingMCPClient"]
 
@@ -112,6 +113,10 @@ class AskingMCPClient(MCPClient):
             choice: the current protocol, input-required results) or
             ``"legacy"`` (the initialize handshake, server-sent requests).
 
+    In a Jupyter kernel that is shut down or restarted (not killed), the
+    requests still waiting for a person are answered with an MCP error first
+    (:mod:`nb_hitl.mcp._shutdown`), so the server's tool does not wait for ever.
+
     A question that no person can answer (the tool runs outside a Session,
     or, on a legacy connection, two calls of this client are in flight and
     the question cannot be told apart) gets an MCP error, not an invented
@@ -164,6 +169,7 @@ class AskingMCPClient(MCPClient):
             transport, mode=self.mode, elicitation_callback=self.on_elicitation, sampling_callback=self.on_sampling
         )
         client.in_flight = self._in_flight
+        watch_kernel_shutdown(self)  # a kernel shutting down answers this client's waiting requests
         return client
 
     def _asker(self, what: str) -> tuple[Any, Any, ToolCallBlock] | types.ErrorData:

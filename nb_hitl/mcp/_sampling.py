@@ -45,6 +45,7 @@ from ..kinds import Decision
 from ..kinds.sampling import denial_text
 from ..model_config import model_error_hint
 from ._ask import numbered, open_card
+from ._shutdown import Unanswered
 
 __all__ = [
     "SAMPLING_SEP",
@@ -250,6 +251,12 @@ def _tell_card(session: Any, key: str, failed: str) -> None:
     session._push(run)
 
 
+def unanswered_code(why: str) -> int:
+    """The MCP error code of a request nobody answered: ``INTERNAL_ERROR`` when nobody ever will
+    (the kernel shuts down, :class:`~nb_hitl.mcp._shutdown.Unanswered`), else ``USER_REJECTED``."""
+    return types.INTERNAL_ERROR if isinstance(why, Unanswered) else USER_REJECTED
+
+
 async def review_sampling(
     session: Any,
     agent: Any,
@@ -297,7 +304,7 @@ async def review_sampling(
         form_error=problem,
     )
     if not isinstance(got, Decision):
-        return types.ErrorData(code=USER_REJECTED, message=f"Sampling request not answered: {got}")
+        return types.ErrorData(code=unanswered_code(got), message=f"Sampling request not answered: {got}")
     if got.action == "deny":
         return types.ErrorData(code=USER_REJECTED, message=denial_text("request", got.cause, got.reason))
     messages = got.content["messages"] if got.action == "edit" and got.content else view["messages"]
@@ -323,7 +330,7 @@ async def review_sampling(
         sampling={**view, "stage": "completion", "messages": messages, "completion": text, "model": name},
     )
     if not isinstance(got, Decision):
-        return types.ErrorData(code=USER_REJECTED, message=f"Completion not answered: {got}")
+        return types.ErrorData(code=unanswered_code(got), message=f"Completion not answered: {got}")
     if got.action == "deny":
         return types.ErrorData(code=USER_REJECTED, message=denial_text("completion", got.cause, got.reason))
     final = got.content["text"] if got.action == "edit" and got.content else text

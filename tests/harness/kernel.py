@@ -212,14 +212,17 @@ class KernelHarness:
         except Exception:
             pass
 
-    def restart(self) -> None:
+    def restart(self, now: bool = True) -> None:
         """Restart the kernel (works after :meth:`kill` too) and reconnect.
 
-        All records (messages, comms, pending replies) are cleared: the old
-        kernel's comms no longer exist.
+        ``now=True`` kills the old kernel at once; ``now=False`` is JupyterLab's
+        restart (jupyter_client: an interrupt, ``shutdown_request`` with
+        ``restart=True``, a kill only if the kernel is still up after
+        ``shutdown_wait_time``). All records (messages, comms, pending replies)
+        are cleared: the old kernel's comms no longer exist.
         """
         self._disconnect()
-        self.km.restart_kernel(now=True)
+        self.km.restart_kernel(now=now)
         self._reset_records()
         self._connect()
 

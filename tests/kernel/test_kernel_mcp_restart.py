@@ -28,14 +28,16 @@ from pathlib import Path
 import pytest
 
 from tests.harness import KernelHarness
-from tests.mcp.mcp_support import SERVER, answers, http_server, server_pid
+from tests.mcp.mcp_support import SERVER, answers, http_server, server_log, server_pid
 
 pytestmark = pytest.mark.kernel
 
 TOOL = "mcp__db__delete_rows"
+CTX_TOOL = "mcp__db__delete_rows_ctx"
+SHUTDOWN_SAID = "The notebook's kernel is shutting down: nobody will answer this request."
 
 
-def agent_code(config: str, ckpt: Path) -> str:
+def agent_code(config: str, ckpt: Path, tool: str = TOOL, mode: str = "auto") -> str:
     return textwrap.dedent(
         f"""
         import json
@@ -48,17 +50,17 @@ def agent_code(config: str, ckpt: Path) -> str:
         from nb_hitl.mcp import AskingMCPClient
         from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 
-        client = AskingMCPClient(name="db", is_stateful=True, mcp_config={config})
+        client = AskingMCPClient(name="db", is_stateful=True, mcp_config={config}, mode={mode!r})
         await client.connect()
         tools = await client.list_tools()
 
         def make(state=None):
             fresh = state is None
             state = state or AgentState()
-            state.permission_context.allow_rules[{TOOL!r}] = [PermissionRule(
-                tool_name={TOOL!r}, rule_content=None, behavior=PermissionBehavior.ALLOW, source="t")]
+            state.permission_context.allow_rules[{tool!r}] = [PermissionRule(
+                tool_name={tool!r}, rule_content=None, behavior=PermissionBehavior.ALLOW, source="t")]
             report = lambda msgs: Turn("I read: " + result_text(tool_results(msgs)[-1]))
-            script = [Turn("Deleting.", [tool_call({TOOL!r}, table="customers")])] if fresh else []
+            script = [Turn("Deleting.", [tool_call({tool!r}, table="customers")])] if fresh else []
             return Agent(name="dba", system_prompt="Run the database.", state=state,
                          toolkit=Toolkit(tools=tools), model=ScriptedChatModel(script + [report]))
         CKPT = {str(ckpt)!r}
@@ -74,10 +76,13 @@ def alive(pid: int) -> bool:
     return True
 
 
-def run_across_a_restart(k: KernelHarness, config: str, ckpt: Path) -> tuple[list, str]:
-    """Kernel A to the open question, a restart, kernel B restoring; (B's closed call blocks, its model's reply)."""
+def run_across_a_restart(
+    k: KernelHarness, config: str, ckpt: Path, tool: str = TOOL, mode: str = "auto", now: bool = True
+) -> tuple[list, str]:
+    """Kernel A to the open question, a restart (``now``: killed, else JupyterLab's graceful
+    restart), kernel B restoring; (B's closed call blocks, its model's reply)."""
     k.execute(
-        agent_code(config, ckpt)
+        agent_code(config, ckpt, tool, mode)
         + 'session = Session(make(), checkpoints=CKPT, session_id="mcp-1")\n'
         + 'task = session.start("Clear the customers table.")\n'
     ).raise_for_error()
@@ -87,9 +92,9 @@ def run_across_a_restart(k: KernelHarness, config: str, ckpt: Path) -> tuple[lis
         return k.execute(code).raise_for_error().stdout.strip() == "['open']"
 
     k.wait_for(asked, 60, what="the server's question open in kernel A")
-    k.restart()
+    k.restart(now=now)
     out = k.execute(
-        agent_code(config, ckpt)
+        agent_code(config, ckpt, tool, mode)
         + textwrap.dedent(
             """
             session = Session.restore(make, CKPT, display=False)
@@ -143,3 +148,22 @@ def test_a_pending_question_of_an_http_server_leaves_nothing_waiting(tmp_path: P
         assert served.stdout.strip().endswith("customers has 3 rows.")
     assert answers(log) == []
     check_model_side(blocks, reply)
+
+
+def test_a_graceful_restart_answers_a_legacy_http_servers_question_with_an_error(tmp_path: Path) -> None:
+    """JupyterLab's restart (shutdown_request) while a legacy streamable-HTTP server's tool waits
+    in ``ctx.elicit``: the kernel answers the request with an MCP error before it exits, the
+    server's tool ends with that error (it notes it) instead of waiting for ever, and the
+    restored session's model reads what the server said."""
+    log, ckpt = tmp_path / "server.jsonl", tmp_path / "ckpt"
+    with http_server(log) as url, KernelHarness() as k:
+        blocks, reply = run_across_a_restart(
+            k, f"HttpMCPConfig(url={url!r})", ckpt, tool=CTX_TOOL, mode="legacy", now=False
+        )
+        ended = [e for e in server_log(log) if e.get("event") == "ended"]
+    assert ended == [{"event": "ended", "of": "delete_rows_ctx", "error": f"MCPError: {SHUTDOWN_SAID}"}]
+    assert answers(log) == []  # no answer was invented
+    # kernel A read the server's error result before it exited; its checkpoint has it
+    said = f"Error occurred when calling MCP tool: {SHUTDOWN_SAID}"
+    assert [b for b in blocks if b[0] == "tool_result"] == [["tool_result", "error", said]], blocks
+    assert reply == f"I read: {said}"

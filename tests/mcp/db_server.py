@@ -9,7 +9,8 @@ test reads what really reached the server.
   field ``confirm``, through a resolver (``Resolve`` / ``Elicit``): the SDK
   sends it as a standalone ``elicitation/create`` request on a legacy
   connection and as an input-required result on a current one.
-* ``delete_rows_ctx(table)``: the same question with ``ctx.elicit`` (legacy only).
+* ``delete_rows_ctx(table)``: the same question with ``ctx.elicit`` (legacy only); it
+  notes when it asks and how a question that got no answer ended.
 * ``rename_table(table)``: asks twice in one call (a confirmation, then the new name).
 * ``count_rows(table)``: read-only, asks nothing.
 * ``sign_in(account)``: sends the person to the server's own sign-in page for
@@ -93,8 +94,18 @@ async def delete_rows(table: str, answer: Annotated[ElicitationResult[Confirm], 
 
 @server.tool()
 async def delete_rows_ctx(table: str, ctx: Context) -> str:
-    """Delete every row of a table (asks the user first, with ctx.elicit)."""
-    got = outcome(await ctx.elicit(f"Delete all rows of {table}?", Confirm))
+    """Delete every row of a table (asks the user first, with ctx.elicit).
+
+    Notes ``{"event": "asking"}`` before it asks and, when the question ends in
+    an error or is cancelled, ``{"event": "ended", "error": ...}`` (a test reads
+    how a question ended that no answer reached)."""
+    note(event="asking", of="delete_rows_ctx", table=table)
+    try:
+        answer = await ctx.elicit(f"Delete all rows of {table}?", Confirm)
+    except BaseException as exc:  # an MCP error answer, or the handler cancelled
+        note(event="ended", of="delete_rows_ctx", error=f"{type(exc).__name__}: {exc}")
+        raise
+    got = outcome(answer)
     note(tool="delete_rows_ctx", table=table, **got)
     return f"The user chose {got['action']}."
 

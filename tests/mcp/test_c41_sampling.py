@@ -20,6 +20,7 @@ import pytest
 from agentscope.agent import Agent
 
 from nb_hitl import DecisionError, Session
+from nb_hitl.mcp._shutdown import SHUTDOWN_REASON, WAITING, answer_pending
 from nb_hitl.pauses import Pause
 from nb_hitl.store import AuditLog
 from tests.mcp.mcp_support import (
@@ -224,3 +225,39 @@ def test_c41_sampling_over_streamable_http(tmp_path: Path, mode: str) -> None:
         final = run_async(scenario(url))
     assert final == f"{SUMMARIZE} success: Summary of customers: {SAW}"
     assert [e["text"] for e in answers(log)] == [SAW]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_c41_a_kernel_shutting_down_answers_a_waiting_sampling_request_with_an_error(tmp_path: Path, mode: str) -> None:
+    """What the kernel's ``do_shutdown`` runs first (``answer_pending``): the open request card
+    expires saying why, the server gets an MCP error naming the shutdown (no completion), the
+    model reads it in the tool's result; a request that comes later is refused at once, with no card."""
+    log, audit = tmp_path / "server.jsonl", tmp_path / "audit.jsonl"
+
+    async def scenario() -> tuple[str, Pause, int]:
+        async with db_client(log, mode) as client:
+            agent = sampling_agent(await client.list_tools(), model_turns=0)
+            session = Session(agent, display=False, audit_log=str(audit))
+            task = session.start("Summarize customers.")
+            request = await card(session, "request")
+            try:
+                waiting = await answer_pending(timeout=10)
+                final = (await asyncio.wait_for(task, 30)).get_text_content()
+                later = Session(sampling_agent(await client.list_tools(), model_turns=0), display=False)
+                again = (await asyncio.wait_for(later.run("Summarize customers."), 30)).get_text_content()
+                assert again == final and later.current.pauses == {}  # refused at once: no card
+            finally:
+                WAITING.reason = None  # this process is not shutting down
+            return final, request, waiting
+
+    final, request, waiting = run_async(scenario())
+    assert waiting == 1
+    assert (
+        final
+        == f"{SUMMARIZE} error: Error occurred when calling MCP tool: Sampling request not answered: {SHUTDOWN_REASON}"
+    )
+    assert request.status == "expired"
+    assert request.reason == f"{SHUTDOWN_REASON} The MCP server was answered with an error."
+    assert answers(log) == []  # an error, never a completion
+    [line] = [r for r in AuditLog(audit).records() if r.get("kind") == "sampling"]
+    assert (line["decision"], line["reason"]) == ("expired", request.reason)
