@@ -38,9 +38,10 @@ past it the benchmark stops whatever phase it is in, says so and exits with
 status 3 (``benchmarks._bound.run_bounded``, as every benchmark). The
 engine's plain loop is most of it: on the project's 2-core machine shared
 with other work (load average about 10) the engine alone took 470 s wall
-for the default 100,000 calls and 1,000 rules. ``--distinct``, ``--shell``
-and ``--runs`` above 1 each add about as much again: give them a larger
-``--budget``.
+for the default 100,000 calls and 1,000 rules. ``--distinct`` and ``--runs``
+above 1 each add about as much again, ``--shell`` about twice as much (its
+plain loop judges every ``Bash`` call's simple commands too): give them a
+larger ``--budget``.
 
 Run from the repository root::
 
