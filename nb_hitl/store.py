@@ -34,7 +34,7 @@ try:  # POSIX: an advisory lock around each audit append (see AuditLog.append)
 except ImportError:  # pragma: no cover - Windows: appends are safe within one process only
     fcntl = None  # type: ignore[assignment]
 
-from ._fileio import NOFOLLOW, current_user, read_nofollow, write_atomic
+from ._fileio import NOFOLLOW, current_user, iter_lines, parse_lines, read_nofollow, write_atomic
 from ._signing import KEY_ENV, _sign, default_key_path, load_key
 from .errors import NbHitlError
 
@@ -480,20 +480,3 @@ class AuditLog:
 
             out = [r for r in out if event_of(r) == event]
         return out
-
-
-def parse_lines(raw: bytes) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file's bytes, in order (:func:`iter_lines`)."""
-    return list(iter_lines(raw))
-
-
-def iter_lines(raw: bytes) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file's bytes, in order, one at a time
-    (a line that is not a JSON object, e.g. one torn by a crash, is skipped)."""
-    for line in raw.decode("utf-8", errors="replace").splitlines():
-        try:
-            rec = json.loads(line) if line.strip() else None
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            yield rec
