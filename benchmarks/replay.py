@@ -15,8 +15,11 @@ globs, whole-tool rules; allow / deny / ask). In the same run:
   rule fired, the per-rule counts, the changes, the DataFrame), with
   ``shell_rules=False`` so both judge ``Bash`` lines the same way, whole;
 * with ``--shell``, the replay again with the shell rules on (the default of
-  ``replay``: each ``Bash`` line judged one simple command at a time, as a
-  Session does), for information.
+  ``replay`` and of the explorer: each ``Bash`` line judged one simple
+  command at a time, as a Session does), next to AgentScope's engine and
+  the shell rules' verdict (``judge_shell_call``) checking each call in a
+  plain loop, as a Session checks them; their decisions must agree (else
+  it exits 1).
 
 Both see the same calls; the replay's candidate column must equal the
 engine's decisions (else it exits 1). It prints each run's wall and CPU
@@ -35,9 +38,10 @@ past it the benchmark stops whatever phase it is in, says so and exits with
 status 3 (``benchmarks._bound.run_bounded``, as every benchmark). The
 engine's plain loop is most of it: on the project's 2-core machine shared
 with other work (load average about 10) the engine alone took 470 s wall
-for the default 100,000 calls and 1,000 rules. ``--distinct``, ``--shell``
-and ``--runs`` above 1 each add about as much again: give them a larger
-``--budget``.
+for the default 100,000 calls and 1,000 rules. ``--distinct`` and ``--runs``
+above 1 each add about as much again, ``--shell`` about twice as much (its
+plain loop judges every ``Bash`` call's simple commands too): give them a
+larger ``--budget``.
 
 Run from the repository root::
 
@@ -66,6 +70,7 @@ from agentscope.tool import Bash, FunctionTool, Read, ToolChunk, Write
 
 from nb_hitl._agentscope import enum_value
 from nb_hitl.audit import replay
+from nb_hitl.permissions.shell_check import judge_shell_call
 
 BEHAVIORS = ["allow", "deny", "ask"]
 PROGRAMS = ["git", "ls", "cat", "make", "pytest", "docker", "npm", "rm", "curl", "grep"]
@@ -156,15 +161,20 @@ def recorded_calls(n: int, n_rules: int, seed: int = 7, *, distinct: bool = Fals
     return records
 
 
-async def baseline(tools: dict[str, Any], rules: list[dict[str, Any]], calls: list[tuple[str, dict]]) -> list[str]:
-    """AgentScope's engine with ``rules``, checking each call in a plain loop; its decisions."""
+async def baseline(
+    tools: dict[str, Any], rules: list[dict[str, Any]], calls: list[tuple[str, dict]], *, shell: bool = False
+) -> list[str]:
+    """AgentScope's engine with ``rules``, checking each call in a plain loop
+    (with ``shell``, each then judged by the shell rules as a Session judges
+    it: ``judge_shell_call`` after the engine); its decisions."""
     engine = PermissionEngine(PermissionContext())
     for rule in rules:
         engine.add_rule(PermissionRule(**rule))
     out = []
     for name, args in calls:
         decision = await engine.check_permission(tools[name], dict(args))
-        out.append(enum_value(decision.behavior))
+        verdict = await judge_shell_call(engine, tools[name], dict(args), decision) if shell else None
+        out.append(enum_value((verdict.decision if verdict is not None else decision).behavior))
     return out
 
 
@@ -194,7 +204,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     when run as a script.
 
     Returns:
-        ``{"baseline": s, "replay": s, "replay_shell": s, "ratio": x}``.
+        ``{"baseline": s, "replay": s, "replay_shell": s, "ratio": x}`` (CPU seconds).
 
     Raises:
         SystemExit: 1 when the replay disagrees with the engine.
@@ -239,16 +249,24 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         f"ratio replay / engine: x{ratio:.2f} CPU, x{wall / base_wall:.2f} wall "
         f"(goal <= x1.5 CPU: {'met' if ratio <= 1.5 else 'NOT met'})"
     )
-    shell_s = float("nan")
+    shell_cpu = float("nan")
     if args.shell:
-        shell_s, shell_cpu, _ = timed(lambda: replay(records, rules, tools))
+        shell_wall, shell_cpu, frame = timed(lambda: replay(records, rules, tools))
         print(
-            f"  nb_hitl replay, shell rules on: {shell_s:7.1f} s wall {shell_cpu:7.1f} s CPU "
-            "(each Bash line judged one simple command at a time)"
+            f"  nb_hitl replay, shell rules on: {shell_wall:7.1f} s wall {shell_cpu:7.1f} s CPU "
+            "(each Bash line judged one simple command at a time)",
+            flush=True,
         )
+        plain_wall, plain_cpu, decided = timed(lambda: baseline(tools, rules, calls, shell=True))
+        print(f"  engine + shell rules, plain loop: {plain_wall:7.1f} s wall {plain_cpu:7.1f} s CPU", flush=True)
+        if list(frame["candidate"]) != decided:
+            differ = sum(a != b for a, b in zip(frame["candidate"], decided, strict=True))
+            print(f"  the shell-rules replay disagrees with the plain loop on {differ} call(s)", file=sys.stderr)
+            raise SystemExit(1)
+        print(f"ratio shell-rules replay / plain loop: x{shell_cpu / plain_cpu:.2f} CPU (same decisions on every call)")
     total = time.perf_counter() - started
     print(f"  whole run {total:.0f} s (bound {args.budget:.0f} s)")
-    return {"baseline": base_cpu, "replay": cpu, "replay_shell": shell_s, "ratio": ratio}
+    return {"baseline": base_cpu, "replay": cpu, "replay_shell": shell_cpu, "ratio": ratio}
 
 
 if __name__ == "__main__":

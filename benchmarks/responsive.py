@@ -29,7 +29,9 @@ Scenarios:
   rules, the way the page's replay asks for it
   (``PermissionExplorer.replay_history``); the button shown above the
   explorer also answers each click (its label counts them), and the page
-  notes when each answer is drawn: click due -> answer drawn is reported too.
+  notes when each answer is drawn: click due -> answer drawn is reported too,
+  with the garbage collector's full collections during the replay
+  (``gc.callbacks``) and when the slowest clicks were due.
 
 Each prints the median, p90 and max latency (ms) and how many clicks
 reached Python (a click lost would show as fewer). Target: a click
@@ -61,7 +63,7 @@ if __package__ in (None, ""):
 from benchmarks._lab import cell_json, lab_page, open_notebook, run_cell, summarize, write_notebook
 
 SETUP = """
-import asyncio, json, time
+import asyncio, gc, json, time
 import ipywidgets
 from IPython.display import display
 from agentscope.agent import Agent
@@ -110,12 +112,18 @@ async def explorer_replay(run):
     ping.on_click(answered)
     display(ping, explorer)
     await asyncio.sleep(1.5)  # the benchmark finds the button and starts clicking
+    full = []  # the garbage collector's full collections during the replay: [start, end] (time.time())
+    def collected(phase, info):
+        if info["generation"] == 2:
+            full.append([time.time()]) if phase == "start" else full[-1].append(time.time())
+    gc.callbacks.append(collected)
     start = time.time()
     summary = await explorer.replay_history(candidate)
     end = time.time()
+    gc.callbacks.remove(collected)
     Path(f"replayed-{{run}}").touch()  # the benchmark stops clicking
     print("RESULT", json.dumps({{"kind": "explorer_replay", "run": run, "start": start, "end": end,
-                                "calls": summary["calls"], "records": len(records)}}))
+                                "calls": summary["calls"], "records": len(records), "full_gc": full}}))
 
 async def scenario(kind, run):
     if kind == "explorer_replay":
@@ -261,9 +269,13 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
                     sent, page.evaluate("() => window.__nbhAnswers"), result["start"], result["end"]
                 )
                 answered.extend(drawn)
+                pauses = [f"{(b - a) * 1000:.0f} ms at {a - result['start']:.1f} s" for a, b in result["full_gc"]]
+                slowest = sorted(((g - s) * 1000, s - result["start"]) for s, g in during)[-3:]
                 print(
                     f"run {n}: {result['calls']:,} recorded calls ({result['records']:,} records) replayed in "
-                    f"{result['end'] - result['start']:.1f} s; {len(drawn)} of {len(during)} clicks answered in the page"
+                    f"{result['end'] - result['start']:.1f} s; {len(drawn)} of {len(during)} clicks answered in the page; "
+                    f"full garbage collections: {', '.join(pauses) or 'none'}; slowest clicks to Python: "
+                    + ", ".join(f"{ms:.0f} ms at {at:.1f} s" for ms, at in reversed(slowest))
                 )
             if len(handled) == len(sent):
                 for s, p, g in zip(sent, handled, got, strict=False):

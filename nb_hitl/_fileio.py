@@ -7,11 +7,14 @@ folder ``fsync``-ed) and reads never follow a symlink (``O_NOFOLLOW``).
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-__all__ = ["current_user", "fsync_dir", "NOFOLLOW", "read_nofollow", "write_atomic"]
+__all__ = ["current_user", "fsync_dir", "NOFOLLOW", "read_nofollow", "write_atomic", "parse_lines", "iter_lines"]
 
 
 def current_user() -> str:
@@ -74,3 +77,20 @@ def write_atomic(target: Path, data: bytes) -> None:
             pass
         raise
     fsync_dir(target.parent)
+
+
+def parse_lines(raw: bytes) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file's bytes, in order (:func:`iter_lines`)."""
+    return list(iter_lines(raw))
+
+
+def iter_lines(raw: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file's bytes, in order, one at a time
+    (a line that is not a JSON object, e.g. one torn by a crash, is skipped)."""
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        try:
+            rec = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            yield rec

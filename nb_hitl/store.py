@@ -23,7 +23,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ try:  # POSIX: an advisory lock around each audit append (see AuditLog.append)
 except ImportError:  # pragma: no cover - Windows: appends are safe within one process only
     fcntl = None  # type: ignore[assignment]
 
-from ._fileio import NOFOLLOW, current_user, read_nofollow, write_atomic
+from ._fileio import NOFOLLOW, current_user, iter_lines, parse_lines, read_nofollow, write_atomic
 from ._signing import KEY_ENV, _sign, default_key_path, load_key
 from .errors import NbHitlError
 
@@ -43,6 +43,7 @@ __all__ = [
     "CheckpointLock",
     "AuditLog",
     "parse_lines",
+    "iter_lines",
     "CheckpointLockedError",
     "CheckpointIntegrityError",
     "CheckpointVersionError",
@@ -457,6 +458,14 @@ class AuditLog:
                 os.close(fd)
         return full
 
+    def iter_records(self) -> Iterator[dict[str, Any]]:
+        """Every record, oldest first, one at a time (:meth:`records` without the list)."""
+        try:
+            raw = read_nofollow(self.path)
+        except FileNotFoundError:
+            return
+        yield from iter_lines(raw)
+
     def records(self, event: str | None = None) -> list[dict[str, Any]]:
         """Every record, oldest first (a line that is not JSON is skipped).
 
@@ -465,27 +474,9 @@ class AuditLog:
                 checks; ``"answered"``: answers, and every line written before
                 checks were recorded; :func:`nb_hitl.answers.record.event_of`).
         """
-        try:
-            raw = read_nofollow(self.path)
-        except FileNotFoundError:
-            return []
-        out = parse_lines(raw)
+        out = list(self.iter_records())
         if event is not None:
             from .answers.record import event_of
 
             out = [r for r in out if event_of(r) == event]
         return out
-
-
-def parse_lines(raw: bytes) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file's bytes, in order (a line that
-    is not a JSON object, e.g. one torn by a crash, is skipped)."""
-    out = []
-    for line in raw.decode("utf-8", errors="replace").splitlines():
-        try:
-            rec = json.loads(line) if line.strip() else None
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out

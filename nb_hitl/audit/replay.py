@@ -20,7 +20,6 @@ the task running it can be cancelled between two calls.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections import Counter
@@ -39,27 +38,18 @@ from agentscope.permission import (
 )
 
 from .._agentscope import enum_value, rule_label
-from ..answers.record import NOT_ANSWERS
 from ..errors import DecisionError
 from ..permissions.bounded import BoundedEngine, PathologicalRuleError, may_backtrack
 from ..permissions.rules import MODES, parse_rule
-from ..permissions.shell_check import judge_shell_call, rule_covers
+from ..permissions.shell_check import judge_shell_call, rule_covers, shell_field, shell_forms
 from ..permissions.tools import tools_of
 from ..store import AuditLog
-from .frame import read_records
+from .calls import CALL_FIELDS, RecordedCalls, read_calls, recorded_calls
 
-__all__ = ["replay", "recorded_calls", "CALL_COLUMNS", "RULE_COLUMNS", "YIELD_EVERY"]
+__all__ = ["replay", "recorded_calls", "CALL_COLUMNS", "RULE_COLUMNS", "YIELD_EVERY", "TURN_ROUNDS"]
 
 CALL_COLUMNS = [
-    "tool_call_id",
-    "reply_id",
-    "agent",
-    "tool_name",
-    "input",
-    "recorded",
-    "recorded_how",
-    "recorded_rule",
-    "person",
+    *CALL_FIELDS,
     "candidate",
     "candidate_reason",
     "candidate_rule",
@@ -74,57 +64,17 @@ RULE_COLUMNS = ["rule", "behavior", "matched", "fired", "never_fired", "shadowed
 """The columns of ``replay(...).attrs["rules"]`` (one row per candidate rule)."""
 
 YIELD_EVERY = 0.02
-"""Seconds of matching :func:`replay` does before it lets the event loop run (``await asyncio.sleep(0)``)."""
+"""Seconds of matching :func:`replay` does before it lets the event loop run (:data:`TURN_ROUNDS` rounds)."""
 
+TURN_ROUNDS = 4
+"""Event-loop iterations (``await asyncio.sleep(0)``) a turn of :func:`replay` gives.
+A message reaching a kernel goes from its socket's callback through a queue
+and a task or two to the comm handler, one loop iteration a step: with one
+iteration a turn, each step waited for the next turn (a click waited 40-60 ms
+for three turns of 20 ms); an iteration with nothing to run costs a few µs."""
+
+_ABSENT = object()
 _PRECEDENCE = {"deny": 0, "ask": 1, "allow": 2}  # the engine's order: deny rules, ask rules, ..., allow rules
-
-
-def recorded_calls(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tool calls of a log, oldest first: ``{"tool_call_id", "reply_id",
-    "agent", "tool_name", "input", "recorded", "recorded_how",
-    "recorded_rule", "person"}``. ``recorded`` is the permission check's
-    decision; a call with only an answer (a log written before checks were
-    recorded) asked (``recorded="ask"``). ``person`` is the answer
-    (``approve``, ``deny``, ``timeout``...), ``None`` when nobody answered.
-    Records without a tool call (or with a ``discarded`` decision only) are left out.
-    """
-    calls: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for r in records:
-        call_id = r.get("tool_call_id")
-        if not call_id or not r.get("tool_name"):
-            continue
-        key = (r.get("agent"), call_id)
-        event = r.get("event") or "answered"
-        row = calls.get(key)
-        if event == "checked":
-            if row is not None and row["recorded_how"] is not None:
-                continue  # the first check of the call (an id reused later reads as the same call)
-            row = calls.setdefault(key, {"person": None})
-            row.update(
-                tool_call_id=call_id,
-                reply_id=r.get("reply_id"),
-                agent=r.get("agent"),
-                tool_name=r.get("tool_name"),
-                input=r.get("original_input") if isinstance(r.get("original_input"), dict) else {},
-                recorded=r.get("decision"),
-                recorded_how=r.get("decided_how"),
-                recorded_rule=r.get("rule"),
-            )
-        elif r.get("decision") not in NOT_ANSWERS:
-            if row is None:
-                row = calls[key] = {
-                    "tool_call_id": call_id,
-                    "reply_id": r.get("reply_id"),
-                    "agent": r.get("agent"),
-                    "tool_name": r.get("tool_name"),
-                    "input": r.get("original_input") if isinstance(r.get("original_input"), dict) else {},
-                    "recorded": "ask",
-                    "recorded_how": None,
-                    "recorded_rule": None,
-                }
-            if row.get("person") is None:
-                row["person"] = r.get("decision")
-    return list(calls.values())
 
 
 def _rules(rules: Any) -> tuple[list[PermissionRule], PermissionMode | None]:
@@ -172,17 +122,21 @@ class _ReplayEngine(BoundedEngine):
         self.call: dict[str, Any] = {}
         self._answers = answers
         self._known: dict[int, asyncio.Future[bool]] = {}
+        self._field: str | None = None
+        self._forms: dict[tuple[int, Any], asyncio.Future[bool]] = {}
+        self._last: tuple[Any, bool] = (None, False)
         self._costly: set[int] = set()
         self._next_turn = time.perf_counter() + YIELD_EVERY
 
     async def turn(self) -> None:
-        """Let the event loop run (``await asyncio.sleep(0)``) when
+        """Let the event loop run (:data:`TURN_ROUNDS` iterations) when
         :data:`YIELD_EVERY` seconds have passed since it last did: a click is
         answered, a cancel lands here. Asked between calls and before each
         match of a shell rule's simple commands (a call judged with the shell
         rules matches each rule against each of its simple commands too)."""
         if time.perf_counter() >= self._next_turn:
-            await asyncio.sleep(0)
+            for _ in range(TURN_ROUNDS):
+                await asyncio.sleep(0)
             self._next_turn = time.perf_counter() + YIELD_EVERY
 
     def add_rule(self, rule: PermissionRule) -> None:
@@ -208,6 +162,11 @@ class _ReplayEngine(BoundedEngine):
         """
         self.call = given = dict(tool_input)
         self._known = known = {}
+        self._field, self._forms, self._last = shell_field(tool) if shell else None, {}, (None, False)
+        parts = shell_forms(tool, given) if shell else None
+        command = given.get(self._field) if self._field is not None else None
+        # a rule covers a simple command only by matching one of its forms: when each is the whole line, only by matching it
+        covers = parts is not None and any(f != command for text, forms in parts for f in (text, *forms))
         costly, answers, matches = self._costly, self._answers, PermissionEngine._rule_matches
         matching: list[PermissionRule] = []
         pathological: list[PermissionRule] = []
@@ -219,7 +178,7 @@ class _ReplayEngine(BoundedEngine):
                     self.check_cost(tool, rule, given)
                 matched = bool(await matches(self, tool, rule, given))
                 known[key] = answers[matched]
-                if matched or shell and await rule_covers(tool, rule, given, self):
+                if matched or covers and await rule_covers(tool, rule, given, self, parts):
                     matching.append(rule)
             except PathologicalRuleError as exc:
                 pathological.append(rule)
@@ -229,16 +188,46 @@ class _ReplayEngine(BoundedEngine):
     def _rule_matches(  # type: ignore[override]
         self, tool: Any, rule: PermissionRule, input_data: dict[str, Any]
     ) -> Awaitable[bool]:
-        if input_data is self.call:
+        call, field = self.call, self._field
+        if input_data is call:
             known = self._known.get(id(rule))
             if known is not None:
                 return known
+        elif field is not None and self._one_command(input_data, field):
+            form = input_data.get(field)
+            known = self._known.get(id(rule)) if form == call.get(field) else self._forms.get((id(rule), form))
+            if known is not None:
+                return known
+            return self._other(tool, rule, input_data, (id(rule), form))
         return self._other(tool, rule, input_data)
 
-    async def _other(self, tool: Any, rule: PermissionRule, input_data: dict[str, Any]) -> bool:
-        """A match against another input (a shell rule's simple commands): bounded, after the loop's turn if due."""
+    def _one_command(self, input_data: dict[str, Any], field: str) -> bool:
+        """Whether ``input_data`` is the call's input with only its command
+        line (``field``) changed: one of the forms of its simple commands,
+        whose match against a rule is the same wherever it is asked. The
+        last input asked about is remembered (the engine asks every rule of
+        a bucket about one input)."""
+        last = self._last
+        if last[0] is input_data:
+            return last[1]
+        call = self.call
+        same = len(input_data) == len(call) and all(
+            k == field or input_data.get(k, _ABSENT) is v for k, v in call.items()
+        )
+        self._last = (input_data, same)  # holds the input: its id is not reused while remembered
+        return same
+
+    async def _other(
+        self, tool: Any, rule: PermissionRule, input_data: dict[str, Any], form: tuple[int, Any] | None = None
+    ) -> bool:
+        """A match against another input (a shell rule's simple commands):
+        bounded, after the loop's turn if due; remembered for the call under
+        ``form`` (the rule and the command) when given."""
         await self.turn()
-        return await super()._rule_matches(tool, rule, input_data)
+        matched = bool(await super()._rule_matches(tool, rule, input_data))
+        if form is not None:
+            self._forms[form] = self._answers[matched]
+        return matched
 
 
 async def _decide(engine: BoundedEngine, tool: Any, tool_input: dict[str, Any], shell: bool) -> PermissionDecision:
@@ -262,15 +251,6 @@ class _Outcome:
     problem: str | None
     matching: tuple[PermissionRule, ...]
     pathological: tuple[PermissionRule, ...]
-
-
-def _input_key(tool_name: str, tool_input: dict[str, Any]) -> tuple[str, str] | None:
-    """``(tool name, canonical JSON of the input)``: two calls with equal keys
-    are decided alike; ``None`` when the input is not JSON (decided on its own)."""
-    try:
-        return tool_name, json.dumps(tool_input, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    except (TypeError, ValueError):
-        return None
 
 
 async def _judge(
@@ -298,22 +278,24 @@ async def _judge(
     )
 
 
-def _add_row(columns: dict[str, list[Any]], call: dict[str, Any], outcome: _Outcome) -> None:
-    """Append one row to the replay's columns (:data:`CALL_COLUMNS`): the
-    recorded call and what the candidate decides (columns, not a dict per
-    row: a long log leaves fewer objects for the garbage collector to walk)."""
-    changed = outcome.candidate != "unknown" and outcome.candidate != call["recorded"]
-    row = {
-        "candidate": outcome.candidate,
-        "candidate_reason": outcome.reason,
-        "candidate_rule": outcome.rule,
-        "problem": outcome.problem,
+def _call_frame(calls: RecordedCalls, outcomes: list[_Outcome]) -> pd.DataFrame:
+    """The replay's frame (:data:`CALL_COLUMNS`): the recorded calls' columns
+    and, per call, what the candidate decides (``outcomes``, one per call)."""
+    cols = calls.columns
+    candidate = [o.candidate for o in outcomes]
+    changed = [c != "unknown" and c != r for c, r in zip(candidate, cols["recorded"], strict=True)]
+    allow = PermissionBehavior.ALLOW.value
+    data = {
+        **cols,
+        "candidate": candidate,
+        "candidate_reason": [o.reason for o in outcomes],
+        "candidate_rule": [o.rule for o in outcomes],
+        "problem": [o.problem for o in outcomes],
         "changed": changed,
-        "change": f"{call['recorded']} -> {outcome.candidate}" if changed else "",
-        "denied_now_allowed": call.get("person") == "deny" and outcome.candidate == PermissionBehavior.ALLOW.value,
+        "change": [f"{r} -> {c}" if ch else "" for r, c, ch in zip(cols["recorded"], candidate, changed, strict=True)],
+        "denied_now_allowed": [p == "deny" and c == allow for p, c in zip(cols["person"], candidate, strict=True)],
     }
-    for name, values in columns.items():
-        values.append(row[name] if name in row else call.get(name))
+    return pd.DataFrame(data, columns=CALL_COLUMNS)
 
 
 def _tally(listed: list[PermissionRule], outcomes: Counter[_Outcome]) -> dict[int, dict[str, Any]]:
@@ -337,7 +319,7 @@ def _tally(listed: list[PermissionRule], outcomes: Counter[_Outcome]) -> dict[in
 
 
 async def replay(
-    log: AuditLog | str | os.PathLike[str] | Iterable[dict[str, Any]],
+    log: AuditLog | str | os.PathLike[str] | Iterable[dict[str, Any]] | RecordedCalls,
     rules: Iterable[PermissionRule | Mapping[str, Any]] | PermissionContext,
     toolkit: Any,
     *,
@@ -352,7 +334,9 @@ async def replay(
     the candidate context, which one replay holds fixed.
 
     Args:
-        log: the audit log (:class:`~nb_hitl.store.AuditLog`, its path, or its records).
+        log: the audit log (:class:`~nb_hitl.store.AuditLog`, its path, or
+            its records), or its calls already read
+            (:func:`~nb_hitl.audit.calls.read_calls`, as the explorer keeps them).
         rules: the candidate rules (``PermissionRule`` or rule dicts,
             :func:`~nb_hitl.permissions.rules.parse_rule`), or a
             ``PermissionContext`` (its rules, and its mode unless ``mode`` is given).
@@ -393,27 +377,33 @@ async def replay(
         by_tool.setdefault(rule.tool_name, []).append(rule)
     tools = tools_of(getattr(toolkit, "toolkit", None) or toolkit)
     decided: dict[tuple[str, str], _Outcome] = {}
+    missing: dict[str, _Outcome] = {}
     given: Counter[_Outcome] = Counter()
-    columns: dict[str, list[Any]] = {name: [] for name in CALL_COLUMNS}
-    calls = await asyncio.to_thread(
-        lambda: recorded_calls(read_records(log))
-    )  # off the loop: 100,000 lines take a second
-    for call in calls:
+    # off the loop: 100,000 lines take a second
+    calls = log if isinstance(log, RecordedCalls) else await asyncio.to_thread(read_calls, log)
+    names, inputs, keys = calls.columns["tool_name"], calls.columns["input"], calls.keys
+    outcomes: list[_Outcome] = []
+    for i in range(len(calls)):
         await engine.turn()
-        tool = tools.get(str(call["tool_name"]))
+        tool = tools.get(str(names[i]))
         if tool is None:
-            unknown = _Outcome("unknown", None, None, f"no tool {call['tool_name']!r} in the toolkit", (), ())
-            _add_row(columns, call, unknown)
+            unknown = missing.get(str(names[i]))
+            if unknown is None:
+                unknown = missing[str(names[i])] = _Outcome(
+                    "unknown", None, None, f"no tool {names[i]!r} in the toolkit", (), ()
+                )
+            outcomes.append(unknown)
             continue
-        key = _input_key(tool.name, call["input"])
+        input_key = keys[i]
+        key = (tool.name, input_key) if input_key is not None else None
         outcome = decided.get(key) if key is not None else None
         if outcome is None:
-            outcome = await _judge(engine, tool, call["input"], by_tool.get(tool.name, []), shell_rules)
+            outcome = await _judge(engine, tool, inputs[i], by_tool.get(tool.name, []), shell_rules)
             if key is not None:
                 decided[key] = outcome
         given[outcome] += 1
-        _add_row(columns, call, outcome)
-    frame = await asyncio.to_thread(pd.DataFrame, columns, columns=CALL_COLUMNS)
+        outcomes.append(outcome)
+    frame = await asyncio.to_thread(_call_frame, calls, outcomes)
     frame.attrs["rules"] = _rule_frame(listed, _tally(listed, given))
     frame.attrs["mode"] = candidate_mode.value
     return frame

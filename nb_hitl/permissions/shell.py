@@ -131,9 +131,15 @@ class SimpleCommand:
         out, quotes removed), with the program's base name, each tail of a
         wrapper's words, the command of ``find -exec``. Each form is one
         command: a rule is never matched against what is chained to it."""
+        return list(self._forms)
+
+    @functools.cached_property
+    def _forms(self) -> tuple[str, ...]:
+        """:meth:`rule_forms`, worked out once per command (a parse is cached
+        and shared, and every rule of a check asks for its forms)."""
         forms: list[str] = [self.text]
         if self.program is None:
-            return forms
+            return tuple(forms)
         words = [v if v is not None else a for v, a in zip(self.values, (self.program, *self.args), strict=False)]
         for start in _program_starts(words):
             tail = words[start:]
@@ -141,7 +147,7 @@ class SimpleCommand:
             base = posixpath.basename(tail[0])
             if base and base != tail[0]:
                 forms.append(" ".join([base, *tail[1:]]))
-        return list(dict.fromkeys(f for f in forms if f))
+        return tuple(dict.fromkeys(f for f in forms if f))
 
     def to_dict(self) -> dict[str, Any]:
         """``{"program", "args", "redirections", "assignments", "text", "via",

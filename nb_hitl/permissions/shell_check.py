@@ -63,6 +63,7 @@ __all__ = [
     "judge_shell_call",
     "command_rule",
     "rule_covers",
+    "shell_forms",
 ]
 
 SHELL_RULE_SOURCE = "nb_hitl: shell command"
@@ -248,8 +249,24 @@ async def judge_shell_call(
     return verdict
 
 
+def shell_forms(tool: ToolBase, tool_input: Mapping[str, Any]) -> list[tuple[str, tuple[str, ...]]] | None:
+    """Per simple command of a shell call, its text and the forms a deny or
+    ask rule is matched against (:meth:`~nb_hitl.permissions.shell.SimpleCommand.rule_forms`;
+    an allow rule is matched against the text alone), in order; ``None``
+    when ``tool`` takes no shell command (:func:`shell_field`)."""
+    key = shell_field(tool)
+    command = tool_input.get(key) if key else None
+    if key is None or not isinstance(command, str):
+        return None
+    return [(cmd.text, tuple(cmd.rule_forms())) for cmd in parse_command(command).commands]
+
+
 async def rule_covers(
-    tool: ToolBase, rule: PermissionRule, tool_input: Mapping[str, Any], engine: PermissionEngine | None = None
+    tool: ToolBase,
+    rule: PermissionRule,
+    tool_input: Mapping[str, Any],
+    engine: PermissionEngine | None = None,
+    forms: list[tuple[str, tuple[str, ...]]] | None = None,
 ) -> list[str] | None:
     """The simple commands of a shell call that ``rule`` covers under the
     shell rules, by the tool's own ``match_rule``: a deny or ask rule on any
@@ -259,6 +276,8 @@ async def rule_covers(
     Args:
         engine: whose matcher to use (``_rule_matches``); a
             :class:`~nb_hitl.permissions.bounded.BoundedEngine` when omitted.
+        forms: :func:`shell_forms` of the call, when already known (a
+            replay matches every rule against one call).
 
     Returns:
         the covered commands' texts, in order (empty when none), or ``None``
@@ -268,18 +287,18 @@ async def rule_covers(
         PathologicalRuleError: (the default engine) matching ``rule`` would backtrack too long.
     """
     key = shell_field(tool)
-    command = tool_input.get(key) if key else None
-    if key is None or not isinstance(command, str):
+    parts = forms if forms is not None else shell_forms(tool, tool_input)
+    if key is None or parts is None:
         return None
     if engine is None:
         from .bounded import BoundedEngine  # bounded.py reads shell_field from here
 
         engine = BoundedEngine(PermissionContext())
+    allow = rule.behavior == PermissionBehavior.ALLOW
     covered = []
-    for cmd in parse_command(command).commands:
-        forms = [cmd.text] if rule.behavior == PermissionBehavior.ALLOW else cmd.rule_forms()
-        for form in forms:
+    for text, rule_forms in parts:
+        for form in (text,) if allow else rule_forms:
             if await engine._rule_matches(tool, rule, {**tool_input, key: form}):
-                covered.append(cmd.text)
+                covered.append(text)
                 break
     return covered

@@ -20,6 +20,7 @@ import pandas as pd
 from agentscope.permission import PermissionMode, PermissionRule
 
 from .._agentscope import permission_context
+from ..audit.calls import RecordedCalls, read_calls
 from ..errors import DecisionError
 from ..permissions.rulefile import import_rules, rules_text
 from ..permissions.rules import _all_rules
@@ -76,18 +77,19 @@ class ReplayDesk:
         """The last finished replay (every recorded call), or ``None``."""
         self.rules: list[PermissionRule] = []
         """The candidate rules of the last finished replay."""
-        self._read: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
+        self._read: tuple[tuple[int, int], RecordedCalls] | None = None
 
-    async def _records(self) -> list[dict[str, Any]]:
-        """The log's records, read again only when the file changed (its size
-        or modification time): replays as a person types read it once."""
+    async def _calls(self) -> RecordedCalls:
+        """The log's calls (:func:`~nb_hitl.audit.calls.read_calls`, in a
+        worker thread), read again only when the file changed (its size or
+        modification time): replays as a person types read it once."""
         try:
             stat = self.history.path.stat()
             mark = (stat.st_size, stat.st_mtime_ns)
         except OSError:
             mark = (-1, -1)
         if self._read is None or self._read[0] != mark:
-            self._read = (mark, await asyncio.to_thread(self.history.records))
+            self._read = (mark, await asyncio.to_thread(read_calls, self.history))
         return self._read[1]
 
     def _candidate(self, rules_text_: str | None, mode: str | None) -> tuple[list[PermissionRule], PermissionMode]:
@@ -128,12 +130,10 @@ class ReplayDesk:
             self._task.cancel()
         from ..audit.replay import replay
 
-        records = await self._records()
+        calls = await self._calls()
         if mine != self._asked:  # a newer replay was asked for while the log was read
             return None
-        task = asyncio.ensure_future(
-            replay(records, listed, getattr(self._agent, "toolkit", None), mode=candidate_mode)
-        )
+        task = asyncio.ensure_future(replay(calls, listed, getattr(self._agent, "toolkit", None), mode=candidate_mode))
         self._task = task
         await asyncio.wait({task})
         if task.cancelled():
