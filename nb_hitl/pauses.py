@@ -281,6 +281,13 @@ class Pause:
             it), :func:`nb_hitl.file_change.describe_change`.
         dry_run: kind ``confirm`` of a call that can be dry-run in a
             temporary copy (:func:`nb_hitl.dry_run.can_dry_run`).
+        revision: how many times the pause went through
+            :func:`~nb_hitl.answers.lifecycle.transition` (0 when built). A
+            reply's push rebuilds the view of a pause only when its revision
+            (or the pause object) changed
+            (:meth:`nb_hitl.session._cards.CardFeed.views_of`): whatever
+            changes a pause's view once it is shown (a decision, an approval
+            count, an expiry and its reason, an error) goes with a transition.
     """
 
     reply_id: str
@@ -325,6 +332,7 @@ class Pause:
     approved_edit: Any = None
     file_change: FileChangeView | None = None
     dry_run: bool = False
+    revision: int = field(default=0, compare=False, repr=False)
 
     @property
     def tool_call_id(self) -> str:

@@ -98,7 +98,7 @@ class RemoteCard:
         view: the pause view (see :func:`~nb_hitl.agui.mapping.interrupt_view`).
     """
 
-    deadline = None
+    deadline, revision = None, 0  # revision: grows with each transition (Answerable; an instance's own once moved)
 
     def __init__(self, view: dict[str, Any]) -> None:
         self.view = view

@@ -88,6 +88,8 @@ class Answerable(Protocol):
 
     status: PauseStatus
     reason: str | None
+    #: grows by one with each :func:`~nb_hitl.answers.lifecycle.transition`
+    revision: int
 
     @property
     def tool_call_id(self) -> str: ...

@@ -24,6 +24,15 @@ An illegal change raises :class:`PauseTransitionError` (an internal error,
 logged) instead of silently overwriting the status. A pause whose answer is
 carried outside the agent's queue (``Pause.carrier``: an MCP server waiting
 for its elicitation) hears here of its expiry, whatever ended it.
+
+:func:`transition` is also the one place that marks a pause changed (its
+``revision`` grows by one): a reply's push rebuilds and sends the views of the
+pauses marked since the last push, and only those
+(:meth:`nb_hitl.session._cards.CardFeed.views_of`). A change to a shown
+pause's view therefore goes with a transition: the decision and the approvals
+are set between ``decide`` and ``record`` / ``refuse``, an expiry's reason
+with ``expire`` (a carrier may add what it told the far side), an error that
+comes after a delivered answer with ``deliver``.
 """
 
 from __future__ import annotations
@@ -76,6 +85,11 @@ def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None)
         to: the new status.
         reason: set as ``pause.reason`` (expiries say why).
 
+    A ``carrier`` (``Pause.carrier``) hears of an expiry: its ``expired(reason)``
+    may return the reason the card shows instead (what it told the far
+    side). Then the pause's ``revision`` grows by one: its view is rebuilt
+    and sent with the next push.
+
     Returns:
         the name of the transition (``"decide"``, ``"expire"``...).
 
@@ -96,7 +110,10 @@ def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None)
     carrier = getattr(pause, "carrier", None)  # a local Pause may have one; a remote card has none
     if to == "expired" and carrier is not None:
         try:
-            carrier.expired(pause.reason or "The pause expired.")
+            said = carrier.expired(pause.reason or "The pause expired.")
+            if isinstance(said, str):
+                pause.reason = said
         except Exception:  # a carrier never stops the status change
             log.exception("the carrier of %s failed on expiry", pause.tool_call_id)
+    pause.revision += 1
     return name

@@ -50,10 +50,18 @@ CANCEL = types.ElicitResult(action="cancel")
 
 class Carrier:
     """Takes an elicitation pause's answer to the MCP callback waiting for it
-    (``Pause.carrier``). Safe to call from any thread; the first word wins."""
+    (``Pause.carrier``). Safe to call from any thread; the first word wins.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    Args:
+        loop: the loop the MCP callback waits on.
+        told: what the server is told when the pause ends unanswered (a
+            sentence the card adds to the expiry's reason; ``""`` once
+            nothing will be sent).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, told: str = "") -> None:
         self.loop = loop
+        self.told = told
         self.future: asyncio.Future[Decision | str] = loop.create_future()
 
     def _settle(self, value: Decision | str) -> None:
@@ -73,9 +81,17 @@ class Carrier:
         """The person's (or the deadline's) decision, recorded."""
         self._settle(decision)
 
-    def expired(self, reason: str) -> None:
-        """The pause ended without an answer (``reason`` says why)."""
+    def expired(self, reason: str) -> str:
+        """The pause ended without an answer (``reason`` says why).
+
+        Returns:
+            what the card says (:func:`~nb_hitl.answers.lifecycle.transition`
+            sets it as the reason): ``reason`` and what the server is told,
+            or only ``reason`` when an answer went first or nothing is sent.
+        """
+        first = not self.future.done()
         self._settle(reason)
+        return f"{reason} {self.told}" if first and self.told else reason
 
     def unanswerable(self, reason: Unanswered) -> None:
         """Nobody will ever answer (the kernel shuts down): the server gets an MCP error."""
@@ -152,7 +168,7 @@ async def open_card(
         log.warning("MCP server %r asked while no reply takes answers (%s): %s", server, closed, told)
         return f"No reply takes answers ({closed})."
     loop = asyncio.get_running_loop()
-    carrier = Carrier(loop)
+    carrier = Carrier(loop, told)
     with session._lock:
         pause = Pause(
             reply_id=agent.state.reply_id if session.team.is_pipeline else run.reply_id,
@@ -176,10 +192,12 @@ async def open_card(
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if not carrier.future.done() and watch is not None and watch.done() and watch.exception() is None:
             lost = f"The MCP server {server!r} stopped while asking ({watch.result()}); nothing was sent."
+            carrier.told = ""
             if pause.status in ("open", "deciding"):
                 transition(pause, "expired", reason=lost)
         outcome = await carrier.future
     except asyncio.CancelledError:
+        carrier.told = ""
         if pause.status in ("open", "deciding"):
             transition(
                 pause,
@@ -206,14 +224,13 @@ async def open_card(
         session._audit_pause(pause, decision="expired", reason=lost, decided_by="nb_hitl")
         session._push(run)
         return lost  # nobody reads it: the connection is gone
-    # ended unanswered: say what the server was told, in the card and the audit log
-    pause.reason = f"{outcome} {told}"
+    # ended unanswered: the card says what the server was told (Carrier.expired), so does the audit log
     try:
         session._audit_pause(pause, decision="cancelled", reason=pause.reason, decided_by="nb_hitl")
     except Exception:
         log.warning("the audit record of an unanswered MCP request failed", exc_info=True)
     session._push(run)
-    return pause.reason
+    return pause.reason or outcome
 
 
 async def ask_person(

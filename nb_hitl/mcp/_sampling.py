@@ -41,6 +41,7 @@ import mcp_types as types
 from agentscope.message import Msg, TextBlock, ToolCallBlock
 
 from .._agentscope import blocks_text, enum_value
+from ..answers.lifecycle import transition
 from ..kinds import Decision
 from ..kinds.sampling import denial_text
 from ..model_config import model_error_hint
@@ -241,13 +242,15 @@ async def call_model(
 
 
 def _tell_card(session: Any, key: str, failed: str) -> None:
-    """Say on the request's card (already answered) that the model failed, and what the server was told."""
+    """Say on the request's card (answered and delivered) that the model failed,
+    and what the server was told: the outcome of a delivered answer (the
+    ``deliver`` edge of the status table, which marks the card changed)."""
     run = session.current
     pause = run.pauses.get(key) if run is not None else None
-    if pause is None or pause.sampling is None:
+    if pause is None or pause.sampling is None or pause.status != "delivered":
         return
     pause.sampling = {**pause.sampling, "error": failed}
-    pause.reason = f"{failed} {TOLD}"
+    transition(pause, "delivered", reason=f"{failed} {TOLD}")
     session._push(run)
 
 

@@ -355,11 +355,12 @@ class Desk:
             )
         except Exception as exc:
             log.error("the deadline of %s passed but its audit record failed", pause.tool_call_id, exc_info=True)
-            transition(pause, "open")
             pause.deadline = None  # a person can still answer (and their answer is audited)
-            pause.reason = (
-                f"The deadline passed, but the audit log could not be written ({type(exc).__name__}: {exc}); "
-                "the default was not applied and the pause is still open."
+            transition(
+                pause,
+                "open",
+                reason=f"The deadline passed, but the audit log could not be written ({type(exc).__name__}: {exc}); "
+                "the default was not applied and the pause is still open.",
             )
             self.s._push(run)
             self.s._notify("decision", run)

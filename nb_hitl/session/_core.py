@@ -136,7 +136,8 @@ class SessionCore:
         everything in the kernel. ``pauses`` reaches the page only when the
         set of cards changed or the reply ended
         (:func:`~nb_hitl.session._cards.trait_due`): a decision on one card
-        sends that card, never every card again. ``transcript`` never does:
+        builds and sends that card's view, never every card again
+        (:meth:`~nb_hitl.session._cards.CardFeed.views_of`). ``transcript`` never does:
         the page builds it from the stream. A ``final_text`` that is the last
         text block's text stays in the kernel too, and ``final_entry`` names
         that block for the page.
@@ -146,7 +147,7 @@ class SessionCore:
         if widget is None:
             return
         self._flush_transcript(run)
-        views: list[dict[str, Any]] = [dict(p.to_view()) for p in run.pauses.values()]
+        views = run.cards.views_of(run.pauses)  # rebuilt: the pauses a transition marked
         ops = run.cards.take_ops(views)
         record: dict[str, Any] = {"pauses": views, "cards_seq": run.cards.seq}
         if run.transcript.trait_dirty:
@@ -162,7 +163,7 @@ class SessionCore:
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:
-            full = trait_due(run.cards, views, run.live)
+            full = trait_due(run.cards, tuple(run.pauses), run.live)
             if ops and not full:  # the record, sent below, holds these changes too
                 widget.send(run.cards.message(ops))
             with widget.hold_sync():

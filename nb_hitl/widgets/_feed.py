@@ -55,7 +55,9 @@ class KeyedFeed:
         """The ops that bring the page from what it was sent to ``views``.
 
         Args:
-            views: every view, in order (dicts holding the feed's ``key``).
+            views: every view, in order (dicts holding the feed's ``key``);
+                a view that is the very dict sent before counts as unchanged
+                (a caller must not change a view in place once sent).
 
         Returns:
             ``[{"op": item_op, field: view}, ..., {"op": "drop", "id": key}, ...]``,
@@ -66,7 +68,8 @@ class KeyedFeed:
         for view in views:
             key = str(view[self.key])
             fresh[key] = view
-            if self._sent.get(key) != view:
+            sent = self._sent.get(key)
+            if sent is not view and sent != view:  # the same dict again: unchanged, not compared
                 ops.append({"op": self.item_op, self.field: view})
         ops.extend({"op": "drop", "id": key} for key in self._sent if key not in fresh)
         self._sent = fresh

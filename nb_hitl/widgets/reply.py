@@ -69,6 +69,21 @@ RECORD_TRAITS = ("cards_seq", "pauses", "transcript", "transcript_seq", "final_t
 SENT_RECORD = ("cards_seq", "pauses")
 
 
+class Views(traitlets.List):
+    """A list of JSON dicts (pause views), checked as one list: traitlets'
+    ``List(Dict())`` validates every element through a ``Dict`` trait, which on
+    a reply of hundreds of cards cost more than the push that sets it.
+
+    Raises:
+        traitlets.TraitError: the value is not a list of dicts.
+    """
+
+    def validate_elements(self, obj: Any, value: Any) -> Any:
+        if not all(isinstance(v, dict) for v in value):
+            self.error(obj, value)
+        return value
+
+
 class ReplyWidget(RequestWidget):
     """The inline view of one reply. See the module docstring for traits.
 
@@ -91,7 +106,7 @@ class ReplyWidget(RequestWidget):
     status = traitlets.Unicode("running").tag(sync=True)
     status_reason = traitlets.Unicode("").tag(sync=True)
     transcript = traitlets.List(traitlets.Dict()).tag(sync=True)
-    pauses = traitlets.List(traitlets.Dict()).tag(sync=True)
+    pauses = Views().tag(sync=True)
     final_text = traitlets.Unicode("").tag(sync=True)
     final_entry = traitlets.Unicode("").tag(sync=True)
     final_html = traitlets.Unicode("").tag(sync=True)

@@ -200,7 +200,7 @@ def test_c41_an_interrupted_or_closed_session_answers_cancel_and_never_hangs(tmp
         async with db_client(log, "legacy") as client:
             tools = await client.list_tools()
             agent = mcp_agent(tools, [tool_call(DELETE, table="customers")], allow=DELETE)
-            session = Session(agent, display=False)
+            session = Session(agent)  # displayed: the card the page was sent says it too
             task = session.start("Clear the customers table.")
             pause = await question(session)
             if how == "interrupt":
@@ -213,6 +213,8 @@ def test_c41_an_interrupted_or_closed_session_answers_cancel_and_never_hangs(tmp
                 assert how == "close"
             assert session.current.status == ("interrupted" if how == "interrupt" else "expired")
             await wait_until(lambda: "answered 'cancel'" in (pause.reason or ""), "the cancel told")
+            sent = {v["tool_call_id"]: v for v in session.current.cards.views()}[pause.tool_call_id]
+            assert (sent["status"], sent["reason"]) == ("expired", pause.reason)
             # the connection is still usable: a read-only tool answers
             count = await client.get_tool("count_rows")
             chunk = await count(table="customers")

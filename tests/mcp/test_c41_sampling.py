@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agentscope.agent import Agent
 
 from nb_hitl import DecisionError, Session
 from nb_hitl.mcp._shutdown import SHUTDOWN_REASON, WAITING, answer_pending
+from nb_hitl.models import tool_call
 from nb_hitl.pauses import Pause
 from nb_hitl.store import AuditLog
 from tests.mcp.mcp_support import (
@@ -33,6 +35,7 @@ from tests.mcp.mcp_support import (
     db_client,
     http_client,
     http_server,
+    mcp_agent,
     sampling_agent,
 )
 from tests.support import run_async, wait_until
@@ -165,6 +168,39 @@ def test_c41_sampling_nobody_answers_before_the_deadline(tmp_path: Path) -> None
     assert [(r["decision"], r["decided_by"]) for r in lines if r["kind"] == "sampling"] == [("timeout", "deadline")]
 
 
+def test_c41_sampling_a_model_that_fails_is_said_on_the_delivered_card(tmp_path: Path) -> None:
+    """The person approved the request and the notebook's model raised: the
+    server gets an error, and the card the page was sent says why (its
+    ``sampling.error`` and reason), delivered, with no button left."""
+    log = tmp_path / "server.jsonl"
+
+    def fails(msgs: list[Any]) -> Any:
+        raise RuntimeError("the model is down")
+
+    async def scenario() -> tuple[Pause, dict[str, Any]]:
+        async with db_client(log, "legacy") as client:
+            agent = mcp_agent(
+                await client.list_tools(), [tool_call(SUMMARIZE, table="customers")], allow=SUMMARIZE, between=[fails]
+            )
+            session = Session(agent)  # displayed: what the page was sent is read below
+            task = session.start("Summarize customers.")
+            request = await card(session, "request")
+            await session.act({"action": "approve", "tool_call_id": request.tool_call_id})
+            await asyncio.wait_for(task, 30)
+            sent = {v["tool_call_id"]: v for v in session.current.cards.views()}[request.tool_call_id]
+            return request, sent
+
+    pause, sent = run_async(scenario())
+    assert pause.status == "delivered" and "RuntimeError: the model is down" in pause.sampling["error"]
+    assert pause.reason.endswith("The MCP server was answered with an error (no completion).")
+    assert (sent["status"], sent["reason"], sent["sampling"]["error"]) == (
+        "delivered",
+        pause.reason,
+        pause.sampling["error"],
+    )
+    assert answers(log) == []
+
+
 def test_c41_sampling_ends_with_an_error_when_the_session_closes(tmp_path: Path) -> None:
     """The reply stops while the request waits: the card says what the server was told; nothing hangs."""
     log = tmp_path / "server.jsonl"
@@ -172,7 +208,7 @@ def test_c41_sampling_ends_with_an_error_when_the_session_closes(tmp_path: Path)
     async def scenario() -> Pause:
         async with db_client(log, "legacy") as client:
             agent = sampling_agent(await client.list_tools(), model_turns=0)
-            session = Session(agent, display=False)
+            session = Session(agent)  # displayed: the card the page was sent says it too
             task = session.start("Summarize customers.")
             pause = await card(session, "request")
             session.close()
@@ -181,6 +217,8 @@ def test_c41_sampling_ends_with_an_error_when_the_session_closes(tmp_path: Path)
             except asyncio.CancelledError:
                 pass
             await wait_until(lambda: "answered with an error" in (pause.reason or ""), "the error told")
+            sent = {v["tool_call_id"]: v for v in session.current.cards.views()}[pause.tool_call_id]
+            assert (sent["status"], sent["reason"]) == ("expired", pause.reason)
             return pause
 
     pause = run_async(scenario())

@@ -17,7 +17,8 @@ from typing import Any
 
 from benchmarks.approve_all import make_agent
 from nb_hitl import Session
-from tests.support import run_async
+from nb_hitl.answers.lifecycle import transition
+from tests.support import run_async, wait_until
 
 
 class Wire:
@@ -134,6 +135,12 @@ def test_approve_all_of_50_is_one_resume_one_model_call_and_o_n_card_pushes() ->
     run, wire = run_async(scenario())
     assert run.resumes == 1
     assert all(p.status == "delivered" for p in run.pauses.values())
+    # every card's final state is what the page holds: never a view left from before the answer
+    final = [dict(p.to_view()) for p in run.pauses.values()]
+    assert [(v["status"], (v["decision"] or {}).get("action")) for v in final] == [("delivered", "approve")] * n
+    assert run.widget.pauses == final and run.cards.views() == final
+    # each card's view was built once when it opened and once per push that carried its change
+    assert run.cards.views_built <= 4 * n, run.cards.views_built
     # O(n): a handful of card messages, each card sent a bounded number of times
     cards = wire.cards()
     assert 1 <= len(cards) <= 6
@@ -141,6 +148,43 @@ def test_approve_all_of_50_is_one_resume_one_model_call_and_o_n_card_pushes() ->
     # the whole list went to the page once, with the final record
     traits = wire.pause_traits()
     assert len(traits) == 1 and [p["status"] for p in traits[0]["pauses"]] == ["delivered"] * n
+
+
+def test_a_push_after_one_cards_change_builds_and_sends_that_view_alone() -> None:
+    """20 open cards; a push with no change builds no view and sends no card;
+    one card's change (a transition) builds and sends that card's view alone;
+    a real answer to one card sends only that card, whatever the others."""
+    n = 20
+
+    async def scenario() -> None:
+        parked = await parked_on_all(n)
+        session, run, wire = parked.session, parked.run, parked.wire
+        built = run.cards.views_built
+        session._push(run)
+        assert run.cards.views_built == built and wire.cards() == []
+        first, second = list(run.pauses.values())[:2]
+        transition(second, "deciding")  # as an answer's arrival at the front door
+        session._push(run)
+        assert run.cards.views_built == built + 1
+        [message] = wire.cards()
+        assert [op["view"]["tool_call_id"] for op in message["ops"]] == [second.tool_call_id]
+        assert message["ops"][0]["view"]["status"] == "deciding"
+        transition(second, "open")  # refused: open again, its buttons back
+        session._push(run)
+        assert wire.cards()[-1]["ops"] == [{"op": "card", "view": dict(second.to_view())}]
+        built, sent = run.cards.views_built, len(wire.cards())
+        page_message(run.widget, {"request_id": "one", "action": "approve", "tool_call_id": first.tool_call_id})
+        await wait_until(lambda: run.resumes == 1 and run.status == "paused", "the reply parked again")
+        await wait_until(lambda: first.status == "delivered" and not run.push_due, "the answer's card pushed")
+        ops = [op for c in wire.cards()[sent:] for op in c["ops"]]
+        assert ops and {op["view"]["tool_call_id"] for op in ops} == {first.tool_call_id}
+        assert run.cards.views_built - built <= 3  # deciding, decided, delivered at most: one view a push
+        assert ops[-1]["view"]["status"] == "delivered"
+        assert wire.pause_traits() == []  # the set of cards did not change: no whole list
+        assert parked.page_view()[1] == [dict(p.to_view()) for p in run.pauses.values()]
+        parked.task.cancel()
+
+    run_async(scenario())
 
 
 def one_at_a_time(n: int) -> tuple[Any, Wire]:

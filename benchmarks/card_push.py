@@ -1,0 +1,143 @@
+"""The kernel's work and the bytes sent per push of a reply's cards, at 10, 100 and 500 open cards.
+
+A real ``agentscope.agent.Agent`` on :class:`~nb_hitl.models.ScriptedChatModel`
+asks for N parallel calls of a tool that needs confirmation
+(:func:`benchmarks.approve_all.make_agent`); a displayed
+:class:`~nb_hitl.Session` parks on N open cards. Then, 60 times, one card
+changes as an answer's arrival changes it (``transition`` to ``deciding``, then
+back to ``open``: the front door's and a refusal's edges of the status table)
+and the session pushes (``SessionCore._push``, what every answer, status
+change and resume ends with). It prints, per N, the median kernel time of
+one push (CPU seconds of ``_push``) and the bytes it publishes on the
+widget's comm (as JSON; outside a kernel ipywidgets' comm is
+``comm.DummyComm``, counted where it would publish).
+
+Before and after in the same run: the same measurement runs in a subprocess
+on the code of another git revision (``--before REF``, default ``main``;
+extracted with ``git archive`` into a temporary directory, with this
+checkout's built page code), then on this checkout. Before the change a push
+built every card's view (``Pause.to_view``) and compared it with what the page
+holds; now it builds the views of the cards a transition marked changed
+(``CardFeed.views_of``).
+
+Run: ``.venv/bin/python benchmarks/card_push.py [--before REF] [N ...]``
+(default N: 10 100 500). Target: a push at 500 cards under 1 ms of kernel
+CPU (it built 500 views before), bytes per push flat in N.
+
+Bound: it ends within 600 s on a loaded 2-core machine (``benchmarks/_bound.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PUSHES = 60
+
+
+async def measure(n: int) -> dict[str, float]:
+    """Park a displayed Session on ``n`` cards, then time :data:`PUSHES` pushes of one changed card."""
+    from benchmarks.approve_all import parked_session
+    from nb_hitl.answers.lifecycle import transition
+
+    session, run, task, sent = await parked_session(n)
+    cards = list(run.pauses.values())
+    cpu: list[float] = []
+    sizes: list[int] = []
+    for k in range(PUSHES):
+        pause = cards[k % n]
+        transition(pause, "deciding" if pause.status == "open" else "open")
+        before = sent["bytes"]
+        t0 = time.process_time()
+        session._push(run)
+        cpu.append(time.process_time() - t0)
+        sizes.append(sent["bytes"] - before)
+    for pause in cards:
+        if pause.status == "deciding":
+            transition(pause, "open")
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return {"push_ms": 1000 * statistics.median(cpu), "push_bytes": statistics.median(sizes)}
+
+
+def worker(sizes: list[int]) -> None:
+    """Measure each N in this process and print the figures as one JSON line."""
+    import nb_hitl
+
+    assert Path(nb_hitl.__file__).resolve().is_relative_to(ROOT.resolve()), f"nb_hitl from {nb_hitl.__file__}"
+    print(json.dumps({str(n): asyncio.run(measure(n)) for n in sizes}))
+
+
+def run_on(tree: Path, sizes: list[int]) -> dict[str, dict[str, float]]:
+    """The figures of the code in ``tree`` (a subprocess with ``tree`` first on the path)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    script = tree / "benchmarks" / "card_push.py"
+    if not script.exists():  # a revision without this benchmark: this file's worker, on its code
+        shutil.copy(__file__, script)
+    out = subprocess.run(
+        [sys.executable, str(script), "--worker", *map(str, sizes)],
+        env=env,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def checkout(ref: str, into: Path) -> Path:
+    """The tracked files of ``ref`` under ``into`` (``git archive``), with this checkout's built page code."""
+    archive = subprocess.run(["git", "archive", ref], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    static = ROOT / "nb_hitl" / "static"
+    shutil.copytree(static, into / "nb_hitl" / "static", dirs_exist_ok=True)
+    return into
+
+
+def main(argv: list[str] | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """Measure ``--before REF`` (default ``main``) and this checkout; print a table; returns the figures."""
+    args = list(argv if argv is not None else sys.argv[1:])
+    ref = "main"
+    if "--before" in args:
+        i = args.index("--before")
+        ref = args[i + 1]
+        del args[i : i + 2]
+    sizes = [int(a) for a in args] or [10, 100, 500]
+    with tempfile.TemporaryDirectory(prefix="card-push-") as tmp:
+        before = run_on(checkout(ref, Path(tmp)), sizes)
+    after = run_on(ROOT, sizes)
+    print(f"{'cards':>6} {'before ms':>10} {'after ms':>9} {'ratio':>7} {'before B':>9} {'after B':>8}")
+    for n in sizes:
+        b, a = before[str(n)], after[str(n)]
+        print(
+            f"{n:>6} {b['push_ms']:10.3f} {a['push_ms']:9.3f} {b['push_ms'] / max(a['push_ms'], 1e-6):6.1f}×"
+            f" {b['push_bytes']:9.0f} {a['push_bytes']:8.0f}"
+        )
+    small, big = str(min(sizes)), str(max(sizes))
+    print(
+        f"growth {small} -> {big} cards, per push: before ×{before[big]['push_ms'] / before[small]['push_ms']:.1f}, "
+        f"after ×{after[big]['push_ms'] / after[small]['push_ms']:.1f} (before = {ref})"
+    )
+    return {"before": before, "after": after}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        worker([int(a) for a in sys.argv[2:]])
+    else:
+        from benchmarks._bound import run_bounded
+
+        run_bounded(main, 600, "card_push")  # seconds, on a loaded 2-core machine
