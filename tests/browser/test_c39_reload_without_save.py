@@ -5,7 +5,9 @@ still awaits ``await session.run(...)``. JupyterLab's widget manager restores
 the kernel's live widget models with no view; the reply's page code notices a
 reply that waits and is shown nowhere, and a banner names the one action that
 brings the card back ("Show the card here"). Answering the card there ends
-the reply and frees the kernel; the tool runs once.
+the reply and frees the kernel; the tool runs once. (The quickstart edits
+the file while its card is open, C42: that approval runs nothing and a fresh
+card in the same panel asks again; that one is approved too.)
 
 Second road: the notebook is reopened (a fresh page, nothing saved) while its
 kernel still waits on the old pause, and Run All is chosen. The queued cells
@@ -82,19 +84,29 @@ def test_c39_reload_without_saving_gives_the_card_back_and_a_click_finishes_the_
     panel = banner.locator('[data-testid="nbh-waiting-panel"]')
     confirm = card_locator(panel, "confirm", outputs=False)
     assert json.loads(confirm.locator('[data-testid="nbh-input"]').inner_text()) == {"path": "draft.md"}
+    assert "added by someone else" in (sandbox / "draft.md").read_text()  # the quickstart's edit, before the click
     confirm.locator('[data-testid="nbh-approve"]').click()  # action 2, the card's own
+    # the quickstart edits draft.md while that card is open (C42): the approval runs nothing, and a fresh
+    # card in the same panel asks again with the file as it is now; approving it deletes the file once
+    card_locator(panel, "confirm", "expired", outputs=False).wait_for(timeout=60_000)
+    fresh = card_locator(panel, "confirm", outputs=False)
+    fresh.wait_for(timeout=60_000)
+    assert "changed after this delete_file call was approved" in fresh.inner_text()
+    fresh.locator('[data-testid="nbh-approve"]').click()
 
     final = panel.locator('[data-testid="nbh-final-text"]')
     final.wait_for(timeout=60_000)
     assert "Deleted draft.md" in final.inner_text()
     assert panel.locator('[data-testid="nbh-status"]').get_attribute("data-status") == "finished"
     wait_kernel_idle(lab, path="c39.ipynb")  # the awaiting cell (and the cells queued behind it) ended
-    # the tool ran once: the file is gone, the others kept, one decision in the audit log
+    # the tool ran once: the file is gone, the others kept; the refused approval and the one that ran
     assert sorted(p.name for p in sandbox.iterdir()) == ["notes.txt", "old_log.txt"]
     audit = sandbox.parent / (sandbox.name + "-audit.jsonl")
     records = AuditLog(audit).records("answered")
     assert [(r["tool_name"], r["decision"]) for r in records if r["tool_name"] == "delete_file"] == [
-        ("delete_file", "approve")
+        ("delete_file", "approve"),
+        ("delete_file", "file_changed"),
+        ("delete_file", "approve"),
     ]
     # the banner says the reply no longer waits; a new cell runs at once
     assert "no longer waits" in banner.locator('[data-testid="nbh-waiting-text"]').inner_text()

@@ -2,13 +2,18 @@
 
 A person opens ``notebooks/quickstart.ipynb``, runs all cells, and picks a
 file in the AskUser panel. The confirmation card shows the deletion as a diff
-(every line of the file removed, and a note that says the call deletes it);
-the person presses "Dry run", which deletes the file in a throw-away copy of
-the sandbox (the card shows it deleted there; every byte of the real sandbox
-is kept, and the card stays open). An edit that is not JSON is refused in the
-card (C05), and the card stays open. Then Approve: the agent resumes in the
-same kernel (a cell awaits it at top level), the file is really deleted, and
-the agent's answer shows in the widget and in the cell's printed output.
+(every line of the file removed, and a note that says the call deletes it).
+A cell appends a line to the file while that card is open (someone else's
+edit); the person presses Approve as the cell says, and nothing is deleted
+(C42, a tool without its own read-before-write check): the card says "Not
+run", and a fresh card asks again with the diff of the file as it is now.
+On the fresh card the person presses "Dry run", which deletes the file in a
+throw-away copy of the sandbox (the card shows it deleted there; every byte
+of the real sandbox is kept, and the card stays open). An edit that is not
+JSON is refused in the card (C05), and the card stays open. Then Approve:
+the agent resumes in the same kernel (a cell awaits it at top level), the
+file is really deleted, once, and the agent's answer shows in the widget and
+in the cell's printed output. Every pause the notebook meets is clicked.
 
 The screenshot taken while the confirmation card shows is the README's
 ``test-artifacts/quickstart-pause.png`` (copied to ``docs/screenshot-pause.png``,
@@ -111,6 +116,36 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     if os.environ.get("NB_HITL_UPDATE_DOCS") == "1":  # refresh the README's picture on request only
         shutil.copy(shot, DOCS_SCREENSHOT)
 
+    # -- C42: the file changes while the card is open; Approve runs nothing, a fresh card asks again ----
+    output_locator(page, "Press Approve on the card above (it shows the file as it was).").wait_for(timeout=60_000)
+    assert draft.read_text().endswith("A second paragraph, added by someone else.\n")
+    assert diff_lines(confirm) == removed  # the card still shows the file as it was
+    confirm.locator('[data-testid="nbh-approve"]').click()
+    refused = card_locator(page, "confirm", "expired")
+    refused.wait_for(timeout=60_000)
+    assert f"Not run: the file {draft} changed after the approval; it is asked again on the next card." in (
+        refused.inner_text()
+    )
+    confirm = card_locator(page, "confirm")
+    confirm.wait_for(timeout=60_000)
+    assert confirm.count() == 1
+    assert f"The file {draft} changed after this delete_file call was approved, before it ran, so nothing ran." in (
+        confirm.inner_text()
+    )
+    removed = [
+        ["meta", f"--- {draft}"],
+        ["meta", "+++ /dev/null"],
+        ["hunk", "@@ -1,4 +0,0 @@"],
+        ["del", "-# Draft"],
+        ["del", "-"],
+        ["del", "-A first paragraph nobody has read yet."],
+        ["del", "-A second paragraph, added by someone else."],
+    ]
+    assert diff_lines(confirm) == removed  # the file as it is now
+    assert sorted(p.name for p in sandbox.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
+    output_locator(page, "Press Dry run on the fresh card above").wait_for(timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "quickstart-C42-asked-again.png"))
+
     # -- Dry run: the deletion in a throw-away copy; the real sandbox keeps every byte ---------------
     kept = {p.name: p.read_bytes() for p in sandbox.iterdir()}
     result = dry_run(confirm)
@@ -148,7 +183,7 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
     final.wait_for(timeout=60_000)
     assert final.inner_text() == final_text
-    decided = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"]')
+    decided = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"]:not([data-status="expired"])')
     assert decided.locator('[data-testid="nbh-decision"]').inner_text().startswith("Approved")
     status = page.locator(f'{OUT} [data-testid="nbh-status"]')
     assert status.get_attribute("data-status") == "finished"
@@ -159,6 +194,10 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     # the real file system: the chosen file is gone, the others are kept byte for byte
     assert {p.name: p.read_bytes() for p in sandbox.iterdir()} == {k: v for k, v in kept.items() if k != "draft.md"}
     audit = output_locator(page, re.compile(r"^AskUser answer")).first.inner_text()
-    assert audit.splitlines()[-1].rstrip() == "delete_file approve"
+    assert [line.rstrip() for line in audit.splitlines()[1:]] == [
+        "delete_file approve",
+        "delete_file file_changed (by nb_hitl: nothing ran)",
+        "delete_file approve",
+    ]
     page.screenshot(path=str(ARTIFACTS / "quickstart-done.png"))
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
