@@ -243,9 +243,10 @@ class SessionConsole:
         counted = [p for p in self.pauses.values() if p.status == "open" and needs_more(p)]
         if not counted:
             return
-        records, now = self.ledger.log.records(), time.time()
+        self.ledger.catch_up()
+        now = time.time()
         for pause in counted:
-            put(pause, shared(records, self.ledger, self.session_id, pause.tool_call_id, now=now))
+            put(pause, shared(self.ledger, self.session_id, pause.tool_call_id, now=now))
 
     @property
     def in_flight(self) -> bool:
@@ -361,18 +362,16 @@ class SessionConsole:
     async def follow_approvals(self, every: float = 1.0) -> None:
         """Every ``every`` s while a call that needs several approvals is open:
         when the ledger file changed (another console recorded an approval: it
-        sends nothing the stream would show), show the approvals so far."""
-        size = -1
-        while True:
-            await asyncio.sleep(every)
-            if not any(p.status == "open" and needs_more(p) for p in self.pauses.values()):
-                continue
-            with contextlib.suppress(OSError):
-                now = self.ledger.log.path.stat().st_size
-                if now != size:
-                    size = now
-                    self._show_approvals()
-                    self.push()
+        sends nothing the stream would show), show the approvals so far
+        (:meth:`~nb_hitl.service.ledger.AnswerLedger.watch`)."""
+
+        def changed() -> None:
+            self._show_approvals()
+            self.push()
+
+        await self.ledger.watch(
+            lambda: any(p.status == "open" and needs_more(p) for p in self.pauses.values()), changed, every
+        )
 
     async def _follow(self) -> None:
         triggers = {"REPLY_START", "REPLY_END", "REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION", "CUSTOM"}
