@@ -237,6 +237,19 @@ class SessionConsole:
             self._running_since = time.monotonic()
         self.push()
 
+    async def answered(self) -> None:
+        """After an answer was judged: :meth:`refresh` when the session is shown
+        or followed (its card shows what the service did next). A console
+        "Approve selected" opened without showing it reads nothing more (a
+        ``/status`` and a ``/messages`` per session saved); :meth:`refresh`
+        reads it when it is opened.
+
+        Raises:
+            ServiceError: the service could not be read.
+        """
+        if self.widget is not None or (self._watch is not None and not self._watch.done()):
+            await self.refresh()
+
     def _show_approvals(self) -> None:
         """The approvals so far of each open call that needs several, as every
         console recording in the ledger gave them (:func:`~nb_hitl.service.approving.shared`)."""

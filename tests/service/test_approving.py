@@ -170,6 +170,9 @@ class _View:
     async def refresh(self) -> None:
         pass
 
+    async def answered(self) -> None:
+        pass
+
 
 def test_approve_all_records_each_approval_and_a_second_one_by_the_same_person_sends_nothing(tmp_path: Path) -> None:
     ledger = AnswerLedger(tmp_path / "l.jsonl", "svc", "u")
