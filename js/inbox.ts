@@ -6,12 +6,15 @@
 // request per session; each session's outcome on its row and in the results
 // list, since an approved row leaves the inbox) and a text box that sends a
 // new message to the opened session. A click on a row opens it below the
-// list. Every string is set with textContent (lib/dom.ts).
+// list. A row whose call needs several approvals says how many it has, in
+// the card's words (reply/cards/approvals.ts). Every string is
+// set with textContent (lib/dom.ts).
 import type { Render } from "@anywidget/types";
 import { h, clear } from "./lib/dom";
 import { Rpc } from "./lib/rpc";
 import type { ApproveResult, InboxProtocol, InboxRow } from "./messages";
 import { RowFeed } from "./inbox_feed";
+import { approvalsLine } from "./reply/cards/approvals";
 import { NO_FILTER, STATUS, WAITING, approvable, facets, filterRows, keepSelected, pageOf, pageText, summaryText, waited } from "./inbox_logic";
 import type { Filters } from "./inbox_logic";
 
@@ -244,6 +247,8 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
       });
       const status = h("span", { class: `nbh-chip ${row.status === "stranded" ? "nbh-stranded" : ""}`, "data-testid": "nbh-inbox-status" }, STATUS[row.status] || row.status);
       const summary = h("td", { "data-testid": "nbh-inbox-summary" }, summaryText(row));
+      const approvals = approvalsLine(row);
+      if (approvals) summary.append(h("div", { class: "nbh-muted", "data-testid": "nbh-inbox-approvals" }, approvals));
       if (row.note) summary.append(h("div", { class: "nbh-note", "data-testid": "nbh-inbox-note" }, row.note));
       const wait = h("td", { "data-testid": "nbh-inbox-waiting" }, waited(row.since, t));
       waitCells.push([wait, row.since]);

@@ -4,15 +4,19 @@
 // "waiting" text and the rows "Approve selected" may send. js/inbox.ts draws
 // what these return; inbox_feed.ts feeds the ops to applyRowOps.
 import type { InboxRow } from "./messages";
+import { approvals, approvalsNeeded } from "./reply/view_check";
 
 /** The rows the page holds, by session id. */
 export type RowMap = ReadonlyMap<string, InboxRow>;
 
-/** A row as the kernel sent it, or null when it is not one (it names no session: skipped). */
+/** A row as the kernel sent it, or null when it is not one (it names no session: skipped).
+ *  Its approvals are checked as a card's are (the entries that fit are kept). */
 export function asRow(raw: unknown): InboxRow | null {
   if (!raw || typeof raw !== "object") return null;
-  const id = (raw as { session_id?: unknown }).session_id;
-  return typeof id === "string" && id ? (raw as InboxRow) : null;
+  const r = raw as Record<string, unknown>;
+  const id = r.session_id;
+  if (typeof id !== "string" || !id) return null;
+  return { ...(raw as InboxRow), approvals_needed: approvalsNeeded(r.approvals_needed), approvals: approvals(r.approvals) };
 }
 
 /** The rows of a full sync ("rows_sync"), by session id; what is not a row is skipped. */

@@ -7,7 +7,7 @@
 // `nbh_inbox`: nb_hitl/widgets/inbox.py).
 // Each widget's actions are one protocol: action -> what the page sends
 // with it and what the kernel answers (lib/rpc.ts reads them).
-import type { DecisionView, FileChangeView, PauseView, TranscriptEntry } from "./types";
+import type { ApprovalView, DecisionView, FileChangeView, PauseView, TranscriptEntry } from "./types";
 
 // -- the channel --------------------------------------------------------
 
@@ -250,6 +250,10 @@ export interface InboxRow {
   note: string;
   /** the service user who may answer it (the session's owner) */
   may_answer: string;
+  /** approvals its first call needs (a console policy's approvals=N; 1: one person decides) */
+  approvals_needed: number;
+  /** its approvals so far, as the console's ledger holds them */
+  approvals: ApprovalView[];
 }
 
 /** One session's result of "Approve selected" (`ServiceClient.approve_selected`). */

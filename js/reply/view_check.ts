@@ -176,12 +176,18 @@ function toolHints(raw: unknown): Record<string, boolean> | null {
   return out;
 }
 
-/** The approvals so far of a call that needs several: the entries that fit are kept. */
-function approvals(raw: unknown): ApprovalView[] {
+/** The approvals so far of a call that needs several: the entries that fit are kept
+ *  (a pause view's, and an inbox row's: inbox_logic.ts). */
+export function approvals(raw: unknown): ApprovalView[] {
   if (!Array.isArray(raw)) return [];
   return raw
     .filter((a) => isObject(a) && typeof a.by === "string" && typeof a.at === "number")
     .map((a) => ({ by: a.by as string, at: a.at as number, action: typeof a.action === "string" ? a.action : "approve" }));
+}
+
+/** How many approvals a call needs: a whole number from 1, else 1 (one person decides). */
+export function approvalsNeeded(raw: unknown): number {
+  return Number.isInteger(raw) && (raw as number) >= 1 ? (raw as number) : 1;
 }
 
 /** A file edit's diff (`nb_hitl.file_change`): kept when its path and diff are text, every other
@@ -313,7 +319,7 @@ export function checkView(raw: unknown, fallbackId: string): CheckedView {
     shell_commands: shellCommands(raw.shell_commands),
     shell_problems: r.strings("shell_problems"),
     approvals: approvals(raw.approvals),
-    approvals_needed: Number.isInteger(raw.approvals_needed) && (raw.approvals_needed as number) >= 1 ? (raw.approvals_needed as number) : 1,
+    approvals_needed: approvalsNeeded(raw.approvals_needed),
     file_change: fileChange(raw.file_change),
     dry_run: raw.dry_run === true,
   };

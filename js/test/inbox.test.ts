@@ -9,6 +9,7 @@ import { FakeModel, settle, type Sent } from "./fake_model";
 import { applyRowOps, approvable, facets, filterRows, keepSelected, NO_FILTER, ordered, pageOf, pageText, rowsFrom, summaryText, waited } from "../inbox_logic";
 import inbox, { type InboxModel } from "../inbox";
 import type { InboxRow, RowOp } from "../messages";
+import { approvalsLine } from "../reply/cards/approvals";
 
 const dom = installDom();
 after(() => dom.window.close());
@@ -29,6 +30,8 @@ function row(i: number, over: Partial<InboxRow> = {}): InboxRow {
     since: NOW - i * 10,
     note: "",
     may_answer: i % 2 ? "ana" : "bo",
+    approvals_needed: 1,
+    approvals: [],
     ...over,
   };
 }
@@ -217,6 +220,43 @@ describe("inbox page", () => {
     assert.ok(!ids(first.host).includes("s2") && !ids(late.host).includes("s3"));
     first.cleanup();
     late.cleanup();
+  });
+
+  test("a row that needs several approvals says how many it has, in the card's words; an op changes that row only", async () => {
+    let held = { seq: 0, rows: inOrder([row(1, { approvals_needed: 2 }), row(2), row(3, { approvals_needed: 3, approvals: "x" as unknown as [] })]) };
+    const model = new FakeModel<Traits>({ ...TRAITS });
+    kernel(model, () => held);
+    const { host, cleanup } = draw(model);
+    await settle();
+    const line = (sid: string) => host.querySelector(`[data-session-id="${sid}"] [data-testid="nbh-inbox-approvals"]`)?.textContent ?? null;
+    assert.equal(line("s1"), "0 of 2 approvals so far; each must come from a different person.");
+    assert.equal(line("s2"), null, "a call one person decides says nothing of approvals");
+    assert.equal(line("s3"), "0 of 3 approvals so far; each must come from a different person.", "approvals that are not a list are none");
+    // bob approved s1 (the kernel sends that one row); an entry that does not fit is left out; a name stays text
+    const evil = '<img src=x onerror="alert(1)">';
+    const at = 1_800_000_123;
+    const got = [{ by: "bob", at, action: "approve" }];
+    const changed = { ...held.rows[0], approvals: [...got, { by: 7, at: "soon" }] as unknown as [] };
+    held = { seq: 1, rows: [changed, ...held.rows.slice(1)] };
+    model.emit({ type: "nbh_inbox", seq: 1, ops: [{ op: "row", row: changed }] });
+    await settle();
+    assert.equal(model.actions("rows_sync").length, 1, "the changed row came as an op");
+    assert.equal(line("s1"), approvalsLine({ approvals_needed: 2, approvals: got }));
+    assert.match(line("s1")!, /^1 of 2 approvals: bob \(.+\)$/);
+    assert.equal(line("s1"), `1 of 2 approvals: bob (${new Date(at * 1000).toLocaleTimeString()})`);
+    const named = { ...held.rows[2], approvals: [{ by: evil, at, action: "modify" }] };
+    model.emit({ type: "nbh_inbox", seq: 2, ops: [{ op: "row", row: named }] });
+    await settle();
+    assert.ok(line("s3")!.startsWith(`1 of 3 approvals: ${evil} (edited the input)`));
+    assert.equal(host.querySelector("img"), null);
+    // the same person approving again from the row: the kernel's refusal, the card's sentence, on the row
+    const again = "bob already approved this call; it needs 2 approvals from distinct people (1 of 2 so far: bob).";
+    model.set("outcomes", { s1: { session_id: "s1", ok: false, code: "invalid_decision", text: again } });
+    await settle();
+    const cell = host.querySelector('[data-session-id="s1"] [data-testid="nbh-inbox-outcome"]')!;
+    assert.equal(cell.textContent, again);
+    assert.equal(cell.getAttribute("data-ok"), "false");
+    cleanup();
   });
 
   test("an op that comes before the sync's answer waits for it (one sync); a refused sync is said", async () => {

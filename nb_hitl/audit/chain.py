@@ -44,11 +44,12 @@ def line_hash(line: bytes) -> str:
     return hashlib.sha256(line.rstrip(b"\n")).hexdigest()
 
 
-def last_line(fd: int) -> bytes | None:
+def last_line(fd: int, end: int | None = None) -> bytes | None:
     """The last line of the open file ``fd`` (without its newline), read
-    backwards from the end; ``None`` for an empty file. A last line without
-    its newline (torn by a crash) is returned as it is."""
-    size = os.fstat(fd).st_size
+    backwards from the end (or from byte ``end``: the line that ends there);
+    ``None`` for an empty file. A last line without its newline (torn by a
+    crash) is returned as it is."""
+    size = os.fstat(fd).st_size if end is None else end
     if size == 0:
         return None
     end = size - 1 if os.pread(fd, 1, size - 1) == b"\n" else size

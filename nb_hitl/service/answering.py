@@ -97,6 +97,11 @@ class ConsoleView(Protocol):
         """Re-read the session; raises :class:`~nb_hitl.service.http.ServiceError`."""
         ...
 
+    async def answered(self) -> None:
+        """An answer was judged: re-read the session if a person sees it;
+        raises :class:`~nb_hitl.service.http.ServiceError`."""
+        ...
+
 
 class Answerer:
     """The answers of one service session (see the module docstring).
@@ -430,7 +435,7 @@ class Answerer:
         if self.on_answered is not None:
             self.on_answered(self.session_id, outcome)
         with contextlib.suppress(ServiceError):
-            await self.console.refresh()
+            await self.console.answered()
         return outcome
 
     async def _judge(self, body: dict[str, Any], ids: list[str]) -> Outcome:

@@ -13,8 +13,10 @@ The approvals so far live in the console's record, the
 :class:`~nb_hitl.service.ledger.AnswerLedger`'s file: every console (kernel,
 process, machine with the same file) that records there counts with the
 others. :func:`count_answer` reads the file and appends its line under one
-exclusive lock (:meth:`~nb_hitl.store.AuditLog.append_checked`), so two
-people approving at once are counted one after the other and no line is lost:
+exclusive lock (:meth:`~nb_hitl.service.ledger.AnswerLedger.append_checked`:
+the ledger's index first reads the lines appended since it last read, so a
+count costs the call's lines, not the file's length), so two people
+approving at once are counted one after the other and no line is lost:
 
 * an approval short of the count: a line of phase ``approval`` holding the
   approvals after it (``approvals_held``: ``{"approvals", "edited_input"}``);
@@ -41,6 +43,7 @@ from agentscope.message import ToolCallBlock
 from agentscope.tool import AskUser
 
 from ..answers import approvals, front
+from ..answers.approvals import needs_more
 from ..answers.lifecycle import transition
 from ..answers.record import decision_fields
 from ..decisions import Decision
@@ -56,6 +59,7 @@ __all__ = [
     "console_policies",
     "describe",
     "parked_pause",
+    "shown_pause",
     "tool_for",
     "shared",
     "put",
@@ -128,6 +132,19 @@ def parked_pause(reply_id: str, block: dict[str, Any], policies: Sequence[Policy
     return pause
 
 
+def shown_pause(
+    ledger: AnswerLedger, session_id: str, reply_id: str, block: dict[str, Any], policies: Sequence[Policy]
+) -> Pause:
+    """The pause of a parked tool-call block as a console's card shows it
+    (:func:`parked_pause`) with, for a call that needs several approvals, the
+    approvals so far as the ledger indexed them (:func:`shared`, :func:`put`;
+    catch the ledger up first). The inbox's rows and the notifications use it."""
+    pause = parked_pause(reply_id, block, policies)
+    if needs_more(pause):
+        put(pause, shared(ledger, session_id, pause.tool_call_id, now=time.time()))
+    return pause
+
+
 @dataclass
 class Shared:
     """The approvals of one call as the ledger's lines say.
@@ -143,22 +160,18 @@ class Shared:
     claim: dict[str, Any] | None = None
 
 
-def shared(
-    records: Iterable[dict[str, Any]], ledger: AnswerLedger, session_id: str, tool_call_id: str, *, now: float
-) -> Shared:
-    """Fold the ledger's ``records`` into the state of one call (see the module docstring).
+def shared(ledger: AnswerLedger, session_id: str, tool_call_id: str, *, now: float) -> Shared:
+    """Fold the ledger's records of one call (:meth:`~nb_hitl.service.ledger.AnswerLedger.call_records`,
+    as indexed: catch the ledger up first to see other consoles' lines) into its state
+    (see the module docstring). Costs the call's lines, not the ledger's length.
 
     Args:
-        records: the ledger's lines, oldest first.
-        ledger: the ledger (which lines are its service's and user's).
+        ledger: the console's ledger.
         session_id, tool_call_id: the service session and the call.
         now: the time (``time.time()`` seconds) a claim's age is judged at.
     """
     state = Shared()
-    for rec in records:
-        ids = ledger.ids(rec)
-        if ids is None or ids[:2] != (session_id, tool_call_id):
-            continue
+    for rec in ledger.call_records(session_id, tool_call_id):
         phase = rec.get("phase")
         if phase == "approval":
             held = rec.get("approvals_held")
@@ -194,15 +207,14 @@ def _claimed(claim: dict[str, Any]) -> str:
 
 
 def _check(
-    records: list[dict[str, Any]],
     ledger: AnswerLedger,
     pause: Pause,
     decision: Decision,
     by: str,
     where: dict[str, Any],
 ) -> approvals.Count:
-    """The call's state from ``records`` put on ``pause``, then what ``decision`` amounts to."""
-    state = shared(records, ledger, str(where.get("service_session_id")), pause.tool_call_id, now=time.time())
+    """The call's state as indexed put on ``pause``, then what ``decision`` amounts to."""
+    state = shared(ledger, str(where.get("service_session_id")), pause.tool_call_id, now=time.time())
     if state.claim is not None:
         raise AlreadyDecidedError(_claimed(state.claim))
     put(pause, state)
@@ -218,7 +230,8 @@ def precount(
     Raises:
         DecisionError, AlreadyDecidedError: as :func:`count_answer`.
     """
-    _check(ledger.log.records(), ledger, pause, decision, by, ledger.origin(session_id, agent_id))
+    ledger.catch_up()
+    _check(ledger, pause, decision, by, ledger.origin(session_id, agent_id))
 
 
 def recorded(pause: Pause) -> dict[str, Any]:
@@ -271,8 +284,8 @@ def count_answer(
     got: list[approvals.Count] = []
     where = ledger.origin(session_id, agent_id)
 
-    def build(records: list[dict[str, Any]]) -> dict[str, Any]:
-        count = _check(records, ledger, pause, decision, by, where)
+    def build() -> dict[str, Any]:
+        count = _check(ledger, pause, decision, by, where)
         got.append(count)
         approvals.apply(pause, count)
         return ledger.line(
@@ -290,7 +303,7 @@ def count_answer(
 
     before = (pause.approvals, pause.approved_edit)
     try:
-        ledger.index(ledger.log.append_checked(build))
+        ledger.append_checked(build)
     except BaseException:
         pause.approvals, pause.approved_edit = before  # nothing was counted
         raise

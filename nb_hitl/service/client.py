@@ -36,11 +36,11 @@ from ..errors import DecisionError, NbHitlError
 from ..kinds import kind_spec
 from ..notify import Notify
 from ..policy import Policy
-from .approving import console_policies
+from .approving import console_policies, shown_pause
 from .console import SessionConsole, console_name
 from .events import BusWatch
 from .http import ServiceHTTP
-from .inbox import InboxEntry, InboxState
+from .inbox import InboxEntry, InboxState, show_approvals
 from .ledger import AnswerLedger
 from .notices import ConsoleNotices
 from .outcome import Outcome, is_not_taken
@@ -207,6 +207,8 @@ class ServiceClient:
             ]
         else:
             self._tasks = [loop.create_task(self.state.run(self.poll_interval))]
+        if self.policies:  # a row's approvals change with the ledger only
+            self._tasks.append(loop.create_task(self.ledger.watch(self._rows_counted, self.count_rows)))
         return self._tasks
 
     def _resync(self) -> None:
@@ -230,12 +232,39 @@ class ServiceClient:
         return self.state.views()
 
     def _flag_entry(self, entry: InboxEntry) -> None:
-        if self.notices is not None:
-            self.notices.parked(entry, self.policies)
+        if self.notices is not None or self.policies:
+            self.ledger.catch_up()
+            pauses = [
+                shown_pause(self.ledger, entry.session_id, str(entry.reply_id), b, self.policies) for b in entry.calls
+            ]
+            if self.notices is not None:
+                self.notices.parked(entry, pauses)
+            show_approvals(entry, pauses[0] if pauses else None)
         for call in entry.calls:
             first = self.ledger.approved(entry.session_id, str(call.get("id")))
             if first is not None and entry.status == "awaiting_permission":
                 entry.flags[str(call.get("id"))] = f"{call.get('name')} was approved here at {first.get('time')}"
+
+    def count_rows(self) -> bool:
+        """Show on each row the approvals so far of its call that needs several,
+        as every console recording in the ledger gave them (an approval short of
+        the count sends nothing the service would show); True when a row changed.
+        Costs the ledger lines appended since the last look and each counted row's lines."""
+        rows = [e for e in self.state.entries.values() if e.approvals_needed > 1 and e.calls]
+        if not rows:
+            return False
+        self.ledger.catch_up()
+        changed = False
+        for entry in rows:
+            pause = shown_pause(self.ledger, entry.session_id, str(entry.reply_id), entry.calls[0], self.policies)
+            changed = show_approvals(entry, pause) or changed
+        if changed:
+            self._push_soon()
+        return changed
+
+    def _rows_counted(self) -> bool:
+        """Some row's call needs several approvals (the ledger is watched then)."""
+        return any(e.approvals_needed > 1 for e in self.state.entries.values())
 
     def _push_soon(self) -> None:
         """Push at most every 0.1 s: a burst of events becomes one update of the page."""
@@ -357,6 +386,7 @@ class ServiceClient:
             else {"session_id": str(r["session_id"]), "ok": False, "code": "error", "text": f"{res!r}"[:300]}
             for r, res in zip(rows, results, strict=True)
         ]
+        self.count_rows()  # an approval short of the count changes its row only
         if self._widget is not None:
             with contextlib.suppress(Exception):
                 self._widget.outcomes = {**self._widget.outcomes, **{o["session_id"]: o for o in out}}

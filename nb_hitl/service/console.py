@@ -237,15 +237,29 @@ class SessionConsole:
             self._running_since = time.monotonic()
         self.push()
 
+    async def answered(self) -> None:
+        """After an answer was judged: :meth:`refresh` when the session is shown
+        or followed (its card shows what the service did next). A console
+        "Approve selected" opened without showing it reads nothing more (a
+        ``/status`` and a ``/messages`` per session saved); :meth:`refresh`
+        reads it when it is opened.
+
+        Raises:
+            ServiceError: the service could not be read.
+        """
+        if self.widget is not None or (self._watch is not None and not self._watch.done()):
+            await self.refresh()
+
     def _show_approvals(self) -> None:
         """The approvals so far of each open call that needs several, as every
         console recording in the ledger gave them (:func:`~nb_hitl.service.approving.shared`)."""
         counted = [p for p in self.pauses.values() if p.status == "open" and needs_more(p)]
         if not counted:
             return
-        records, now = self.ledger.log.records(), time.time()
+        self.ledger.catch_up()
+        now = time.time()
         for pause in counted:
-            put(pause, shared(records, self.ledger, self.session_id, pause.tool_call_id, now=now))
+            put(pause, shared(self.ledger, self.session_id, pause.tool_call_id, now=now))
 
     @property
     def in_flight(self) -> bool:
@@ -361,18 +375,16 @@ class SessionConsole:
     async def follow_approvals(self, every: float = 1.0) -> None:
         """Every ``every`` s while a call that needs several approvals is open:
         when the ledger file changed (another console recorded an approval: it
-        sends nothing the stream would show), show the approvals so far."""
-        size = -1
-        while True:
-            await asyncio.sleep(every)
-            if not any(p.status == "open" and needs_more(p) for p in self.pauses.values()):
-                continue
-            with contextlib.suppress(OSError):
-                now = self.ledger.log.path.stat().st_size
-                if now != size:
-                    size = now
-                    self._show_approvals()
-                    self.push()
+        sends nothing the stream would show), show the approvals so far
+        (:meth:`~nb_hitl.service.ledger.AnswerLedger.watch`)."""
+
+        def changed() -> None:
+            self._show_approvals()
+            self.push()
+
+        await self.ledger.watch(
+            lambda: any(p.status == "open" and needs_more(p) for p in self.pauses.values()), changed, every
+        )
 
     async def _follow(self) -> None:
         triggers = {"REPLY_START", "REPLY_END", "REQUIRE_USER_CONFIRM", "REQUIRE_EXTERNAL_EXECUTION", "CUSTOM"}

@@ -40,11 +40,14 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .http import ServiceError, ServiceHTTP
 
-__all__ = ["InboxEntry", "InboxState", "PARKED", "parked_calls", "summary_line"]
+if TYPE_CHECKING:
+    from ..pauses import Pause
+
+__all__ = ["InboxEntry", "InboxState", "PARKED", "parked_calls", "summary_line", "show_approvals"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -120,6 +123,10 @@ class InboxEntry:
             means another run ended: the parked calls are read again).
         owner: the service user the session belongs to: the one person
             AgentScope's service lets answer it (``X-User-ID``).
+        approvals_needed: the approvals the first call needs (a console
+            policy's ``approvals=N``; 1: one person decides).
+        approvals: its approvals so far, as the console's ledger holds them
+            (``[{"by", "at", "action"}]``, ``at`` in ``time.time()`` seconds).
     """
 
     agent_id: str
@@ -134,6 +141,8 @@ class InboxEntry:
     flags: dict[str, str] = field(default_factory=dict)
     updated_at: str = ""
     owner: str = ""
+    approvals_needed: int = 1
+    approvals: list[dict[str, Any]] = field(default_factory=list)
 
     def to_view(self) -> dict[str, Any]:
         """The JSON the inbox page renders (every string shown as text)."""
@@ -152,7 +161,24 @@ class InboxEntry:
             "since": self.since,
             "note": "; ".join(self.flags.values()),
             "may_answer": self.owner,
+            "approvals_needed": self.approvals_needed,
+            "approvals": self.approvals,
         }
+
+
+def show_approvals(entry: InboxEntry, pause: Pause | None) -> bool:
+    """Put the approvals of ``pause`` (the row's first call, as its card shows
+    it: :func:`~nb_hitl.service.approving.shown_pause`) on ``entry``; True when
+    the row changed. The page draws them with the card's own text."""
+    needed, got = 1, []
+    if pause is not None:
+        view = pause.to_view()
+        needed = view["approvals_needed"]
+        got = [dict(a) for a in view["approvals"]]
+    if (entry.approvals_needed, entry.approvals) == (needed, got):
+        return False
+    entry.approvals_needed, entry.approvals = needed, got
+    return True
 
 
 def _msg_time(msg: dict[str, Any] | None) -> float | None:

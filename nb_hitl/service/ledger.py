@@ -13,15 +13,18 @@ was approved, and require a second, explicit approval.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
-import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..answers.record import RECORD_VERSION, origin, pause_fields
+from ..audit.tail import LogTail
 from ..pauses import Pause
 from ..store import AuditLog
 
-__all__ = ["AnswerLedger", "APPROVING", "NOT_APPLIED", "COUNTED"]
+__all__ = ["AnswerLedger", "APPROVING", "NOT_APPLIED", "COUNTED", "NOTIFIED"]
 
 APPROVING = ("approve", "modify")
 """Page actions that let a confirmed tool run."""
@@ -33,6 +36,10 @@ COUNTED = ("approval", "counted")
 """Phases of a call that needs several approvals (:mod:`nb_hitl.service.approving`):
 an approval that is not the last (recorded, nothing sent) and the count that
 decided the call (the lines of its sending follow); neither reached the service."""
+
+
+NOTIFIED = "notified"
+"""``event`` of a line saying who was told of a parked call (:mod:`nb_hitl.service.notices`)."""
 
 
 class AnswerLedger:
@@ -59,17 +66,31 @@ class AnswerLedger:
     together. Lines written before (no ``v``: ``service``, ``user_id``,
     ``session_id`` = the service's session id, ``event_id`` at the top) are
     still read.
+
+    The index is kept by a :class:`~nb_hitl.audit.tail.LogTail` (``tail``):
+    every read or write first reads the lines appended since the last one
+    (other consoles' too), so looking up or counting one call costs what
+    was appended since, never the whole file. The calls' records
+    (:meth:`call_records`) and the notifications (:meth:`notified`) are every
+    console's; the answers :meth:`approved` and :meth:`sent` know are those of
+    the file when this ledger was made and those it wrote since.
     """
 
     def __init__(self, path: str | os.PathLike[str], service_url: str, user_id: str) -> None:
         self.log = AuditLog(path)
         self.service_url = service_url
         self.user_id = user_id
-        self._lock = threading.Lock()
+        self.tail = LogTail(self._index, self._forget)
+        self._forget()
+        self.catch_up()
+
+    def _forget(self) -> None:
+        """Empty the index (the file is read from its start next)."""
         self._approved: dict[tuple[str, str], dict[str, Any]] = {}
         self._events: set[str] = set()
-        for rec in self.log.records():
-            self._index(rec)
+        self._calls: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._notified: set[tuple[str, str, str]] = set()
+        self._whole = True  # reading the whole file: its answers count as this console's
 
     def ids(self, rec: dict[str, Any]) -> tuple[str, str, str] | None:
         """``(service_session_id, tool_call_id, event_id)`` of a record of this
@@ -86,10 +107,23 @@ class AnswerLedger:
         return str(rec.get("session_id")), str(rec.get("tool_call_id")), str(rec.get("event_id"))
 
     def _index(self, rec: dict[str, Any]) -> None:
+        """Index one line of the file (the tail calls it for every new line, in order)."""
         ids = self.ids(rec)
         if ids is None:
             return
-        if rec.get("phase") in COUNTED:  # nothing was sent with it
+        session_id, tool_call_id, _event_id = ids
+        if rec.get("event") == NOTIFIED:
+            self._notified.add((session_id, tool_call_id, str(rec.get("input_sha256"))))
+            return
+        self._calls.setdefault((session_id, tool_call_id), []).append(rec)
+        if self._whole:
+            self._index_sent(rec)
+
+    def _index_sent(self, rec: dict[str, Any]) -> None:
+        """Index an answer this console sent: a line of the file as it was when
+        the console started, or one it wrote since (:meth:`approved`, :meth:`sent`)."""
+        ids = self.ids(rec)
+        if ids is None or rec.get("phase") in COUNTED:  # nothing was sent with it
             return
         session_id, tool_call_id, event_id = ids
         self._events.add(event_id)
@@ -102,14 +136,51 @@ class AnswerLedger:
         if rec.get("decision") in APPROVING:
             self._approved.setdefault(key, rec)
 
+    def catch_up(self) -> int:
+        """Index the lines appended to the file since the last read, by this
+        console or any other (:meth:`~nb_hitl.store.AuditLog.catch_up`: a
+        cost of the lines appended, not of the file's length).
+
+        Returns:
+            the number of new lines.
+
+        Raises:
+            OSError: the file cannot be read.
+        """
+        got = self.log.catch_up(self.tail)
+        self._whole = False
+        return got
+
+    def append_checked(self, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Append what ``build()`` makes of the index, with every line written
+        before it indexed, under the file's lock
+        (:meth:`~nb_hitl.store.AuditLog.append_checked`); the line written is indexed too.
+
+        Returns:
+            the record as written.
+
+        Raises:
+            whatever ``build`` raises (nothing is written); OSError: the file cannot be written.
+        """
+
+        def make() -> dict[str, Any]:
+            self._whole = False  # the lines before were read
+            return build()
+
+        return self.log.append_checked(self.tail, make)
+
     def record(self, pause: Pause, answer: dict[str, Any], **fields: Any) -> dict[str, Any]:
         """Append one record about ``pause`` (:meth:`line`, same arguments), fsynced, and index it.
 
         Returns:
             the record as written.
+
+        Raises:
+            OSError: the file cannot be written.
         """
-        rec = self.log.append(self.line(pause, answer, **fields))
-        self.index(rec)
+        line = self.line(pause, answer, **fields)
+        rec = self.append_checked(lambda: line)
+        self._index_sent(rec)
         return rec
 
     def line(
@@ -162,15 +233,37 @@ class AnswerLedger:
             event_id=event_id,
         )
 
-    def index(self, rec: dict[str, Any]) -> None:
-        """Index a record this console wrote (thread-safe)."""
-        with self._lock:
-            self._index(rec)
-
     def approved(self, session_id: str, tool_call_id: str) -> dict[str, Any] | None:
         """The first approval this console sent for the call (``session_id``:
         the service's) and did not see refused, or ``None``."""
         return self._approved.get((session_id, tool_call_id))
+
+    async def watch(self, wanted: Callable[[], bool], changed: Callable[[], Any], every: float = 1.0) -> None:
+        """Every ``every`` s while ``wanted()``: call ``changed()`` when the file's
+        size changed since the last look (another console recorded something an
+        open card or row shows, e.g. an approval: it sends nothing the service's
+        stream would show). Runs until cancelled; a file that cannot be read is skipped."""
+        size = -1
+        while True:
+            await asyncio.sleep(every)
+            if not wanted():
+                continue
+            with contextlib.suppress(OSError):
+                now = self.log.path.stat().st_size
+                if now != size:
+                    size = now
+                    changed()
+
+    def call_records(self, session_id: str, tool_call_id: str) -> list[dict[str, Any]]:
+        """This service's and user's records of one call (``session_id``: the
+        service's), oldest first, as indexed so far (:meth:`catch_up` first to
+        see what other consoles appended since). No notification lines."""
+        return list(self._calls.get((session_id, tool_call_id), ()))
+
+    def notified(self, session_id: str, tool_call_id: str, input_sha256: str) -> bool:
+        """Whether a notification line (``event: "notified"``) for the call and
+        input is indexed (:mod:`nb_hitl.service.notices`)."""
+        return (session_id, tool_call_id, input_sha256) in self._notified
 
     def sent(self, event_id: str) -> bool:
         """Whether this console (this ledger) sent the event ``event_id``."""

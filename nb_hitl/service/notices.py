@@ -9,7 +9,7 @@ or a session opened. Each person who has not approved the call's input yet is
 told, once per call and input for every console sharing the ledger: the
 first console to see it writes a line (``event: "notified"``, the people
 and the input's SHA-256) under the ledger's lock
-(:meth:`~nb_hitl.store.AuditLog.append_checked`); the others find it and
+(:meth:`~nb_hitl.service.ledger.AnswerLedger.append_checked`); the others find it and
 send nothing. The sends run as tasks on the running loop, bounded by the
 hook's timeout; what became of each is in ``Notify.deliveries`` and the log.
 """
@@ -17,18 +17,15 @@ hook's timeout; what became of each is in ``Notify.deliveries`` and the log.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..answers.approvals import input_hash, needs_more
+from ..answers.approvals import input_hash
 from ..answers.record import RECORD_VERSION, pause_fields
 from ..notify import Notify, deliver, payload_for
 from ..pauses import Pause
-from ..policy import Policy
-from .approving import parked_pause, put, shared
 from .inbox import InboxEntry
-from .ledger import AnswerLedger
+from .ledger import NOTIFIED, AnswerLedger
 
 __all__ = ["ConsoleNotices"]
 
@@ -54,15 +51,11 @@ class ConsoleNotices:
         self.seen: set[tuple[str, str, str]] = set()
         self.tasks: set[asyncio.Task[Any]] = set()
 
-    def parked(self, entry: InboxEntry, policies: Sequence[Policy]) -> None:
+    def parked(self, entry: InboxEntry, pauses: Sequence[Pause]) -> None:
         """A session the inbox found newly parked: :meth:`opened` for each of
-        its calls, as its console's card shows it (policy, approvals so far)."""
-        records = None
-        for block in entry.calls:
-            pause = parked_pause(str(entry.reply_id), block, policies)
-            if needs_more(pause):
-                records = self.ledger.log.records() if records is None else records
-                put(pause, shared(records, self.ledger, entry.session_id, pause.tool_call_id, now=time.time()))
+        its calls' pauses, as its console's card shows them (policy, approvals
+        so far: :func:`~nb_hitl.service.approving.shown_pause`)."""
+        for pause in pauses:
             self.opened(pause, session_id=entry.session_id, agent_id=entry.agent_id, agent=entry.agent_name)
 
     def opened(self, pause: Pause, *, session_id: str, agent_id: str, agent: str) -> None:
@@ -86,15 +79,12 @@ class ConsoleNotices:
             task.add_done_callback(self.tasks.discard)
 
     def _first(self, pause: Pause, people: list[str], digest: str, session_id: str, agent_id: str, agent: str) -> bool:
-        def build(records: list[dict[str, Any]]) -> dict[str, Any]:
-            for rec in records:
-                ids = self.ledger.ids(rec)
-                if rec.get("event") == "notified" and rec.get("input_sha256") == digest and ids is not None:
-                    if ids[:2] == (session_id, pause.tool_call_id):
-                        raise _ToldBefore
+        def build() -> dict[str, Any]:
+            if self.ledger.notified(session_id, pause.tool_call_id, digest):
+                raise _ToldBefore
             return {
                 "v": RECORD_VERSION,
-                "event": "notified",
+                "event": NOTIFIED,
                 "agent": agent,
                 **pause_fields(pause),
                 "to": people,
@@ -103,7 +93,7 @@ class ConsoleNotices:
             }
 
         try:
-            self.ledger.log.append_checked(build)
+            self.ledger.append_checked(build)
         except _ToldBefore:
             return False
         return True

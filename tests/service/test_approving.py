@@ -13,6 +13,7 @@ import pytest
 from agentscope.message import ToolCallBlock
 
 from nb_hitl.answers.front import BatchRefused
+from nb_hitl.audit import verify
 from nb_hitl.decisions import decide
 from nb_hitl.errors import AlreadyDecidedError, DecisionError
 from nb_hitl.pauses import Pause, build_pause
@@ -34,8 +35,8 @@ from tests.service.test_pieces import CALL
 from tests.support import run_async
 
 
-def _pause(approvals: int = 2) -> Pause:
-    pause = build_pause("reply-1", ToolCallBlock.model_validate(CALL), None)
+def _pause(approvals: int = 2, tool_call_id: str = "call_1") -> Pause:
+    pause = build_pause("reply-1", ToolCallBlock.model_validate({**CALL, "id": tool_call_id}), None)
     describe(pause, [Policy("notes", tools=["write_note"], approvals=approvals)])
     pause.status = "deciding"
     return pause
@@ -78,18 +79,18 @@ def test_an_answer_that_never_reached_the_tool_leaves_the_approvals_before_it(tm
     ledger = AnswerLedger(tmp_path / "l.jsonl", "svc", "u")
     _answer(ledger, "ana")
     _, pause = _answer(ledger, "bob")
-    state = shared(ledger.log.records(), ledger, "s1", pause.tool_call_id, now=time.time())
+    state = shared(ledger, "s1", pause.tool_call_id, now=time.time())
     assert state.claim is not None and state.claim["decided_by"] == "bob"
-    later = shared(ledger.log.records(), ledger, "s1", pause.tool_call_id, now=time.time() + CLAIM_SECONDS + 1)
+    later = shared(ledger, "s1", pause.tool_call_id, now=time.time() + CLAIM_SECONDS + 1)
     assert later.claim is None  # the console that counted went away
     ledger.record(pause, {"decision": "approve"}, **_ids("not_applied"))
-    state = shared(ledger.log.records(), ledger, "s1", pause.tool_call_id, now=time.time())
+    state = shared(ledger, "s1", pause.tool_call_id, now=time.time())
     assert state.claim is None and [a["by"] for a in state.approvals] == ["ana"]
     put(pause, state)
     assert [a["by"] for a in pause.approvals] == ["ana"]
     ledger.record(pause, {"decision": "approve"}, **_ids("counted"))
     ledger.record(pause, {"decision": "approve"}, **_ids("applied"))
-    state = shared(ledger.log.records(), ledger, "s1", pause.tool_call_id, now=time.time())
+    state = shared(ledger, "s1", pause.tool_call_id, now=time.time())
     assert state.approvals == [] and state.claim is None  # asking again after it ran: counted afresh
 
 
@@ -103,7 +104,7 @@ def test_a_modify_restarts_the_count_and_a_denial_carries_who_and_why(tmp_path: 
     got, pause = _answer(ledger, "bob", "modify", input='{"text": "edited"}')
     assert got.final is None and [(a["by"], a["action"]) for a in pause.approvals] == [("bob", "modify")]
     fresh = _pause()
-    put(fresh, shared(ledger.log.records(), ledger, "s1", fresh.tool_call_id, now=time.time()))
+    put(fresh, shared(ledger, "s1", fresh.tool_call_id, now=time.time()))
     assert '"edited"' in fresh.to_view()["input_text"]
     got, _ = _answer(ledger, "carol", "deny", reason="wrong account")
     final = got.final
@@ -169,6 +170,9 @@ class _View:
     async def refresh(self) -> None:
         pass
 
+    async def answered(self) -> None:
+        pass
+
 
 def test_approve_all_records_each_approval_and_a_second_one_by_the_same_person_sends_nothing(tmp_path: Path) -> None:
     ledger = AnswerLedger(tmp_path / "l.jsonl", "svc", "u")
@@ -187,3 +191,66 @@ def test_approve_all_records_each_approval_and_a_second_one_by_the_same_person_s
         run_async(answerer.act_all(batch))
     assert [r["phase"] for r in ledger.log.records()] == ["approval", "approval"]  # nothing more written
     assert [p.status for p in view.pauses.values()] == ["open", "open"]
+
+
+def _approve_many(path: str, by: str, calls: int, start_at: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    """One console process: approves ``calls`` calls (each needs two people), with a
+    sending line of its own between them, as fast as it can."""
+    ledger = AnswerLedger(path, "svc", "u")
+    time.sleep(max(0.0, start_at - time.time()))
+    finals = 0
+    for n in range(calls):
+        pause = _pause(tool_call_id=f"x{n}")
+        decision = decide(pause, {"action": "approve", "tool_call_id": pause.tool_call_id})
+        got = count_answer(ledger, pause, decision, by, session_id="s1", agent_id="a1", agent="writer")
+        finals += got.final is not None
+        ledger.record(pause, {"decision": "approve"}, **{**_ids("sending"), "event_id": f"{by}-{n}"})
+    out.put((by, finals, ledger.tail.lines_read))
+
+
+def test_the_index_reads_each_line_once_while_two_processes_append(tmp_path: Path) -> None:
+    """Two console processes count 40 calls that need two approvals each, at once, while
+    this process's ledger follows the file: every call is counted once by each (one
+    ``approval``, one ``counted``: neither missed the other's line), and the ledger that
+    followed holds what a ledger reading the whole file holds, each line read once."""
+    path = str(tmp_path / "l.jsonl")
+    watching = AnswerLedger(path, "svc", "u")
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    at = time.time() + 10.0  # after both processes imported nb_hitl
+    procs = [ctx.Process(target=_approve_many, args=(path, by, 40, at, out)) for by in ("p0", "p1")]
+    for p in procs:
+        p.start()
+    caught = 0
+    while any(p.is_alive() for p in procs) and time.time() < at + 120:
+        caught += watching.catch_up()
+        time.sleep(0.01)
+    got = {by: (finals, read) for by, finals, read in (out.get(timeout=60) for _ in procs)}
+    for p in procs:
+        p.join(30)
+    caught += watching.catch_up()
+    assert sum(finals for finals, _ in got.values()) == 40, got  # each call decided once
+    fresh = AnswerLedger(path, "svc", "u")
+    total = len(fresh.log.records())
+    assert total == 40 * 2 + 80 and caught == total and watching.tail.lines_read == total
+    for n in range(40):
+        lines = watching.call_records("s1", f"x{n}")
+        assert lines == fresh.call_records("s1", f"x{n}")
+        assert sorted(r["phase"] for r in lines) == ["approval", "counted", "sending", "sending"]
+    assert watching.tail.resets == 0 and verify(path, key=watching.log.key).intact
+
+
+def test_the_index_reads_a_rewritten_ledger_again_and_waits_for_a_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    ledger = AnswerLedger(path, "svc", "u")
+    _answer(ledger, "ana")
+    with path.open("ab") as f:  # a line still being written (or torn by a crash)
+        f.write(b'{"v": 2, "phase": "appr')
+    assert ledger.catch_up() == 0 and ledger.tail.lines_read == 1
+    _answer(AnswerLedger(path, "svc", "u"), "bob")  # closes the torn line, then writes its own
+    assert ledger.catch_up() == 2 and [r["decided_by"] for r in ledger.call_records("s1", "call_1")] == ["ana", "bob"]
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + lines[2])  # the log rewritten: the torn line cut out
+    assert ledger.catch_up() == 2 and ledger.tail.resets == 1
+    assert [r["phase"] for r in ledger.call_records("s1", "call_1")] == ["approval", "counted"]
+    assert not verify(path, key=ledger.log.key).intact  # the index only reads: verify still names the cut

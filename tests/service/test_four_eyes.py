@@ -26,6 +26,7 @@ from nb_hitl.store import AuditLog
 from tests.service.approver import notes_policy
 from tests.service.cluster import Cluster
 from tests.service.test_scale_out import note_prompt, park, until
+from tests.session.test_card_stream import Wire
 from tests.support import run_async
 
 pytestmark = pytest.mark.timeout(300)
@@ -233,5 +234,60 @@ def test_people_are_told_once_for_every_console_sharing_the_ledger(workers: Clus
         assert lines[0]["to"] == ["alice", "bob"] and lines[0]["origin"]["service_session_id"] == sid
         for client in (first, other):
             await client.aclose()
+
+    run_async(go())
+
+
+def test_inbox_rows_show_the_approvals_and_refuse_the_same_person_in_the_cards_words(
+    workers: Cluster, tmp_path: Path
+) -> None:
+    """The inbox's rows of a call that needs two approvals: each row says how many it has
+    (the row's op carries them, the page draws them with the card's text: js tests), an
+    approval from the row changes that row only, another console's row follows the shared
+    ledger by itself, the same person approving again from the row is refused with the
+    sentence the card says, and the second person's approval from the row runs the tool once."""
+
+    async def go() -> None:
+        ana, bob, one, _two, agent_id, sid, tcid, text = await _parked_note(workers, tmp_path)
+        (bob_row,) = [r for r in await bob.refresh() if r["session_id"] == sid]
+        assert (bob_row["approvals_needed"], bob_row["approvals"]) == (2, [])
+        bob.make_view()
+        bob.start()  # follows the service and the ledger
+        await ana.refresh()
+        widget = ana.make_view().inbox
+        wire = Wire(widget)
+        assert widget.rows_sync(-1)["rows"][0]["approvals"] == []
+        row = {"session_id": sid, "agent_id": agent_id}
+        (got,) = await ana.approve_selected([row])
+        assert (got["ok"], got["code"]) == (True, "approval_recorded"), got
+
+        async def row_ops() -> list[dict[str, Any]]:
+            return [op for m in wire.custom("nbh_inbox") for op in m["ops"]]
+
+        ops = await until(row_ops, "the row's op", timeout=5, every=0.05)  # pushed within 0.1 s
+        assert [op["row"]["session_id"] for op in ops] == [sid]  # that row only
+        (mine,) = ops[0]["row"]["approvals"]
+        assert (mine["by"], mine["action"]) == ("ana", "approve") and abs(mine["at"] - time.time()) < 60
+        assert ops[0]["row"]["approvals_needed"] == 2
+        # the same person again, from the row: refused, nothing recorded, in the card's words
+        with pytest.raises(DecisionError) as card:
+            await one.act({"action": "approve", "tool_call_id": tcid})
+        (again,) = await ana.approve_selected([row])
+        assert (again["ok"], again["text"]) == (False, str(card.value)), again
+        assert str(card.value).startswith("ana already approved this call; it needs 2 approvals from distinct people")
+        assert widget.outcomes[sid]["text"] == str(card.value)
+        assert [r["phase"] for r in ana.ledger.records(sid)] == ["approval"]
+
+        async def bob_sees_ana() -> bool:
+            (shown,) = [r for r in bob.view.inbox.rows if r["session_id"] == sid]
+            return [a["by"] for a in shown["approvals"]] == ["ana"]
+
+        await until(bob_sees_ana, "ana's approval on bob's row", timeout=15)
+        (done,) = await bob.approve_selected([row])
+        assert (done["ok"], done["code"]) == (True, "delivered"), done
+        await until(lambda: _idle(ana, agent_id, sid), "the reply to finish")
+        assert len(workers.notes(text)) == 1
+        await ana.aclose()
+        await bob.aclose()
 
     run_async(go())
