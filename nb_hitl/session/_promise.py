@@ -22,7 +22,7 @@
   (:func:`~nb_hitl.file_change.read_before_write`: AgentScope's ``Edit`` and
   ``Write``) would refuse that call on an existing file the model has not
   read since, so it is not asked again: the model gets a DENIED result
-  saying the file changed after the approval, in the tool's own words that
+  saying the file changed after its card was drawn, in the tool's own words that
   it must read the file first, and the card and transcript say
   :data:`NOT_RUN_KEY`'s text.
 * :func:`record_decision` writes the approved input and the note for the
@@ -209,7 +209,7 @@ def _asked_again_hint(entry: dict[str, Any], tool_call_id: str) -> str:
     if entry.get("cause") == "file_changed":
         return (
             f"<system-reminder>Your call {entry.get('was')} to {entry.get('tool')} was not run: the file "
-            f"{entry.get('path')} changed after the person approved the call (something else wrote it), and the "
+            f"{entry.get('path')} changed after the person was shown it (something else wrote it after the card was drawn), and the "
             "approval covered the change to the file as it was then. nb_hitl ran nothing and asked the person "
             f"again, showing the change against the file as it is now, as call {tool_call_id} (your call now "
             f"shows that id); the result of {tool_call_id} is the outcome of that second question.</system-reminder>"
@@ -353,8 +353,8 @@ async def _check_file(agent: Any, tool_call: Any, seen: dict[str, Any]) -> Chang
     if now == seen.get("sha256"):
         return None
     refusal = (
-        f"nb_hitl did not run {tool_call.name}: the file {path} changed after the person approved the call, "
-        "and an approval covers only the change shown, to the file as it was. Nothing ran."
+        f"nb_hitl did not run {tool_call.name}: the file {path} changed after the person was shown it (after the "
+        "card was drawn), and an approval covers only the change shown, to the file as it was. Nothing ran."
     )
     approved = visible_json(runs, None)
     changed = Changed(refusal, approved, runs, tool, cause="file_changed", path=path)
@@ -363,7 +363,9 @@ async def _check_file(agent: Any, tool_call: Any, seen: dict[str, Any]) -> Chang
             f" The call is not asked again: {tool_call.name} refuses to change a file that changed since you "
             f"last read it. {words}"
         )
-        changed.not_run = f"Not run: the file {path} changed after the approval. The agent was told to read it again."
+        changed.not_run = (
+            f"Not run: the file {path} changed after its card was drawn. The agent was told to read it again."
+        )
     return changed
 
 
@@ -438,7 +440,7 @@ def asked_again_message(entry: dict[str, Any]) -> str:
     """What the card and the audit log say of a call asked again (a person reads it: no call ids)."""
     if entry.get("cause") == "file_changed":
         return (
-            f"The file {entry.get('path')} changed after this {entry.get('tool')} call was approved, before it ran, "
+            f"The file {entry.get('path')} changed after the card of this {entry.get('tool')} call was drawn, before it ran, "
             "so nothing ran. The change below is against the file as it is now. "
             "Approve to run it on the file as shown here, or deny it."
         )
@@ -452,5 +454,5 @@ def asked_again_message(entry: dict[str, Any]) -> str:
 def asked_again_reason(entry: dict[str, Any]) -> str:
     """Why the approved card of a call asked again expired (it did not run); a person reads it: no call ids."""
     if entry.get("cause") == "file_changed":
-        return f"Not run: the file {entry.get('path')} changed after the approval; it is asked again on the next card."
+        return f"Not run: the file {entry.get('path')} changed after its card was drawn; it is asked again on the next card."
     return "Not run: a middleware changed its input after the approval; it is asked again on the next card."

@@ -91,7 +91,7 @@ def test_c39_reload_without_saving_gives_the_card_back_and_a_click_finishes_the_
     card_locator(panel, "confirm", "expired", outputs=False).wait_for(timeout=60_000)
     fresh = card_locator(panel, "confirm", outputs=False)
     fresh.wait_for(timeout=60_000)
-    assert "changed after this delete_file call was approved" in fresh.inner_text()
+    assert "changed after the card of this delete_file call was drawn" in fresh.inner_text()
     fresh.locator('[data-testid="nbh-approve"]').click()
 
     final = panel.locator('[data-testid="nbh-final-text"]')

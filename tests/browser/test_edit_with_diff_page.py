@@ -72,7 +72,7 @@ def test_edit_with_diff_clicked_through(page, lab: JupyterLabServer) -> None:
     approved = card_locator(page, "confirm", "expired")
     assert approved.count() == 1
     not_run = re.compile(
-        r"Not run: the file \S+README\.md changed after the approval\. The agent was told to read it again\."
+        r"Not run: the file \S+README\.md changed after its card was drawn\. The agent was told to read it again\."
     )
     assert not_run.search(approved.inner_text())
     order = page.locator('.jp-OutputArea-output [data-testid="nbh-reply"]').last.evaluate(

@@ -131,7 +131,7 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
     again.wait_for(timeout=60_000)
     approved = card_locator(page, "confirm", "expired")
     assert approved.count() == 1
-    assert f"Not run: the file {target} changed after the approval. The agent was told to read it again." in (
+    assert f"Not run: the file {target} changed after its card was drawn. The agent was told to read it again." in (
         approved.inner_text()
     )
     assert target.read_text() == OTHER

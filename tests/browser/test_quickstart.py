@@ -123,13 +123,13 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     confirm.locator('[data-testid="nbh-approve"]').click()
     refused = card_locator(page, "confirm", "expired")
     refused.wait_for(timeout=60_000)
-    assert f"Not run: the file {draft} changed after the approval; it is asked again on the next card." in (
+    assert f"Not run: the file {draft} changed after its card was drawn; it is asked again on the next card." in (
         refused.inner_text()
     )
     confirm = card_locator(page, "confirm")
     confirm.wait_for(timeout=60_000)
     assert confirm.count() == 1
-    assert f"The file {draft} changed after this delete_file call was approved, before it ran, so nothing ran." in (
+    assert f"The file {draft} changed after the card of this delete_file call was drawn, before it ran, so nothing ran." in (
         confirm.inner_text()
     )
     removed = [

@@ -51,9 +51,9 @@ def test_edit_with_diff_notebook_runs_headless() -> None:
     assert readme_edit.search(texts[7])
     assert "README.md has the teammate's line and not the edit: True" in texts[7]
     assert " \n Maintained by the docs team.\n" in texts[7]  # the new card's diff: against the file as it is now
-    assert "changed after this Edit call was approved" not in texts[7]  # not asked again on a card of nb_hitl's
+    assert "changed after the card of this Edit call was drawn" not in texts[7]  # not asked again on a card of nb_hitl's
     assert re.search(
-        r"the approved card: expired \(Not run: the file \S+README\.md changed after the approval\. "
+        r"the approved card: expired \(Not run: the file \S+README\.md changed after its card was drawn\. "
         r"The agent was told to read it again\.\)",
         texts[7],
     )
@@ -76,6 +76,6 @@ def test_edit_with_diff_notebook_runs_headless() -> None:
         ("approve", "Edit"),
     ]
     assert re.match(
-        r" +by nb_hitl: Not run: the file \S+README\.md changed after the approval\. The agent was told to read it again\.$",
+        r" +by nb_hitl: Not run: the file \S+README\.md changed after its card was drawn\. The agent was told to read it again\.$",
         texts[10].splitlines()[4],
     )

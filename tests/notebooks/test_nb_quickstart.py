@@ -43,7 +43,7 @@ def test_quickstart_notebook_runs_headless() -> None:
     draft = f"{sandbox}/draft.md"
     assert texts[3] == (
         "draft.md changed after its card was drawn\n"
-        f"Not run: the file {draft} changed after the approval; it is asked again on the next card.\n"
+        f"Not run: the file {draft} changed after its card was drawn; it is asked again on the next card.\n"
         "files: ['draft.md', 'notes.txt', 'old_log.txt']\n"
         "the fresh card:\n"
         f"--- {draft}\n+++ /dev/null\n@@ -1,4 +0,0 @@\n-# Draft\n-\n"

@@ -204,7 +204,7 @@ def test_c42_file_changed_between_card_and_approval_is_not_run_and_read_again(
     agent = scripted_agent(script, [Read(), tools[tool](middlewares=[runs_on])], name="editor")
     other = "alpha\nbeta\ngamma\ndelta (written by someone else)\n"
     audit = tmp_path / "audit.jsonl"
-    not_run = f"Not run: the file {path} changed after the approval. The agent was told to read it again."
+    not_run = f"Not run: the file {path} changed after its card was drawn. The agent was told to read it again."
 
     async def scenario() -> str:
         session = Session(agent, display=False, audit_log=str(audit))
@@ -247,7 +247,7 @@ def test_c42_file_changed_between_card_and_approval_is_not_run_and_read_again(
     refused, _, done = tool_results(agent.model.calls[-1])[1:]
     assert (refused.id, done.id) == ("call_1", "call_2")
     told = result_text(refused)  # what the model read of the approved call
-    assert told.startswith(f"nb_hitl did not run {tool}: the file {path} changed after the person approved the call")
+    assert told.startswith(f"nb_hitl did not run {tool}: the file {path} changed after the person was shown it")
     assert "Nothing ran." in told and told.endswith(
         f"refuses to change a file that changed since you last read it. {words}"
     )
@@ -298,7 +298,7 @@ def test_c42_file_removed_since_approval_shows_a_new_file_and_runs_once(tmp_path
     (result,) = tool_results(agent.model.calls[-1], "Write")
     assert result.id == "call_1_r2" and "written successfully" in result_text(result)
     (hint,) = hints(agent)
-    assert "was not run" in hint and "changed after the person approved" in hint
+    assert "was not run" in hint and "changed after the person was shown it" in hint
     records = AuditLog(audit).records()
     assert [(r["tool_call_id"], r["decision"]) for r in records if r["tool_call_id"] == "call_1_r2"] == [
         ("call_1_r2", "file_changed"),
@@ -336,7 +336,7 @@ def test_c42_edit_of_a_file_removed_since_approval_is_not_asked_again(tmp_path: 
         return first
 
     first = run_async(scenario())
-    assert first.reason == f"Not run: the file {path} changed after the approval. The agent was told to read it again."
+    assert first.reason == f"Not run: the file {path} changed after its card was drawn. The agent was told to read it again."
     assert not path.exists() and runs_on.runs == []
     (result,) = tool_results(agent.model.calls[-1], "Edit")
     assert result_text(result).endswith("To edit a file, you must first read it using the Read tool.")

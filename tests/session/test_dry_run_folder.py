@@ -130,10 +130,10 @@ def test_c42_deletion_of_a_file_changed_since_approval_is_asked_again(tmp_path: 
         await session.act(msg(first, "approve"))
         (again,) = await parked(session, resumes=2)
         assert first.status == "expired" and first.reason is not None
-        assert first.reason.startswith(f"Not run: the file {draft} changed after the approval")
+        assert first.reason.startswith(f"Not run: the file {draft} changed after its card was drawn")
         assert again.tool_call_id == f"{first.tool_call_id}_r2" and again.status == "open"
         assert again.message is not None and again.message.startswith(
-            f"The file {draft} changed after this delete_file call was approved"
+            f"The file {draft} changed after the card of this delete_file call was drawn"
         )
         change = again.to_view()["file_change"]
         assert change is not None
@@ -160,7 +160,7 @@ def test_c42_deletion_of_a_file_changed_since_approval_is_asked_again(tmp_path: 
         assert final.startswith("The deletion did not happen (error): Could not delete draft.md")
         assert re.search(r"[.!?] The folder holds: ", final), final  # the tool's text ends as a sentence
     (hint,) = hints(agent)
-    assert f"to delete_file was not run: the file {draft} changed after the person approved" in hint
+    assert f"to delete_file was not run: the file {draft} changed after the person was shown it" in hint
     decisions = [r["decision"] for r in AuditLog(audit).records("answered")]
     assert decisions == ["answer", "approve", "file_changed", "approve"]
 
@@ -183,7 +183,7 @@ def test_c42_a_tool_that_declares_read_before_write_is_not_asked_again(tmp_path:
         return first
 
     first = run_async(scenario())
-    assert first.reason == f"Not run: the file {draft} changed after the approval. The agent was told to read it again."
+    assert first.reason == f"Not run: the file {draft} changed after its card was drawn. The agent was told to read it again."
     assert draft.read_text() == DRAFT + "more\n"  # nothing was deleted
     (result,) = tool_results(agent.model.calls[-1], "delete_file")
     assert not result.id.endswith("_r2") and result_text(result).endswith("Read the file with read_file first.")
