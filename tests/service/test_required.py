@@ -18,6 +18,7 @@ from agentscope.message import ToolCallBlock
 
 from nb_hitl.policy import Policy
 from nb_hitl.service import ServiceClient
+from nb_hitl.service.http import confirm_body
 from nb_hitl.service.required import APPROVALS_KEY, load_policies, shortfall
 from nb_hitl.service.told import NOTES_KEY
 from tests.service.cluster import Cluster, FakeModel, PostgresServer, RedisServer
@@ -162,6 +163,22 @@ def test_a_denial_from_a_console_without_the_policy_is_a_denial(guarded: Cluster
         assert guarded.notes(text) == []
         (result,) = _tool_results(await alice.http.messages(agent_id, sid), tcid)
         assert "wrong account" in result and "approvals" not in result
+        await alice.aclose()
+
+    run_async(go())
+
+
+def test_another_client_of_the_service_counts_as_its_sender_alone(guarded: Cluster, tmp_path: Path) -> None:
+    """A raw confirmation (no count in its metadata, as any other client posts it): not run either."""
+
+    async def go() -> None:
+        alice, card, agent_id, sid, tcid, text = await _alone(guarded, tmp_path)
+        pause = card.pauses[tcid]
+        body = confirm_body(pause.reply_id, [ConfirmResult(confirmed=True, tool_call=pause.tool_call)])
+        got = await card.send_raw(body, [tcid], "approve")
+        assert f"carried 1 ({alice.user_id})" in got.detail and got.not_run
+        await until(lambda: _idle(alice, agent_id, sid), "the reply to finish")
+        assert guarded.notes(text) == [] and card.pauses[tcid].status == "expired"
         await alice.aclose()
 
     run_async(go())
