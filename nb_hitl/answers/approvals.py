@@ -36,7 +36,7 @@ from ..errors import DecisionError
 from ..kinds._base import Decision
 from ..pauses import Pause
 
-__all__ = ["Count", "count", "apply", "audit_fields", "needs_more", "saved", "restore", "input_hash"]
+__all__ = ["Count", "count", "apply", "audit_fields", "needs_more", "saved", "restore", "input_hash", "carried"]
 
 APPROVING = frozenset({"approve", "modify"})
 """Actions that count as an approval (a modify approves its new input)."""
@@ -143,6 +143,16 @@ def audit_fields(pause: Pause, got: Count) -> dict[str, Any]:
     if got.final is not None:
         out["approvals"] = got.approvals
     return out
+
+
+def carried(pause: Pause, by: str, *, now: float | None = None) -> list[dict[str, Any]]:
+    """The approvals a deciding approval of ``pause`` carries to the far side:
+    ``[{"decided_by", "at"}]``, those counted on the pause (:func:`apply`
+    put them there), or ``by`` alone (at ``now``) for a call without a count."""
+    got = [a for a in pause.approvals if a.get("action") in APPROVING] if needs_more(pause) else []
+    if not got:
+        return [{"decided_by": by, "at": time.time() if now is None else now}]
+    return [{"decided_by": str(a["by"]), "at": a["at"]} for a in got]
 
 
 def saved(pause: Pause) -> dict[str, Any]:

@@ -42,6 +42,8 @@ class Outcome:
         at: when (ISO-8601 UTC), for ``answered_elsewhere`` (when known).
         told: the calls whose note (who denied and why) the model read, as
             the carrier saw it (the service console's denials).
+        not_run: ``{tool_call_id: why}`` of approved calls the far side
+            refused to run (the service's own policy).
     """
 
     status: OutcomeStatus
@@ -51,6 +53,7 @@ class Outcome:
     by: str | None = None
     at: str | None = None
     told: set[str] = field(default_factory=set)
+    not_run: dict[str, str] = field(default_factory=dict)
 
     @property
     def applied(self) -> bool:

@@ -10,7 +10,8 @@ events from the service's Redis bus, one connection), ``outcome`` (verdicts from
 stream), ``ledger`` (answers remembered), ``transcript`` (messages as entries),
 ``console`` (one session), ``answering`` (its answers), ``approving``
 (approvals by several people, counted through the ledger), ``told`` (the
-service's middleware telling the model who denied a call and why),
+service's middleware telling the model who denied a call and why), ``required``
+(the service's own policy: a call short of its approvals is not run),
 ``client`` (the whole), ``app`` / ``embedded`` (a local service to try it),
 ``script`` (what the offline model says).
 """

@@ -44,6 +44,7 @@ from .approving import count_admitted, recorded, tool_for
 from .http import ServiceError, ServiceHTTP, confirm_body, external_body
 from .ledger import APPROVING, AnswerLedger
 from .outcome import Outcome, OutcomeError, answer_mark, await_outcome, call_state, settled_by
+from .required import approvals_metadata
 from .told import notes_metadata
 
 __all__ = ["Answerer", "ConsoleView", "AlreadyApprovedError", "OutcomeError", "UNTOLD", "as_carried", "tool_for"]
@@ -360,6 +361,7 @@ class Answerer:
                 continue
             reply_id = group[0][0].reply_id
             mark = {**answer_mark(self.http.user_id, self.console_id), **notes_metadata([d for _, d in group])}
+            mark.update(approvals_metadata(group, self.decided_by))  # the service checks them (required.py)
             if group is confirms:
                 body = confirm_body(reply_id, [d.confirm_result for _, d in group if d.confirm_result], mark)
             else:
@@ -484,7 +486,9 @@ class Answerer:
         waiting, saying what became of the last answer."""
         for p in pauses:
             state = outcome.states.get(p.tool_call_id)
-            if outcome.applied and state != "answered_elsewhere":
+            if p.tool_call_id in outcome.not_run:  # the service's policy did not run it (required.py)
+                transition(p, "expired", reason=outcome.not_run[p.tool_call_id])
+            elif outcome.applied and state != "answered_elsewhere":
                 transition(p, "delivered")
                 p.message = UNTOLD if p.tool_call_id in untold else None
                 self._armed.discard(p.tool_call_id)

@@ -18,7 +18,8 @@ local demo's ``list_files`` and ``delete_file`` (:func:`nb_hitl.demo.sandbox_too
 over that folder, so the same answers can be played against the service and a
 local agent. Every agent also gets :class:`~nb_hitl.service.told.ToldMiddleware`
 (``extra_agent_middlewares``): the model reads who denied a call and why, as
-the console sends it.
+the console sends it; with policies, :class:`~nb_hitl.service.required.RequiredMiddleware`
+first: a call short of the approvals they ask for is not run.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlparse
@@ -149,6 +151,7 @@ def build_app(
     *,
     scheduler: bool = True,
     extra_routes: list[tuple[str, Any]] | None = None,
+    policies: Iterable[Any] = (),
 ) -> Any:
     """AgentScope's FastAPI service with the demo tools.
 
@@ -159,6 +162,9 @@ def build_app(
         scheduler: ``enable_scheduler`` (True on one replica only).
         extra_routes: ``[(path, asgi_app)]`` mounted beside the service
             (the embedded service mounts the fake model there).
+        policies: :class:`~nb_hitl.policy.Policy` objects the service
+            enforces itself: a confirmation short of the approvals they ask
+            for is not run (:mod:`nb_hitl.service.required`).
 
     Returns:
         ``fastapi.FastAPI``.
@@ -166,7 +172,7 @@ def build_app(
     from agentscope.app import create_app
     from agentscope.app.workspace_manager import LocalWorkspaceManager
 
-    from .told import told_middlewares
+    from .required import service_middlewares
 
     Path(workspaces).mkdir(parents=True, exist_ok=True)
     app = create_app(
@@ -174,7 +180,7 @@ def build_app(
         message_bus=make_bus(bus_url),
         workspace_manager=LocalWorkspaceManager(str(workspaces)),
         extra_agent_tools=demo_tools,
-        extra_agent_middlewares=told_middlewares,
+        extra_agent_middlewares=service_middlewares(policies),
         enable_scheduler=scheduler,
         enable_channel_worker=False,
     )
@@ -185,9 +191,18 @@ def build_app(
 
 def app_from_env() -> Any:
     """:func:`build_app` from ``NB_HITL_SERVICE_STORAGE`` (required),
-    ``NB_HITL_SERVICE_BUS`` (default ``memory``), ``NB_HITL_SERVICE_WORKSPACES``
-    and ``NB_HITL_SERVICE_SCHEDULER`` (``1``/``0``, default ``1``); for
-    ``uvicorn --factory nb_hitl.service.app:app_from_env``."""
+    ``NB_HITL_SERVICE_BUS`` (default ``memory``), ``NB_HITL_SERVICE_WORKSPACES``,
+    ``NB_HITL_SERVICE_SCHEDULER`` (``1``/``0``, default ``1``) and
+    ``NB_HITL_SERVICE_POLICIES`` (a JSON or TOML file of policies the service
+    enforces, :func:`~nb_hitl.service.required.load_policies`); for
+    ``uvicorn --factory nb_hitl.service.app:app_from_env``.
+
+    Raises:
+        RuntimeError: ``NB_HITL_SERVICE_STORAGE`` is not set.
+        OSError, ValueError: the policy file cannot be read or is wrong.
+    """
+    from .required import policies_from_env
+
     storage = os.environ.get("NB_HITL_SERVICE_STORAGE")
     if not storage:
         raise RuntimeError("Set NB_HITL_SERVICE_STORAGE (an SQLAlchemy async URL or redis://host:port/db).")
@@ -196,4 +211,5 @@ def app_from_env() -> Any:
         os.environ.get("NB_HITL_SERVICE_BUS", "memory"),
         os.environ.get("NB_HITL_SERVICE_WORKSPACES", "nb_hitl_workspaces"),
         scheduler=os.environ.get("NB_HITL_SERVICE_SCHEDULER", "1") == "1",
+        policies=policies_from_env(),
     )

@@ -52,6 +52,7 @@ from ..kinds import kind_spec
 from ..pauses import Pause, build_pause
 from ..policy import Policy
 from .ledger import NOT_APPLIED, AnswerLedger
+from .required import covering
 
 __all__ = [
     "CLAIM_SECONDS",
@@ -102,11 +103,9 @@ def describe(pause: Pause, policies: Sequence[Policy]) -> None:
     come from distinct people; the sentence says why. Other pauses are left."""
     if not policies or not kind_spec(pause.kind).confirms:
         return
-    tool_input = pause.input if isinstance(pause.input, dict) else {}
-    for policy in policies:
-        why = policy.match_call(pause.tool_name, tool_input)
-        if why is None:
-            continue
+    matched = covering(policies, pause.tool_name, pause.input if isinstance(pause.input, dict) else {})
+    if matched is not None:
+        policy, why = matched
         needed = policy.approvals_for(pause.tool_name)
         pause.policy = policy.name
         pause.approvals_needed = needed
@@ -114,7 +113,6 @@ def describe(pause: Pause, policies: Sequence[Policy]) -> None:
         who = "different people" if policy.distinct else "people"
         said = f"The console's policy {policy.name!r} asks for {needed} approvals by {who} ({why})."
         pause.permission_message = " ".join(x for x in (pause.permission_message, said, policy.message) if x)
-        return
 
 
 def tool_for(name: str) -> Any:

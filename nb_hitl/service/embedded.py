@@ -280,6 +280,7 @@ def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
     from .app import build_app
+    from .required import policies_from_env
 
     parser = argparse.ArgumentParser(description="nb_hitl's local AgentScope service")
     parser.add_argument("--port", type=int, default=8000)
@@ -295,6 +296,7 @@ def main(argv: list[str] | None = None) -> None:
         os.environ.get("NB_HITL_SERVICE_WORKSPACES") or str(data / "workspaces"),
         scheduler=os.environ.get("NB_HITL_SERVICE_SCHEDULER", "1") == "1",
         extra_routes=[] if args.no_fake_model else [(FAKE_MODEL_PATH, _fake_model_app())],
+        policies=policies_from_env(),
     )
     print(f"nb_hitl service on http://127.0.0.1:{args.port}", flush=True)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")

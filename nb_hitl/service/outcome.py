@@ -39,6 +39,7 @@ from ..answers.outcome import Outcome, answered_elsewhere_text
 from ..errors import NbHitlError
 from .http import ServiceError, ServiceHTTP
 from .inbox import parked_calls
+from .required import not_run_text
 from .told import NOTES_KEY, TOLD_KEY
 
 __all__ = [
@@ -148,6 +149,8 @@ class OutcomeJudge:
         others: ``{tool_call_id: answered_by(...)}`` for calls another answer settled.
         noted: calls the answer carries a note for (their result's end is awaited).
         told: those whose note the model read (the end frame's ``TOLD_KEY``).
+        not_run: ``{tool_call_id: why}`` of confirmed calls the service's
+            policy did not run (:func:`~nb_hitl.service.required.not_run_text`).
         failed_before: the error of a run that failed before this answer was
             echoed (the worker could not load the session: storage down), or ``None``.
     """
@@ -157,6 +160,7 @@ class OutcomeJudge:
         self.ids = set(tool_call_ids)
         self.noted = set(noted)
         self.told: set[str] = set()
+        self.not_run: dict[str, str] = {}
         self.echoed = False
         self.started = False
         self.states: dict[str, str] = {}
@@ -168,7 +172,9 @@ class OutcomeJudge:
         if not self.ids <= set(self.states):
             return None
         names = ", ".join(f"{k}: {v}" for k, v in sorted(self.states.items()))
-        return Outcome("applied", f"Applied by the service ({names}).", dict(self.states), told=set(self.told))
+        said = f"Answered ({names}). " + " ".join(dict.fromkeys(self.not_run.values())) if self.not_run else ""
+        said = said or f"Applied by the service ({names})."  # a call the service's policy did not run: never "applied"
+        return Outcome("applied", said, dict(self.states), told=set(self.told), not_run=dict(self.not_run))
 
     def closed(
         self, broke: str | None = None, ours: Callable[[str], bool] | None = None, *, sent: bool = True
@@ -196,6 +202,7 @@ class OutcomeJudge:
                 f"Applied by the service ({names}); {len(rest)} call(s) settled by another answer.",
                 states,
                 told=set(self.told),
+                not_run=dict(self.not_run),
             )
         if info is None and broke:
             return Outcome(
@@ -222,6 +229,8 @@ class OutcomeJudge:
         tcid = frame.get("tool_call_id")
         if kind in ("TOOL_RESULT_START", "TOOL_RESULT_END") and tcid in self.ids and self.current is not None:
             if self.current["event_id"] == self.event_id:
+                if said := not_run_text(frame):
+                    self.not_run[str(tcid)] = said  # the service's policy did not run it (required.py)
                 if kind == "TOOL_RESULT_START" and tcid in self.noted:
                     return None  # its end says whether the model read the note (ToldMiddleware)
                 self.states[str(tcid)] = str(frame.get("state") or "running")

@@ -28,7 +28,7 @@ from .._agentscope import NOTES_CONTEXT_KEY, context_map
 from ..decisions import Decision
 from ..session._promise import apply_note
 
-__all__ = ["NOTES_KEY", "TOLD_KEY", "ToldMiddleware", "notes_metadata", "denial_notes", "told_middlewares"]
+__all__ = ["NOTES_KEY", "TOLD_KEY", "ToldMiddleware", "notes_metadata", "denial_notes"]
 
 NOTES_KEY = "nb_hitl.notes"
 """Key in an answer event's ``metadata``: ``{tool_call_id: what the model reads}``."""
@@ -76,8 +76,3 @@ class ToldMiddleware(MiddlewareBase):
                 )
                 item.metadata = {**(item.metadata or {}), TOLD_KEY: True}
             yield item
-
-
-async def told_middlewares(_user_id: str, _agent_id: str, _session_id: str) -> list[MiddlewareBase]:
-    """AgentScope ``extra_agent_middlewares`` factory: one :class:`ToldMiddleware`."""
-    return [ToldMiddleware()]

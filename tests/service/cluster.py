@@ -183,13 +183,26 @@ class FakeModel:
 class Cluster:
     """Two AgentScope workers (A with the scheduler, B without) on one Redis bus,
     storage in PostgreSQL, one shared data folder (workspaces, tool ledger,
-    ``sandboxes/<user>``: the demo's sandbox tools for a user who has one)."""
+    ``sandboxes/<user>``: the demo's sandbox tools for a user who has one).
+    ``env``: more settings of both workers; ``bus_db``: the Redis database of
+    their bus (another pair on the same Redis takes none of their work)."""
 
-    def __init__(self, redis: RedisServer, pg: PostgresServer, model: FakeModel, folder: Path) -> None:
+    def __init__(
+        self,
+        redis: RedisServer,
+        pg: PostgresServer,
+        model: FakeModel,
+        folder: Path,
+        *,
+        env: dict[str, str] | None = None,
+        bus_db: int = 0,
+    ) -> None:
         self.redis = redis
         self.pg = pg
         self.model = model
         self.folder = folder
+        self.env = env or {}
+        self.bus = f"redis://127.0.0.1:{redis.port}/{bus_db}"
         self.a = self._worker(scheduler=True)
         self.b = self._worker(scheduler=False)
 
@@ -198,10 +211,10 @@ class Cluster:
             port,
             self.folder,
             storage=self.pg.url,
-            bus=self.redis.url,
+            bus=self.bus,
             scheduler=scheduler,
             embedded=False,
-            env={"NB_HITL_SERVICE_SANDBOXES": str(self.sandboxes)},
+            env={"NB_HITL_SERVICE_SANDBOXES": str(self.sandboxes), **self.env},
         )
 
     @property
