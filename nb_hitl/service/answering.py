@@ -45,34 +45,15 @@ from .http import ServiceError, ServiceHTTP, confirm_body, external_body
 from .ledger import APPROVING, AnswerLedger
 from .outcome import Outcome, OutcomeError, answer_mark, await_outcome, call_state, settled_by
 from .required import approvals_metadata
-from .told import notes_metadata
+from .told import UNTOLD, as_carried, notes_metadata
 
-__all__ = ["Answerer", "ConsoleView", "AlreadyApprovedError", "OutcomeError", "UNTOLD", "as_carried", "tool_for"]
+__all__ = ["Answerer", "ConsoleView", "AlreadyApprovedError", "OutcomeError", "tool_for"]
 
 
 class AlreadyApprovedError(NbHitlError):
     """The console already approved this call; the next approval is the explicit second one."""
 
     code = "already_approved"
-
-
-UNTOLD = (
-    "The agent was not told your reason: AgentScope's confirmation event has no field for it, so the model "
-    "reads the service's own denial unless the service runs nb_hitl's ToldMiddleware, and this one did not "
-    "say it did. The reason is kept in this console's audit record."
-)
-"""Said on a delivered denial with a reason (locally the reason is put in the call's result)."""
-
-
-def as_carried(decision: Decision) -> dict[str, Any]:
-    """The decision's summary as the service carries it: without ``note``
-    (what a local session writes into the call's result: the reason of a
-    denial, who edited a call), which no AgentScope answer event carries; a
-    denial's note is put back once the service's ToldMiddleware said the
-    model read it (:mod:`nb_hitl.service.told`)."""
-    summary = decision.summary()
-    summary.pop("note", None)
-    return summary
 
 
 class ConsoleView(Protocol):

@@ -28,7 +28,7 @@ from .._agentscope import NOTES_CONTEXT_KEY, context_map
 from ..decisions import Decision
 from ..session._promise import apply_note
 
-__all__ = ["NOTES_KEY", "TOLD_KEY", "ToldMiddleware", "notes_metadata", "denial_notes"]
+__all__ = ["NOTES_KEY", "TOLD_KEY", "UNTOLD", "ToldMiddleware", "as_carried", "notes_metadata", "denial_notes"]
 
 NOTES_KEY = "nb_hitl.notes"
 """Key in an answer event's ``metadata``: ``{tool_call_id: what the model reads}``."""
@@ -76,3 +76,22 @@ class ToldMiddleware(MiddlewareBase):
                 )
                 item.metadata = {**(item.metadata or {}), TOLD_KEY: True}
             yield item
+
+
+UNTOLD = (
+    "The agent was not told your reason: AgentScope's confirmation event has no field for it, so the model "
+    "reads the service's own denial unless the service runs nb_hitl's ToldMiddleware, and this one did not "
+    "say it did. The reason is kept in this console's audit record."
+)
+"""Said on a delivered denial with a reason (locally the reason is put in the call's result)."""
+
+
+def as_carried(decision: Decision) -> dict[str, Any]:
+    """The decision's summary as the service carries it: without ``note``
+    (what a local session writes into the call's result: the reason of a
+    denial, who edited a call), which no AgentScope answer event carries; a
+    denial's note is put back once the service's ToldMiddleware said the
+    model read it (:mod:`nb_hitl.service.told`)."""
+    summary = decision.summary()
+    summary.pop("note", None)
+    return summary

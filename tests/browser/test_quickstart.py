@@ -129,8 +129,9 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     confirm = card_locator(page, "confirm")
     confirm.wait_for(timeout=60_000)
     assert confirm.count() == 1
-    assert f"The file {draft} changed after the card of this delete_file call was drawn, before it ran, so nothing ran." in (
-        confirm.inner_text()
+    assert (
+        f"The file {draft} changed after the card of this delete_file call was drawn, before it ran, so nothing ran."
+        in (confirm.inner_text())
     )
     removed = [
         ["meta", f"--- {draft}"],

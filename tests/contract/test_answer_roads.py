@@ -40,7 +40,7 @@ import pytest
 from nb_hitl import NbHitlError
 from nb_hitl.demo import make_sandbox
 from nb_hitl.service import OutcomeError, ServiceClient
-from nb_hitl.service.answering import UNTOLD
+from nb_hitl.service.told import UNTOLD
 from tests.contract.roads import (
     QUESTION,
     ROADS,

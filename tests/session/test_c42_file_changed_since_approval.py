@@ -336,7 +336,10 @@ def test_c42_edit_of_a_file_removed_since_approval_is_not_asked_again(tmp_path: 
         return first
 
     first = run_async(scenario())
-    assert first.reason == f"Not run: the file {path} changed after its card was drawn. The agent was told to read it again."
+    assert (
+        first.reason
+        == f"Not run: the file {path} changed after its card was drawn. The agent was told to read it again."
+    )
     assert not path.exists() and runs_on.runs == []
     (result,) = tool_results(agent.model.calls[-1], "Edit")
     assert result_text(result).endswith("To edit a file, you must first read it using the Read tool.")

@@ -183,7 +183,10 @@ def test_c42_a_tool_that_declares_read_before_write_is_not_asked_again(tmp_path:
         return first
 
     first = run_async(scenario())
-    assert first.reason == f"Not run: the file {draft} changed after its card was drawn. The agent was told to read it again."
+    assert (
+        first.reason
+        == f"Not run: the file {draft} changed after its card was drawn. The agent was told to read it again."
+    )
     assert draft.read_text() == DRAFT + "more\n"  # nothing was deleted
     (result,) = tool_results(agent.model.calls[-1], "delete_file")
     assert not result.id.endswith("_r2") and result_text(result).endswith("Read the file with read_file first.")
