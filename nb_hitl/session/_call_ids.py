@@ -87,7 +87,13 @@ def fresh_id(old: str, taken: set[str]) -> str:
 
 
 def fresh_call_ids(
-    response: ChatResponse, used: set[str], renames: dict[str, str], given: dict[str, str], *, whole: bool
+    response: ChatResponse,
+    used: set[str],
+    renames: dict[str, str],
+    given: dict[str, str],
+    *,
+    whole: bool,
+    sent_ids: set[str] | None = None,
 ) -> ChatResponse:
     """``response`` with a fresh id for each tool call whose id is already taken.
 
@@ -102,12 +108,18 @@ def fresh_call_ids(
             chunk of a streamed one): a second call with the id of an
             earlier call of the same answer is a new call too. A streamed
             chunk's calls are parts of calls, so only ``used`` counts.
+        sent_ids: the ids the model sent in this answer's earlier chunks;
+            updated in place. A fresh id is never one the model sent in this
+            answer (nor in ``used``), so a call the model named ``X_r2`` keeps
+            its id when another call reusing ``X`` is renamed.
 
     Returns:
         ``response`` itself when nothing is renamed, else a copy with the
         renamed ``ToolCallBlock`` copies.
     """
     content = list(response.content)
+    here = {block.id for block in content if isinstance(block, ToolCallBlock)}
+    avoid = used | here | (sent_ids or set())  # the model's own ids of this answer stay its own
     seen: set[str] = set()
     changed = False
     for i, block in enumerate(content):
@@ -116,17 +128,20 @@ def fresh_call_ids(
         sent = block.id
         new: str | None = None
         if whole and sent in seen:  # a second call with this id in one answer
-            new = fresh_id(sent, used)
+            new = fresh_id(sent, avoid)
         elif sent in renames:  # a later chunk of a renamed call, or the whole streamed answer
             new = renames[sent]
         elif sent in used:
-            new = renames[sent] = fresh_id(sent, used)
+            new = renames[sent] = fresh_id(sent, avoid)
         seen.add(sent)
         if new is not None:
+            avoid.add(new)
             used.add(new)
             given[new] = sent
             content[i] = block.model_copy(update={"id": new})
             changed = True
+    if sent_ids is not None:
+        sent_ids |= here
     return dataclasses.replace(response, content=content) if changed else response
 
 
@@ -179,6 +194,7 @@ class CallIdGuard(MiddlewareBase):
         used = context_call_ids(agent)
         renames: dict[str, str] = {}
         given: dict[str, str] = {}
+        sent_ids: set[str] = set()
 
         def remember(response: ChatResponse) -> None:
             entries = renamed_calls(agent)
@@ -187,7 +203,7 @@ class CallIdGuard(MiddlewareBase):
                     entries[block.id] = {"sent": given[block.id], "tool": block.name, "audited": False}
 
         if not inspect.isasyncgen(res):
-            out = fresh_call_ids(res, used, renames, given, whole=True)
+            out = fresh_call_ids(res, used, renames, given, whole=True, sent_ids=sent_ids)
             remember(out)
             return out
 
@@ -196,7 +212,7 @@ class CallIdGuard(MiddlewareBase):
         async def stream() -> AsyncGenerator[ChatResponse, None]:
             try:
                 async for chunk in chunks:
-                    out = fresh_call_ids(chunk, used, renames, given, whole=chunk.is_last)
+                    out = fresh_call_ids(chunk, used, renames, given, whole=chunk.is_last, sent_ids=sent_ids)
                     if chunk.is_last:
                         remember(out)
                     yield out

@@ -17,6 +17,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agentscope.agent import Agent
 from agentscope.message import ToolResultState
 from agentscope.tool import AskUser, Toolkit
@@ -245,3 +246,48 @@ def test_c37_one_answer_holding_one_id_twice_gives_two_cards(tmp_path: Path) -> 
     assert files(folder) == ["draft.md", "notes.txt"]
     results = [(i, t) for k, i, t in pairs(agent.model.calls[-1]) if k == "result"]
     assert results[0] == ("D", "Deleted old_log.txt.") and results[1][0] == "D_r2"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_c37_a_fresh_id_is_never_an_id_the_model_sent_in_the_same_answer(tmp_path: Path, stream: bool) -> None:
+    """The model names a call ``X_r2`` (the id nb_hitl would pick) and reuses ``X`` in the same
+    answer: the reused call gets ``X_r3``, the model's own ``X_r2`` keeps its id and is not
+    called a reuse; each call is asked once, as itself, and runs once."""
+    folder = make_sandbox(tmp_path / "box")
+    model = ScriptedChatModel(
+        [
+            Turn("First.", [tool_call("delete_file", id="X", path="old_log.txt")]),
+            Turn(
+                "Second.",
+                [
+                    tool_call("delete_file", id="X_r2", path="notes.txt"),
+                    tool_call("delete_file", id="X", path="draft.md"),
+                ],
+            ),
+            Turn("Done."),
+        ],
+        stream=stream,
+        on_exhausted="raise",
+    )
+    agent = Agent(name="deleter", system_prompt="x", model=model, toolkit=Toolkit(tools=sandbox_tools(folder)))
+
+    async def scenario() -> None:
+        session = Session(agent, display=False)
+        task = session.start("tidy")
+        asked: list[tuple[str, str, bool]] = []
+        for resumes in range(3):
+            (pause,) = await parked(session, resumes=resumes)
+            asked.append((pause.tool_call_id, pause.input["path"], pause.message is not None))
+            await session.act(approve(pause))
+        final = await asyncio.wait_for(task, 10)
+        assert final.get_text_content() == "Done."
+        assert asked == [("X", "old_log.txt", False), ("X_r2", "notes.txt", False), ("X_r3", "draft.md", True)]
+        results = [(k, i, t) for k, i, t in pairs(model.calls[-1]) if k == "result"]
+        assert sorted(results) == [
+            ("result", "X", "Deleted old_log.txt."),
+            ("result", "X_r2", "Deleted notes.txt."),
+            ("result", "X_r3", "Deleted draft.md."),
+        ]
+
+    run_async(scenario())
+    assert files(folder) == []
