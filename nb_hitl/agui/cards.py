@@ -101,8 +101,10 @@ def view_problem(view: dict[str, Any]) -> str | None:
 
 
 def _approvals_problem(approvals: Any, needed: Any) -> str | None:
-    if not isinstance(needed, int) or isinstance(needed, bool) or needed < 1:
+    if not isinstance(needed, int) or isinstance(needed, bool):
         return f"approvals_needed is {_type_name(needed)}, not a positive integer"
+    if needed < 1:
+        return f"approvals_needed is {needed}, not a positive integer"
     if not isinstance(approvals, list):
         return f"approvals is {_type_name(approvals)}, not a list"
     for n, a in enumerate(approvals):

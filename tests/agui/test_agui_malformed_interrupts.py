@@ -67,6 +67,11 @@ MALFORMED: dict[str, tuple[Any, Any, str]] = {
         "review_output",
     ),
     "tool-name-wrong-type": (_meta("confirm", tool_name=["rm"]), CONFIRM, "tool_name"),
+    "approvals-needed-negative": (
+        _meta("confirm", approvals_needed=-5),
+        CONFIRM,
+        "approvals_needed is -5, not a positive integer",
+    ),
 }
 
 received: list[RunAgentInput] = []
