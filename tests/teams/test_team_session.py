@@ -216,7 +216,9 @@ def test_interrupt_ends_both_replies(tmp_path: Path) -> None:
     assert str(final.finished_reason) == "interrupted"
     # the member's report is AgentScope's interruption text without its markup for the model
     (report,) = [e["text"] for e in session.current.transcript.view() if e["id"].startswith("report:")]
-    assert report == f"{WORKER} reported back to {LEADER} (interrupted): The tool call has been interrupted by the user."
+    assert (
+        report == f"{WORKER} reported back to {LEADER} (interrupted): The tool call has been interrupted by the user."
+    )
     assert pipe.runs == []
     assert not session.team.is_parked()
     assert len(pipe.leader.model.calls) == 1  # the leader never went on with a result
