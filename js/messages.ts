@@ -212,6 +212,8 @@ export interface DryRunView {
   tool_name: string;
   /** where it ran: "a temporary copy" */
   sandbox: string;
+  /** the real folder that was copied; "" when only the files the call names were (Write, Edit) */
+  folder: string;
   summary: string;
   /** the tool's end state (AgentScope's ToolResultState: "success", "error"...) */
   state: string;

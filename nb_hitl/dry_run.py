@@ -93,12 +93,17 @@ class DryRunView(TypedDict):
     ``sandbox`` names where it ran (:data:`SANDBOX`); ``summary`` one sentence
     saying so; ``state`` the tool's end state (AgentScope's
     ``ToolResultState`` value: ``"success"``, ``"error"``...); ``output`` the
-    tool's output text; ``files`` what it did to files, in path order.
+    tool's output text; ``files`` what it did to files, in path order;
+    ``folder`` the real folder that was copied (a folder tool's folder, a
+    ``Bash`` call's working directory), ``""`` when only the files the call
+    names were copied (``Write``, ``Edit``): the page names a file in the copy
+    by its path inside ``folder``, else by its real path as "a copy of" it.
     """
 
     tool_call_id: str
     tool_name: str
     sandbox: str
+    folder: str
     summary: str
     state: str
     output: str
@@ -376,17 +381,22 @@ async def dry_run(agent: Any, pause: Pause) -> DryRunView:
     if reason is not None or tool_input is None:
         raise DecisionError(f"{pause_label(pause)} cannot be dry-run: {reason}.", field="action")
     if type(tool) is Bash:
-        from .dry_run_shell import run_in_sandbox
+        from .dry_run_shell import run_in_sandbox, workspace_of
 
         state, output, files, sandbox = await run_in_sandbox(tool, tool_input)
         where = f"{sandbox} on a throw-away copy of its working directory (network cut, nothing else writable)"
+        folder = workspace_of(tool)
     elif isinstance(tool, FolderTool):
+        from .dry_run_folder import folder_of
+
         state, output, files = await run_in_folder_copy(tool, tool_input, agent.state)
         sandbox = SANDBOX
         where = f"{SANDBOX} of its folder"
+        folder = folder_of(tool)
     else:
         state, output, files = await run_in_copy(tool, tool_input, agent.state)
         sandbox = where = SANDBOX
+        folder = ""
     summary = (
         f"Dry run in {where}: {pause.tool_name} ran with the input Approve would run and ended "
         f"with state {state}; {_did(files)}. The real files were not touched; the call still waits for your answer."
@@ -395,6 +405,7 @@ async def dry_run(agent: Any, pause: Pause) -> DryRunView:
         tool_call_id=pause.tool_call_id,
         tool_name=pause.tool_name,
         sandbox=sandbox,
+        folder=folder,
         summary=summary,
         state=state,
         output=output,

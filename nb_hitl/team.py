@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agentscope.agent import Agent
 from agentscope.event import ReplyEndEvent, ReplyStartEvent, UserInterruptEvent
-from agentscope.message import Msg, ToolCallBlock
+from agentscope.message import AssistantMsg, Msg, ToolCallBlock
 from agentscope.pipeline import GoalPipeline, TeamPipeline
 from agentscope.state import AgentState
 from agentscope.types import ReplyFinishedReason
+
+from ._agentscope import strip_system_reminders
 
 if TYPE_CHECKING:  # the session package imports this module
     from .session._transcript import Transcript
@@ -284,7 +286,17 @@ class Team:
         """A copy of the last message the leader wrote, with ``finished_reason``
         from ``end`` (``completed`` without one) — AgentScope keeps the whole
         reply as one ``Msg`` in ``AgentState.context``; ``None`` when the
-        leader wrote none."""
+        leader wrote none. An interrupted ``end`` gives what AgentScope's
+        ``Agent`` gives for an interrupted reply: a message of the leader's
+        ``react_config.interruption_message`` (the reply's earlier text is not
+        its answer)."""
+        if end is not None and end.finished_reason == ReplyFinishedReason.INTERRUPTED:
+            return AssistantMsg(
+                id=self.leader.state.reply_id,
+                name=self.leader.name,
+                content=self.leader.react_config.interruption_message,
+                finished_reason=ReplyFinishedReason.INTERRUPTED,
+            )
         for msg in reversed(self.leader.state.context):
             if msg.role == "assistant" and msg.name == self.leader.name:
                 final = msg.model_copy(deep=True)
@@ -428,7 +440,7 @@ def plumbing_step(team: Team, transcript: Transcript, event: Any) -> bool:
         transcript.add(
             "note",
             f"report:{tool_call_id}",
-            text=report + (f": {seen['output']}" if seen["output"] else ""),
+            text=report + (f": {said}" if (said := strip_system_reminders(seen["output"])) else ""),
             agent=member,
             member=member,
             tool_call_id=tool_call_id,

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { installDom } from "./dom";
 import { settle } from "./fake_model";
 import { drawReply, liveKernel, pause } from "./page";
-import { readDryRun } from "../reply/cards/dry_run";
+import { fileInCopy, readDryRun } from "../reply/cards/dry_run";
 import { checkView } from "../reply/view_check";
 
 const dom = installDom();
@@ -16,6 +16,7 @@ const RESULT = {
   tool_call_id: "c1",
   tool_name: "Write",
   sandbox: "a temporary copy",
+  folder: "",
   summary: "Dry run in a temporary copy: Write ran with the input Approve would run and ended with state success; 1 file changed.",
   state: "success",
   output: "The file /w/<b>x</b>.txt has been written successfully (1 lines).",
@@ -56,7 +57,7 @@ describe("the Dry run button", () => {
     assert.equal(card.dataset.status, "open");
     assert.equal(page.control("c1", "nbh-dry-run-summary")!.textContent, RESULT.summary);
     assert.equal(page.control("c1", "nbh-dry-run-sandbox")!.textContent, "Ran in: a temporary copy");
-    assert.equal(page.control("c1", "nbh-dry-run-file")!.textContent, "Created in the copy: /w/<b>x</b>.txt");
+    assert.equal(page.control("c1", "nbh-dry-run-file")!.textContent, "Created in a copy of /w/<b>x</b>.txt");
     const lines = Array.from(page.control("c1", "nbh-dry-run-diff")!.querySelectorAll("span")).map((s) => [s.dataset.kind, s.textContent]);
     assert.deepEqual(lines.at(-1), ["add", "+<img src=x onerror=alert(1)>"]);
     assert.equal(page.control("c1", "nbh-dry-run-output")!.textContent, RESULT.output);
@@ -103,5 +104,16 @@ describe("readDryRun", () => {
     assert.deepEqual(readDryRun({ summary: "s", state: "error", files: [{ path: 1, diff: null }, "x"] })!.files, [
       { path: "", change: "", diff: { path: "", diff: "", sha256_before: null, note: null } },
     ]);
+  });
+});
+
+describe("a file in the copy, as a person reads it", () => {
+  test("a copied folder's file by its path inside the folder, never the real folder's path", () => {
+    const view = readDryRun({ ...RESULT, folder: "/tmp/box/" })!;
+    const file = (path: string, change: string) => ({ path, change, diff: { path, diff: "", sha256_before: null, note: null } });
+    assert.equal(fileInCopy(view, file("/tmp/box/draft.md", "deleted")), "Deleted in the copy: draft.md");
+    assert.equal(fileInCopy(view, file("/tmp/box/src/a.py", "changed")), "Changed in the copy: src/a.py");
+    // outside the copied folder (or no folder: Write, Edit): a copy of the named file
+    assert.equal(fileInCopy(view, file("/tmp/boxes/x", "created")), "Created in a copy of /tmp/boxes/x");
   });
 });

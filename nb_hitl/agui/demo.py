@@ -22,7 +22,7 @@ from agentscope.state import AgentState
 from agentscope.tool import Toolkit
 
 from ..demo import make_sandbox, sandbox_tools
-from ..models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from ..models import ScriptedChatModel, Turn, result_shown, tool_call, tool_results
 
 __all__ = ["two_pause_script", "two_pause_agent", "two_pause_factory"]
 
@@ -45,7 +45,7 @@ def two_pause_script(delete: str = "old_log.txt") -> list[Any]:
         if deleted is not None:
             state = getattr(deleted.state, "value", deleted.state)
             if state == "success":
-                parts.append(result_text(deleted))
+                parts.append(result_shown(deleted))
             elif state == "denied":
                 parts.append("You denied the deletion, so nothing was deleted.")
             else:

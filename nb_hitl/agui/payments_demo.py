@@ -17,7 +17,7 @@ from agentscope.agent import Agent
 from agentscope.message import TextBlock, ToolResultState
 from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 
-from ..models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from ..models import ScriptedChatModel, Turn, result_shown, tool_call, tool_results
 from ..policy import Policy, policy_middleware
 
 __all__ = ["PaymentFactory"]
@@ -61,7 +61,7 @@ class PaymentFactory:
         def report(messages: list[Any]) -> Turn:
             r = (tool_results(messages, "send_payment") or [None])[-1]
             state = getattr(getattr(r, "state", None), "value", getattr(r, "state", "none"))
-            return Turn(f"The payment: {state}. {result_text(r) if r is not None else ''}".strip())
+            return Turn(f"The payment: {state}. {result_shown(r) if r is not None else ''}".strip())
 
         agent = Agent(
             name="payer",

@@ -39,6 +39,7 @@ from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatResponse
 
 from .._agentscope import find_tool_result
+from ..labels import call_label
 
 __all__ = [
     "CallIdGuard",
@@ -145,12 +146,25 @@ def fresh_call_ids(
     return dataclasses.replace(response, content=content) if changed else response
 
 
-def reused_id_message(sent: str, new: str) -> str:
-    """What the card, the audit log and the model read about a call that got a fresh id."""
+def reused_id_message(agent: Any, sent: str) -> str:
+    """What the card and the audit log say about a call that got a fresh id: the earlier call
+    whose id ``sent`` the model reused, named by tool and input (:func:`~nb_hitl.labels.call_label`),
+    never by id. ``agent``: the agent whose context holds the earlier call."""
+    earlier = next(
+        (
+            call_label(block.name, block.input)
+            for msg in agent.state.context
+            if not isinstance(msg.content, str)
+            for block in msg.content
+            if isinstance(block, ToolCallBlock) and block.id == sent
+        ),
+        None,
+    )
     return (
-        f"The model sent this tool call with the id {sent}, which an earlier tool call of this conversation "
-        f"already has. AgentScope pairs results with calls by id, so nb_hitl gave this call the id {new}: "
-        "it is checked and run on its own, and its result is its own."
+        "The model reused the id of an earlier tool call"
+        + (f" ({earlier})" if earlier else "")
+        + "; nb_hitl gave this call its own id, so its answer cannot be taken for the earlier one's. "
+        "It is checked and run on its own, and its result is its own."
     )
 
 

@@ -364,7 +364,7 @@ class Driver(SessionCore):
             await prepare(pause, self)
         renamed = renamed_calls(agent).get(tool_call.id)
         if isinstance(renamed, dict):  # the model reused an id: the card and the audit log say so (_call_ids.py)
-            said = reused_id_message(str(renamed.get("sent")), tool_call.id)
+            said = reused_id_message(agent, str(renamed.get("sent")))
             pause.message = f"{said}\n\n{pause.message}" if pause.message else said
             if not renamed.get("audited"):
                 renamed["audited"] = True

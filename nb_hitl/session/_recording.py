@@ -29,7 +29,7 @@ from agentscope.state import AgentState
 from .._agentscope import blocks_text, enum_value
 from ..answers.record import NOT_ANSWERS, event_of
 from ..errors import NbHitlError
-from ..models import ScriptItem, ToolCallSpec, Turn, result_text, tool_results
+from ..models import ScriptItem, ToolCallSpec, Turn, result_shown, tool_results
 from ..store import AuditLog, CheckpointStore
 from ..team import states_from_checkpoint
 
@@ -200,7 +200,9 @@ class Recording:
         script: list[ScriptItem] = []
         before: tuple[str, ...] = ()
         for turn in self.turns:
-            quoted = {cid: then for cid in before if (then := result_text(self.results.get(cid))) and then in turn.text}
+            quoted = {
+                cid: then for cid in before if (then := result_shown(self.results.get(cid))) and then in turn.text
+            }
             script.append(partial(requoted, turn, quoted) if quoted else turn)
             before = tuple(c.id for c in turn.tool_calls if c.id)
         return script
@@ -240,7 +242,7 @@ def requoted(turn: Turn, quoted: Mapping[str, str], messages: list[Msg]) -> Turn
     """``turn`` with each tool result it quoted (``quoted``: the recorded
     text, by ``tool_call_id``) replaced by what that call returned in
     ``messages`` (what the model is sent now), where the two differ."""
-    now = {b.id: result_text(b) for b in tool_results(messages) if b.id in quoted}
+    now = {b.id: result_shown(b) for b in tool_results(messages) if b.id in quoted}
     text = turn.text
     for call_id, then in quoted.items():
         if call_id in now and now[call_id] != then:

@@ -55,7 +55,7 @@ def test_dry_run_then_approve(page, lab: JupyterLabServer) -> None:  # type: ign
     dry_run(card, 30_000)
     summary = card.locator('[data-testid="nbh-dry-run-summary"]').inner_text()
     assert summary.startswith("Dry run in a temporary copy: Edit ran") and "1 file changed" in summary
-    assert card.locator('[data-testid="nbh-dry-run-file"]').inner_text() == f"Changed in the copy: {target}"
+    assert card.locator('[data-testid="nbh-dry-run-file"]').inner_text() == f"Changed in a copy of {target}"
     diff = card.locator('[data-testid="nbh-dry-run-diff"]')
     kinds = diff.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
     assert ["del", "-gamma"] in kinds and ["add", "+GAMMA"] in kinds
@@ -125,7 +125,7 @@ def test_bash_dry_run_in_a_bubblewrap_sandbox(page, lab: JupyterLabServer) -> No
     summary = card.locator('[data-testid="nbh-dry-run-summary"]').inner_text()
     assert "on a throw-away copy of its working directory" in summary and "; 1 file changed, 1 deleted." in summary
     files = card.locator('[data-testid="nbh-dry-run-file"]').all_inner_texts()
-    assert files == [f"Changed in the copy: {proj / 'log.txt'}", f"Deleted in the copy: {proj / 'old.txt'}"]
+    assert files == ["Changed in the copy: log.txt", "Deleted in the copy: old.txt"]
     assert card.locator('[data-testid="nbh-dry-run-diff"]').first.locator("b").count() == 0
     assert {p.name: p.read_bytes() for p in proj.iterdir()} == before  # the real project is untouched
     assert card.get_attribute("data-status") == "open"

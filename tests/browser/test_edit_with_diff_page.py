@@ -52,7 +52,7 @@ def test_edit_with_diff_clicked_through(page, lab: JupyterLabServer) -> None:
 
     card = card_locator(page, "confirm")  # Try it first: the Edit in a temporary copy, the card stays open
     result = dry_run(card, 90_000)
-    assert card.locator('[data-testid="nbh-dry-run-file"]').inner_text().startswith("Changed in the copy: ")
+    assert card.locator('[data-testid="nbh-dry-run-file"]').inner_text().startswith("Changed in a copy of ")
     assert ["add", "+def welcome(name):"] in diff_lines(result, "nbh-dry-run-diff")
     rename = _approve(page, "press Approve on the greet.py card above", "/greet.py")
     assert ["del", "-def greet(name):"] in rename and ["add", "+def welcome(name):"] in rename

@@ -155,7 +155,7 @@ def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
         .inner_text()
         .startswith("Dry run in a temporary copy of its folder: delete_file ran with the input Approve would run")
     )
-    assert confirm.locator('[data-testid="nbh-dry-run-file"]').inner_text() == f"Deleted in the copy: {draft}"
+    assert confirm.locator('[data-testid="nbh-dry-run-file"]').inner_text() == "Deleted in the copy: draft.md"
     assert diff_lines(result, "nbh-dry-run-diff")[1:] == removed[1:]
     assert result.locator('[data-testid="nbh-dry-run-output"]').inner_text() == "Deleted draft.md."
     assert {p.name: p.read_bytes() for p in sandbox.iterdir()} == kept

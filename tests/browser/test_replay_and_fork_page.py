@@ -71,9 +71,7 @@ def test_replay_and_fork_clicked_through(page, lab: JupyterLabServer) -> None:
     output_locator(page, "Waiting for you: press Deny on the what-if card above.").wait_for(timeout=60_000)
     forked.locator('[data-testid="nbh-deny"]').click()
     # no reason given by the click: the model reads AgentScope's own denial
-    output_locator(page, 'I read: <system-reminder>The execution of tool "bump" is denied by user!').last.wait_for(
-        timeout=60_000
-    )
+    output_locator(page, 'I read: The execution of tool "bump" is denied by user!').last.wait_for(timeout=60_000)
     wait_execution_done(page, timeout=120)
 
     whole = _stream_text(page)
@@ -128,7 +126,7 @@ def _replay_and_what_if_buttons(page, counter: Path) -> None:  # type: ignore[no
     fork.locator('[data-testid="nbh-status"][data-status="finished"]').wait_for(timeout=60_000)
     # no model passed: the recorded last turn goes on, quoting what the model read now (the denial)
     final = fork.locator('[data-testid="nbh-final-text"]')
-    final.filter(has_text='I read: <system-reminder>The execution of tool "bump" is denied').wait_for(timeout=30_000)
+    final.filter(has_text='I read: The execution of tool "bump" is denied').wait_for(timeout=30_000)
     assert "The counter is now 2." not in final.inner_text()
     # a what-if continuation is not recorded: its own buttons are off, saying why
     fork.locator('[data-testid="nbh-replay-reason"]', has_text="A what-if continuation is not recorded").wait_for(

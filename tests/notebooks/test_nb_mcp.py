@@ -75,6 +75,7 @@ def test_mcp_notebook_runs_headless() -> None:
 
     # the audit log: every answer; the calendar shows what they did
     last = texts[-1]
+    assert "MCP closed" not in whole and "| INFO " not in whole  # AgentScope's INFO lines kept out (setup cell)
     assert "- list_meetings: Budget review (Tuesday, 45 minutes, in person)" in last
     assert "Weekly sync" not in last.split("\n")[0]
     rows = [

@@ -46,6 +46,9 @@ def test_review_and_policy_notebook_runs_headless() -> None:
     # 4. form: an invalid value refused at its field, the valid one reaches the agent
     assert "refused at value.amount: Amount (EUR): 900 is greater than the maximum of 500" in text
     assert "Agent: Refund of 45.5 EUR for a late order bought on 2025-03-01 is filed." in text
-    # every decision is in the audit log with the policy that forced it
+    # every decision is in the audit log of its session, with the policy that forced it
+    assert "the decisions of crm_session and pay_session, in audit.jsonl:" in text
+    assert "the decisions of late_session, in deadline-audit.jsonl:" in text
+    assert "form_session was made without an audit log, so its answer is in none" in text
     assert "crm lookup_customer review edit policy=None" in text
     assert "payer send_payment confirm approve policy=payments" in text

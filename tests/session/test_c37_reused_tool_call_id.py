@@ -80,7 +80,12 @@ def test_c37_a_confirmation_that_reuses_an_answered_id_in_the_same_reply_is_aske
         # a card of its own, under a fresh id, saying which id the model sent
         assert second.kind == "confirm" and second.tool_call_id == "X_r2"
         assert second.input == {"path": "notes.txt"}
-        assert "with the id X, which an earlier tool call" in (second.message or "")
+        # the card names the earlier call by tool and input, never by id
+        assert (second.message or "").startswith(
+            'The model reused the id of an earlier tool call (delete_file (path="old_log.txt")); '
+            "nb_hitl gave this call its own id"
+        )
+        assert "X_r2" not in (second.message or "") and "id X" not in (second.message or "")
         assert second.to_view()["message"] == second.message
         assert files(folder) == ["draft.md", "notes.txt"]  # not run before the person approves
         await session.act(approve(second))

@@ -122,6 +122,7 @@ def test_ten_dry_runs_touch_nothing_then_approve_runs_once(
     assert all(r == results[0] for r in results)
     shown = results[0]
     assert shown["sandbox"] == "a temporary copy"
+    assert shown["folder"] == ""  # only the named file was copied: the page says "a copy of" its path
     assert shown["summary"].startswith("Dry run in a temporary copy: ")
     assert (
         f"; 1 file {change}. The real files were not touched; the call still waits for your answer." in shown["summary"]

@@ -99,6 +99,7 @@ def test_ten_dry_runs_delete_in_a_copy_only_then_approve_deletes(tmp_path: Path)
     assert shown["output"] == "Deleted draft.md."
     (did,) = shown["files"]
     assert did["path"] == str(draft) and did["change"] == "deleted"
+    assert shown["folder"] == str(draft.parent)  # the page names the file inside it: "draft.md"
     assert (
         did["diff"]["diff"] == f"--- {draft}\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-# Draft\n-\n-{DRAFT.splitlines()[2]}\n"
     )

@@ -66,6 +66,7 @@ def test_ten_sandboxed_dry_runs_touch_nothing_then_approve_runs_once(tmp_path: P
     assert all(r == results[0] for r in results)
     shown = results[0]
     assert shown["sandbox"].startswith("a bubblewrap sandbox (bubblewrap ")
+    assert shown["folder"] == str(ws.resolve())  # the copied working directory
     assert shown["summary"].startswith(
         f"Dry run in {shown['sandbox']} on a throw-away copy of its working directory (network cut, nothing else "
         "writable): Bash ran with the input Approve would run and ended with state success; "

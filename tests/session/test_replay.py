@@ -23,7 +23,7 @@ from agentscope.tool import AskUser, Toolkit
 from nb_hitl import Session
 from nb_hitl._agentscope import enum_value
 from nb_hitl.errors import NbHitlError
-from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from nb_hitl.models import ScriptedChatModel, Turn, result_shown, result_text, tool_call, tool_results
 from nb_hitl.session._recording import Recording
 from nb_hitl.session._replay import REPLAYED_BY
 from nb_hitl.session._replay_tools import RecordedTool
@@ -321,12 +321,15 @@ def test_the_recorded_turns_after_a_fork_say_what_the_model_read_now(recorded: R
         await forked.act({**decision, "tool_call_id": pause.tool_call_id})
         final = await task
         (result,) = [b for b in tool_results(forked.agent.state.context) if b.id == recorded.bump_id]
-        assert final.get_text_content() == "I read: " + result_text(result)
+        assert final.get_text_content() == "I read: " + result_shown(result)
         return final.get_text_content()
 
     assert recorded.final == "I read: The counter is now 2."
     denied = run_async(main({"action": "deny", "reason": "not today"}, False))
     assert denied == "I read: The user denied your call to bump, saying: not today"
+    # AgentScope's own denial is markup for the model: the reply quotes its words, not its tags
+    bare = run_async(main({"action": "deny"}, False))
+    assert bare == 'I read: The execution of tool "bump" is denied by user!'
     assert recorded.counter.read_text() == "2"
     live = run_async(main({"action": "modify", "input": '{"step": 3}'}, True))
     assert live == "I read: The counter is now 5."

@@ -205,12 +205,20 @@ def test_interrupt_ends_both_replies(tmp_path: Path) -> None:
         await session.act(ask_answer(await parked_on(session, "ask_user"), "draft.md"))
         await parked_on(session, "confirm")
         await session.interrupt()
-        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 10)
-        return session
+        (final,) = await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 10)
+        return session, final
 
-    session = run_async(scenario())
+    session, final = run_async(scenario())
     assert session.current.status == "interrupted"
     assert ends == [(WORKER, "interrupted"), (LEADER, "interrupted")]
+    # the answer is AgentScope's interruption message, not the leader's first line again
+    assert final.get_text_content() == pipe.leader.react_config.interruption_message
+    assert str(final.finished_reason) == "interrupted"
+    # the member's report is AgentScope's interruption text without its markup for the model
+    (report,) = [e["text"] for e in session.current.transcript.view() if e["id"].startswith("report:")]
+    assert (
+        report == f"{WORKER} reported back to {LEADER} (interrupted): The tool call has been interrupted by the user."
+    )
     assert pipe.runs == []
     assert not session.team.is_parked()
     assert len(pipe.leader.model.calls) == 1  # the leader never went on with a result

@@ -44,7 +44,16 @@ export function readDryRun(raw: unknown): DryRunView | null {
     };
   });
   if (typeof raw.summary !== "string" || typeof raw.state !== "string") return null;
-  return { tool_call_id: str(raw.tool_call_id), tool_name: str(raw.tool_name), sandbox: str(raw.sandbox), summary: raw.summary, state: raw.state, output: str(raw.output), files };
+  return { tool_call_id: str(raw.tool_call_id), tool_name: str(raw.tool_name), sandbox: str(raw.sandbox), folder: str(raw.folder), summary: raw.summary, state: raw.state, output: str(raw.output), files };
+}
+
+/** A file the dry run touched, as a person reads it: its path inside the copied folder ("Deleted in
+ * the copy: draft.md"), or, when only the files the call names were copied, "a copy of" its real path. */
+export function fileInCopy(view: DryRunView, f: DryRunFile): string {
+  const word = CHANGE_WORDS[f.change] ?? f.change;
+  const folder = view.folder.replace(/\/+$/, "");
+  if (folder && f.path.startsWith(folder + "/")) return `${word} in the copy: ${f.path.slice(folder.length + 1)}`;
+  return `${word} in a copy of ${f.path}`;
 }
 
 /** The result of a dry run as elements (text and diffs only). */
@@ -56,7 +65,7 @@ export function dryRunResult(view: DryRunView): HTMLElement {
     view.sandbox ? h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-sandbox" }, `Ran in: ${view.sandbox}`) : null,
   );
   for (const f of view.files) {
-    box.append(h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-file", "data-change": f.change }, `${CHANGE_WORDS[f.change] ?? f.change} in the copy: ${f.path}`));
+    box.append(h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-file", "data-change": f.change }, fileInCopy(view, f)));
     if (f.diff.diff) box.append(fileDiffView(f.diff.diff, `Dry run: ${f.change} ${f.path}`, "nbh-dry-run-diff"));
     if (f.diff.note) box.append(h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-note" }, f.diff.note));
   }
