@@ -27,6 +27,8 @@ export interface InboxModel {
   live: string;
   page_size: number;
   outcomes: Record<string, ApproveResult>;
+  /** the client was closed (aclose): the inbox follows and answers nothing */
+  closed?: boolean;
 }
 
 const CSS = `
@@ -205,7 +207,8 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
     selected = keepSelected(selected, rows);
     badge.textContent = String(rows.length);
     badge.setAttribute("data-count", String(rows.length));
-    head.textContent = `waiting for ${model.get("user_id")} @ ${model.get("service")}`;
+    const closed = model.get("closed") === true;
+    head.textContent = closed ? `closed: no longer following ${model.get("user_id")} @ ${model.get("service")}` : `waiting for ${model.get("user_id")} @ ${model.get("service")}`;
     live.textContent = String(model.get("live") || "");
     err.textContent = String(model.get("error") || "");
     fillOptions(agentSel, "every agent", facets(rows, "agent"), filters.agent);
@@ -220,9 +223,9 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
     prev.disabled = paged.page === 0;
     next.disabled = paged.page >= paged.pages - 1;
     approveBtn.textContent = `Approve selected (${selected.size})`;
-    approveBtn.disabled = selected.size === 0;
+    approveBtn.disabled = closed || selected.size === 0;
     selectAll.checked = shown.length > 0 && shown.every((r) => selected.has(r.session_id));
-    sayBtn.disabled = !opened;
+    sayBtn.disabled = closed || !opened;
     empty.textContent = feed.synced ? "Nothing is waiting for you." : feed.refused || "Asking the kernel for the rows…";
     empty.hidden = rows.length > 0;
     table.hidden = rows.length === 0;
@@ -263,7 +266,7 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
     }
   }
 
-  for (const trait of ["opened", "error", "outcomes", "live"]) model.on(`change:${trait}`, draw);
+  for (const trait of ["opened", "error", "outcomes", "live", "closed"]) model.on(`change:${trait}`, draw);
   draw();
   // this view's rows: all of them once, then what changed (a gap asks again)
   void feed.resync();

@@ -129,6 +129,9 @@ export interface PauseView {
   file_change?: FileChangeView | null;
   /** a confirmation the page may dry-run in a temporary copy (AgentScope's Write / Edit: nb_hitl/dry_run.py) */
   dry_run?: boolean;
+  /** the tool call that was running when an MCP server raised this pause (elicitation, sampling):
+   * its card is drawn in that call's transcript entry; null for a pause of its own call */
+  parent_tool_call_id?: string | null;
 }
 
 /** An MCP server's sampling request as the card shows it (`Pause.sampling`); every string is text. */

@@ -117,7 +117,10 @@ class PauseView(TypedDict):
     ``file_change`` is what a file-editing call would do to its file (a
     unified diff, :mod:`nb_hitl.file_change`), else ``None``. ``dry_run``:
     the page may offer a "Dry run" of the call in a temporary copy
-    (:mod:`nb_hitl.dry_run`).
+    (:mod:`nb_hitl.dry_run`). ``parent_tool_call_id``: the tool call that was
+    running when an MCP server raised this pause (elicitation, sampling): the
+    page draws the card in that call's transcript entry; ``None`` for a pause
+    of its own call.
     """
 
     tool_call_id: str
@@ -159,6 +162,7 @@ class PauseView(TypedDict):
     approvals_needed: int
     file_change: FileChangeView | None
     dry_run: bool
+    parent_tool_call_id: str | None
 
 
 class RemotePauseView(PauseView, total=False):
@@ -281,6 +285,10 @@ class Pause:
             it), :func:`nb_hitl.file_change.describe_change`.
         dry_run: kind ``confirm`` of a call that can be dry-run in a
             temporary copy (:func:`nb_hitl.dry_run.can_dry_run`).
+        parent_tool_call_id: the id of the tool call during which an MCP
+            server raised this pause (:func:`nb_hitl.mcp._ask.open_card`):
+            its card belongs in that call's transcript entry. ``None`` for
+            a pause of its own call.
         revision: how many times the pause went through
             :func:`~nb_hitl.answers.lifecycle.transition` (0 when built). A
             reply's push rebuilds the view of a pause only when its revision
@@ -332,6 +340,7 @@ class Pause:
     approved_edit: Any = None
     file_change: FileChangeView | None = None
     dry_run: bool = False
+    parent_tool_call_id: str | None = None
     revision: int = field(default=0, compare=False, repr=False)
 
     @property
@@ -423,6 +432,7 @@ class Pause:
             approvals_needed=self.approvals_needed,
             file_change=FileChangeView(**self.file_change) if self.file_change is not None else None,
             dry_run=self.dry_run,
+            parent_tool_call_id=self.parent_tool_call_id,
         )
 
 

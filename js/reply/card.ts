@@ -311,7 +311,10 @@ export class CardSet {
     // liveness as drawn: unknown and live draw the same card, so the connect
     // answer (unknown -> live) never rebuilds it under a person's typing
     const key = JSON.stringify([p.status, p.decision, p.reason, this.live === false, p.deadline, this.feed.trouble(p.tool_call_id)?.problem ?? null]);
-    const entry = this.host.slotFor(p.tool_call_id);
+    // a card an MCP server raised while a tool ran goes in that call's entry, before its result
+    const entry = this.host.slotFor(p.parent_tool_call_id || p.tool_call_id);
+    // a card of the call itself shows its input: the raw JSON above it would only repeat it
+    const hidesInput = !p.parent_tool_call_id;
     if (!force && ui.el && ui.key === key) {
       // the pause may have arrived before its tool call's transcript entry:
       // move the card under its call once that entry exists
@@ -320,7 +323,7 @@ export class CardSet {
         const active = document.activeElement;
         const keep = active instanceof HTMLElement && ui.el.contains(active) ? active : null;
         entry.slot.append(ui.el);
-        entry.body.hidden = true;
+        if (hidesInput) entry.body.hidden = true;
         keep?.focus();
       }
       return false;
@@ -339,9 +342,7 @@ export class CardSet {
     const hadFocus = !!(ui.el && active && ui.el.contains(active));
     const focusKey = hadFocus && active !== ui.el ? controlKey(active) : null;
     const card = this.build(p, ui);
-    // The card shows the call's input (or its questions): the raw JSON of
-    // the streamed tool call above it would only repeat it.
-    if (entry) entry.body.hidden = true;
+    if (entry && hidesInput) entry.body.hidden = true;
     if (ui.el && ui.el.parentElement) {
       ui.el.replaceWith(card);
     } else {

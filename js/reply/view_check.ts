@@ -322,6 +322,7 @@ export function checkView(raw: unknown, fallbackId: string): CheckedView {
     approvals_needed: approvalsNeeded(raw.approvals_needed),
     file_change: fileChange(raw.file_change),
     dry_run: raw.dry_run === true,
+    parent_tool_call_id: r.optStr("parent_tool_call_id"),
   };
   // what a remote view adds (RemotePauseView): kept when they fit
   const remote = typeof raw.interrupt_id === "string" || raw.unanswerable === true;

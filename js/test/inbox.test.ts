@@ -181,6 +181,28 @@ describe("inbox page", () => {
     cleanup();
   });
 
+  test("a closed inbox says so and its buttons are disabled", async () => {
+    const model = new FakeModel<Traits>({ ...TRAITS, opened: "s1" });
+    kernel(model, () => ({ seq: 0, rows: [row(1)] }));
+    const { host, cleanup } = draw(model);
+    await settle();
+    const box = host.querySelector<HTMLInputElement>('[data-testid="nbh-inbox-select"]')!;
+    box.checked = true;
+    box.dispatchEvent(new window.Event("change"));
+    const head = host.querySelector('[data-testid="nbh-inbox-head"]')!;
+    const approve = host.querySelector<HTMLButtonElement>('[data-testid="nbh-inbox-approve-selected"]')!;
+    const say = host.querySelector<HTMLButtonElement>('[data-testid="nbh-inbox-say-send"]')!;
+    assert.equal(head.textContent, "waiting for ana @ http://svc");
+    assert.equal(approve.disabled || say.disabled, false);
+    model.set("live", "Closed: this inbox no longer follows the service; the rows are as last read.");
+    model.set("closed", true);
+    await settle();
+    assert.equal(head.textContent, "closed: no longer following ana @ http://svc");
+    assert.equal(host.querySelector('[data-testid="nbh-inbox-live"]')!.textContent, "Closed: this inbox no longer follows the service; the rows are as last read.");
+    assert.ok(approve.disabled && say.disabled);
+    cleanup();
+  });
+
   test("the rows come once by sync, then as ops; a view opened late and a view that missed a message ask again", async () => {
     // the kernel's side: what it holds and the messages it pushed, as nb_hitl/widgets/_feed.py makes them
     let held = { seq: 0, rows: inOrder(rows.slice(0, 30)) };

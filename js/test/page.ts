@@ -47,6 +47,7 @@ export function pause(over: Partial<PauseView> = {}): PauseView {
     approvals_needed: 1,
     file_change: null,
     dry_run: false,
+    parent_tool_call_id: null,
     ...over,
   };
 }

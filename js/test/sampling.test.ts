@@ -121,3 +121,66 @@ describe("the sampling completion card", () => {
     assert.equal(decisionText({ action: "deny", reason: "not today" }, done("completion")), "Denied: the completion was refused, the MCP server got an error with your reason: not today");
   });
 });
+
+describe("a sampling record after an edit", () => {
+  test("shows the text the MCP server got (as text) beside the model's answer", async () => {
+    const s = request({ stage: "completion", completion: "3 rows, one named Ana.", model: "scripted" });
+    const edited = `3 rows. ${HOSTILE}`;
+    const page = await drawReply([pause({ kind: "sampling", sampling: s, status: "delivered", decision: { action: "edit", content: { text: edited } } })]);
+    const card = page.card("c1");
+    assert.equal(card.querySelector("img"), null);
+    assert.equal(page.control("c1", "nbh-sampling-answer")!.textContent, "3 rows, one named Ana.");
+    assert.equal(page.control("c1", "nbh-sampling-sent")!.textContent, edited);
+    assert.equal(page.control("c1", "nbh-decision")!.textContent, "Edited: your text was sent to the MCP server");
+    page.close();
+  });
+  test("an edited request shows the messages the model was asked: the kernel's {role, text} or a remote answer's texts", async () => {
+    for (const messages of [[{ role: "user", text: `No names. ${HOSTILE}` }], [`No names. ${HOSTILE}`]]) {
+      const page = await drawReply([pause({ kind: "sampling", sampling: request(), status: "delivered", decision: { action: "edit", content: { messages } } })]);
+      const sent = page.control("c1", "nbh-sampling-sent")!;
+      assert.equal(page.card("c1").querySelector("img"), null);
+      assert.equal(sent.querySelector("pre")!.textContent, `No names. ${HOSTILE}`);
+      assert.ok(sent.textContent!.includes("user"));
+      page.close();
+    }
+  });
+  test("an approved completion shows no edit", async () => {
+    const s = request({ stage: "completion", completion: "3 rows.", model: "scripted" });
+    const page = await drawReply([pause({ kind: "sampling", sampling: s, status: "delivered", decision: { action: "approve" } })]);
+    assert.equal(page.control("c1", "nbh-sampling-sent"), null);
+    page.close();
+  });
+});
+
+describe("cards an MCP server raised during a tool call", () => {
+  const entries = [
+    { kind: "tool_call", id: "call:t1", text: '{"table": "users"}', name: "mcp__db__summarize_table", tool_call_id: "t1" },
+    { kind: "tool_result", id: "result:t1", text: "3 rows", name: "mcp__db__summarize_table", tool_call_id: "t1", state: "success" },
+    { kind: "step", id: "step:2", text: "", state: "done", elapsed: 0.1 },
+    { kind: "text", id: "b2", text: "The table has 3 rows." },
+  ];
+  const cards = [
+    pause({ tool_call_id: "t1~sampling-1", kind: "sampling", sampling: request(), status: "delivered", decision: { action: "approve" }, parent_tool_call_id: "t1" }),
+    pause({ tool_call_id: "t1~elicitation-1", kind: "elicitation", title: "The MCP server 'db' asks", message: "Which schema?", response_schema: { type: "object", properties: {} }, status: "delivered", decision: { action: "decline" }, parent_tool_call_id: "t1" }),
+  ];
+  test("are drawn in that call's entry, in order, before its result; the call's input stays shown", async () => {
+    // a finished reply (or one reloaded): the transcript and the cards come together
+    const page = await drawReply(cards, { transcript: entries as never, status: "done" });
+    const call = page.el.querySelector<HTMLElement>('[data-testid="nbh-tool-call"]')!;
+    const inCall = Array.from(call.querySelectorAll<HTMLElement>('[data-testid="nbh-card"]')).map((c) => c.dataset.toolCallId);
+    assert.deepEqual(inCall, ["t1~sampling-1", "t1~elicitation-1"]);
+    const result = page.el.querySelector('[data-testid="nbh-tool-result"]')!;
+    assert.ok(call.compareDocumentPosition(result) & dom.window.Node.DOCUMENT_POSITION_FOLLOWING, "the result comes after the call and its cards");
+    assert.equal(call.querySelector<HTMLElement>(".nbh-pre")!.hidden, false);
+    page.close();
+  });
+  test("a card that came before its call's entry moves in once the entry streams in", async () => {
+    const page = await drawReply([cards[1]], { transcript: [] as never });
+    assert.equal(page.el.querySelector('[data-testid="nbh-tool-call"]'), null);
+    page.fake.set("transcript", entries.slice(0, 1) as never);
+    await settle();
+    const call = page.el.querySelector<HTMLElement>('[data-testid="nbh-tool-call"]')!;
+    assert.equal(call.querySelector<HTMLElement>('[data-testid="nbh-card"]')?.dataset.toolCallId, "t1~elicitation-1");
+    page.close();
+  });
+});

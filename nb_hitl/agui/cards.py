@@ -21,24 +21,12 @@ from ..guard import SchemaRefused, check_schema, without_patterns
 from ..kinds.form import form_size_problem
 from ..messages import format_validation_error
 from .interrupt_views import OUR_KINDS, interrupt_view, our_kind
-from .mapping import META_KEY, META_VERSION
+from .mapping import META_KEY, META_TEXT, META_VERSION
 
 __all__ = ["TEXT_FIELDS", "checked_interrupt", "metadata_problem", "safe_view", "view_problem"]
 
 
-TEXT_FIELDS = (
-    "title",
-    "message",
-    "permission_message",
-    "decision_reason",
-    "policy",
-    "ask_user_error",
-    "form_error",
-    "elicitation_url",
-    "review_output",
-    "review_state",
-    "review_error",
-)
+TEXT_FIELDS = ("permission_message", "decision_reason", "policy", "ask_user_error", *META_TEXT)
 """Fields of a pause view that are text or ``None`` (the page shows them as text)."""
 
 

@@ -95,6 +95,7 @@ def interrupt_view(
         "response_schema", "deadline", "policy", "status": "open", "decision":
         None, "reason": None, "title", "message", "review_output", "review_state",
         "review_error", "form_error", "elicitation_url", "sampling", "tool_hints",
+        "parent_tool_call_id",
         "approvals", "approvals_needed"}`` (``kind``: one of :data:`OUR_KINDS`).
         Strings from the peer are only ever shown as text by the page.
     """
@@ -132,6 +133,8 @@ def interrupt_view(
         "approvals": meta.get("approvals", []),  # M-of-N (checked by agui.cards.view_problem)
         "approvals_needed": meta.get("approvals_needed", 1),
         "dry_run": False,  # a remote call: the AG-UI road offers no dry run
+        # the call an MCP server asked during: the card goes in that call's transcript entry
+        "parent_tool_call_id": meta.get("parent_tool_call_id"),
     }
     if kind:
         view.update(kind_spec(kind).view_fields(meta))

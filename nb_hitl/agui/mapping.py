@@ -60,7 +60,20 @@ __all__ = [
     "effective_schema",
     "interrupt_view",
     "message_to_entry",
+    "META_TEXT",
 ]
+
+META_TEXT = (
+    "title",
+    "message",
+    "form_error",
+    "elicitation_url",
+    "review_output",
+    "review_state",
+    "review_error",
+    "parent_tool_call_id",
+)
+"""The pause view's fields of text (or ``None``) an interrupt's metadata carries as they are."""
 
 
 # ---------------------------------------------------------------------------
@@ -128,8 +141,8 @@ def pause_to_interrupt(
         "approvals_needed": view["approvals_needed"],
         "file_change": view["file_change"],
     }
-    for key in ("title", "message", "form_error", "elicitation_url", "review_output", "review_state", "review_error"):
-        meta[key] = view[key]
+    fields: dict[str, Any] = dict(view)
+    meta.update({key: fields[key] for key in META_TEXT})
     spec = kind_spec(pause.kind)
     meta.update(spec.interrupt_meta(pause))
     return Interrupt(

@@ -175,6 +175,7 @@ async def open_card(
             tool_call=ToolCallBlock(id=key(run), name=tool_call.name, input=tool_call.input),
             agent=agent.name if session.team.is_pipeline else "",
             carrier=carrier,
+            parent_tool_call_id=tool_call.id,
             **fields,
         )
         kind_spec(pause.kind).complete(pause)

@@ -96,6 +96,7 @@ class ServiceClient:
             console reading them says where they came from).
         notice: what the inbox says above its rows about the service itself
             (its workers not taking answers), or ``""``.
+        closed: :meth:`aclose` was called: the inbox follows nothing and answers nothing.
     """
 
     def __init__(
@@ -129,6 +130,7 @@ class ServiceClient:
         self.consoles: dict[str, SessionConsole] = {}
         self.console_id = console_name()
         self.notice = ""
+        self.closed = False
         self.view: Any = None
         self._widget: Any = None
         self.bus = bus
@@ -179,6 +181,8 @@ class ServiceClient:
     @property
     def live(self) -> str:
         """How the inbox learns of changes, in one sentence (shown above the rows)."""
+        if self.closed:
+            return "Closed: this inbox no longer follows the service; the rows are as last read."
         if self.bus:
             return "Pushed: the service's own events, all sessions over one connection to its bus."
         return (
@@ -294,12 +298,15 @@ class ServiceClient:
                 # changed or gone), never the whole list again
                 if w.show_rows(self.state.views()):
                     w.updated = time.time()
-                w.error = self.state.error or watch_error or self.notice
+                w.error = "" if self.closed else self.state.error or watch_error or self.notice
+                w.live, w.closed = self.live, self.closed
         except Exception:  # a closed comm never stops the inbox
             log.debug("could not update the inbox widget", exc_info=True)
 
     def _on_page(self, message: dict[str, Any]) -> Any:
         action = message.get("action")
+        if self.closed:
+            raise DecisionError("This inbox is closed: it answers nothing. Make a new console to follow the service.")
         if action == "refresh":
             return self._page_refresh()
         if action == "open":
@@ -462,10 +469,14 @@ class ServiceClient:
             self._relist = asyncio.get_running_loop().create_task(relist())
 
     async def aclose(self) -> None:
-        """Stop polling and following, close the connections."""
+        """Stop polling and following, close the connections, and tell the widgets:
+        the inbox says it is closed (``InboxWidget.closed``, its ``live`` line) and
+        each opened session's widget is no longer live (:meth:`SessionConsole.end`)."""
+        self.closed = True
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for console in self.consoles.values():
-            console.close()
+            console.end()
+        self._push()
         await self.http.aclose()

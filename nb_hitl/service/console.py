@@ -49,6 +49,12 @@ log = logging.getLogger(__name__)
 IN_FLIGHT = ("deciding", "decided")
 """Pause statuses of an answer on its way (a refresh keeps them)."""
 
+CLOSED = (
+    "Closed: this console no longer follows the session (it was closed, e.g. by the client's aclose()). "
+    "What is shown is the session as last read; open it in a new console to follow or answer it."
+)
+"""What a closed console's session widget says (its status ``closed``) and why its open pauses expired."""
+
 
 def console_name() -> str:
     """This console's name in the answers it sends (``host:pid:random``), so
@@ -93,6 +99,7 @@ class SessionConsole:
         transcript: the entries shown.
         status: AgentScope's session status at the last refresh.
         cursor: the stream cursor from the last ``/messages``.
+        closed: :meth:`end` was called (the console follows and answers nothing any more).
         answerer: the :class:`~nb_hitl.service.answering.Answerer` that
             checks, sends and judges this console's answers (its
             ``outcome_timeout`` and ``take_within`` may be changed between answers).
@@ -127,6 +134,7 @@ class SessionConsole:
         self.reply_id: str | None = None
         self.cursor: str | None = None
         self.widget: Any = None
+        self.closed = False
         self._watch: asyncio.Task[None] | None = None
         self._approvals_watch: asyncio.Task[None] | None = None
         self.console_id = console_id or console_name()
@@ -172,7 +180,9 @@ class SessionConsole:
             self.status, self.status or "running"
         )
         reason = ""
-        if self.stranded:
+        if self.closed:  # nothing is followed any more: never "running" with a live Interrupt
+            status, reason = "closed", CLOSED
+        elif self.stranded:
             status = "stranded"
             reason = (
                 "Stranded: a worker holds this session's run lock but nothing moves (it may have died mid-turn). "
@@ -199,6 +209,8 @@ class SessionConsole:
             self.http.status(self.agent_id, self.session_id),
             self.http.messages(self.agent_id, self.session_id, limit=50),
         )
+        if self.closed:  # closed while reading: the widget keeps saying so
+            return
         messages = body.get("messages") or []
         self.status = status
         self.cursor = body.get("event_cursor") or self.cursor
@@ -400,7 +412,19 @@ class SessionConsole:
             await asyncio.sleep(1.0)
 
     def close(self) -> None:
-        """Stop following the stream and the ledger."""
+        """Stop following the stream and the ledger (the console still answers)."""
         for task in (self._watch, self._approvals_watch):
             if task is not None:
                 task.cancel()
+
+    def end(self) -> None:
+        """End this console for good (its client closes its connections): stop
+        following (:meth:`close`) and tell the widget: its status becomes
+        ``closed`` (:data:`CLOSED` says why; no Interrupt) and its open pauses
+        expire with that reason (nothing here can answer them any more). Idempotent."""
+        self.close()
+        self.closed = True
+        for pause in self.pauses.values():
+            if pause.status == "open":
+                transition(pause, "expired", reason=CLOSED)
+        self.push()

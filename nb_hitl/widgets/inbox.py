@@ -43,7 +43,8 @@ class InboxWidget(RequestWidget):
     (the open session id), ``error`` (the last poll's failure), ``updated``
     (``time.time()`` of the last change), ``live`` (how the rows are kept
     up to date, one sentence), ``page_size`` (rows per page), ``outcomes``
-    (``{session_id: {"ok", "code", "text"}}``: the last "Approve selected").
+    (``{session_id: {"ok", "code", "text"}}``: the last "Approve selected"),
+    ``closed`` (the client was closed: the inbox follows and answers nothing).
 
     The rows are not a trait: :meth:`show_rows` sends what changed and
     :attr:`rows` is what the page holds once it applied every message.
@@ -75,6 +76,7 @@ class InboxWidget(RequestWidget):
     live = traitlets.Unicode("").tag(sync=True)
     page_size = traitlets.Int(50).tag(sync=True)
     outcomes = traitlets.Dict().tag(sync=True)
+    closed = traitlets.Bool(False).tag(sync=True)
 
     def __init__(
         self, handler: Handler | None = None, *, rows: list[dict[str, Any]] | None = None, **traits: Any

@@ -288,6 +288,8 @@ def test_c41_an_elicitation_over_agui_is_answered_while_the_tool_runs(mcp_served
         task = remote.start("Clear the customers table.")
         [question] = await remote.until_paused()
         assert (question["kind"], question["message"]) == ("elicitation", "Delete all rows of customers?")
+        # the card goes in the running call's transcript entry, as on the local road
+        assert question["tool_call_id"] == f"{question['parent_tool_call_id']}~elicitation-1"
         await remote.act({"action": "accept", "tool_call_id": question["tool_call_id"], "content": {"confirm": True}})
         return await asyncio.wait_for(task, 60)
 

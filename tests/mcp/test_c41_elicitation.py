@@ -102,6 +102,38 @@ def test_c41_answers_reach_the_server_and_the_model_reads_the_tool_result(
     assert asked[0].get("content") == answer.get("content")
 
 
+def test_c41_the_question_is_placed_in_its_tool_call_not_after_its_result(tmp_path: Path) -> None:
+    """The card is drawn in the transcript entry of the call the server asked during (its
+    ``parent_tool_call_id``), which comes before that call's result and the model's next
+    call: live, and in the view the page draws after the reply ended (or a reload)."""
+    log = tmp_path / "server.jsonl"
+
+    async def scenario() -> tuple[dict[str, Any], Any]:
+        async with db_client(log) as client:
+            agent = mcp_agent(await client.list_tools(), [tool_call(DELETE, table="customers")])
+            session = Session(agent, display=False)
+            task = session.start("Clear the customers table.")
+            await approve_the_call(session)
+            pause = await question(session)
+            run = session.current
+            call_id = pause.to_view()["parent_tool_call_id"]
+            assert call_id == next(iter(session.current.pauses.values())).tool_call_id  # the confirmed call
+            assert run.transcript.by_id(f"call:{call_id}") is not None
+            result = run.transcript.by_id(f"result:{call_id}")
+            assert result is None or result["state"] == "running"  # asked while the call runs
+            await session.act({"action": "decline", "tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id})
+            await asyncio.wait_for(task, 30)
+            return pause.to_view(), run.transcript
+
+    view, transcript = run_async(scenario())
+    call_id = view["parent_tool_call_id"]
+    ids = [e["id"] for e in transcript]
+    # the slot the page draws the card in is the call's entry: before its result and the next model call
+    at = ids.index(f"call:{call_id}")
+    assert at < ids.index(f"result:{call_id}") < ids.index("step:2")
+    assert view["status"] == "delivered" and view["tool_call_id"] == f"{call_id}~elicitation-1"
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_c41_a_wrong_value_is_refused_in_the_card_and_nothing_is_sent(tmp_path: Path, mode: str) -> None:
     log = tmp_path / "server.jsonl"

@@ -37,6 +37,32 @@ function messagesText(s: SamplingView): HTMLElement {
   return h("div", { "data-testid": "nbh-sampling-messages" }, ...s.messages.map((m) => h("div", {}, h("div", { class: "nbh-muted" }, m.role), h("pre", { class: "nbh-pre" }, m.text))));
 }
 
+/** What an edit sent (the decision's `content`, local or remote), as text: the
+ * completion the MCP server got, or the messages the notebook's model was asked. */
+function sentEdit(p: PauseView): HTMLElement | string {
+  const content = p.decision?.action === "edit" ? p.decision.content : undefined;
+  if (!content) return "";
+  if (p.sampling?.stage === "completion") {
+    if (typeof content.text !== "string") return "";
+    return h("div", {}, h("div", { class: "nbh-muted" }, "Your edit, sent to the MCP server"), h("pre", { class: "nbh-pre", "data-testid": "nbh-sampling-sent" }, content.text));
+  }
+  // the kernel's decision holds {role, text} per message; a remote answer the texts, in the request's order
+  const roles = p.sampling?.messages || [];
+  const raw: unknown[] = Array.isArray(content.messages) ? content.messages : [];
+  const sent = raw.flatMap((m, i) => {
+    if (typeof m === "string") return [{ role: roles[i]?.role || "", text: m }];
+    const o = m as { role?: unknown; text?: unknown } | null;
+    return o && typeof o.text === "string" ? [{ role: typeof o.role === "string" ? o.role : roles[i]?.role || "", text: o.text }] : [];
+  });
+  if (!sent.length) return "";
+  return h(
+    "div",
+    { "data-testid": "nbh-sampling-sent" },
+    h("div", { class: "nbh-muted" }, "Your edit, sent to the notebook's model"),
+    ...sent.map((m) => h("div", {}, h("div", { class: "nbh-muted" }, m.role), h("pre", { class: "nbh-pre" }, m.text))),
+  );
+}
+
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
   const dis = !open || ui.pending;
@@ -124,7 +150,7 @@ export const samplingCard: CardKind = {
     // the model failed on an approved request: said where the person clicked (the server got an error)
     const failed = s.error ? h("div", { class: "nbh-error", role: "alert", "data-testid": "nbh-sampling-error" }, s.error) : "";
     return s.stage === "completion"
-      ? h("div", {}, h("div", { class: "nbh-muted" }, "The model's answer"), h("pre", { class: "nbh-pre", "data-testid": "nbh-sampling-answer" }, s.completion || ""))
-      : h("div", {}, failed, systemPrompt(s), messagesText(s));
+      ? h("div", {}, h("div", { class: "nbh-muted" }, "The model's answer"), h("pre", { class: "nbh-pre", "data-testid": "nbh-sampling-answer" }, s.completion || ""), sentEdit(p))
+      : h("div", {}, failed, systemPrompt(s), messagesText(s), sentEdit(p));
   },
 };
