@@ -3,7 +3,7 @@
 // key for key; tests/unit/test_view_contract.py keeps the two in step.
 // Traits of each widget model are typed here too, for `AnyModel<T>`; the
 // messages of each widget are in messages.ts.
-import type { ContextView, Decided, MatrixCall, MatrixResult, ReplayResult, TryResult } from "./messages";
+import type { ContextView, Decided, Decision, MatrixCall, MatrixResult, ReplayResult, TryResult } from "./messages";
 
 /** The kinds of pause the reply widget draws (one card module each). */
 export type PauseKind = "confirm" | "ask_user" | "external" | "review" | "form" | "elicitation" | "sampling";
@@ -190,6 +190,8 @@ export interface ShellFileView {
 export interface RemotePauseView extends PauseView {
   /** the server's reason it refused the answer given on this card */
   refused?: string | null;
+  /** the answer the server refused, as this card sent it: its editor starts from it (nothing typed is lost) */
+  refused_answer?: Decision | null;
   /** the interrupt's metadata is malformed (form_error says how); it can only be cancelled */
   unanswerable?: boolean;
 }

@@ -12,6 +12,7 @@ action fits which pause kind, and what it turns into, is the kind's business
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import jsonschema
@@ -333,9 +334,32 @@ def parse_edited_input(text: str, input_schema: dict[str, Any] | None) -> dict[s
             iter(validation_errors(input_schema, value, field="input", formats=False))
         )
         if error is not None:
-            where = error.json_path if error.json_path != "$" else "the input"
             raise DecisionError(
-                f"The input does not match the tool's schema at {where}: {error.message}",
-                field="input" + (error.json_path[1:] if error.json_path != "$" else ""),
+                input_error_text(error), field="input" + (error.json_path[1:] if error.json_path != "$" else "")
             )
     return value
+
+
+def input_error_text(error: jsonschema.ValidationError) -> str:
+    """What a person reads when an edited tool input breaks the tool's schema:
+    one sentence, in plain words, ending in one full stop. A key the tool does
+    not take is named as such ("The input has a field the tool does not take:
+    extra."); any other fault names where it is and ``jsonschema``'s message.
+
+    Args:
+        error: the first fault ``jsonschema`` found (``best_match``) in the input.
+    """
+    inside = f" (inside {error.json_path[2:]})" if error.json_path.startswith("$.") else ""
+    listed = error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {}
+    if (
+        error.validator == "additionalProperties"
+        and isinstance(error.instance, Mapping)
+        and isinstance(listed, Mapping)
+        and "patternProperties" not in error.schema
+    ):
+        extra = [str(k) for k in error.instance if k not in listed]
+        if extra:
+            fields = "a field" if len(extra) == 1 else "fields"
+            return f"The input{inside} has {fields} the tool does not take: {', '.join(extra)}."
+    where = f" at {error.json_path[2:]}" if inside else ""
+    return f"The input does not match the tool's schema{where}: {error.message.rstrip('.')}."

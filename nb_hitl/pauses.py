@@ -170,11 +170,15 @@ class RemotePauseView(PauseView, total=False):
     the AG-UI client sets.
 
     ``refused``: the server's reason it refused the answer given on this
-    card. ``unanswerable``: the interrupt's metadata is malformed
-    (``form_error`` says how); it can only be cancelled.
+    card. ``refused_answer``: that answer as the card sent it (the page's
+    message, e.g. ``{"action": "modify", "input": <JSON text>}``), so the
+    card's editor starts from what the person typed. ``unanswerable``: the
+    interrupt's metadata is malformed (``form_error`` says how); it can
+    only be cancelled.
     """
 
     refused: str | None
+    refused_answer: dict[str, Any] | None
     unanswerable: bool
 
 

@@ -335,8 +335,11 @@ export class CardSet {
     ui.key = key;
     const held = this.drafts.get(p.tool_call_id);
     const snapshot = held ? held() : null;
+    // a card reopened (a remote server refused the answer sent from it) keeps what was typed before it was
+    // sent: the person fixes their edit, not retypes it
+    const reopened = statusChanged && p.status === "open";
     if (snapshot) this.typed.set(p.tool_call_id, snapshot);
-    else this.typed.delete(p.tool_call_id);
+    else if (!reopened) this.typed.delete(p.tool_call_id);
     this.drafts.delete(p.tool_call_id);
     const active = document.activeElement;
     const hadFocus = !!(ui.el && active && ui.el.contains(active));
@@ -415,9 +418,10 @@ export class CardSet {
         deadlineEl(p),
       ),
     );
-    // a remote server refused the answer given on this card: say so here, where it was given
+    // a remote server refused the answer given on this card: say so here, where it was given (once: when the
+    // person's own click got the refusal, the card's error box at the field says it)
     const refused = (p as RemotePauseView).refused;
-    if (refused) card.append(h("div", { class: "nbh-error", "data-testid": "nbh-refused", role: "alert" }, refused));
+    if (refused && !ui.error) card.append(h("div", { class: "nbh-error", "data-testid": "nbh-refused", role: "alert" }, refused));
     if (p.status !== "open") {
       const head = kind.recordHead ? kind.recordHead(p) : null;
       if (head) card.append(head);
@@ -431,7 +435,7 @@ export class CardSet {
     const ctx: CardCtx = {
       ui,
       open,
-      kept: this.typed.get(id),
+      kept: this.typed.get(id) ?? (p as RemotePauseView).refused_answer ?? undefined,
       // the pause as it is now (a remote card is drawn again on every poll without being rebuilt)
       send: (decision) => this.send(this.current(id) || p, decision),
       request: (action) => this.rpc.request(action, { tool_call_id: id, reply_id: (this.current(id) || p).reply_id }),

@@ -329,6 +329,8 @@ export function checkView(raw: unknown, fallbackId: string): CheckedView {
   const extra: Raw = {};
   for (const key of ["refused", "interrupt_id"]) if (typeof raw[key] === "string") extra[key] = raw[key];
   if (raw.unanswerable === true) extra.unanswerable = true;
+  // the answer the server refused, as the card sent it (a page message: its editor starts from it)
+  if (isObject(raw.refused_answer) && typeof raw.refused_answer.action === "string") extra.refused_answer = raw.refused_answer;
   // what the kind needs to draw an open card (the form and AskUser cards
   // draw their own error when the kernel says the schema or questions are bad)
   if (view.kind === "form" && !view.form_error && raw.unanswerable !== true) {

@@ -35,7 +35,7 @@ from ..session._calls import install_kernel_hints
 from .client import AguiClient, AguiClientError, RemoteRunError
 from .ids import parse_expires_at
 from .interrupt_views import message_to_entry
-from .remote_checks import check_entries, reopen_refused
+from .remote_checks import check_entries, refusal_named, reopen_refused
 from .remote_view import TurnView, ViewFactory, default_view
 from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, move, view_data
 
@@ -334,7 +334,9 @@ class RemoteSession:
         turn.answers = answers
         move(view, "decided")
         view["decision"] = answer_summary(entry, message, view)
-        view["refused"] = view["reason"] = None
+        view["refused"] = view["reason"] = view["refused_answer"] = None
+        page_ids = ("tool_call_id", "reply_id", "request_id")
+        turn.sent[interrupt.id] = {k: v for k, v in front.as_message(message).items() if k not in page_ids}
         sent = False
         if complete and self.auto_send:
             turn.outbox = [answers[i] for i in turn.interrupts]
@@ -352,7 +354,8 @@ class RemoteSession:
                 refusal = None
             if refusal and view["status"] == "open":  # this card's answer was refused: it is open again
                 others = " Your other answers are kept; fix this one and answer it again." if turn.answers else ""
-                raise DecisionError(f"{refusal}.{others}")
+                _, field = refusal_named(turn.runs[-1])
+                raise DecisionError(f"{view['refused'] or refusal}{others}", field=field)
             sent = not refusal  # another card's answer was refused: it says so; this one's is kept
         return {"status": "decided", "decision": view["decision"], "sent": sent}
 

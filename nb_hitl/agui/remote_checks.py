@@ -13,29 +13,59 @@ from ag_ui.core import ResumeEntry
 
 from ..kinds._schema import META_KEY
 from .resume_rules import ResumeError, check_payload, check_resume
+from .threads import interrupt_named
 from .turn import RemoteTurn, RunRecord, move
 
-__all__ = ["check_entries", "reopen_refused"]
+__all__ = ["check_entries", "refusal_named", "refusal_words", "reopen_refused"]
+
+
+def refusal_named(record: RunRecord) -> tuple[list[str], str | None]:
+    """What a refused resume's ``RUN_ERROR.metadata.nb_hitl`` names: the
+    interrupt ids at fault and the field of the first (``"input"``...), or
+    ``([], None)`` when it names nothing."""
+    meta = record.events[-1].metadata if record.events else None
+    named = (meta or {}).get(META_KEY, {}) if isinstance(meta, dict) else {}
+    if not isinstance(named, dict):
+        return [], None
+    ids = [i for i in (named.get("interrupt_ids") or []) if isinstance(i, str)]
+    field = named.get("field")
+    return ids, field if isinstance(field, str) else None
+
+
+def refusal_words(error: str | None, tool_name: str | None) -> str:
+    """The server's reason as a person reads it on the card of ``tool_name``:
+    without the prefix that names the interrupt (the card already does),
+    ending in one full stop. The error code stays in the run's record."""
+    text = (error or "no reason given").strip()
+    head = f"{interrupt_named(tool_name)}: "
+    if text.startswith(head):
+        text = text[len(head) :]
+    return text.rstrip(".") + "."
 
 
 def reopen_refused(turn: RemoteTurn, record: RunRecord) -> None:
     """A resume refused at once (``RUN_STARTED``, ``RUN_ERROR``): the
     server resumed nothing. The interrupts it names reopen with the
-    reason on their card; the other answers are kept, so only the
+    reason on their card (once, in plain words: the code stays in
+    ``record.error_code``); the other answers are kept, so only the
     refused ones need answering again before the next resume."""
     turn.status = "paused"
-    code = f" ({record.error_code})" if record.error_code else ""
-    meta = record.events[-1].metadata if record.events else None
-    named = (meta or {}).get(META_KEY, {}) if isinstance(meta, dict) else {}
-    ids = [i for i in (named.get("interrupt_ids") or []) if isinstance(i, str) and i in turn.answers]
+    named, _ = refusal_named(record)
+    ids = [i for i in named if i in turn.answers]
     faulted = set(ids) or set(turn.answers)
     cards = [v for v in turn.pauses.values() if v["interrupt_id"] in faulted and v["status"] == "decided"]
-    names = ", ".join(str(v["tool_name"]) for v in cards) or "the answers"
-    turn.reason = f"The server refused your answer to {names}{code}: {record.error}"
+    names = ", ".join(str(v["tool_name"]) for v in cards)
+    turn.reason = (
+        f"The server refused your answer to {names}: its card says why."
+        if cards
+        else f"The server refused the answers. {refusal_words(record.error, None)}"
+    )
     for view in cards:
         move(view, "open")  # the carrier's far side refused it: the call still waits
         view["decision"] = None
-        view["reason"] = view["refused"] = f"Refused by the server{code}: {record.error}"
+        said = refusal_words(record.error, view["tool_name"])
+        view["reason"] = view["refused"] = f"The server refused your answer to {view['tool_name']}. {said}"
+        view["refused_answer"] = turn.sent.pop(view["interrupt_id"], None)  # what was typed is not lost
         turn.answers.pop(view["interrupt_id"], None)
 
 

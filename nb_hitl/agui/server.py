@@ -414,11 +414,10 @@ class AguiServer:
                 message = resume_to_message(by_id[entry.interrupt_id], entry, thread_id=thread.thread_id)
             except ResumeError as exc:
                 raise Refusal(exc.code, str(exc), refusal_at([entry.interrupt_id], exc.field)) from None
-            except DecisionError as exc:
-                where = f" (at {exc.field})" if exc.field else ""
+            except DecisionError as exc:  # the field is in the metadata, for programs and the card
                 raise Refusal(
                     "invalid_payload",
-                    f"{interrupt_named(by_id[entry.interrupt_id].tool_name)}{where}: {exc}",
+                    f"{interrupt_named(by_id[entry.interrupt_id].tool_name)}: {exc}",
                     refusal_at([entry.interrupt_id], exc.field),
                 ) from None
             plan.append((entry, message))

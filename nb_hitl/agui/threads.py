@@ -112,9 +112,8 @@ def refusal_of(exc: BatchRefused, entries: dict[str, ResumeEntry], tools: dict[s
         return Refusal("resume_failed", str(exc))
     ids = [entries[r["tool_call_id"]].interrupt_id if r["tool_call_id"] in entries else "?" for r in refused]
     parts = []
-    for r in refused:
-        where = f" (at {r['field']})" if r.get("field") else ""
-        parts.append(f"{interrupt_named(tools.get(r['tool_call_id']))}{where}: {r['error']}")
+    for r in refused:  # the field of the first is in the metadata
+        parts.append(f"{interrupt_named(tools.get(r['tool_call_id']))}: {r['error']}")
     code = REFUSAL_CODES.get(str(refused[0].get("code")), "resume_failed")
     return Refusal(code, "; ".join(parts), refusal_at(ids, refused[0].get("field")))
 

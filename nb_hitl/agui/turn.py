@@ -176,6 +176,8 @@ class RemoteTurn:
     interrupts: dict[str, Interrupt] = field(default_factory=dict)
     checked: dict[str, Interrupt] = field(default_factory=dict)
     answers: dict[str, ResumeEntry] = field(default_factory=dict)
+    sent: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The page's message of each answer, by interrupt id (a refused one goes back to its card)."""
     runs: list[RunRecord] = field(default_factory=list)
     final_text: str = ""
     task: asyncio.Task[str] | None = None

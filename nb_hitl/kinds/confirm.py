@@ -25,7 +25,7 @@ from .._agentscope import rule_label
 from ..edit_preview import EditPreview, input_preview, model_input, refuse_unchanged_edit
 from ..errors import DecisionError
 from ..file_change import input_diff
-from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object
+from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
 from ._reading import InputReading, read_input, same_value, visible_json
 from ._schema import META_KEY, REASON_TOOL_CALL, SCHEMA_DIALECT, embed_schema, validate_payload
@@ -123,12 +123,29 @@ def _rules(pause: Pause, indices: list[int], edits: Any = ()) -> tuple[Permissio
     return tuple(chosen)
 
 
-def _parse_json_text(text: Any, field: str) -> dict[str, Any]:
+def _edited_input(text: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A remote card's edited input, parsed and checked against the tool's schema in ``schema``
+    (the interrupt's ``response_schema``) as the server checks it. Raises DecisionError (``field="input..."``)."""
     if not isinstance(text, str):
-        raise DecisionError("The modified input must be JSON text.", field=field)
+        raise DecisionError("The modified input must be JSON text.", field="input")
     if len(text) > MAX_TEXT:
-        raise DecisionError("The modified input is too long.", field=field)
-    return parse_json_object(text, field=field)
+        raise DecisionError("The modified input is too long.", field="input")
+    return parse_edited_input(text, _edited_schema(schema))
+
+
+def _edited_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The tool's input schema inside a confirmation's ``response_schema``
+    (its ``editedArgs``, with the ``$defs`` it refers to), so a remote card's
+    edit is checked as the server checks it (:func:`~nb_hitl.messages.parse_edited_input`)
+    before it is sent; ``None`` when the schema has no ``editedArgs``."""
+    edited = (schema.get("properties") or {}).get("editedArgs")
+    if not isinstance(edited, Mapping):
+        return None
+    out = {k: v for k, v in edited.items() if k not in ("title", "description")}
+    for key in ("$schema", "$defs"):
+        if key in schema:
+            out[key] = schema[key]
+    return out
 
 
 def approved_reading(pause: Pause) -> InputReading:
@@ -396,7 +413,7 @@ class ConfirmKind(PauseKindSpec):
                     )
                 payload["reason"] = reason.strip()
         elif action == "modify":
-            edited = _parse_json_text(message.get("input"), "input")
+            edited = _edited_input(message.get("input"), schema)
             name = message.get("name")
             meta_name = (interrupt.metadata or {}).get(META_KEY, {}).get("tool_name")
             if name is not None and name != meta_name:

@@ -74,7 +74,7 @@ def test_a_refusal_about_another_card_is_not_raised_on_the_card_answered_last(tm
             ask = next(p for p in pending if p["kind"] == "ask_user")
             confirm = next(p for p in pending if p["kind"] == "confirm")
             modify = {"action": "modify", "tool_call_id": confirm["tool_call_id"]}
-            held = await remote.act({**modify, "input": '{"path": "old_log.txt", "force": true}'})
+            held = await remote.act({**modify, "input": '{"path": "old_log.txt"}'})  # changes nothing: refused
             answer = [{"question": "Which file should I archive?", "selected": ["draft.md"]}]
             last = await remote.act({"action": "answer", "tool_call_id": ask["tool_call_id"], "answers": answer})
             views = {v["kind"]: dict(v) for v in remote.current.pauses.values()}
@@ -85,6 +85,6 @@ def test_a_refusal_about_another_card_is_not_raised_on_the_card_answered_last(tm
     assert held["sent"] is False
     assert last["sent"] is False and last["decision"]["action"] == "answer"  # kept, not refused
     assert views["ask_user"]["status"] == "decided" and not views["ask_user"]["refused"]
-    assert views["confirm"]["status"] == "open" and "'force' was unexpected" in views["confirm"]["refused"]
+    assert views["confirm"]["status"] == "open" and "Your edit changes nothing" in views["confirm"]["refused"]
     assert fixed["sent"] is True
     assert final == "You chose to archive draft.md. Deleted old_log.txt."

@@ -2,10 +2,12 @@
 
 A remote reply with two interrupts (AskUser and a delete_file confirmation);
 the person answers the question, then approves the deletion with an edited
-input the client accepts but the server refuses (an extra key: the tool's
-schema check runs on the server). The reason is shown at the card that
-caused it, the other answer is kept, nothing runs until the refused one is
-answered again, and a later cell cannot send other choices for them.
+input. An edit that breaks the tool's schema (an extra key) is refused by the
+client before anything is sent; one only the server can refuse (an edit that
+changes nothing) is refused by the server. Either way the reason is shown at
+the card that caused it, in plain words, the other answer is kept, nothing
+runs until the refused one is answered again, and a later cell cannot send
+other choices for them.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def test_C22_a_refused_answer_is_shown_at_its_card_and_the_others_are_kept(tmp_p
                     {
                         "action": "modify",
                         "tool_call_id": confirm["tool_call_id"],
-                        "input": '{"path": "old_log.txt", "x": 1}',
+                        "input": '{"path": "old_log.txt"}',  # changes nothing: only the server knows
                     }
                 )
             turn = remote.current
@@ -66,8 +68,16 @@ def test_C22_a_refused_answer_is_shown_at_its_card_and_the_others_are_kept(tmp_p
 
         first, refused, views, widget_views, unsent, fixed, final, turn = asyncio.run(go())
     assert not first["sent"]
-    assert "delete_file" in str(refused) and "other answers are kept" in str(refused)
-    assert views["confirm"]["status"] == "open" and "Refused by the server" in views["confirm"]["refused"]
+    said = "The server refused your answer to delete_file. Your edit changes nothing: "
+    assert str(refused).startswith(said) and str(refused).endswith(
+        " Your other answers are kept; fix this one and answer it again."
+    )
+    assert refused.field == "input" and ".." not in str(refused) and "invalid_payload" not in str(refused)
+    assert views["confirm"]["status"] == "open" and views["confirm"]["refused"].startswith(said)
+    assert views["confirm"]["refused"].count("delete_file") == 1 and views["confirm"]["refused"].endswith("first.")
+    # what the person typed goes back to the card, so the edit is fixed, not retyped
+    assert views["confirm"]["refused_answer"] == {"action": "modify", "input": '{"path": "old_log.txt"}'}
+    assert widget_views["confirm"]["refused_answer"] == views["confirm"]["refused_answer"]
     assert views["ask_user"]["status"] == "decided"  # the answer is kept
     assert widget_views["confirm"]["refused"] == views["confirm"]["refused"]
     assert unsent and fixed["sent"]
@@ -76,3 +86,37 @@ def test_C22_a_refused_answer_is_shown_at_its_card_and_the_others_are_kept(tmp_p
     assert sent[views["ask_user"]["interrupt_id"]]["answers"][0]["selected"] == ["draft.md"]  # the kept answer
     assert sent[views["confirm"]["interrupt_id"]] == {"approved": True}
     assert [r.outcome for r in turn.runs] == ["interrupt", "error", "success"]
+
+
+def test_C22_an_edit_that_breaks_the_tools_schema_is_refused_before_it_is_sent(tmp_path):
+    server = AguiServer(two_pause_factory(tmp_path))
+    with serve_in_background(server, announce=False) as handle:
+
+        async def go():
+            remote = RemoteSession(handle.url, token=handle.token, display=False)
+            task = remote.start("Please tidy up.")
+            pending = await remote.until_paused()
+            ask = next(p for p in pending if p["kind"] == "ask_user")
+            confirm = next(p for p in pending if p["kind"] == "confirm")
+            answer = [{"question": QUESTION, "selected": ["draft.md"]}]
+            await remote.act({"action": "answer", "tool_call_id": ask["tool_call_id"], "answers": answer})
+            posts = remote.client.posts
+            modify = {"action": "modify", "tool_call_id": confirm["tool_call_id"]}
+            with pytest.raises(DecisionError) as extra:
+                await remote.act({**modify, "input": '{"path": "old_log.txt", "extra": 1}'})
+            with pytest.raises(DecisionError) as typed:
+                await remote.act({**modify, "input": '{"path": 5}'})
+            unsent = remote.client.posts == posts
+            views = {v["kind"]: dict(v) for v in remote.current.pauses.values()}
+            fixed = await remote.act({**modify, "input": '{"path": "draft.md"}'})
+            return extra.value, typed.value, unsent, views, fixed, await task, remote.current
+
+        extra, typed, unsent, views, fixed, final, turn = asyncio.run(go())
+    assert str(extra) == "The input has a field the tool does not take: extra." and extra.field == "input"
+    assert str(typed) == "The input does not match the tool's schema at path: 5 is not of type 'string'."
+    assert typed.field == "input.path"
+    assert unsent  # nothing reached the server: no run was made for either
+    assert views["confirm"]["status"] == "open" and not views["confirm"].get("refused")
+    assert views["ask_user"]["status"] == "decided"  # the answer is kept
+    assert fixed["sent"] and final == "You chose to archive draft.md. Deleted draft.md."
+    assert [r.outcome for r in turn.runs] == ["interrupt", "success"]

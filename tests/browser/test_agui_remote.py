@@ -67,8 +67,21 @@ LANGGRAPH = textwrap.dedent(
 )
 
 
+SAME_EDIT = '{ "path":  "old_log.txt" }'  # the model's input, typed with other spaces
+
+
 def _card(page, kind: str, status: str = "open"):  # type: ignore[no-untyped-def]
     return page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="{kind}"][data-status="{status}"]')
+
+
+def _finishes(page, text: str, printed: str) -> None:  # type: ignore[no-untyped-def]
+    """The widget shows the agent's final ``text``, the cell ends printing ``printed``, no page error."""
+    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
+    final.wait_for(timeout=60_000)
+    assert final.inner_text() == text
+    wait_execution_done(page, timeout=60)
+    output_locator(page, printed).wait_for(timeout=30_000)
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
 
 
 def _start_ours(page, lab: JupyterLabServer, name: str) -> None:  # type: ignore[no-untyped-def]
@@ -98,12 +111,11 @@ def test_remote_agent_two_interrupts_answered_by_clicks(page, lab: JupyterLabSer
     assert status.get_attribute("data-status") == "paused"  # one answer is not a resume
 
     confirm.locator('[data-testid="nbh-approve"]').click()
-    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
-    final.wait_for(timeout=60_000)
-    assert final.inner_text() == "You chose to archive draft.md. Deleted old_log.txt."
-    wait_execution_done(page, timeout=60)
-    output_locator(page, "runs: ['interrupt', 'success'] entries: 2 posts: 2").wait_for(timeout=30_000)
-    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+    _finishes(
+        page,
+        "You chose to archive draft.md. Deleted old_log.txt.",
+        "runs: ['interrupt', 'success'] entries: 2 posts: 2",
+    )
 
 
 def test_langgraph_interrupt_is_a_form_checked_before_sending(page, lab: JupyterLabServer) -> None:
@@ -144,7 +156,7 @@ def test_a_refused_modify_is_never_said_to_have_run_and_its_note_goes_with_it(pa
     confirm = _card(page, "confirm")
     confirm.wait_for(timeout=90_000)
     confirm.locator('[data-testid="nbh-modify"]').click()
-    confirm.locator('[data-testid="nbh-modify-input"]').fill('{"path": "old_log.txt", "force": true}')
+    confirm.locator('[data-testid="nbh-modify-input"]').fill(SAME_EDIT)  # changes nothing: only the server knows
     confirm.locator('[data-testid="nbh-modify-submit"]').click()
     held = _card(page, "confirm", "decided")
     held.wait_for(timeout=15_000)
@@ -155,10 +167,14 @@ def test_a_refused_modify_is_never_said_to_have_run_and_its_note_goes_with_it(pa
     ask.locator('[data-testid="nbh-answer-submit"]').click()  # completes the set: the server refuses the Modify
     refused = _card(page, "confirm").locator('[data-testid="nbh-refused"]')
     refused.wait_for(timeout=30_000)
-    assert "'force' was unexpected" in refused.inner_text()
+    assert refused.inner_text().startswith("The server refused your answer to delete_file. Your edit changes nothing")
     answered = _card(page, "ask_user", "decided")
     answered.wait_for(timeout=15_000)
     assert answered.locator('[data-testid="nbh-error"]').count() == 0  # the refusal is not about this card
+    # C22: the edit the server refused is in the editor again, as typed
+    _card(page, "confirm").locator('[data-testid="nbh-modify"]').click()
+    assert _card(page, "confirm").locator('[data-testid="nbh-modify-input"]').input_value() == SAME_EDIT
+    _card(page, "confirm").locator('[data-testid="nbh-modify-cancel"]').click()
 
     _card(page, "confirm").locator('[data-testid="nbh-approve"]').click()
     final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
@@ -168,3 +184,52 @@ def test_a_refused_modify_is_never_said_to_have_run_and_its_note_goes_with_it(pa
     assert reply.locator('[data-testid="nbh-error"], [data-testid="nbh-refused"]').count() == 0
     wait_execution_done(page, timeout=60)
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+def test_C22_an_edit_that_breaks_the_schema_is_refused_in_the_card_and_the_text_kept(
+    page, lab: JupyterLabServer
+) -> None:
+    _start_ours(page, lab, "agui_c22.ipynb")
+
+    ask = _card(page, "ask_user")
+    ask.wait_for(timeout=90_000)
+    ask.locator('[data-testid="nbh-option"][data-label="draft.md"]').click()
+    ask.locator('[data-testid="nbh-answer-submit"]').click()
+    _card(page, "ask_user", "decided").wait_for(timeout=15_000)
+
+    confirm = _card(page, "confirm")
+    confirm.locator('[data-testid="nbh-modify"]').click()
+    confirm.locator('[data-testid="nbh-modify-input"]').fill('{"path": "old_log.txt", "extra": 1}')
+    confirm.locator('[data-testid="nbh-modify-submit"]').click()
+    error = confirm.locator('[data-testid="nbh-error"]')
+    error.wait_for(timeout=15_000)
+    # refused before it is sent: in plain words, once, at the input; the text is kept
+    assert error.inner_text() == "The input has a field the tool does not take: extra."
+    assert error.get_attribute("data-field") == "input"
+    assert confirm.locator('[data-testid="nbh-error"], [data-testid="nbh-refused"]').count() == 1
+    assert confirm.locator('[data-testid="nbh-modify-input"]').input_value() == '{"path": "old_log.txt", "extra": 1}'
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    confirm.screenshot(path=str(ARTIFACTS / "agui-c22-refused-in-card.png"))
+
+    # an edit only the server can refuse: the card reopens with the text as typed, the refusal said once
+    confirm.locator('[data-testid="nbh-modify-input"]').fill(SAME_EDIT)
+    confirm.locator('[data-testid="nbh-modify-submit"]').click()
+    refused = confirm.locator('[data-testid="nbh-error"]')
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=nbh-error]')].some(e => e.textContent.includes('changes nothing'))",
+        timeout=30_000,
+    )
+    said = refused.inner_text()
+    assert said.startswith("The server refused your answer to delete_file. Your edit changes nothing")
+    assert "invalid_payload" not in said and ".." not in said and "(at input)" not in said
+    assert confirm.locator('[data-testid="nbh-error"], [data-testid="nbh-refused"]').count() == 1
+    assert confirm.locator('[data-testid="nbh-modify-input"]').input_value() == SAME_EDIT
+
+    confirm.locator('[data-testid="nbh-modify-input"]').fill('{"path": "draft.md"}')
+    confirm.locator('[data-testid="nbh-modify-submit"]').click()
+    # the schema-breaking edit made no run; only the server's own refusal did
+    _finishes(
+        page,
+        "You chose to archive draft.md. Deleted draft.md.",
+        "runs: ['interrupt', 'error', 'success'] entries: 2 posts: 3",
+    )
