@@ -3,10 +3,9 @@
 // Inside JupyterLab a widget sits in a notebook cell's output, and the
 // notebook's command-mode shortcuts (ArrowUp/Down move to another cell,
 // Enter enters edit mode, Space scrolls...) would take keys the widget's own
-// controls need. Lumino's CommandRegistry stops looking for a shortcut at an
-// element carrying `data-lm-suppress-shortcuts` (it walks from the event's
-// target up to the keybinding's selector and gives up there); on top of that,
-// keydown events for keys the widget handles do not bubble out of the widget.
+// controls need. Lumino's CommandRegistry gives a shortcut up when the event's
+// target, or an element between it and the shortcut's selector, carries
+// `data-lm-suppress-shortcuts` (see keepKeys).
 
 let counter = 0;
 
@@ -16,36 +15,25 @@ export function uid(prefix = "nbh"): string {
   return `${prefix}-${counter.toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
 }
 
-/** Keys the widget's controls use: radio groups, buttons, checkboxes, text fields, selects. */
-const WIDGET_KEYS = new Set([
-  "ArrowUp",
-  "ArrowDown",
-  "ArrowLeft",
-  "ArrowRight",
-  "Home",
-  "End",
-  "PageUp",
-  "PageDown",
-  "Enter",
-  " ",
-  "Spacebar",
-  "Backspace",
-  "Delete",
-]);
+const SUPPRESS = "data-lm-suppress-shortcuts";
 
-/** Keep JupyterLab's notebook shortcuts away from keys pressed inside `root`.
- *  Tab and Escape still travel (Tab is the browser's, Escape leaves the widget
- *  when a host binds it outside the suppressed area). */
+/** Keep JupyterLab's (and Notebook 7's) keyboard shortcuts away from keys
+ *  pressed inside `root`, with Lumino's own `data-lm-suppress-shortcuts`.
+ *
+ *  Lumino's CommandRegistry (`matchKeyBinding`) walks from the event's target
+ *  up and gives a binding up at the first element carrying the attribute; but
+ *  it tests the target itself first, and the notebook's command-mode bindings
+ *  select `.jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite) :focus`,
+ *  which the focused control itself matches. So the attribute on `root` alone
+ *  stops only bindings on its ancestors (`body` ones such as Save); each
+ *  control that takes the focus inside `root` carries it too (set as it
+ *  gets the focus, so controls drawn later are covered). Keys still reach the
+ *  widget's own handlers (Enter, Escape) and the browser (Tab). */
 export function keepKeys(root: HTMLElement): void {
-  root.setAttribute("data-lm-suppress-shortcuts", "true");
-  root.addEventListener("keydown", (event: KeyboardEvent) => {
-    const target = event.target as HTMLElement | null;
-    if (!target || target === root) return;
-    const typing = isTextField(target);
-    // in a text field every printable key and its editing keys belong to the field
-    if (WIDGET_KEYS.has(event.key) || (typing && event.key.length === 1 && !event.ctrlKey && !event.metaKey)) {
-      event.stopPropagation();
-    }
+  root.setAttribute(SUPPRESS, "true");
+  root.addEventListener("focusin", (event: FocusEvent) => {
+    const target = event.target;
+    if (target instanceof HTMLElement && !target.hasAttribute(SUPPRESS)) target.setAttribute(SUPPRESS, "true");
   });
 }
 

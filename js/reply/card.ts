@@ -90,6 +90,8 @@ export class CardSet {
   private typed = new Map<string, Draft>();
   // Values a card keeps for itself (a form's last submitted value).
   private memo = new Map<string, unknown>();
+  // open cards drawn while liveness was unknown, not announced yet (see liveKnown)
+  private unannounced = new Set<string>();
 
   constructor(
     private feed: CardFeed,
@@ -361,11 +363,25 @@ export class CardSet {
   private announceCard(p: PauseView, firstDraw: boolean): void {
     const title = p.title || p.tool_name;
     if (p.status === "open") {
-      if (this.canAct(p)) this.announce(`${this.label(p, true)}: ${title}`);
+      // a card drawn before the kernel answered (a saved card after a reload) is
+      // announced once the kernel proves live (liveKnown): never a need nobody can answer
+      if (this.live === null) this.unannounced.add(p.tool_call_id);
+      else if (this.canAct(p)) this.announce(`${this.label(p, true)}: ${title}`);
     } else if (p.status === "expired") {
       if (!firstDraw) this.announce(`${title}: no longer live: ${p.reason || "the reply ended"}`);
     } else if (p.status === "decided" || p.status === "delivered") {
       if (!firstDraw) this.announce(`${title}: ${decisionText(p.decision, p)}`);
+    }
+  }
+
+  /** Liveness is known (see {@link live}): the open cards drawn while it was not are announced if live. */
+  liveKnown(): void {
+    const waiting = Array.from(this.unannounced);
+    this.unannounced.clear();
+    if (this.live !== true) return;
+    for (const id of waiting) {
+      const p = this.current(id);
+      if (p && this.canAct(p)) this.announceCard(p, false);
     }
   }
 

@@ -84,6 +84,8 @@ function drawHeader(
         {
           "data-testid": "nbh-notify",
           "aria-pressed": on ? "true" : "false",
+          // nothing will wait for anyone while the kernel is not live
+          disabled: live === false,
           title: "Tell me outside this tab when a reply waits for me (browser notification)",
           onclick: async () => {
             await toggleNotify();
@@ -272,6 +274,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
       );
     }
     markTitle();
+    if (was === null) cards.liveKnown();
     if (was !== cards.live) {
       // the announced status follows the chip (it said "waiting for you" before the kernel went)
       if (was !== null) sayStatus();

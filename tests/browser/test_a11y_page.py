@@ -298,13 +298,19 @@ KEYBOARD_CELLS = [
 ]
 
 
-def test_keyboard_alone_answers_askuser_and_approves(page, lab: JupyterLabServer) -> None:
-    write_notebook(lab.root / "a11y_keys.ipynb", KEYBOARD_CELLS)
-    open_notebook(page, lab, "a11y_keys.ipynb")
+def run_until_asked(page, lab: JupyterLabServer, name: str, cells: list[str]):  # type: ignore[no-untyped-def]
+    """Run the notebook `name` of `cells` until the quickstart's AskUser card is live; returns it."""
+    write_notebook(lab.root / name, cells)
+    open_notebook(page, lab, name)
     run_all_cells(page)
     ask = card(page, "ask_user")
     ask.wait_for(timeout=90_000)
     page.locator(f'{REPLY}[data-live="true"]').wait_for(timeout=30_000)
+    return ask
+
+
+def test_keyboard_alone_answers_askuser_and_approves(page, lab: JupyterLabServer) -> None:
+    ask = run_until_asked(page, lab, "a11y_keys.ipynb", KEYBOARD_CELLS)
     options = ask.locator('[data-testid="nbh-option-input"]')
     assert options.count() >= 3
     labels = [options.nth(i).get_attribute("value") for i in range(options.count())]
@@ -366,6 +372,60 @@ def test_keyboard_alone_answers_askuser_and_approves(page, lab: JupyterLabServer
     after = page.evaluate(ACTIVE)
     assert after["card"] in ("confirm:decided", "confirm:delivered"), after
     screenshot(page, "a11y-keyboard")
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+# keyboard only: "Deny with reason…" opens with the keyboard in the reason field (not on the
+# file diff's "Side by side"), and the letters typed there never reach the notebook's shortcuts
+DENY_CELLS = [
+    KEYBOARD_CELLS[0].replace(
+        'print("LEFT:"',
+        "from nb_hitl.models import result_text, tool_results\n"
+        'print("MODEL READ:", result_text(tool_results(agent.model.calls[-1], "delete_file")[-1]))\n'
+        'print("LEFT:"',
+    ),
+    "print('second cell')",
+]
+CELL_TYPES = "() => window.jupyterapp.shell.currentWidget.content.widgets.map((c) => c.model.type)"
+# command-mode letters: a/b insert a cell, r makes it Raw, m Markdown, d d deletes, x cuts
+REASON = "a bad rm mix, keep it"
+
+
+def test_keyboard_denies_with_a_reason_the_notebook_does_not_take(page, lab: JupyterLabServer) -> None:
+    ask = run_until_asked(page, lab, "a11y_deny.ipynb", DENY_CELLS)
+    picked = ask.locator('[data-testid="nbh-option-input"]').first.get_attribute("value")
+    ask.locator('[data-testid="nbh-option-input"]').first.check()
+    page.keyboard.press("Enter")
+    confirm = card(page, "confirm")
+    confirm.wait_for(timeout=60_000)
+    assert confirm.locator("button.nbh-split-toggle").count() == 1  # the diff's toggle is in the card
+    cells = page.evaluate(CELL_TYPES)
+
+    confirm.locator('[data-testid="nbh-deny-reason-open"]').focus()
+    page.keyboard.press("Enter")
+    confirm.locator('[data-testid="nbh-deny-reason"]').wait_for(timeout=5_000)
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-deny-reason", page.evaluate(ACTIVE)
+    # Cancel (Escape) goes back to the button that opened it; open it again by keyboard
+    page.keyboard.press("Escape")
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-deny-reason-open", page.evaluate(ACTIVE)
+    page.keyboard.press("Enter")
+    page.keyboard.type(REASON)
+    assert confirm.locator('[data-testid="nbh-deny-reason"]').input_value() == REASON
+    assert page.evaluate(CELL_TYPES) == cells  # no cell inserted, deleted or turned Raw / Markdown
+    # letters on a focused card button do not reach the notebook either
+    page.keyboard.press("Tab")
+    assert page.evaluate(ACTIVE)["testid"] == "nbh-deny-submit", page.evaluate(ACTIVE)
+    page.keyboard.type("ab")
+    assert page.evaluate(CELL_TYPES) == cells
+    page.keyboard.press("Enter")
+
+    output_locator(page, "MODEL READ:").wait_for(timeout=60_000)
+    final = output_locator(page, "MODEL READ:").inner_text()
+    read = next(line for line in final.splitlines() if line.startswith("MODEL READ:"))
+    assert REASON in read, read  # the agent's model got the reason in the call's result
+    left = next(line for line in final.splitlines() if line.startswith("LEFT:"))
+    assert picked in left, left  # denied: the file is still there
+    assert page.evaluate(CELL_TYPES) == cells
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
 
 

@@ -91,6 +91,10 @@ function hintsLine(p: PauseView): HTMLElement | null {
   return h("div", { class: "nbh-muted", "data-testid": "nbh-tool-hints" }, text);
 }
 
+// The button that opens each edit panel, and the field the keyboard lands on in it.
+const PANEL_OPENER = { modify: "nbh-modify", rules: "nbh-always", deny: "nbh-deny-reason-open" } as const;
+const PANEL_FIELD = { modify: "nbh-modify-input", rules: "nbh-rule", deny: "nbh-deny-reason" } as const;
+
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui, open } = ctx;
   const hints = hintsLine(p);
@@ -110,8 +114,10 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     ui.mode = mode;
     ui.error = "";
     ctx.redraw();
-    // back in the buttons, the keyboard returns to the one that opened the edit
-    if (mode === "view") ctx.focus(from === "rules" ? "nbh-always" : "nbh-modify");
+    // an edit opens with the keyboard in its first field; back in the buttons,
+    // the keyboard returns to the one that opened the edit
+    if (mode !== "view") ctx.focus(PANEL_FIELD[mode]);
+    else if (from !== "view") ctx.focus(PANEL_OPENER[from]);
   };
   if (ui.mode !== "view") {
     // Escape leaves the edit, like its Cancel button

@@ -109,7 +109,9 @@ export function dryRunPart(p: PauseView, ctx: CardCtx): HTMLElement | null {
         { class: "nbh-muted" },
         state?.running
           ? "Running the call in a throw-away copy…"
-          : "Runs the call in a throw-away copy (the result says which sandbox): your files are not touched, and the call still waits for your answer.",
+          : !ctx.open
+            ? "Not available: the kernel that ran this reply is not live."
+            : "Runs the call in a throw-away copy (the result says which sandbox): your files are not touched, and the call still waits for your answer.",
       ),
     ),
   );
