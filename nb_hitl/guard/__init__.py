@@ -4,7 +4,9 @@
   (an ``AskForm`` call, an AG-UI interrupt, a tool's input schema):
   :func:`check_schema` refuses what cannot be used safely,
   :func:`validation_errors` validates an answer without fetching anything
-  or backtracking.
+  or backtracking; a schema whose references expand past
+  :data:`MAX_SCHEMA_EXPANDED` parts is refused (validation walks the
+  expansion).
 * :mod:`~nb_hitl.guard.stream`: a peer's event stream: a
   :class:`StreamBudget` of bytes, events, seconds and one event's size,
   enforced by a :class:`StreamMeter`.
@@ -13,9 +15,11 @@
 from .schema import (
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
+    MAX_SCHEMA_EXPANDED,
     NO_FETCH,
     SchemaRefused,
     check_schema,
+    expanded_size,
     validation_errors,
     without_patterns,
 )
@@ -36,12 +40,14 @@ __all__ = [
     "MAX_RUN_SECONDS",
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
+    "MAX_SCHEMA_EXPANDED",
     "NO_FETCH",
     "SchemaRefused",
     "StreamBudget",
     "StreamLimitReached",
     "StreamMeter",
     "check_schema",
+    "expanded_size",
     "validation_errors",
     "without_patterns",
 ]

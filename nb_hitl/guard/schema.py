@@ -41,9 +41,11 @@ _encode_string = json.encoder.encode_basestring  # C-accelerated: a string as a 
 __all__ = [
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
+    "MAX_SCHEMA_EXPANDED",
     "NO_FETCH",
     "SchemaRefused",
     "check_schema",
+    "expanded_size",
     "validation_errors",
     "without_patterns",
 ]
@@ -53,6 +55,14 @@ MAX_SCHEMA_BYTES = 1_000_000
 or an answer's shape fits in a few kilobytes; a larger schema is refused
 after a walk that stops at this many bytes, so its true size costs nothing."""
 
+MAX_SCHEMA_EXPANDED = 20_000
+"""The most schema objects and arrays a schema may reach when every ``$ref``
+is followed, each time it is met (:func:`expanded_size`). Validation walks
+this expansion: a 1.5 KB schema whose ``$defs`` chain ``anyOf`` two
+references to the next link 18 times over expands to about a million parts
+(seconds to minutes of ``jsonschema`` per answer); the largest schema in
+nb_hitl's tests, notebooks and MCP demo servers expands to a few hundred."""
+
 MAX_SCHEMA_DEPTH = 64
 """The deepest nesting of objects and arrays a schema may have (the root
 object is level 1). ``jsonschema`` recurses once per level (and more per
@@ -60,6 +70,8 @@ keyword) while checking a schema and an answer; past this, a schema could
 end in ``RecursionError`` instead of a clear answer."""
 
 _DATA_KEYS = frozenset({"const", "enum", "default", "examples"})
+# subschemas only reached through a reference (validation never walks them in place)
+_DEFS_KEYS = frozenset({"$defs", "definitions"})
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 # keywords that apply a subschema to the same value (no step into the answer):
 # a $ref loop through only these never ends
@@ -278,6 +290,92 @@ def _no_ref_loop(schema: dict[str, Any], spec: Any) -> None:
             stack.append((sub, next_resolver, _in_place(sub)))
 
 
+def _applied(node: Any, resolver: Any) -> Iterator[tuple[Any, Any]]:
+    """``(subschema or array, resolver)`` for each part validation applies from
+    ``node``: its values (data keywords and ``$defs`` skipped), each
+    reference's target (resolved with ``referencing``)."""
+    values = node
+    if isinstance(node, dict):
+        values = [v for k, v in node.items() if k not in _DATA_KEYS and k not in _DEFS_KEYS]
+        for key in _REF_KEYS:
+            if isinstance(node.get(key), str):
+                try:
+                    resolved = resolver.lookup(node[key])
+                except (Unresolvable, NoSuchResource):
+                    raise SchemaRefused(f"{key} {node[key][:120]!r} resolves to nothing in the schema") from None
+                yield resolved.contents, resolved.resolver
+    for value in values:
+        if isinstance(value, (dict, list)):
+            yield value, resolver
+
+
+def expanded_size(schema: dict[str, Any], cap: int = MAX_SCHEMA_EXPANDED) -> int:
+    """The schema objects and arrays validation reaches in ``schema`` (a dict
+    :func:`check_schema` accepts, but for this cap) when every ``$ref`` /
+    ``$dynamicRef`` / ``$recursiveRef`` is followed each time it is met:
+    ``size(node) = 1 + sum(size(part))`` over its applied parts
+    (:func:`_applied`: every keyword's subschemas - ``properties``,
+    ``items``, ``anyOf``... - but not ``$defs``, which count only as far as
+    references reach them), a reference's part being its target. Memoised per
+    object, so the walk is linear in the written schema; a reference back to
+    a schema it is inside (a tree: :func:`check_schema` has refused loops
+    that read no deeper into the answer) counts 1 - each time validation
+    follows it, it is one level deeper into the answer.
+
+    Why it bounds validation: ``jsonschema`` applies each part of the
+    expansion to the values at one place in the answer (``items`` and
+    ``additionalProperties`` to each of them), so checking an answer of
+    ``n`` values costs at most about ``expanded_size * n`` keyword checks,
+    per level of a recursive schema. ``n`` is capped where answers come in
+    (a form's answer at ``nb_hitl.messages.MAX_TEXT`` characters, an edited
+    input at the same, nesting at 64 levels for tool inputs).
+    A recursive reference reached by several in-place branches (``anyOf``
+    of two references to the tree's node) still doubles per level of the
+    answer; that is not counted here.
+
+    Raises:
+        SchemaRefused: the count passes ``cap`` (it stops there), or a
+            reference resolves to nothing.
+    """
+    spec = _dialect(schema)
+    refused = SchemaRefused(
+        f"following its references, it has more than {cap:,} parts, too many to check an answer against "
+        "safely; describe the answer with a simpler schema (fewer references to schemas that themselves "
+        "hold several references)"
+    )
+    sizes: dict[int, int] = {}
+    root = NO_FETCH.resolver_with_root(spec.create_resource(schema))
+    # a frame: [node, resolver, its parts not yet counted, its size so far]
+    stack: list[list[Any]] = [[schema, root, _applied(schema, root), 1]]
+    inside = {id(schema)}
+    while stack:
+        frame = stack[-1]
+        step = next(frame[2], None)
+        if step is None:
+            stack.pop()
+            inside.discard(id(frame[0]))
+            sizes[id(frame[0])] = frame[3]
+            if stack:
+                stack[-1][3] += frame[3]
+                if stack[-1][3] > cap:
+                    raise refused
+            continue
+        part, resolver = step
+        if not isinstance(part, (dict, list)) or id(part) in inside:
+            frame[3] += 1  # a boolean schema, or a reference back into a tree
+        elif id(part) in sizes:
+            frame[3] += sizes[id(part)]
+        else:
+            if isinstance(part, dict) and part is not schema and spec.id_of(part):
+                resolver = resolver.in_subresource(spec.create_resource(part))
+            inside.add(id(part))
+            stack.append([part, resolver, _applied(part, resolver), 1])
+            continue
+        if frame[3] > cap:
+            raise refused
+    return int(sizes[id(schema)])
+
+
 def check_schema(schema: Any) -> None:
     """Raise :class:`SchemaRefused` when ``schema`` cannot be used safely.
 
@@ -289,7 +387,10 @@ def check_schema(schema: Any) -> None:
     ``unevaluatedProperties`` (``jsonschema`` matches those with ``re``);
     not a valid JSON Schema of its dialect (``jsonschema``'s
     ``check_schema``); a reference that resolves nowhere or leads back into
-    itself (a loop). ``None`` (no schema) passes.
+    itself (a loop); more than :data:`MAX_SCHEMA_EXPANDED` parts when every
+    reference is followed (:func:`expanded_size`: a few kilobytes of
+    ``anyOf`` over references can take validation hours). ``None`` (no
+    schema) passes.
     """
     if schema is None:
         return
@@ -307,6 +408,7 @@ def check_schema(schema: Any) -> None:
     except RecursionError:
         raise SchemaRefused("it is nested too deeply to be checked") from None
     _no_ref_loop(schema, spec)
+    expanded_size(schema)
 
 
 def without_patterns(schema: dict[str, Any] | None) -> dict[str, Any] | None:

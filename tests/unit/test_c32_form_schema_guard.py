@@ -12,12 +12,15 @@ refused with a clear error, and nothing is resumed with invalid data.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,10 +29,17 @@ from agentscope.tool import Toolkit
 
 from nb_hitl import DecisionError, Session
 from nb_hitl.decisions import decide
-from nb_hitl.guard import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
+from nb_hitl.guard import (
+    MAX_SCHEMA_BYTES,
+    MAX_SCHEMA_DEPTH,
+    MAX_SCHEMA_EXPANDED,
+    SchemaRefused,
+    check_schema,
+    expanded_size,
+)
 from nb_hitl.kinds import kind_spec
 from nb_hitl.kinds._schema import validate_payload
-from nb_hitl.kinds.form import FormTool
+from nb_hitl.kinds.form import FORM_INPUT_SCHEMA, FormTool
 from nb_hitl.messages import parse_edited_input
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.pauses import Pause
@@ -283,3 +293,145 @@ def test_c32_a_peer_tool_schema_with_a_remote_ref_is_not_fetched_when_an_edit_is
     assert refused.value.field == "input.path" and "does not match" in str(refused.value)
     assert parse_edited_input(json.dumps({"path": "a" * 26}), schema) == {"path": "a" * 26}
     assert hits == []
+
+
+# -- C32: a schema whose references expand exponentially ---------------------
+
+
+def dag(levels: int, link: Any = None) -> dict[str, Any]:
+    """A chain of ``$defs``: each link applies two references to the next
+    (``anyOf`` by default, or ``link(ref)``), the last a string of 5+
+    characters; every answer walks ``2 ** levels`` paths when validated."""
+
+    def anyof(ref: str) -> dict[str, Any]:
+        return {"anyOf": [{"$ref": ref}, {"$ref": ref, "title": "b"}]}
+
+    defs = {f"a{i}": (link or anyof)(f"#/$defs/a{i + 1}") for i in range(levels)}
+    defs[f"a{levels}"] = {"type": "string", "minLength": 5}
+    return {
+        "type": "object",
+        "$defs": defs,
+        "properties": {"x": {"$ref": "#/$defs/a0", "title": "X"}},
+        "required": ["x"],
+    }
+
+
+TOO_COMPLEX = f"more than {MAX_SCHEMA_EXPANDED:,} parts, too many to check an answer against safely"
+
+
+@pytest.mark.parametrize("levels", [18, 40])
+def test_c32_a_dag_of_references_is_refused_on_every_road(levels: int) -> None:
+    schema = dag(levels)
+    with pytest.raises(SchemaRefused, match=TOO_COMPLEX):
+        check_schema(schema)
+    with pytest.raises(DecisionError, match=TOO_COMPLEX):  # an AG-UI interrupt's response_schema
+        validate_payload(schema, {"x": "ab"})
+    with pytest.raises(DecisionError, match=TOO_COMPLEX):  # Modify against a tool's input schema
+        parse_edited_input('{"x": "ab"}', schema)
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        lambda ref: {"allOf": [{"$ref": ref}, {"$ref": ref}]},
+        lambda ref: {"oneOf": [{"$ref": ref}, {"not": {"$ref": ref}}]},
+        lambda ref: {"if": {"$ref": ref}, "then": {"$ref": ref}, "else": {"$ref": ref}},
+        lambda ref: {"items": {"$ref": ref}, "prefixItems": [{"$ref": ref}]},
+        lambda ref: {"properties": {"p": {"$ref": ref}}, "additionalProperties": {"$ref": ref}},
+        lambda ref: {"patternProperties": {"^p": {"$ref": ref}, "^q": {"$ref": ref}}},
+        lambda ref: {"$ref": ref, "dependentSchemas": {"d": {"$ref": ref}}},
+    ],
+    ids=["allOf", "oneOf-not", "if-then-else", "items", "properties", "patternProperties", "dependentSchemas"],
+)
+def test_c32_every_keyword_that_applies_a_subschema_counts(link: Any) -> None:
+    assert expanded_size(dag(4, link)) < expanded_size(dag(5, link))
+    with pytest.raises(SchemaRefused, match=TOO_COMPLEX):
+        check_schema(dag(40, link))
+
+
+def test_c32_a_wide_schema_within_the_expansion_cap_is_checked_as_usual() -> None:
+    """150 fields sharing one ``$defs`` entry (itself an ``anyOf`` of references)
+    is large but linear; and a dag of 10 levels stays under the cap."""
+    one = {"anyOf": [{"$ref": "#/$defs/text"}, {"$ref": "#/$defs/count"}]}
+    wide = {
+        "type": "object",
+        "$defs": {"text": {"type": "string", "minLength": 2}, "count": {"type": "integer", "minimum": 0}},
+        "properties": {f"f{n}": one for n in range(150)},
+    }
+    check_schema(wide)
+    assert 150 * 6 < expanded_size(wide) < MAX_SCHEMA_EXPANDED  # each field: itself, anyOf, 2 refs, 2 targets
+    with pytest.raises(DecisionError, match=r"\$\.f3"):
+        validate_payload(wide, {"f1": "ok", "f2": 3, "f3": "x"})
+    validate_payload(wide, {"f1": "ok", "f2": 3, "f3": 0})
+    check_schema(dag(10))
+    with pytest.raises(DecisionError, match="not valid under any"):
+        validate_payload(dag(10), {"x": "ab"})
+
+
+def _notebook_schemas() -> Iterator[tuple[str, Any]]:
+    """Every dict literal with ``"properties"`` assigned in a notebook code cell."""
+    for path in sorted(Path(__file__).parents[2].joinpath("notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            try:
+                tree = ast.parse("".join(cell["source"]))
+            except SyntaxError:  # %magics
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+                    try:
+                        value = ast.literal_eval(node.value)
+                    except ValueError:
+                        continue
+                    if "properties" in value:
+                        yield f"{path.name}:{ast.unparse(node.targets[0])}", value
+
+
+def test_c32_the_real_schemas_of_the_repo_are_within_the_expansion_cap() -> None:
+    """The MCP demo servers' tool input and elicitation schemas, AskForm's
+    own input schema and the notebooks' forms all pass the guard."""
+    from nb_hitl.mcp.demo_server import Slot
+    from nb_hitl.mcp.demo_server import server as calendar
+    from tests.mcp.db_server import Confirm, NewName
+    from tests.mcp.db_server import server as customers
+
+    schemas: list[tuple[str, Any]] = [("AskForm", FORM_INPUT_SCHEMA), *_notebook_schemas()]
+    for server in (calendar, customers):
+        schemas += [(tool.name, tool.input_schema) for tool in run_async(server.list_tools())]
+    schemas += [(model.__name__, model.model_json_schema()) for model in (Slot, Confirm, NewName)]
+    assert any(name.startswith("review_and_policy.ipynb") for name, _ in schemas)
+    for name, schema in schemas:
+        check_schema(schema)
+        assert expanded_size(schema) < MAX_SCHEMA_EXPANDED // 10, name
+
+
+def test_c32_a_model_form_whose_references_expand_too_far_is_refused_in_the_card() -> None:
+    """A real Session: the scripted model's AskForm sends the 18-level dag.
+    The card shows why, a submit is refused, the agent reads the error, and
+    the event loop keeps ticking (validation would take tens of seconds)."""
+    gaps: list[float] = []
+
+    async def heartbeat() -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.02)
+            gaps.append(time.perf_counter() - last)
+            last = time.perf_counter()
+
+    async def check(session: Session, pause: Pause) -> None:
+        beat = asyncio.create_task(heartbeat())
+        assert pause.form_error is not None and TOO_COMPLEX in pause.form_error, pause.form_error
+        assert pause.response_schema is None and pause.to_view()["form_error"] == pause.form_error
+        with pytest.raises(DecisionError, match="cannot be answered"):
+            await session.act(submit(pause, {"x": "ab"}))
+        assert pause.status == "open"  # nothing resumed with the refused answer
+        await return_error(session, pause)
+        await asyncio.sleep(0.1)
+        beat.cancel()
+
+    final = with_form(dag(18), check)
+    assert (
+        final.startswith("[error] The form could not be shown to the user: The schema cannot") and TOO_COMPLEX in final
+    )
+    assert gaps and max(gaps) < 2.0  # unguarded, one validation of {"x": "ab"} blocks for ~20 s
