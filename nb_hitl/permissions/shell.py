@@ -14,7 +14,11 @@ Pure functions over the parse tree; nothing here decides. What it finds:
 * every simple command, wherever it stands: after ``;``, ``&&``, ``||``,
   ``|``, inside ``$(...)``, backticks, ``<(...)``, subshells, groups,
   ``if``/``for``/``while``/``case`` bodies, function bodies, heredoc bodies,
-  the code of ``sh -c '...'`` / ``bash -c`` / ``eval`` when it is literal;
+  the code of ``sh -c '...'`` / ``bash -c`` / ``eval`` when it is literal,
+  and the code a command hands on that is not written as commands: a
+  shell's stdin (heredoc, here-string, a pipe from ``echo``/``printf``/
+  ``cat``), ``source <(...)``, ``trap``, ``PROMPT_COMMAND``, options such as
+  ``git -c core.pager=`` (:mod:`nb_hitl.permissions.shell_code`);
 * for each, the program (quotes and backslashes removed, as the shell
   does), its arguments and redirections as written, and the forms a deny or
   ask rule is checked against (:meth:`SimpleCommand.rule_forms`): the
@@ -25,7 +29,8 @@ Pure functions over the parse tree; nothing here decides. What it finds:
   of ``find -exec``;
 * problems, for what cannot be judged: a syntax error, a program name
   computed at run time (``$cmd``, ``$(...)``, a glob or brace pattern), the
-  code of ``sh -c`` / ``eval`` that is not a literal, nesting too deep, a
+  code of ``sh -c`` / ``eval`` (or piped to a shell, ``trap``'s...) that is
+  not a literal, nesting too deep, a
   line too long, more than :data:`MAX_COMMANDS` commands, a wrapper with
   more than :data:`MAX_WRAPPED_WORDS` words. A call with a problem asks.
 """
@@ -34,12 +39,16 @@ from __future__ import annotations
 
 import functools
 import posixpath
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import tree_sitter_bash as tsbash
 from tree_sitter import Language, Node, Parser
+
+from .shell_code import assignment_code, code_run_by
+from .shell_words import MAX_WRAPPED_WORDS, SHELLS, WRAPPERS, literal_value
+from .shell_words import node_text as _text
+from .shell_words import program_starts as _program_starts
 
 __all__ = [
     "SimpleCommand",
@@ -59,27 +68,9 @@ MAX_COMMAND_CHARS = 100_000
 MAX_COMMANDS = 200
 """More simple commands than this in one line are not judged one by one: the call asks."""
 
-MAX_WRAPPED_WORDS = 64
-"""A wrapper (``sudo``...) followed by more words than this is not judged: the call asks."""
-
 MAX_NESTING = 4
 """How many levels of ``sh -c '...'`` / ``eval '...'`` code are read; deeper asks."""
 
-WRAPPERS = frozenset(
-    {
-        "sudo", "doas", "env", "nohup", "command", "builtin", "exec", "time", "nice", "ionice", "timeout",
-        "stdbuf", "xargs", "setsid", "chroot", "flock", "unbuffer", "caffeinate", "chrt", "taskset", "watch",
-        "strace", "ltrace", "torsocks", "proxychains", "firejail", "systemd-run", "runuser", "sg", "script",
-        "parallel", "run-one", "catchsegv", "valgrind", "nsenter", "unshare", "busybox", "fakeroot", "coproc",
-    }
-)  # fmt: skip
-"""Programs that run another command given in their arguments. A deny or ask
-rule is also checked against every tail of the words after them."""
-
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
-"""Shells whose ``-c`` code is read as a command line of its own."""
-
-_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _EXPANDING = frozenset({"simple_expansion", "expansion", "command_substitution", "process_substitution"})
 _PATTERN_CHARS = frozenset("*?[]{}")
 _DECLARATIONS = {"declaration_command", "unset_command", "test_command"}
@@ -184,74 +175,6 @@ class ShellParse:
         return not self.problems
 
 
-def _program_starts(words: list[str]) -> Iterator[int]:
-    """Indexes where a program starts in ``words``: 0, every position after a
-    wrapper (each tail, as options are not parsed), the command of ``find -exec``."""
-    yield 0
-    base = posixpath.basename(words[0]) if words else ""
-    if base in WRAPPERS:
-        yield from range(1, min(len(words), MAX_WRAPPED_WORDS + 1))
-    if base == "find":
-        for i, w in enumerate(words):
-            if w in _FIND_EXEC and i + 1 < len(words):
-                yield i + 1
-
-
-def _text(node: Node) -> str:
-    return node.text.decode("utf-8", "replace") if node.text is not None else ""
-
-
-def _unescape_word(raw: str) -> str:
-    out, i = [], 0
-    while i < len(raw):
-        if raw[i] == "\\" and i + 1 < len(raw):
-            if raw[i + 1] != "\n":  # a backslash-newline is a line continuation
-                out.append(raw[i + 1])
-            i += 2
-        else:
-            out.append(raw[i])
-            i += 1
-    return "".join(out)
-
-
-def _unescape_double(raw: str) -> str:
-    out, i = [], 0
-    while i < len(raw):
-        if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '"\\$`\n':
-            if raw[i + 1] != "\n":
-                out.append(raw[i + 1])
-            i += 2
-        else:
-            out.append(raw[i])
-            i += 1
-    return "".join(out)
-
-
-def literal_value(node: Node) -> str | None:
-    """The shell's reading of a word node when it is fixed text (quotes and
-    backslashes removed), ``None`` when it is computed at run time."""
-    kind = node.type
-    if kind in ("word", "number"):
-        return _unescape_word(_text(node))
-    if kind == "raw_string":
-        return _text(node)[1:-1]
-    if kind == "string":
-        parts = []
-        for child in node.children:
-            if child.type == '"':
-                continue
-            if child.type != "string_content":
-                return None
-            parts.append(_unescape_double(_text(child)))
-        return "".join(parts)
-    if kind == "concatenation":
-        values = [literal_value(c) for c in node.children]
-        return None if any(v is None for v in values) else "".join(v for v in values if v is not None)
-    if kind == "command_name":
-        return literal_value(node.children[0]) if node.child_count == 1 else None
-    return None
-
-
 _ACCESS = {"<": "reads", ">": "writes", ">|": "writes", "&>": "writes", ">>": "appends", "&>>": "appends",
            ">&": "writes", "<&": "reads"}  # fmt: skip
 """What a redirection operator does to the file it names (``>&``/``<&`` only
@@ -342,26 +265,20 @@ def _simple_command(node: Node, redirects: tuple[Redirect, ...], via: str) -> tu
     return cmd, problems
 
 
-def _inner_code(cmd: SimpleCommand) -> list[tuple[str | None, str]]:
-    """The code ``sh -c CODE`` / ``eval WORDS`` runs, also behind a wrapper
-    (``sudo sh -c ...``, ``find -exec bash -c ...``): ``[(code or None when
-    not literal, label)]``, empty when the command runs no inline code."""
-    if cmd.program is None:
-        return []
-    values = list(cmd.values)
-    words = [v if v is not None else a for v, a in zip(values, (cmd.program, *cmd.args), strict=False)]
-    found: list[tuple[str | None, str]] = []
-    for start in _program_starts(words):
-        base = posixpath.basename(words[start])
-        rest = values[start + 1 :]
-        if base == "eval":
-            found.append((None if any(w is None for w in rest) else " ".join(w for w in rest if w is not None), "eval"))
-        elif base in SHELLS:
-            for i, w in enumerate(rest):
-                if w is not None and w.startswith("-") and not w.startswith("--") and "c" in w[1:]:
-                    found.append((rest[i + 1] if i + 1 < len(rest) else None, f"{base} -c"))
-                    break
-    return found
+def _read_code(
+    found: list[tuple[str | None, str]], depth: int, commands: list[SimpleCommand], problems: list[str]
+) -> None:
+    """Add the commands of the code a command runs (:func:`~nb_hitl.permissions.shell_code.code_run_by`),
+    read as a command line of its own, or a problem when it is not literal or nested too deep."""
+    for text, label in found:
+        if text is None:
+            problems.append(f"`{label}` runs code that is only known when the command runs")
+        elif depth + 1 > MAX_NESTING:
+            problems.append(f"`{label}` code is nested more than {MAX_NESTING} levels deep")
+        else:
+            inner = parse_command(text, _depth=depth + 1, _via=label)
+            commands.extend(inner.commands)
+            problems.extend(inner.problems)
 
 
 @functools.lru_cache(maxsize=64)
@@ -423,20 +340,14 @@ def parse_command(command: str, *, _depth: int = 0, _via: str = "") -> ShellPars
                     )
             commands.append(cmd)
             problems.extend(own)
-            for text, label in _inner_code(cmd):
-                if text is None:
-                    problems.append(f"`{label}` runs code that is only known when the command runs")
-                elif _depth + 1 > MAX_NESTING:
-                    problems.append(f"`{label}` code is nested more than {MAX_NESTING} levels deep")
-                else:
-                    inner = parse_command(text, _depth=_depth + 1, _via=label)
-                    commands.extend(inner.commands)
-                    problems.extend(inner.problems)
+            _read_code(code_run_by(node, cmd), _depth, commands, problems)
             if len(commands) > MAX_COMMANDS:
                 problems.append(f"it has more than {MAX_COMMANDS} commands")
                 del commands[MAX_COMMANDS:]
                 break
             redirects = ()  # nested commands (in substitutions) have their own
+        if node.type == "variable_assignment":
+            _read_code(assignment_code(node), _depth, commands, problems)
         if node.type == "command_substitution":
             via = "`...`" if _text(node).startswith("`") else "$(...)"
         elif node.type == "process_substitution":

@@ -22,7 +22,8 @@ what was found                              decision
 ``whole`` denies                            ``whole`` (a deny rule's, if one matches)
 a simple command is denied                  DENY, naming the command and rule
 a part cannot be judged (syntax error,      ASK, bypass-immune, no suggested
-computed program, non-literal ``sh -c``)    rules (DENY in ``dont_ask``)
+computed program, non-literal ``sh -c``,   rules (DENY in ``dont_ask``)
+code piped to a shell that is not literal)
 a simple command is not allowed             ASK; suggested rules: one per such
                                             command, ``<its text>:*`` (DENY in
                                             ``dont_ask``)

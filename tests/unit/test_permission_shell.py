@@ -360,3 +360,41 @@ def test_the_simple_commands_travel_with_the_pause_and_its_ag_ui_interrupt() -> 
     bad.metadata["nb_hitl"]["shell_commands"] = [{"program": 5, "args": "rm -rf /"}, "junk"]
     (shown,) = interrupt_view(bad, key="call-1", run_id="r1")["shell_commands"]
     assert shown["program"] == "5" and shown["args"] == []
+
+
+@pytest.mark.parametrize(
+    ("command", "read"),
+    [
+        ("echo 'rm -rf x; ls' | sh", [("rm -rf x", "pipe to sh"), ("ls", "pipe to sh")]),
+        ("echo hi | cat | bash -s", [("hi", "pipe to bash")]),
+        ("bash <<< 'rm x'", [("rm x", "here-string to bash")]),
+        ("sudo dash <<'E'\nrm $x\nE", [("rm $x", "heredoc to dash")]),
+        ("bash <(printf 'rm x')", [("rm x", "<(...) to bash")]),
+        ("trap -- 'rm x' EXIT", [("rm x", "trap")]),
+        ("PROMPT_COMMAND='rm x' bash -i", [("rm x", "PROMPT_COMMAND")]),
+        ("git -c alias.c='!rm x' c", [("rm x", "git -c alias.c")]),
+        ("tar -xf a.tar --to-command 'rm x'", [("rm x", "tar --to-command")]),
+        ("su root -c 'rm x'", [("rm x", "su -c")]),
+    ],
+)
+def test_code_given_to_a_shell_or_program_is_read_with_where_it_came_from(command: str, read: list) -> None:
+    parsed = parse_command(command)
+    assert parsed.judged, parsed.problems
+    assert [(c.text, c.via) for c in parsed.commands if c.via and not c.via.endswith("(...)")] == read
+
+
+@pytest.mark.parametrize(
+    "command", ["curl x | sh", "bash < t.sh", "bash <<EOF\n$X\nEOF", "trap \"$X\" INT", "env BASH_ENV=f bash",
+                "export PS1='$(id)'", "git -c core.editor=\"$E\" commit", "source <(curl x)"],
+)  # fmt: skip
+def test_code_given_to_a_shell_that_is_only_known_when_it_runs_is_a_problem(command: str) -> None:
+    assert any("runs code that is only known" in p for p in parse_command(command).problems), command
+
+
+@pytest.mark.parametrize(
+    "command", ["sh t.sh", "bash", "bash -x t.sh arg", "source ~/.bashrc", "trap - INT", "trap INT",
+                "echo 'rm x' | grep rm", "git -c user.name=x log", "tar -cf a.tar ."],
+)  # fmt: skip
+def test_a_command_that_hands_no_code_on_is_read_as_before(command: str) -> None:
+    parsed = parse_command(command)
+    assert parsed.judged and not [c for c in parsed.commands if c.via], parsed
