@@ -16,7 +16,6 @@ import ast
 import asyncio
 import json
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -408,30 +407,19 @@ def test_c32_the_real_schemas_of_the_repo_are_within_the_expansion_cap() -> None
 
 def test_c32_a_model_form_whose_references_expand_too_far_is_refused_in_the_card() -> None:
     """A real Session: the scripted model's AskForm sends the 18-level dag.
-    The card shows why, a submit is refused, the agent reads the error, and
-    the event loop keeps ticking (validation would take tens of seconds)."""
-    gaps: list[float] = []
-
-    async def heartbeat() -> None:
-        last = time.perf_counter()
-        while True:
-            await asyncio.sleep(0.02)
-            gaps.append(time.perf_counter() - last)
-            last = time.perf_counter()
+    The card shows why, a submit is refused without validating (the schema is
+    dropped, so nothing can spend tens of seconds on it), and the agent reads
+    the error."""
 
     async def check(session: Session, pause: Pause) -> None:
-        beat = asyncio.create_task(heartbeat())
         assert pause.form_error is not None and TOO_COMPLEX in pause.form_error, pause.form_error
         assert pause.response_schema is None and pause.to_view()["form_error"] == pause.form_error
         with pytest.raises(DecisionError, match="cannot be answered"):
             await session.act(submit(pause, {"x": "ab"}))
         assert pause.status == "open"  # nothing resumed with the refused answer
         await return_error(session, pause)
-        await asyncio.sleep(0.1)
-        beat.cancel()
 
     final = with_form(dag(18), check)
     assert (
         final.startswith("[error] The form could not be shown to the user: The schema cannot") and TOO_COMPLEX in final
     )
-    assert gaps and max(gaps) < 2.0  # unguarded, one validation of {"x": "ab"} blocks for ~20 s
