@@ -98,6 +98,25 @@ def test_the_same_person_twice_is_refused(tmp_path: Path) -> None:
     assert [r["decided_by"] for r in AuditLog(audit).records("answered")] == ["alice", "carol"]
 
 
+def test_the_same_person_in_another_case_or_with_spaces_is_the_same_person(tmp_path: Path) -> None:
+    mail = Mail()
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> Any:
+        session, task, pause = await open_payment(mail, audit)
+        await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
+        for again in ("Alice", "alice ", " ALICE"):
+            with pytest.raises(DecisionError, match="already approved this call; it needs 2 approvals from distinct"):
+                await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by=again)
+        assert pause.status == "open" and mail.sent == []
+        await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by=" Bob")
+        return await asyncio.wait_for(task, 10)
+
+    run_async(scenario())
+    assert mail.sent == [("ACME", 120.0)]
+    assert [r["decided_by"] for r in AuditLog(audit).records("answered")] == ["alice", " Bob"]  # as given
+
+
 def test_one_deny_vetoes_and_the_model_reads_who_and_why(tmp_path: Path) -> None:
     mail = Mail()
     audit = tmp_path / "audit.jsonl"
