@@ -171,6 +171,32 @@ def test_a_modify_restarts_the_count_and_everyone_approves_the_edited_input(tmp_
     assert records[-1]["edited_input"] == {"to": "ACME", "amount": 100.0}
 
 
+def test_an_edit_is_compared_with_the_input_the_card_shows_not_the_models(tmp_path: Path) -> None:
+    mail = Mail()
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> Any:
+        session, task, pause = await open_payment(mail, audit)
+        tcid = pause.tool_call_id
+        to_100 = json.dumps({"to": "ACME", "amount": 100.0})
+        await session.act({"action": "modify", "tool_call_id": tcid, "input": to_100}, decided_by="alice")
+        with pytest.raises(DecisionError, match="changes nothing: press Approve to run the call with the edited input"):
+            await session.act({"action": "modify", "tool_call_id": tcid, "input": to_100}, decided_by="bob")
+        back = json.dumps({"to": "ACME", "amount": 120.0})  # the model's input: a real edit of what the card shows
+        got = await session.act({"action": "modify", "tool_call_id": tcid, "input": back}, decided_by="bob")
+        assert got["status"] == "approval_recorded"
+        assert [a["by"] for a in pause.to_view()["approvals"]] == ["bob"]  # the count starts again
+        assert json.loads(pause.to_view()["input_text"]) == {"to": "ACME", "amount": 120.0}
+        await session.act({"action": "approve", "tool_call_id": tcid}, decided_by="alice")
+        return await asyncio.wait_for(task, 10)
+
+    run_async(scenario())
+    assert mail.sent == [("ACME", 120.0)]
+    records = AuditLog(audit).records("answered")
+    assert [r["decided_by"] for r in records] == ["alice", "bob", "alice"]
+    assert records[-1]["approval"] == {"count": 2, "needed": 2}  # bob's edit, then alice
+
+
 def test_approvals_must_be_a_positive_integer() -> None:
     with pytest.raises(ValueError, match="approvals must be a positive integer"):
         Policy("p", tools=["send_payment"], approvals=0)
