@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from nb_hitl import Session
+from nb_hitl.answers.front import BatchRefused
 from nb_hitl.answers.record import origin
 from nb_hitl.errors import DecisionError
 from nb_hitl.models import Turn, tool_call
@@ -195,6 +196,24 @@ def test_an_edit_is_compared_with_the_input_the_card_shows_not_the_models(tmp_pa
     records = AuditLog(audit).records("answered")
     assert [r["decided_by"] for r in records] == ["alice", "bob", "alice"]
     assert records[-1]["approval"] == {"count": 2, "needed": 2}  # bob's edit, then alice
+
+
+def test_a_batch_naming_the_same_call_twice_is_told_so(tmp_path: Path) -> None:
+    mail = Mail()
+
+    async def scenario() -> Any:
+        session, task, pause = await open_payment(mail, tmp_path / "audit.jsonl")
+        twice = [{"action": "approve", "tool_call_id": pause.tool_call_id}] * 2
+        with pytest.raises(BatchRefused, match="twice: a call takes one answer") as refused:
+            await session.act_all(twice, decided_by="alice")
+        assert pause.status == "open" and pause.approvals == []  # nothing was taken
+        return refused.value.results
+
+    first, second = run_async(scenario())
+    assert first["ok"] is True  # refused with the batch: all or nothing
+    assert second["ok"] is False and second["field"] == "tool_call_id"
+    assert "This batch names" in second["error"] and "being checked right now" not in second["error"]
+    assert mail.sent == []
 
 
 def test_approvals_must_be_a_positive_integer() -> None:
