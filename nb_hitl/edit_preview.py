@@ -53,16 +53,29 @@ def model_input(pause: Pause) -> Any:
 def refuse_unchanged_edit(pause: Pause, edited: dict[str, Any]) -> dict[str, Any]:
     """Refuse a Modify that changes nothing: the model would read that a person edited its call
     and the audit log would record an edit, when the call runs exactly as Approve runs it.
-    (An input Approve refuses, one read more than one way, may still be settled by a Modify.)
+    It is compared with the input the card shows now: the edit approved so far when the
+    call needs several approvals and someone modified it (``pause.approved_edit``), else
+    the model's input as AgentScope reads it. (An input Approve refuses, one read more than
+    one way, may still be settled by a Modify.)
 
     Returns:
         ``edited``, when it changes the input.
 
     Raises:
-        DecisionError: ``field="input"``, the edit is the input Approve would run.
+        DecisionError: ``field="input"``, the edit is the input Approve would run
+            (the message says which: the model's, or the edit approved so far).
     """
     from .kinds._reading import read_input, same_by_value  # the kinds import this module
 
+    approved = getattr(pause.approved_edit, "edited_input", None)
+    if approved is not None:
+        if same_by_value(edited, approved):
+            raise DecisionError(
+                "Your edit changes nothing: press Approve to run the call with the edited input "
+                "the card shows (the edit approved so far), or change the input first.",
+                field="input",
+            )
+        return edited
     runs = pause.reading or read_input(pause.tool_call.input, pause.input_schema)
     if runs.approvable and runs.executed is not None and same_by_value(edited, runs.executed):
         raise DecisionError(

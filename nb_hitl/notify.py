@@ -53,7 +53,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .answers.approvals import APPROVING, input_hash
+from .answers.approvals import APPROVING, input_hash, person_key
 from .labels import pause_label
 from .pauses import Pause
 
@@ -188,8 +188,8 @@ class Notify:
 
     def waiting_for(self, pause: Pause) -> list[str]:
         """The people of :attr:`to` who did not approve ``pause``'s input yet."""
-        approved = {str(a.get("by")) for a in pause.approvals if a.get("action") in APPROVING}
-        return [person for person in self.to if person not in approved]
+        approved = {person_key(str(a.get("by"))) for a in pause.approvals if a.get("action") in APPROVING}
+        return [person for person in self.to if person_key(person) not in approved]
 
     async def send(self, payload: dict[str, Any]) -> str:
         """Call the hook once with ``payload``, within :attr:`timeout`.

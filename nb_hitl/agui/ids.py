@@ -1,7 +1,9 @@
 """AG-UI interrupt ids and times (pure).
 
-An interrupt id is a hash of thread, reply and tool call, so a server can
-refuse an id that names another call; ``expires_at`` is ISO 8601 UTC.
+An interrupt id is a hash of thread, reply and tool call (and, once a call
+that needs several approvals was modified, of the input everyone approves
+now), so a server can refuse an id that names another call or an input that
+changed since; ``expires_at`` is ISO 8601 UTC.
 Re-exported by :mod:`nb_hitl.agui.mapping`.
 """
 
@@ -14,19 +16,24 @@ import time as _time
 __all__ = ["interrupt_id", "to_iso", "parse_expires_at", "readable_time"]
 
 
-def interrupt_id(thread_id: str, reply_id: str, tool_call_id: str) -> str:
+def interrupt_id(thread_id: str, reply_id: str, tool_call_id: str, input_sha256: str | None = None) -> str:
     """The interrupt id of one parked tool call.
 
     Args:
         thread_id: the AG-UI ``threadId`` (one conversation, one agent).
         reply_id: AgentScope's ``reply_id`` of the parked reply.
         tool_call_id: the parked ``ToolCallBlock.id``.
+        input_sha256: the SHA-256 (hex) of the input the interrupt asks
+            about, when it is bound to it (an edited input, see
+            :func:`nb_hitl.agui.mapping.pause_interrupt_id`).
 
     Returns:
-        ``"nbh-" + 32 hex digits`` of SHA-256 over the three (unit-separated),
-        the same for the same triple, different for any other.
+        ``"nbh-" + 32 hex digits`` of SHA-256 over the three (and the input's
+        hash, when given; unit-separated), the same for the same parts,
+        different for any other.
     """
-    digest = hashlib.sha256("\x1f".join((thread_id, reply_id, tool_call_id)).encode("utf-8")).hexdigest()
+    parts = (thread_id, reply_id, tool_call_id) + ((input_sha256,) if input_sha256 is not None else ())
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
     return f"nbh-{digest[:32]}"
 
 

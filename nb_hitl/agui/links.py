@@ -40,7 +40,8 @@ from ..errors import NbHitlError
 from ..kinds import kind_spec
 from ..labels import pause_label
 from ..pauses import Pause
-from .ids import interrupt_id, readable_time
+from .ids import readable_time
+from .mapping import pause_interrupt_id
 from .threads import checkpoint_id, unseen_answer
 
 if TYPE_CHECKING:
@@ -333,6 +334,6 @@ class Links:
             raise LinkRefused("refused", str(exc)) from None
         thread.session._checkpoint_quietly()  # a restarted server refuses the link too
         if got.get("status") == "decided":  # the call goes on without the owner's client: it catches up later
-            iid = interrupt_id(link.thread_id, link.reply_id, link.tool_call_id)
+            iid = pause_interrupt_id(pause, link.thread_id)
             thread.unseen.append(unseen_answer(iid, link.tool_call_id, link.approver, action))
         return {**got, "pause": pause}

@@ -22,6 +22,7 @@ from typing import Any
 
 from ag_ui.core import Interrupt, ResumeEntry
 
+from ..answers.approvals import input_hash
 from ..errors import DecisionError
 from ..kinds import kind_spec
 from ..kinds._schema import (
@@ -46,6 +47,7 @@ __all__ = [
     "REASON_INPUT_REQUIRED",
     "ResumeError",
     "interrupt_id",
+    "pause_interrupt_id",
     "to_iso",
     "parse_expires_at",
     "response_schema",
@@ -79,6 +81,18 @@ META_TEXT = (
 # ---------------------------------------------------------------------------
 # Pause -> Interrupt
 # ---------------------------------------------------------------------------
+def pause_interrupt_id(pause: Pause, thread_id: str) -> str:
+    """The id of ``pause``'s interrupt in ``thread_id``: :func:`interrupt_id`
+    of thread, reply and tool call and, once someone modified a call that
+    needs several approvals (``pause.approved_edit``), of the input everyone
+    approves now (:func:`~nb_hitl.answers.approvals.input_hash`, the hash an
+    approval link is bound to). An approval sent against the interrupt raised
+    before the edit then names an id that is no longer open: it is refused
+    as stale, never counted for an input its sender did not see."""
+    bound = input_hash(pause) if pause.approved_edit is not None else None
+    return interrupt_id(thread_id, pause.reply_id, pause.tool_call_id, bound)
+
+
 def pause_to_interrupt(
     pause: Pause,
     thread_id: str,
@@ -146,7 +160,7 @@ def pause_to_interrupt(
     spec = kind_spec(pause.kind)
     meta.update(spec.interrupt_meta(pause))
     return Interrupt(
-        id=interrupt_id(thread_id, pause.reply_id, pause.tool_call_id),
+        id=pause_interrupt_id(pause, thread_id),
         reason=spec.interrupt_reason,
         message=spec.interrupt_message(pause),
         tool_call_id=pause.tool_call_id,
@@ -211,7 +225,7 @@ def resume_to_message(pause: Pause, entry: ResumeEntry, *, thread_id: str) -> di
             :func:`response_schema` (``field`` = JSON path), or
             ``editedArgs`` / ``acceptedRules`` sent with ``approved: false``.
     """
-    expected = interrupt_id(thread_id, pause.reply_id, pause.tool_call_id)
+    expected = pause_interrupt_id(pause, thread_id)
     if entry.interrupt_id != expected:
         raise ResumeError(
             f"Resume entry {entry.interrupt_id[:80]!r} does not answer the interrupt of tool call "

@@ -12,8 +12,8 @@ from __future__ import annotations
 from ag_ui.core import ResumeEntry
 
 from ..kinds._schema import META_KEY
+from .refusals import interrupt_named
 from .resume_rules import ResumeError, check_payload, check_resume
-from .threads import interrupt_named
 from .turn import RemoteTurn, RunRecord, move
 
 __all__ = ["check_entries", "refusal_named", "refusal_words", "reopen_refused"]

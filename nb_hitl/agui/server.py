@@ -56,16 +56,8 @@ from .http import Limits, close_unread, handle_close, handle_run
 from .link_page import link_route
 from .links import Links
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
-from .threads import (
-    Refusal,
-    ThreadRegistry,
-    ThreadState,
-    canonical,
-    held_input,
-    interrupt_named,
-    refusal_at,
-    refusal_of,
-)
+from .refusals import Refusal, interrupt_named, refusal_at, refusal_of, stale_refusal
+from .threads import ThreadRegistry, ThreadState, canonical, held_input
 
 __all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
 
@@ -307,7 +299,7 @@ class AguiServer:
                     f"This resume mixes interrupts answered earlier ({', '.join(answered)}) with open ones.",
                 )
             messages = self._plan(thread, inp, resume)
-            thread.check_answerer(principal, [thread.interrupts[e.interrupt_id][1] for e, _ in messages])
+            thread.check_answerer(principal, [(thread.interrupts[e.interrupt_id][1], m) for e, m in messages])
             # the one front door (nb_hitl.answers): every answer is admitted,
             # verified and audited by the Session, all or nothing, one resume
             where = origin("agui", thread_id=thread.thread_id, run_id=inp.run_id, principal=principal)
@@ -379,6 +371,9 @@ class AguiServer:
         closed = [
             e.interrupt_id for e in resume if e.interrupt_id not in open_ids and e.interrupt_id in thread.interrupts
         ]
+        stale = stale_refusal([(i, thread.interrupts[i][1]) for i in closed], open_ids)
+        if stale is not None:
+            raise stale
         if closed:
             # announced earlier, closed since without this client: the pause's
             # deadline applied its default (Session deadline), or the reply ended

@@ -4,10 +4,9 @@
 :class:`~nb_hitl.session.Session`, the lock that keeps one run at a time,
 the queue the Session's listeners fill for the run streaming now, the
 interrupts announced so far and the ledger of answers given (so a replayed
-resume is recognised). :class:`Refusal` is how a run says no: the server
-turns it into ``RUN_ERROR`` with its ``code`` (:func:`refusal_of` for the
-answers the Session's front door refused; :func:`held_input` for input sent
-while interrupts are open). :class:`ThreadRegistry` creates threads,
+resume is recognised). :class:`~nb_hitl.agui.refusals.Refusal` is how a run says no: the server
+turns it into ``RUN_ERROR`` with its ``code`` (:mod:`nb_hitl.agui.refusals`;
+:func:`held_input` for input sent while interrupts are open). :class:`ThreadRegistry` creates threads,
 restores them from checkpoints (the Session's own restore), checks their
 owner, closes one for its owner and evicts the finished ones (TTL, then
 least recently used), so memory stays bounded.
@@ -30,26 +29,22 @@ from agentscope.message import Msg
 
 from .._agentscope import is_parked
 from ..answers.approvals import needs_more
-from ..answers.front import BatchRefused
 from ..pauses import Pause
 from ..session import _SESSIONS as session_registry
 from ..session import ReplyRun, Session
 from ..session import _restore as restore
 from ..store import CheckpointStore
 from .events import EventTranslator
+from .refusals import Refusal, check_answerer
 
 __all__ = [
     "OWNER_KEY",
     "Answered",
-    "Refusal",
     "ThreadRegistry",
     "ThreadState",
     "canonical",
     "checkpoint_id",
     "held_input",
-    "refusal_at",
-    "refusal_of",
-    "REFUSAL_CODES",
     "unseen_answer",
 ]
 
@@ -66,62 +61,6 @@ class Answered:
     status: str
     payload: str
     run_id: str
-
-
-class Refusal(Exception):
-    """A run refused before anything was resumed (becomes ``RUN_ERROR``).
-
-    Attributes:
-        code: the ``RUN_ERROR.code`` (``thread_busy``, ``unknown_interrupt``...).
-        metadata: put under ``RUN_ERROR.metadata.nb_hitl`` when given.
-    """
-
-    def __init__(self, code: str, message: str, metadata: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.metadata = metadata
-
-
-REFUSAL_CODES = {"invalid": "invalid_payload", "already_decided": "interrupt_closed", "expired": "interrupt_closed"}
-"""``RUN_ERROR.code`` of an answer the Session's front door refused, by the
-refusal's own code (:mod:`nb_hitl.errors`); any other code is ``resume_failed``."""
-
-
-def interrupt_named(tool_name: str | None) -> str:
-    """How a sentence a person reads names an interrupt: by its tool ("The interrupt for delete_file"),
-    never by its id (the ids are in ``RUN_ERROR.metadata.nb_hitl`` for programs)."""
-    return f"The interrupt for {tool_name}" if tool_name else "An interrupt"
-
-
-def refusal_of(exc: BatchRefused, entries: dict[str, ResumeEntry], tools: dict[str, str]) -> Refusal:
-    """The :class:`Refusal` of a resume whose answers the Session refused
-    (all or nothing: nothing was taken).
-
-    Args:
-        exc: the Session's refusal; ``exc.results`` says, per answer, why.
-        entries: the resume entries by the ``tool_call_id`` they answer.
-        tools: the tool name of each answered call, by ``tool_call_id`` (the message names it).
-
-    Returns:
-        a refusal naming the interrupts at fault and, for the first, the field
-        (``RUN_ERROR.metadata.nb_hitl``), with the code of the first
-        (:data:`REFUSAL_CODES`).
-    """
-    refused = [r for r in exc.results if not r["ok"]]
-    if not refused:
-        return Refusal("resume_failed", str(exc))
-    ids = [entries[r["tool_call_id"]].interrupt_id if r["tool_call_id"] in entries else "?" for r in refused]
-    parts = []
-    for r in refused:  # the field of the first is in the metadata
-        parts.append(f"{interrupt_named(tools.get(r['tool_call_id']))}: {r['error']}")
-    code = REFUSAL_CODES.get(str(refused[0].get("code")), "resume_failed")
-    return Refusal(code, "; ".join(parts), refusal_at(ids, refused[0].get("field")))
-
-
-def refusal_at(interrupt_ids: list[str], field: str | None) -> dict[str, Any]:
-    """``RUN_ERROR.metadata.nb_hitl`` of a refused resume: which of the
-    client's own interrupts is at fault, and where (for its card)."""
-    return {"interrupt_ids": list(interrupt_ids), "field": field}
 
 
 def unseen_answer(interrupt_id: str, tool_call_id: str, by: str | None, action: Any) -> dict[str, Any]:
@@ -182,15 +121,9 @@ class ThreadState:
     """Restored from a checkpoint with a parked reply: the next run first
     re-opens its pauses (:meth:`~nb_hitl.session.Session.start_resume`)."""
 
-    def check_answerer(self, principal: str | None, pauses: list[Pause]) -> None:
-        """A resume from another principal than the owner may only answer
-        calls that need several approvals (a second pair of eyes).
-
-        Raises:
-            Refusal: ``thread_not_found`` (as for any other principal's thread).
-        """
-        if principal != self.owner and not all(needs_more(p) for p in pauses):
-            raise Refusal("thread_not_found", f"No thread {self.thread_id[:80]!r} here.")
+    def check_answerer(self, principal: str | None, answers: list[tuple[Pause, dict[str, Any]]]) -> None:
+        """:func:`~nb_hitl.agui.refusals.check_answerer` for this thread's owner."""
+        check_answerer(self.thread_id, self.owner, principal, answers)
 
     def record_answers(
         self,

@@ -14,7 +14,8 @@ then :func:`count` says what it amounts to:
 * a modify: the new input is what everyone approves now; it counts as the
   modifier's approval of the new input and the count starts again from it
   (the last approval then carries the edited call);
-* a second approval by the same person (``decided_by``) while
+* a second approval by the same person (``decided_by``, compared by
+  :func:`person_key`: ``Alice`` and ``alice `` are one person) while
   ``pause.approvals_distinct``: refused (:class:`~nb_hitl.errors.DecisionError`).
 
 The session's deadline covers the whole (the pause keeps its ``deadline``
@@ -36,7 +37,18 @@ from ..errors import DecisionError
 from ..kinds._base import Decision
 from ..pauses import Pause
 
-__all__ = ["Count", "count", "apply", "audit_fields", "needs_more", "saved", "restore", "input_hash", "carried"]
+__all__ = [
+    "Count",
+    "count",
+    "apply",
+    "audit_fields",
+    "needs_more",
+    "saved",
+    "restore",
+    "input_hash",
+    "carried",
+    "person_key",
+]
 
 APPROVING = frozenset({"approve", "modify"})
 """Actions that count as an approval (a modify approves its new input)."""
@@ -67,6 +79,14 @@ def input_hash(pause: Pause) -> str:
     ``input_text`` (the edited input once someone modified the call). An
     approval link is bound to it; a notification is sent once per call and hash."""
     return hashlib.sha256(pause.to_view()["input_text"].encode("utf-8")).hexdigest()
+
+
+def person_key(by: str) -> str:
+    """The form in which two names are compared to tell whether they are the same
+    person: surrounding whitespace stripped, case folded (``" Alice"`` and ``"alice"``
+    are one person). Only comparisons use it; the name is kept as given for the
+    card and the audit."""
+    return str(by).strip().casefold()
 
 
 def needs_more(pause: Pause) -> bool:
@@ -113,7 +133,7 @@ def count(pause: Pause, decision: Decision, by: str, origin: dict[str, Any], *, 
         approvals = [entry]
         edit = decision
     else:
-        if pause.approvals_distinct and any(a["by"] == by for a in pause.approvals):
+        if pause.approvals_distinct and any(person_key(a["by"]) == person_key(by) for a in pause.approvals):
             raise DecisionError(
                 f"{by} already approved this call; it needs {needed} approvals from distinct people "
                 f"({len(pause.approvals)} of {needed} so far: {_names(pause.approvals)}).",

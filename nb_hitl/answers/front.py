@@ -251,7 +251,8 @@ def admit_all(
     Args:
         pauses, closed: as for :func:`admit`.
         items: the batch's answers (untrusted: must be a non-empty list of
-            objects, at most :data:`MAX_BATCH`, none a control action).
+            objects, at most :data:`MAX_BATCH`, none a control action; a
+            call named twice is refused at its second answer).
         all_or_nothing: refuse the whole batch when any item is refused
             (an AG-UI resume, the console's "Submit all"); otherwise the
             admitted items go on and the refused ones say why.
@@ -274,10 +275,16 @@ def admit_all(
         raise DecisionError(f"A batch holds at most {MAX_BATCH} decisions.", field="items")
     admitted: list[tuple[int, Pause, Decision]] = []
     results: list[dict[str, Any]] = []
+    seen: set[Any] = set()
     for n, item in enumerate(items):
         try:
             if item.get("action") in CONTROL_ACTIONS:
                 raise DecisionError("A batch holds decisions only.", field="action")
+            tcid = item.get("tool_call_id")
+            if isinstance(tcid, str) and tcid in seen:
+                named = pause_label(pauses[tcid]) if tcid in pauses else repr(tcid[:80])
+                raise DecisionError(f"This batch names {named} twice: a call takes one answer.", field="tool_call_id")
+            seen.add(tcid)
             pause, decision = admit(pauses, item, closed=closed)
         except NbHitlError as exc:
             results.append(item_result(item, exc))

@@ -219,6 +219,33 @@ def test_a_link_made_for_another_input_is_refused_after_a_modify(world):
     assert [r[1:] for r in world.factory.runs] == [("ACME GmbH", 99.0)]
 
 
+def test_another_principal_may_only_approve_or_deny_never_edit_the_call(world):
+    assert world.resume({"approved": True}).last().outcome.type == "interrupt"  # alice: 1 of 2
+    eve = world.resume({"approved": True, "editedArgs": {"to": "EVE Ltd", "amount": 9999.0}}, token="eve-token")
+    assert eve.last().type.value == "RUN_ERROR" and eve.last().code == "not_owner"
+    assert "only the thread's owner may edit the call" in eve.last().message
+    assert "approve or deny it as shown. Nothing was taken." in eve.last().message
+    assert [r["decided_by"] for r in world.answered()] == ["alice"]  # nothing of eve's was taken
+    assert world.resume({"approved": True}, token="bob-token").last().outcome.type == "success"
+    world.wait_runs(1)
+    assert [r[1:] for r in world.factory.runs] == [("ACME GmbH", 120.0)]
+
+
+def test_an_approval_against_the_interrupt_raised_before_a_modify_is_refused_as_stale(world):
+    edited = world.resume({"approved": True, "editedArgs": {"to": "ACME GmbH", "amount": 99.0}})
+    (fresh,) = edited.last().outcome.interrupts  # alice's modify: 1 of 2 for the new input, a new interrupt
+    assert fresh.id != world.interrupt.id and fresh.tool_call_id == world.interrupt.tool_call_id
+    bob = world.resume({"approved": True}, token="bob-token")  # the interrupt bob saw: the model's 120.0
+    assert bob.last().type.value == "RUN_ERROR" and bob.last().code == "interrupt_stale"
+    assert "was raised for an input that someone has modified since" in bob.last().message
+    assert world.factory.runs == [] and [r["decided_by"] for r in world.answered()] == ["alice"]
+    entry = ResumeEntry(interrupt_id=fresh.id, status="resolved", payload={"approved": True})
+    done = run_sync(post_run(world.handle.url, AguiClient.make_input(world.tid, [], [entry]), token="bob-token"))
+    assert done.last().outcome.type == "success"
+    world.wait_runs(1)
+    assert [r[1:] for r in world.factory.runs] == [("ACME GmbH", 99.0)]
+
+
 def test_untrusted_strings_are_text_on_the_page(tmp_path):
     w = World(tmp_path, payee='<img src=x onerror="alert(1)"></pre><script>alert(2)</script>')
     try:

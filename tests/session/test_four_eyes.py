@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from nb_hitl import Session
+from nb_hitl.answers.front import BatchRefused
 from nb_hitl.answers.record import origin
 from nb_hitl.errors import DecisionError
 from nb_hitl.models import Turn, tool_call
@@ -39,6 +40,15 @@ async def open_payment(mail: Mail, audit: Path, **kwargs: Any) -> tuple[Session,
     session = Session(payer(mail), display=False, audit_log=str(audit), **kwargs)
     task = session.start("pay ACME")
     return session, task, await settle(session, task)
+
+
+async def modify_amount(session: Session, pause: Any, amount: float, by: str) -> dict[str, Any]:
+    """``by`` modifies the payment's amount (a Modify through ``Session.act``)."""
+    edited = json.dumps({"to": "ACME", "amount": amount})
+    got: dict[str, Any] = await session.act(
+        {"action": "modify", "tool_call_id": pause.tool_call_id, "input": edited}, decided_by=by
+    )
+    return got
 
 
 def test_two_approvals_from_two_people_run_the_call_once_after_the_second(tmp_path: Path) -> None:
@@ -74,28 +84,27 @@ def test_two_approvals_from_two_people_run_the_call_once_after_the_second(tmp_pa
     assert "approvals" not in records[0]  # the list goes with the final decision
 
 
-def test_the_same_person_twice_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("again", ["alice", "Alice", " alice "])  # one person whatever the case or spaces
+def test_the_same_person_twice_is_refused(tmp_path: Path, again: str) -> None:
     mail = Mail()
     audit = tmp_path / "audit.jsonl"
 
     async def scenario() -> Any:
         session, task, pause = await open_payment(mail, audit)
         await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
-        with pytest.raises(
-            DecisionError, match=r"alice already approved this call; it needs 2 approvals from distinct"
-        ):
-            await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
+        with pytest.raises(DecisionError, match=r"already approved this call; it needs 2 approvals from distinct"):
+            await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by=again)
         assert pause.status == "open" and mail.sent == []
         assert [a["by"] for a in pause.to_view()["approvals"]] == ["alice"]
         # a batch (the road of "Approve all" and of an AG-UI resume) is refused the same way
-        with pytest.raises(Exception, match="alice already approved"):
-            await session.act_all([{"action": "approve", "tool_call_id": pause.tool_call_id}], decided_by="alice")
-        await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="carol")
+        with pytest.raises(Exception, match="already approved this call"):
+            await session.act_all([{"action": "approve", "tool_call_id": pause.tool_call_id}], decided_by=again)
+        await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="Carol ")
         return await asyncio.wait_for(task, 10)
 
     run_async(scenario())
     assert mail.sent == [("ACME", 120.0)]
-    assert [r["decided_by"] for r in AuditLog(audit).records("answered")] == ["alice", "carol"]
+    assert [r["decided_by"] for r in AuditLog(audit).records("answered")] == ["alice", "Carol "]  # names as given
 
 
 def test_one_deny_vetoes_and_the_model_reads_who_and_why(tmp_path: Path) -> None:
@@ -129,9 +138,7 @@ def test_a_modify_restarts_the_count_and_everyone_approves_the_edited_input(tmp_
         session, task, pause = await open_payment(mail, audit)
         tcid = pause.tool_call_id
         await session.act({"action": "approve", "tool_call_id": tcid}, decided_by="alice")
-        edited = json.dumps({"to": "ACME", "amount": 100.0})
-        got = await session.act({"action": "modify", "tool_call_id": tcid, "input": edited}, decided_by="bob")
-        assert got["status"] == "approval_recorded"
+        assert (await modify_amount(session, pause, 100.0, "bob"))["status"] == "approval_recorded"
         view = pause.to_view()
         assert [a["by"] for a in view["approvals"]] == ["bob"]  # alice approved another input
         assert json.loads(view["input_text"]) == {"to": "ACME", "amount": 100.0}
@@ -150,6 +157,47 @@ def test_a_modify_restarts_the_count_and_everyone_approves_the_edited_input(tmp_
         ("modify", "alice", 2),  # the final decision is the edited call, approved by both
     ]
     assert records[-1]["edited_input"] == {"to": "ACME", "amount": 100.0}
+
+
+def test_an_edit_is_compared_with_the_input_the_card_shows_not_the_models(tmp_path: Path) -> None:
+    mail = Mail()
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> Any:
+        session, task, pause = await open_payment(mail, audit)
+        await modify_amount(session, pause, 100.0, "alice")
+        with pytest.raises(DecisionError, match="changes nothing: press Approve to run the call with the edited input"):
+            await modify_amount(session, pause, 100.0, "bob")
+        # back to the model's input: a real edit of what the card shows, the count starts again
+        assert (await modify_amount(session, pause, 120.0, "bob"))["status"] == "approval_recorded"
+        assert [a["by"] for a in pause.to_view()["approvals"]] == ["bob"]
+        assert json.loads(pause.to_view()["input_text"]) == {"to": "ACME", "amount": 120.0}
+        await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
+        return await asyncio.wait_for(task, 10)
+
+    run_async(scenario())
+    assert mail.sent == [("ACME", 120.0)]
+    records = AuditLog(audit).records("answered")
+    assert [r["decided_by"] for r in records] == ["alice", "bob", "alice"]
+    assert records[-1]["approval"] == {"count": 2, "needed": 2}  # bob's edit, then alice
+
+
+def test_a_batch_naming_the_same_call_twice_is_told_so(tmp_path: Path) -> None:
+    mail = Mail()
+
+    async def scenario() -> Any:
+        session, task, pause = await open_payment(mail, tmp_path / "audit.jsonl")
+        twice = [{"action": "approve", "tool_call_id": pause.tool_call_id}] * 2
+        with pytest.raises(BatchRefused, match="twice: a call takes one answer") as refused:
+            await session.act_all(twice, decided_by="alice")
+        assert pause.status == "open" and pause.approvals == []  # nothing was taken
+        return refused.value.results
+
+    first, second = run_async(scenario())
+    assert first["ok"] is True  # refused with the batch: all or nothing
+    assert second["ok"] is False and second["field"] == "tool_call_id"
+    assert "This batch names" in second["error"] and "being checked right now" not in second["error"]
+    assert mail.sent == []
 
 
 def test_approvals_must_be_a_positive_integer() -> None:
