@@ -17,5 +17,5 @@ def test_remote_pause_view_keys_match() -> None:
     match = re.search(r"export interface RemotePauseView extends PauseView \{", source)
     assert match, "RemotePauseView must extend PauseView in js/types.ts"
     ts = ts_interface_keys(source.replace("RemotePauseView extends PauseView", "RemotePauseView"), "RemotePauseView")
-    assert ts == {"refused", "unanswerable"} == set(pauses.RemotePauseView.__optional_keys__)
+    assert ts == {"refused", "refused_answer", "unanswerable"} == set(pauses.RemotePauseView.__optional_keys__)
     assert set(pauses.RemotePauseView.__required_keys__) == set(pauses.PauseView.__required_keys__)
