@@ -99,6 +99,14 @@ class _RunningCell:
     Read from IPython's ``pre_run_cell`` / ``post_run_cell`` events, which run in the
     cell's own context, where ``kernel.get_parent("shell")`` is its request; seeded
     with the installing cell, since the first widget is usually made inside one.
+
+    When a cell ends, an iopub ``status: idle`` with the cell's own request as parent
+    is published. JupyterLab completes a cell (its ``[n]``) only on its reply *and* an
+    idle whose parent is its request. With widget comm messages dispatched while cells
+    run, ipykernel 7.4 was seen to publish a cell's closing idle with the *previous*
+    cell's request as parent, leaving the cell at ``[*]`` with the kernel idle; this
+    idle, sent as the cell's code ends (before ipykernel's reply and idle), keeps it
+    true. A second idle for the same request changes nothing on the page.
     """
 
     def __init__(self) -> None:
@@ -118,7 +126,9 @@ class _RunningCell:
             cell.parent = parent if is_cell else None
 
         def ended(*_: Any) -> None:
-            cell.parent = None
+            parent, cell.parent = cell.parent, None
+            if parent is not None:  # the cell's own idle, with its own request as parent (class docstring)
+                kernel._publish_status("idle", "shell", parent=parent)
 
         started()
         events.register("pre_run_cell", started)
