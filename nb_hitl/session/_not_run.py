@@ -4,7 +4,9 @@ The guard runs an approved call only as it was approved. When it does not, the
 call is either asked again under a fresh id (:func:`show_asked_again`, once the
 fresh call's card is drawn) or refused and not asked again
 (:func:`show_not_run`, on the call's result: a tool that reads before it writes
-would refuse it on a second card too). Either way the approved card expires
+would refuse it on a second card too; a call handed on as another tool, with
+unreadable arguments, or with an input a permission rule denies cannot be asked
+on a card either). Either way the approved card expires
 with the reason, the approved call's result entry in the transcript ends
 ``"not run"`` with that reason, and the audit log gets one line by ``nb_hitl``
 (:func:`_audit_not_run`) whose ``decision`` is the cause (``input_changed``,

@@ -231,6 +231,18 @@ def _refusal(tool_name: str, approved: str, runs: str) -> str:
     )
 
 
+def _not_run_text(changed: Changed) -> str:
+    """What a person reads (card, transcript, audit ``reason``) of an approved call whose input changed
+    and that cannot be asked again (:func:`ask_again` returned False): no call ids."""
+    why = f" It is not asked again. {changed.not_asked}" if changed.not_asked else ""
+    if changed.cause == "file_changed":
+        return f"Not run: the file {changed.path} changed after its card was drawn.{why}"
+    return (
+        "Not run: its input was changed after the approval, before it ran, and an approval covers only "
+        f"the input shown. It would have run with: {changed.runs_text}.{why}"
+    )
+
+
 class ApprovalGuard(MiddlewareBase):
     """``on_acting``: run an approved call only with the input that was approved.
 
@@ -276,9 +288,8 @@ class ApprovalGuard(MiddlewareBase):
             return
         if changed.not_run is None and await ask_again(agent, tool_call, changed):
             return  # nothing ran and no result: the call waits for a person again
-        meta = {REFUSED_KEY: changed.cause}
-        if changed.not_run is not None:
-            meta[NOT_RUN_KEY] = changed.not_run
+        # refused and not asked again: the card, the transcript and the audit log say it (session._not_run)
+        meta = {REFUSED_KEY: changed.cause, NOT_RUN_KEY: changed.not_run or _not_run_text(changed)}
         yield ToolChunk(content=[TextBlock(text=changed.refusal)], state=ToolResultState.DENIED, metadata=meta)
         yield ToolResponse(content=[TextBlock(text=changed.refusal)], state=ToolResultState.DENIED, metadata=meta)
 
@@ -299,6 +310,10 @@ class Changed:
         not_run: set when the call must not be asked again (the tool
             itself would refuse it, :func:`~nb_hitl.file_change.read_before_write`):
             what a person reads of it (:data:`NOT_RUN_KEY`).
+        runs_text: what would have run, as a person reads it (the input, or
+            "another tool, X", or "unreadable arguments (...)").
+        not_asked: why :func:`ask_again` could not ask again (a deny rule,
+            the engine failing), a sentence, or ``""``.
     """
 
     refusal: str
@@ -308,20 +323,25 @@ class Changed:
     cause: str = "input_changed"
     path: str | None = None
     not_run: str | None = None
+    runs_text: str = ""
+    not_asked: str = ""
 
 
 async def _check(agent: Any, tool_call: Any, entry: dict[str, Any]) -> Changed | None:
     approved_text = str(entry.get("input"))
     approved = visible_json(json.loads(approved_text), None)
     if tool_call.name != entry.get("tool"):
-        return Changed(_refusal(str(entry.get("tool")), approved, f"another tool, {tool_call.name}"), approved)
+        other = f"another tool, {tool_call.name}"
+        return Changed(_refusal(str(entry.get("tool")), approved, other), approved, runs_text=other)
     tool = await agent.toolkit.get_tool(tool_call.name)
     try:
         runs = agentscope_tool_input(tool_call.input, getattr(tool, "input_schema", None))
     except ValueError as exc:
-        return Changed(_refusal(tool_call.name, approved, f"unreadable arguments ({exc})"), approved)
+        unreadable = f"unreadable arguments ({exc})"
+        return Changed(_refusal(tool_call.name, approved, unreadable), approved, runs_text=unreadable)
     if canonical(runs) != approved_text:
-        return Changed(_refusal(tool_call.name, approved, visible_json(runs, None)), approved, runs, tool)
+        shown = visible_json(runs, None)
+        return Changed(_refusal(tool_call.name, approved, shown), approved, runs, tool, runs_text=shown)
     return None
 
 
@@ -404,10 +424,12 @@ async def ask_again(agent: Any, tool_call: Any, changed: Changed) -> bool:
     try:
         verdict = await permission_engine(agent).check_permission(changed.tool, changed.runs)
     except Exception as exc:  # noqa: BLE001 - an engine that fails never lets the call through
-        changed.refusal += f" The permission engine could not check the changed input ({type(exc).__name__})."
+        changed.not_asked = f"The permission engine could not check the changed input ({type(exc).__name__})."
+        changed.refusal += f" {changed.not_asked}"
         return False
     if enum_value(verdict.behavior) == "deny":
-        changed.refusal += f" A permission rule denies the changed input: {verdict.message}"
+        changed.not_asked = f"A permission rule denies the changed input: {verdict.message}"
+        changed.refusal += f" {changed.not_asked}"
         return False
     was = tool_call.id
     new = fresh_id(was, context_call_ids(agent))
