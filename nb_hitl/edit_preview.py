@@ -10,8 +10,9 @@ pause stays open, nothing is audited and no status changes.
 The diff is the one the decision itself would record: for Modify the edit is
 read by :func:`nb_hitl.messages.parse_edited_input` (the same JSON reading and
 schema check as "Approve modified input"; what it refuses is refused here with
-the same words) and diffed as pretty-printed JSON against the model's input
-(:func:`nb_hitl.file_change.input_diff`); for a review it is a line diff of the
+the same words) and diffed as pretty-printed JSON against the input the card
+shows: the model's input, or the edit approved so far on a call that needs
+several approvals (:func:`nb_hitl.file_change.input_diff`); for a review it is a line diff of the
 raw result against the edited text (:func:`nb_hitl.file_change.text_diff`).
 """
 
@@ -103,13 +104,19 @@ def edit_text(message: Any, key: str) -> str:
 
 def input_preview(pause: Pause, message: Any) -> EditPreview:
     """Modify on a confirmation: the edited JSON (``message["input"]``) read as
-    "Approve modified input" reads it, diffed against :func:`model_input`.
+    "Approve modified input" reads it, diffed against the input the card shows:
+    the edit approved so far when someone modified a call that needs several
+    approvals (``pause.approved_edit``; headed "edit approved so far"), else
+    :func:`model_input` (headed "model's input", the diff the decision records).
 
     Raises:
         DecisionError: the edit cannot be read (``field="input"``, with the
             words "Approve modified input" would refuse it with).
     """
     edited = parse_edited_input(edit_text(message, "input"), pause.input_schema)
+    approved = getattr(pause.approved_edit, "edited_input", None)
+    if approved is not None:
+        return EditPreview(diff=input_diff(approved, edited, "edit approved so far"))
     return EditPreview(diff=input_diff(model_input(pause), edited))
 
 

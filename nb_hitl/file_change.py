@@ -215,8 +215,13 @@ def file_diff(path: str, before: bytes | None, after: bytes | None) -> FileChang
     return FileChangeView(path=path, diff=diff, sha256_before=sha, note=" ".join(notes) or None)
 
 
-def input_diff(sent: Any, edited: Any) -> str:
+def input_diff(sent: Any, edited: Any, fromfile: str = "model's input") -> str:
     """The unified diff of a call's input and a person's edit of it, as pretty-printed JSON.
+
+    Args:
+        sent: the input compared with (the model's, or an edit approved so far).
+        edited: the person's edit.
+        fromfile: the ``---`` header naming ``sent``.
 
     Returns:
         unified-diff text ("" when equal), invisible characters escaped,
@@ -224,7 +229,7 @@ def input_diff(sent: Any, edited: Any) -> str:
     """
     a = _lines(json.dumps(sent, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
     b = _lines(json.dumps(edited, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
-    diff, cut = _cut(_unified(a, b, "model's input", "edited input"))
+    diff, cut = _cut(_unified(a, b, fromfile, "edited input"))
     return f"{diff}{cut}\n" if cut else diff
 
 
