@@ -51,7 +51,6 @@ from .._agentscope import (
 )
 from ..answers.lifecycle import transition
 from ..file_change import describe_file_pause
-from ..model_config import model_error_hint
 from ..pauses import Pause, build_pause
 from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
@@ -60,6 +59,7 @@ from ._core import SessionCore
 from ._not_run import show_asked_again, show_not_run
 from ._promise import apply_note, record_decision
 from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun
+from ._run_error import run_error_text
 from ._team import resume_batch
 from ._transcript import record_event
 
@@ -238,8 +238,7 @@ class Driver(SessionCore):
         except BaseException as exc:
             self._discard_unapplied(run)
             run.error = exc
-            hint = model_error_hint(exc)  # a rejected key, no server: what to set, in the card's header too
-            self._expire(run, "error", f"{type(exc).__name__}: {exc}" + (f" {hint}" if hint else ""))
+            self._expire(run, "error", run_error_text(exc))  # what failed, and what to set (a rejected key...)
             self._checkpoint_quietly()
             self._notify("end", run)
             raise
