@@ -176,6 +176,14 @@ def test_approve_selected_on_50_sessions(parked: Parked, tmp_path: Path) -> None
         confirms = [r for r in rows if r["status"] == "awaiting_permission"][:50]
         question = next(r for r in rows if r["status"] == "awaiting_external_result")
         picked = [*confirms, question]
+        reads: dict[str, int] = {}
+        messages = svc.http.messages
+
+        async def counted(agent_id: str, session_id: str, limit: int = 50) -> Any:
+            reads[session_id] = reads.get(session_id, 0) + 1
+            return await messages(agent_id, session_id, limit)
+
+        svc.http.messages = counted  # type: ignore[method-assign]
         t0 = time.perf_counter()
         results = await svc.approve_selected(
             [{"session_id": r["session_id"], "agent_id": r["agent_id"]} for r in picked]
@@ -187,6 +195,8 @@ def test_approve_selected_on_50_sessions(parked: Parked, tmp_path: Path) -> None
         bad = [r for r in results[:50] if not r["ok"]]
         assert not bad, bad
         assert all(r["code"] == "delivered" and "Applied by the service" in r["text"] for r in results[:50])
+        # a session nobody shows is not re-read after its verdict (3 reads each when every verdict re-read it)
+        assert max(reads[r["session_id"]] for r in confirms) <= 2, reads
         q = by_sid[question["session_id"]]
         assert (q["ok"], q["code"]) == (False, "nothing_to_approve") and "question" in q["text"]
         assert svc._widget.outcomes[question["session_id"]]["code"] == "nothing_to_approve"

@@ -293,3 +293,38 @@ def test_approvals_so_far_survive_a_restart_with_the_checkpoint(tmp_path: Path) 
         ("modify", "alice"),
         ("modify", "bob"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("message", "refused"),
+    [
+        ({"action": "approve"}, False),
+        ({"action": "deny", "reason": "no"}, False),
+        ({"action": "approve", "rules": [0]}, True),  # rules to keep are the owner's
+        ({"action": "modify", "input": '{"to": "EVE", "amount": 1.0}'}, True),
+    ],
+)
+def test_another_principal_may_approve_or_deny_but_not_keep_rules_or_edit(
+    tmp_path: Path, message: dict[str, Any], refused: bool
+) -> None:
+    """AG-UI's check of a resume sent by someone who does not own the thread (the second pair of eyes)."""
+    from nb_hitl.agui.refusals import Refusal, check_answerer
+
+    async def scenario() -> Any:
+        session, task, pause = await open_payment(Mail(), tmp_path / "audit.jsonl")
+        answers = [(pause, {**message, "tool_call_id": pause.tool_call_id})]
+        check_answerer("t", "alice", "alice", answers)  # the owner may send anything
+        try:
+            check_answerer("t", "alice", "eve", answers)
+        except Refusal as refusal:
+            return refusal
+        finally:
+            task.cancel()
+        return None
+
+    got = run_async(scenario())
+    if refused:
+        assert got is not None and got.code == "not_owner"
+        assert "only the thread's owner may edit the call or keep rules" in str(got)
+    else:
+        assert got is None
