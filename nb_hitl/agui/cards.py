@@ -149,11 +149,11 @@ def checked_interrupt(interrupt: Interrupt, given: int = 1) -> tuple[Interrupt, 
     gives a copy with neither, answerable only by cancelling.
     """
     if given > 1:
-        problem = (
+        repeated = (
             f"the server's outcome gives its id to {given} interrupts, so no answer could say which of them "
             "it is for (the server repeated an interrupt id)"
         )
-        return interrupt.model_copy(update={"response_schema": None, "metadata": None}), problem
+        return interrupt.model_copy(update={"response_schema": None, "metadata": None}), repeated
     try:
         large = form_size_problem(interrupt.response_schema)
         if large is not None:

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from nb_hitl import DecisionError, Session
 from nb_hitl.messages import MAX_SHORT
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from nb_hitl.notify import payload_for
 from nb_hitl.store import AuditLog
 from tests.support import InputRecorder, run_async, wait_until
 
@@ -283,18 +284,20 @@ def test_an_askuser_view_carries_a_large_label_once(label_chars: int) -> None:
         toolkit=Toolkit(tools=[AskUser()]),
     )
 
-    async def scenario() -> dict[str, Any]:
+    async def scenario() -> tuple[dict[str, Any], str]:
         session = Session(agent, display=True)
         task = session.start("Go.")
         run = await wait_until(lambda: session.current.status == "paused" and session.current, "the AskUser pause")
         view = dict(run.widget.pauses[0])
+        summary = payload_for(run.pauses["big"], "bob", session_id="s", agent="asker")["input_summary"]
         task.cancel()
-        return view
+        return view, summary
 
-    view = run_async(scenario())
+    view, summary = run_async(scenario())
     assert label_chars < _view_bytes(view) < label_chars + 10_000  # once, not twice
     if label_chars > MAX_SHORT:
         assert view["ask_user"] is None and TOO_LONG.replace("2,000,000", f"{label_chars:,}") in view["ask_user_error"]
         assert label in view["input_text"]  # shown (cut by the page) beside the error
     else:
         assert view["input_text"] == "" and view["ask_user"]["questions"][0]["options"][0]["label"] == label
+        assert summary == "Pick one?"  # a notification says what the card asks
