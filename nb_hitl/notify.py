@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .answers.approvals import APPROVING, input_hash, person_key
+from .kinds import kind_spec
 from .labels import pause_label
 from .pauses import Pause
 
@@ -315,7 +316,8 @@ def payload_for(
         thread_id, link, expires_at: the AG-UI thread, the person's approval
             link and when the pause ends (``time.time()`` seconds), if any.
     """
-    text = pause.to_view()["input_text"]
+    # a card that draws its input otherwise (AskUser's questions) has none: say what it asks
+    text = pause.to_view()["input_text"] or kind_spec(pause.kind).interrupt_message(pause)
     summary = text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
     return {
         "v": PAYLOAD_VERSION,

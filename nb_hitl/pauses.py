@@ -111,7 +111,9 @@ class PauseView(TypedDict):
     ``openWorldHint``...), ``None`` for other tools. ``review_output`` is ``None``
     once the pause is decided (an edit may have redacted it).
     ``input_text`` is the input the tool will receive (AgentScope's reading),
-    with invisible characters escaped; ``sent_text`` is the model's own text
+    with invisible characters escaped, or ``""`` for a kind whose card draws
+    the input from another field (a valid AskUser call's ``ask_user``:
+    :meth:`~nb_hitl.kinds.PauseKindSpec.view_input_text`); ``sent_text`` is the model's own text
     when it differs (``input_changes`` says how), ``approve_refused`` why
     Approve is refused (ambiguous arguments), else ``None``.
     ``file_change`` is what a file-editing call would do to its file (a
@@ -387,7 +389,7 @@ class Pause:
             reply_id=self.reply_id,
             kind=self.kind,
             tool_name=self.tool_call.name,
-            input_text=input_text,
+            input_text=kind_spec(self.kind).view_input_text(self, input_text),
             sent_text=sent_text,
             input_changes=changes,
             approve_refused=reading.refusal if reading is not None else None,

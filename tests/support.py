@@ -59,6 +59,37 @@ async def wait_until(predicate: Any, what: str, timeout: float = 10.0) -> Any:
 
 
 # ------------------------------------------------------- Session in-process
+class LoopTicker:
+    """An ``async with`` ticker on the running loop: ``largest_gap`` is the
+    longest time, in seconds, the loop went without running it (a stalled
+    kernel loop shows as a large gap)."""
+
+    def __init__(self, every: float = 0.01) -> None:
+        self.every = every
+        self.largest_gap = 0.0
+        self.ticks = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _tick(self) -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(self.every)
+            now = time.monotonic()
+            self.largest_gap = max(self.largest_gap, now - last)
+            self.ticks += 1
+            last = now
+
+    async def __aenter__(self) -> LoopTicker:
+        self._task = asyncio.create_task(self._tick())
+        await asyncio.sleep(0)
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await asyncio.sleep(self.every * 2)  # a tick after the last blocking call
+        assert self._task is not None
+        self._task.cancel()
+
+
 async def parked(
     session: Session, resumes: int = 0, what: str = "the reply parked after {resumes} resume(s)"
 ) -> list[Any]:

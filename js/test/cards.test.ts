@@ -174,6 +174,20 @@ describe("cards drawn", () => {
     page.close();
   });
 
+  test("an invalid AskUser card shows the error and the input cut to the shown size (a 2 MB label)", async () => {
+    const label = "L".repeat(2_000_000);
+    const error = "questions.0.options.0.label: 2,000,000 characters, longer than an answer can carry back (at most 20,000)";
+    const input_text = JSON.stringify({ questions: [{ question: "Pick?", header: "Pick", options: [{ label }] }] });
+    const page = await drawReply([pause({ kind: "ask_user", tool_name: "AskUser", ask_user: null, ask_user_error: error, input_text })]);
+    assert.ok(page.control("c1", "nbh-askuser-invalid")!.textContent!.endsWith(error));
+    const shown = page.control("c1", "nbh-askuser-input")!.textContent!;
+    assert.equal(shown, clip(input_text));
+    assert.ok(shown.length < MAX_SHOWN_CHARS + 100 && shown.endsWith(`(${input_text.length - MAX_SHOWN_CHARS} more characters not shown)`));
+    assert.equal(page.control("c1", "nbh-option-input"), null, "nothing to pick: the call can only return its error");
+    assert.ok(page.control("c1", "nbh-return-error"));
+    page.close();
+  });
+
   test("an AskUser refusal goes once the question has an answer (an option, or Other with text)", async () => {
     const ask_user = {
       questions: [{ question: "Which file?", header: "File", options: [{ label: "a.txt", description: "" }, { label: "b.txt", description: "" }] }],

@@ -137,16 +137,23 @@ def metadata_problem(interrupt: Interrupt) -> str | None:
     return None
 
 
-def checked_interrupt(interrupt: Interrupt) -> tuple[Interrupt, str | None]:
+def checked_interrupt(interrupt: Interrupt, given: int = 1) -> tuple[Interrupt, str | None]:
     """The interrupt as the rest of the client may use it, and what is wrong
     with it (``None``: nothing).
 
     The copy's ``response_schema`` has no patterns
-    (:func:`~nb_hitl.guard.without_patterns`); a schema too large to draw
-    (:func:`~nb_hitl.kinds.form.form_size_problem`) or refused by
-    :func:`~nb_hitl.guard.check_schema`, or malformed metadata, gives a copy
-    with neither, answerable only by cancelling.
+    (:func:`~nb_hitl.guard.without_patterns`); an id the outcome gives
+    ``given`` > 1 interrupts (no answer could say which of them it is for),
+    a schema too large to draw (:func:`~nb_hitl.kinds.form.form_size_problem`)
+    or refused by :func:`~nb_hitl.guard.check_schema`, or malformed metadata,
+    gives a copy with neither, answerable only by cancelling.
     """
+    if given > 1:
+        repeated = (
+            f"the server's outcome gives its id to {given} interrupts, so no answer could say which of them "
+            "it is for (the server repeated an interrupt id)"
+        )
+        return interrupt.model_copy(update={"response_schema": None, "metadata": None}), repeated
     try:
         large = form_size_problem(interrupt.response_schema)
         if large is not None:

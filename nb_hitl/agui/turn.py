@@ -439,31 +439,31 @@ class RunReader:
 
     def _interrupted(self, interrupts: list[Interrupt]) -> None:
         turn, record = self.turn, self.record
-        ids = [i.id for i in interrupts]
-        if len(set(ids)) != len(ids):
-            raise AguiClientError(
-                "The server's interrupt outcome repeats an interrupt id; it cannot be answered safely."
-            )
+        given: dict[str, int] = {}
+        firsts: dict[str, Interrupt] = {}
+        for i in interrupts:  # an id given twice gets one card (the first given), answerable only by cancelling
+            given[i.id] = given.get(i.id, 0) + 1
+            firsts.setdefault(i.id, i)
         record.interrupts = interrupts
         for view in turn.pauses.values():
             if view["status"] == "decided":
                 move(view, "delivered")
             elif view["status"] == "open":
                 move(view, "expired", reason="The server no longer waits for this answer.")
-        turn.interrupts = {i.id: i for i in interrupts}
+        turn.interrupts = firsts
         turn.answers, turn.checked = {}, {}  # a later run's interrupts replace the earlier ones
         counts: dict[str, int] = {}
         for i in interrupts:
             if i.tool_call_id:
                 counts[i.tool_call_id] = counts.get(i.tool_call_id, 0) + 1
-        for i in interrupts:
+        for i in turn.interrupts.values():
             key = i.tool_call_id if i.tool_call_id and counts[i.tool_call_id] == 1 else i.id
             earlier = turn.pauses.get(key)  # the server repeats an interrupt on every run until it is answered:
             same = earlier is not None and earlier.get("interrupt_id") == i.id  # its card keeps the run that raised it
             if earlier is not None and not same:
                 turn.pauses.pop(key)
             call = turn.tool_calls.get(i.tool_call_id or "", {})
-            checked, problem = checked_interrupt(i)
+            checked, problem = checked_interrupt(i, given[i.id])
             turn.checked[i.id] = checked
             turn.pauses[key] = safe_view(
                 checked,

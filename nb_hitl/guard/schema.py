@@ -13,10 +13,10 @@ input. Plain ``jsonschema`` would, on such a schema:
 * walk a schema of any size or depth.
 
 :func:`check_schema` refuses all of that up front, with a message a person
-can act on (:class:`SchemaRefused`); :func:`validation_errors` validates an
-answer against a checked schema with RE2 for patterns, a
-``referencing.Registry`` that retrieves nothing, and formats enforced.
-:func:`without_patterns` is a copy to hand to code that evaluates patterns
+can act on (:class:`SchemaRefused`);
+:func:`nb_hitl.guard.validate.validation_errors` validates an answer against
+a checked schema (RE2 for patterns, :data:`NO_FETCH`, a budget of keyword
+checks and seconds). :func:`without_patterns` is a copy to hand to code that evaluates patterns
 itself (a page).
 """
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
@@ -33,8 +33,6 @@ import re2
 import referencing.jsonschema
 from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
-
-from ..errors import DecisionError
 
 _encode_string = json.encoder.encode_basestring  # C-accelerated: a string as a JSON string literal
 
@@ -46,7 +44,6 @@ __all__ = [
     "SchemaRefused",
     "check_schema",
     "expanded_size",
-    "validation_errors",
     "without_patterns",
 ]
 
@@ -330,8 +327,10 @@ def expanded_size(schema: dict[str, Any], cap: int = MAX_SCHEMA_EXPANDED) -> int
     (a form's answer at ``nb_hitl.messages.MAX_TEXT`` characters, an edited
     input at the same, nesting at 64 levels for tool inputs).
     A recursive reference reached by several in-place branches (``anyOf``
-    of two references to the tree's node) still doubles per level of the
-    answer; that is not counted here.
+    of two references to the tree's node) still doubles the work per level
+    of the answer's nesting; that is not counted here: the budget of
+    :func:`nb_hitl.guard.validate.validation_errors` bounds it (and any
+    other cost an answer brings) and refuses the answer with why.
 
     Raises:
         SchemaRefused: the count passes ``cap`` (it stops there), or a
@@ -424,43 +423,3 @@ def without_patterns(schema: dict[str, Any] | None) -> dict[str, Any] | None:
             del node["patternProperties"]
     # an empty schema would read as "no schema" (and get AG-UI's default)
     return out or {"$comment": "patterns are checked separately"}
-
-
-def _pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
-    if validator.is_type(instance, "string") and not _re2(patrn, "pattern").search(instance):
-        yield jsonschema.ValidationError(f"{instance[:80]!r} does not match {patrn[:80]!r}")
-
-
-def _pattern_properties(validator: Any, props: dict[str, Any], instance: Any, schema: Any) -> Iterator[Any]:
-    if not validator.is_type(instance, "object"):
-        return
-    for patrn, subschema in props.items():
-        compiled = _re2(patrn, "patternProperties")
-        for key, value in instance.items():
-            if compiled.search(key):
-                yield from validator.descend(value, subschema, path=key, schema_path=patrn)
-
-
-def validation_errors(
-    schema: Mapping[str, Any], payload: Any, *, field: str = "value", formats: bool = True
-) -> list[jsonschema.ValidationError]:
-    """Every way ``payload`` breaks ``schema`` (checked by :func:`check_schema`
-    first), as ``jsonschema`` reports them: the validator of the schema's
-    dialect (Draft 2020-12 by default), RE2 for ``pattern`` and
-    ``patternProperties``, :data:`NO_FETCH` for references, formats
-    enforced unless ``formats=False`` (as AgentScope's own check of a tool
-    input, ``jsonschema.validate``, does not).
-
-    Raises:
-        DecisionError: the payload is nested too deeply to be checked
-            (with ``field``), or a reference resolves nowhere.
-    """
-    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls = jsonschema.validators.extend(base, {"pattern": _pattern, "patternProperties": _pattern_properties})
-    validator = cls(schema, registry=NO_FETCH, format_checker=base.FORMAT_CHECKER if formats else None)
-    try:
-        return list(validator.iter_errors(payload))
-    except RecursionError:
-        raise DecisionError("The value is nested too deeply to be checked against its schema.", field=field) from None
-    except jsonschema.exceptions._WrappedReferencingError as exc:
-        raise DecisionError(f"The schema has a reference that cannot be resolved: {exc}") from None

@@ -234,6 +234,13 @@ class PauseKindSpec(ABC):
         """Finish a freshly built pause of this kind (``build_pause``); no-op by default."""
         return None
 
+    def view_input_text(self, pause: Pause, text: str) -> str:
+        """The ``input_text`` of ``pause``'s view (``Pause.to_view``): the
+        call's input as its card shows it, ``text`` by default. A kind whose
+        card draws the input from another view field returns ``""`` so the
+        page gets the input once."""
+        return text
+
     # -- deciding ------------------------------------------------------------
     def decide(self, pause: Pause, msg: Any) -> Decision:
         """Turn a validated page message (:func:`nb_hitl.messages.parse_message`)

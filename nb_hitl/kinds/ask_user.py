@@ -1,8 +1,12 @@
 """Kind ``ask_user``: AgentScope's built-in ``AskUser`` tool is parked.
 
 The call's input is validated with ``AskUserParams`` when the pause is built
-(plus AskUser's own "preview only on single-select" rule, case C02); an
-invalid call can only return that error to the agent. An ``answer`` becomes
+(plus AskUser's own "preview only on single-select" rule, case C02, and the
+answer's own size cap: a question or option label longer than
+:data:`~nb_hitl.messages.MAX_SHORT` characters could never be answered, as
+an answer carries it back); an invalid call can only return that error to
+the agent. A valid call's view carries its input once, as ``ask_user`` (the
+card draws the questions; ``input_text`` is empty). An ``answer`` becomes
 ``ToolResultBlock(SUCCESS, output=text, metadata=AskUserMetadata(...))``.
 The AG-UI payload is AgentScope's ``AskUserMetadata`` schema narrowed to
 this call's questions and option labels.
@@ -29,7 +33,7 @@ if TYPE_CHECKING:
 
     from ..pauses import Pause
 
-__all__ = ["AskUserKind", "ask_user_output"]
+__all__ = ["AskUserKind", "ask_user_output", "too_long_to_answer"]
 
 
 def ask_user_output(answers: list[AskUserAnswer]) -> str:
@@ -45,6 +49,28 @@ def ask_user_output(answers: list[AskUserAnswer]) -> str:
             parts.append(f'(Other) "{a.other}"')
         lines.append(f'- "{a.question}" -> {", ".join(parts) if parts else "(no answer)"}')
     return "\n".join(lines)
+
+
+def too_long_to_answer(params: AskUserParams) -> list[str]:
+    """The questions and option labels of ``params`` an answer could not carry
+    back (:class:`nb_hitl.messages.AnswerIn` caps each at
+    :data:`~nb_hitl.messages.MAX_SHORT` characters), one
+    ``"questions.0.options.1.label: ..."`` line each, as
+    :func:`~nb_hitl.messages.format_validation_error` writes them."""
+    problems = []
+    for qi, q in enumerate(params.questions):
+        if len(q.question) > MAX_SHORT:
+            problems.append(
+                f"questions.{qi}.question: {len(q.question):,} characters, longer than an answer can carry back "
+                f"(at most {MAX_SHORT:,})"
+            )
+        problems += [
+            f"questions.{qi}.options.{oi}.label: {len(o.label):,} characters, longer than an answer can carry back "
+            f"(at most {MAX_SHORT:,})"
+            for oi, o in enumerate(q.options)
+            if len(o.label) > MAX_SHORT
+        ]
+    return problems
 
 
 def _answers(pause: Pause, msg: AnswerMessage) -> list[AskUserAnswer]:
@@ -114,9 +140,16 @@ class AskUserKind(ExternalKind):
             for oi, o in enumerate(q.options)
             if o.preview is not None
         ]
+        problems += too_long_to_answer(pause.ask_user)
         if problems:
             pause.ask_user = None
             pause.ask_user_error = "\n".join(problems)
+
+    def view_input_text(self, pause: Pause, text: str) -> str:
+        """``""`` while the questions are valid: the view carries them as
+        ``ask_user`` and the card draws those; an invalid call's card shows
+        the input as sent."""
+        return "" if pause.ask_user is not None else text
 
     def _decide(self, pause: Pause, msg: Any) -> Decision:
         if msg.action == "external_result":
@@ -192,6 +225,8 @@ class AskUserKind(ExternalKind):
         fields = {"ask_user": meta.get("ask_user"), "ask_user_error": meta.get("ask_user_error")}
         if fields["ask_user"] is None and not fields["ask_user_error"]:
             fields["ask_user_error"] = "The interrupt carries no questions."
+        if isinstance(fields["ask_user"], dict):
+            fields["input_text"] = ""  # the questions are the input: the page gets them once
         return fields
 
     def answer_summary(

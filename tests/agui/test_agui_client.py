@@ -1,10 +1,11 @@
 """The AG-UI client does not trust its peer.
 
 A small hand-written AG-UI endpoint (Starlette, served by uvicorn on
-loopback) plays back event sequences that break the protocol: an outcome
-that repeats an interrupt id, a run that does not open with RUN_STARTED for
-its thread, a body that is not an event stream, an HTTP error. The client
-must refuse each one instead of acting on it.
+loopback) plays back event sequences that break the protocol: a run that
+does not open with RUN_STARTED for its thread, a body that is not an event
+stream, an HTTP error. The client must refuse each one instead of acting on
+it. An outcome that repeats an interrupt id is shown: one card for that id,
+which says so and can only be cancelled, beside the outcome's other cards.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ from starlette.routing import Route
 
 from nb_hitl.agui import AguiClient, AguiClientError, RemoteRunError, RemoteSession, serve_in_background
 from nb_hitl.guard import StreamBudget, StreamLimitReached
+from tests.support import wait_until, widget_replies
 
 SCHEMA = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
+RESUMES: list[list[dict]] = []
 
 
 def _events(mode: str, inp: RunAgentInput) -> list:
@@ -45,9 +48,14 @@ def _events(mode: str, inp: RunAgentInput) -> list:
         TextMessageContentEvent(message_id="m1", delta="Working."),
         TextMessageEndEvent(message_id="m1"),
     ]
-    twice = Interrupt(id="same", reason="confirmation", response_schema=SCHEMA)
+    twice = Interrupt(id="same", reason="confirmation", message="Delete it?", response_schema=SCHEMA)
+    if mode == "duplicate-ids" and inp.resume:
+        RESUMES.append([e.model_dump(mode="json", exclude_none=True) for e in inp.resume])
+        return [start, RunFinishedEvent(thread_id=inp.thread_id, run_id=inp.run_id, result="resumed")]
     if mode == "duplicate-ids":
-        outcome = RunFinishedInterruptOutcome(interrupts=[twice, twice.model_copy(update={"message": "again"})])
+        other = Interrupt(id="other", reason="confirmation", message="Archive it?", response_schema=SCHEMA)
+        interrupts = [twice, other, twice.model_copy(update={"message": "Keep it?"})]
+        outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
         return [start, *text, RunFinishedEvent(thread_id=inp.thread_id, run_id=inp.run_id, outcome=outcome)]
     if mode == "other-thread":
         return [
@@ -123,7 +131,6 @@ def test_a_well_formed_run_is_read(hostile):
 @pytest.mark.parametrize(
     "mode, needle",
     [
-        ("duplicate-ids", "repeats an interrupt id"),
         ("other-thread", "did not open with RUN_STARTED for thread"),
         ("no-terminal", "ended without RUN_FINISHED or RUN_ERROR"),
         ("garbage", "not an AG-UI event"),
@@ -144,6 +151,51 @@ def test_a_broken_peer_is_refused(hostile, mode, needle):
     assert turn.status == "error" and needle in turn.reason
     assert remote.pending == [] and turn.interrupts == {}  # nothing to answer, nothing sent
     assert turn.widget.status == "error"
+
+
+def test_an_outcome_that_repeats_an_interrupt_id_gets_a_card_that_says_so_and_offers_to_cancel(hostile):
+    """The peer gives id ``same`` to two interrupts (and ``other`` to a third):
+    the run pauses, ``same`` has one card saying what happened that refuses an
+    answer and can be cancelled through the widget's page channel, ``other`` is
+    answered as usual, and one resume goes with an entry per id."""
+    RESUMES.clear()
+
+    async def go():
+        remote = RemoteSession(f"{hostile}/duplicate-ids", thread_id="t-dup", display=False)
+        task = remote.start("hi")
+        pending = await remote.until_paused()
+        widget = remote.current.widget
+        shown, status = [dict(p) for p in widget.pauses], (widget.status, widget.pending)
+        sent = widget_replies(widget)
+        same = next(p for p in pending if p["interrupt_id"] == "same")
+        approve = {"action": "submit", "tool_call_id": same["tool_call_id"], "value": {"approved": True}}
+        widget._on_page_message(widget, {"request_id": "a", **approve}, [])
+        await wait_until(lambda: sent, "the answer to Submit")
+        cancel = {"action": "return_error", "tool_call_id": same["tool_call_id"]}
+        widget._on_page_message(widget, {"request_id": "c", **cancel}, [])
+        await wait_until(lambda: len(sent) == 2, "the answer to Cancel")
+        other = next(p for p in pending if p["interrupt_id"] == "other")
+        await remote.act({"action": "submit", "tool_call_id": other["tool_call_id"], "value": {"approved": False}})
+        return shown, sent, status, await asyncio.wait_for(task, 10)
+
+    shown, sent, status, final = asyncio.run(go())
+    assert [p["interrupt_id"] for p in shown] == ["same", "other"] and status == ("paused", 2)
+    card = shown[0]
+    assert card["kind"] == "form" and card["unanswerable"] is True and card["status"] == "open"
+    assert card["form_error"] == (
+        "interrupt same cannot be answered: the server's outcome gives its id to 2 interrupts, so no answer "
+        "could say which of them it is for (the server repeated an interrupt id). It can only be cancelled."
+    )
+    assert shown[1]["form_error"] is None and shown[1]["response_schema"] == SCHEMA
+    assert sent[0]["ok"] is False and sent[0]["error"] == card["form_error"]  # an answer is refused, with why
+    assert sent[1]["ok"] is True  # cancelling is offered and taken
+    assert final == "resumed"
+    assert RESUMES == [
+        [
+            {"interrupt_id": "same", "status": "cancelled"},
+            {"interrupt_id": "other", "status": "resolved", "payload": {"approved": False}},
+        ]
+    ]
 
 
 def test_the_raw_client_raises_on_transport_faults(hostile):

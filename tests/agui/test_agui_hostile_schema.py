@@ -4,7 +4,9 @@ A hand-written AG-UI endpoint on 127.0.0.1 raises interrupts whose
 ``responseSchema`` names a URL on the same server (``$ref``) or a
 catastrophic-backtracking ``pattern``, or whose ``metadata.nb_hitl`` is
 malformed. The client must never fetch the URL (the server counts hits),
-end every check in bounded time, and draw a card that says what is wrong.
+end every check in bounded time (C32: also a recursive schema whose
+recursion branches, against a deeply nested answer), and draw a card that
+says what is wrong.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from starlette.routing import Route
 
 from nb_hitl.agui import RemoteSession, ResumeError, serve_in_background
 from nb_hitl.errors import DecisionError
+from nb_hitl.guard import MAX_VALIDATION_SECONDS
+from tests.support import LoopTicker, wait_until, widget_replies
+from tests.unit.test_c32_recursive_schema_budget import BRANCHING, STOPPED, WHY, nested
 
 HITS: list[str] = []
 RESUMES: list[list[dict]] = []
@@ -51,6 +56,8 @@ def _interrupt(mode: str, base: str) -> Interrupt:
     if mode == "backref":
         schema = {"type": "object", "properties": {"w": {"type": "string", "pattern": "^(a)\\1$"}}}
         return Interrupt(id="i-backref", reason="input_required", response_schema=schema)
+    if mode == "recursive":
+        return Interrupt(id="i-rec", reason="input_required", message="A tree", response_schema=BRANCHING)
     if mode == "badmeta":
         meta = {"nb_hitl": {"version": 1, "kind": "confirm", "tool_name": "rm", "suggested_rules": [{"index": "x"}]}}
         return Interrupt(id="i-meta", reason="tool_call", tool_call_id="c1", metadata=meta)
@@ -140,6 +147,29 @@ def test_C27_a_catastrophic_pattern_ends_in_bounded_time(hostile):
     assert took < 0.5 and refused.field == "code" and "does not match" in str(refused)
     assert sent["sent"] and final == "resumed"
     assert RESUMES[-1][0]["payload"] == {"code": "aaaa"}
+
+
+def test_C32_a_branching_recursive_schema_is_checked_in_bounded_time_and_refused_in_the_card(hostile):
+    async def go():
+        remote, task, card = await _paused(f"{hostile}/recursive")
+        widget = remote.current.widget
+        sent = widget_replies(widget)
+        deep = {"action": "submit", "tool_call_id": card["tool_call_id"], "value": nested(30)}
+        async with LoopTicker() as ticker:
+            widget._on_page_message(widget, {"request_id": "deep", **deep}, [])
+            await wait_until(lambda: sent, "the answer to Submit", timeout=30)
+        refused, resumes = sent[0], len(RESUMES)
+        shallow = {**deep, "value": nested(2, leaf={"k": {}})}
+        widget._on_page_message(widget, {"request_id": "ok", **shallow}, [])
+        return card, refused, resumes, ticker, await asyncio.wait_for(task, 10)
+
+    resumes_before = len(RESUMES)
+    card, refused, resumes, ticker, final = asyncio.run(go())
+    assert card["kind"] == "form" and card["form_error"] is None
+    assert refused["ok"] is False and STOPPED in refused["error"] and WHY in refused["error"]
+    assert resumes == resumes_before  # nothing was sent with the unchecked answer
+    assert ticker.ticks > 0 and ticker.largest_gap < MAX_VALIDATION_SECONDS + 1.0, ticker.largest_gap
+    assert final == "resumed" and RESUMES[-1][0]["payload"] == nested(2, leaf={"k": {}})
 
 
 def test_C27_a_pattern_re2_cannot_compile_is_refused_clearly(hostile):

@@ -274,6 +274,7 @@ def test_client_views_and_entries_round_trip_to_the_server_mapping(two):
     assert json.loads(v1["input_text"]) == {"path": "old_log.txt"}
     v2 = interrupt_view(i2, key=ask.tool_call_id, run_id="run-1")
     assert v2["kind"] == "ask_user" and v2["ask_user"]["questions"][0]["question"] == "Which file should I archive?"
+    assert v2["input_text"] == "" == ask.to_view()["input_text"]  # the questions reach the page once, as ask_user
     pages = [
         (i1, confirm, {"action": "approve", "rules": [0]}),
         (i1, confirm, {"action": "deny"}),

@@ -19,6 +19,7 @@ an ERROR ``ToolResultBlock`` to the agent.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,9 @@ from agentscope.tool import AskUser, AskUserParams, Toolkit
 from pydantic import ValidationError
 
 from nb_hitl import DecisionError, Session
+from nb_hitl.messages import MAX_SHORT
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
+from nb_hitl.notify import payload_for
 from nb_hitl.store import AuditLog
 from tests.support import InputRecorder, run_async, wait_until
 
@@ -54,12 +57,22 @@ PREVIEW_ON_MULTI = [
         "options": [opt("lint", preview="ruff check ."), opt("tests", preview="pytest -q")],
     }
 ]
+HUGE_LABEL = [
+    {
+        "question": "Pick one?",
+        "header": "Pick",
+        "options": [{"label": "L" * 2_000_000, "description": "big"}, opt("small")],
+    }
+]
+"""C32's size edge: a 2 MB option label, which no answer could carry back (``AnswerIn``: 20,000)."""
+TOO_LONG = "questions.0.options.0.label: 2,000,000 characters, longer than an answer can carry back (at most 20,000)"
 VALID = [{"question": "Deploy now?", "header": "Deploy", "options": [opt("Yes, deploy"), opt("No, wait")]}]
 
 CASES = {
     "duplicate_labels": (DUPLICATE_LABELS, "option labels must be unique within a question"),
     "duplicate_questions": (DUPLICATE_QUESTIONS, "question texts must be unique across the batch"),
     "preview_on_multi_select": (PREVIEW_ON_MULTI, "preview"),
+    "label_too_long": (HUGE_LABEL, TOO_LONG),
 }
 
 
@@ -138,7 +151,10 @@ def test_C02_invalid_askuser_shows_the_error_and_returns_it_to_the_agent(tmp_pat
         assert [(s["request_id"], s["ok"], s["code"]) for s in sent] == [
             (f"a{i}", False, "invalid") for i in range(len(attempts))
         ]
-        assert "return the error to the agent" in sent[0]["error"]
+        if case == "label_too_long":  # the answer message itself is refused: no answer carries such a label
+            assert "selected.0: String should have at most 20000 characters" in sent[0]["error"]
+        else:
+            assert "return the error to the agent" in sent[0]["error"]
         assert len(recorder.inputs) == 1 and run.resumes == 0 and pause.status == "open"
 
         # "Return this error to the agent" (the widget's button sends return_error)
@@ -247,3 +263,41 @@ def test_C02_valid_multi_select_without_preview_is_answered_normally() -> None:
         return (await asyncio.wait_for(task, 10)).get_text_content()
 
     assert run_async(scenario()).endswith('"Which checks should run?" -> lint, tests')
+
+
+def _view_bytes(view: Any) -> int:
+    return len(json.dumps(view))
+
+
+@pytest.mark.parametrize("label_chars", [2_000_000, 19_000])
+def test_an_askuser_view_carries_a_large_label_once(label_chars: int) -> None:
+    """The page gets the call's input once: a valid call's as ``ask_user`` (its
+    ``input_text`` is empty), an invalid one's as ``input_text``; a label too long
+    to answer is refused up front, with the cap in the card's error."""
+    label = "L" * label_chars
+    options = [{"label": label, "description": "big"}, opt("small")]
+    questions = [{"question": "Pick one?", "header": "Pick", "options": options}]
+    agent = Agent(
+        name="asker",
+        system_prompt="Ask.",
+        model=ScriptedChatModel([Turn("Q.", [tool_call("AskUser", id="big", questions=questions)])]),
+        toolkit=Toolkit(tools=[AskUser()]),
+    )
+
+    async def scenario() -> tuple[dict[str, Any], str]:
+        session = Session(agent, display=True)
+        task = session.start("Go.")
+        run = await wait_until(lambda: session.current.status == "paused" and session.current, "the AskUser pause")
+        view = dict(run.widget.pauses[0])
+        summary = payload_for(run.pauses["big"], "bob", session_id="s", agent="asker")["input_summary"]
+        task.cancel()
+        return view, summary
+
+    view, summary = run_async(scenario())
+    assert label_chars < _view_bytes(view) < label_chars + 10_000  # once, not twice
+    if label_chars > MAX_SHORT:
+        assert view["ask_user"] is None and TOO_LONG.replace("2,000,000", f"{label_chars:,}") in view["ask_user_error"]
+        assert label in view["input_text"]  # shown (cut by the page) beside the error
+    else:
+        assert view["input_text"] == "" and view["ask_user"]["questions"][0]["options"][0]["label"] == label
+        assert summary == "Pick one?"  # a notification says what the card asks

@@ -6,12 +6,13 @@ import { enterPresses, uid } from "../../lib/a11y";
 import type { AnswerIn } from "../../messages";
 import type { AskUserOption, PauseView } from "../../types";
 import type { CardCtx } from "../card";
+import { clip } from "../record";
 import type { CardKind } from "./index";
 
 function buildInvalid(card: HTMLElement, p: PauseView, ctx: CardCtx, dis: boolean): void {
   card.append(
     h("div", { class: "nbh-error", "data-testid": "nbh-askuser-invalid" }, "The agent's questions are invalid and cannot be shown as asked:\n" + (p.ask_user_error || "")),
-    h("pre", { class: "nbh-pre" }, p.input_text),
+    h("pre", { class: "nbh-pre", "data-testid": "nbh-askuser-input" }, clip(p.input_text)),
     ctx.errorBox() || "",
     h("button", { class: "nbh-primary", "data-testid": "nbh-return-error", disabled: dis, onclick: () => ctx.send({ action: "return_error" }) }, "Return this error to the agent"),
   );
