@@ -56,7 +56,7 @@ MAX_SHORT = 20_000
 
 # -- the messages the page may send (validated with pydantic) --------------
 class _Msg(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
     request_id: str | int | None = None
     tool_call_id: str = Field(min_length=1, max_length=512)
     reply_id: str | None = Field(default=None, max_length=512)
@@ -171,6 +171,37 @@ PageMessage = Annotated[
 _adapter: TypeAdapter[Any] = TypeAdapter(PageMessage)
 
 
+_BY_ACTION: dict[str, type[_Msg]] = {
+    model.model_fields["action"].annotation.__args__[0]: model  # type: ignore[union-attr]
+    for model in (
+        ApproveMessage,
+        DenyMessage,
+        ModifyMessage,
+        AnswerMessage,
+        ExternalResultMessage,
+        ReturnErrorMessage,
+        AcceptMessage,
+        EditMessage,
+        RejectMessage,
+        SubmitMessage,
+        DeclineMessage,
+        CancelMessage,
+    )
+}
+
+
+def _unknown_field_text(action: str, name: str) -> str:
+    """A message with a field its action does not take (a typo such as ``reson``, or ``input`` on an
+    approve): refused, never answered as if the field were not there."""
+    model = _BY_ACTION.get(action)
+    takes = sorted(set(model.model_fields) - {"action", "request_id", "tool_call_id", "reply_id"}) if model else []
+    fields = ", ".join(takes) if takes else "no other field"
+    return (
+        f"This {action[:40]} message has no field {name[:80]!r}, so nothing was done "
+        f"(it takes: {fields}; besides tool_call_id and reply_id)."
+    )
+
+
 def parse_message(message: Any) -> Any:
     """Validate a raw page message's shape.
 
@@ -182,7 +213,9 @@ def parse_message(message: Any) -> Any:
 
     Raises:
         DecisionError: unknown action, wrong types, missing or oversized
-            fields; ``field`` names the first one at fault.
+            fields, a field the action does not take (a typo is refused, never
+            ignored: ``{"action": "deny", "reson": ...}`` would deny without the
+            reason); ``field`` names the first one at fault.
     """
     if not isinstance(message, dict):
         raise DecisionError("A page message must be a JSON object.")
@@ -194,6 +227,8 @@ def parse_message(message: Any) -> Any:
         # drop the discriminator tag pydantic puts first
         if loc and loc[0] == message.get("action"):
             loc = loc[1:]
+        if errors and errors[0].get("type") == "extra_forbidden" and len(loc) == 1:
+            raise DecisionError(_unknown_field_text(str(message.get("action")), loc[0]), field=loc[0]) from None
         raise DecisionError(
             f"This {message.get('action', 'message')!s:.40} message is not valid: {format_validation_error(exc)}",
             field=".".join(loc) or None,

@@ -202,9 +202,29 @@ def test_approve_with_bad_rules_refused(rules: Any, field: str) -> None:
     assert err.field == field
 
 
+@pytest.mark.parametrize(
+    ("action", "extra", "field"),
+    [
+        ("approve", {"edited_input": {"path": "notes.txt"}}, "edited_input"),  # a typo must not approve the original
+        ("approve", {"input": '{"path": "notes.txt"}'}, "input"),  # an edit goes with "modify"
+        ("approve", {"rule": [0]}, "rule"),
+        ("deny", {"reson": "keep it"}, "reson"),  # would deny without telling the model why
+        ("deny", {"rules": [0]}, "rules"),  # "Always deny" is deny_rules
+    ],
+)
+def test_a_field_the_action_does_not_take_is_refused_never_ignored(
+    action: str, extra: dict[str, Any], field: str
+) -> None:
+    pause = confirm_pause()
+    with pytest.raises(DecisionError) as err:
+        decide(pause, msg(pause, action, **extra))
+    assert err.value.field == field
+    assert str(err.value).startswith(f"This {action} message has no field {field!r}, so nothing was done (it takes: ")
+
+
 def test_deny_gives_unconfirmed_result_without_rules() -> None:
     pause = confirm_pause()
-    d = decide(pause, msg(pause, "deny", rules=[0]))
+    d = decide(pause, msg(pause, "deny"))
     assert d.confirm_result.confirmed is False
     assert not d.confirm_result.rules
     assert d.confirm_result.tool_call.id == "call_del"
