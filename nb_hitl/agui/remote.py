@@ -30,11 +30,12 @@ from ..answers import front
 from ..entries import entry_text, lookup_in
 from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError, PendingPauseError
 from ..guard import StreamBudget, StreamLimitReached
+from ..kinds import kind_spec
 from ..kinds._schema import validate_payload
 from ..session._calls import install_kernel_hints
 from .client import AguiClient, AguiClientError, RemoteRunError
 from .ids import parse_expires_at
-from .interrupt_views import message_to_entry
+from .interrupt_views import message_to_entry, our_kind
 from .remote_checks import check_entries, refusal_named, reopen_refused
 from .remote_view import TurnView, ViewFactory, default_view
 from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, move, view_data
@@ -317,6 +318,11 @@ class RemoteSession:
             raise AlreadyDecidedError("The answers of this run are already being sent.")
         interrupt = turn.checked[view["interrupt_id"]]
         cancelling = action in ("cancel", "return_error")
+        kind = our_kind(interrupt)
+        needs = kind_spec(kind).return_error_needs_text if kind is not None else None
+        typed = str(front.as_message(message).get("message") or "").strip()
+        if action == "return_error" and needs and not view.get("unanswerable") and not typed:
+            raise DecisionError(needs, field="message")  # as a local card: an empty one would read "cancelled"
         if view.get("unanswerable") and not cancelling:
             raise DecisionError(view["form_error"])
         deadline = parse_expires_at(interrupt.expires_at)

@@ -226,6 +226,9 @@ class PauseKindSpec(ABC):
     interrupt_reason: ClassVar[str] = REASON_INPUT_REQUIRED
     timeout_applied: ClassVar[str] = "error returned to the agent"
     cancelled_what: ClassVar[str] = "external tool call"
+    #: the refusal of a "Return the error" with no text while the pause's input is valid (the person
+    #: must say what went wrong; an invalid input has its own text); ``None``: the kind's default text
+    return_error_needs_text: ClassVar[str | None] = None
     #: a tool call's permission, resumed with AgentScope's ``UserConfirmResultEvent`` ("Approve selected" takes these)
     confirms: ClassVar[bool] = False
 

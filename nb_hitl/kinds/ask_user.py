@@ -119,6 +119,7 @@ class AskUserKind(ExternalKind):
 
     name = "ask_user"
     cancelled_what = "question"
+    return_error_needs_text = "Say what went wrong, or answer the questions."
 
     def complete(self, pause: Pause) -> None:
         """Validate the input: ``pause.ask_user`` or ``pause.ask_user_error`` (case C02)."""
@@ -169,8 +170,8 @@ class AskUserKind(ExternalKind):
                 ),
                 answers=metadata,
             )
-        if pause.ask_user_error is None and not msg.message:
-            raise DecisionError("Say what went wrong, or answer the questions.", field="message")
+        if pause.ask_user_error is None and not (msg.message or "").strip():
+            raise DecisionError(self.return_error_needs_text, field="message")
         return self._return_error(pause, msg)
 
     def cancel_message(self, pause: Pause) -> dict[str, Any]:

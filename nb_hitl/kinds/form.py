@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 FORM_ACTIONS = frozenset({"submit", "return_error"})
+FORM_RETURN_ERROR_NEEDS = "Say what went wrong, or fill in the form."
 """Kind ``form``; ``return_error`` is also the deadline default."""
 
 
@@ -158,8 +159,8 @@ def _decide_form(pause: Pause, msg: Any) -> Decision:
                 metadata={"value": msg.value},
             ),
         )
-    if pause.form_error is None and not msg.message:
-        raise DecisionError("Say what went wrong, or fill in the form.", field="message")
+    if pause.form_error is None and not (msg.message or "").strip():
+        raise DecisionError(FORM_RETURN_ERROR_NEEDS, field="message")
     text = msg.message or f"The form could not be shown to the user: {pause.form_error}"
     return Decision(pause.tool_call_id, "return_error", tool_result=error_result(pause, text))
 
@@ -378,6 +379,7 @@ class FormKind(PauseKindSpec):
     actions = FORM_ACTIONS
     waits_for = "the form's answer (submit)"
     cancelled_what = "form"
+    return_error_needs_text = FORM_RETURN_ERROR_NEEDS
 
     def _decide(self, pause: Pause, msg: Any) -> Decision:
         return _decide_form(pause, msg)

@@ -67,3 +67,51 @@ def test_c34_the_remote_model_reads_the_typed_error_as_a_local_one_does(tmp_path
     asyncio.run(local_go())
     local_read = _read(agent)
     assert (result_text(local_read), local_read.state) == (result_text(remote_read), remote_read.state)
+
+
+def test_c34_an_empty_return_the_error_is_refused_on_both_roads_as_the_local_card_refuses_it(tmp_path):
+    """No text (empty, blank or missing): refused with the same words on the remote card as on the
+    local one, nothing sent; it would otherwise go as a bare ``cancelled`` entry the model reads as
+    "cancelled without an answer"."""
+    from nb_hitl.errors import DecisionError
+
+    refusals: list[tuple[str, str | None]] = []
+    server = AguiServer(two_pause_factory(tmp_path / "remote"))
+    with serve_in_background(server, announce=False) as handle:
+
+        async def remote_go() -> Any:
+            remote = RemoteSession(handle.url, token=handle.token, thread_id="c34-empty", display=False)
+            task = remote.start("Please tidy up.")
+            pending = await remote.until_paused()
+            ask = next(p for p in pending if p["kind"] == "ask_user")
+            for extra in ({"message": ""}, {"message": "   "}, {}):
+                try:
+                    await remote.act({"action": "return_error", "tool_call_id": ask["tool_call_id"], **extra})
+                except DecisionError as err:
+                    refusals.append((str(err), err.field))
+            assert remote.current is not None and remote.current.answers == {}  # nothing taken, nothing sent
+            await remote.act({"action": "return_error", "tool_call_id": ask["tool_call_id"], "message": TYPED})
+            confirm = next(p for p in pending if p["kind"] == "confirm")
+            await remote.act({"action": "deny", "tool_call_id": confirm["tool_call_id"]})
+            return await task
+
+        asyncio.run(remote_go())
+    session = Session(two_pause_agent(tmp_path / "local"), display=False)
+
+    async def local_go() -> str:
+        task = session.start("Please tidy up.")
+        for _ in range(2000):
+            if len(session.pending) == 2:
+                break
+            await asyncio.sleep(0.005)
+        ask = next(p for p in session.pending if p.kind == "ask_user")
+        try:
+            await session.act({"action": "return_error", "tool_call_id": ask.tool_call_id, "message": "  "})
+        except DecisionError as err:
+            task.cancel()
+            return str(err)
+        raise AssertionError("the local card took an empty error")
+
+    local = asyncio.run(local_go())
+    assert refusals == [(local, "message")] * 3
+    assert local == "Say what went wrong, or answer the questions."
