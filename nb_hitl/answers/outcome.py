@@ -66,3 +66,29 @@ def answered_elsewhere_text(how: str) -> str:
     ``"Answered elsewhere: <how>"`` (``how``: by whom, when and what became
     of this answer, as far as the road that carried it knows)."""
     return f"Answered elsewhere: {how}"
+
+
+RESULT_WORDS = {
+    "running": "started",
+    "success": "ran",
+    "error": "failed",
+    "denied": "denied",
+    "interrupted": "interrupted",
+}
+"""What a person reads of a call's result state (AgentScope's ``ToolResultState`` values; ``running``:
+the result has started, the tool runs)."""
+
+
+def applied_text(states: dict[str, str]) -> str:
+    """What a console says of an answer the service applied, from ``{tool_call_id: result state}``
+    (a person reads it: no call ids): ``"Applied by the service: the call ran."``,
+    ``"Applied by the service: 2 calls started, 1 denied."``."""
+    words = [RESULT_WORDS.get(state, state) for state in states.values()]
+    if len(words) == 1:
+        passive = "was " if words[0] in ("denied", "interrupted") else ""
+        return f"Applied by the service: the call {passive}{words[0]}."
+    counts = {word: words.count(word) for word in dict.fromkeys(words)}
+    parts = [f"{n} {word}" for word, n in counts.items()]
+    first = next(iter(counts.values()))
+    parts[0] = parts[0].replace(" ", " call " if first == 1 else " calls ", 1)
+    return f"Applied by the service: {', '.join(parts)}."

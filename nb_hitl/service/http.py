@@ -26,7 +26,7 @@ from httpx_sse import aconnect_sse
 
 from ..errors import NbHitlError
 
-__all__ = ["ServiceHTTP", "ServiceError", "confirm_body", "external_body", "user_msg_body"]
+__all__ = ["ServiceHTTP", "ServiceError", "confirm_body", "denied_in", "external_body", "user_msg_body"]
 
 
 class ServiceError(NbHitlError):
@@ -50,6 +50,14 @@ def confirm_body(
     return UserConfirmResultEvent(reply_id=reply_id, confirm_results=list(results), metadata=metadata or {}).model_dump(
         mode="json"
     )
+
+
+def denied_in(body: dict[str, Any]) -> list[str]:
+    """The ``tool_call`` ids a :func:`confirm_body` denies (``confirmed: false``); ``[]`` for other bodies."""
+    results = body.get("confirm_results") or []
+    return [
+        str((r.get("tool_call") or {}).get("id")) for r in results if isinstance(r, dict) and not r.get("confirmed")
+    ]
 
 
 def external_body(

@@ -35,9 +35,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from ..answers.outcome import Outcome, answered_elsewhere_text
+from ..answers.outcome import Outcome, answered_elsewhere_text, applied_text
 from ..errors import NbHitlError
-from .http import ServiceError, ServiceHTTP
+from .http import ServiceError, ServiceHTTP, denied_in
 from .inbox import parked_calls
 from .required import not_run_text
 from .told import NOTES_KEY, TOLD_KEY
@@ -112,11 +112,10 @@ def elsewhere(info: dict[str, str] | None, *, ours: bool = False, sent: bool = T
     else:
         who = "another answer (the stream did not show which)"
     when = f" at {info['at']}" if info.get("at") else ""
-    event = f" (event {info['event_id']})" if info.get("event_id") else ""
     return Outcome(
         "answered_elsewhere",
         answered_elsewhere_text(
-            f"the call was settled by {who}{when}{event}; this answer was {'not applied' if sent else 'not sent'}."
+            f"the call was settled by {who}{when}; this answer was {'not applied' if sent else 'not sent'}."
         ),
         by="this console" if ours else info.get("by"),
         at=info.get("at"),
@@ -148,6 +147,9 @@ class OutcomeJudge:
         states: ``{tool_call_id: result state}`` produced by this answer.
         others: ``{tool_call_id: answered_by(...)}`` for calls another answer settled.
         noted: calls the answer carries a note for (their result's end is awaited).
+        to_end: ``noted`` and the calls the answer denies (``denied``): their
+            result's end is awaited (a start frame carries no state, and a
+            denied call never "started").
         told: those whose note the model read (the end frame's ``TOLD_KEY``).
         not_run: ``{tool_call_id: why}`` of confirmed calls the service's
             policy did not run (:func:`~nb_hitl.service.required.not_run_text`).
@@ -155,10 +157,13 @@ class OutcomeJudge:
             echoed (the worker could not load the session: storage down), or ``None``.
     """
 
-    def __init__(self, event_id: str, tool_call_ids: Iterable[str], noted: Iterable[str] = ()) -> None:
+    def __init__(
+        self, event_id: str, tool_call_ids: Iterable[str], noted: Iterable[str] = (), denied: Iterable[str] = ()
+    ) -> None:
         self.event_id = event_id
         self.ids = set(tool_call_ids)
         self.noted = set(noted)
+        self.to_end = self.noted | set(denied)  # judged at their result's end: a start says nothing of them
         self.told: set[str] = set()
         self.not_run: dict[str, str] = {}
         self.echoed = False
@@ -171,9 +176,8 @@ class OutcomeJudge:
     def _settled(self) -> Outcome | None:
         if not self.ids <= set(self.states):
             return None
-        names = ", ".join(f"{k}: {v}" for k, v in sorted(self.states.items()))
-        said = f"Answered ({names}). " + " ".join(dict.fromkeys(self.not_run.values())) if self.not_run else ""
-        said = said or f"Applied by the service ({names})."  # a call the service's policy did not run: never "applied"
+        not_run = " ".join(dict.fromkeys(self.not_run.values()))
+        said = f"Answered. {not_run}" if self.not_run else applied_text(self.states)  # not run: never "applied"
         return Outcome("applied", said, dict(self.states), told=set(self.told), not_run=dict(self.not_run))
 
     def closed(
@@ -195,11 +199,11 @@ class OutcomeJudge:
         if info is None and self.current is not None and not self.echoed:
             info = self.current
         if self.states:
-            names = ", ".join(f"{k}: {v}" for k, v in sorted(self.states.items()))
             states = {**{t: "answered_elsewhere" for t in rest}, **self.states}
+            elsewhere_n = f"{len(rest)} call{'s' if len(rest) > 1 else ''}"
             return Outcome(
                 "applied",
-                f"Applied by the service ({names}); {len(rest)} call(s) settled by another answer.",
+                f"{applied_text(self.states)[:-1]}; {elsewhere_n} settled by another answer.",
                 states,
                 told=set(self.told),
                 not_run=dict(self.not_run),
@@ -231,8 +235,8 @@ class OutcomeJudge:
             if self.current["event_id"] == self.event_id:
                 if said := not_run_text(frame):
                     self.not_run[str(tcid)] = said  # the service's policy did not run it (required.py)
-                if kind == "TOOL_RESULT_START" and tcid in self.noted:
-                    return None  # its end says whether the model read the note (ToldMiddleware)
+                if kind == "TOOL_RESULT_START" and tcid in self.to_end:
+                    return None  # its end says whether the model read the note (ToldMiddleware), or the denial
                 self.states[str(tcid)] = str(frame.get("state") or "running")
                 if isinstance(frame.get("metadata"), dict) and frame["metadata"].get(TOLD_KEY):
                     self.told.add(str(tcid))
@@ -339,7 +343,7 @@ async def await_outcome(
         ServiceError: the POST itself failed (nothing was queued).
     """
     notes = (body.get("metadata") or {}).get(NOTES_KEY)
-    judge = OutcomeJudge(str(body.get("id")), tool_call_ids, notes if isinstance(notes, dict) else ())
+    judge = OutcomeJudge(str(body.get("id")), tool_call_ids, notes if isinstance(notes, dict) else (), denied_in(body))
     verdict: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
     broke: list[str] = []
     t0 = time.monotonic()

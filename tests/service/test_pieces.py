@@ -9,9 +9,10 @@ from pathlib import Path
 from agentscope.event import ConfirmResult, UserConfirmResultEvent
 from agentscope.message import ToolCallBlock
 
+from nb_hitl.answers.outcome import applied_text
 from nb_hitl.answers.record import RECORD_VERSION, road_of
 from nb_hitl.pauses import Pause, build_pause
-from nb_hitl.service.http import confirm_body
+from nb_hitl.service.http import confirm_body, denied_in
 from nb_hitl.service.inbox import InboxEntry, parked_calls, summary_line
 from nb_hitl.service.ledger import AnswerLedger
 from nb_hitl.service.outcome import OutcomeJudge, answer_mark
@@ -71,6 +72,27 @@ def test_judge_applied_only_after_its_own_echo() -> None:
     assert judge.feed({"type": "REPLY_START"}) is None and judge.started
     out = judge.feed({"type": "TOOL_RESULT_START", "tool_call_id": "call_1"})
     assert out is not None and out.status == "applied"
+    assert out.detail == "Applied by the service: the call started."  # a person reads no call ids
+
+
+def test_a_denial_is_judged_at_its_results_end_and_said_denied_not_running() -> None:
+    """A result's start carries no state: a denied call is judged at its end, so the console
+    never says a denied call is running."""
+    body = confirm_body("reply-1", [ConfirmResult(confirmed=False, tool_call=ToolCallBlock.model_validate(CALL))])
+    assert denied_in(body) == ["call_1"]
+    judge = OutcomeJudge(body["id"], ["call_1"], denied=denied_in(body))
+    judge.feed({"type": "USER_CONFIRM_RESULT", "id": body["id"]})
+    assert judge.feed({"type": "TOOL_RESULT_START", "tool_call_id": "call_1"}) is None
+    out = judge.feed({"type": "TOOL_RESULT_END", "tool_call_id": "call_1", "state": "denied"})
+    assert out is not None and out.status == "applied"
+    assert out.detail == "Applied by the service: the call was denied."
+
+
+def test_applied_text_counts_the_calls_by_what_happened() -> None:
+    assert applied_text({"a": "success"}) == "Applied by the service: the call ran."
+    assert applied_text({"a": "running", "b": "running", "c": "denied"}) == (
+        "Applied by the service: 2 calls started, 1 denied."
+    )
 
 
 def test_judge_refusals() -> None:
