@@ -117,8 +117,11 @@ def check_content(schema: dict[str, Any], content: Any) -> None:
     field's error at once, nothing fetched, patterns in RE2, formats checked).
 
     Raises:
-        DecisionError: not a JSON object, too long, or breaks the schema
-            (``field`` = ``value.<name>``, as a form's).
+        DecisionError: not a JSON object, too long, a field the schema does
+            not name (MCP's requested schema is a flat object naming every
+            field, and the SDK's server drops the others: what the record
+            says was answered must be what the server got), or breaks the
+            schema (``field`` = ``value.<name>``, as a form's).
     """
     if not isinstance(content, dict):
         raise DecisionError("The answer must be a JSON object of the form's fields.", field="value")
@@ -128,6 +131,15 @@ def check_content(schema: dict[str, Any], content: Any) -> None:
         raise DecisionError("The answer is not JSON.", field="value") from None
     if size > MAX_TEXT:
         raise DecisionError(f"The answer is too long ({size} characters; at most {MAX_TEXT}).", field="value")
+    properties = schema.get("properties")
+    asked: dict[str, Any] = properties if isinstance(properties, dict) else {}
+    unasked = [name for name in content if name not in asked]
+    if unasked:  # MCP's requested schema is flat and names every field: the server would drop the rest
+        names = ", ".join(repr(n[:80]) for n in unasked[:5])
+        raise DecisionError(
+            f"The answer has fields the server did not ask for ({names}); send only the form's fields.",
+            field=f"value.{unasked[0][:80]}",
+        )
     check_form_value(schema, content)
 
 

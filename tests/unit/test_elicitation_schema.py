@@ -70,6 +70,13 @@ def test_content_is_checked_without_fetching_and_with_re2() -> None:
     assert err.value.field == "value.code"
     with pytest.raises(DecisionError, match="JSON object"):
         check_content(schema, ["ABC"])
+    # a field the server did not ask for is refused: the SDK's server would drop it, the record would not
+    with pytest.raises(DecisionError) as extra:
+        check_content(schema, {"code": "ABC", "extra": 1})
+    assert extra.value.field == "value.extra"
+    assert (
+        str(extra.value) == "The answer has fields the server did not ask for ('extra'); send only the form's fields."
+    )
     pause = _pause(CONFIRM)
     decision = decide(pause, {"action": "accept", "tool_call_id": pause.tool_call_id, "content": {"confirm": True}})
     assert (decision.action, decision.content) == ("accept", {"confirm": True})
