@@ -133,7 +133,9 @@ class ReplayDesk:
         calls = await self._calls()
         if mine != self._asked:  # a newer replay was asked for while the log was read
             return None
-        task = asyncio.ensure_future(replay(calls, listed, getattr(self._agent, "toolkit", None), mode=candidate_mode))
+        task = asyncio.ensure_future(
+            replay(calls, listed, getattr(self._agent, "toolkit", None), mode=candidate_mode, in_worker=True)
+        )
         self._task = task
         await asyncio.wait({task})
         if task.cancelled():
