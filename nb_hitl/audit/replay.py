@@ -24,9 +24,10 @@ stays free for clicks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -39,7 +40,7 @@ from ..permissions.tools import tools_of
 from ..store import AuditLog
 from .calls import CALL_FIELDS, RecordedCalls, read_calls, recorded_calls
 from .judge import TURN_ROUNDS, YIELD_EVERY, Judge, Outcome, Turns
-from .worker import WORKER_TIMEOUT, Item, judge_in_worker
+from .worker import WORKER_TIMEOUT, Item, Worker, open_worker
 
 __all__ = ["replay", "recorded_calls", "CALL_COLUMNS", "RULE_COLUMNS", "YIELD_EVERY", "TURN_ROUNDS"]
 
@@ -133,6 +134,7 @@ async def replay(
     shell_rules: bool = True,
     in_worker: bool = False,
     timeout: float = WORKER_TIMEOUT,
+    on_read: Callable[[RecordedCalls], None] | None = None,
 ) -> pd.DataFrame:
     """What a candidate rule set would have decided for every recorded call.
 
@@ -154,11 +156,14 @@ async def replay(
         shell_rules: judge shell commands one simple command at a time, as a
             Session does by default (:mod:`nb_hitl.shell_policy`).
         in_worker: judge the calls in a worker process
-            (:func:`~nb_hitl.audit.worker.judge_in_worker`), leaving the
+            (:class:`~nb_hitl.audit.worker.Worker`), leaving the
             kernel's interpreter free (the explorer's replays): the calls of
             a tool that cannot be sent there (:func:`~nb_hitl.audit.worker.ship_tools`)
-            and inputs that are not JSON are judged here, as without it.
+            and inputs that are not JSON are judged here, as without it; a
+            log file is read there too (:meth:`~nb_hitl.audit.worker.Worker.read`).
         timeout: with ``in_worker``, the seconds the worker may take.
+        on_read: called with the calls when ``log`` is a log file, once read
+            (the explorer keeps them for its next replay).
 
     Returns:
         a ``DataFrame`` with :data:`CALL_COLUMNS`, one row per recorded
@@ -183,13 +188,15 @@ async def replay(
     listed, context_mode = _rules(rules)
     candidate_mode = _mode(mode, context_mode)
     tools = tools_of(getattr(toolkit, "toolkit", None) or toolkit)
-    # off the loop: 100,000 lines take a second
-    calls = log if isinstance(log, RecordedCalls) else await asyncio.to_thread(read_calls, log)
     turn = Turns()
-    items, per_call = await _distinct(calls, tools, turn)
-    decided: list[Outcome | None] = [None] * len(items)
-    if in_worker:
-        await judge_in_worker(items, listed, candidate_mode, shell_rules, decided, timeout=timeout)
+    async with open_worker(timeout) if in_worker else contextlib.nullcontext() as worker:
+        calls = await _calls(log, worker)
+        if on_read is not None and calls is not log:
+            on_read(calls)
+        items, per_call = await _distinct(calls, tools, turn)
+        decided: list[Outcome | None] = [None] * len(items)
+        if worker is not None:
+            await worker.judge(items, listed, candidate_mode, shell_rules, decided)
     judge = Judge(listed, candidate_mode, shell_rules)
     for k, (tool, tool_input, _) in enumerate(items):
         if decided[k] is None:
@@ -204,6 +211,16 @@ async def replay(
     frame.attrs["rules"] = _rule_frame(listed, _tally(listed, given))
     frame.attrs["mode"] = candidate_mode.value
     return frame
+
+
+async def _calls(log: Any, worker: Worker | None) -> RecordedCalls:
+    """``log``'s calls: as given, read by the ``worker`` (a log file), or in
+    a thread (100,000 lines take a second: off the loop)."""
+    if isinstance(log, RecordedCalls):
+        return log
+    if worker is not None and isinstance(log, (AuditLog, str, os.PathLike)):
+        return await worker.read(log.path if isinstance(log, AuditLog) else log)
+    return await asyncio.to_thread(read_calls, log)
 
 
 async def _distinct(

@@ -3,7 +3,7 @@
 A replay in the kernel holds the interpreter lock while it matches: a click
 waits for the event loop's next turn and for the lock at each thread it
 crosses (ipykernel's shell and IOPub threads), tens of milliseconds per
-click on a loaded machine. :func:`judge_in_worker` runs the same matching
+click on a loaded machine. A :class:`Worker` (:func:`open_worker`) runs the same matching
 (:class:`~nb_hitl.audit.judge.Judge`, AgentScope's own engine) in a
 process of its own (``python -m nb_hitl.audit.worker``): the kernel sends
 the candidate (rules, mode), the tools and the distinct calls in batches of
@@ -37,6 +37,8 @@ import signal
 import struct
 import sys
 import traceback
+from array import array
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,9 +47,10 @@ from agentscope.tool import FunctionTool, ToolBase
 from agentscope.tool._builtin._bash_parser import BashCommandParser
 
 from ..errors import DecisionError
-from .judge import Judge, Outcome
+from .calls import RecordedCalls, read_calls
+from .judge import Judge, Outcome, Turns
 
-__all__ = ["judge_in_worker", "ship_tools", "Item", "BATCH", "WORKER_TIMEOUT", "WORKER_NICE"]
+__all__ = ["open_worker", "Worker", "ship_tools", "Item", "BATCH", "PIECE", "WORKER_TIMEOUT", "WORKER_NICE"]
 
 Item = tuple[Any, dict[str, Any], "str | None"]
 """A distinct call to judge: ``(tool, input, key)``, ``key`` the input's
@@ -55,6 +58,9 @@ canonical JSON (:func:`~nb_hitl.audit.calls.input_key`; ``None``: not JSON)."""
 
 BATCH = 500
 """Distinct calls per message to the worker (and outcomes per message back)."""
+
+PIECE = 10_000
+"""Values of a column per message of :meth:`Worker.read` (a fifth as many inputs)."""
 
 WORKER_TIMEOUT = 600.0
 """Seconds a replay's worker may take, from its start to its last outcome."""
@@ -143,13 +149,6 @@ async def _receive(stream: asyncio.StreamReader) -> Any:
     return pickle.loads(await stream.readexactly(size))
 
 
-async def _send_batches(stdin: asyncio.StreamWriter, items: list[Item], wanted: list[int]) -> None:
-    for start in range(0, len(wanted), BATCH):
-        batch = [(items[k][0].name, items[k][1]) for k in wanted[start : start + BATCH]]
-        stdin.write(_frame(("calls", batch)))
-        await stdin.drain()
-
-
 async def _keep_tail(stream: asyncio.StreamReader, kept: list[bytes]) -> None:
     while chunk := await stream.read(65536):
         kept.append(chunk)
@@ -164,36 +163,18 @@ def _worker_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
 
 
-async def judge_in_worker(
-    items: list[Item],
-    listed: list[PermissionRule],
-    mode: PermissionMode,
-    shell_rules: bool,
-    into: list[Outcome | None],
-    *,
-    timeout: float = WORKER_TIMEOUT,
-) -> None:
-    """Judge ``items`` in a worker process, writing each outcome to ``into`` (same index).
-
-    The calls of a tool that cannot be sent (:func:`ship_tools`) or loaded,
-    and inputs that are not JSON, are left ``None`` in ``into`` for the
-    kernel to judge. Cancelling the task running this kills the worker.
+@contextlib.asynccontextmanager
+async def open_worker(timeout: float = WORKER_TIMEOUT) -> AsyncIterator[Worker]:
+    """A replay's worker process for the body, killed when the body ends
+    (or is cancelled); its failures told as :class:`~nb_hitl.errors.DecisionError`.
 
     Args:
-        items: the distinct calls (:data:`Item`).
-        listed: the candidate rules (outcomes name them by position).
-        mode: the candidate mode.
-        shell_rules: judge shell commands one simple command at a time.
-        into: one slot per item.
-        timeout: seconds the worker may take, start to last outcome.
+        timeout: seconds the body may take, the worker's start included.
 
     Raises:
-        DecisionError: the worker ended before its last outcome (its error
-            quoted) or ran past ``timeout`` (``field="replay"``).
+        DecisionError: the worker failed (its error quoted), ended before
+            its work was done, or the body ran past ``timeout`` (``field="replay"``).
     """
-    shipped, _ = ship_tools({tool.name: tool for tool, _, key in items if key is not None})
-    if not shipped:
-        return
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -207,26 +188,9 @@ async def judge_in_worker(
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     stderr: list[bytes] = []
     tail = asyncio.ensure_future(_keep_tail(proc.stderr, stderr))
-    sender: asyncio.Future[None] | None = None
     try:
         async with asyncio.timeout(timeout):
-            proc.stdin.write(
-                _frame({"rules": listed, "mode": mode.value, "shell_rules": shell_rules, "tools": shipped})
-            )
-            await proc.stdin.drain()
-            _, failed = await _receive(proc.stdout)
-            sent = set(shipped) - set(failed)
-            wanted = [k for k, (tool, _, key) in enumerate(items) if key is not None and tool.name in sent]
-            sender = asyncio.ensure_future(_send_batches(proc.stdin, items, wanted))
-            done = 0
-            while done < len(wanted):
-                kind, data = await _receive(proc.stdout)
-                if kind == "error":
-                    raise DecisionError(f"The replay's worker process failed: {data}", field="replay")
-                for encoded in data:
-                    into[wanted[done]] = decode(encoded, listed)
-                    done += 1
-            await sender
+            yield Worker(proc.stdin, proc.stdout)
     except TimeoutError:
         raise DecisionError(
             f"The replay ran past {timeout:g} s in its worker process and was stopped.", field="replay"
@@ -236,13 +200,11 @@ async def judge_in_worker(
         await tail
         said = b"".join(stderr).decode(errors="replace").strip().splitlines()
         raise DecisionError(
-            f"The replay's worker process ended (exit status {proc.returncode}) before its last outcome"
+            f"The replay's worker process ended (exit status {proc.returncode}) before its work was done"
             + (f": {said[-1]}" if said else "."),
             field="replay",
         ) from None
     finally:
-        if sender is not None:
-            sender.cancel()
         with contextlib.suppress(ProcessLookupError):
             if proc.returncode is None:
                 proc.kill()
@@ -252,9 +214,131 @@ async def judge_in_worker(
         tail.cancel()
 
 
+class Worker:
+    """A replay's worker process, as :func:`open_worker` gives it: reads a
+    log (:meth:`read`), judges calls (:meth:`judge`), one at a time."""
+
+    def __init__(self, stdin: asyncio.StreamWriter, stdout: asyncio.StreamReader) -> None:
+        self._stdin = stdin
+        self._stdout = stdout
+
+    async def _ask(self, message: Any) -> None:
+        self._stdin.write(_frame(message))
+        await self._stdin.drain()
+
+    async def _answer(self) -> Any:
+        """The worker's next message; its own error raised as :class:`~nb_hitl.errors.DecisionError`."""
+        message = await _receive(self._stdout)
+        if message[0] == "error":
+            raise DecisionError(f"The replay's worker process failed: {message[1]}", field="replay")
+        return message
+
+    async def read(self, path: str | os.PathLike[str]) -> RecordedCalls:
+        """The calls of the audit log at ``path`` (:func:`~nb_hitl.audit.calls.read_calls`),
+        read in the worker and sent back in pieces (:data:`PIECE` values a
+        message), so the kernel never parses the log itself; equal inputs are
+        still held once, as ``read_calls`` holds them.
+
+        Raises:
+            DecisionError: the worker could not read it (a log through a symlink...).
+        """
+        calls = RecordedCalls()
+        inputs: list[dict[str, Any]] = []
+        shared = array("q")
+        turn = Turns()
+        await self._ask({"read": os.fspath(path)})
+        while (message := await self._answer())[0] != "end":
+            kind, name, part = message
+            if kind == "inputs":
+                inputs.extend(part)
+            elif kind == "shared":
+                shared.frombytes(part)
+            elif kind == "keys":
+                calls.keys.extend(part)
+            else:
+                calls.columns[name].extend(part)
+            await turn()
+        column = calls.columns["input"]
+        for start in range(0, len(shared), PIECE):
+            column.extend([inputs[i] for i in shared[start : start + PIECE]])
+            await turn()
+        return calls
+
+    async def judge(
+        self,
+        items: list[Item],
+        listed: list[PermissionRule],
+        mode: PermissionMode,
+        shell_rules: bool,
+        into: list[Outcome | None],
+    ) -> None:
+        """Judge ``items`` in the worker, writing each outcome to ``into`` (same index).
+
+        The calls of a tool that cannot be sent (:func:`ship_tools`) or
+        loaded, and inputs that are not JSON, are left ``None`` in ``into``
+        for the kernel to judge.
+
+        Args:
+            items: the distinct calls (:data:`Item`).
+            listed: the candidate rules (outcomes name them by position).
+            mode: the candidate mode.
+            shell_rules: judge shell commands one simple command at a time.
+            into: one slot per item.
+        """
+        shipped, _ = ship_tools({tool.name: tool for tool, _, key in items if key is not None})
+        if not shipped:
+            return
+        await self._ask({"rules": listed, "mode": mode.value, "shell_rules": shell_rules, "tools": shipped})
+        _, failed = await self._answer()
+        sent = set(shipped) - set(failed)
+        wanted = [k for k, (tool, _, key) in enumerate(items) if key is not None and tool.name in sent]
+        sender = asyncio.ensure_future(self._send_batches(items, wanted))
+        try:
+            done = 0
+            while done < len(wanted):
+                _, data = await self._answer()
+                for encoded in data:
+                    into[wanted[done]] = decode(encoded, listed)
+                    done += 1
+            await sender
+        finally:
+            sender.cancel()
+            if sender.done() and not sender.cancelled():
+                sender.exception()  # a pipe closed under it: already told by the read that failed
+
+    async def _send_batches(self, items: list[Item], wanted: list[int]) -> None:
+        for start in range(0, len(wanted), BATCH):
+            await self._ask(("calls", [(items[k][0].name, items[k][1]) for k in wanted[start : start + BATCH]]))
+        await self._ask(("end", None))
+
+
+def _send_calls(out: IO[bytes], calls: RecordedCalls) -> None:
+    """:meth:`Worker.read`'s messages: the distinct inputs, which of them
+    each call made (``shared``), every other column and the keys, in pieces."""
+    inputs: list[dict[str, Any]] = []
+    seen: dict[int, int] = {}
+    shared = array("q")
+    for given in calls.columns["input"]:
+        index = seen.setdefault(id(given), len(inputs))
+        if index == len(inputs):
+            inputs.append(given)
+        shared.append(index)
+    for start in range(0, len(inputs), PIECE // 5):
+        out.write(_frame(("inputs", None, inputs[start : start + PIECE // 5])))
+    for start in range(0, len(shared), PIECE):
+        out.write(_frame(("shared", None, shared[start : start + PIECE].tobytes())))
+    for start in range(0, len(calls), PIECE):
+        out.write(_frame(("keys", None, calls.keys[start : start + PIECE])))
+        for name, values in calls.columns.items():
+            if name != "input":
+                out.write(_frame(("column", name, values[start : start + PIECE])))
+    out.write(_frame(("end",)))
+    out.flush()
+
+
 def _die_with(parent: int) -> None:
     """End this process when ``parent`` (the kernel) ends (Linux: ``PR_SET_PDEATHSIG``)."""
-    with contextlib.suppress(OSError, AttributeError):
+    with contextlib.suppress(OSError, AttributeError, TypeError):  # not Linux: the end of the input ends it
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -275,42 +359,50 @@ async def _judge_batch(judge: Judge, tools: dict[str, Any], batch: list[tuple[st
     return [await judge.judge(tools[name], tool_input) for name, tool_input in batch]
 
 
+def _judge_calls(inp: IO[bytes], out: IO[bytes], setup: dict[str, Any]) -> None:
+    """:meth:`Worker.judge` in the worker: load the tools, say which could
+    not be, then judge each batch of calls until ``("end", None)``."""
+    tools: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    for name, blob in setup["tools"].items():
+        try:
+            tools[name] = pickle.loads(blob)
+        except Exception as exc:  # noqa: BLE001 - unpickling runs a tool's own code: a class defined in a notebook, a module missing here
+            failed[name] = f"{type(exc).__name__}: {exc}"
+    out.write(_frame(("ready", failed)))
+    out.flush()
+    listed: list[PermissionRule] = setup["rules"]
+    index = {id(r): i for i, r in enumerate(listed)}
+    loop = asyncio.new_event_loop()
+
+    async def make() -> Judge:
+        return Judge(listed, PermissionMode(setup["mode"]), setup["shell_rules"])
+
+    judge = loop.run_until_complete(make())
+    while (message := _read(inp)) is not None and message[0] == "calls":
+        outcomes = loop.run_until_complete(_judge_batch(judge, tools, message[1]))
+        out.write(_frame(("outcomes", [encode(o, index) for o in outcomes])))
+        out.flush()
+    loop.close()
+
+
 def main(parent: int) -> None:
-    """The worker: reads the candidate and the calls from stdin, writes
-    ``("ready", {tool: why not loaded})`` then ``("outcomes", [...])`` per
-    batch to stdout (``("error", text)`` if anything fails); stdout is kept
-    for those messages (whatever else prints goes to stderr)."""
+    """The worker: answers each request on stdin on stdout, a log to read
+    (:func:`_send_calls`) or calls to judge (:func:`_judge_calls`), until its
+    input ends; ``("error", text)`` if anything fails. Stdout is kept for
+    those messages (whatever else prints goes to stderr)."""
     _die_with(parent)
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, AttributeError):  # no os.nice on Windows
         os.nice(WORKER_NICE)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     inp = sys.stdin.buffer
     try:
-        setup = _read(inp)
-        if setup is None:
-            return
-        tools: dict[str, Any] = {}
-        failed: dict[str, str] = {}
-        for name, blob in setup["tools"].items():
-            try:
-                tools[name] = pickle.loads(blob)
-            except Exception as exc:  # noqa: BLE001 - unpickling runs a tool's own code: a class defined in a notebook, a module missing here
-                failed[name] = f"{type(exc).__name__}: {exc}"
-        out.write(_frame(("ready", failed)))
-        out.flush()
-        listed: list[PermissionRule] = setup["rules"]
-        index = {id(r): i for i, r in enumerate(listed)}
-        loop = asyncio.new_event_loop()
-
-        async def make() -> Judge:
-            return Judge(listed, PermissionMode(setup["mode"]), setup["shell_rules"])
-
-        judge = loop.run_until_complete(make())
-        while (message := _read(inp)) is not None:
-            outcomes = loop.run_until_complete(_judge_batch(judge, tools, message[1]))
-            out.write(_frame(("outcomes", [encode(o, index) for o in outcomes])))
-            out.flush()
+        while (asked := _read(inp)) is not None:
+            if "read" in asked:
+                _send_calls(out, read_calls(asked["read"]))
+            else:
+                _judge_calls(inp, out, asked)
     except BrokenPipeError:  # the kernel stopped listening
         sys.exit(0)
     except Exception:  # noqa: BLE001 - whatever fails is told to the kernel, which raises it

@@ -8,11 +8,13 @@ functions, which no other process could import) and on random logs of
 :mod:`tests.audit.test_replay_reference` over ``Bash`` (its shell parser
 made anew in the worker), ``Read``, ``Write`` and a function tool, with a
 pathological rule reported from the worker. A tool that cannot be sent is
-judged in the kernel; a worker past its time is stopped and said so.
+judged in the kernel; a worker past its time is stopped and said so; a log
+read in the worker comes back as the kernel would have read it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -25,8 +27,11 @@ from agentscope.permission import PermissionMode
 from agentscope.tool import FunctionTool
 
 from nb_hitl.audit import replay
+from nb_hitl.audit.calls import read_calls
 from nb_hitl.audit.judge import Judge
+from nb_hitl.audit.worker import open_worker
 from nb_hitl.errors import DecisionError
+from nb_hitl.store import AuditLog
 from tests.audit.test_record_and_replay import _recorded_session
 from tests.audit.test_replay_reference import _log, _rules, _tools, lookup
 from tests.support import run_async
@@ -135,3 +140,23 @@ def test_a_worker_past_its_time_is_stopped_and_said_so() -> None:
         run_async(replay(records, _rules(random.Random(1), 5), _tools(), in_worker=True, timeout=0.5))
     assert raised.value.field == "replay"
     assert workers() == set()
+
+
+async def _read_in_worker(path: Path) -> Any:
+    async with open_worker() as worker:
+        return await worker.read(path)
+
+
+def test_a_log_read_in_the_worker_is_the_log_read_here(tmp_path: Path) -> None:
+    records = _log(random.Random(3), 25_000)  # more than one piece of each column
+    log = AuditLog(tmp_path / "day.jsonl")
+    log.path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    there = run_async(_read_in_worker(log.path))
+    here = read_calls(log)
+    assert there.columns == here.columns and there.keys == here.keys
+    given = there.columns["input"]
+    assert len({id(d) for d in given}) == len({id(d) for d in here.columns["input"]}) < 100  # inputs held once
+    (tmp_path / "link.jsonl").symlink_to(log.path)
+    with pytest.raises(DecisionError, match="worker process failed") as raised:
+        run_async(_read_in_worker(tmp_path / "link.jsonl"))
+    assert raised.value.field == "replay" and workers() == set()
