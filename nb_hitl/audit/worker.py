@@ -8,7 +8,10 @@ click on a loaded machine. A :class:`Worker` (:func:`open_worker`) runs the same
 process of its own (``python -m nb_hitl.audit.worker``): the kernel sends
 the candidate (rules, mode), the tools and the distinct calls in batches of
 :data:`BATCH`; the worker sends each batch's outcomes back as it finishes
-it; the kernel's loop only waits on the pipe meanwhile.
+it; the kernel's loop only waits on the pipe meanwhile. The same worker
+first reads the log, when the replay is given one (:meth:`Worker.read`):
+its calls come back in pieces of :data:`PIECE` values, so the kernel never
+parses the log itself.
 
 The tools go as AgentScope's own objects (:func:`ship_tools`), less what a
 permission check never uses: a ``FunctionTool``'s function (a check asks
@@ -66,7 +69,9 @@ WORKER_TIMEOUT = 600.0
 """Seconds a replay's worker may take, from its start to its last outcome."""
 
 WORKER_NICE = 5
-"""How much lower the worker's scheduling priority is than the kernel's (``os.nice``)."""
+"""How much lower the worker's scheduling priority is than the kernel's
+(``os.nice``; read when a worker starts): the kernel's threads get a core
+first, and a replay takes longer on a machine busy with other work."""
 
 _HEADER = struct.Struct("!Q")
 _STDERR_KEPT = 4000  # characters of the worker's stderr an error quotes
@@ -180,6 +185,7 @@ async def open_worker(timeout: float = WORKER_TIMEOUT) -> AsyncIterator[Worker]:
         "-m",
         "nb_hitl.audit.worker",
         str(os.getpid()),
+        str(WORKER_NICE),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -386,14 +392,14 @@ def _judge_calls(inp: IO[bytes], out: IO[bytes], setup: dict[str, Any]) -> None:
     loop.close()
 
 
-def main(parent: int) -> None:
+def main(parent: int, nice: int) -> None:
     """The worker: answers each request on stdin on stdout, a log to read
     (:func:`_send_calls`) or calls to judge (:func:`_judge_calls`), until its
     input ends; ``("error", text)`` if anything fails. Stdout is kept for
     those messages (whatever else prints goes to stderr)."""
     _die_with(parent)
     with contextlib.suppress(OSError, AttributeError):  # no os.nice on Windows
-        os.nice(WORKER_NICE)
+        os.nice(nice)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     inp = sys.stdin.buffer
@@ -415,4 +421,4 @@ def main(parent: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), int(sys.argv[2]))
