@@ -14,11 +14,11 @@ reported on the calls it would have hung on, never matched. Each distinct
 call (tool and input) is put to the engine once, its rules matched once
 each, and every recorded call with it counted with that outcome. A long replay
 gives the event loop a turn every :data:`~nb_hitl.audit.judge.YIELD_EVERY`
-seconds (and reads the log in a worker thread), so a kernel stays responsive
+seconds (and reads the log in a thread), so a kernel stays responsive
 while it runs and the task running it can be cancelled between two calls;
-with ``in_worker=True`` (the explorer's replays) the matching runs in a
-worker process (:mod:`nb_hitl.audit.worker`) and the kernel's interpreter
-stays free for clicks.
+with ``in_worker=True`` (the explorer's replays) the log is read and the
+calls matched in a worker process (:mod:`nb_hitl.audit.worker`) and the
+kernel's interpreter stays free for clicks.
 """
 
 from __future__ import annotations

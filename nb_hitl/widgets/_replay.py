@@ -3,10 +3,12 @@
 :class:`ReplayDesk` runs :func:`nb_hitl.audit.replay` for the explorer and
 keeps its whole result (a ``DataFrame`` of every recorded call) in the
 kernel; the page gets a summary and one page of rows at a time
-(:meth:`ReplayDesk.page`), never the whole log. A newer run cancels an older
-one still running (the replay gives the event loop a turn between calls, so
-the cancel lands and the kernel stays responsive), and the candidate rules of
-the last finished run can be taken away as a rules file (:meth:`ReplayDesk.export`).
+(:meth:`ReplayDesk.page`), never the whole log. The log is read and its
+calls judged in a worker process (``replay(..., in_worker=True)``,
+:mod:`nb_hitl.audit.worker`), so the kernel stays free for clicks meanwhile.
+A newer run cancels an older one still running (its worker is killed), and
+the candidate rules of the last finished run can be taken away as a rules
+file (:meth:`ReplayDesk.export`).
 """
 
 from __future__ import annotations
