@@ -3,48 +3,44 @@
 :func:`replay` takes the calls an audit log recorded (each permission check,
 ``event: "checked"``, and the answer to it, linked by ``tool_call_id``) and
 asks AgentScope's own ``PermissionEngine`` what a candidate rule set (and
-mode) would have decided for each: which decisions change (``allow -> ask``,
-``ask -> allow``...), which calls a person denied that the candidate would
-allow, which rules never fire, which are shadowed by others. Shell tools are
-judged as a Session judges them (:func:`~nb_hitl.permissions.shell_check.judge_shell_call`)
-unless ``shell_rules=False``. Matching is bounded
+mode) would have decided for each (:class:`~nb_hitl.audit.judge.Judge`):
+which decisions change (``allow -> ask``, ``ask -> allow``...), which calls
+a person denied that the candidate would allow, which rules never fire,
+which are shadowed by others. Shell tools are judged as a Session judges
+them (:func:`~nb_hitl.permissions.shell_check.judge_shell_call`) unless
+``shell_rules=False``. Matching is bounded
 (:class:`~nb_hitl.permissions.bounded.BoundedEngine`): a pathological rule is
 reported on the calls it would have hung on, never matched. Each distinct
 call (tool and input) is put to the engine once, its rules matched once
 each, and every recorded call with it counted with that outcome. A long replay
-gives the event loop a turn every :data:`YIELD_EVERY` seconds (and reads
-the log in a worker thread), so a kernel stays responsive while it runs and
-the task running it can be cancelled between two calls.
+gives the event loop a turn every :data:`~nb_hitl.audit.judge.YIELD_EVERY`
+seconds (and reads the log in a thread), so a kernel stays responsive
+while it runs and the task running it can be cancelled between two calls;
+with ``in_worker=True`` (the explorer's replays) the log is read and the
+calls matched in a worker process (:mod:`nb_hitl.audit.worker`) and the
+kernel's interpreter stays free for clicks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-import time
 from collections import Counter
-from collections.abc import Awaitable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pandas as pd
-from agentscope.permission import (
-    PermissionBehavior,
-    PermissionContext,
-    PermissionDecision,
-    PermissionEngine,
-    PermissionMode,
-    PermissionRule,
-)
+from agentscope.permission import PermissionBehavior, PermissionContext, PermissionMode, PermissionRule
 
 from .._agentscope import enum_value, rule_label
 from ..errors import DecisionError
-from ..permissions.bounded import BoundedEngine, PathologicalRuleError, may_backtrack
 from ..permissions.rules import MODES, parse_rule
-from ..permissions.shell_check import judge_shell_call, rule_covers, shell_field, shell_forms
 from ..permissions.tools import tools_of
 from ..store import AuditLog
 from .calls import CALL_FIELDS, RecordedCalls, read_calls, recorded_calls
+from .judge import TURN_ROUNDS, YIELD_EVERY, Judge, Outcome, Turns
+from .worker import WORKER_TIMEOUT, Item, Worker, open_worker
 
 __all__ = ["replay", "recorded_calls", "CALL_COLUMNS", "RULE_COLUMNS", "YIELD_EVERY", "TURN_ROUNDS"]
 
@@ -62,19 +58,6 @@ CALL_COLUMNS = [
 
 RULE_COLUMNS = ["rule", "behavior", "matched", "fired", "never_fired", "shadowed_by", "pathological"]
 """The columns of ``replay(...).attrs["rules"]`` (one row per candidate rule)."""
-
-YIELD_EVERY = 0.02
-"""Seconds of matching :func:`replay` does before it lets the event loop run (:data:`TURN_ROUNDS` rounds)."""
-
-TURN_ROUNDS = 4
-"""Event-loop iterations (``await asyncio.sleep(0)``) a turn of :func:`replay` gives.
-A message reaching a kernel goes from its socket's callback through a queue
-and a task or two to the comm handler, one loop iteration a step: with one
-iteration a turn, each step waited for the next turn (a click waited 40-60 ms
-for three turns of 20 ms); an iteration with nothing to run costs a few µs."""
-
-_ABSENT = object()
-_PRECEDENCE = {"deny": 0, "ask": 1, "allow": 2}  # the engine's order: deny rules, ask rules, ..., allow rules
 
 
 def _rules(rules: Any) -> tuple[list[PermissionRule], PermissionMode | None]:
@@ -102,183 +85,7 @@ def _mode(mode: Any, fallback: PermissionMode | None) -> PermissionMode:
         raise DecisionError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.", field="mode") from None
 
 
-class _ReplayEngine(BoundedEngine):
-    """A :class:`BoundedEngine` that knows, for one call at a time, which
-    rules match it. Replay matches every rule of the call's tool first
-    (:meth:`match_all`, to count what fired and what was shadowed), then asks the
-    engine for its decision (its own ``check_permission``), whose rule
-    matches against that call are then answered from what is known: each rule
-    is matched once per call.
-
-    Args:
-        context: the candidate ``PermissionContext``.
-        answers: two done futures, holding ``False`` and ``True``, that the
-            engine's ``await self._rule_matches(...)`` gets for a known match
-            (no coroutine made per lookup).
-    """
-
-    def __init__(self, context: PermissionContext, answers: tuple[asyncio.Future[bool], asyncio.Future[bool]]) -> None:
-        super().__init__(context)
-        self.call: dict[str, Any] = {}
-        self._answers = answers
-        self._known: dict[int, asyncio.Future[bool]] = {}
-        self._field: str | None = None
-        self._forms: dict[tuple[int, Any], asyncio.Future[bool]] = {}
-        self._last: tuple[Any, bool] = (None, False)
-        self._costly: set[int] = set()
-        self._next_turn = time.perf_counter() + YIELD_EVERY
-
-    async def turn(self) -> None:
-        """Let the event loop run (:data:`TURN_ROUNDS` iterations) when
-        :data:`YIELD_EVERY` seconds have passed since it last did: a click is
-        answered, a cancel lands here. Asked between calls and before each
-        match of a shell rule's simple commands (a call judged with the shell
-        rules matches each rule against each of its simple commands too)."""
-        if time.perf_counter() >= self._next_turn:
-            for _ in range(TURN_ROUNDS):
-                await asyncio.sleep(0)
-            self._next_turn = time.perf_counter() + YIELD_EVERY
-
-    def add_rule(self, rule: PermissionRule) -> None:
-        """AgentScope's ``add_rule``; notes whether matching ``rule`` may cost
-        anything (:func:`~nb_hitl.permissions.bounded.may_backtrack`)."""
-        super().add_rule(rule)
-        if may_backtrack(rule):
-            self._costly.add(id(rule))
-
-    async def match_all(
-        self, tool: Any, tool_input: dict[str, Any], rules: list[PermissionRule], shell: bool
-    ) -> tuple[dict[str, Any], list[PermissionRule], list[PermissionRule], str | None]:
-        """Start a call and match every rule of ``rules`` against it (AgentScope's
-        ``PermissionEngine._rule_matches``, bounded; with ``shell``, a rule
-        that covers one of its simple commands matches too); what matched the
-        input itself is remembered for the engine's check of that input.
-
-        Returns:
-            ``(input, matching, pathological, problem)``: a copy of
-            ``tool_input`` (the input to decide with; the row keeps the
-            recorded one), the matching rules in ``rules``' order, the rules
-            too costly to match, and the last of their errors' messages.
-        """
-        self.call = given = dict(tool_input)
-        self._known = known = {}
-        self._field, self._forms, self._last = shell_field(tool) if shell else None, {}, (None, False)
-        parts = shell_forms(tool, given) if shell else None
-        command = given.get(self._field) if self._field is not None else None
-        # a rule covers a simple command only by matching one of its forms: when each is the whole line, only by matching it
-        covers = parts is not None and any(f != command for text, forms in parts for f in (text, *forms))
-        costly, answers, matches = self._costly, self._answers, PermissionEngine._rule_matches
-        matching: list[PermissionRule] = []
-        pathological: list[PermissionRule] = []
-        problem: str | None = None
-        for rule in rules:
-            key = id(rule)
-            try:
-                if key in costly:
-                    self.check_cost(tool, rule, given)
-                matched = bool(await matches(self, tool, rule, given))
-                known[key] = answers[matched]
-                if matched or covers and await rule_covers(tool, rule, given, self, parts):
-                    matching.append(rule)
-            except PathologicalRuleError as exc:
-                pathological.append(rule)
-                problem = str(exc)
-        return given, matching, pathological, problem
-
-    def _rule_matches(  # type: ignore[override]
-        self, tool: Any, rule: PermissionRule, input_data: dict[str, Any]
-    ) -> Awaitable[bool]:
-        call, field = self.call, self._field
-        if input_data is call:
-            known = self._known.get(id(rule))
-            if known is not None:
-                return known
-        elif field is not None and self._one_command(input_data, field):
-            form = input_data.get(field)
-            known = self._known.get(id(rule)) if form == call.get(field) else self._forms.get((id(rule), form))
-            if known is not None:
-                return known
-            return self._other(tool, rule, input_data, (id(rule), form))
-        return self._other(tool, rule, input_data)
-
-    def _one_command(self, input_data: dict[str, Any], field: str) -> bool:
-        """Whether ``input_data`` is the call's input with only its command
-        line (``field``) changed: one of the forms of its simple commands,
-        whose match against a rule is the same wherever it is asked. The
-        last input asked about is remembered (the engine asks every rule of
-        a bucket about one input)."""
-        last = self._last
-        if last[0] is input_data:
-            return last[1]
-        call = self.call
-        same = len(input_data) == len(call) and all(
-            k == field or input_data.get(k, _ABSENT) is v for k, v in call.items()
-        )
-        self._last = (input_data, same)  # holds the input: its id is not reused while remembered
-        return same
-
-    async def _other(
-        self, tool: Any, rule: PermissionRule, input_data: dict[str, Any], form: tuple[int, Any] | None = None
-    ) -> bool:
-        """A match against another input (a shell rule's simple commands):
-        bounded, after the loop's turn if due; remembered for the call under
-        ``form`` (the rule and the command) when given."""
-        await self.turn()
-        matched = bool(await super()._rule_matches(tool, rule, input_data))
-        if form is not None:
-            self._forms[form] = self._answers[matched]
-        return matched
-
-
-async def _decide(engine: BoundedEngine, tool: Any, tool_input: dict[str, Any], shell: bool) -> PermissionDecision:
-    decision = await engine.check_permission(tool, tool_input)
-    if shell:
-        verdict = await judge_shell_call(engine, tool, dict(tool_input), decision)
-        if verdict is not None:
-            return verdict.decision
-    return decision
-
-
-@dataclass(frozen=True, eq=False)
-class _Outcome:
-    """What the candidate decides for one distinct (tool, input): the
-    decision's fields for the row, and the rules that matched (in the
-    engine's order) or could not be matched (pathological)."""
-
-    candidate: str
-    reason: str | None
-    rule: str | None
-    problem: str | None
-    matching: tuple[PermissionRule, ...]
-    pathological: tuple[PermissionRule, ...]
-
-
-async def _judge(
-    engine: _ReplayEngine, tool: Any, tool_input: dict[str, Any], rules: list[PermissionRule], shell: bool
-) -> _Outcome:
-    """The engine's decision on one call, and every rule of ``rules`` (the
-    tool's, in the engine's order) that matches it."""
-    given, matching, pathological, problem = await engine.match_all(tool, tool_input, rules, shell)
-    decision: PermissionDecision | None = None
-    try:
-        decision = await _decide(engine, tool, given, shell)
-    except PathologicalRuleError as exc:
-        problem = problem or str(exc)
-    if problem is not None or decision is None:
-        return _Outcome("unknown", None, None, problem, tuple(matching), tuple(pathological))
-    candidate = enum_value(decision.behavior)
-    fired = next((r for r in matching if enum_value(r.behavior) == candidate), None)
-    return _Outcome(
-        candidate,
-        decision.decision_reason or decision.message,
-        rule_label(fired) if fired is not None else None,
-        None,
-        tuple(matching),
-        tuple(pathological),
-    )
-
-
-def _call_frame(calls: RecordedCalls, outcomes: list[_Outcome]) -> pd.DataFrame:
+def _call_frame(calls: RecordedCalls, outcomes: list[Outcome]) -> pd.DataFrame:
     """The replay's frame (:data:`CALL_COLUMNS`): the recorded calls' columns
     and, per call, what the candidate decides (``outcomes``, one per call)."""
     cols = calls.columns
@@ -298,7 +105,7 @@ def _call_frame(calls: RecordedCalls, outcomes: list[_Outcome]) -> pd.DataFrame:
     return pd.DataFrame(data, columns=CALL_COLUMNS)
 
 
-def _tally(listed: list[PermissionRule], outcomes: Counter[_Outcome]) -> dict[int, dict[str, Any]]:
+def _tally(listed: list[PermissionRule], outcomes: Counter[Outcome]) -> dict[int, dict[str, Any]]:
     """Per rule (by ``id``): on how many calls it ``matched``, ``fired`` (the
     first match), was shadowed ``by`` (label -> calls) and was ``pathological``;
     ``outcomes`` counts the calls each outcome was given to."""
@@ -325,6 +132,9 @@ async def replay(
     *,
     mode: str | PermissionMode | None = None,
     shell_rules: bool = True,
+    in_worker: bool = False,
+    timeout: float = WORKER_TIMEOUT,
+    on_read: Callable[[RecordedCalls], None] | None = None,
 ) -> pd.DataFrame:
     """What a candidate rule set would have decided for every recorded call.
 
@@ -345,6 +155,15 @@ async def replay(
         mode: the candidate permission mode (default ``default``).
         shell_rules: judge shell commands one simple command at a time, as a
             Session does by default (:mod:`nb_hitl.shell_policy`).
+        in_worker: judge the calls in a worker process
+            (:class:`~nb_hitl.audit.worker.Worker`), leaving the
+            kernel's interpreter free (the explorer's replays): the calls of
+            a tool that cannot be sent there (:func:`~nb_hitl.audit.worker.ship_tools`)
+            and inputs that are not JSON are judged here, as without it; a
+            log file is read there too (:meth:`~nb_hitl.audit.worker.Worker.read`).
+        timeout: with ``in_worker``, the seconds the worker may take.
+        on_read: called with the calls when ``log`` is a log file, once read
+            (the explorer keeps them for its next replay).
 
     Returns:
         a ``DataFrame`` with :data:`CALL_COLUMNS`, one row per recorded
@@ -362,51 +181,80 @@ async def replay(
         matched against in the bound).
 
     Raises:
-        DecisionError: a bad rule (``field="rules[i]...."``) or mode.
+        DecisionError: a bad rule (``field="rules[i]...."``) or mode; with
+            ``in_worker``, the worker failed or ran past ``timeout``
+            (``field="replay"``; the worker is stopped).
     """
     listed, context_mode = _rules(rules)
     candidate_mode = _mode(mode, context_mode)
-    answers = (asyncio.get_running_loop().create_future(), asyncio.get_running_loop().create_future())
-    answers[0].set_result(False)
-    answers[1].set_result(True)
-    engine = _ReplayEngine(PermissionContext(mode=candidate_mode), answers)
-    for rule in listed:
-        engine.add_rule(rule)
-    by_tool: dict[str, list[PermissionRule]] = {}
-    for rule in sorted(listed, key=lambda r: _PRECEDENCE[enum_value(r.behavior)]):  # stable within a bucket
-        by_tool.setdefault(rule.tool_name, []).append(rule)
     tools = tools_of(getattr(toolkit, "toolkit", None) or toolkit)
-    decided: dict[tuple[str, str], _Outcome] = {}
-    missing: dict[str, _Outcome] = {}
-    given: Counter[_Outcome] = Counter()
-    # off the loop: 100,000 lines take a second
-    calls = log if isinstance(log, RecordedCalls) else await asyncio.to_thread(read_calls, log)
-    names, inputs, keys = calls.columns["tool_name"], calls.columns["input"], calls.keys
-    outcomes: list[_Outcome] = []
-    for i in range(len(calls)):
-        await engine.turn()
-        tool = tools.get(str(names[i]))
-        if tool is None:
-            unknown = missing.get(str(names[i]))
-            if unknown is None:
-                unknown = missing[str(names[i])] = _Outcome(
-                    "unknown", None, None, f"no tool {names[i]!r} in the toolkit", (), ()
-                )
-            outcomes.append(unknown)
-            continue
-        input_key = keys[i]
-        key = (tool.name, input_key) if input_key is not None else None
-        outcome = decided.get(key) if key is not None else None
-        if outcome is None:
-            outcome = await _judge(engine, tool, inputs[i], by_tool.get(tool.name, []), shell_rules)
-            if key is not None:
-                decided[key] = outcome
-        given[outcome] += 1
-        outcomes.append(outcome)
+    turn = Turns()
+    async with open_worker(timeout) if in_worker else contextlib.nullcontext() as worker:
+        calls = await _calls(log, worker)
+        if on_read is not None and calls is not log:
+            on_read(calls)
+        items, per_call = await _distinct(calls, tools, turn)
+        decided: list[Outcome | None] = [None] * len(items)
+        if worker is not None:
+            await worker.judge(items, listed, candidate_mode, shell_rules, decided)
+    judge = Judge(listed, candidate_mode, shell_rules)
+    for k, (tool, tool_input, _) in enumerate(items):
+        if decided[k] is None:
+            decided[k] = await judge.judge(tool, tool_input)
+    outcomes: list[Outcome] = []
+    for i, item in enumerate(per_call):
+        if i % 10_000 == 0:
+            await turn()
+        outcomes.append(item if isinstance(item, Outcome) else decided[item])  # type: ignore[arg-type]
+    given: Counter[Outcome] = Counter(outcomes)
     frame = await asyncio.to_thread(_call_frame, calls, outcomes)
     frame.attrs["rules"] = _rule_frame(listed, _tally(listed, given))
     frame.attrs["mode"] = candidate_mode.value
     return frame
+
+
+async def _calls(log: Any, worker: Worker | None) -> RecordedCalls:
+    """``log``'s calls: as given, read by the ``worker`` (a log file), or in
+    a thread (100,000 lines take a second: off the loop)."""
+    if isinstance(log, RecordedCalls):
+        return log
+    if worker is not None and isinstance(log, (AuditLog, str, os.PathLike)):
+        return await worker.read(log.path if isinstance(log, AuditLog) else log)
+    return await asyncio.to_thread(read_calls, log)
+
+
+async def _distinct(
+    calls: RecordedCalls, tools: Mapping[str, Any], turn: Turns
+) -> tuple[list[Item], list[int | Outcome]]:
+    """The distinct calls to judge, in the order they first appear: ``(tool,
+    input, key)``, one per tool and input (``key``: the input's canonical
+    JSON; ``None``: not JSON, judged on its own); and, per recorded call, the
+    index of its item, or its outcome when its tool is not in ``tools``."""
+    names, inputs, keys = calls.columns["tool_name"], calls.columns["input"], calls.keys
+    items: list[Item] = []
+    seen: dict[tuple[str, str], int] = {}
+    missing: dict[str, Outcome] = {}
+    per_call: list[int | Outcome] = []
+    for i in range(len(calls)):
+        await turn()
+        name = str(names[i])
+        tool = tools.get(name)
+        if tool is None:
+            unknown = missing.get(name)
+            if unknown is None:
+                unknown = missing[name] = Outcome("unknown", None, None, f"no tool {names[i]!r} in the toolkit", (), ())
+            per_call.append(unknown)
+            continue
+        input_key = keys[i]
+        key = (tool.name, input_key) if input_key is not None else None
+        index = seen.get(key) if key is not None else None
+        if index is None:
+            index = len(items)
+            items.append((tool, inputs[i], input_key))
+            if key is not None:
+                seen[key] = index
+        per_call.append(index)
+    return items, per_call
 
 
 def _rule_frame(listed: list[PermissionRule], stats: dict[int, dict[str, Any]]) -> pd.DataFrame:

@@ -3,10 +3,12 @@
 :class:`ReplayDesk` runs :func:`nb_hitl.audit.replay` for the explorer and
 keeps its whole result (a ``DataFrame`` of every recorded call) in the
 kernel; the page gets a summary and one page of rows at a time
-(:meth:`ReplayDesk.page`), never the whole log. A newer run cancels an older
-one still running (the replay gives the event loop a turn between calls, so
-the cancel lands and the kernel stays responsive), and the candidate rules of
-the last finished run can be taken away as a rules file (:meth:`ReplayDesk.export`).
+(:meth:`ReplayDesk.page`), never the whole log. The log is read and its
+calls judged in a worker process (``replay(..., in_worker=True)``,
+:mod:`nb_hitl.audit.worker`), so the kernel stays free for clicks meanwhile.
+A newer run cancels an older one still running (its worker is killed), and
+the candidate rules of the last finished run can be taken away as a rules
+file (:meth:`ReplayDesk.export`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pandas as pd
 from agentscope.permission import PermissionMode, PermissionRule
 
 from .._agentscope import permission_context
-from ..audit.calls import RecordedCalls, read_calls
+from ..audit.calls import RecordedCalls
 from ..errors import DecisionError
 from ..permissions.rulefile import import_rules, rules_text
 from ..permissions.rules import _all_rules
@@ -72,25 +74,29 @@ class ReplayDesk:
         self._known_tools = known_tools
         self._task: asyncio.Task[Any] | None = None
         self._runs = 0
-        self._asked = 0
         self.frame: pd.DataFrame | None = None
         """The last finished replay (every recorded call), or ``None``."""
         self.rules: list[PermissionRule] = []
         """The candidate rules of the last finished replay."""
         self._read: tuple[tuple[int, int], RecordedCalls] | None = None
 
-    async def _calls(self) -> RecordedCalls:
-        """The log's calls (:func:`~nb_hitl.audit.calls.read_calls`, in a
-        worker thread), read again only when the file changed (its size or
-        modification time): replays as a person types read it once."""
+    def _log(self) -> tuple[RecordedCalls | AuditLog, Callable[[RecordedCalls], None]]:
+        """What to replay: the log's calls read before, or the log itself
+        when its file changed since (its size or modification time), with
+        where to keep its calls once the replay read them: replays as a
+        person types read it once."""
         try:
             stat = self.history.path.stat()
             mark = (stat.st_size, stat.st_mtime_ns)
         except OSError:
             mark = (-1, -1)
-        if self._read is None or self._read[0] != mark:
-            self._read = (mark, await asyncio.to_thread(read_calls, self.history))
-        return self._read[1]
+
+        def keep(calls: RecordedCalls) -> None:
+            self._read = (mark, calls)
+
+        if self._read is not None and self._read[0] == mark:
+            return self._read[1], keep
+        return self.history, keep
 
     def _candidate(self, rules_text_: str | None, mode: str | None) -> tuple[list[PermissionRule], PermissionMode]:
         live = permission_context(self._agent)
@@ -121,19 +127,17 @@ class ReplayDesk:
 
         Raises:
             RuleFileError: the rules text cannot be read (line and field named).
-            DecisionError: a bad mode.
+            DecisionError: a bad mode; the replay's worker process failed or
+                ran past its time (``field="replay"``, :func:`nb_hitl.audit.worker.open_worker`).
         """
         listed, candidate_mode = self._candidate(rules, mode)
-        self._asked += 1
-        mine = self._asked
         if self._task is not None and not self._task.done():
             self._task.cancel()
         from ..audit.replay import replay
 
-        calls = await self._calls()
-        if mine != self._asked:  # a newer replay was asked for while the log was read
-            return None
-        task = asyncio.ensure_future(replay(calls, listed, getattr(self._agent, "toolkit", None), mode=candidate_mode))
+        log, keep = self._log()
+        toolkit = getattr(self._agent, "toolkit", None)
+        task = asyncio.ensure_future(replay(log, listed, toolkit, mode=candidate_mode, in_worker=True, on_read=keep))
         self._task = task
         await asyncio.wait({task})
         if task.cancelled():
