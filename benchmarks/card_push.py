@@ -10,7 +10,10 @@ and the session pushes (``SessionCore._push``, what every answer, status
 change and resume ends with). It prints, per N, the median kernel time of
 one push (CPU seconds of ``_push``) and the bytes it publishes on the
 widget's comm (as JSON; outside a kernel ipywidgets' comm is
-``comm.DummyComm``, counted where it would publish).
+``comm.DummyComm``, counted where it would publish). Then, 20 times, a card
+is added (a copy of an open pause under a new ``tool_call`` id, as a reply
+that asks again adds one) and pushed, then dropped and pushed: the median
+CPU and bytes of the push that adds it.
 
 Before and after in the same run: the same measurement runs in a subprocess
 on the code of another git revision (``--before REF``, default ``main``;
@@ -22,7 +25,9 @@ holds; now it builds the views of the cards a transition marked changed
 
 Run: ``.venv/bin/python benchmarks/card_push.py [--before REF] [N ...]``
 (default N: 10 100 500). Target: a push at 500 cards under 1 ms of kernel
-CPU (it built 500 views before), bytes per push flat in N.
+CPU (it built 500 views before), bytes per push flat in N, a card added
+included (the whole ``pauses`` list went to the page before). Both sides run
+this file's worker on their own code.
 
 Bound: it ends within 600 s on a loaded 2-core machine (``benchmarks/_bound.py``).
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -45,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 PUSHES = 60
+ADDS = 20
 
 
 async def measure(n: int) -> dict[str, float]:
@@ -67,10 +74,28 @@ async def measure(n: int) -> dict[str, float]:
     for pause in cards:
         if pause.status == "deciding":
             transition(pause, "open")
+    add_cpu: list[float] = []
+    add_sizes: list[int] = []
+    for k in range(ADDS):
+        call = cards[0].tool_call.model_copy(update={"id": f"added-{k}"})  # AgentScope's ToolCallBlock
+        new = dataclasses.replace(cards[0], tool_call=call, status="open")
+        run.pauses[new.tool_call_id] = new
+        before = sent["bytes"]
+        t0 = time.process_time()
+        session._push(run)
+        add_cpu.append(time.process_time() - t0)
+        add_sizes.append(sent["bytes"] - before)
+        del run.pauses[new.tool_call_id]
+        session._push(run)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    return {"push_ms": 1000 * statistics.median(cpu), "push_bytes": statistics.median(sizes)}
+    return {
+        "push_ms": 1000 * statistics.median(cpu),
+        "push_bytes": statistics.median(sizes),
+        "add_ms": 1000 * statistics.median(add_cpu),
+        "add_bytes": statistics.median(add_sizes),
+    }
 
 
 def worker(sizes: list[int]) -> None:
@@ -85,7 +110,7 @@ def run_on(tree: Path, sizes: list[int]) -> dict[str, dict[str, float]]:
     """The figures of the code in ``tree`` (a subprocess with ``tree`` first on the path)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     script = tree / "benchmarks" / "card_push.py"
-    if not script.exists():  # a revision without this benchmark: this file's worker, on its code
+    if script.resolve() != Path(__file__).resolve():  # this file's worker, on that tree's code
         shutil.copy(__file__, script)
     out = subprocess.run(
         [sys.executable, str(script), "--worker", *map(str, sizes)],
@@ -125,6 +150,14 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, dict[str, float]]
         print(
             f"{n:>6} {b['push_ms']:10.3f} {a['push_ms']:9.3f} {b['push_ms'] / max(a['push_ms'], 1e-6):6.1f}×"
             f" {b['push_bytes']:9.0f} {a['push_bytes']:8.0f}"
+        )
+    print("a card added:")
+    print(f"{'cards':>6} {'before ms':>10} {'after ms':>9} {'ratio':>7} {'before B':>9} {'after B':>8}")
+    for n in sizes:
+        b, a = before[str(n)], after[str(n)]
+        print(
+            f"{n:>6} {b['add_ms']:10.3f} {a['add_ms']:9.3f} {b['add_ms'] / max(a['add_ms'], 1e-6):6.1f}×"
+            f" {b['add_bytes']:9.0f} {a['add_bytes']:8.0f}"
         )
     small, big = str(min(sizes)), str(max(sizes))
     print(

@@ -14,7 +14,9 @@ comm message is handled, :func:`hold_dispatch` lets the code it reaches (a
 widget's handler) name what the message's handling is waiting for; the comm
 handler installed by :func:`hold_comm_dispatch` then returns an awaitable that
 waits for it, at most :data:`HOLD_LIMIT` seconds, so ``idle`` follows it. The
-loop is never blocked: the agent and every other task run meanwhile.
+loop is never blocked: the agent and every other task run meanwhile, and an
+interrupt meanwhile does what it does when the kernel is idle (ipykernel's
+SIGINT handler of the idle kernel is put back for the wait).
 
 It holds only a message ipykernel frames with its own ``busy``/``idle``, i.e.
 when no cell runs: while a cell runs (or awaits), ipykernel dispatches comm
@@ -30,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -69,7 +72,23 @@ def hold_dispatch(waiter: Callable[[], Awaitable[Any]]) -> bool:
     return True
 
 
-async def _wait(waiters: list[Callable[[], Awaitable[Any]]]) -> None:
+def _sigint_as_idle(kernel: Any) -> Any:
+    """Put back the SIGINT handler ipykernel saved before the handler ran (ignored while
+    the kernel is idle), so an interrupt during the wait does what it does when the kernel
+    is idle, not raise ``KeyboardInterrupt`` in whatever task runs; returns the handler to
+    restore afterwards (None: nothing changed)."""
+    saved = getattr(kernel, "saved_sigint_handler", None)
+    if saved is None:
+        return None
+    try:
+        during = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, saved)
+    except (ValueError, TypeError):  # not the main thread, or not a handler
+        return None
+    return during
+
+
+async def _wait(waiters: list[Callable[[], Awaitable[Any]]], kernel: Any) -> None:
     """Await each waiter in turn, :data:`HOLD_LIMIT` seconds for all of them."""
 
     async def each() -> None:
@@ -79,10 +98,14 @@ async def _wait(waiters: list[Callable[[], Awaitable[Any]]]) -> None:
             except Exception:
                 log.debug("a comm message's waiter failed", exc_info=True)
 
+    during = _sigint_as_idle(kernel)
     try:
         await asyncio.wait_for(each(), HOLD_LIMIT)
     except TimeoutError:
         pass
+    finally:
+        if during is not None:  # ipykernel's post_handler_hook restores from there
+            signal.signal(signal.SIGINT, during)
 
 
 def hold_comm_dispatch(kernel: Any = None) -> bool:
@@ -112,7 +135,7 @@ def hold_comm_dispatch(kernel: Any = None) -> bool:
             original(stream, ident, msg)
         finally:
             _holds.reset(token)
-        return _wait(waiters) if waiters else None
+        return _wait(waiters, kernel) if waiters else None
 
     setattr(comm_msg, _MARK, True)
     handlers["comm_msg"] = comm_msg
