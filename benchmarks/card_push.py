@@ -56,10 +56,12 @@ ADDS = 20
 
 async def measure(n: int) -> dict[str, float]:
     """Park a displayed Session on ``n`` cards, then time :data:`PUSHES` pushes of one changed card."""
-    from benchmarks.approve_all import parked_session
+    from benchmarks.approve_all import page_message, parked_session
     from nb_hitl.answers.lifecycle import transition
 
     session, run, task, sent = await parked_session(n)
+    # a view is drawn: it connects (from then on a session sends cards as ops)
+    page_message(run.widget, {"request_id": "c", "action": "sync", "transcript_seq": 0, "cards_seq": 0})
     cards = list(run.pauses.values())
     cpu: list[float] = []
     sizes: list[int] = []
@@ -132,6 +134,15 @@ def checkout(ref: str, into: Path) -> Path:
     return into
 
 
+def table(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]], sizes: list[int], what: str) -> None:
+    """Print CPU (ms) and bytes of one kind of push (``push``: a card changed, ``add``: a card added), per N."""
+    print(f"{'cards':>6} {'before ms':>10} {'after ms':>9} {'ratio':>7} {'before B':>9} {'after B':>8}")
+    for n in sizes:
+        b, a = before[str(n)], after[str(n)]
+        ms, size = f"{what}_ms", f"{what}_bytes"
+        print(f"{n:>6} {b[ms]:10.3f} {a[ms]:9.3f} {b[ms] / max(a[ms], 1e-6):6.1f}× {b[size]:9.0f} {a[size]:8.0f}")
+
+
 def main(argv: list[str] | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """Measure ``--before REF`` (default ``main``) and this checkout; print a table; returns the figures."""
     args = list(argv if argv is not None else sys.argv[1:])
@@ -144,21 +155,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, dict[str, float]]
     with tempfile.TemporaryDirectory(prefix="card-push-") as tmp:
         before = run_on(checkout(ref, Path(tmp)), sizes)
     after = run_on(ROOT, sizes)
-    print(f"{'cards':>6} {'before ms':>10} {'after ms':>9} {'ratio':>7} {'before B':>9} {'after B':>8}")
-    for n in sizes:
-        b, a = before[str(n)], after[str(n)]
-        print(
-            f"{n:>6} {b['push_ms']:10.3f} {a['push_ms']:9.3f} {b['push_ms'] / max(a['push_ms'], 1e-6):6.1f}×"
-            f" {b['push_bytes']:9.0f} {a['push_bytes']:8.0f}"
-        )
+    table(before, after, sizes, "push")
     print("a card added:")
-    print(f"{'cards':>6} {'before ms':>10} {'after ms':>9} {'ratio':>7} {'before B':>9} {'after B':>8}")
-    for n in sizes:
-        b, a = before[str(n)], after[str(n)]
-        print(
-            f"{n:>6} {b['add_ms']:10.3f} {a['add_ms']:9.3f} {b['add_ms'] / max(a['add_ms'], 1e-6):6.1f}×"
-            f" {b['add_bytes']:9.0f} {a['add_bytes']:8.0f}"
-        )
+    table(before, after, sizes, "add")
     small, big = str(min(sizes)), str(max(sizes))
     print(
         f"growth {small} -> {big} cards, per push: before ×{before[big]['push_ms'] / before[small]['push_ms']:.1f}, "

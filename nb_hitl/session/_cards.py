@@ -15,9 +15,11 @@ therefore follows what changed, not the number of cards.
 
 A new card, a changed one and one that left travel alike, as one op each:
 the widget's ``pauses`` trait (with ``cards_seq``) is the record, kept whole
-in the kernel for a page that asks for the widget's state (a reload) and never
-sent to the page; the page writes the cards it holds into its own model, which
-is what a saved notebook keeps. See "Pause cards" in ``docs/design.md``.
+in the kernel for a page that asks for the widget's state (a reload) and not
+sent to the page once a view connected (:attr:`CardFeed.connected`); the page
+writes the cards it holds into its own model, which is what a saved notebook
+keeps. Before any view connected, the record goes instead of the ops: no view
+listens for messages yet, and the page's model keeps a trait. See "Pause cards" in ``docs/design.md``.
 The messages are typed here (:class:`CardsMessage`) and in ``js/messages.ts``
 (``CardsMsg``).
 """
@@ -62,6 +64,8 @@ class CardFeed(KeyedFeed):
     keyed by ``tool_call_id``; a sync answers ``{"seq", "pauses"}``).
 
     Attributes:
+        connected: a view of the widget asked for a sync (it connected): the
+            cards go as ops from then on, never the whole record.
         views_built: pause views built by :meth:`views_of` (a test and
             benchmark figure).
     """
@@ -69,6 +73,7 @@ class CardFeed(KeyedFeed):
     def __init__(self) -> None:
         super().__init__("nbh_cards", "tool_call_id", "card", "view", "pauses")
         self.views_built = 0
+        self.connected = False
         # tool_call_id -> (the pause, its revision, its view) as last built
         self._built: dict[str, tuple[Pause, int, dict[str, Any]]] = {}
 

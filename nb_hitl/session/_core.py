@@ -134,11 +134,16 @@ class SessionCore:
         ``nbh_cards`` message (:class:`~nb_hitl.session._cards.CardFeed`),
         then the traits in one comm update. The record traits ``pauses`` and
         ``transcript`` (what a reload shows) always hold everything in the
-        kernel and never go to the page from here: the page builds both from
-        the streams and writes them into its own model (what a saved notebook
+        kernel; once a view of the widget connected (``CardFeed.connected``)
+        they never go to the page from here: the page builds both from the
+        streams and writes them into its own model (what a saved notebook
         keeps). A new card, a decision on one card, a card that left: each
         builds and sends that card's view or drop only
-        (:meth:`~nb_hitl.session._cards.CardFeed.views_of`). A ``final_text`` that is the last
+        (:meth:`~nb_hitl.session._cards.CardFeed.views_of`). Until a view
+        connected, a push that changed cards sends the ``pauses`` record
+        instead of the ops: no view listens for messages yet, and the widget
+        manager keeps a trait on the page's model, so the first view draws
+        its cards at once. A ``final_text`` that is the last
         text block's text stays in the kernel too, and ``final_entry`` names
         that block for the page.
         """
@@ -163,10 +168,11 @@ class SessionCore:
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:
-            if ops:  # after the transcript's message: a pause card goes under its tool call's entry
+            whole = bool(ops) and not run.cards.connected  # no view listens yet (docstring)
+            if ops and not whole:  # after the transcript's message: a card goes under its tool call's entry
                 widget.send(run.cards.message(ops))
             with widget.hold_sync():
-                widget.set_record(**record)
+                widget.set_record(send=whole, **record)
                 for name, value in traits.items():
                     setattr(widget, name, value)
         except Exception:  # a closed comm must not stop the agent
@@ -239,7 +245,9 @@ class SessionCore:
         """The page's resync of the pause cards (on connect or after a gap):
         every card and the ``seq`` it includes (``nbh_cards`` messages with a
         higher ``seq`` follow), or only ``{"seq", "current": True}`` when the
-        page already holds that ``seq`` (``page_seq``)."""
+        page already holds that ``seq`` (``page_seq``). A view connected:
+        the cards go to it as ops from now on (:meth:`_push`)."""
+        run.cards.connected = True
         self._push(run)
         return run.cards.sync(page_seq)
 

@@ -112,7 +112,13 @@ async def parked_on_all(n: int) -> Parked:
         assert not task.done(), task
         await asyncio.sleep(0.005)
     run = session.current
+    connect(run.widget)
     return Parked(agent, session, task, run, Wire(run.widget), list(run.widget.pauses), run.widget.cards_seq)
+
+
+def connect(widget: Any) -> None:
+    """What a view of the reply does when it is drawn: ask for both streams (``sync``)."""
+    page_message(widget, {"request_id": "connect", "action": "sync", "transcript_seq": 0, "cards_seq": 0})
 
 
 def page_message(widget: Any, content: dict[str, Any]) -> None:
@@ -270,10 +276,40 @@ def test_a_click_sends_the_answer_then_the_agents_next_event_then_the_card_once(
     assert kinds.index(mine[0]) < kinds.index("status:finished"), kinds  # sent with the resume, not left to the end
 
 
+def test_before_a_view_connects_the_cards_go_as_the_record() -> None:
+    """No view of the widget has connected (it was just displayed): no view listens
+    for messages, so the cards reach the page's model as the ``pauses`` record
+    (with the ``cards_seq`` it holds), never as ops nobody applies; after a view's
+    ``sync`` a change goes as one op only."""
+
+    async def scenario() -> None:
+        session = Session(make_agent(3))
+        task = session.start("Archive them all.")
+        run = session.current
+        wire = Wire(run.widget)
+        await wait_until(lambda: len(session.pending) == 3, "the cards")
+        assert wire.cards() == []
+        (last,) = wire.pause_traits()[-1:]
+        assert [p["tool_call_id"] for p in last["pauses"]] == list(run.pauses)
+        assert last["cards_seq"] == run.cards.seq
+        connect(run.widget)
+        sent = len(wire.messages)
+        first = next(iter(run.pauses.values()))
+        transition(first, "deciding")
+        session._push(run)
+        assert wire.pause_traits()[-1] == last  # no record again
+        [message] = [m for m in wire.cards() if m in [x.get("content") for x in wire.messages[sent:]]]
+        assert [op["view"]["tool_call_id"] for op in message["ops"]] == [first.tool_call_id]
+        task.cancel()
+
+    run_async(scenario())
+
+
 def test_a_new_card_reaches_the_page_as_one_op_never_the_whole_list() -> None:
-    """A reply that asks again after each answer: every card it adds goes to the
-    page as one ``card`` op of that card (the ``pauses`` trait never goes whole),
-    and the page's copy, built from the ops, equals fresh views of every pause."""
+    """A reply that asks again after each answer: once a view connected, every
+    card it adds goes to the page as one ``card`` op of that card (the ``pauses``
+    trait never goes whole), and the page's copy, built from the ops, equals
+    fresh views of every pause."""
     n = 4
     agent = Agent(
         name="stepper",
@@ -290,6 +326,7 @@ def test_a_new_card_reaches_the_page_as_one_op_never_the_whole_list() -> None:
         task = session.start("Archive the files.")
         await wait_until(lambda: len(session.pending) == 1, "the first card")
         run = session.current
+        connect(run.widget)
         wire, start, start_seq = Wire(run.widget), list(run.widget.pauses), run.widget.cards_seq
         for i in range(n):
             (pause,) = session.pending
