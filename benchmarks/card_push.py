@@ -10,7 +10,10 @@ and the session pushes (``SessionCore._push``, what every answer, status
 change and resume ends with). It prints, per N, the median kernel time of
 one push (CPU seconds of ``_push``) and the bytes it publishes on the
 widget's comm (as JSON; outside a kernel ipywidgets' comm is
-``comm.DummyComm``, counted where it would publish).
+``comm.DummyComm``, counted where it would publish). Then, 20 times, a card
+is added (a copy of an open pause under a new ``tool_call`` id, as a reply
+that asks again adds one) and pushed, then dropped and pushed: the median
+CPU and bytes of the push that adds it.
 
 Before and after in the same run: the same measurement runs in a subprocess
 on the code of another git revision (``--before REF``, default ``main``;
@@ -22,7 +25,9 @@ holds; now it builds the views of the cards a transition marked changed
 
 Run: ``.venv/bin/python benchmarks/card_push.py [--before REF] [N ...]``
 (default N: 10 100 500). Target: a push at 500 cards under 1 ms of kernel
-CPU (it built 500 views before), bytes per push flat in N.
+CPU (it built 500 views before), bytes per push flat in N, a card added
+included (the whole ``pauses`` list went to the page before). Both sides run
+this file's worker on their own code.
 
 Bound: it ends within 600 s on a loaded 2-core machine (``benchmarks/_bound.py``).
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -45,14 +51,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 PUSHES = 60
+ADDS = 20
 
 
 async def measure(n: int) -> dict[str, float]:
     """Park a displayed Session on ``n`` cards, then time :data:`PUSHES` pushes of one changed card."""
-    from benchmarks.approve_all import parked_session
+    from benchmarks.approve_all import page_message, parked_session
     from nb_hitl.answers.lifecycle import transition
 
     session, run, task, sent = await parked_session(n)
+    # a view is drawn: it connects (from then on a session sends cards as ops)
+    page_message(run.widget, {"request_id": "c", "action": "sync", "transcript_seq": 0, "cards_seq": 0})
     cards = list(run.pauses.values())
     cpu: list[float] = []
     sizes: list[int] = []
@@ -67,10 +76,28 @@ async def measure(n: int) -> dict[str, float]:
     for pause in cards:
         if pause.status == "deciding":
             transition(pause, "open")
+    add_cpu: list[float] = []
+    add_sizes: list[int] = []
+    for k in range(ADDS):
+        call = cards[0].tool_call.model_copy(update={"id": f"added-{k}"})  # AgentScope's ToolCallBlock
+        new = dataclasses.replace(cards[0], tool_call=call, status="open")
+        run.pauses[new.tool_call_id] = new
+        before = sent["bytes"]
+        t0 = time.process_time()
+        session._push(run)
+        add_cpu.append(time.process_time() - t0)
+        add_sizes.append(sent["bytes"] - before)
+        del run.pauses[new.tool_call_id]
+        session._push(run)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    return {"push_ms": 1000 * statistics.median(cpu), "push_bytes": statistics.median(sizes)}
+    return {
+        "push_ms": 1000 * statistics.median(cpu),
+        "push_bytes": statistics.median(sizes),
+        "add_ms": 1000 * statistics.median(add_cpu),
+        "add_bytes": statistics.median(add_sizes),
+    }
 
 
 def worker(sizes: list[int]) -> None:
@@ -85,7 +112,7 @@ def run_on(tree: Path, sizes: list[int]) -> dict[str, dict[str, float]]:
     """The figures of the code in ``tree`` (a subprocess with ``tree`` first on the path)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     script = tree / "benchmarks" / "card_push.py"
-    if not script.exists():  # a revision without this benchmark: this file's worker, on its code
+    if script.resolve() != Path(__file__).resolve():  # this file's worker, on that tree's code
         shutil.copy(__file__, script)
     out = subprocess.run(
         [sys.executable, str(script), "--worker", *map(str, sizes)],
@@ -107,6 +134,15 @@ def checkout(ref: str, into: Path) -> Path:
     return into
 
 
+def table(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]], sizes: list[int], what: str) -> None:
+    """Print CPU (ms) and bytes of one kind of push (``push``: a card changed, ``add``: a card added), per N."""
+    print(f"{'cards':>6} {'before ms':>10} {'after ms':>9} {'ratio':>7} {'before B':>9} {'after B':>8}")
+    for n in sizes:
+        b, a = before[str(n)], after[str(n)]
+        ms, size = f"{what}_ms", f"{what}_bytes"
+        print(f"{n:>6} {b[ms]:10.3f} {a[ms]:9.3f} {b[ms] / max(a[ms], 1e-6):6.1f}× {b[size]:9.0f} {a[size]:8.0f}")
+
+
 def main(argv: list[str] | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """Measure ``--before REF`` (default ``main``) and this checkout; print a table; returns the figures."""
     args = list(argv if argv is not None else sys.argv[1:])
@@ -119,13 +155,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, dict[str, float]]
     with tempfile.TemporaryDirectory(prefix="card-push-") as tmp:
         before = run_on(checkout(ref, Path(tmp)), sizes)
     after = run_on(ROOT, sizes)
-    print(f"{'cards':>6} {'before ms':>10} {'after ms':>9} {'ratio':>7} {'before B':>9} {'after B':>8}")
-    for n in sizes:
-        b, a = before[str(n)], after[str(n)]
-        print(
-            f"{n:>6} {b['push_ms']:10.3f} {a['push_ms']:9.3f} {b['push_ms'] / max(a['push_ms'], 1e-6):6.1f}×"
-            f" {b['push_bytes']:9.0f} {a['push_bytes']:8.0f}"
-        )
+    table(before, after, sizes, "push")
+    print("a card added:")
+    table(before, after, sizes, "add")
     small, big = str(min(sizes)), str(max(sizes))
     print(
         f"growth {small} -> {big} cards, per push: before ×{before[big]['push_ms'] / before[small]['push_ms']:.1f}, "

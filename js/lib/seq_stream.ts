@@ -30,6 +30,8 @@ export abstract class SeqStream<M extends SeqMsg, Changes, Full extends SeqMsg, 
   resyncs = 0;
   /** true while the page writes its own model: its change events are its own */
   protected writing = false;
+  /** set by `apply` when what it changed must be in the record at once (a card added or dropped) */
+  protected saveAtOnce = false;
   private buffered: M[] = [];
   private syncing = false;
   private saveTimer = 0;
@@ -74,7 +76,8 @@ export abstract class SeqStream<M extends SeqMsg, Changes, Full extends SeqMsg, 
       return;
     }
     this.changed(this.step(msg));
-    this.scheduleSave();
+    if (this.saveAtOnce) this.saveNow();
+    else this.scheduleSave();
   }
 
   private step(msg: M): Changes {
@@ -136,6 +139,7 @@ export abstract class SeqStream<M extends SeqMsg, Changes, Full extends SeqMsg, 
   saveNow(): void {
     window.clearTimeout(this.saveTimer);
     this.saveTimer = 0;
+    this.saveAtOnce = false;
     if (this.seq < 0) return;
     this.writing = true;
     try {

@@ -2,9 +2,11 @@
 // docs/design.md). The kernel sends {type: "nbh_cards", seq, ops} custom
 // messages holding only the cards that changed ({op: "card", view}: a new card
 // is appended, a known one replaced; {op: "drop", id}); the `pauses` trait
-// (with `cards_seq`, the seq it includes) is the record, sent when the set of
-// cards changes or the reply ends. Order, gaps ("cards_sync") and writing what
-// the page holds into its own model: lib/seq_stream.ts. Every view is checked
+// (with `cards_seq`, the seq it includes) is the record: the kernel keeps it
+// whole and never sends it after the widget opens (a reload asks for it); the
+// page writes what it holds into its own model, at once when a card is added
+// or dropped (what a notebook saved then must hold), else coalesced. Order,
+// gaps ("cards_sync") and that writing: lib/seq_stream.ts. Every view is checked
 // once, as it arrives (view_check.ts): the cards read checked views, and the
 // record written back keeps what the kernel sent.
 import type { AnyModel } from "@anywidget/types";
@@ -129,6 +131,7 @@ export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
         if (!this.views.has(id)) {
           this.index.set(id, this.order.length);
           this.order.push(id);
+          this.saveAtOnce = true;
         }
         this.take1(op.view, id);
         changed.push(id);
@@ -138,6 +141,7 @@ export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
         this.troubles.delete(op.id);
         this.order = this.order.filter((x) => x !== op.id);
         dropped = true;
+        this.saveAtOnce = true;
         changed.push(op.id);
       }
     }

@@ -229,7 +229,10 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     }
     lastStatus = now;
     // a reply that stopped (ended, or waits for a person): its record is saved as it stands
-    if (now !== "running") stream.saveNow();
+    if (now !== "running") {
+      stream.saveNow();
+      feed.saveNow();
+    }
     sayStatus();
     header_();
     whatIf.draw();

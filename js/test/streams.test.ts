@@ -176,6 +176,20 @@ describe("pause card ops", () => {
     assert.deepEqual(changed, [["b", "a"], ["a"]]);
   });
 
+  test("a card added or dropped is in the page's record at once (the kernel never sends the whole list); a changed one soon", () => {
+    const fake = new FakeModel(replyTraits({ pauses: [view("a")], cards_seq: 1 }));
+    const feed = new CardFeed(fake.model, new Rpc<ReplyProtocol>(fake.model), () => undefined);
+    fake.emit(cards(2, [{ op: "card", view: view("b") }]));
+    assert.deepEqual((fake.get("pauses") as PauseView[]).map((p) => p.tool_call_id), ["a", "b"]);
+    assert.equal(fake.get("cards_seq"), 2);
+    fake.emit(cards(3, [{ op: "card", view: view("a", "decided") }]));
+    assert.equal(fake.get("cards_seq"), 2, "a change alone is written with the next coalesced write");
+    fake.emit(cards(4, [{ op: "drop", id: "b" }]));
+    assert.deepEqual((fake.get("pauses") as PauseView[]).map((p) => [p.tool_call_id, p.status]), [["a", "decided"]]);
+    assert.equal(fake.get("cards_seq"), 4);
+    feed.dispose();
+  });
+
   test("the trait is taken unless the card messages applied are newer", async () => {
     const fake = new FakeModel(replyTraits({ cards_seq: 0 }));
     const feed = new CardFeed(fake.model, new Rpc<ReplyProtocol>(fake.model), () => undefined);

@@ -13,22 +13,49 @@ transition since its view was built (its ``revision``,
 pause changed): :meth:`CardFeed.views_of`. The kernel's work per push
 therefore follows what changed, not the number of cards.
 
-The widget's ``pauses`` trait stays the record (saved with the notebook,
-read on reload); :func:`trait_due` says when it must also be sent to the
-page: when the set of cards changed, and once the reply has ended; such a
-push sends no card message (the trait holds the changes, and its
-``cards_seq`` the ``seq`` they took). See "Pause cards" in ``docs/design.md``.
+A new card, a changed one and one that left travel alike, as one op each:
+the widget's ``pauses`` trait (with ``cards_seq``) is the record, kept whole
+in the kernel for a page that asks for the widget's state (a reload) and not
+sent to the page once a view connected (:attr:`CardFeed.connected`); the page
+writes the cards it holds into its own model, which is what a saved notebook
+keeps. Before any view connected, the record goes instead of the ops: no view
+listens for messages yet, and the page's model keeps a trait. See "Pause cards" in ``docs/design.md``.
+The messages are typed here (:class:`CardsMessage`) and in ``js/messages.ts``
+(``CardsMsg``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, TypedDict, cast
 
-from ..pauses import Pause
+from ..pauses import Pause, PauseView
 from ..widgets._feed import KeyedFeed
 
-__all__ = ["CardFeed", "trait_due"]
+__all__ = ["CardFeed", "CardOp", "DropOp", "CardsMessage"]
+
+
+class CardOp(TypedDict):
+    """A card new to the page (appended) or changed (replaced in place)."""
+
+    op: Literal["card"]
+    view: PauseView
+
+
+class DropOp(TypedDict):
+    """A card that left the reply, by its ``tool_call`` id."""
+
+    op: Literal["drop"]
+    id: str
+
+
+class CardsMessage(TypedDict):
+    """``{"type": "nbh_cards", "seq", "ops"}``: the page applies it in ``seq``
+    order (``js/reply/feed.ts``; ``CardsMsg`` in ``js/messages.ts``)."""
+
+    type: Literal["nbh_cards"]
+    seq: int
+    ops: list[CardOp | DropOp]
 
 
 class CardFeed(KeyedFeed):
@@ -37,18 +64,16 @@ class CardFeed(KeyedFeed):
     keyed by ``tool_call_id``; a sync answers ``{"seq", "pauses"}``).
 
     Attributes:
-        trait_ids, trait_seq: tool call ids and ``seq`` when the ``pauses``
-            trait was last sent to the page (a new widget starts with no
-            card, at ``seq`` 0).
+        connected: a view of the widget asked for a sync (it connected): the
+            cards go as ops from then on, never the whole record.
         views_built: pause views built by :meth:`views_of` (a test and
             benchmark figure).
     """
 
     def __init__(self) -> None:
         super().__init__("nbh_cards", "tool_call_id", "card", "view", "pauses")
-        self.trait_ids: tuple[str, ...] = ()
-        self.trait_seq = 0
         self.views_built = 0
+        self.connected = False
         # tool_call_id -> (the pause, its revision, its view) as last built
         self._built: dict[str, tuple[Pause, int, dict[str, Any]]] = {}
 
@@ -80,27 +105,11 @@ class CardFeed(KeyedFeed):
         self._built = built
         return views
 
+    def message(self, ops: list[dict[str, Any]]) -> CardsMessage:
+        """The ``nbh_cards`` message for ``ops`` just taken (:meth:`KeyedFeed.message`)."""
+        return cast(CardsMessage, super().message(ops))
+
     @property
     def cards_sent(self) -> int:
         """Card views sent in ``nbh_cards`` messages."""
         return self.items_sent
-
-
-def trait_due(feed: CardFeed, ids: tuple[str, ...], live: bool) -> bool:
-    """Whether the ``pauses`` trait must be sent to the page with this push.
-
-    It is when the reply gained or lost a card (what a reconnecting page and a
-    saved notebook need at once), and once the reply ended, when a card changed
-    since it was last sent (the final record). A decision on a known card only
-    travels as its own card op.
-
-    Args:
-        feed: the reply's card feed.
-        ids: the reply's cards' ``tool_call`` ids, in order (``tuple(ReplyRun.pauses)``).
-        live: whether the reply still runs or waits.
-    """
-    if ids != feed.trait_ids or (not live and feed.seq != feed.trait_seq):
-        feed.trait_ids = ids
-        feed.trait_seq = feed.seq
-        return True
-    return False

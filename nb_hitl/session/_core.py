@@ -26,9 +26,9 @@ from ..decisions import Decision
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
-from ._cards import trait_due
 from ._pace import ENVELOPE, OP_BYTES, RESUME_QUIET, flush_delay, over_budget
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun
+from ._settle import answered, stepped
 from ._transcript import final_html, shown_entry
 
 if TYPE_CHECKING:
@@ -109,7 +109,8 @@ class SessionCore:
 
             def handler(msg: Any, _run: ReplyRun = run) -> Any:
                 answer = self.desk.on_action(_run, msg)
-                return for_page(answer) if inspect.isawaitable(answer) else answer
+                # its comm message ends once what it set going reached the page (_settle)
+                return answered(_run, for_page(answer)) if inspect.isawaitable(answer) else answer
 
             run.widget = ReplyWidget(
                 handler=handler,
@@ -132,13 +133,17 @@ class SessionCore:
         (:meth:`_flush_transcript`), then the pause cards that changed as one
         ``nbh_cards`` message (:class:`~nb_hitl.session._cards.CardFeed`),
         then the traits in one comm update. The record traits ``pauses`` and
-        ``transcript`` (what a saved notebook and a reload show) always hold
-        everything in the kernel. ``pauses`` reaches the page only when the
-        set of cards changed or the reply ended
-        (:func:`~nb_hitl.session._cards.trait_due`): a decision on one card
-        builds and sends that card's view, never every card again
-        (:meth:`~nb_hitl.session._cards.CardFeed.views_of`). ``transcript`` never does:
-        the page builds it from the stream. A ``final_text`` that is the last
+        ``transcript`` (what a reload shows) always hold everything in the
+        kernel; once a view of the widget connected (``CardFeed.connected``)
+        they never go to the page from here: the page builds both from the
+        streams and writes them into its own model (what a saved notebook
+        keeps). A new card, a decision on one card, a card that left: each
+        builds and sends that card's view or drop only
+        (:meth:`~nb_hitl.session._cards.CardFeed.views_of`). Until a view
+        connected, a push that changed cards sends the ``pauses`` record
+        instead of the ops: no view listens for messages yet, and the widget
+        manager keeps a trait on the page's model, so the first view draws
+        its cards at once. A ``final_text`` that is the last
         text block's text stays in the kernel too, and ``final_entry`` names
         that block for the page.
         """
@@ -163,16 +168,16 @@ class SessionCore:
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:
-            full = trait_due(run.cards, tuple(run.pauses), run.live)
-            if ops and not full:  # the record, sent below, holds these changes too
+            whole = bool(ops) and not run.cards.connected  # no view listens yet (docstring)
+            if ops and not whole:  # after the transcript's message: a card goes under its tool call's entry
                 widget.send(run.cards.message(ops))
             with widget.hold_sync():
-                # transcript with the cards: a pause card goes under its tool call's entry
-                widget.set_record(send=full, **record)
+                widget.set_record(send=whole, **record)
                 for name, value in traits.items():
                     setattr(widget, name, value)
         except Exception:  # a closed comm must not stop the agent
             log.warning("could not update the reply widget", exc_info=True)
+        stepped(run)
 
     def _push_soon(self, run: ReplyRun) -> None:
         """:meth:`_push` once the loop is free: the pushes asked for while one
@@ -220,6 +225,7 @@ class SessionCore:
         run.resuming = False
         if run.push_due is not None:
             self._push(run)
+        stepped(run)
 
     @staticmethod
     def _stream_ended(run: ReplyRun) -> None:
@@ -227,6 +233,7 @@ class SessionCore:
         short is rendered, and nothing waits for its first event any more."""
         run.transcript.finish()
         run.resuming = False
+        stepped(run)
 
     @staticmethod
     def _cancel_push_soon(run: ReplyRun) -> None:
@@ -238,7 +245,9 @@ class SessionCore:
         """The page's resync of the pause cards (on connect or after a gap):
         every card and the ``seq`` it includes (``nbh_cards`` messages with a
         higher ``seq`` follow), or only ``{"seq", "current": True}`` when the
-        page already holds that ``seq`` (``page_seq``)."""
+        page already holds that ``seq`` (``page_seq``). A view connected:
+        the cards go to it as ops from now on (:meth:`_push`)."""
+        run.cards.connected = True
         self._push(run)
         return run.cards.sync(page_seq)
 

@@ -71,6 +71,10 @@ class ReplyRun:
             <nb_hitl.session._core.SessionCore._push_soon>` (``None``: none due).
         resuming: decisions were handed to the agent and its resumed stream
             has yielded nothing since.
+        answering: page messages whose answer is being worked out
+            (:func:`nb_hitl.session._settle.answered`).
+        step: what :func:`nb_hitl.session._settle.settled` waits on, resolved
+            when the run moves (``None``: nobody waits).
     """
 
     reply_id: str = ""
@@ -93,6 +97,8 @@ class ReplyRun:
     task: asyncio.Task | None = None
     push_due: asyncio.Handle | None = None
     resuming: bool = False
+    answering: int = 0
+    step: asyncio.Future[None] | None = None
 
     @property
     def live(self) -> bool:

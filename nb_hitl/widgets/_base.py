@@ -30,6 +30,7 @@ import anywidget
 import traitlets
 
 from ..errors import NbHitlError
+from ._hold import hold_comm_dispatch
 from ._kernel import answer_info_requests_while_busy, cell_now
 from ._page_code import inline_page_code, inline_source, page_code
 
@@ -131,10 +132,12 @@ class RequestWidget(anywidget.AnyWidget):
         self.answered = 0
         self.on_msg(self._on_page_message)
         # a page reloaded while a cell awaits this widget must still find it
+        # and a click's ``idle`` may follow what it set going (``_hold``)
         try:
             answer_info_requests_while_busy()
+            hold_comm_dispatch()
         except Exception:  # never let this stop a widget from being made
-            log.debug("could not install the info-request wrapper", exc_info=True)
+            log.debug("could not install the kernel wrappers", exc_info=True)
         #: the cell that made this widget (``""``: none known), for ``ping``'s ``cell``
         self._cell = cell_now()
 

@@ -17,7 +17,7 @@ console's inbox (``nbh_inbox``: :class:`nb_hitl.widgets.inbox.InboxWidget`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["KeyedFeed"]
@@ -81,7 +81,7 @@ class KeyedFeed:
         """Every view as last sent, in order (what the page holds at :attr:`seq`)."""
         return list(self._sent.values())
 
-    def message(self, ops: list[dict[str, Any]]) -> dict[str, Any]:
+    def message(self, ops: list[dict[str, Any]]) -> Mapping[str, Any]:
         """The custom message ``{"type", "seq", "ops"}`` for ``ops`` (just taken by
         :meth:`take_ops`), counted as sent."""
         self.messages += 1

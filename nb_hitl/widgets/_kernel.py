@@ -26,10 +26,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import sys
 import threading
 from typing import Any
 
-__all__ = ["answer_info_requests_while_busy", "cell_now", "INFO_REQUESTS"]
+__all__ = ["answer_info_requests_while_busy", "cell_now", "main_thread_kernel", "INFO_REQUESTS"]
 
 log = logging.getLogger(__name__)
 
@@ -128,12 +129,40 @@ class _RunningCell:
         def ended(*_: Any) -> None:
             parent, cell.parent = cell.parent, None
             if parent is not None:  # the cell's own idle, with its own request as parent (class docstring)
+                _flush_output()  # what the cell printed goes before its idle, or a front end drops it
                 kernel._publish_status("idle", "shell", parent=parent)
 
         started()
         events.register("pre_run_cell", started)
         events.register("post_run_cell", ended)
         return cell
+
+
+def _flush_output() -> None:
+    """Send what the cell wrote to stdout/stderr now (ipykernel's ``OutStream`` buffers it)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            log.debug("could not flush %r", stream, exc_info=True)
+
+
+def main_thread_kernel(kernel: Any = None) -> Any:
+    """``kernel``, or the running ipykernel ``Kernel`` when omitted, if called on the main
+    thread (the shell's streams belong to the main thread's loop); None otherwise or
+    outside an ipykernel."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if kernel is None:
+        try:
+            from ipykernel.kernelbase import Kernel
+        except ImportError:
+            return None
+        if not Kernel.initialized():
+            return None
+        kernel = Kernel.instance()
+    return kernel
 
 
 def answer_info_requests_while_busy(kernel: Any = None) -> bool:
@@ -146,16 +175,9 @@ def answer_info_requests_while_busy(kernel: Any = None) -> bool:
         whether the wrapper is installed (now or before). False outside an
         ipykernel, or when its shell is not laid out as in ipykernel 7.
     """
-    if threading.current_thread() is not threading.main_thread():
-        return False  # the shell's stream belongs to the main thread's loop
+    kernel = main_thread_kernel(kernel)
     if kernel is None:
-        try:
-            from ipykernel.kernelbase import Kernel
-        except ImportError:
-            return False
-        if not Kernel.initialized():
-            return False
-        kernel = Kernel.instance()
+        return False
     stream = _main_shell_stream(kernel)
     lock = getattr(kernel, "_main_asyncio_lock", None)
     original = getattr(stream, "_recv_callback", None)

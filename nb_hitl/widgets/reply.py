@@ -19,9 +19,11 @@ readable record; case C12):
   stream messages (and a ``transcript_sync`` on connect) and writes it into
   its own copy of the model, which is what JupyterLab saves with the notebook.
 * ``pauses``: ``[Pause.to_view()]`` (see :mod:`nb_hitl.pauses`). A session
-  keeps it current in the kernel but sends it to the page only when the set
-  of cards changed or the reply ended (:meth:`ReplyWidget.set_record`); in
-  between, each changed card travels alone as an ``nbh_cards`` message.
+  keeps it current in the kernel and, once a view connected, never sends it
+  whole (:meth:`ReplyWidget.set_record`): each new, changed or dropped card
+  travels alone as an ``nbh_cards`` message op, and the page writes the cards
+  it holds into its own copy of the model (what JupyterLab saves); a page that
+  asks for the widget's state (a reload) gets the kernel's whole value.
 * ``cards_seq``: the ``seq`` of the last ``nbh_cards`` message ``pauses``
   includes (0 when no card was streamed); ``transcript_seq`` the same for
   ``transcript`` and the ``nbh_transcript`` messages.
@@ -61,8 +63,8 @@ __all__ = ["ReplyWidget"]
 
 
 #: the traits a session keeps current in the kernel and sends to the page only
-#: now and then, or never (:meth:`ReplyWidget.set_record`); the page gets their
-#: changes as stream messages meanwhile
+#: before a view connected, or never (:meth:`ReplyWidget.set_record`); the page
+#: gets their changes as stream messages
 RECORD_TRAITS = ("cards_seq", "pauses", "transcript", "transcript_seq", "final_text")
 #: the record traits a ``set_record(send=True)`` sends: the transcript and the
 #: final text reach the page only as the transcript's stream
@@ -128,17 +130,18 @@ class ReplyWidget(RequestWidget):
         super().__init__(handler=handler, **traits)
         self.pending = open_count(self.pauses)
 
-    def set_record(self, *, send: bool, **traits: Any) -> None:
-        """Set record traits in the kernel; send the record to the page only if ``send``.
+    def set_record(self, *, send: bool = False, **traits: Any) -> None:
+        """Set record traits in the kernel; send the card record to the page only if ``send``.
+
+        The page has the changes already (the ``nbh_cards`` and
+        ``nbh_transcript`` stream messages) and writes them into its own model;
+        it gets these values when it asks for the widget's state (a reload).
+        Traits given to the constructor reach the page with the widget.
 
         Args:
-            send: ``True`` sends the card record (:data:`SENT_RECORD`, current
-                values, even when unchanged) in one comm update; ``False``, and
-                always for ``transcript`` and ``final_text``, keeps the new
-                values in the kernel: the page has the changes already (card
-                and transcript stream messages), and gets the values when it
-                asks for the widget's state (a reload) or, for the cards, with
-                the next send.
+            send: ``True`` also sends the card record (:data:`SENT_RECORD`,
+                current values) in one comm update: what a session does while
+                no view of the widget listens for stream messages yet.
             **traits: values of record traits: ``pauses`` (``Pause.to_view()``
                 dicts, in order), ``cards_seq`` (the ``seq`` of the last
                 ``nbh_cards`` message ``pauses`` includes), ``transcript`` and

@@ -60,8 +60,10 @@ MANY_SETUP = textwrap.dedent(
 
     feed = CardFeed()
     feed.take_ops(PAUSES)
-    w = ReplyWidget(handler=handler, agent_name="many", prompt="archive", reply_id="many", status="paused")
-    w.set_record(pauses=PAUSES, cards_seq=feed.seq, send=True)
+    w = ReplyWidget(
+        handler=handler, agent_name="many", prompt="archive", reply_id="many", status="paused",
+        pauses=PAUSES, cards_seq=feed.seq,
+    )
     display(w)
     """
 )

@@ -47,11 +47,13 @@ from .kernel_records import (  # re-exported: tests import them from here
     CommRecord,
     ExecResult,
     KernelTimeoutError,
+    apply_cards,
     apply_ops,
     kernel_env,
 )
 
 __all__ = [
+    "apply_cards",
     "apply_ops",
     "REPO_ROOT",
     "VENV_PYTHON",
@@ -276,6 +278,7 @@ class KernelHarness:
                     rec.state.update(data.get("state") or {})
                 elif method == "custom":
                     rec.custom.append(data.get("content"))
+                    apply_cards(rec.state, data.get("content"))  # as the page holds the cards
             elif mtype == "comm_close":
                 rec = self._comms.get(content.get("comm_id"))
                 if rec is not None:

@@ -49,7 +49,9 @@ class CommRecord:
         comm_id: the comm's id (``comm_open.content.comm_id``).
         target_name: ``jupyter.widget`` for widgets.
         state: ``comm_open.data.state`` merged with every later
-            ``comm_msg`` ``update``/``echo_update`` state (``_esm`` kept whole).
+            ``comm_msg`` ``update``/``echo_update`` state (``_esm`` kept whole),
+            and ``pauses`` / ``cards_seq`` kept as a reply's page keeps them:
+            with every ``nbh_cards`` message applied (:func:`apply_cards`).
         custom: the ``content`` of every ``method: custom`` message the
             kernel sent on this comm, in order (nb_hitl replies are
             ``{"request_id", "ok", ...}``).
@@ -117,6 +119,24 @@ def apply_ops(entries: list[dict[str, Any]], ops: list[dict[str, Any]]) -> None:
                     e.pop(key, None)
                 else:
                     e[key] = value
+
+
+def apply_cards(state: dict[str, Any], msg: Any) -> None:
+    """Apply one ``nbh_cards`` message to a reply's ``state`` (its ``pauses`` and
+    ``cards_seq``), as js/reply/feed.ts applies it and writes its model; any other
+    message, or one the state already holds (``seq`` not above ``cards_seq``), is skipped."""
+    if not (isinstance(msg, dict) and msg.get("type") == "nbh_cards"):
+        return
+    if msg["seq"] <= int(state.get("cards_seq") or 0):
+        return
+    views = {v["tool_call_id"]: v for v in state.get("pauses") or []}
+    for op in msg["ops"]:
+        if op["op"] == "card":
+            views[op["view"]["tool_call_id"]] = op["view"]  # a new id goes last, a known one keeps its place
+        else:
+            views.pop(op["id"], None)
+    state["pauses"] = list(views.values())
+    state["cards_seq"] = msg["seq"]
 
 
 @dataclass

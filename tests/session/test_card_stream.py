@@ -15,9 +15,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.approve_all import make_agent
+from agentscope.agent import Agent
+from agentscope.tool import Toolkit
+
+from benchmarks.approve_all import AskEachTime, archive, make_agent
 from nb_hitl import Session
 from nb_hitl.answers.lifecycle import transition
+from nb_hitl.models import ScriptedChatModel, Turn, tool_call
 from tests.support import run_async, wait_until
 
 
@@ -108,7 +112,13 @@ async def parked_on_all(n: int) -> Parked:
         assert not task.done(), task
         await asyncio.sleep(0.005)
     run = session.current
+    connect(run.widget)
     return Parked(agent, session, task, run, Wire(run.widget), list(run.widget.pauses), run.widget.cards_seq)
+
+
+def connect(widget: Any) -> None:
+    """What a view of the reply does when it is drawn: ask for both streams (``sync``)."""
+    page_message(widget, {"request_id": "connect", "action": "sync", "transcript_seq": 0, "cards_seq": 0})
 
 
 def page_message(widget: Any, content: dict[str, Any]) -> None:
@@ -145,9 +155,8 @@ def test_approve_all_of_50_is_one_resume_one_model_call_and_o_n_card_pushes() ->
     cards = wire.cards()
     assert 1 <= len(cards) <= 6
     assert sum(len(c["ops"]) for c in cards) <= 4 * n
-    # the whole list went to the page once, with the final record
-    traits = wire.pause_traits()
-    assert len(traits) == 1 and [p["status"] for p in traits[0]["pauses"]] == ["delivered"] * n
+    # the whole list never went to the page: the page wrote it from the ops
+    assert wire.pause_traits() == []
 
 
 def test_a_push_after_one_cards_change_builds_and_sends_that_view_alone() -> None:
@@ -213,7 +222,7 @@ def test_one_decision_sends_one_card_not_every_card() -> None:
         card_ops = [op for c in wire.cards() for op in c["ops"]]
         # each decision's own card a few times (deciding, decided, delivered), never the others
         assert len(card_ops) <= 4 * n, len(card_ops)
-        assert len(wire.pause_traits()) == 1  # the final record only
+        assert wire.pause_traits() == []  # never the whole list, not even at the end
     # bytes to the page per decision stay flat as n grows (they grew with n when
     # every card, and the whole transcript, went again with each decision)
     per_decision = (big[1].bytes() / 30) / (small[1].bytes() / 10)
@@ -265,3 +274,80 @@ def test_a_click_sends_the_answer_then_the_agents_next_event_then_the_card_once(
     assert mine and mine[0] == "cards:delivered", kinds  # never "deciding" nor "decided" on their own
     assert kinds.index("status:running") > kinds.index("result"), kinds
     assert kinds.index(mine[0]) < kinds.index("status:finished"), kinds  # sent with the resume, not left to the end
+
+
+def test_before_a_view_connects_the_cards_go_as_the_record() -> None:
+    """No view of the widget has connected (it was just displayed): no view listens
+    for messages, so the cards reach the page's model as the ``pauses`` record
+    (with the ``cards_seq`` it holds), never as ops nobody applies; after a view's
+    ``sync`` a change goes as one op only."""
+
+    async def scenario() -> None:
+        session = Session(make_agent(3))
+        task = session.start("Archive them all.")
+        run = session.current
+        wire = Wire(run.widget)
+        await wait_until(lambda: len(session.pending) == 3, "the cards")
+        assert wire.cards() == []
+        (last,) = wire.pause_traits()[-1:]
+        assert [p["tool_call_id"] for p in last["pauses"]] == list(run.pauses)
+        assert last["cards_seq"] == run.cards.seq
+        connect(run.widget)
+        sent = len(wire.messages)
+        first = next(iter(run.pauses.values()))
+        transition(first, "deciding")
+        session._push(run)
+        assert wire.pause_traits()[-1] == last  # no record again
+        [message] = [m for m in wire.cards() if m in [x.get("content") for x in wire.messages[sent:]]]
+        assert [op["view"]["tool_call_id"] for op in message["ops"]] == [first.tool_call_id]
+        task.cancel()
+
+    run_async(scenario())
+
+
+def test_a_new_card_reaches_the_page_as_one_op_never_the_whole_list() -> None:
+    """A reply that asks again after each answer: once a view connected, every
+    card it adds goes to the page as one ``card`` op of that card (the ``pauses``
+    trait never goes whole), and the page's copy, built from the ops, equals
+    fresh views of every pause."""
+    n = 4
+    agent = Agent(
+        name="stepper",
+        system_prompt="Archive one file at a time.",
+        model=ScriptedChatModel(
+            [Turn(f"File {i}.", [tool_call("archive", id=f"a{i}", path=f"f{i}.txt")]) for i in range(n)]
+            + [Turn("Done.")]
+        ),
+        toolkit=Toolkit(tools=[AskEachTime(archive)]),
+    )
+
+    async def scenario() -> None:
+        session = Session(agent)
+        task = session.start("Archive the files.")
+        await wait_until(lambda: len(session.pending) == 1, "the first card")
+        run = session.current
+        connect(run.widget)
+        wire, start, start_seq = Wire(run.widget), list(run.widget.pauses), run.widget.cards_seq
+        for i in range(n):
+            (pause,) = session.pending
+            sent = len(wire.cards())
+            page_message(run.widget, {"request_id": f"r{i}", "action": "approve", "tool_call_id": pause.tool_call_id})
+            if i < n - 1:
+                await wait_until(
+                    lambda p=pause: len(session.pending) == 1 and session.pending[0] is not p, "the next card"
+                )
+                await wait_until(lambda: run.push_due is None, "the push")
+                new = [
+                    op["view"]["tool_call_id"]
+                    for c in wire.cards()[sent:]
+                    for op in c["ops"]
+                    if op["op"] == "card" and op["view"]["status"] == "open"
+                ]
+                assert new == [f"a{i + 1}"]  # the new card alone, once
+        await asyncio.wait_for(task, 60)
+        assert wire.pause_traits() == []
+        assert page_view(start, start_seq, wire) == (run.cards.seq, [dict(p.to_view()) for p in run.pauses.values()])
+        ops = [op for c in wire.cards() for op in c["ops"]]
+        assert len(ops) <= 3 * n  # each card: opened, delivered (and perhaps decided), never the others again
+
+    run_async(scenario())
