@@ -229,7 +229,7 @@ def test_c29_batch_session_restore_asks_again_for_the_call_never_asked(tmp_path,
         session.close()
     assert runs == [*before, 7]  # p5 not run again; p7 ran once, after its approval
     told = _told(session.agent)
-    assert told["p5"][0] == "interrupted" and "approved" in told["p5"][1] and "may or may not" in told["p5"][1]
+    assert told["p5"][0] == "interrupted" and "An approval (approve)" in told["p5"][1] and "may or may not" in told["p5"][1]
     assert told["p7"] == ("success", "Sent 7 EUR.")
     assert "p7=success" in final.get_text_content()
 
