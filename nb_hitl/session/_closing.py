@@ -40,6 +40,7 @@ __all__ = [
     "close_delivered_tool_calls",
     "decision_runs",
     "delivered_marks",
+    "open_calls",
     "unchecked_calls",
 ]
 
@@ -79,6 +80,11 @@ def delivered_marks(agent: Any) -> dict[str, Any]:
     """The agent's ``DELIVERED_CONTEXT_KEY`` entries (created empty when missing):
     ``{tool_call_id: {"action", "reply_id", "at", "runs"}}``."""
     return context_map(agent, DELIVERED_CONTEXT_KEY)
+
+
+def open_calls(agent: Any) -> list[ToolCallBlock]:
+    """The calls of the agent's last message (its own) that have no result yet."""
+    return _open_calls(agent)[1]
 
 
 def _open_calls(agent: Any) -> tuple[Any, list[ToolCallBlock]]:

@@ -37,12 +37,14 @@ from agentscope.event import (
     UserConfirmResultEvent,
     UserInterruptEvent,
 )
-from agentscope.message import Msg, ToolCallBlock, ToolCallState
+from agentscope.message import Msg, TextBlock, ToolCallBlock, ToolCallState
 
 from .._agentscope import (
+    NOTES_CONTEXT_KEY,
     POLICY_CONTEXT_KEY,
     agentscope_tool_input,
     context_cut_result,
+    context_map,
     enum_value,
     msg_text,
     permission_engine,
@@ -168,6 +170,21 @@ class Driver(SessionCore):
         self.checkpoint()
         self._notify("end", run)
         return run.final  # type: ignore[return-value]
+
+    def _late_notes(self, run: ReplyRun) -> None:
+        """Apply the notes (``replace``) of calls AgentScope closed on an
+        interrupt: ``Agent._close_unfinished_tool_calls`` saves their result
+        only after yielding its ``ToolResultEndEvent``, so they are in the
+        state once the reply's ``ReplyEndEvent`` arrives (a deadline's
+        "nobody answered", not "interrupted by the user")."""
+        for member in self.team.agents.values():
+            for tool_call_id, entry in list(context_map(member, NOTES_CONTEXT_KEY).items()):
+                if not (isinstance(entry, dict) and entry.get("replace")):
+                    continue
+                told = apply_note(member, tool_call_id)
+                if told is not None:
+                    run.told[tool_call_id] = told
+                    run.transcript.tool_result(tool_call_id, text=told)
 
     async def _interrupt_parked(self, prior: ReplyRun | None) -> None:
         if prior is not None and prior.live:
@@ -341,7 +358,13 @@ class Driver(SessionCore):
                 except Exception:  # a listener never stops the agent
                     log.warning("an on_event listener raised", exc_info=True)
             if isinstance(ev, Msg):
-                run.final = ev
+                interrupted = enum_value(getattr(ev, "finished_reason", None)) == "interrupted"
+                # nb_hitl stopped it (a deadline): its own words, not AgentScope's "I notice the interruption"
+                run.final = (
+                    ev.model_copy(update={"content": [TextBlock(text=run.stop_text)]})
+                    if interrupted and run.stop_text
+                    else ev
+                )
                 continue
             changed = True
             if self.team.is_pipeline and plumbing_step(self.team, tr, ev):
@@ -393,6 +416,8 @@ class Driver(SessionCore):
             elif isinstance(ev, ReplyEndEvent) and run.live and self.team.ends_reply(ev):
                 reason = enum_value(ev.finished_reason)
                 run.status = "interrupted" if reason == "interrupted" else "finished"
+                if run.status == "interrupted":
+                    self._late_notes(run)
                 if ev.error is not None:
                     run.status = "error"
                     run.reason = str(getattr(ev.error, "message", ev.error))

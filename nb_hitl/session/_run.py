@@ -37,7 +37,7 @@ log = logging.getLogger("nb_hitl.session")
 
 DELIVERED_CONTEXT_KEY = "nb_hitl.delivered"
 """Key in ``AgentState.middle_context``: ``{tool_call_id: {"action", "reply_id",
-"at"}}``, the decisions handed to the agent whose outcome is not in the state
+"at", "runs"}}`` (``runs``: the decision may run the tool, an approval), the decisions handed to the agent whose outcome is not in the state
 yet. Written (and checkpointed) before the resume event is sent, so a
 restore knows which parked calls may already have run."""
 
@@ -71,6 +71,10 @@ class ReplyRun:
             <nb_hitl.session._core.SessionCore._push_soon>` (``None``: none due).
         resuming: decisions were handed to the agent and its resumed stream
             has yielded nothing since.
+        stop_text: why nb_hitl itself stopped the reply (a pause's deadline,
+            ``on_deadline="interrupt"``): the final text instead of AgentScope's
+            fallback ``ReActConfig.interruption_message`` ("I notice the
+            interruption..."), which speaks of a user's interruption.
     """
 
     reply_id: str = ""
@@ -93,6 +97,7 @@ class ReplyRun:
     task: asyncio.Task | None = None
     push_due: asyncio.Handle | None = None
     resuming: bool = False
+    stop_text: str | None = None
 
     @property
     def live(self) -> bool:
