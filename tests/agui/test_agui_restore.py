@@ -119,6 +119,36 @@ def _save(store: CheckpointStore, session_id: str, record: dict[str, Any]) -> No
     store.save(session_id, record["agent_name"], json.dumps(record["state"]))
 
 
+def _serve(tmp_path: Any, tid: str, record: dict[str, Any], factory: Any) -> AguiServer:
+    """An AG-UI server whose checkpoint store holds ``record`` as thread ``tid``'s; ``factory(state)`` builds the agent."""
+    store = CheckpointStore(tmp_path / "served")
+    _save(store, checkpoint_id(tid), record)
+    return AguiServer(lambda thread_id, state=None: factory(state), token=False, session_kwargs={"checkpoints": store})
+
+
+def _approve(tid: str, interrupt: str) -> Any:
+    """The run input that resumes ``interrupt`` approved."""
+    return AguiClient.make_input(
+        tid, [], [ResumeEntry(interrupt_id=interrupt, status="resolved", payload={"approved": True})]
+    )
+
+
+def _played(server: AguiServer, go: Any) -> Any:
+    """``asyncio.run(go())``, then every thread's Session closed."""
+    try:
+        return asyncio.run(go())
+    finally:
+        for thread in server.threads.values():
+            thread.session.close()
+
+
+def _restored(tmp_path: Any, record: dict[str, Any], factory: Any) -> Session:
+    """``Session.restore(factory, ...)`` of ``record``, saved into a store of its own."""
+    store = CheckpointStore(tmp_path / "local")
+    _save(store, "c29", record)
+    return Session.restore(factory, store, "c29", display=False)
+
+
 @pytest.fixture(scope="module")
 def delivered(tmp_path_factory):
     """One checkpoint, restored by both tests (each into its own store)."""
@@ -129,9 +159,7 @@ def delivered(tmp_path_factory):
 
 def test_c29_session_restore_closes_a_delivered_call(tmp_path, delivered):
     runs, record, _, tool_call_id = delivered
-    store = CheckpointStore(tmp_path / "local")
-    _save(store, "c29", record)
-    session = Session.restore(lambda state: payment_agent(runs, state), store, "c29", display=False)
+    session = _restored(tmp_path, record, lambda state: payment_agent(runs, state))
     try:
         assert session.parked_tool_calls() == [] and session.pending == []
         with pytest.raises(NbHitlError, match="no parked reply"):
@@ -151,30 +179,15 @@ def test_c29_session_restore_closes_a_delivered_call(tmp_path, delivered):
 def test_c29_agui_restore_closes_a_delivered_call(tmp_path, delivered):
     runs, record, reply_id, tool_call_id = delivered
     tid = "c29-thread"
-    store = CheckpointStore(tmp_path / "served")
-    _save(store, checkpoint_id(tid), record)
-    server = AguiServer(
-        lambda thread_id, state=None: payment_agent(runs, state), token=False, session_kwargs={"checkpoints": store}
-    )
+    server = _serve(tmp_path, tid, record, lambda state: payment_agent(runs, state))
     stale = interrupt_id(tid, reply_id, tool_call_id)  # the id the client was given before the crash
 
     async def go() -> tuple[list[Any], list[Any]]:
-        again = await collect(
-            server,
-            AguiClient.make_input(
-                tid,
-                [],
-                [ResumeEntry(interrupt_id=stale, status="resolved", payload={"approved": True})],
-            ),
-        )
+        again = await collect(server, _approve(tid, stale))
         later = await collect(server, AguiClient.make_input(tid, [user("Done?", "u2")]))
         return again, later
 
-    try:
-        again, later = asyncio.run(go())
-    finally:
-        for thread in server.threads.values():
-            thread.session.close()
+    again, later = _played(server, go)
     assert again[-1].type.value == "RUN_ERROR" and again[-1].code == "unknown_interrupt", again[-1]
     last = later[-1]
     assert last.type.value == "RUN_FINISHED" and last.outcome.type == "success", last  # no interrupt offered
@@ -210,10 +223,8 @@ def _told(agent: Any) -> dict[str, tuple[str, str]]:
 
 def test_c29_batch_session_restore_asks_again_for_the_call_never_asked(tmp_path, batch):
     runs, record = batch
-    store = CheckpointStore(tmp_path / "local")
-    _save(store, "c29", record)
     before = list(runs)
-    session = Session.restore(lambda state: batch_agent(runs, state), store, "c29", display=False)
+    session = _restored(tmp_path, record, lambda state: batch_agent(runs, state))
 
     async def go() -> Any:
         assert [tc.id for tc in session.unchecked_tool_calls()] == ["p7"] and session.parked_tool_calls() == []
@@ -229,17 +240,19 @@ def test_c29_batch_session_restore_asks_again_for_the_call_never_asked(tmp_path,
         session.close()
     assert runs == [*before, 7]  # p5 not run again; p7 ran once, after its approval
     told = _told(session.agent)
-    assert told["p5"][0] == "interrupted" and "An approval (approve)" in told["p5"][1] and "may or may not" in told["p5"][1]
+    assert (
+        told["p5"][0] == "interrupted"
+        and "An approval (approve)" in told["p5"][1]
+        and "may or may not" in told["p5"][1]
+    )
     assert told["p7"] == ("success", "Sent 7 EUR.")
     assert "p7=success" in final.get_text_content()
 
 
 def test_c29_batch_new_message_tells_the_model_the_unasked_call_did_not_run(tmp_path, batch):
     runs, record = batch
-    store = CheckpointStore(tmp_path / "local")
-    _save(store, "c29", record)
     before = list(runs)
-    session = Session.restore(lambda state: batch_agent(runs, state), store, "c29", display=False)
+    session = _restored(tmp_path, record, lambda state: batch_agent(runs, state))
     try:
         asyncio.run(session.run("What happened?"))
     finally:
@@ -252,29 +265,15 @@ def test_c29_batch_new_message_tells_the_model_the_unasked_call_did_not_run(tmp_
 def test_c29_batch_agui_restore_asks_again_for_the_call_never_asked(tmp_path, batch):
     runs, record = batch
     tid = "c29-batch"
-    store = CheckpointStore(tmp_path / "served")
-    _save(store, checkpoint_id(tid), record)
     before = list(runs)
-    server = AguiServer(
-        lambda thread_id, state=None: batch_agent(runs, state), token=False, session_kwargs={"checkpoints": store}
-    )
+    server = _serve(tmp_path, tid, record, lambda state: batch_agent(runs, state))
 
     async def go() -> tuple[list[Any], list[Any]]:
         offered = await collect(server, AguiClient.make_input(tid, [user("Go on.", "u2")]))
         (interrupt,) = offered[-1].outcome.interrupts
-        done = await collect(
-            server,
-            AguiClient.make_input(
-                tid, [], [ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload={"approved": True})]
-            ),
-        )
-        return offered, done
+        return offered, await collect(server, _approve(tid, interrupt.id))
 
-    try:
-        offered, done = asyncio.run(go())
-    finally:
-        for thread in server.threads.values():
-            thread.session.close()
+    offered, done = _played(server, go)
     assert offered[-1].outcome.type == "interrupt", offered[-1]
     assert offered[-1].outcome.interrupts[0].tool_call_id == "p7"
     assert done[-1].type.value == "RUN_FINISHED" and done[-1].outcome.type == "success", done[-1]
@@ -311,9 +310,7 @@ def test_c29_askuser_answer_lost_in_a_restart_is_asked_again(tmp_path):
     record = checkpoint_at_delivery(tmp_path, ask_agent(), lambda p: _answer(p, "blue"))
     marks = record["state"]["middle_context"][DELIVERED_CONTEXT_KEY]
     assert marks["call-ask"]["runs"] is False  # an answer runs nothing here
-    store = CheckpointStore(tmp_path / "local")
-    _save(store, "c29", record)
-    session = Session.restore(ask_agent, store, "c29", display=False)
+    session = _restored(tmp_path, record, ask_agent)
 
     async def go() -> Any:
         task = session.start_resume()
