@@ -163,7 +163,9 @@ def close_delivered_tool_calls(agent: Any) -> list[str]:
     here (mark ``"runs": False``) left no trace the agent could act on: the
     call stays open and its mark becomes ``{"ask_again": True, "action"}``,
     so the card that asks again says why (:data:`ASK_AGAIN_NOTE`). A mark
-    written before ``"runs"`` existed counts as an approval.
+    written before ``"runs"`` existed counts as an approval when its call
+    waits for a confirmation (``asking``) and was not denied; an external
+    call's (``submitted``: an AskUser answer, an external result) ran nothing here.
 
     Returns:
         the ids of the calls closed.
@@ -179,7 +181,10 @@ def close_delivered_tool_calls(agent: Any) -> list[str]:
         if enum_value(block.state) not in (ToolCallState.ASKING.value, ToolCallState.SUBMITTED.value):
             continue
         action = str(mark.get("action", "?"))
-        if mark.get("runs", True):
+        runs = mark.get("runs")
+        if runs is None:  # a mark written before "runs": only a confirmation's non-denial may have run
+            runs = enum_value(block.state) == ToolCallState.ASKING.value and action != "deny"
+        if runs:
             _close(last, block, DELIVERED_NOTE.format(action=action))
             closed.append(block.id)
         else:

@@ -306,10 +306,13 @@ def _answer(pause: Any, colour: str) -> dict[str, Any]:
     }
 
 
-def test_c29_askuser_answer_lost_in_a_restart_is_asked_again(tmp_path):
+@pytest.mark.parametrize("written_before_runs", [False, True])
+def test_c29_askuser_answer_lost_in_a_restart_is_asked_again(tmp_path, written_before_runs):
     record = checkpoint_at_delivery(tmp_path, ask_agent(), lambda p: _answer(p, "blue"))
     marks = record["state"]["middle_context"][DELIVERED_CONTEXT_KEY]
     assert marks["call-ask"]["runs"] is False  # an answer runs nothing here
+    if written_before_runs:  # a checkpoint of an nb_hitl that wrote no "runs": the call's state tells
+        del marks["call-ask"]["runs"]
     session = _restored(tmp_path, record, ask_agent)
 
     async def go() -> Any:
@@ -326,3 +329,17 @@ def test_c29_askuser_answer_lost_in_a_restart_is_asked_again(tmp_path):
     finally:
         session.close()
     assert final.get_text_content() == 'AskUser ended success: The user answered:\n- "Which colour?" -> red'
+
+
+def test_c29_agui_restore_asks_again_for_a_lost_askuser_answer(tmp_path):
+    record = checkpoint_at_delivery(tmp_path, ask_agent(), lambda p: _answer(p, "blue"))
+    tid = "c29-ask"
+    server = _serve(tmp_path, tid, record, ask_agent)
+
+    async def go() -> list[Any]:
+        return await collect(server, AguiClient.make_input(tid, [user("Still there?", "u2")]))
+
+    offered = _played(server, go)
+    assert offered[-1].outcome.type == "interrupt", offered[-1]
+    (interrupt,) = offered[-1].outcome.interrupts
+    assert interrupt.tool_call_id == "call-ask"  # asked again, not closed as "may have taken effect"
