@@ -423,7 +423,7 @@ class ThreadRegistry:
         if session.notices is not None and self.links is not None:  # Session(notify=...): with links
             session.notices.links = self.links.notice(thread_id)
         thread = ThreadState(thread_id=thread_id, agent=agent, session=session, owner=principal)
-        thread.adopt = restored and is_parked(agent)
+        thread.adopt = restored and (is_parked(agent) or bool(session.unchecked_tool_calls()))
         thread.last_used = self.clock()
         session.on_event(thread.on_event)
         session.on_change(thread.on_change)

@@ -280,6 +280,30 @@ class PauseKindSpec(ABC):
         ERROR result saying nobody answered (a confirmation denies instead)."""
         return {"action": "return_error", "tool_call_id": pause.tool_call_id, "message": TIMEOUT_TEXT}
 
+    def deadline_stop_note(self, pause: Pause, passed: Pause | None = None, passed_what: str = "") -> str:
+        """What the model reads for ``pause``'s call when a deadline stopped
+        the reply (``Session(on_deadline="interrupt")``), instead of
+        AgentScope 2.0.11's "The tool call has been interrupted by the user."
+        (``Agent._close_unfinished_tool_calls``): nobody answered, no user
+        interrupted.
+
+        Args:
+            pause: an open pause of the stopped reply (its call did not run).
+            passed: the pause whose deadline passed, when it is another one of
+                the reply; ``None``: ``pause``'s own deadline passed.
+            passed_what: what ``passed`` asked (its kind's ``cancelled_what``).
+        """
+        if passed is None:
+            return (
+                f"The call to {pause.tool_name} did not run: nobody answered the {self.cancelled_what} before the "
+                "deadline, so the reply was stopped. The user did not interrupt it; you may ask again later or do "
+                "something else."
+            )
+        return (
+            f"The call to {pause.tool_name} did not run: the reply was stopped because nobody answered the "
+            f"{passed_what} about {passed.tool_name} before the deadline. The user did not interrupt it."
+        )
+
     def cancel_message(self, pause: Pause) -> dict[str, Any]:
         """The page message an AG-UI ``cancelled`` resume entry stands for:
         an ERROR result saying the user cancelled (a confirmation denies)."""

@@ -238,6 +238,7 @@ class ConfirmKind(PauseKindSpec):
     waits_for = "a confirmation (approve, deny or modify)"
     interrupt_reason = REASON_TOOL_CALL
     timeout_applied = "denied"
+    cancelled_what = "confirmation"
     confirms = True
 
     def preview(self, pause: Pause, message: Any) -> EditPreview:

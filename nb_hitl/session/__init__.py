@@ -40,7 +40,8 @@ from ..store import AuditLog, CheckpointLock, CheckpointStore, current_user
 from ..team import Team
 from ._actions import Desk
 from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
-from ._drive import Driver, close_dangling_tool_calls
+from ._closing import close_dangling_tool_calls
+from ._drive import Driver
 from ._promise import allowed_decisions, install_guard
 from ._recording import Recording
 from ._replay import Replaying
@@ -294,7 +295,7 @@ class Session(Replaying, Driver):
     def start_resume(self) -> ReplyTask:
         """Like :meth:`resume` but returns the driving task at once."""
         self._check_current()
-        parked = self.parked_tool_calls()
+        parked = self.parked_tool_calls() or self.unchecked_tool_calls()
         if not parked:
             raise NbHitlError(f"The agent {self.agent.name!r} has no parked reply to resume.")
         run = self._new_run(prompt="(resumed)")

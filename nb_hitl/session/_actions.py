@@ -22,7 +22,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .._agentscope import APPROVALS_KEY, permission_engine
+from agentscope.message import ToolCallState
+
+from .._agentscope import APPROVALS_KEY, enum_value, permission_engine
 from ..answers import approvals, front
 from ..answers.lifecycle import transition
 from ..answers.record import KERNEL
@@ -34,7 +36,9 @@ from ..errors import NbHitlError, PauseNotLiveError
 from ..kinds import kind_spec
 from ..pauses import Pause
 from . import _whatif as whatif
+from ._closing import open_calls
 from ._core import SessionCore
+from ._promise import note
 from ._run import ReplyRun
 
 __all__ = ["Desk"]
@@ -367,9 +371,14 @@ class Desk:
             return
         pause.decision = {"action": "timeout", "applied": applied}
         if self.s.on_deadline == "interrupt":
+            self._tell_deadline_stop(run, pause)
             transition(pause, "expired", reason="The deadline passed; the reply was interrupted.")
             was_running = run.status == "running"  # a question asked while a tool runs (an MCP server's)
-            self.s._request_interrupt(run, "The deadline of a pause passed; the reply was interrupted.")
+            run.stop_text = (
+                f"Nobody answered the {kind_spec(pause.kind).cancelled_what} about {pause.tool_name} "
+                "before the deadline, so the reply was stopped."
+            )
+            self.s._request_interrupt(run, run.stop_text)
             if was_running and run.task is not None and not run.task.done():
                 run.task.cancel()  # as an interrupt from the page: AgentScope ends the reply interrupted
         else:
@@ -377,6 +386,28 @@ class Desk:
             run.wake.set()
             self.s._push(run)
         self.s._notify("decision", run)
+
+    def _tell_deadline_stop(self, run: ReplyRun, passed: Pause) -> None:
+        """Before a deadline stops the reply: record, for every call still
+        waiting, the note the model reads instead of AgentScope's "interrupted
+        by the user" (a ``replace`` note, applied once AgentScope saved the
+        interrupted result, see :func:`~nb_hitl.session._promise.apply_note`)."""
+        what = kind_spec(passed.kind).cancelled_what
+        for pause in run.pauses.values():
+            if pause.status not in ("open", "deciding"):
+                continue
+            other = None if pause is passed else passed
+            text = kind_spec(pause.kind).deadline_stop_note(pause, other, what)
+            note(self.s.team.agent(pause.agent), pause.tool_call_id, text)
+        for agent in self.s.team.agents.values():  # calls AgentScope left pending: never asked
+            for call in open_calls(agent):
+                if call.id not in run.pauses and enum_value(call.state) == ToolCallState.PENDING.value:
+                    text = (
+                        f"The call to {call.name} did not run: the reply was stopped before it was checked, because "
+                        f"nobody answered the {what} about {passed.tool_name} before the deadline. The user did not "
+                        "interrupt it."
+                    )
+                    note(agent, call.id, text)
 
     @staticmethod
     def _hand_over(run: ReplyRun, pause: Pause, decision: Decision, summary: dict[str, Any]) -> None:

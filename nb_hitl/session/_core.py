@@ -26,6 +26,7 @@ from ..decisions import Decision
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
+from ._closing import unchecked_calls
 from ._pace import ENVELOPE, OP_BYTES, RESUME_QUIET, flush_delay, over_budget
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun
 from ._settle import answered, stepped
@@ -74,6 +75,15 @@ class SessionCore:
         """The agent's tool calls waiting for a person, from its state
         (``AgentState.get_awaiting_tool_calls``)."""
         return [tc for _, tc in self.team.parked_calls()]
+
+    def unchecked_tool_calls(self) -> list[ToolCallBlock]:
+        """Calls of a restored reply AgentScope has not checked yet (state
+        ``pending``, nothing parked): :meth:`resume` continues the reply and
+        AgentScope checks them, asking a person where its permission says
+        so (:func:`~nb_hitl.session._closing.unchecked_calls`). Empty for a pipeline."""
+        if self.team.is_pipeline:
+            return []
+        return [tc for agent in self.team.agents.values() for tc in unchecked_calls(agent)]
 
     def checkpoint(self) -> None:
         """Write the agent's ``AgentState`` to the session's checkpoint now.

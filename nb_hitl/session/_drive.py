@@ -8,7 +8,7 @@ then waits for decisions and resumes the parked reply with AgentScope's own
 ``UserInterruptEvent`` (one event per batch of decisions of a kind), until
 the reply ends. The set of open pauses is re-read from the agent's state
 after each stream (AgentScope re-sends no event for calls left open).
-:func:`close_dangling_tool_calls` gives a result to calls a crash left open.
+:func:`~nb_hitl.session._closing.close_dangling_tool_calls` gives a result to calls a crash left open.
 """
 
 from __future__ import annotations
@@ -37,15 +37,15 @@ from agentscope.event import (
     UserConfirmResultEvent,
     UserInterruptEvent,
 )
-from agentscope.message import Msg, ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState
+from agentscope.message import Msg, TextBlock, ToolCallBlock, ToolCallState
 
 from .._agentscope import (
+    NOTES_CONTEXT_KEY,
     POLICY_CONTEXT_KEY,
     agentscope_tool_input,
     context_cut_result,
     context_map,
     enum_value,
-    is_parked,
     msg_text,
     permission_engine,
 )
@@ -55,10 +55,17 @@ from ..pauses import Pause, build_pause
 from ..shell_policy import describe_shell_pause
 from ..team import plumbing_step, tag_entry
 from ._call_ids import renamed_calls, reused_id_message
+from ._closing import (
+    ASK_AGAIN_NOTE,
+    close_dangling_tool_calls,
+    close_delivered_tool_calls,
+    decision_runs,
+    delivered_marks,
+)
 from ._core import SessionCore
 from ._not_run import show_asked_again, show_not_run
 from ._promise import apply_note, record_decision
-from ._run import DELIVERED_CONTEXT_KEY, TERMINAL, ReplyRun
+from ._run import TERMINAL, ReplyRun
 from ._run_error import run_error_text
 from ._team import resume_batch
 from ._transcript import record_event
@@ -67,98 +74,10 @@ __all__ = ["Driver", "close_dangling_tool_calls", "close_delivered_tool_calls"]
 
 log = logging.getLogger("nb_hitl.session")
 
-_DANGLING_NOTE = (
-    "<system-reminder>This tool call was interrupted: the process running it stopped before it "
-    "returned a result, so it may or may not have taken effect.</system-reminder>"
-)
-
-
-def close_dangling_tool_calls(agent: Any) -> list[str]:
-    """Give an ``interrupted`` result to tool calls left without one.
-
-    A state restored after a crash mid-tool has a call in state ``allowed``
-    (or ``pending``) and no result; AgentScope 2.0.11 then accepts a new
-    message and sends the model a call without a result. This closes such
-    calls in the agent's last message the way AgentScope's own interrupt
-    path does (``Agent._close_unfinished_tool_calls``): state ``finished``
-    plus a ``ToolResultBlock(state=INTERRUPTED)``. Calls that are parked on
-    purpose (``asking``, ``submitted``) are left alone, and so are
-    ``pending`` calls while the reply is parked: AgentScope leaves a call
-    ``pending`` on purpose when it was de-duplicated in a concurrent batch or
-    not reached yet in a sequential one, and re-checks it once the parked
-    calls are answered (``Agent._next_action``).
-
-    Returns:
-        the ids of the calls closed.
-    """
-    context = agent.state.context
-    if not context:
-        return []
-    last = context[-1]
-    if last.role != "assistant" or last.name != agent.name or isinstance(last.content, str):
-        return []
-    answered = {b.id for b in last.content if getattr(b, "type", None) == "tool_result"}
-    closable: tuple[str, ...] = (ToolCallState.ALLOWED.value,)
-    if not is_parked(agent):
-        closable += (ToolCallState.PENDING.value,)
-    closed = []
-    for block in list(last.content):
-        if getattr(block, "type", None) != "tool_call" or block.id in answered:
-            continue
-        if enum_value(block.state) in closable:
-            block.state = ToolCallState.FINISHED
-            last.content.append(
-                ToolResultBlock(id=block.id, name=block.name, output=_DANGLING_NOTE, state=ToolResultState.INTERRUPTED)
-            )
-            closed.append(block.id)
-    return closed
-
-
-_DELIVERED_NOTE = (
-    "<system-reminder>A decision ({action}) was handed to the agent for this tool call, but the process "
-    "stopped before its outcome was recorded, so it may or may not have taken effect.</system-reminder>"
-)
-
-
-def delivered_marks(agent: Any) -> dict[str, Any]:
-    """The agent's ``DELIVERED_CONTEXT_KEY`` entries (created empty when missing)."""
-    return context_map(agent, DELIVERED_CONTEXT_KEY)
-
-
-def close_delivered_tool_calls(agent: Any) -> list[str]:
-    """After a restore: close the parked calls whose decision had been handed
-    to the agent (``DELIVERED_CONTEXT_KEY``) with no outcome in the state.
-
-    The process stopped between the resume and the next checkpoint, so the
-    tool may have run: asking again could run it twice. Each such call gets
-    state ``finished`` and an ``interrupted`` ``ToolResultBlock`` saying so,
-    like :func:`close_dangling_tool_calls`.
-
-    Returns:
-        the ids of the calls closed.
-    """
-    marks = delivered_marks(agent)
-    context = agent.state.context
-    if not marks or not context:
-        marks.clear()
-        return []
-    last = context[-1]
-    closed: list[str] = []
-    if last.role == "assistant" and last.name == agent.name and not isinstance(last.content, str):
-        answered = {b.id for b in last.content if getattr(b, "type", None) == "tool_result"}
-        for block in list(last.content):
-            if getattr(block, "type", None) != "tool_call" or block.id in answered or block.id not in marks:
-                continue
-            if enum_value(block.state) in (ToolCallState.ASKING.value, ToolCallState.SUBMITTED.value):
-                block.state = ToolCallState.FINISHED
-                note = _DELIVERED_NOTE.format(action=marks[block.id].get("action", "?"))
-                last.content.append(
-                    ToolResultBlock(id=block.id, name=block.name, output=note, state=ToolResultState.INTERRUPTED)
-                )
-                closed.append(block.id)
-    marks.clear()
-    return closed
-
+CONTINUE = object()
+"""The input that continues a reply nothing is parked on: ``reply_stream(None)``
+(AgentScope checks the calls it left ``pending``, see
+:func:`~nb_hitl.session._closing.unchecked_calls`)."""
 
 DELTA_EVENTS = (
     TextBlockDeltaEvent,
@@ -202,7 +121,9 @@ class Driver(SessionCore):
                 for member in self.team.agents.values():
                     close_dangling_tool_calls(member)
             inp = first_input
-            if adopt:
+            if adopt and not self.team.is_parked():
+                inp = CONTINUE  # a restored reply with calls AgentScope has not checked yet (unchecked_calls)
+            elif adopt:
                 await self._sync_pauses(run)
                 inp = await self._next_input(run)
             while True:
@@ -250,6 +171,21 @@ class Driver(SessionCore):
         self._notify("end", run)
         return run.final  # type: ignore[return-value]
 
+    def _late_notes(self, run: ReplyRun) -> None:
+        """Apply the notes (``replace``) of calls AgentScope closed on an
+        interrupt: ``Agent._close_unfinished_tool_calls`` saves their result
+        only after yielding its ``ToolResultEndEvent``, so they are in the
+        state once the reply's ``ReplyEndEvent`` arrives (a deadline's
+        "nobody answered", not "interrupted by the user")."""
+        for member in self.team.agents.values():
+            for tool_call_id, entry in list(context_map(member, NOTES_CONTEXT_KEY).items()):
+                if not (isinstance(entry, dict) and entry.get("replace")):
+                    continue
+                told = apply_note(member, tool_call_id)
+                if told is not None:
+                    run.told[tool_call_id] = told
+                    run.transcript.tool_result(tool_call_id, text=told)
+
     async def _interrupt_parked(self, prior: ReplyRun | None) -> None:
         if prior is not None and prior.live:
             was_running = prior.status == "running"
@@ -289,7 +225,8 @@ class Driver(SessionCore):
                 marks = delivered_marks(self.team.owner(reply_id))  # in the state of the agent that asked
                 for d in batch:
                     transition(run.pauses[d.tool_call_id], "delivered")
-                    marks[d.tool_call_id] = {"action": d.action, "reply_id": reply_id, "at": time.time()}
+                    runs = decision_runs(d.confirm_result)  # an approval may run the tool: a restore never asks again
+                    marks[d.tool_call_id] = {"action": d.action, "reply_id": reply_id, "at": time.time(), "runs": runs}
                     record_decision(self.team.owner(reply_id), d, run.pauses[d.tool_call_id].tool_name)
                 # on disk before the agent gets it: a restore never asks again
                 # for a call that may already have run
@@ -375,6 +312,11 @@ class Driver(SessionCore):
                     reason=said,
                 )
         show_asked_again(self, run, agent, pause)  # approved, then changed: asked again under a new id
+        restored = delivered_marks(agent).get(tool_call.id)
+        if isinstance(restored, dict) and restored.get("ask_again"):  # its answer was lost in a restart
+            delivered_marks(agent).pop(tool_call.id)
+            said = ASK_AGAIN_NOTE
+            pause.message = f"{said}\n\n{pause.message}" if pause.message else said
         if self.deadline is not None:
             pause.deadline = pause.created_at + self.deadline
             loop = asyncio.get_running_loop()
@@ -406,7 +348,7 @@ class Driver(SessionCore):
         # its result is in the state (AgentScope saves an external result
         # after yielding its end event: written at the next event)
         result_due = False
-        async for ev in self.team.stream(inp):
+        async for ev in self.team.stream(None if inp is CONTINUE else inp):
             if result_due:
                 self.checkpoint()
                 result_due = False
@@ -416,7 +358,13 @@ class Driver(SessionCore):
                 except Exception:  # a listener never stops the agent
                     log.warning("an on_event listener raised", exc_info=True)
             if isinstance(ev, Msg):
-                run.final = ev
+                interrupted = enum_value(getattr(ev, "finished_reason", None)) == "interrupted"
+                # nb_hitl stopped it (a deadline): its own words, not AgentScope's "I notice the interruption"
+                run.final = (
+                    ev.model_copy(update={"content": [TextBlock(text=run.stop_text)]})
+                    if interrupted and run.stop_text
+                    else ev
+                )
                 continue
             changed = True
             if self.team.is_pipeline and plumbing_step(self.team, tr, ev):
@@ -468,6 +416,8 @@ class Driver(SessionCore):
             elif isinstance(ev, ReplyEndEvent) and run.live and self.team.ends_reply(ev):
                 reason = enum_value(ev.finished_reason)
                 run.status = "interrupted" if reason == "interrupted" else "finished"
+                if run.status == "interrupted":
+                    self._late_notes(run)
                 if ev.error is not None:
                     run.status = "error"
                     run.reason = str(getattr(ev.error, "message", ev.error))

@@ -71,6 +71,7 @@ from ._run import DELIVERED_CONTEXT_KEY
 __all__ = [
     "ApprovalGuard",
     "install_guard",
+    "note",
     "record_decision",
     "apply_note",
     "flush_hints",
@@ -137,10 +138,14 @@ def record_decision(agent: Any, decision: Decision, tool_name: str) -> None:
     for rule in decision.deny_rules:  # "Always deny": AgentScope ignores rules sent with a denial
         permission_engine(agent).add_rule(rule.model_copy(deep=True))
     if decision.note:
-        _entries(agent, NOTES_CONTEXT_KEY)[decision.tool_call_id] = {
-            "text": decision.note,
-            "replace": decision.note_replaces,
-        }
+        note(agent, decision.tool_call_id, decision.note, replace=decision.note_replaces)
+
+
+def note(agent: Any, tool_call_id: str, text: str, *, replace: bool = True) -> None:
+    """Record what the model reads about ``tool_call_id`` once its result is
+    saved (``middle_context["nb_hitl.notes"]``, see :func:`apply_note`):
+    instead of AgentScope's text (``replace``) or after it."""
+    _entries(agent, NOTES_CONTEXT_KEY)[tool_call_id] = {"text": text, "replace": replace}
 
 
 def apply_note(agent: Any, tool_call_id: str) -> str | None:

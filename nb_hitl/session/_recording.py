@@ -195,7 +195,11 @@ class Recording:
         callable turn that quotes what that call returned *now*, when it
         differs: after a what-if's other answer (a denial) or with the tools
         live (``fork(..., live=True)``) the model says what it read, not what
-        it read then. A turn that quoted nothing is played as recorded.
+        it read then. A turn that followed results it did not quote whole
+        (it quoted part of one, or only its state) is played as recorded, and
+        when one of those results is not what it was then, the text says so
+        (:data:`OUTDATED`): the person and the model read it as the recorded
+        reply, which may no longer follow.
         """
         script: list[ScriptItem] = []
         before: tuple[str, ...] = ()
@@ -203,7 +207,8 @@ class Recording:
             quoted = {
                 cid: then for cid in before if (then := result_shown(self.results.get(cid))) and then in turn.text
             }
-            script.append(partial(requoted, turn, quoted) if quoted else turn)
+            followed = {cid: block for cid in before if cid not in quoted and (block := self.results.get(cid))}
+            script.append(partial(requoted, turn, quoted, followed) if quoted or followed else turn)
             before = tuple(c.id for c in turn.tool_calls if c.id)
         return script
 
@@ -238,15 +243,39 @@ class Recording:
         return None if block is None else str(enum_value(block.state))
 
 
-def requoted(turn: Turn, quoted: Mapping[str, str], messages: list[Msg]) -> Turn:
+OUTDATED = (
+    "\n\n(What if: this is the reply recorded then, written after {then}. In this what-if {now}, "
+    "so this text may no longer follow from it.)"
+)
+"""Added to a recorded turn played after results that differ from the ones it was written after."""
+
+
+def requoted(
+    turn: Turn, quoted: Mapping[str, str], followed: Mapping[str, ToolResultBlock], messages: list[Msg]
+) -> Turn:
     """``turn`` with each tool result it quoted (``quoted``: the recorded
     text, by ``tool_call_id``) replaced by what that call returned in
-    ``messages`` (what the model is sent now), where the two differ."""
-    now = {b.id: result_shown(b) for b in tool_results(messages) if b.id in quoted}
+    ``messages`` (what the model is sent now), where the two differ; when a
+    result it followed without quoting it (``followed``: the recorded
+    ``ToolResultBlock``, by ``tool_call_id``) differs now, :data:`OUTDATED`
+    says so (by tool name: no ids in a text a person reads)."""
+    sent = {b.id: b for b in tool_results(messages) if b.id in quoted or b.id in followed}
     text = turn.text
     for call_id, then in quoted.items():
-        if call_id in now and now[call_id] != then:
-            text = text.replace(then, now[call_id])
+        if call_id in sent and (now := result_shown(sent[call_id])) != then:
+            text = text.replace(then, now)
+    was, became = [], []
+    for call_id, recorded in followed.items():
+        block = sent.get(call_id)
+        if block is None or (result_shown(block) == result_shown(recorded) and block.state == recorded.state):
+            continue
+        state_then, state_now = enum_value(recorded.state), enum_value(block.state)
+        was.append(f"{recorded.name} ended {state_then}")
+        became.append(
+            f"{block.name} ended {state_now}" if state_now != state_then else f"{block.name} returned another result"
+        )
+    if was:
+        text += OUTDATED.format(then=", ".join(was), now=", ".join(became))
     return replace(turn, text=text)
 
 

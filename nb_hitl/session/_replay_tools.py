@@ -52,20 +52,20 @@ _CALL: ContextVar[str | None] = ContextVar("nb_hitl_replayed_call", default=None
 _INPUT: ContextVar[dict[str, Any] | None] = ContextVar("nb_hitl_replayed_input", default=None)
 
 NO_RESULT = (
-    "No recorded result for this call ({tool_call_id}): in a replay tools do not run, "
+    "No recorded result for this call to {tool}: in a replay tools do not run, "
     "and this call was not made when the session was recorded, so nothing ran."
 )
 """The result of a call the record has no result for (recorded mode)."""
 
 OTHER_INPUT = (
-    "No recorded result for this call ({tool_call_id}) with this input: in a replay tools do not run, and "
+    "No recorded result for this call to {tool} with this input: in a replay tools do not run, and "
     "the record holds only what {tool}({recorded}) returned; {tool}({asked}) was not run when the session "
     "was recorded, so nothing ran."
 )
 """The result of a recorded call that now runs with another input (a fork's Modify; recorded mode)."""
 
 NOT_RUN = (
-    "No recorded result for this call ({tool_call_id}): when the session was recorded it did not run "
+    "No recorded result for this call to {tool}: when the session was recorded it did not run "
     "({state}), and in a replay tools do not run, so nothing ran."
 )
 """The result of a recorded call that did not run then (denied, interrupted) and now would (recorded mode)."""
@@ -131,7 +131,7 @@ class RecordedTool(ToolBase):
         call_id = _CALL.get()
         block = self.book.recording.results.get(call_id) if call_id else None
         if block is None:
-            text = NO_RESULT.format(tool_call_id=call_id or "unknown id")
+            text = NO_RESULT.format(tool=self.name)
             return ToolChunk(content=[TextBlock(text=text)], state=ToolResultState.ERROR)
         other = self._not_this_call(str(call_id), block)
         if other is not None:  # the record's result is for another call than this one
@@ -150,13 +150,11 @@ class RecordedTool(ToolBase):
         (it did not run then; it ran with another input), or ``None`` when it is."""
         state = str(enum_value(block.state))
         if state in (ToolResultState.DENIED.value, ToolResultState.INTERRUPTED.value):
-            return NOT_RUN.format(tool_call_id=call_id, state=state)
+            return NOT_RUN.format(tool=self.name, state=state)
         ran, asked = self.book.recording.ran.get(call_id), _INPUT.get()
         if ran is None or asked is None or same_by_value(ran, asked):
             return None
-        return OTHER_INPUT.format(
-            tool_call_id=call_id, tool=self.name, recorded=visible_json(ran, None), asked=visible_json(asked, None)
-        )
+        return OTHER_INPUT.format(tool=self.name, recorded=visible_json(ran, None), asked=visible_json(asked, None))
 
     async def check_permissions(self, tool_input: dict[str, Any], context: PermissionContext) -> PermissionDecision:
         """The real tool's check when it was given (a check runs nothing), else allow:
@@ -189,7 +187,7 @@ class ReplayedReview(ReviewedTool):
             return await super()._run_inner(tool_call, agent)
         block = self.book.recording.results.get(tool_call.id)
         if block is None:
-            text = NO_RESULT.format(tool_call_id=tool_call.id)
+            text = NO_RESULT.format(tool=tool_call.name)
             return ToolResultBlock(id=tool_call.id, name=tool_call.name, output=text, state=ToolResultState.ERROR)
         return block.model_copy(deep=True)
 

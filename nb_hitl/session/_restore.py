@@ -8,11 +8,18 @@ a decision was handed to the agent. :meth:`Session.restore
 (:class:`~nb_hitl.agui.threads.ThreadRegistry`) both rebuild through
 :func:`settle`, so they agree on what is still open:
 
-* a parked call whose decision had been handed to the agent
-  (``DELIVERED_CONTEXT_KEY``, :func:`~nb_hitl.session._drive.close_delivered_tool_calls`)
+* a parked call whose approval had been handed to the agent
+  (``DELIVERED_CONTEXT_KEY``, :func:`~nb_hitl.session._closing.close_delivered_tool_calls`)
   is closed as interrupted: the tool may have run, asking again could run it twice;
-* a call a crash left running (``allowed``, :func:`~nb_hitl.session._drive.close_dangling_tool_calls`)
-  is closed the same way;
+* a call whose handed-over decision runs nothing (a denial, an AskUser
+  answer, an external result) stays open and is asked again, its card saying why;
+* a call a crash left running (``allowed``, :func:`~nb_hitl.session._closing.close_dangling_tool_calls`)
+  is closed as may have run;
+* a call AgentScope had not checked yet (``pending``: a later call of the
+  same turn) stays open: resuming continues the reply and AgentScope checks
+  it, asking a person if its permission says so
+  (:func:`~nb_hitl.session._closing.unchecked_calls`); a pipeline's is closed
+  as not run;
 * every other parked call (``asking``, ``submitted``) stays open and is asked again.
 """
 
@@ -24,7 +31,7 @@ from typing import Any
 from agentscope.state import AgentState
 
 from ..team import Team, states_from_checkpoint
-from ._drive import close_dangling_tool_calls, close_delivered_tool_calls
+from ._closing import close_dangling_tool_calls, close_delivered_tool_calls
 
 __all__ = ["states", "settle", "reopen"]
 
@@ -59,7 +66,7 @@ def settle(agent: Any, record: Mapping[str, Any]) -> list[str]:
     closed: list[str] = []
     for member in team.agents.values():
         closed += close_delivered_tool_calls(member)
-        closed += close_dangling_tool_calls(member)
+        closed += close_dangling_tool_calls(member, keep_unchecked=not team.is_pipeline)
     return closed
 
 

@@ -37,7 +37,7 @@ log = logging.getLogger("nb_hitl.session")
 
 DELIVERED_CONTEXT_KEY = "nb_hitl.delivered"
 """Key in ``AgentState.middle_context``: ``{tool_call_id: {"action", "reply_id",
-"at"}}``, the decisions handed to the agent whose outcome is not in the state
+"at", "runs"}}`` (``runs``: the decision may run the tool, an approval), the decisions handed to the agent whose outcome is not in the state
 yet. Written (and checkpointed) before the resume event is sent, so a
 restore knows which parked calls may already have run."""
 
@@ -75,6 +75,10 @@ class ReplyRun:
             (:func:`nb_hitl.session._settle.answered`).
         step: what :func:`nb_hitl.session._settle.settled` waits on, resolved
             when the run moves (``None``: nobody waits).
+        stop_text: why nb_hitl itself stopped the reply (a pause's deadline,
+            ``on_deadline="interrupt"``): the final text instead of AgentScope's
+            fallback ``ReActConfig.interruption_message`` ("I notice the
+            interruption..."), which speaks of a user's interruption.
     """
 
     reply_id: str = ""
@@ -99,6 +103,7 @@ class ReplyRun:
     resuming: bool = False
     answering: int = 0
     step: asyncio.Future[None] | None = None
+    stop_text: str | None = None
 
     @property
     def live(self) -> bool:

@@ -27,13 +27,13 @@ from agentscope.state import AgentState
 from agentscope.tool import AskUser, FunctionTool, Toolkit
 
 from nb_hitl import PauseNotLiveError, Session
-from nb_hitl.demo import make_sandbox
+from nb_hitl.demo import make_sandbox, sandbox_tools
 from nb_hitl.kinds.form import FormTool
 from nb_hitl.kinds.review_tool import reviewed
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.store import AuditLog
 from tests.support import run_async, wait_until
-from tests.support_agents import sandbox_agent
+from tests.support_agents import sandbox_agent, scripted_agent
 
 
 def report(msgs: list[Any]) -> Turn:
@@ -231,3 +231,69 @@ def test_a_click_after_the_deadline_but_before_its_timer_is_refused(tmp_path: Pa
 def test_bad_deadline_settings_are_refused(tmp_path: Path, kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         Session(delete_agent(make_sandbox(tmp_path / "box")), display=False, **kwargs)
+
+
+def test_c17_interrupt_tells_the_model_nobody_answered_not_that_the_user_interrupted(tmp_path: Path) -> None:
+    """``on_deadline="interrupt"`` with a confirmation and an AskUser: only the AskUser
+    is answered. The model reads, for the call nobody confirmed, that nobody answered
+    before the deadline (not AgentScope's "interrupted by the user"), and the final
+    text says why the reply stopped (not AgentScope's "I notice the interruption")."""
+    folder = make_sandbox(tmp_path / "box")
+    turn = Turn("", [tool_call("delete_file", path="draft.md"), tool_call("AskUser", **_question())])
+    agent = scripted_agent([turn, report, report], [*sandbox_tools(folder), AskUser()])
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> Any:
+        session = Session(agent, display=False, audit_log=str(audit), deadline=0.5, on_deadline="interrupt")
+        task = session.start("tidy")
+        await wait_until(lambda: len(session.pending) == 2, "both pauses")
+        asked = next(p for p in session.pending if p.kind == "ask_user")
+        await session.act(
+            {
+                "action": "answer",
+                "tool_call_id": asked.tool_call_id,
+                "answers": [{"question": "Which file?", "selected": ["a.txt"]}],
+            }
+        )
+        return await asyncio.wait_for(task, 10)
+
+    final = run_async(scenario())
+    (deleted,) = tool_results(agent.state.context, "delete_file")
+    assert deleted.state == ToolResultState.INTERRUPTED
+    told = result_text(deleted)
+    assert "nobody answered the confirmation before the deadline" in told and "interrupted by the user" not in told
+    assert final.get_text_content() == (
+        "Nobody answered the confirmation about delete_file before the deadline, so the reply was stopped."
+    )
+    records = AuditLog(audit).records("answered")
+    assert [(r["tool_name"], r["decision"]) for r in records] == [("AskUser", "answer"), ("delete_file", "timeout")]
+    assert sorted(p.name for p in folder.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
+
+
+@pytest.mark.parametrize("second", ["delete_file", "AskUser"])
+def test_c17_interrupt_tells_the_model_why_the_other_call_did_not_run(tmp_path: Path, second: str) -> None:
+    """Nobody answers. A second ``delete_file`` of the turn is left ``pending`` by
+    AgentScope (never asked); an AskUser is open beside the confirmation. When the
+    first deadline stops the reply, every call's result says it did not run because
+    nobody answered before the deadline; none says the user interrupted."""
+    folder = make_sandbox(tmp_path / "box")
+    call = (
+        tool_call("delete_file", path="notes.txt") if second == "delete_file" else tool_call("AskUser", **_question())
+    )
+    agent = scripted_agent(
+        [Turn("", [tool_call("delete_file", path="draft.md"), call]), report], [*sandbox_tools(folder), AskUser()]
+    )
+
+    async def scenario() -> None:
+        session = Session(agent, display=False, deadline=0.3, on_deadline="interrupt")
+        await asyncio.wait_for(session.start("tidy"), 10)
+
+    run_async(scenario())
+    results = tool_results(agent.state.context)
+    assert [(r.name, r.state) for r in results] == [
+        ("delete_file", ToolResultState.INTERRUPTED),
+        (second, ToolResultState.INTERRUPTED),
+    ]
+    texts = [result_text(r) for r in results]
+    assert all("did not run" in t and "before the deadline" in t and "interrupted by the user" not in t for t in texts)
+    assert sorted(p.name for p in folder.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]

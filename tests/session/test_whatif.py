@@ -17,8 +17,9 @@ from agentscope.agent import Agent
 from agentscope.tool import Toolkit
 
 from nb_hitl import Session
+from nb_hitl._agentscope import enum_value
 from nb_hitl.errors import NbHitlError
-from nb_hitl.models import ScriptedChatModel, Turn, tool_call
+from nb_hitl.models import ScriptedChatModel, Turn, result_shown, result_text, tool_call, tool_results
 from nb_hitl.session._whatif import NOT_RECORDED, offer
 from tests.support import run_async, wait_until
 from tests.support_agents import counter_tools
@@ -103,3 +104,45 @@ def test_a_reply_with_no_message_on_record_has_nothing_to_play(tmp_path: Path) -
         assert run.nested == []
 
     run_async(main())
+
+
+def _short_report(messages: list[Any]) -> Turn:
+    """Like the notebooks' scripted model: each result's state and its first 20 characters."""
+    return Turn("; ".join(f"{r.name}: {enum_value(r.state)}: {result_shown(r)[:20]}" for r in tool_results(messages)))
+
+
+def test_what_if_marks_the_recorded_reply_that_no_longer_follows(tmp_path: Path) -> None:
+    """A denied call, then What if… approving it (tools recorded): the recorded last turn
+    ("bump: denied: ...") was written after a result this fork does not have. It is shown
+    marked as the recorded reply, and no text a person reads names an internal call id."""
+    counter = tmp_path / "counter.txt"
+    counter.write_text("0")
+    agent = Agent(
+        name="counter",
+        system_prompt="Count.",
+        model=ScriptedChatModel([Turn("Adding 2.", [tool_call("bump", step=2)]), _short_report]),
+        toolkit=Toolkit(tools=counter_tools(counter)),
+    )
+
+    async def main() -> tuple[str, str, str]:
+        session = Session(agent, display=False, audit_log=tmp_path / "audit.jsonl")
+        task = session.start("Add two.")
+        pause = await wait_until(lambda: next(iter(session.pending), None), "the bump")
+        await session.act({"action": "deny", "tool_call_id": pause.tool_call_id})
+        recorded = (await task).get_text_content()
+        await session.act({"action": "what_if", "tool_call_id": pause.tool_call_id})
+        child, fork = session.current.nested[-1]  # type: ignore[union-attr]
+        again = await wait_until(lambda: next(iter(child.pending), None), "the what-if card")
+        await child.act({"action": "approve", "tool_call_id": again.tool_call_id})
+        final = (await fork).get_text_content()
+        (result,) = tool_results(child.agent.state.context, "bump")
+        return recorded, final, result_text(result)
+
+    recorded, final, told = run_async(main())
+    assert recorded.startswith("bump: denied: ")
+    assert final.startswith(recorded)  # the recorded text, shown as it was...
+    assert "(What if: this is the reply recorded then, written after bump ended denied." in final  # ...and marked
+    assert "In this what-if bump ended error" in final and "may no longer follow" in final
+    assert told.startswith("No recorded result for this call to bump: when the session was recorded it did not run")
+    assert "call_" not in final and "call_" not in told
+    assert counter.read_text() == "0"
