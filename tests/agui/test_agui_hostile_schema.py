@@ -168,7 +168,7 @@ def test_C32_a_branching_recursive_schema_is_checked_in_bounded_time_and_refused
     assert card["kind"] == "form" and card["form_error"] is None
     assert refused["ok"] is False and STOPPED in refused["error"] and WHY in refused["error"]
     assert resumes == resumes_before  # nothing was sent with the unchecked answer
-    assert ticker.ticks > 0 and ticker.largest_gap < MAX_VALIDATION_SECONDS + 1.0, ticker.largest_gap
+    assert ticker.ticks > 0 and ticker.largest_gap < MAX_VALIDATION_SECONDS + 5.0, ticker.largest_gap
     assert final == "resumed" and RESUMES[-1][0]["payload"] == nested(2, leaf={"k": {}})
 
 

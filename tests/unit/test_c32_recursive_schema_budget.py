@@ -89,5 +89,7 @@ def test_c32_a_branching_recursive_form_is_refused_in_the_card_and_the_loop_keep
     assert refused["ok"] is False and refused["field"] == "value"
     assert STOPPED in refused["error"] and WHY in refused["error"]
     # unbudgeted, 16 levels held the loop for seconds and 30 for hours
-    assert ticks > 0 and gap < MAX_VALIDATION_SECONDS + 1.0, f"the loop stalled {gap:.2f} s"
+    # stopped by the budget (a sanity bound, not a timing target: benchmarks hold those; a loaded machine
+    # stretches the gap, and unbudgeted the check ran for seconds at 16 levels and hours at 30)
+    assert ticks > 0 and gap < MAX_VALIDATION_SECONDS + 5.0, f"the loop stalled {gap:.2f} s"
     assert final.startswith("[success]") and '"k": {}' in final  # the shallow answer, checked and sent
