@@ -34,6 +34,13 @@ export interface CardUi {
 /** A decision the card would send (its draft, for "Submit all"). */
 export type Draft = Decision;
 
+/** What a person typed or picked on a card and has not sent: `what` names it ("an edit"),
+ *  `draft` is the decision it makes (null: none a group action may send, e.g. ticked rules). */
+export interface Held {
+  what: string;
+  draft: Draft | null;
+}
+
 /** What a card module gets to draw one open pause. */
 export interface CardCtx {
   ui: CardUi;
@@ -50,9 +57,9 @@ export interface CardCtx {
   redraw(): void;
   /** what "Submit all" sends for this card (null: nothing yet) */
   setDraft(draft: () => Draft | null): void;
-  /** what the person typed or picked here and has not sent, as a phrase ("an edit"), or null:
-   *  a group action ("Approve all") sends nothing while a card holds one */
-  setUnsent(unsent: () => string | null): void;
+  /** what the person typed or picked here and has not sent, or null: a group action sends it
+   *  for this card when it agrees (BulkAction.takes), else sends nothing and names this card */
+  setHeld(held: () => Held | null): void;
   /** the refusal to show, when it belongs to `field` (or to any field when omitted) */
   errorBox(field?: string): HTMLElement | null;
   /** the person made `field` valid: its refusal (drawn by errorBox) goes, now and on redraws */
@@ -87,8 +94,8 @@ export class CardSet {
   // What "Submit all" would send for each open card (filled AskUser panels,
   // external outputs, edited inputs); confirmations in view mode have none.
   private drafts = new Map<string, () => Draft | null>();
-  // What each open card holds that the person has not sent (see CardCtx.setUnsent).
-  private unsent = new Map<string, () => string | null>();
+  // What each open card holds that the person has not sent (see CardCtx.setHeld).
+  private held = new Map<string, () => Held | null>();
   private group: GroupBar;
   // What each open card held (its draft) when it was last redrawn: a refusal,
   // "Sending…" or a status change rebuilds the card, and what the person typed
@@ -115,7 +122,7 @@ export class CardSet {
       }));
     this.group = new GroupBar(groupBar, groupNote, sendAll, {
       draftOf: (p) => (this.drafts.get(p.tool_call_id) || (() => null))(),
-      unsentOf: (p) => (this.unsent.get(p.tool_call_id) || (() => null))(),
+      heldOf: (p) => (this.held.get(p.tool_call_id) || (() => null))(),
     });
   }
 
@@ -253,7 +260,7 @@ export class CardSet {
     this.cards.get(id)?.el?.remove();
     this.cards.delete(id);
     this.drafts.delete(id);
-    this.unsent.delete(id);
+    this.held.delete(id);
   }
 
   private finish(fresh: PauseView[]): void {
@@ -354,7 +361,7 @@ export class CardSet {
     if (snapshot) this.typed.set(p.tool_call_id, snapshot);
     else if (!reopened) this.typed.delete(p.tool_call_id);
     this.drafts.delete(p.tool_call_id);
-    this.unsent.delete(p.tool_call_id);
+    this.held.delete(p.tool_call_id);
     const active = document.activeElement;
     const hadFocus = !!(ui.el && active && ui.el.contains(active));
     const focusKey = hadFocus && active !== ui.el ? controlKey(active) : null;
@@ -475,7 +482,7 @@ export class CardSet {
         this.rpc.request("preview", { ...edit, tool_call_id: id, reply_id: (this.current(id) || p).reply_id }, { timeoutMs: PREVIEW_TIMEOUT_MS }),
       redraw: () => this.redraw(this.current(id) || p, true),
       setDraft: (draft) => void this.drafts.set(id, draft),
-      setUnsent: (unsent) => void this.unsent.set(id, unsent),
+      setHeld: (held) => void this.held.set(id, held),
       errorBox: (field) => errorBox(ui, field),
       clearError: (field) => clearError(ui, field),
       remember: (value) => void this.memo.set(id, value),

@@ -33,99 +33,120 @@ function decided(page: Page, seq: number, view: ReturnType<typeof pause>, decisi
 }
 
 describe("a group action never drops what a person typed", () => {
-  test("Approve all with an open edit sends nothing and names the card; cancelling the edit ends the refusal", async () => {
-    const page = await drawReply([DELETE, ASK]);
+  test("Approve all with an open edit approves that card as edited, in the one batch, and says so before the click", async () => {
+    const page = await drawReply([DELETE, WRITE]);
+    assert.equal(bar(page, "nbh-approve-all").textContent, "Approve all (2)");
     page.control("c1", "nbh-modify")!.click();
     type(page.control<HTMLTextAreaElement>("c1", "nbh-modify-input")!, '{"path": "notes.txt"}');
+    assert.equal(bar(page, "nbh-approve-all").textContent, "Approve all (2: delete_file as typed)");
     bar(page, "nbh-approve-all").click();
     await settle();
-    assert.equal(page.fake.actions("batch").length, 0);
-    assert.equal(page.fake.actions("approve").length, 0);
-    assert.equal(
-      note(page),
-      "Approve all sent nothing: delete_file has an edit you have not sent. Send it on its card, or cancel it there, then press Approve all again.",
-    );
-    // the edit is still there, as typed
-    assert.equal(page.control<HTMLTextAreaElement>("c1", "nbh-modify-input")!.value, '{"path": "notes.txt"}');
-    page.control("c1", "nbh-modify-cancel")!.click();
-    assert.equal(note(page), "", "the refusal is no longer true once the edit is cancelled");
-    bar(page, "nbh-approve-all").click();
-    await settle();
-    assert.deepEqual(page.fake.actions("batch")[0].items, [{ action: "approve", tool_call_id: "c1", reply_id: "r1" }]);
-    page.close();
-  });
-
-  test("an edit typed back to the model's input holds nothing unsent", async () => {
-    const page = await drawReply([DELETE, WRITE]);
-    page.control("c1", "nbh-modify")!.click();
-    const area = page.control<HTMLTextAreaElement>("c1", "nbh-modify-input")!;
-    type(area, '{"path": "notes.txt"}');
-    bar(page, "nbh-deny-all").click();
-    await settle();
-    assert.match(note(page)!, /^Deny all sent nothing: delete_file has an edit you have not sent\./);
-    type(area, DELETE.input_text); // typed back: the note follows the card as it is
+    assert.equal(page.fake.actions("batch").length, 1);
+    assert.deepEqual(page.fake.actions("batch")[0].items, [
+      { action: "modify", input: '{"path": "notes.txt"}', tool_call_id: "c1", reply_id: "r1" },
+      { action: "approve", tool_call_id: "c3", reply_id: "r1" },
+    ]);
+    assert.equal(page.fake.actions("approve").length + page.fake.actions("modify").length, 0, "one message, one resume");
     assert.equal(note(page), "");
     page.close();
   });
 
-  test("Deny all with a typed reason sends nothing; the reason is kept; one batch once it is sent on its card", async () => {
+  test("Deny all with a typed reason denies that card with it; an edit typed back to the model's input holds nothing", async () => {
     const page = await drawReply([DELETE, WRITE]);
     page.control("c1", "nbh-deny-reason-open")!.click();
     type(page.control<HTMLTextAreaElement>("c1", "nbh-deny-reason")!, "keep the log, it is evidence");
-    page.control("c3", "nbh-always")?.click(); // no rules offered: no button
+    page.control("c3", "nbh-modify")!.click();
+    const area = page.control<HTMLTextAreaElement>("c3", "nbh-modify-input")!;
+    type(area, '{"path": "y"}');
+    type(area, WRITE.input_text); // typed back: nothing held
+    assert.equal(bar(page, "nbh-deny-all").textContent, "Deny all (2: delete_file as typed)");
+    bar(page, "nbh-deny-all").click();
+    await settle();
+    assert.deepEqual(page.fake.actions("batch")[0].items, [
+      { action: "deny", reason: "keep the log, it is evidence", tool_call_id: "c1", reply_id: "r1" },
+      { action: "deny", tool_call_id: "c3", reply_id: "r1" },
+    ]);
+    page.close();
+  });
+
+  test("Approve all while a reason is typed sends nothing and names the card; cancelling it ends the refusal", async () => {
+    const page = await drawReply([DELETE, ASK, WRITE]);
+    page.control("c1", "nbh-deny-reason-open")!.click();
+    type(page.control<HTMLTextAreaElement>("c1", "nbh-deny-reason")!, "keep the log");
+    bar(page, "nbh-approve-all").click();
+    await settle();
+    assert.equal(page.fake.actions("batch").length, 0);
+    assert.equal(
+      note(page),
+      "Approve all sent nothing: delete_file has a reason you have not sent. Send it on its card, or cancel it there, then press Approve all again.",
+    );
+    assert.equal(page.control<HTMLTextAreaElement>("c1", "nbh-deny-reason")!.value, "keep the log", "kept as typed");
+    page.control("c1", "nbh-deny-cancel")!.click();
+    assert.equal(note(page), "", "the refusal is no longer true once the reason is cancelled");
+    bar(page, "nbh-approve-all").click();
+    await settle();
+    assert.deepEqual(
+      (page.fake.actions("batch")[0].items as { action: string; tool_call_id: string }[]).map((i) => [i.action, i.tool_call_id]),
+      [["approve", "c1"], ["approve", "c3"]],
+    );
+    page.close();
+  });
+
+  test("Deny all while an edit is open, and ticked rules under either: nothing sent, every such card named", async () => {
+    const rule = { index: 0, label: "Bash(ls:*)", tool_name: "Bash", rule_content: "ls:*", behavior: "allow", reach: "any ls command" };
+    const page = await drawReply([pause({ tool_call_id: "c1", suggested_rules: [rule] }), WRITE]);
+    page.control("c1", "nbh-always")!.click();
+    const box = page.control<HTMLInputElement>("c1", "nbh-rule")!;
+    box.checked = true;
+    box.dispatchEvent(new window.Event("change", { bubbles: true }));
+    page.control("c3", "nbh-modify")!.click();
+    const area = page.control<HTMLTextAreaElement>("c3", "nbh-modify-input")!;
+    type(area, '{"path": "y"}');
     bar(page, "nbh-deny-all").click();
     await settle();
     assert.equal(page.fake.actions("batch").length, 0);
     assert.equal(
       note(page),
-      "Deny all sent nothing: delete_file has a reason you have not sent. Send it on its card, or cancel it there, then press Deny all again.",
+      "Deny all sent nothing: Bash has ticked rules you have not sent; write_file has an edit you have not sent. Send each on its card, or cancel it there, then press Deny all again.",
     );
-    assert.equal(page.control<HTMLTextAreaElement>("c1", "nbh-deny-reason")!.value, "keep the log, it is evidence");
-    page.control("c1", "nbh-deny-submit")!.click();
-    await settle();
-    assert.deepEqual(page.fake.actions("deny")[0].reason, "keep the log, it is evidence");
-    decided(page, 1, DELETE, { action: "deny", reason: "keep the log, it is evidence" });
-    assert.equal(note(page), "", "the card that held the reason is decided");
-    page.close();
-  });
-
-  test("ticked rules are unsent too; several cards are named in one sentence", async () => {
-    const rule = { index: 0, label: "Bash(ls:*)", tool_name: "Bash", rule_content: "ls:*", behavior: "allow", reach: "any ls command" };
-    const page = await drawReply([pause({ tool_call_id: "c1", suggested_rules: [rule] }), { ...WRITE, tool_call_id: "c4", tool_name: "write_file" }]);
-    page.control("c1", "nbh-always")!.click();
-    const box = page.control<HTMLInputElement>("c1", "nbh-rule")!;
-    box.checked = true;
-    box.dispatchEvent(new window.Event("change", { bubbles: true }));
-    page.control("c4", "nbh-deny-reason-open")!.click();
-    type(page.control<HTMLTextAreaElement>("c4", "nbh-deny-reason")!, "no");
-    bar(page, "nbh-approve-all").click();
-    await settle();
-    assert.equal(
-      note(page),
-      "Approve all sent nothing: Bash has ticked rules you have not sent; write_file has a reason you have not sent. Send each on its card, or cancel it there, then press Approve all again.",
-    );
+    type(area, WRITE.input_text); // the edit typed back: only the rules are left to name
+    assert.equal(note(page), "Deny all sent nothing: Bash has ticked rules you have not sent. Send it on its card, or cancel it there, then press Deny all again.");
     box.checked = false;
     box.dispatchEvent(new window.Event("change", { bubbles: true }));
-    assert.equal(note(page), "Approve all sent nothing: write_file has a reason you have not sent. Send it on its card, or cancel it there, then press Approve all again.");
+    assert.equal(note(page), "");
     page.close();
   });
 });
 
 describe("the group bar's note follows the cards", () => {
   test("Submit all with nothing answered, then the cards answered on their own: the note is updated, then gone", async () => {
-    const page = await drawReply([DELETE, ASK]);
+    const page = await drawReply([DELETE, ASK, WRITE]);
     bar(page, "nbh-submit-all").click();
     await settle();
     assert.equal(page.fake.actions("batch").length, 0);
+    assert.equal(note(page), "Nothing to send yet: answer delete_file, AskUser, write_file first (confirmations: use their buttons, or Approve all / Deny all).");
+    page.control("c3", "nbh-deny-reason-open")!.click(); // write_file filled in (a denial), not sent
+    assert.equal(note(page), "Still to answer: delete_file, AskUser (Submit all sends what is filled in).");
+    page.control("c3", "nbh-deny-cancel")!.click();
+    decided(page, 1, ASK, { action: "answer", answers: [] });
+    assert.equal(note(page), "Nothing to send yet: answer delete_file, write_file first (confirmations: use their buttons, or Approve all / Deny all).");
+    decided(page, 2, DELETE, { action: "approve" });
+    assert.equal(note(page), "", "one open card is no group: the bar and what it said go");
+    assert.equal(page.el.querySelector<HTMLElement>('[data-testid="nbh-group"]')!.hidden, true);
+    page.close();
+  });
+
+  test("the tester's reply (delete_file and AskUser): answering AskUser on its card ends the Submit all note", async () => {
+    const page = await drawReply([DELETE, ASK]);
+    bar(page, "nbh-submit-all").click();
+    await settle();
     assert.equal(note(page), "Nothing to send yet: answer delete_file, AskUser first (confirmations: use their buttons, or Approve all / Deny all).");
     decided(page, 1, ASK, { action: "answer", answers: [] });
-    assert.equal(note(page), "Nothing to send yet: answer delete_file first (confirmations: use their buttons, or Approve all / Deny all).");
-    decided(page, 2, DELETE, { action: "approve" });
     assert.equal(note(page), "");
     page.close();
   });
 
-  test("Submit all sends what is filled in as one batch; 'still to answer' goes once that card is answered", async () => {
+  test("Submit all sends what is filled in as one batch; 'still to answer' goes once the group is gone", async () => {
     const page = await drawReply([DELETE, WRITE]);
     page.control("c1", "nbh-modify")!.click();
     type(page.control<HTMLTextAreaElement>("c1", "nbh-modify-input")!, '{"path": "notes.txt"}');
@@ -133,9 +154,9 @@ describe("the group bar's note follows the cards", () => {
     await settle();
     assert.deepEqual(page.fake.actions("batch")[0].items, [{ action: "modify", input: '{"path": "notes.txt"}', tool_call_id: "c1", reply_id: "r1" }]);
     assert.equal(note(page), "Sent what is filled in; still to answer: write_file.");
-    decided(page, 1, DELETE, { action: "modify", input: '{"path": "notes.txt"}' });
+    // the batch is answered (the edited card decided): write_file still waits, the note says so while there is a group
     assert.equal(note(page), "Sent what is filled in; still to answer: write_file.");
-    decided(page, 2, WRITE, { action: "approve" });
+    decided(page, 1, DELETE, { action: "modify", input: '{"path": "notes.txt"}' });
     assert.equal(note(page), "");
     page.close();
   });
