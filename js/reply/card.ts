@@ -10,7 +10,7 @@ import type { Answer, BatchResult, Decision, DryRunAnswer, PreviewAnswer, Previe
 import type { PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
 import { cardFor, kindLabel } from "./cards/index";
-import { GroupBar } from "./group_bar";
+import { GroupBar, type Held } from "./group_bar";
 import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
 import { appendDecisionRecord, deadlineEl, decisionText } from "./record";
 import { clearError, errorBox } from "./card_error";
@@ -33,13 +33,6 @@ export interface CardUi {
 
 /** A decision the card would send (its draft, for "Submit all"). */
 export type Draft = Decision;
-
-/** What a person typed or picked on a card and has not sent: `what` names it ("an edit"),
- *  `draft` is the decision it makes (null: none a group action may send, e.g. ticked rules). */
-export interface Held {
-  what: string;
-  draft: Draft | null;
-}
 
 /** What a card module gets to draw one open pause. */
 export interface CardCtx {
@@ -115,12 +108,7 @@ export class CardSet {
     private pager: HTMLElement,
     private announce: (text: string) => void,
   ) {
-    const sendAll = (items: PauseView[], pick: (p: PauseView) => Draft | null) =>
-      this.sendBatch(items.flatMap((p) => {
-        const d = pick(p);
-        return d ? [{ p, d }] : [];
-      }));
-    this.group = new GroupBar(groupBar, groupNote, sendAll, {
+    this.group = new GroupBar(groupBar, groupNote, (batch) => this.sendBatch(batch), {
       draftOf: (p) => (this.drafts.get(p.tool_call_id) || (() => null))(),
       heldOf: (p) => (this.held.get(p.tool_call_id) || (() => null))(),
     });

@@ -14,11 +14,18 @@
 // true (or the group is, below two open cards).
 import { h, clear } from "../lib/dom";
 import type { PauseView } from "../types";
-import type { Draft, Held } from "./card";
+import type { Draft } from "./card";
 import { bulkActions, type BulkAction } from "./cards/index";
 
-/** Send `pick(p)` for each of `items` (those it gives a draft for) as one batch. */
-export type SendAll = (items: PauseView[], pick: (p: PauseView) => Draft | null) => Promise<void>;
+/** Send each card's decision as one batch (card.ts's sendBatch). */
+export type SendAll = (batch: { p: PauseView; d: Draft }[]) => Promise<void>;
+
+/** What a person typed or picked on a card and has not sent: `what` names it ("an edit"),
+ *  `draft` is the decision it makes (null: none a group action may send, e.g. ticked rules). */
+export interface Held {
+  what: string;
+  draft: Draft | null;
+}
 
 /** What the group bar reads of each open card (card.ts keeps them per card). */
 export interface GroupReads {
@@ -149,8 +156,7 @@ export class GroupBar {
       return;
     }
     this.say(null);
-    const chosen = new Map(plan.send.map(({ p, d }) => [p.tool_call_id, d]));
-    await this.send(items, (p) => chosen.get(p.tool_call_id) ?? null);
+    await this.send(plan.send);
   }
 
   private async submitAll(): Promise<void> {
@@ -158,6 +164,9 @@ export class GroupBar {
     const ready = open.filter((p) => this.reads.draftOf(p));
     const waiting = open.filter((p) => !ready.includes(p)).map((p) => p.tool_call_id);
     this.say(submitNote(waiting, ready.length > 0, this.reads.draftOf));
-    await this.send(ready, (p) => this.reads.draftOf(p));
+    await this.send(ready.flatMap((p) => {
+      const d = this.reads.draftOf(p);
+      return d ? [{ p, d }] : [];
+    }));
   }
 }

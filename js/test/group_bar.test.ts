@@ -27,6 +27,13 @@ function type(el: HTMLTextAreaElement, text: string): void {
   el.value = text;
   el.dispatchEvent(new window.Event("input", { bubbles: true }));
 }
+/** Open the panel of card `id` with `opener` and type `text` in its `field`; the field is returned. */
+function fill(page: Page, id: string, opener: string, field: string, text: string): HTMLTextAreaElement {
+  page.control(id, opener)!.click();
+  const el = page.control<HTMLTextAreaElement>(id, field)!;
+  type(el, text);
+  return el;
+}
 /** The kernel took the answer on `view`'s call: its card comes back decided. */
 function decided(page: Page, seq: number, view: ReturnType<typeof pause>, decision: Record<string, unknown>): void {
   page.fake.emit({ type: "nbh_cards", seq, ops: [{ op: "card", view: { ...view, status: "decided", decision } }] });
@@ -36,8 +43,7 @@ describe("a group action never drops what a person typed", () => {
   test("Approve all with an open edit approves that card as edited, in the one batch, and says so before the click", async () => {
     const page = await drawReply([DELETE, WRITE]);
     assert.equal(bar(page, "nbh-approve-all").textContent, "Approve all (2)");
-    page.control("c1", "nbh-modify")!.click();
-    type(page.control<HTMLTextAreaElement>("c1", "nbh-modify-input")!, '{"path": "notes.txt"}');
+    fill(page, "c1", "nbh-modify", "nbh-modify-input", '{"path": "notes.txt"}');
     assert.equal(bar(page, "nbh-approve-all").textContent, "Approve all (2: delete_file as typed)");
     bar(page, "nbh-approve-all").click();
     await settle();
@@ -53,11 +59,8 @@ describe("a group action never drops what a person typed", () => {
 
   test("Deny all with a typed reason denies that card with it; an edit typed back to the model's input holds nothing", async () => {
     const page = await drawReply([DELETE, WRITE]);
-    page.control("c1", "nbh-deny-reason-open")!.click();
-    type(page.control<HTMLTextAreaElement>("c1", "nbh-deny-reason")!, "keep the log, it is evidence");
-    page.control("c3", "nbh-modify")!.click();
-    const area = page.control<HTMLTextAreaElement>("c3", "nbh-modify-input")!;
-    type(area, '{"path": "y"}');
+    fill(page, "c1", "nbh-deny-reason-open", "nbh-deny-reason", "keep the log, it is evidence");
+    const area = fill(page, "c3", "nbh-modify", "nbh-modify-input", '{"path": "y"}');
     type(area, WRITE.input_text); // typed back: nothing held
     assert.equal(bar(page, "nbh-deny-all").textContent, "Deny all (2: delete_file as typed)");
     bar(page, "nbh-deny-all").click();
@@ -71,8 +74,7 @@ describe("a group action never drops what a person typed", () => {
 
   test("Approve all while a reason is typed sends nothing and names the card; cancelling it ends the refusal", async () => {
     const page = await drawReply([DELETE, ASK, WRITE]);
-    page.control("c1", "nbh-deny-reason-open")!.click();
-    type(page.control<HTMLTextAreaElement>("c1", "nbh-deny-reason")!, "keep the log");
+    fill(page, "c1", "nbh-deny-reason-open", "nbh-deny-reason", "keep the log");
     bar(page, "nbh-approve-all").click();
     await settle();
     assert.equal(page.fake.actions("batch").length, 0);
@@ -99,9 +101,7 @@ describe("a group action never drops what a person typed", () => {
     const box = page.control<HTMLInputElement>("c1", "nbh-rule")!;
     box.checked = true;
     box.dispatchEvent(new window.Event("change", { bubbles: true }));
-    page.control("c3", "nbh-modify")!.click();
-    const area = page.control<HTMLTextAreaElement>("c3", "nbh-modify-input")!;
-    type(area, '{"path": "y"}');
+    const area = fill(page, "c3", "nbh-modify", "nbh-modify-input", '{"path": "y"}');
     bar(page, "nbh-deny-all").click();
     await settle();
     assert.equal(page.fake.actions("batch").length, 0);
@@ -148,8 +148,7 @@ describe("the group bar's note follows the cards", () => {
 
   test("Submit all sends what is filled in as one batch; 'still to answer' goes once the group is gone", async () => {
     const page = await drawReply([DELETE, WRITE]);
-    page.control("c1", "nbh-modify")!.click();
-    type(page.control<HTMLTextAreaElement>("c1", "nbh-modify-input")!, '{"path": "notes.txt"}');
+    fill(page, "c1", "nbh-modify", "nbh-modify-input", '{"path": "notes.txt"}');
     bar(page, "nbh-submit-all").click();
     await settle();
     assert.deepEqual(page.fake.actions("batch")[0].items, [{ action: "modify", input: '{"path": "notes.txt"}', tool_call_id: "c1", reply_id: "r1" }]);
