@@ -10,7 +10,7 @@ import type { Answer, BatchResult, Decision, DryRunAnswer, PreviewAnswer, Previe
 import type { PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
 import { cardFor, kindLabel } from "./cards/index";
-import { drawGroupBar } from "./group_bar";
+import { GroupBar, type Held } from "./group_bar";
 import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
 import { appendDecisionRecord, deadlineEl, decisionText } from "./record";
 import { clearError, errorBox } from "./card_error";
@@ -50,6 +50,9 @@ export interface CardCtx {
   redraw(): void;
   /** what "Submit all" sends for this card (null: nothing yet) */
   setDraft(draft: () => Draft | null): void;
+  /** what the person typed or picked here and has not sent, or null: a group action sends it
+   *  for this card when it agrees (BulkAction.takes), else sends nothing and names this card */
+  setHeld(held: () => Held | null): void;
   /** the refusal to show, when it belongs to `field` (or to any field when omitted) */
   errorBox(field?: string): HTMLElement | null;
   /** the person made `field` valid: its refusal (drawn by errorBox) goes, now and on redraws */
@@ -84,6 +87,9 @@ export class CardSet {
   // What "Submit all" would send for each open card (filled AskUser panels,
   // external outputs, edited inputs); confirmations in view mode have none.
   private drafts = new Map<string, () => Draft | null>();
+  // What each open card holds that the person has not sent (see CardCtx.setHeld).
+  private held = new Map<string, () => Held | null>();
+  private group: GroupBar;
   // What each open card held (its draft) when it was last redrawn: a refusal,
   // "Sending…" or a status change rebuilds the card, and what the person typed
   // or picked must survive it (an edit refused as invalid JSON is fixed, not retyped).
@@ -97,11 +103,16 @@ export class CardSet {
     private feed: CardFeed,
     private rpc: Rpc<ReplyProtocol>,
     private host: CardHost,
-    private groupBar: HTMLElement,
-    private groupNote: HTMLElement,
+    groupBar: HTMLElement,
+    groupNote: HTMLElement,
     private pager: HTMLElement,
     private announce: (text: string) => void,
-  ) {}
+  ) {
+    this.group = new GroupBar(groupBar, groupNote, (batch) => this.sendBatch(batch), {
+      draftOf: (p) => (this.drafts.get(p.tool_call_id) || (() => null))(),
+      heldOf: (p) => (this.held.get(p.tool_call_id) || (() => null))(),
+    });
+  }
 
   private uiFor(id: string): CardUi {
     let ui = this.cards.get(id);
@@ -237,6 +248,7 @@ export class CardSet {
     this.cards.get(id)?.el?.remove();
     this.cards.delete(id);
     this.drafts.delete(id);
+    this.held.delete(id);
   }
 
   private finish(fresh: PauseView[]): void {
@@ -296,13 +308,7 @@ export class CardSet {
   // A reply parked on several calls is one group (group_bar.ts)
   private drawGroup(pauses: PauseView[]): void {
     // a card that cannot be shown is cancelled on its own card only
-    const open = pauses.filter((p) => this.canAct(p) && !this.feed.trouble(p.tool_call_id));
-    const sendAll = (items: PauseView[], pick: (p: PauseView) => Draft | null) =>
-      this.sendBatch(items.flatMap((p) => {
-        const d = pick(p);
-        return d ? [{ p, d }] : [];
-      }));
-    drawGroupBar(this.groupBar, this.groupNote, open, sendAll, (p) => (this.drafts.get(p.tool_call_id) || (() => null))());
+    this.group.draw(pauses.filter((p) => this.canAct(p) && !this.feed.trouble(p.tool_call_id)));
   }
 
   /** Draw (or move) the card of `p`; true when it was rebuilt. */
@@ -343,6 +349,7 @@ export class CardSet {
     if (snapshot) this.typed.set(p.tool_call_id, snapshot);
     else if (!reopened) this.typed.delete(p.tool_call_id);
     this.drafts.delete(p.tool_call_id);
+    this.held.delete(p.tool_call_id);
     const active = document.activeElement;
     const hadFocus = !!(ui.el && active && ui.el.contains(active));
     const focusKey = hadFocus && active !== ui.el ? controlKey(active) : null;
@@ -354,6 +361,10 @@ export class CardSet {
       (entry ? entry.slot : this.host.loose).append(card);
     }
     ui.el = card;
+    // the group bar's note is about the cards as they are: a card redrawn or typed in may end it
+    this.group.refresh();
+    card.addEventListener("input", () => this.group.refresh());
+    card.addEventListener("change", () => this.group.refresh());
     focusableScrollers(card);
     if (hadFocus) this.placeFocus(p, ui, card, focusKey);
     if (firstDraw || statusChanged) this.announceCard(p, firstDraw);
@@ -459,6 +470,7 @@ export class CardSet {
         this.rpc.request("preview", { ...edit, tool_call_id: id, reply_id: (this.current(id) || p).reply_id }, { timeoutMs: PREVIEW_TIMEOUT_MS }),
       redraw: () => this.redraw(this.current(id) || p, true),
       setDraft: (draft) => void this.drafts.set(id, draft),
+      setHeld: (held) => void this.held.set(id, held),
       errorBox: (field) => errorBox(ui, field),
       clearError: (field) => clearError(ui, field),
       remember: (value) => void this.memo.set(id, value),

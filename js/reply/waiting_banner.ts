@@ -10,6 +10,13 @@
 // one action that brings the card back ("Show the card here"): the reply's
 // own view, drawn in the banner, whose buttons answer as in the cell.
 // Everything is DOM text (lib/dom.ts) in the theme's colours (lib/theme.css).
+//
+// The banner belongs to its notebook: it is drawn in the notebook's own panel
+// (found from the widget manager's document path and JupyterLab's tab, see
+// panelOf), so another notebook's tab never shows it, and it catches clicks
+// only on its own box. It goes when what it says stops being true: a view of
+// the reply is back, the kernel that ran the reply is gone (restarted, shut
+// down, or the notebook now talks to another kernel), or the model closes.
 import type { AnyModel, Render } from "@anywidget/types";
 import { h } from "../lib/dom";
 import { keepKeys } from "../lib/a11y";
@@ -23,7 +30,42 @@ const GRACE_MS = 2500;
 // how often a reply that waits looks again for a view of itself (a view may
 // come later, or go: a cleared output)
 const LOOK_MS = 2000;
-const REGION_ID = "nbh-waiting-region";
+const REGION_CLASS = "nbh-waiting-region";
+
+/** What the page code sees of the widget manager that made a model (JupyterLab's
+ *  `WidgetManager`: the notebook's document context and its kernel), when it is one. */
+interface ManagerView {
+  context?: { path?: unknown } | null;
+  kernel?: { id?: unknown } | null;
+}
+
+function managerOf(model: AnyModel<ReplyModel>): ManagerView | null {
+  const manager = (model as unknown as { widget_manager?: unknown }).widget_manager;
+  return manager && typeof manager === "object" ? (manager as ManagerView) : null;
+}
+
+/** The id of the kernel the model's notebook talks to now ("" : not known, e.g. outside JupyterLab). */
+export function kernelIdOf(model: AnyModel<ReplyModel>): string {
+  const kernel = managerOf(model)?.kernel;
+  return kernel && typeof kernel.id === "string" ? kernel.id : "";
+}
+
+/**
+ * The JupyterLab panel of the notebook whose widget manager made `model`, or null
+ * (another front end, or no tab for it). Lumino's dock panel labels each panel by
+ * its tab (`aria-labelledby`), and a document's tab caption has a line
+ * `Path: <path>` (JupyterLab's document widget title).
+ */
+export function panelOf(model: AnyModel<ReplyModel>, doc: Document = document): HTMLElement | null {
+  const path = managerOf(model)?.context?.path;
+  if (typeof path !== "string" || !path) return null;
+  for (const tab of Array.from(doc.querySelectorAll<HTMLElement>('[role="tab"][id]'))) {
+    if (!(tab.getAttribute("title") || "").split("\n").includes(`Path: ${path}`)) continue;
+    const panel = doc.querySelector<HTMLElement>(`[aria-labelledby="${CSS.escape(tab.id)}"]`);
+    if (panel) return panel;
+  }
+  return null;
+}
 
 /** The keys of the replies that have a banner in this page (one per reply). */
 const shown = new Set<string>();
@@ -81,29 +123,35 @@ export function endedCellsNote(cell: string): string {
     : "";
 }
 
-/** Whether a view of a reply other than `key` is in the page, outside `except`. */
-export function hasOtherViews(key: string, except: Element | null): boolean {
-  return Array.from(views.keys()).some((k) => k !== key && hasView(k, except));
+/** Whether a view of a reply other than `key` is in `host` (the banner's notebook), outside every banner. */
+export function hasOtherViews(key: string, host: Element): boolean {
+  return Array.from(views.entries()).some(
+    ([k, els]) => k !== key && Array.from(els).some((el) => el.isConnected && host.contains(el) && !inRegion(el)),
+  );
 }
 
-function region(): HTMLElement {
-  let el = document.getElementById(REGION_ID);
+/** The region of banners in `host` (a notebook's panel, or the page's body outside JupyterLab). */
+function region(host: HTMLElement): HTMLElement {
+  let el = Array.from(host.children).find((c): c is HTMLElement => c instanceof HTMLElement && c.classList.contains(REGION_CLASS)) ?? null;
   if (!el) {
     el = h("div", {
-      id: REGION_ID,
-      class: "nbh-waiting-region",
+      class: `${REGION_CLASS}${host === document.body ? " nbh-waiting-page" : ""}`,
       role: "region",
       "aria-label": "Agent replies waiting for you",
       "data-testid": "nbh-waiting-region",
     });
-    document.body.append(el);
+    host.append(el);
   }
   return el;
 }
 
-function dropRegionIfEmpty(): void {
-  const el = document.getElementById(REGION_ID);
+function dropRegionIfEmpty(el: Element | null): void {
   if (el && !el.childElementCount) el.remove();
+}
+
+/** Whether `el` is inside one of the page's banner regions. */
+function inRegion(el: Element | null): Element | null {
+  return el ? el.closest(`.${REGION_CLASS}`) : null;
 }
 
 /**
@@ -127,6 +175,8 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
   let timer = 0;
   let asking = false;
   let stopped = false;
+  // the kernel that answered when the banner was made: another one later does not know this reply
+  let kernel = "";
 
   // `pending` follows every decision; `pauses` reaches the page only now and then
   const open = () => {
@@ -138,16 +188,30 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
     return (status === "paused" || status === "running") && open() > 0;
   };
   const panelShown = () => !!panel && !panel.hidden;
+  // where the banner goes: its notebook's panel in JupyterLab, else the page
+  const host = () => panelOf(model) ?? document.body;
 
   const remove = () => {
     if (!banner) return;
     cleanup?.();
     cleanup = null;
+    const was = banner.parentElement;
     banner.remove();
     banner = panel = text = cells = button = null;
     shown.delete(key);
-    dropRegionIfEmpty();
+    dropRegionIfEmpty(was);
   };
+
+  /** The reply can no longer be answered from this page (its kernel is gone): the banner goes for good. */
+  const stop = () => {
+    stopped = true;
+    window.clearTimeout(timer);
+    remove();
+  };
+
+  // the kernel of the reply is gone when a send fails (the comm closed), or when
+  // the notebook talks to another kernel than the one that answered
+  const kernelGone = () => rpc.gone || (!!kernel && kernelIdOf(model) !== kernel);
 
   const toggle = () => {
     if (!panel || !button) return;
@@ -167,7 +231,8 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
   let lastCell = "";
   const words = () => {
     if (!text || !banner) return;
-    text.textContent = waitingText(String(model.get("agent_name") || ""), waiting() ? open() : 0, panelShown(), hasOtherViews(key, document.getElementById(REGION_ID)));
+    const home = inRegion(banner)?.parentElement ?? document.body;
+    text.textContent = waitingText(String(model.get("agent_name") || ""), waiting() ? open() : 0, panelShown(), hasOtherViews(key, home));
     if (cells) {
       cells.textContent = waiting() ? cellsNote(lastCell) : endedCellsNote(lastCell);
       cells.hidden = !cells.textContent;
@@ -183,6 +248,7 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
     );
     const close = h("button", { "data-testid": "nbh-waiting-close", title: "Close this banner", onclick: () => remove() }, "Close");
     lastCell = cell;
+    kernel = kernelIdOf(model);
     cells = h("div", { class: "nbh-muted", "data-testid": "nbh-waiting-cells" });
     panel = h("div", { class: "nbh-waiting-panel", "data-testid": "nbh-waiting-panel", hidden: true });
     banner = h(
@@ -193,9 +259,21 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
       panel,
     );
     keepKeys(banner);
-    words();
     shown.add(key);
-    region().append(banner);
+    region(host()).append(banner);
+    words();
+  };
+
+  // the banner follows its notebook's panel (found once JupyterLab has its tab; a renamed notebook)
+  const rehome = () => {
+    if (!banner) return;
+    const home = host();
+    const current = inRegion(banner);
+    if (current?.parentElement === home) return;
+    const keep = document.activeElement instanceof HTMLElement && banner.contains(document.activeElement) ? document.activeElement : null;
+    region(home).append(banner);
+    dropRegionIfEmpty(current);
+    keep?.focus();
   };
 
   const ping = async () => {
@@ -209,13 +287,17 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
   const look = async () => {
     timer = 0;
     if (stopped) return;
+    if (kernelGone()) return stop();
     if (banner) {
+      rehome();
       words();
       // a view of the reply came back (a redrawn output): the banner is not needed
       if (!panelShown() && (hasView(key, banner) || !waiting())) remove();
       else if (waiting() && !asking) {
         // the note on cells stays true: the cell that blocked them may have ended
         const reply = await ping();
+        if (stopped) return;
+        if (kernelGone()) return stop();
         if (reply.ok && waiting()) {
           lastCell = String(reply.cell || "");
           words();
@@ -225,6 +307,7 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
       // only a kernel that answers: a record restored from a saved notebook is not waiting
       const reply = await ping();
       if (stopped) return;
+      if (kernelGone()) return stop();
       if (reply.ok && waiting() && !shown.has(key) && !hasView(key, null)) make(String(reply.cell || ""));
     }
     if (banner || waiting()) schedule(LOOK_MS);
@@ -239,12 +322,16 @@ export function watchWaiting(model: AnyModel<ReplyModel>, signal: AbortSignal | 
   model.on("change:pauses", changed);
   model.on("change:status", changed);
   model.on("change:pending", changed);
+  // @jupyter-widgets/base tells every model when its kernel restarts or disconnects: look now
+  model.on("comm_live_update" as any, () => {
+    window.clearTimeout(timer);
+    timer = 0;
+    void look();
+  });
   schedule(GRACE_MS);
 
   signal?.addEventListener("abort", () => {
-    stopped = true;
-    window.clearTimeout(timer);
-    remove();
+    stop();
     rpc.dispose();
   });
 }

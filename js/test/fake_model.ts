@@ -64,6 +64,15 @@ export class FakeModel<T extends object> {
     return this.sent.filter((m) => m.action === action);
   }
 
+  /** The kernel restarted or stopped: the comm is closed (a send throws, as the widget's comm does
+   *  then) and the model hears "comm_live_update", as @jupyter-widgets tells every model. */
+  closeComm(): void {
+    this.answer = () => {
+      throw new Error("the comm is closed");
+    };
+    this.fire("comm_live_update");
+  }
+
   private fire(event: string, ...args: unknown[]): void {
     for (const cb of Array.from(this.handlers.get(event) || [])) cb(...args);
   }

@@ -133,6 +133,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     const kept = ctx.kept;
     area.value = kept && kept.action === "modify" ? kept.input : p.input_text;
     ctx.setDraft(() => ({ action: "modify", input: area.value }));
+    ctx.setHeld(() => (area.value !== p.input_text ? { what: "an edit", draft: { action: "modify", input: area.value } } : null));
     // what the edit changes against the model's input, as the kernel reads it, while it is typed
     const shown = previewPart("input", "nbh-modify-preview");
     const preview = new EditPreview(p.input_text, (text) => ctx.preview({ input: text }), shown.show);
@@ -164,6 +165,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     const kept = ctx.kept;
     reason.value = kept && kept.action === "deny" ? String(kept.reason || "") : "";
     ctx.setDraft(() => ({ action: "deny", reason: reason.value }));
+    ctx.setHeld(() => (reason.value.trim() ? { what: "a reason", draft: { action: "deny", reason: reason.value } } : null));
     card.append(
       h("div", { class: "nbh-muted" }, `Deny ${p.tool_name}. The agent reads your reason, if you give one.`),
       reason,
@@ -214,6 +216,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
         .map((r, i) => ({ index: r.index, rule_content: contents[i].value, was: r.rule_content, on: boxes[i].checked }))
         .filter((e) => e.on && e.was !== null && e.rule_content !== e.was)
         .map((e) => ({ index: e.index, rule_content: e.rule_content }));
+    // ticked rules are sent with the allow or the deny button of this panel only: no group action takes them
+    ctx.setHeld(() => (chosen().length ? { what: "ticked rules", draft: null } : null));
     const none = () => {
       ui.error = "No rule is ticked, so nothing was sent: tick the rules to add, or use Approve / Deny for this call only.";
       ui.errorField = "rules";
@@ -284,7 +288,8 @@ export const confirmCard: CardKind = {
     return text ? h("div", { class: "nbh-muted", "data-testid": "nbh-approvals" }, text) : null;
   },
   bulk: [
-    { label: "Approve all", testid: "nbh-approve-all", action: "approve" },
-    { label: "Deny all", testid: "nbh-deny-all", action: "deny" },
+    // an open edit is approved as edited, a typed reason denies with that reason
+    { label: "Approve all", testid: "nbh-approve-all", action: "approve", takes: ["modify"] },
+    { label: "Deny all", testid: "nbh-deny-all", action: "deny", takes: ["deny"] },
   ],
 };

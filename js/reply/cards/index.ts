@@ -18,6 +18,10 @@ export interface BulkAction {
   testid: string;
   /** a decision that needs no more than its action */
   action: Extract<DecisionAction, "approve" | "deny" | "accept" | "reject" | "return_error" | "cancel">;
+  /** the decisions typed on a card (its held draft, see CardCtx.setHeld) this action sends in place
+   *  of its bare one: Approve all sends an open edit as that card's modified input. A card holding
+   *  any other typed decision makes the action send nothing (it would drop what was typed). */
+  takes: DecisionAction[];
 }
 
 /** What a pause kind brings to the page. */
