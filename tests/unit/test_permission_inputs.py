@@ -305,7 +305,7 @@ def test_narrowed_suggested_rule_still_matches_the_call_on_the_real_engine():
         call = {"command": "git push origin main"}
         result = await perm.try_call(PermissionContext(), make_tools(), "Bash", call)
         assert result["behavior"] == "ask"
-        suggested = result["suggested_rules"][0]
+        suggested = result["engine"]["suggested_rules"][0]  # AgentScope's own suggestion
         assert suggested["rule_content"] == "git push:*"
         narrowed = perm.validate_rule_edit(Bash(), "git push origin:*", call_input=call)
         assert isinstance(narrowed, PermissionRule)

@@ -297,8 +297,8 @@ def test_c38_try_call_shows_agentscope_and_the_shell_rules(command: str) -> None
     ctx = PermissionContext(mode=PermissionMode.BYPASS)
     ctx.deny_rules["Bash"] = [rule("rm:*", "deny")]
     result = asyncio.run(perm.try_call(ctx, [Bash()], "Bash", {"command": command}))
-    assert result["behavior"] == "allow"  # AgentScope alone, in bypass mode
-    assert result["shell"]["behavior"] == "deny"
+    assert result["engine"]["behavior"] == "allow"  # AgentScope alone, in bypass mode
+    assert result["shell"]["behavior"] == "deny" and result["behavior"] == "deny"  # what a Session decides
     assert result["rules_checked"][0]["matched"] is False
     assert result["rules_checked"][0]["shell_covers"], result["rules_checked"][0]
     assert any(c["behavior"] == "deny" for c in result["shell"]["commands"])
