@@ -177,13 +177,18 @@ def _explain_path(
             "`*` stops at `/`."
         )
     if _is_abs(content) != _is_abs(path):
-        if _is_abs(path):
+        if _is_abs(path) and matched:
             text += (
-                f" The pattern is relative and the path absolute: fnmatch compares from the first character, so a "
-                f"relative `{content}` never matches the absolute `{path}`. Write the absolute pattern "
+                f" The pattern is written relatively and the path is absolute, yet it matches: fnmatch compares "
+                f"from the first character, and the `{content[0]}` the pattern starts with matches the leading `/`."
+            )
+        elif _is_abs(path) and matched is False:
+            text += (
+                f" The pattern is relative and the path absolute: fnmatch compares from the first character, so "
+                f"`{content}` does not match the absolute `{path}`. Write the absolute pattern "
                 f"(e.g. `{os.path.dirname(path)}/**`) or start it with `*/`."
             )
-        else:
+        elif matched is False:
             text += (
                 f" The pattern is absolute and the path relative: fnmatch compares the strings as written, so the "
                 f"relative `{path}` is not resolved against the working directory and does not match `{content}`."
@@ -310,27 +315,59 @@ def _bash_reach(content: str, verb: str) -> str:
     )
 
 
-def _path_reach(content: str, verb: str, home: str) -> str:
-    anywhere = ("/etc/passwd", f"{home}/.ssh/id_rsa")
-    if all(fnmatch.fnmatch(p, content) for p in anywhere):
+def _probe(tool: ToolBase | None, rule: PermissionRule, kind: str, path: str) -> bool:
+    """Whether AgentScope's own matcher (``PermissionEngine._rule_matches``, i.e.
+    the tool's ``match_rule``) matches ``rule`` against a call on ``path``; a rule
+    too wildcard-heavy for the bound counts as not matching."""
+    if tool is None:
+        return False
+    field = "file_path" if kind == "path" else "path"
+    try:
+        return bool(_run_sync(BoundedEngine(PermissionContext())._rule_matches(tool, rule, {field: path})))
+    except PathologicalRuleError:
+        return False
+
+
+def _absolute_example(content: str, hits: Any, example: str, home: str) -> str | None:
+    """An absolute path a relative pattern matches by the real matcher, or ``None``."""
+    for path in (f"{home}/{example}", f"{home}/{content}", "/" + example[1:], "/" + content[1:]):
+        if path.startswith("/") and hits(path):
+            return path
+    return None
+
+
+def _path_reach(rule: PermissionRule, tool: ToolBase | None, kind: str, verb: str, home: str) -> str:
+    """What else a path glob rule reaches, each claim checked on AgentScope's matcher (:func:`_probe`)."""
+    content = rule.rule_content or ""
+
+    def hits(*paths: str) -> bool:
+        return all(_probe(tool, rule, kind, p) for p in paths)
+
+    if hits("/etc/passwd", f"{home}/.ssh/id_rsa"):
         return f"{verb} every file on the machine (e.g. `/etc/passwd`, `~/.ssh/id_rsa`): `*` matches `/` too."
-    in_home = (f"{home}/.ssh/id_rsa", f"{home}/.bashrc")
-    if all(fnmatch.fnmatch(p, content) for p in in_home) or all(
-        fnmatch.fnmatch(p, content) for p in ("~/.ssh/id_rsa", "~/.bashrc")
-    ):
+    if hits(f"{home}/.ssh/id_rsa", f"{home}/.bashrc") or hits("~/.ssh/id_rsa", "~/.bashrc"):
         return f"{verb} every file in the home folder, `~/.ssh/id_rsa` and `~/.bashrc` included: `*` matches `/` too."
-    if "*" in content:
-        example = content.replace("**", "*").replace("*", "a/b/c", 1).replace("*", "x")
+    example = content.replace("**", "*").replace("*", "a/b/c", 1).replace("*", "x") if "*" in content else content
+    absolute = None if _is_abs(content) else _absolute_example(content, hits, example, home)
+    lead = ""
+    if absolute is not None:
+        lead = f"the `{content[0]}` it starts with matches the leading `/`"
+        where = f"though written relatively, absolute paths too, e.g. `{absolute}`: {lead}"
+    elif _is_abs(content) or content[:1] in ("*", "?", "["):
+        where = ""
+    else:
+        where = f"being relative, never an absolute path: fnmatch compares from the first character, and it starts with `{content[0]}`"
+    if "*" in content and hits(example) and _star_crossed_slash(content, example):
         base = content.split("*", 1)[0] or "."
-        if fnmatch.fnmatch(example, content) and _star_crossed_slash(content, example):
-            relative = "" if _is_abs(content) else " (and, being relative, never an absolute path)"
-            return (
-                f"also {verb} files in every subfolder below `{base}` (e.g. `{example}`): `*` crosses `/`, "
-                f"unlike in a shell glob{relative}."
-            )
-    if not _is_abs(content):
         return (
-            f"matches only paths written relatively, as the pattern is: `{content}` never matches an absolute path "
+            f"also {verb} files in every subfolder below `{base}` (e.g. `{example}`): `*` crosses `/`, "
+            f"unlike in a shell glob" + (f" (and, {where})." if where else ".")
+        )
+    if absolute is not None:
+        return f"also {verb} absolute paths, though the pattern is written relatively (e.g. `{absolute}`): {lead}."
+    if where:
+        return (
+            f"matches only paths written relatively, as the pattern is: `{content}`, {where} "
             "(fnmatch compares the strings as written)."
         )
     return f"matches only `{content}` as written (no `~` expansion, no `..` clean-up)."
@@ -377,7 +414,7 @@ def rule_reach(rule: PermissionRule, *, tool: ToolBase | None = None, home: str 
             "on its own, never against what is chained to it."
         )
     elif kind in ("path", "glob", "grep"):
-        line = _path_reach(content, verb, home or os.path.expanduser("~"))
+        line = _path_reach(rule, tool, kind, verb, home or os.path.expanduser("~"))
     elif kind == "function":
         line = (
             f"matches nothing: {rule.tool_name} only matches whole-tool rules (ToolBase.match_rule), "

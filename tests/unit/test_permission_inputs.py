@@ -293,8 +293,35 @@ def test_rule_reach_whole_tool_and_function_tool_and_deny():
 
 def test_rule_reach_relative_pattern_never_absolute():
     line = perm.rule_reach(rule("Write", "src/main.py"))
-    assert "never matches an absolute path" in line
+    assert "never an absolute path" in line
     assert not engine_matches(Write(), rule("Write", "src/main.py"), {"file_path": "/work/src/main.py", "content": ""})
+
+
+ABSOLUTE_PROBES = ["/home/user/.config/evil.txt", "/home/user/a/b/secrets/key", "/etc/passwd", "/srv/src/main.py",
+                   "/work/x.py", "/src/a/b", "/home/user/src/main.py"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("tool", "content"),
+    [(Write(), "*.txt"), (Read(), "*.txt"), (Read(), "**/secrets/**"), (Write(), "src/**"), (Write(), "src/main.py"),
+     (Read(), "?etc/passwd"), (Read(), "src/*.py")],  # fmt: skip
+)
+def test_rule_reach_on_absolute_paths_is_what_agentscopes_matcher_does(tool, content):
+    """What ``rule_reach`` (the card's "Always allow" line, the explorer's "Add rule" preview) says of
+    absolute paths is what AgentScope's matcher does: "never" only when no absolute path matches, and
+    the absolute example it names does match (``Write(*.txt)`` reaches ``/home/user/.config/evil.txt``)."""
+    r = rule(tool.name, content)
+    line = perm.rule_reach(r, home="/home/user")
+    matched = [p for p in ABSOLUTE_PROBES if engine_matches(tool, r, {"file_path": p, "content": ""})]
+    if "never an absolute path" in line:
+        assert matched == [], line
+    else:
+        assert "absolute paths" in line, line
+        assert engine_matches(tool, r, {"file_path": _example(line.split("absolute paths", 1)[1]), "content": ""})
+        assert matched, line
+    for p in matched:  # explain_match agrees with the matcher on each
+        text = perm.explain_match(r, tool.name, {"file_path": p, "content": ""}, tool=tool)
+        assert f"`{p}` matches." in text and "does not match" not in text, text
 
 
 # ---------------------------------------------------------------------------
