@@ -216,7 +216,10 @@ def _format_checker(cls: Any) -> Any:
     evaluates them here (``jsonschema``'s own uses Python's ``re``, which, e.g.,
     refuses ``\\p{L}``)."""
     checker = copy.copy(cls.FORMAT_CHECKER)
-    checker.checkers = {**checker.checkers, "regex": (lambda v: not isinstance(v, str) or bool(_compiled(v)), re2.error)}
+    checker.checkers = {
+        **checker.checkers,
+        "regex": (lambda v: not isinstance(v, str) or bool(_compiled(v)), re2.error),
+    }
     return checker
 
 

@@ -65,7 +65,7 @@ def test_rules_from_history_clicked_through(page, lab: JupyterLabServer) -> None
     assert "candidate A: 4 of 9 decisions change" in whole
     assert "you denied, it would allow: send_mail {'to': 'all@partner.example', 'subject': 'Launch'}" in whole
     assert "candidate B: 4 of 9 decisions change" in whole
-    assert "never fired: allow delete_file(*) (shadowed by deny delete_file(*))" in whole
+    assert "never fired: allow delete_file (shadowed by deny delete_file)" in whole
     assert "answers: 5, median time to decide" in whole
     assert re.search(r"^approvals in under a second: \d of 3$", whole, flags=re.M)  # clicks may take longer
     assert whole.count("not covered: ") == 3 and "suggested:" not in whole

@@ -45,7 +45,7 @@ def test_permission_explorer_notebook_runs_headless():
     assert "prefix rule" in text and "a space is required" in text
     assert "crosses `/`" in text
     assert "The pattern is relative and the path absolute" in text
-    assert "only a whole-tool rule (rule_content null) matches" in text
+    assert "only a whole-tool rule (one that names no pattern) matches" in text
     # safety asks are bypass-immune even with an allow-all Bash rule
     assert "'rm -rf /'           -> ask, bypass_immune=True" in text
     # "Always allow" from a confirmation shows up in the explorer and applies

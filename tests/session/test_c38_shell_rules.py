@@ -334,4 +334,6 @@ def test_c38_explorer_try_call_decides_what_a_session_decides(mode: PermissionMo
     for c, r in tried.items():  # the last "why" step names the Session's decision; the shell verdict is the headline
         assert r["shell"]["behavior"] == r["behavior"], c
         assert r["steps"][-1].startswith("nb_hitl's shell rules"), r["steps"]
-        assert f"A Session decides {r['behavior']}." in r["steps"][-1] or f"decision: {r['behavior']}." in r["steps"][-1]
+        assert (
+            f"A Session decides {r['behavior']}." in r["steps"][-1] or f"decision: {r['behavior']}." in r["steps"][-1]
+        )

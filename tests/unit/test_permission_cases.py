@@ -8,9 +8,7 @@ as literals. Each case is then checked three ways, one for one:
 
 * the engine, called directly, still gives the expectation (so a change of
   AgentScope's semantics shows up here);
-* ``nb_hitl.permissions.try_call`` gives it as the engine's decision (its
-  ``engine`` field; its headline is the Session's decision, which for a
-  shell tool is the shell rules' verdict, see ``tests/session/test_c38_shell_rules.py``);
+* ``nb_hitl.permissions.try_call`` gives it as ``engine`` (its headline is the Session's decision);
 * the ``PermissionExplorer`` widget gives it when driven through its comm
   handler exactly as the page drives it (``add_rule`` and ``set_mode``
   messages on a real ``Agent``, then ``try_call``).
@@ -323,12 +321,9 @@ def _summary(behavior: str, bypass_immune: bool, reason: str | None, suggested: 
 
 
 def _from_result(result: dict) -> dict:
-    """The engine's decision in a ``try_call`` result; its headline is the Session's."""
+    """The engine's decision in a ``try_call`` result; its headline is the Session's (the shell rules')."""
     engine = result["engine"]
-    if result["shell"] is None:  # not a shell tool: the Session decides what the engine does
-        assert {k: result[k] for k in engine} == engine
-    else:
-        assert result["behavior"] == result["shell"]["behavior"]
+    assert result["behavior"] == (result["shell"] or engine)["behavior"]
     return _summary(
         engine["behavior"],
         engine["bypass_immune"],

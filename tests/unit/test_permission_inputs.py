@@ -303,8 +303,15 @@ ABSOLUTE_PROBES = ["/home/user/.config/evil.txt", "/home/user/a/b/secrets/key", 
 
 @pytest.mark.parametrize(
     ("tool", "content"),
-    [(Write(), "*.txt"), (Read(), "*.txt"), (Read(), "**/secrets/**"), (Write(), "src/**"), (Write(), "src/main.py"),
-     (Read(), "?etc/passwd"), (Read(), "src/*.py")],  # fmt: skip
+    [
+        (Write(), "*.txt"),
+        (Read(), "*.txt"),
+        (Read(), "**/secrets/**"),
+        (Write(), "src/**"),
+        (Write(), "src/main.py"),
+        (Read(), "?etc/passwd"),
+        (Read(), "src/*.py"),
+    ],
 )
 def test_rule_reach_on_absolute_paths_is_what_agentscopes_matcher_does(tool, content):
     """What ``rule_reach`` (the card's "Always allow" line, the explorer's "Add rule" preview) says of
