@@ -45,6 +45,27 @@ def _bash_reach(content: str, verb: str) -> str:
     )
 
 
+def _bash_session_reach(content: str, behavior: str, verb: str) -> str:
+    """What a Bash rule covers under nb_hitl's shell rules (on in a Session,
+    :func:`~nb_hitl.permissions.shell_check.rule_covers`): an allow rule is
+    matched against each simple command's text on its own; a deny or ask rule
+    against each of its forms (from its program on, the program's base name,
+    behind a wrapper)."""
+    chained = "what is chained to it (`&&`, `;`, `|`) is judged on its own"
+    if behavior != "allow":
+        return (
+            f"{verb} each simple command it matches wherever that command appears: after `;`, `&&` or `|`, "
+            "in `$(…)`, behind `sudo` and other wrappers, or with a path such as `/bin/…`"
+        )
+    if content.endswith(":*"):
+        prefix = content[:-2].strip()
+        return f"covers `{prefix}` and `{prefix}` with more arguments, one simple command at a time: {chained}"
+    if _has_unescaped_star(content):
+        return f"covers each simple command the whole pattern matches, `*` spanning only that command: {chained}"
+    literal = content.replace("\\\\", "\x00").replace("\\*", "*").replace("\x00", "\\")
+    return f"covers each simple command containing `{literal}` anywhere (`sudo {literal} …` too): {chained}"
+
+
 def _probe(tool: ToolBase | None, rule: PermissionRule, kind: str, path: str) -> bool:
     """Whether AgentScope's own matcher (``PermissionEngine._rule_matches``, i.e.
     the tool's ``match_rule``) matches ``rule`` against a call on ``path``; a rule
@@ -139,9 +160,9 @@ def rule_reach(rule: PermissionRule, *, tool: ToolBase | None = None, home: str 
     kind = tool_kind(tool, rule.tool_name)
     content = rule.rule_content
     if kind == "bash":
-        line = _bash_reach(content, verb) + (
-            " With nb_hitl's shell rules (on by default in a Session) it is matched against each simple command "
-            "on its own, never against what is chained to it."
+        line = (
+            f"in a Session {_bash_session_reach(content, rule.behavior.value, verb)}. AgentScope's engine alone "
+            f"(a Session with shell_rules=False) {_bash_reach(content, verb)}"
         )
     elif kind in ("path", "glob", "grep"):
         line = _path_reach(rule, tool, kind, verb, home or os.path.expanduser("~"))

@@ -25,6 +25,7 @@ from agentscope.tool import Bash, FunctionTool, Read, Write
 
 from nb_hitl import permissions as perm
 from nb_hitl.errors import DecisionError
+from nb_hitl.permissions.shell_check import rule_covers
 from nb_hitl.widgets.permissions import PermissionExplorer
 from tests.support import run_async
 from tests.unit.test_permission_cases import Page, R, make_agent, make_tools
@@ -241,11 +242,15 @@ def _example(line: str) -> str:
 def test_rule_reach_bash_prefix_says_chained_commands_and_engine_agrees():
     r = rule("Bash", "git status:*")
     line = perm.rule_reach(r)
-    assert line.startswith("also allows anything chained after `git status`")
+    assert line.startswith("in a Session covers `git status` and `git status` with more arguments")
+    assert "AgentScope's engine alone (a Session with shell_rules=False) also allows anything chained after" in line
     assert "\n" not in line
     example = _example(line)
     assert "&&" in example
     assert engine_matches(Bash(), r, {"command": example})
+    # what a Session covers of the same line, by the shell rules' own matching
+    assert run_async(rule_covers(Bash(), r, {"command": example.replace("…", "x")})) == ["git status"]
+    assert run_async(rule_covers(Bash(), r, {"command": "git status --short"})) == ["git status --short"]
 
 
 def test_rule_reach_bash_without_star_is_a_substring_match_anywhere():
@@ -397,7 +402,7 @@ def test_widget_reach_action_uses_the_agents_tool():
         page = Page(widget)
         try:
             reply = await page.send("reach", rule={"tool_name": "Bash", "rule_content": "git:*", "behavior": "allow"})
-            assert reply["ok"] and reply["text"].startswith("also allows anything chained after `git`")
+            assert reply["ok"] and reply["text"].startswith("in a Session covers `git` and `git` with more arguments")
             reply = await page.send(
                 "reach", rule={"tool_name": "delete_file", "rule_content": "x", "behavior": "allow"}
             )
