@@ -7,7 +7,7 @@
 // `nbh_inbox`: nb_hitl/widgets/inbox.py).
 // Each widget's actions are one protocol: action -> what the page sends
 // with it and what the kernel answers (lib/rpc.ts reads them).
-import type { ApprovalView, DecisionView, FileChangeView, PauseView, TranscriptEntry } from "./types";
+import type { ApprovalView, DecisionView, FileChangeView, PauseView, ShellCommandView, TranscriptEntry } from "./types";
 
 // -- the channel --------------------------------------------------------
 
@@ -333,11 +333,24 @@ export interface TryResult extends DecisionDict {
   input: unknown;
   mode: string;
   read_only?: boolean;
-  rules_checked?: { label: string; matched: boolean; explanation: string }[];
+  /** AgentScope's engine alone; the top-level decision is the Session's (they differ only for a shell tool) */
+  engine?: DecisionDict;
+  /** per rule: whether it matches the whole call, why, and (a shell tool) the simple commands it covers */
+  rules_checked?: { label: string; matched: boolean; explanation: string; shell_covers?: string[] | null }[];
   rules_omitted?: number;
   steps?: string[];
   why?: string;
   agrees?: boolean;
+  /** a shell tool: nb_hitl's shell rules' verdict, with the simple commands the line runs */
+  shell?: ShellVerdictView | null;
+}
+
+/** What the shell rules found for a tried shell call (`try_call`'s `shell`). */
+export interface ShellVerdictView extends DecisionDict {
+  commands: ShellCommandView[];
+  problems: string[];
+  /** whether it is not the engine's decision */
+  changed: boolean;
 }
 
 /** `mode_matrix`'s result (the `matrix` trait). */

@@ -253,11 +253,13 @@ def is_parked(agent: Any) -> bool:
 def rule_label(rule: Any) -> str:
     """``behavior tool(rule_content)``, the way AgentScope's TUI lists a ``PermissionRule``.
 
-    Example: ``allow Bash(git push:*)``; a whole-tool rule has no brackets
-    content: ``allow delete_file(*)``.
+    Example: ``allow Bash(git push:*)``; a whole-tool rule (no ``rule_content``)
+    has no brackets: ``allow delete_file`` (``delete_file(*)`` would read as a
+    rule whose content is ``*``, which is another rule).
     """
-    content = rule.rule_content if rule.rule_content is not None else "*"
-    return f"{enum_value(rule.behavior)} {rule.tool_name}({content})"
+    if rule.rule_content is None:
+        return f"{enum_value(rule.behavior)} {rule.tool_name}"
+    return f"{enum_value(rule.behavior)} {rule.tool_name}({rule.rule_content})"
 
 
 # -- what runs: AgentScope's own reading of a tool call's input -------------

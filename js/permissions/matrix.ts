@@ -1,11 +1,32 @@
 // The mode matrix: calls (one JSON line each) decided in all five modes, each
 // cell on a copy of the context (the agent is untouched), the live mode's
 // column outlined.
+import { parseJson } from "../lib/json_words";
 import { h, clear } from "../lib/dom";
 import { decided, type DecisionDict } from "../messages";
 import { show, type Section } from "./channel";
 import { MODES_FALLBACK } from "./header";
 import { badge } from "./rule_list";
+
+const CALL_SHAPE = '{"tool_name": "Bash", "input": {"command": "ls"}}';
+
+/** The calls of the matrix's text box (one JSON object a line; blank lines skipped), or
+ * what is wrong with the first line that is not a call, named by its line number in the box. */
+export function matrixCalls(text: string): { calls: unknown[]; problem?: string } {
+  const calls: unknown[] = [];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim();
+    if (!line) continue;
+    const parsed = parseJson(line);
+    if ("problem" in parsed) return { calls, problem: `Line ${i + 1} is not a call: ${parsed.problem}. Write each call on its own line as ${CALL_SHAPE}.` };
+    const v = parsed.value;
+    if (typeof v !== "object" || v === null || Array.isArray(v) || typeof (v as { tool_name?: unknown }).tool_name !== "string")
+      return { calls, problem: `Line ${i + 1} is JSON but not a call: it needs a "tool_name" (text) and an "input" (an object), e.g. ${CALL_SHAPE}.` };
+    calls.push(v);
+  }
+  return { calls };
+}
 
 export function matrixSection({ model, act }: Section) {
   const matrixInput = h("textarea", { class: "perm-short", "data-testid": "perm-matrix-input", spellcheck: "false",
@@ -22,15 +43,10 @@ export function matrixSection({ model, act }: Section) {
   );
 
   matrixBtn.addEventListener("click", () => {
-    const calls: unknown[] = [];
-    const lines = matrixInput.value.split("\n").map((l) => l.trim()).filter(Boolean);
-    for (let i = 0; i < lines.length; i++) {
-      try {
-        calls.push(JSON.parse(lines[i]));
-      } catch (err) {
-        show(matrixError, `Line ${i + 1} is not valid JSON: ${String(err)}`);
-        return;
-      }
+    const { calls, problem } = matrixCalls(matrixInput.value);
+    if (problem) {
+      show(matrixError, problem);
+      return;
     }
     act("matrix", { calls }, matrixError);
   });

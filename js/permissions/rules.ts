@@ -88,7 +88,7 @@ export function rulesSection({ model, act, rpc }: Section) {
     h("h4", {}, "Rules (deny, then ask, then allow: the engine's order)"),
     ruleList.el,
     h("div", { class: "nbh-row" }, newBehavior, newTool, toolList, newContent,
-      h("label", { class: "nbh-muted" }, newWhole, " whole tool (rule_content null)"), addBtn, cancelEdit),
+      h("label", { class: "nbh-muted" }, newWhole, " the whole tool (no pattern: every call of it)"), addBtn, cancelEdit),
     reachHint,
     ruleError,
   );

@@ -6,6 +6,8 @@ import { decided, type DecisionDict } from "../messages";
 import type { JsonSchema } from "../types";
 import { show, type Section } from "./channel";
 import { badge, ruleText } from "./rule_list";
+import { shellCommandsView } from "../reply/cards/shell";
+import { parseJson } from "../lib/json_words";
 
 /** A tool input with each required property at its type's empty value, as JSON text. */
 export function skeleton(schema: JsonSchema | null): string {
@@ -38,7 +40,7 @@ export function trySection({ model, act }: Section, addToMatrix: (line: string) 
   const tryError = h("div", { class: "nbh-error", "data-testid": "perm-try-error", hidden: true });
   const tryResult = h("div", { "data-testid": "perm-try-result" });
   const el = h("section", {},
-    h("h4", {}, "Try a call: what does the engine decide? (the tool is not executed)"),
+    h("h4", {}, "Try a call: what does a Session decide? (the tool is not executed)"),
     h("div", { class: "nbh-row" }, h("span", { class: "nbh-muted" }, "tool"), tryTool,
       h("span", { class: "nbh-muted" }, "in mode"), tryMode, tryBtn, matrixAdd),
     tryInput,
@@ -56,15 +58,13 @@ export function trySection({ model, act }: Section, addToMatrix: (line: string) 
     act("try_call", { tool_name: tryTool.value, input: tryInput.value, mode: tryMode.value || null }, tryError);
   });
   matrixAdd.addEventListener("click", () => {
-    let input: unknown;
-    try {
-      input = JSON.parse(tryInput.value);
-    } catch (err) {
-      show(tryError, `The input is not valid JSON: ${String(err)}`);
+    const parsed = parseJson(tryInput.value);
+    if ("problem" in parsed) {
+      show(tryError, `The input cannot be added: ${parsed.problem}.`);
       return;
     }
     show(tryError, null);
-    addToMatrix(JSON.stringify({ tool_name: tryTool.value, input }));
+    addToMatrix(JSON.stringify({ tool_name: tryTool.value, input: parsed.value }));
   });
 
   /** The modes to try in: the live one first (the agent's), then each by name. */
@@ -94,18 +94,38 @@ export function trySection({ model, act }: Section, addToMatrix: (line: string) 
     }
     if (!r) return;
     const box = decisionBlock(r, "perm-try");
-    box.prepend(h("div", { class: "nbh-muted" }, `${r.tool_name} in mode ${r.mode}: `, h("code", {}, JSON.stringify(r.input))));
+    box.prepend(h("div", { class: "nbh-muted" }, `${r.tool_name} in mode ${r.mode}, as a Session decides it: `, h("code", {}, JSON.stringify(r.input))));
+    const shell = r.shell;
+    if (shell && shell.changed && r.engine) {
+      box.append(h("div", { class: "nbh-muted", "data-testid": "perm-try-engine" },
+        `AgentScope's engine alone, matching rules against the whole command line, says ${r.engine.behavior}: ${r.engine.message || ""} `
+        + `nb_hitl's shell rules, which a Session applies to each command, make it ${shell.behavior}.`));
+    }
+    if (shell) {
+      const parsed = shellCommandsView({ shell_commands: shell.commands, shell_problems: shell.problems });
+      if (parsed) box.append(h("div", { "data-testid": "perm-try-shell" }, parsed));
+    }
     if (r.steps && r.steps.length) {
       box.append(h("div", {}, "Why:"), h("ol", { class: "perm-why", "data-testid": "perm-try-why" }, r.steps.map((s) => h("li", {}, s))));
     }
     if (r.agrees === false) {
-      box.append(h("div", { class: "nbh-warn" }, "The trace above does not account for the engine's decision; the decision shown is the engine's."));
+      box.append(h("div", { class: "nbh-warn" }, "The steps above do not account for AgentScope's engine decision; the decision shown is still the one a Session takes."));
     }
     if (r.rules_checked && r.rules_checked.length) {
-      const t = h("table", { class: "nbh-table", "data-testid": "perm-try-rules" }, h("tr", {}, h("th", {}, "rule"), h("th", {}, "matches?"), h("th", {}, "why")));
+      const head = h("tr", {}, h("th", {}, "rule"), h("th", {}, shell ? "matches the whole line?" : "matches?"));
+      if (shell) head.append(h("th", {}, "commands it covers (shell rules)"));
+      head.append(h("th", {}, "why"));
+      const t = h("table", { class: "nbh-table", "data-testid": "perm-try-rules" }, head);
       for (const c of r.rules_checked) {
-        t.append(h("tr", { "data-testid": "perm-try-rule", "data-label": c.label, "data-matched": String(c.matched) },
-          h("td", {}, h("code", {}, c.label)), h("td", {}, c.matched ? "yes" : "no"), h("td", {}, c.explanation)));
+        const row = h("tr", { "data-testid": "perm-try-rule", "data-label": c.label, "data-matched": String(c.matched) },
+          h("td", {}, h("code", {}, c.label)), h("td", {}, c.matched ? "yes" : "no"));
+        if (shell) {
+          const covers = c.shell_covers || [];
+          row.append(h("td", { "data-testid": "perm-try-rule-covers" },
+            covers.length ? covers.map((text) => h("code", {}, text)) : "none"));
+        }
+        row.append(h("td", {}, c.explanation));
+        t.append(row);
       }
       box.append(t);
     }

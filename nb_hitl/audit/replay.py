@@ -60,7 +60,32 @@ RULE_COLUMNS = ["rule", "behavior", "matched", "fired", "never_fired", "shadowed
 """The columns of ``replay(...).attrs["rules"]`` (one row per candidate rule)."""
 
 
+_RULES_SHAPE = (
+    "a list of rules (each a PermissionRule or a dict like "
+    '{"tool_name": "Bash", "rule_content": "git:*", "behavior": "allow"}) or a PermissionContext'
+)
+
+
+def _rules_refused(rules: Any) -> DecisionError | None:
+    """Why ``rules`` is not a candidate rule set (naming the shapes it may take), or ``None``."""
+    if isinstance(rules, Mapping):
+        keys = ", ".join(repr(k) for k in list(rules)[:5])
+        extra = (
+            ' Pass its list as rules and its mode as mode: replay(log, d["rules"], toolkit, mode=d.get("mode")).'
+            if "rules" in rules
+            else ""
+        )
+        return DecisionError(f"rules must be {_RULES_SHAPE}; got a dict with keys {keys}.{extra}", field="rules")
+    if rules is None or isinstance(rules, (str, bytes)) or not isinstance(rules, Iterable):
+        got = "None" if rules is None else "text" if isinstance(rules, (str, bytes)) else type(rules).__name__
+        return DecisionError(f"rules must be {_RULES_SHAPE}; got {got}.", field="rules")
+    return None
+
+
 def _rules(rules: Any) -> tuple[list[PermissionRule], PermissionMode | None]:
+    refused = None if isinstance(rules, PermissionContext) else _rules_refused(rules)
+    if refused is not None:
+        raise refused
     if isinstance(rules, PermissionContext):
         listed = [
             r for bucket in (rules.deny_rules, rules.ask_rules, rules.allow_rules) for rs in bucket.values() for r in rs
@@ -68,6 +93,13 @@ def _rules(rules: Any) -> tuple[list[PermissionRule], PermissionMode | None]:
         return listed, rules.mode
     out = []
     for i, rule in enumerate(rules):
+        if not isinstance(rule, (PermissionRule, Mapping)):
+            raise DecisionError(
+                f"rules[{i}] must be a PermissionRule or a rule dict like "
+                f'{{"tool_name": "Bash", "rule_content": "git:*", "behavior": "allow"}}; got {type(rule).__name__} '
+                f"{str(rule)[:60]!r}.",
+                field=f"rules[{i}]",
+            )
         out.append(
             rule
             if isinstance(rule, PermissionRule)
@@ -181,9 +213,11 @@ async def replay(
         matched against in the bound).
 
     Raises:
-        DecisionError: a bad rule (``field="rules[i]...."``) or mode; with
-            ``in_worker``, the worker failed or ran past ``timeout``
-            (``field="replay"``; the worker is stopped).
+        DecisionError: ``rules`` not of the shapes above (``field="rules"``:
+            ``None``, text, a dict such as a rules file's ``{"mode", "rules"}``),
+            a bad rule (``field="rules[i]...."``) or mode; with ``in_worker``,
+            the worker failed or ran past ``timeout`` (``field="replay"``; the
+            worker is stopped).
     """
     listed, context_mode = _rules(rules)
     candidate_mode = _mode(mode, context_mode)

@@ -148,19 +148,79 @@ def _measure(schema: Any) -> None:
             raise too_large
 
 
+def _quiet_options() -> Any:
+    """RE2 options that do not print a refused pattern to stderr (RE2's C++
+    log, ``re2.cc ... Error parsing``): the refusal is told in words instead."""
+    options = re2.Options()
+    options.log_errors = False
+    return options
+
+
+_RE2_OPTIONS = _quiet_options()
+
+
 @functools.lru_cache(maxsize=256)
 def _compiled(pattern: str) -> Any:
-    return re2.compile(pattern)
+    return re2.compile(pattern, _RE2_OPTIONS)
+
+
+_RE2_WORDS: tuple[tuple[str, str], ...] = (
+    ("invalid perl operator: (?=", "uses a lookahead `(?=…)`, which RE2 does not have"),
+    ("invalid perl operator: (?!", "uses a negative lookahead `(?!…)`, which RE2 does not have"),
+    ("invalid perl operator: (?<=", "uses a lookbehind `(?<=…)`, which RE2 does not have"),
+    ("invalid perl operator: (?<!", "uses a negative lookbehind `(?<!…)`, which RE2 does not have"),
+    ("invalid perl operator: (?P=", "uses a named backreference `(?P=…)`, which RE2 does not have"),
+    ("invalid escape sequence: \\Z", "uses `\\Z`, which RE2 does not have (write `\\z` for the end of the text)"),
+    ("invalid repetition size", "uses a repetition count above 1000, more than RE2 allows"),
+    ("missing )", "has a `(` that is never closed"),
+    ("unexpected )", "has a `)` that closes nothing"),
+    ("missing ]", "has a `[` that is never closed"),
+    ("invalid character class range", "has a range in `[...]` whose ends are in the wrong order"),
+    ("missing argument to repetition operator", "has a `*`, `+`, `?` or `{n}` with nothing before it to repeat"),
+    ("bad repetition operator", "has two repetition operators in a row (such as `**` or `+*`)"),
+    ("invalid named capture group", "has a named group whose name RE2 does not accept"),
+)
+
+
+def re2_problem(said: str) -> str:
+    """RE2's reason for refusing a pattern (``re2.error``'s text), in plain words,
+    with RE2's own words after it."""
+    for start, words in _RE2_WORDS:
+        if said.startswith(start):
+            return f"it {words} (RE2: {said})"
+    if said.startswith("invalid escape sequence: \\") and said[len("invalid escape sequence: \\") :][:1].isdigit():
+        return f"it uses a backreference, which RE2 does not have (RE2: {said})"
+    if said.startswith("invalid escape sequence"):
+        return f"it uses an escape RE2 does not know (RE2: {said})"
+    return f"RE2 cannot read it (RE2: {said})"
+
+
+def _re2_said(exc: Exception) -> str:
+    arg = exc.args[0] if exc.args else ""
+    return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
 
 
 def _re2(pattern: str, where: str) -> Any:
     try:
         return _compiled(pattern)
-    except re2.error:
+    except re2.error as exc:
         raise SchemaRefused(
-            f"the pattern {pattern[:80]!r} at {where} uses a feature that is not evaluated here "
-            "(only linear-time RE2 patterns are: no backreferences or lookaround)"
+            f"the pattern {pattern[:80]!r} at {where} is not one RE2 can read: {re2_problem(_re2_said(exc))}; "
+            "patterns are matched here by RE2, in linear time"
         ) from None
+
+
+def _format_checker(cls: Any) -> Any:
+    """``cls``'s format checker for its meta-schema, except that the ``regex``
+    format (of ``pattern`` and ``patternProperties``) is RE2's, the engine that
+    evaluates them here (``jsonschema``'s own uses Python's ``re``, which, e.g.,
+    refuses ``\\p{L}``)."""
+    checker = copy.copy(cls.FORMAT_CHECKER)
+    checker.checkers = {
+        **checker.checkers,
+        "regex": (lambda v: not isinstance(v, str) or bool(_compiled(v)), re2.error),
+    }
+    return checker
 
 
 def _dialect(schema: dict[str, Any]) -> Any:
@@ -400,7 +460,7 @@ def check_schema(schema: Any) -> None:
     _local_refs(schema)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        cls.check_schema(schema)
+        cls.check_schema(schema, format_checker=_format_checker(cls))
     except jsonschema.SchemaError as exc:
         where = exc.json_path if exc.json_path != "$" else "the schema"
         raise SchemaRefused(f"it is not a valid JSON Schema at {where}: {exc.message[:200]}") from None

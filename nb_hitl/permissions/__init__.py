@@ -7,8 +7,9 @@ Everything that *decides* is AgentScope's own ``PermissionEngine``.
 * :mod:`.rulefile`: export / import of rules files, all or nothing;
 * :mod:`.tools`: the agent's tools and their inputs;
 * :mod:`.engine`: :func:`try_call`, :func:`mode_matrix`, traced in order;
-* :mod:`.explain`: why a rule matches, in words; what else a rule lets
-  through (:func:`rule_reach`), checking an edited rule (:func:`validate_rule_edit`);
+* :mod:`.explain`: why a rule matches, in words; checking an edited rule
+  (:func:`validate_rule_edit`); :mod:`.reach`: what else a rule lets through
+  (:func:`rule_reach`), checked on AgentScope's matcher;
 * :mod:`.names`: refusing look-alike, invisible and bidi characters;
 * :mod:`.shell`: a shell command line read into its simple commands
   (:func:`parse_command`), and :mod:`.shell_check`: each judged by the engine
@@ -24,7 +25,8 @@ from typing import Any
 
 from .._agentscope import permission_context, permission_engine
 from .engine import mode_matrix, try_call
-from .explain import explain_match, rule_reach, validate_rule_edit
+from .explain import explain_match, validate_rule_edit
+from .reach import rule_reach
 from .rulefile import RuleFileError, export_rules, import_rules
 from .rules import (
     MODES,

@@ -5,10 +5,12 @@
 AgentScope's own helpers (``PermissionEngine._rule_matches``,
 ``ToolBase.check_read_only``, ``ToolBase.check_permissions``):
 1. deny rules, 2. ask rules, 3. read-only fast path, 4. the tool's own
-check, 5. allow rules, 6. the mode's fallback. :func:`mode_matrix` decides
-calls in each of the five modes on deep copies of the context. The
-decision is always the engine's; the trace only accounts for it
-(``agrees``).
+check, 5. allow rules, 6. the mode's fallback; for a shell tool, then
+nb_hitl's shell rules (:func:`~nb_hitl.permissions.shell_check.judge_shell_call`,
+what a Session's :class:`~nb_hitl.shell_policy.ShellRulesMiddleware` calls).
+:func:`mode_matrix` decides calls in each of the five modes on copies of
+the context. The decision is always the one a Session takes (the engine's,
+then the shell rules'); the trace only accounts for it (``agrees``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from ..errors import DecisionError
 from .bounded import BoundedEngine, PathologicalRuleError
 from .explain import explain_match
 from .rules import _BUCKETS, MODES, rule_label, rule_to_dict
-from .shell_check import judge_shell_call, rule_covers
+from .shell_check import ShellVerdict, judge_shell_call, rule_covers
 from .tools import get_tool, parse_input
 
 __all__ = ["try_call", "mode_matrix", "MAX_UNMATCHED_LISTED"]
@@ -129,7 +131,7 @@ async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, dec
         said = own.message or own.decision_reason or ""
         steps.append(
             f"{tool.name}.check_permissions (step 4) says {own_b}"
-            + (" (a bypass-immune safety ask)" if own.bypass_immune else "")
+            + (_safety_note(mode) if own.bypass_immune and own.behavior == PermissionBehavior.ASK else "")
             + (f": {said.rstrip('.')}" if said else "")
             + "."
         )
@@ -153,13 +155,13 @@ async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, dec
                 "Step 4: a bypass-immune safety ask from the tool, turned into a deny in dont_ask mode.",
             )
         elif matched["allow"]:
-            bypass_note = " (bypass mode ignores the tool's safety ask)" if own.bypass_immune else ""
+            bypass_note = ", and bypass mode does not stop at the tool's safety ask" if own.bypass_immune else ""
             expected, step = "allow", f"Step 5: the allow rule {rule_label(matched['allow'][0])} matches{bypass_note}."
         elif mode == PermissionMode.BYPASS:
             expected, step = (
                 "allow",
-                "Step 6: nothing denied or asked, and bypass mode allows everything else"
-                + (" (including the tool's safety ask)." if own.bypass_immune else "."),
+                "Step 6: no deny or ask rule matches, so bypass mode allows the call"
+                + (", its tool's safety ask included." if own.bypass_immune else "."),
             )
         elif mode == PermissionMode.DONT_ASK:
             expected, step = (
@@ -180,6 +182,17 @@ async def _trace(engine: PermissionEngine, tool: ToolBase, tool_input: dict, dec
     }
 
 
+def _safety_note(mode: PermissionMode) -> str:
+    """How the tool's safety ask (``bypass_immune=True``) counts in ``mode``
+    (AgentScope's ``PermissionEngine._is_safety_ask`` is honoured in every mode
+    but bypass, whose ``_check_bypass`` lets any ask through by design)."""
+    if mode == PermissionMode.BYPASS:
+        return " (a safety ask, which bypass mode does not honour)"
+    if mode == PermissionMode.DONT_ASK:
+        return " (a safety ask, which dont_ask mode turns into a deny)"
+    return " (a safety ask: no allow rule can silence it)"
+
+
 def _resolve(target: Any, toolkit: Any) -> tuple[PermissionEngine, Any]:
     if isinstance(target, (PermissionEngine, PermissionContext)):
         return permission_engine(target), toolkit
@@ -193,8 +206,15 @@ async def try_call(
     input: Mapping[str, Any] | str,
     *,
     mode: str | PermissionMode | None = None,
+    shell_rules: bool = True,
 ) -> dict[str, Any]:
-    """Ask the real engine what it decides for one call; execute nothing.
+    """What a Session decides for one call; execute nothing.
+
+    The decision is AgentScope's ``PermissionEngine.check_permission``, then,
+    for a shell tool, nb_hitl's shell rules on it
+    (:func:`~nb_hitl.permissions.shell_check.judge_shell_call`, the function
+    the Session's :class:`~nb_hitl.shell_policy.ShellRulesMiddleware` calls),
+    as every Session does unless ``Session(..., shell_rules=False)``.
 
     Args:
         agent_or_context: an ``Agent`` (its own engine,
@@ -207,25 +227,33 @@ async def try_call(
             tool's ``input_schema`` with ``jsonschema`` first.
         mode: decide in this mode instead of the live one, on a copy of
             the context in that mode (the agent's context is untouched).
+        shell_rules: judge a shell tool's call with nb_hitl's shell rules,
+            as a Session does by default (``False``: as
+            ``Session(..., shell_rules=False)``, the engine alone).
 
     Returns:
         ``{"tool_name", "input": dict, "mode": str, "behavior":
         "allow"|"deny"|"ask"|"passthrough", "message": str,
         "decision_reason": str | None, "bypass_immune": bool,
-        "suggested_rules": [rule dict], "read_only": bool,
-        "tool_check": decision dict | None, "rules_checked": [{"rule",
-        "label", "matched", "explanation"}], "rules_omitted": int,
-        "steps": [str], "why": str, "agrees": bool, "shell": dict | None}``.
-        ``shell`` is what the call gets under nb_hitl's shell rules (on by
-        default in a Session; :func:`~nb_hitl.permissions.shell_check.judge_shell_call`)
-        for a shell tool: the decision dict plus ``commands`` (each simple
-        command with ``behavior`` and ``why``) and ``problems``; ``None``
-        for other tools. Each ``rules_checked`` entry has ``shell_covers``:
+        "suggested_rules": [rule dict], "engine": decision dict,
+        "read_only": bool, "tool_check": decision dict | None,
+        "rules_checked": [{"rule", "label", "matched", "explanation",
+        "shell_covers"}], "rules_omitted": int, "steps": [str], "why": str,
+        "agrees": bool, "shell": dict | None}``. The top-level decision
+        fields are the Session's decision; ``engine`` is AgentScope's engine
+        alone (they differ only for a shell tool). ``shell`` is what the
+        shell rules found for a shell tool: the decision dict plus
+        ``commands`` (each simple command with ``behavior`` and ``why``),
+        ``problems`` and ``changed`` (whether it is not the engine's
+        decision); ``None`` for other tools or with ``shell_rules=False``.
+        ``steps`` end with the shell rules' step. ``agrees`` says whether
+        the engine's steps account for the engine's decision.
+        Each ``rules_checked`` entry has ``shell_covers``:
         the simple commands the rule covers read that way (``None`` for
         other tools). ``rules_checked``
         lists every rule of the tool that matches, and the first
         :data:`MAX_UNMATCHED_LISTED` that do not (``rules_omitted`` counts
-        the others, so that thousands of rules do not make a huge answer). The decision fields come from
+        the others, so that thousands of rules do not make a huge answer). ``engine`` comes from
         ``PermissionEngine.check_permission``; ``rules_checked``,
         ``tool_check``, ``read_only`` from ``PermissionEngine._rule_matches``,
         ``ToolBase.check_permissions`` and ``ToolBase.check_read_only``;
@@ -251,24 +279,54 @@ async def try_call(
     try:
         decision = await engine.check_permission(tool, dict(tool_input))
         trace = await _trace(engine, tool, dict(tool_input), decision)
-        verdict = await judge_shell_call(engine, tool, dict(tool_input), decision)
+        verdict = await judge_shell_call(engine, tool, dict(tool_input), decision) if shell_rules else None
     except PathologicalRuleError as exc:
         raise DecisionError(str(exc), field="rules") from None
-    shell = None
+    final, shell = decision, None
     if verdict is not None:
+        final = verdict.decision
         shell = {
             **_decision_dict(verdict.decision),
             "commands": verdict.parts,
             "problems": list(verdict.parse.problems),
+            "changed": verdict.changed,
         }
+        trace["steps"].insert(0, _SHELL_INTRO)
+        trace["steps"].append(_shell_step(decision, verdict))
+        trace["why"] = " ".join(trace["steps"])
     return {
         "tool_name": tool.name,
         "input": tool_input,
         "mode": engine.context.mode.value,
-        **_decision_dict(decision),
+        **_decision_dict(final),
+        "engine": _decision_dict(decision),
         **trace,
         "shell": shell,
     }
+
+
+_SHELL_INTRO = (
+    "AgentScope's engine matches each rule against the whole command line (the steps below); then nb_hitl's "
+    "shell rules judge it command by command (the last step)."
+)
+
+
+def _shell_step(whole: PermissionDecision, verdict: ShellVerdict) -> str:
+    """The trace's last step for a shell tool: what nb_hitl's shell rules,
+    which judge every call of it in a Session, make of the engine's decision."""
+    count = len(verdict.parse.commands)
+    read = f"{count} simple command" + ("" if count == 1 else "s")
+    if not verdict.changed:
+        return (
+            f"nb_hitl's shell rules (on in a Session) read the line as {read} and keep the engine's decision: "
+            f"{whole.behavior.value}."
+        )
+    final = verdict.decision
+    said = (final.message or final.decision_reason or "").rstrip(".")
+    return (
+        f"nb_hitl's shell rules (on in a Session) read the line as {read} and change the engine's "
+        f"{whole.behavior.value} to {final.behavior.value}: {said}. A Session decides {final.behavior.value}."
+    )
 
 
 def _call_spec(call: Any, i: int) -> tuple[str, Any]:
@@ -281,8 +339,9 @@ def _call_spec(call: Any, i: int) -> tuple[str, Any]:
     raise DecisionError("A call is {'tool_name': str, 'input': dict | JSON text}.", field=f"calls[{i}]")
 
 
-async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any) -> dict[str, Any]:
-    """Each call decided by the real engine in each of the five modes.
+async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any, *, shell_rules: bool = True) -> dict[str, Any]:
+    """Each call decided as a Session decides it (the real engine, then the
+    shell rules for a shell tool, as :func:`try_call`) in each of the five modes.
 
     Every cell uses a ``PermissionEngine`` over a copy of the context with
     the mode changed (see :func:`_copy`), so the agent's live context is
@@ -294,6 +353,7 @@ async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any) -> dict[
         toolkit: ``Toolkit`` / list / dict of tools (``None`` with an agent:
             ``agent.toolkit``).
         context: agent, engine or context whose rules are used.
+        shell_rules: as in :func:`try_call`.
 
     Returns:
         ``{"modes": [5 str], "live_mode": str, "rows": [{"tool_name",
@@ -321,9 +381,11 @@ async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any) -> dict[
         cells = {}
         for mode in PermissionMode:
             try:  # bounded, like try_call: a pathological rule is refused, not hung on
-                decision = await BoundedEngine(_copy(base, mode)).check_permission(tool, dict(tool_input))
+                cell_engine = BoundedEngine(_copy(base, mode))
+                decision = await cell_engine.check_permission(tool, dict(tool_input))
+                verdict = await judge_shell_call(cell_engine, tool, dict(tool_input), decision) if shell_rules else None
             except PathologicalRuleError as exc:
                 raise DecisionError(str(exc), field="rules") from None
-            cells[mode.value] = _decision_dict(decision)
+            cells[mode.value] = _decision_dict(verdict.decision if verdict is not None else decision)
         rows.append({"tool_name": tool.name, "input": tool_input, "cells": cells})
     return {"modes": list(MODES), "live_mode": base.mode.value, "rows": rows}

@@ -6,7 +6,8 @@ semantics it reads in ``agentscope/tool/_builtin``: Bash ``x:*`` prefix
 rules (the chained rest of a command is not looked at), ``*`` wildcards,
 substring rules when there is no ``*``; Read/Write/Edit/Glob/Grep globs
 matched with ``fnmatch`` (``*`` crosses ``/``, paths compared as written,
-relative never matching absolute); whole-tool rules; function and MCP
+so a relative pattern matches an absolute path only through a leading
+wildcard); whole-tool rules; function and MCP
 tools matching only whole-tool rules.
 """
 
@@ -27,7 +28,7 @@ from .rules import _as_rule, parse_rule, rule_label
 from .shell_check import rule_covers
 from .tools import default_tool, tool_kind
 
-__all__ = ["explain_match", "rule_reach", "validate_rule_edit"]
+__all__ = ["explain_match", "validate_rule_edit"]
 
 
 def _run_sync(coro: Any) -> Any:
@@ -177,13 +178,18 @@ def _explain_path(
             "`*` stops at `/`."
         )
     if _is_abs(content) != _is_abs(path):
-        if _is_abs(path):
+        if _is_abs(path) and matched:
             text += (
-                f" The pattern is relative and the path absolute: fnmatch compares from the first character, so a "
-                f"relative `{content}` never matches the absolute `{path}`. Write the absolute pattern "
+                f" The pattern is written relatively and the path is absolute, yet it matches: fnmatch compares "
+                f"from the first character, and the `{content[0]}` the pattern starts with matches the leading `/`."
+            )
+        elif _is_abs(path) and matched is False:
+            text += (
+                f" The pattern is relative and the path absolute: fnmatch compares from the first character, so "
+                f"`{content}` does not match the absolute `{path}`. Write the absolute pattern "
                 f"(e.g. `{os.path.dirname(path)}/**`) or start it with `*/`."
             )
-        else:
+        elif matched is False:
             text += (
                 f" The pattern is absolute and the path relative: fnmatch compares the strings as written, so the "
                 f"relative `{path}` is not resolved against the working directory and does not match `{content}`."
@@ -255,10 +261,9 @@ def explain_match(
         except PathologicalRuleError as exc:
             too_long = f" {exc}"
     if not r.rule_content:
-        what = "null" if r.rule_content is None else "an empty string"
         return (
-            f"`{rule_label(r)}` has no rule_content ({what}): a whole-tool rule, which matches every call of "
-            f"{tool_name} (PermissionEngine._rule_matches returns True when rule_content is empty)."
+            f"`{rule_label(r)}` names no pattern, so it covers the whole tool: it matches every call of "
+            f"{tool_name}, whatever its input (AgentScope's engine matches a rule without a pattern to every call)."
         )
     kind = tool_kind(tool, tool_name)
     if kind == "bash":
@@ -275,117 +280,12 @@ def explain_match(
         return text + " (Grep.match_rule uses the current directory when there is no `path`.)"
     if kind == "function":
         return (
-            f"{tool_name} does not override ToolBase.match_rule, which returns `rule_content is None`: only a "
-            f"whole-tool rule (rule_content null) matches. `{rule_label(r)}` has content `{r.rule_content}`, "
-            "so it never matches, whatever the input."
+            f"{tool_name} matches rules as every plain tool does (AgentScope's ToolBase.match_rule): only a "
+            f"whole-tool rule (one that names no pattern) matches. `{rule_label(r)}` names the pattern "
+            f"`{r.rule_content}`, so it never matches, whatever the input."
         )
     verdict = {True: "matches", False: "does not match", None: "may or may not match"}[matched]
     return f"{tool_name} has its own match_rule (in {type(tool).__module__}); by it, `{rule_label(r)}` {verdict} this call."
-
-
-# ---------------------------------------------------------------------------
-# what else a rule lets through (for "Always allow")
-# ---------------------------------------------------------------------------
-_VERBS = {"allow": "allows", "deny": "denies", "ask": "asks before"}
-
-
-def _bash_reach(content: str, verb: str) -> str:
-    if content.endswith(":*"):
-        prefix = content[:-2].strip()
-        return (
-            f"also {verb} anything chained after `{prefix}` (e.g. `{prefix} && curl … | sh`): "
-            "a `:*` prefix rule only looks at the start of the command."
-        )
-    if _has_unescaped_star(content):
-        example = re.sub(r"(?<!\\)\*", "… && curl … | sh", content, count=1)
-        example = re.sub(r"(?<!\\)\*", "…", example)
-        return (
-            f"also {verb} whatever a `*` stands for, chained commands included (e.g. `{example}`): "
-            "`*` matches any characters, `&&`, `;` and `|` too."
-        )
-    literal = content.replace("\\\\", "\x00").replace("\\*", "*").replace("\x00", "\\")
-    return (
-        f"also {verb} every command containing `{literal}` anywhere (e.g. `sudo {literal}` or "
-        f"`echo ok; {literal}`): a Bash rule without `*` is a substring match."
-    )
-
-
-def _path_reach(content: str, verb: str, home: str) -> str:
-    anywhere = ("/etc/passwd", f"{home}/.ssh/id_rsa")
-    if all(fnmatch.fnmatch(p, content) for p in anywhere):
-        return f"{verb} every file on the machine (e.g. `/etc/passwd`, `~/.ssh/id_rsa`): `*` matches `/` too."
-    in_home = (f"{home}/.ssh/id_rsa", f"{home}/.bashrc")
-    if all(fnmatch.fnmatch(p, content) for p in in_home) or all(
-        fnmatch.fnmatch(p, content) for p in ("~/.ssh/id_rsa", "~/.bashrc")
-    ):
-        return f"{verb} every file in the home folder, `~/.ssh/id_rsa` and `~/.bashrc` included: `*` matches `/` too."
-    if "*" in content:
-        example = content.replace("**", "*").replace("*", "a/b/c", 1).replace("*", "x")
-        base = content.split("*", 1)[0] or "."
-        if fnmatch.fnmatch(example, content) and _star_crossed_slash(content, example):
-            relative = "" if _is_abs(content) else " (and, being relative, never an absolute path)"
-            return (
-                f"also {verb} files in every subfolder below `{base}` (e.g. `{example}`): `*` crosses `/`, "
-                f"unlike in a shell glob{relative}."
-            )
-    if not _is_abs(content):
-        return (
-            f"matches only paths written relatively, as the pattern is: `{content}` never matches an absolute path "
-            "(fnmatch compares the strings as written)."
-        )
-    return f"matches only `{content}` as written (no `~` expansion, no `..` clean-up)."
-
-
-def rule_reach(rule: PermissionRule, *, tool: ToolBase | None = None, home: str | None = None) -> str:
-    """Say in ONE line what else ``rule`` lets through, for a person about
-    to accept it ("Always allow" on a confirmation card).
-
-    Uses the same semantics as :func:`explain_match` (AgentScope's
-    ``match_rule`` of Bash, Read/Write/Edit, Glob, Grep; ``ToolBase.match_rule``
-    for function and MCP tools; ``PermissionEngine._rule_matches`` for
-    whole-tool rules):
-
-    * no ``rule_content``: every call of the tool;
-    * Bash ``x:*``: anything chained after ``x`` (``x && curl … | sh``);
-      Bash with ``*``: ``*`` swallows chained commands; Bash without ``*``:
-      a substring match anywhere in a command;
-    * path globs: every file on the machine, the whole home folder, ``*``
-      crossing ``/`` into subfolders, relative patterns never matching
-      absolute paths;
-    * function / MCP tool with content: matches nothing.
-
-    Args:
-        rule: the rule (an AgentScope ``PermissionRule``).
-        tool: the tool object, if known (else the builtin tool of that name,
-            or a function tool).
-        home: the home folder to check against (default ``os.path.expanduser("~")``).
-
-    Returns:
-        str: one line, no newline, starting with what the rule does
-        (``"also allows …"``, ``"allows every call …"``).
-    """
-    verb = _VERBS.get(rule.behavior.value, "matches")
-    if not rule.rule_content:
-        return f"{verb} every call of {rule.tool_name}, whatever its input (a whole-tool rule: no rule_content)."
-    if tool is None:
-        tool = default_tool(rule.tool_name)
-    kind = tool_kind(tool, rule.tool_name)
-    content = rule.rule_content
-    if kind == "bash":
-        line = _bash_reach(content, verb) + (
-            " With nb_hitl's shell rules (on by default in a Session) it is matched against each simple command "
-            "on its own, never against what is chained to it."
-        )
-    elif kind in ("path", "glob", "grep"):
-        line = _path_reach(content, verb, home or os.path.expanduser("~"))
-    elif kind == "function":
-        line = (
-            f"matches nothing: {rule.tool_name} only matches whole-tool rules (ToolBase.match_rule), "
-            "so this rule never applies."
-        )
-    else:
-        line = f"is decided by {type(tool).__name__}.match_rule, which nb_hitl does not describe."
-    return " ".join(line.split())
 
 
 def validate_rule_edit(

@@ -20,7 +20,7 @@ from typing import Any
 import pydantic
 from agentscope.permission import PermissionBehavior, PermissionContext, PermissionMode, PermissionRule
 
-from .._agentscope import permission_context, permission_context_in_sync, permission_engine
+from .._agentscope import permission_context, permission_context_in_sync, permission_engine, rule_label
 from ..errors import DecisionError
 from .names import check_rule_text, check_tool_name, is_plain_name
 
@@ -52,16 +52,6 @@ _RULE_FIELDS = ("tool_name", "rule_content", "behavior", "source")
 _BUCKETS = {"allow": "allow_rules", "deny": "deny_rules", "ask": "ask_rules"}
 _FIELD_SET = frozenset(_RULE_FIELDS)
 _BEHAVIORS = {b: PermissionBehavior(b) for b in RULE_BEHAVIORS}
-
-
-def rule_label(rule: PermissionRule) -> str:
-    """``behavior Tool(rule_content)``, or ``behavior Tool`` for a whole-tool rule.
-
-    Example: ``allow Bash(git:*)``, ``deny Read(/etc/*)``, ``allow my_tool``.
-    """
-    if rule.rule_content is None:
-        return f"{rule.behavior.value} {rule.tool_name}"
-    return f"{rule.behavior.value} {rule.tool_name}({rule.rule_content})"
 
 
 def rule_to_dict(rule: PermissionRule) -> dict[str, Any]:

@@ -92,7 +92,7 @@ def test_confirm_pause_becomes_a_tool_call_interrupt(two):
     meta = i.metadata[META_KEY]
     assert meta["kind"] == "confirm" and meta["tool_name"] == "delete_file"
     assert meta["input"] == {"path": "old_log.txt"} and meta["reply_id"] == pause.reply_id
-    assert [r["label"] for r in meta["suggested_rules"]] == ["allow delete_file(*)"]
+    assert [r["label"] for r in meta["suggested_rules"]] == ["allow delete_file"]
     assert meta["permission_message"] == pause.permission_message
     # the wire form is what ag-ui-protocol itself reads back
     again = Interrupt.model_validate_json(i.model_dump_json(by_alias=True))
@@ -270,7 +270,7 @@ def test_client_views_and_entries_round_trip_to_the_server_mapping(two):
     i1, i2 = pause_to_interrupt(confirm, THREAD), pause_to_interrupt(ask, THREAD)
     v1 = interrupt_view(i1, key=confirm.tool_call_id, run_id="run-1")
     assert v1["kind"] == "confirm" and v1["tool_name"] == "delete_file" and v1["interrupt_id"] == i1.id
-    assert v1["suggested_rules"] == [{"index": 0, "label": "allow delete_file(*)"}]
+    assert v1["suggested_rules"] == [{"index": 0, "label": "allow delete_file"}]
     assert json.loads(v1["input_text"]) == {"path": "old_log.txt"}
     v2 = interrupt_view(i2, key=ask.tool_call_id, run_id="run-1")
     assert v2["kind"] == "ask_user" and v2["ask_user"]["questions"][0]["question"] == "Which file should I archive?"

@@ -95,7 +95,7 @@ def test_calls_allowed_without_asking_are_on_the_record_with_their_rule(tmp_path
         ("answered", "d1", "deny", "person"),
     ]
     allowed = records[0]
-    assert allowed["rule"] == "allow lookup(*)"
+    assert allowed["rule"] == "allow lookup"
     assert allowed["original_input"] == {"topic": "tides"}
     assert allowed["decided_by"] is None  # nobody answered it
     answered = records[2]
@@ -105,7 +105,7 @@ def test_calls_allowed_without_asking_are_on_the_record_with_their_rule(tmp_path
 
     frame = audit_frame(audit)
     assert list(frame["event"]) == ["checked", "checked", "answered", "checked", "answered"]
-    assert frame.loc[0, "rule"] == "allow lookup(*)"
+    assert frame.loc[0, "rule"] == "allow lookup"
     assert frame["answered_at"].notna().tolist() == [False, False, True, False, True]
 
 
@@ -126,17 +126,17 @@ def test_replay_names_the_decisions_a_candidate_rule_set_changes(tmp_path: Path)
     assert got["candidate"].to_dict() == {"l1": "ask", "m1": "allow", "d1": "allow"}
     assert got["change"].to_dict() == {"l1": "allow -> ask", "m1": "ask -> allow", "d1": "ask -> allow"}
     assert got["denied_now_allowed"].to_dict() == {"l1": False, "m1": False, "d1": True}
-    assert got.loc["l1", "candidate_rule"] == "ask lookup(*)"
+    assert got.loc["l1", "candidate_rule"] == "ask lookup"
 
     rules = frame.attrs["rules"].set_index("rule")
-    assert rules.loc["allow lookup(*)", "shadowed_by"] == "ask lookup(*)"  # ask rules come first
-    assert rules.loc["allow lookup(*)", "matched"] == 1 and rules.loc["allow lookup(*)", "fired"] == 0
+    assert rules.loc["allow lookup", "shadowed_by"] == "ask lookup"  # ask rules come first
+    assert rules.loc["allow lookup", "matched"] == 1 and rules.loc["allow lookup", "fired"] == 0
     assert rules.loc["deny Bash(rm:*)", "never_fired"]  # no shell call in this history
     assert rules["never_fired"].to_dict() == {
-        "ask lookup(*)": False,
-        "allow lookup(*)": True,
-        "allow send_mail(*)": False,
-        "allow delete_file(*)": False,
+        "ask lookup": False,
+        "allow lookup": True,
+        "allow send_mail": False,
+        "allow delete_file": False,
         "deny Bash(rm:*)": True,
     }
 

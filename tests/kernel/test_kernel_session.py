@@ -72,7 +72,7 @@ def answer_and_modify(k: KernelHarness, comm_id: str, pick: str, edited_path: st
     assert confirm["tool_name"] == "delete_file"
     assert json.loads(confirm["input_text"]) == {"path": pick}
     assert confirm["permission_message"] == "Permission required for delete_file"
-    assert [r["label"] for r in confirm["suggested_rules"]] == ["allow delete_file(*)"]
+    assert [r["label"] for r in confirm["suggested_rules"]] == ["allow delete_file"]
     # a refused edit first (C05 d): answered, nothing decided
     bad = k.request(comm_id, "modify", tool_call_id=confirm["tool_call_id"], reply_id=confirm["reply_id"], input="{")
     assert bad["ok"] is False and bad["code"] == "invalid" and bad["field"] == "input" and "line 1" in bad["error"]

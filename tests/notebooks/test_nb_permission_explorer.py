@@ -45,7 +45,7 @@ def test_permission_explorer_notebook_runs_headless():
     assert "prefix rule" in text and "a space is required" in text
     assert "crosses `/`" in text
     assert "The pattern is relative and the path absolute" in text
-    assert "only a whole-tool rule (rule_content null) matches" in text
+    assert "only a whole-tool rule (one that names no pattern) matches" in text
     # safety asks are bypass-immune even with an allow-all Bash rule
     assert "'rm -rf /'           -> ask, bypass_immune=True" in text
     # "Always allow" from a confirmation shows up in the explorer and applies
@@ -54,8 +54,8 @@ def test_permission_explorer_notebook_runs_headless():
     # a malformed rules file is refused with line and field
     assert "refused: line 2, rule 1, field 'behavior'" in text
     # before "Always allow": what else a rule lets through, a narrowed rule checked, a look-alike name refused
-    assert "Bash(git status:*): also allows anything chained after `git status`" in text
-    assert "Bash(docker run): also allows every command containing `docker run` anywhere" in text
+    assert "Bash(git status:*): in a Session covers `git status` and `git status` with more arguments" in text
+    assert "Bash(docker run): in a Session covers each simple command containing `docker run` anywhere" in text
     assert "Edit(~/**): allows every file in the home folder" in text
     assert "narrowed rule accepted: Bash git push origin:*" in text
     assert "refused [rule_content]: `allow Bash(git push upstream:*)` no longer matches the call" in text

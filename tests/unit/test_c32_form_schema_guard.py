@@ -170,7 +170,11 @@ def test_c32_a_pattern_re2_cannot_evaluate_is_refused_when_the_form_is_built() -
     schema = {"type": "object", "properties": {"w": {"type": "string", "pattern": "^(a)\\1$"}}}
 
     async def check(session: Session, pause: Pause) -> None:
-        assert pause.form_error is not None and "RE2" in pause.form_error and "backreferences" in pause.form_error
+        assert (
+            pause.form_error is not None
+            and "RE2" in pause.form_error
+            and "uses a backreference, which RE2 does not have" in pause.form_error
+        )
         with pytest.raises(DecisionError, match="cannot be answered"):
             decide(pause, submit(pause, {"w": "aa"}))
         await return_error(session, pause)

@@ -160,7 +160,7 @@ def test_pause_kinds_and_copy() -> None:
     assert ask_pause().kind == "ask_user"
     assert external_pause().kind == "external"
     view = confirm_pause().to_view()
-    assert view["suggested_rules"][0]["label"] == "allow delete_file(*)"
+    assert view["suggested_rules"][0]["label"] == "allow delete_file"
     assert view["suggested_rules"][1]["label"] == "allow delete_file(*.tmp)"
 
 

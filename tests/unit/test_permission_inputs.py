@@ -25,6 +25,7 @@ from agentscope.tool import Bash, FunctionTool, Read, Write
 
 from nb_hitl import permissions as perm
 from nb_hitl.errors import DecisionError
+from nb_hitl.permissions.shell_check import rule_covers
 from nb_hitl.widgets.permissions import PermissionExplorer
 from tests.support import run_async
 from tests.unit.test_permission_cases import Page, R, make_agent, make_tools
@@ -241,11 +242,15 @@ def _example(line: str) -> str:
 def test_rule_reach_bash_prefix_says_chained_commands_and_engine_agrees():
     r = rule("Bash", "git status:*")
     line = perm.rule_reach(r)
-    assert line.startswith("also allows anything chained after `git status`")
+    assert line.startswith("in a Session covers `git status` and `git status` with more arguments")
+    assert "AgentScope's engine alone (a Session with shell_rules=False) also allows anything chained after" in line
     assert "\n" not in line
     example = _example(line)
     assert "&&" in example
     assert engine_matches(Bash(), r, {"command": example})
+    # what a Session covers of the same line, by the shell rules' own matching
+    assert run_async(rule_covers(Bash(), r, {"command": example.replace("…", "x")})) == ["git status"]
+    assert run_async(rule_covers(Bash(), r, {"command": "git status --short"})) == ["git status --short"]
 
 
 def test_rule_reach_bash_without_star_is_a_substring_match_anywhere():
@@ -293,8 +298,42 @@ def test_rule_reach_whole_tool_and_function_tool_and_deny():
 
 def test_rule_reach_relative_pattern_never_absolute():
     line = perm.rule_reach(rule("Write", "src/main.py"))
-    assert "never matches an absolute path" in line
+    assert "never an absolute path" in line
     assert not engine_matches(Write(), rule("Write", "src/main.py"), {"file_path": "/work/src/main.py", "content": ""})
+
+
+ABSOLUTE_PROBES = ["/home/user/.config/evil.txt", "/home/user/a/b/secrets/key", "/etc/passwd", "/srv/src/main.py",
+                   "/work/x.py", "/src/a/b", "/home/user/src/main.py"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("tool", "content"),
+    [
+        (Write(), "*.txt"),
+        (Read(), "*.txt"),
+        (Read(), "**/secrets/**"),
+        (Write(), "src/**"),
+        (Write(), "src/main.py"),
+        (Read(), "?etc/passwd"),
+        (Read(), "src/*.py"),
+    ],
+)
+def test_rule_reach_on_absolute_paths_is_what_agentscopes_matcher_does(tool, content):
+    """What ``rule_reach`` (the card's "Always allow" line, the explorer's "Add rule" preview) says of
+    absolute paths is what AgentScope's matcher does: "never" only when no absolute path matches, and
+    the absolute example it names does match (``Write(*.txt)`` reaches ``/home/user/.config/evil.txt``)."""
+    r = rule(tool.name, content)
+    line = perm.rule_reach(r, home="/home/user")
+    matched = [p for p in ABSOLUTE_PROBES if engine_matches(tool, r, {"file_path": p, "content": ""})]
+    if "never an absolute path" in line:
+        assert matched == [], line
+    else:
+        assert "absolute paths" in line, line
+        assert engine_matches(tool, r, {"file_path": _example(line.split("absolute paths", 1)[1]), "content": ""})
+        assert matched, line
+    for p in matched:  # explain_match agrees with the matcher on each
+        text = perm.explain_match(r, tool.name, {"file_path": p, "content": ""}, tool=tool)
+        assert f"`{p}` matches." in text and "does not match" not in text, text
 
 
 # ---------------------------------------------------------------------------
@@ -305,7 +344,7 @@ def test_narrowed_suggested_rule_still_matches_the_call_on_the_real_engine():
         call = {"command": "git push origin main"}
         result = await perm.try_call(PermissionContext(), make_tools(), "Bash", call)
         assert result["behavior"] == "ask"
-        suggested = result["suggested_rules"][0]
+        suggested = result["engine"]["suggested_rules"][0]  # AgentScope's own suggestion
         assert suggested["rule_content"] == "git push:*"
         narrowed = perm.validate_rule_edit(Bash(), "git push origin:*", call_input=call)
         assert isinstance(narrowed, PermissionRule)
@@ -363,7 +402,7 @@ def test_widget_reach_action_uses_the_agents_tool():
         page = Page(widget)
         try:
             reply = await page.send("reach", rule={"tool_name": "Bash", "rule_content": "git:*", "behavior": "allow"})
-            assert reply["ok"] and reply["text"].startswith("also allows anything chained after `git`")
+            assert reply["ok"] and reply["text"].startswith("in a Session covers `git` and `git` with more arguments")
             reply = await page.send(
                 "reach", rule={"tool_name": "delete_file", "rule_content": "x", "behavior": "allow"}
             )

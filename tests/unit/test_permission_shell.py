@@ -297,8 +297,8 @@ def test_c38_try_call_shows_agentscope_and_the_shell_rules(command: str) -> None
     ctx = PermissionContext(mode=PermissionMode.BYPASS)
     ctx.deny_rules["Bash"] = [rule("rm:*", "deny")]
     result = asyncio.run(perm.try_call(ctx, [Bash()], "Bash", {"command": command}))
-    assert result["behavior"] == "allow"  # AgentScope alone, in bypass mode
-    assert result["shell"]["behavior"] == "deny"
+    assert result["engine"]["behavior"] == "allow"  # AgentScope alone, in bypass mode
+    assert result["shell"]["behavior"] == "deny" and result["behavior"] == "deny"  # what a Session decides
     assert result["rules_checked"][0]["matched"] is False
     assert result["rules_checked"][0]["shell_covers"], result["rules_checked"][0]
     assert any(c["behavior"] == "deny" for c in result["shell"]["commands"])
@@ -306,8 +306,14 @@ def test_c38_try_call_shows_agentscope_and_the_shell_rules(command: str) -> None
 
 def test_rule_reach_says_a_bash_rule_is_matched_per_command_under_the_shell_rules() -> None:
     line = perm.rule_reach(rule("git status:*"))
-    assert line.startswith("also allows anything chained after `git status`")
-    assert "matched against each simple command on its own" in line
+    assert line.startswith("in a Session covers `git status` and `git status` with more arguments, one simple command")
+    assert (
+        "judged on its own" in line and "engine alone (a Session with shell_rules=False) also allows anything" in line
+    )
+    deny = perm.rule_reach(rule("rm:*", "deny"))
+    assert deny.startswith("in a Session denies each simple command it matches wherever that command appears")
+    covered = asyncio.run(rule_covers(Bash(), rule("rm:*", "deny"), {"command": "echo ok; sudo /bin/rm -rf x"}))
+    assert covered == ["sudo /bin/rm -rf x"]
 
 
 def test_bounds_keep_a_model_written_line_cheap() -> None:
