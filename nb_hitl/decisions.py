@@ -26,7 +26,7 @@ from .kinds.confirm import EDITED_RULE_SOURCE
 from .messages import MAX_SHORT, MAX_TEXT, parse_edited_input, parse_json_object, parse_message
 from .pauses import Pause
 from .permissions.shell import parse_command
-from .permissions.shell_check import judge_shell_call, shell_field
+from .permissions.shell_check import decide_as_session, shell_field
 
 __all__ = [
     "Decision",
@@ -99,8 +99,7 @@ async def recheck_permission(engine: Any, tool: ToolBase, edited: dict[str, Any]
             with its source (or the engine's ``decision_reason`` when the
             deny came from elsewhere, e.g. the tool's own check or the mode).
     """
-    decision = await engine.check_permission(tool, edited)
-    verdict = await judge_shell_call(engine, tool, edited, decision)  # a shell command: each simple command
+    decision, verdict = await decide_as_session(engine, tool, edited)  # a shell command: each simple command
     if verdict is not None:
         decision = verdict.decision
     if decision.behavior == PermissionBehavior.DENY:

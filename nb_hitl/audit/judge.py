@@ -31,7 +31,7 @@ from agentscope.permission import (
 
 from .._agentscope import enum_value, rule_label
 from ..permissions.bounded import BoundedEngine, PathologicalRuleError, may_backtrack
-from ..permissions.shell_check import judge_shell_call, rule_covers, shell_field, shell_forms
+from ..permissions.shell_check import decide_as_session, rule_covers, shell_field, shell_forms
 
 __all__ = ["Judge", "Outcome", "Turns", "YIELD_EVERY", "TURN_ROUNDS"]
 
@@ -185,12 +185,8 @@ class _ReplayEngine(BoundedEngine):
 
 
 async def _decide(engine: BoundedEngine, tool: Any, tool_input: dict[str, Any], shell: bool) -> PermissionDecision:
-    decision = await engine.check_permission(tool, tool_input)
-    if shell:
-        verdict = await judge_shell_call(engine, tool, dict(tool_input), decision)
-        if verdict is not None:
-            return verdict.decision
-    return decision
+    decision, verdict = await decide_as_session(engine, tool, tool_input, shell_rules=shell)
+    return verdict.decision if verdict is not None else decision
 
 
 @dataclass(frozen=True, eq=False)

@@ -43,7 +43,7 @@ from .rules import (
     set_mode,
 )
 from .shell import parse_command
-from .shell_check import judge_shell_call
+from .shell_check import decide_as_session, judge_shell_call
 from .tools import get_tool, list_tools, parse_input
 
 __all__ = [
@@ -75,6 +75,7 @@ __all__ = [
     "explore",
     "parse_command",
     "judge_shell_call",
+    "decide_as_session",
 ]
 
 engine_of = permission_engine

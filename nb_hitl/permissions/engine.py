@@ -33,7 +33,7 @@ from ..errors import DecisionError
 from .bounded import BoundedEngine, PathologicalRuleError
 from .explain import explain_match
 from .rules import _BUCKETS, MODES, rule_label, rule_to_dict
-from .shell_check import ShellVerdict, judge_shell_call, rule_covers
+from .shell_check import ShellVerdict, decide_as_session, rule_covers
 from .tools import get_tool, parse_input
 
 __all__ = ["try_call", "mode_matrix", "MAX_UNMATCHED_LISTED"]
@@ -277,9 +277,8 @@ async def try_call(
         context = _copy(engine.context, mode_value)
     engine = BoundedEngine(context)  # the same rules; a pathological rule is refused, not hung on
     try:
-        decision = await engine.check_permission(tool, dict(tool_input))
+        decision, verdict = await decide_as_session(engine, tool, tool_input, shell_rules=shell_rules)
         trace = await _trace(engine, tool, dict(tool_input), decision)
-        verdict = await judge_shell_call(engine, tool, dict(tool_input), decision) if shell_rules else None
     except PathologicalRuleError as exc:
         raise DecisionError(str(exc), field="rules") from None
     final, shell = decision, None
@@ -382,8 +381,7 @@ async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any, *, shell
         for mode in PermissionMode:
             try:  # bounded, like try_call: a pathological rule is refused, not hung on
                 cell_engine = BoundedEngine(_copy(base, mode))
-                decision = await cell_engine.check_permission(tool, dict(tool_input))
-                verdict = await judge_shell_call(cell_engine, tool, dict(tool_input), decision) if shell_rules else None
+                decision, verdict = await decide_as_session(cell_engine, tool, tool_input, shell_rules=shell_rules)
             except PathologicalRuleError as exc:
                 raise DecisionError(str(exc), field="rules") from None
             cells[mode.value] = _decision_dict(verdict.decision if verdict is not None else decision)

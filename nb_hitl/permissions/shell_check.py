@@ -62,6 +62,7 @@ __all__ = [
     "ShellVerdict",
     "shell_field",
     "judge_shell_call",
+    "decide_as_session",
     "command_rule",
     "rule_covers",
     "shell_forms",
@@ -150,6 +151,24 @@ async def _judge_part(
     if own.behavior == PermissionBehavior.DENY:
         return "deny", why, own
     return "ask", why, own if own.bypass_immune else None
+
+
+async def decide_as_session(
+    engine: PermissionEngine, tool: ToolBase, tool_input: Mapping[str, Any], *, shell_rules: bool = True
+) -> tuple[PermissionDecision, ShellVerdict | None]:
+    """What a Session decides for a call: AgentScope's engine on the whole input, then (a shell
+    tool, ``shell_rules`` on, as a Session's default) :func:`judge_shell_call` on its simple
+    commands. The one sequence the explorer's "Try a call", its mode matrix, the rule replay
+    and the check of an edited input use; the Session itself runs the same two steps as
+    AgentScope's permission chain and its innermost middleware (:mod:`nb_hitl.shell_policy`).
+
+    Returns:
+        ``(engine's decision, shell verdict or None)``; the Session's decision is the verdict's
+        ``decision`` when there is a verdict, else the engine's.
+    """
+    decision = await engine.check_permission(tool, dict(tool_input))
+    verdict = await judge_shell_call(engine, tool, dict(tool_input), decision) if shell_rules else None
+    return decision, verdict
 
 
 async def judge_shell_call(
