@@ -26,6 +26,16 @@ def _read(agent: Any) -> Any:
     return result
 
 
+async def _local_start(session: Session) -> tuple[asyncio.Task[Any], Any]:
+    """The local Session started on "Please tidy up." and parked on both pauses: (run task, the AskUser pause)."""
+    task = session.start("Please tidy up.")
+    for _ in range(2000):
+        if len(session.pending) == 2:
+            break
+        await asyncio.sleep(0.005)
+    return task, next(p for p in session.pending if p.kind == "ask_user")
+
+
 def test_c34_the_remote_model_reads_the_typed_error_as_a_local_one_does(tmp_path):
     factory = two_pause_factory(tmp_path / "remote")
     server = AguiServer(factory)
@@ -53,12 +63,7 @@ def test_c34_the_remote_model_reads_the_typed_error_as_a_local_one_does(tmp_path
     session = Session(agent, display=False)
 
     async def local_go() -> None:
-        task = session.start("Please tidy up.")
-        for _ in range(2000):
-            if len(session.pending) == 2:
-                break
-            await asyncio.sleep(0.005)
-        ask = next(p for p in session.pending if p.kind == "ask_user")
+        task, ask = await _local_start(session)
         confirm = next(p for p in session.pending if p.kind == "confirm")
         await session.act({"action": "return_error", "tool_call_id": ask.tool_call_id, "message": TYPED})
         await session.act({"action": "deny", "tool_call_id": confirm.tool_call_id})
@@ -99,12 +104,7 @@ def test_c34_an_empty_return_the_error_is_refused_on_both_roads_as_the_local_car
     session = Session(two_pause_agent(tmp_path / "local"), display=False)
 
     async def local_go() -> str:
-        task = session.start("Please tidy up.")
-        for _ in range(2000):
-            if len(session.pending) == 2:
-                break
-            await asyncio.sleep(0.005)
-        ask = next(p for p in session.pending if p.kind == "ask_user")
+        task, ask = await _local_start(session)
         try:
             await session.act({"action": "return_error", "tool_call_id": ask.tool_call_id, "message": "  "})
         except DecisionError as err:
