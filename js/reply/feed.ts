@@ -35,6 +35,8 @@ export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
   // `pauses` and `cards_seq` come in one update, but a front end may announce
   // each key as soon as it is set (marimo): read them together, once both are in
   private traitDue = false;
+  /** the `pauses` list this feed last read or wrote (another one in the model is a record not read yet) */
+  private known: unknown = undefined;
   private onTrait = () => {
     if (this.writing || this.traitDue) return;
     this.traitDue = true;
@@ -78,6 +80,18 @@ export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
   }
 
   /** The kernel sent the trait: take it unless the messages applied are newer. */
+  /** Write the cards into the model now. A record the kernel has just sent is read first: its
+   * change is read in a microtask, and the status that makes the page save (a reply that stopped)
+   * may come in the same update, before or after it; writing first would put the page's older
+   * cards over it. A record is new when it is not the list this feed last read or wrote. */
+  override saveNow(): void {
+    if (this.traitDue || this.model.get("pauses") !== this.known) {
+      this.traitDue = false; // the status may come first in the update: the record is new, unread
+      this.fromTrait();
+    }
+    super.saveNow();
+  }
+
   private fromTrait(): void {
     const seq = Number(this.model.get("cards_seq")) || 0;
     if (seq < this.seq) return; // older than what the card messages brought
@@ -87,6 +101,7 @@ export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
   }
 
   private reset(views: unknown): void {
+    this.known = views;
     this.views = new Map();
     this.sent = new Map();
     this.troubles = new Map();
@@ -162,7 +177,9 @@ export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
 
   protected write(): void {
     // the record keeps each view as the kernel sent it
-    this.model.set("pauses", this.order.map((id) => this.sent.get(id)));
+    const record = this.order.map((id) => this.sent.get(id));
+    this.known = record;
+    this.model.set("pauses", record);
     this.model.set("cards_seq", this.seq);
   }
 

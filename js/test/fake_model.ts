@@ -27,6 +27,12 @@ export class FakeModel<T extends object> {
     this.fire(`change:${String(key)}`);
   }
 
+  /** A value set without its change event yet: Backbone sets every attribute of an update before
+   *  it fires their change events, so a handler of one may read another's new value first. */
+  setBeforeItsEvent<K extends keyof T>(key: K, value: T[K]): void {
+    this.traits[key] = value;
+  }
+
   on(event: string, cb: Handler): void {
     if (!this.handlers.has(event)) this.handlers.set(event, new Set());
     this.handlers.get(event)!.add(cb);

@@ -190,6 +190,22 @@ describe("pause card ops", () => {
     feed.dispose();
   });
 
+  test("a save asked for before a record just sent was read keeps that record (a remote reply: cards and status in one update)", async () => {
+    const fake = new FakeModel(replyTraits({ cards_seq: 0 }));
+    const feed = new CardFeed(fake.model, new Rpc<ReplyProtocol>(fake.model), () => undefined);
+    fake.set("pauses", [view("a"), view("b")]); // its change is read in a microtask
+    feed.saveNow(); // the status change of the same update saves first
+    await settle();
+    assert.deepEqual(feed.all().map((p) => p.tool_call_id), ["a", "b"]);
+    assert.deepEqual((fake.get("pauses") as PauseView[]).map((p) => p.tool_call_id), ["a", "b"]);
+    // the status's change event before the record's: the value is in the model, its event not fired yet
+    fake.setBeforeItsEvent("pauses", [view("c")]);
+    feed.saveNow();
+    assert.deepEqual(feed.all().map((p) => p.tool_call_id), ["c"]);
+    assert.deepEqual((fake.get("pauses") as PauseView[]).map((p) => p.tool_call_id), ["c"]);
+    feed.dispose();
+  });
+
   test("the trait is taken unless the card messages applied are newer", async () => {
     const fake = new FakeModel(replyTraits({ cards_seq: 0 }));
     const feed = new CardFeed(fake.model, new Rpc<ReplyProtocol>(fake.model), () => undefined);

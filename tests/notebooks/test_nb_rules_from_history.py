@@ -52,10 +52,10 @@ def test_rules_from_history_notebook_runs_headless() -> None:
     rows = [line.split() for line in decided.splitlines()[1:]]
     assert rows == [
         ["Read", "allow", "read_only", "-", "-"],
-        ["lookup", "allow", "rule", "allow", "lookup(*)", "-"],
+        ["lookup", "allow", "rule", "allow", "lookup", "-"],
         ["send_mail", "ask", "mode", "-", "approve"],
         ["delete_file", "ask", "mode", "-", "approve"],
-        ["lookup", "allow", "rule", "allow", "lookup(*)", "-"],
+        ["lookup", "allow", "rule", "allow", "lookup", "-"],
         ["Read", "allow", "read_only", "-", "-"],
         ["send_mail", "ask", "mode", "-", "deny"],
         ["delete_file", "ask", "mode", "-", "deny"],
@@ -69,12 +69,12 @@ def test_rules_from_history_notebook_runs_headless() -> None:
     assert len(re.findall(r"ask -> allow\s+send_mail .*\(you: (approve|deny)\)", a)) == 3
     assert re.search(r"allow -> deny\s+Read .*secrets/token\.txt", a)
     assert "you denied, it would allow: send_mail {'to': 'all@partner.example', 'subject': 'Launch'}" in a
-    assert "never fired: allow lookup(*)" not in a and "never fired" not in a
+    assert "never fired: allow lookup" not in a and "never fired" not in a
     assert b.startswith(" 4 of 9 decisions change")
     assert len(re.findall(r"allow -> ask\s+lookup .*\(you: not asked\)", b)) == 2
     assert len(re.findall(r"ask -> deny\s+delete_file ", b)) == 2
     assert "you denied, it would allow" not in b
-    assert "never fired: allow delete_file(*) (shadowed by deny delete_file(*))" in b
+    assert "never fired: allow delete_file (shadowed by deny delete_file)" in b
     assert "never fired: allow Read(*/archive/*) (matched no call)" in b
 
     # the charts: one figure, drawn; the counts it shows
