@@ -10,8 +10,9 @@ members' pauses out of ``reply_stream`` unchanged, with the member's
 ``reply_id`` or a parked tool call (for the card, the audit log, the toolkit
 and permission engine that re-check an edit), which calls wait for a person
 (never the leader's own ``TeamAssign``: that is the pipeline's plumbing), the
-stream with the leader's final ``Msg`` at its end, one checkpoint JSON for
-every agent, and the ``TeamAssign`` call as a transcript step.
+stream with the leader's final ``Msg`` at its end, which restored replies can
+be continued, and one checkpoint JSON for every agent. The ``TeamAssign`` call
+as a transcript step is :mod:`nb_hitl.team_steps`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from agentscope.agent import Agent
 from agentscope.event import ReplyEndEvent, ReplyStartEvent, UserInterruptEvent
@@ -28,17 +29,11 @@ from agentscope.pipeline import GoalPipeline, TeamPipeline
 from agentscope.state import AgentState
 from agentscope.types import ReplyFinishedReason
 
-from ._agentscope import strip_system_reminders
-
-if TYPE_CHECKING:  # the session package imports this module
-    from .session._transcript import Transcript
-
 __all__ = [
     "ASSIGN_TOOL",
     "CHECKPOINT_FORMAT",
     "Team",
     "TeamShape",
-    "assignment_text",
     "states_from_checkpoint",
 ]
 
@@ -49,31 +44,6 @@ ASSIGN_TOOL = "TeamAssign"
 CHECKPOINT_FORMAT = "nb_hitl.team/1"
 
 TeamShape = Literal["agent", "team", "goal"]
-
-
-def assignment_text(leader: str, tool_input: str | dict[str, Any] | None) -> tuple[str, str, str]:
-    """Words for one ``TeamAssign`` call: ``(member, prompt, text)``.
-
-    Args:
-        leader: the leader's name.
-        tool_input: the call's input (AgentScope keeps it as a JSON string).
-
-    Returns:
-        the member's name, the task, and ``"leader assigned “task” to member"``;
-        an unparsable input gives ``("", "", "leader assigned a task")``.
-    """
-    data: Any = tool_input
-    if isinstance(tool_input, str):
-        try:
-            data = json.loads(tool_input or "{}")
-        except ValueError:
-            data = None
-    if not isinstance(data, dict):
-        return "", "", f"{leader} assigned a task"
-    member = str(data.get("member") or "")
-    prompt = str(data.get("prompt") or "")
-    text = f"{leader} assigned “{prompt}” to {member}" if member else f"{leader} assigned a task"
-    return member, prompt, text
 
 
 @dataclass
@@ -220,6 +190,31 @@ class Team:
         """True while any agent of the team is parked (the leader on a
         ``TeamAssign`` counts: its reply has not ended)."""
         return any(a.state.has_awaiting_tool_calls(a.name) for a in self.agents.values())
+
+    def assignments_to(self, member: Agent) -> list[ToolCallBlock]:
+        """The leader's ``TeamAssign`` calls to ``member`` that wait for it, in
+        call order: the first is the one the member is running (AgentScope's
+        ``TeamPipeline._assigning_calls``, which reads them the way the leader
+        validated them). Empty outside a ``TeamPipeline`` and for the leader."""
+        if self.shape != "team" or member is self.leader or member.name not in self.target.members:
+            return []
+        return list(self.target._assigning_calls(self.target.members[member.name]))
+
+    def can_continue(self, agent: Agent) -> bool:
+        """Whether a reply of ``agent`` that AgentScope left with calls it has
+        not checked yet (``pending``, nothing parked) can be continued with
+        ``reply_stream(None)``, so AgentScope checks them.
+
+        One agent, and a ``TeamPipeline``'s leader: yes (the pipeline passes
+        ``None`` to the leader). A ``TeamPipeline`` member: while the leader
+        waits on an assignment to it (its result goes back to the leader as
+        the pipeline's own would). A ``GoalPipeline``'s agents: no (the
+        pipeline routes only events, and its verifier step cannot be entered
+        from outside).
+        """
+        if self.shape == "agent" or (self.shape == "team" and agent is self.leader):
+            return True
+        return bool(self.assignments_to(agent))
 
     def owner_of_call(self, tool_call_id: str) -> Agent | None:
         """The agent whose history holds the parked call ``tool_call_id``."""
@@ -370,106 +365,3 @@ def states_from_checkpoint(state: dict[str, Any]) -> AgentState | dict[str, Agen
     if isinstance(state, dict) and state.get("format") == CHECKPOINT_FORMAT:
         return {name: AgentState.model_validate_json(json.dumps(s)) for name, s in state["agents"].items()}
     return AgentState.model_validate_json(json.dumps(state))
-
-
-# ---------------------------------------------------------------- transcript
-_ENTRY_KEYS = {
-    "TextBlockStartEvent": ("block_id", ""),
-    "TextBlockDeltaEvent": ("block_id", ""),
-    "ToolCallStartEvent": ("tool_call_id", "call:"),
-    "ToolCallDeltaEvent": ("tool_call_id", "call:"),
-    "ToolResultStartEvent": ("tool_call_id", "result:"),
-    "ToolResultTextDeltaEvent": ("tool_call_id", "result:"),
-    "ToolResultEndEvent": ("tool_call_id", "result:"),
-    # what record_event (session/_transcript.py) adds
-    "ThinkingBlockStartEvent": ("block_id", "thinking:"),
-    "ThinkingBlockDeltaEvent": ("block_id", "thinking:"),
-    "HintBlockEvent": ("block_id", "hint:"),
-    "DataBlockStartEvent": ("block_id", "data:"),
-    "DataBlockDeltaEvent": ("block_id", "data:"),
-}
-
-
-def plumbing_step(team: Team, transcript: Transcript, event: Any) -> bool:
-    """Show the pipeline's ``TeamAssign`` as steps, not as a tool call.
-
-    The leader's ``TeamAssign`` call and result events become two notes in
-    ``transcript``: ``"lead assigned “task” to worker"`` when the pipeline
-    starts the member (the call's ``ToolResultStartEvent``), and
-    ``"worker reported back to lead (success): ..."`` when the member's
-    reply came back as the result. Entry ids: ``assign:<tool_call_id>`` and
-    ``report:<tool_call_id>``; each carries ``agent`` (who wrote it: the
-    leader, the member for the report), ``member`` and ``tool_call_id``. Both
-    go through :meth:`Transcript.add`, so a streaming page gets them as ops.
-
-    Returns:
-        True when ``event`` was a ``TeamAssign`` event (the caller shows
-        nothing else for it), False for any other event.
-    """
-    name = type(event).__name__
-    tool_call_id = getattr(event, "tool_call_id", None)
-    if tool_call_id is None or name not in _ENTRY_KEYS and name != "ToolCallEndEvent":
-        return False
-    if name == "ToolCallStartEvent":
-        if not team.is_plumbing(name=event.tool_call_name) or not team.is_leader_event(event):
-            return False
-        team.assignments[tool_call_id] = {"input": "", "output": ""}
-        return True
-    seen = team.assignments.get(tool_call_id)
-    if seen is None:
-        return False
-    if name == "ToolCallDeltaEvent":
-        seen["input"] += event.delta
-    elif name == "ToolResultStartEvent":
-        member, _prompt, text = assignment_text(team.leader.name, seen["input"] or _call_input(team, tool_call_id))
-        seen["member"] = member
-        transcript.add(
-            "note",
-            f"assign:{tool_call_id}",
-            text=text,
-            agent=team.leader.name,
-            member=member,
-            tool_call_id=tool_call_id,
-        )
-    elif name == "ToolResultTextDeltaEvent":
-        seen["output"] += event.delta
-    elif name == "ToolResultEndEvent":
-        member = seen.get("member") or assignment_text(team.leader.name, seen["input"])[0] or "the member"
-        state = str(getattr(event.state, "value", event.state))
-        report = f"{member} reported back to {team.leader.name} ({state})"
-        transcript.add(
-            "note",
-            f"report:{tool_call_id}",
-            text=report + (f": {said}" if (said := strip_system_reminders(seen["output"])) else ""),
-            agent=member,
-            member=member,
-            tool_call_id=tool_call_id,
-        )
-    return True
-
-
-def _call_input(team: Team, tool_call_id: str) -> str:
-    for tool_call in team.leader.state.get_awaiting_tool_calls(team.leader.name):
-        if tool_call.id == tool_call_id:
-            return str(tool_call.input)
-    return ""
-
-
-def tag_entry(team: Team, transcript: Transcript, event: Any) -> bool:
-    """Name the agent ``event`` came from on the transcript entry it wrote
-    (:meth:`Transcript.label <nb_hitl.session._transcript.Transcript.label>`:
-    ``entry["agent"]``, streamed to the page as a ``set`` op), so the page can
-    say which agent wrote each text, tool call, result, thinking, hint, data
-    block and model call step. The first agent named stays.
-
-    Returns:
-        whether the entry changed (False for other events, an entry not
-        found, or one already named).
-    """
-    name = type(event).__name__
-    if name == "ModelCallStartEvent":  # record_event numbers the steps: this call's is the newest
-        return transcript.label(f"step:{transcript.steps}", team.owner_name(event))
-    key = _ENTRY_KEYS.get(name)
-    if key is None:
-        return False
-    return transcript.label(key[1] + str(getattr(event, key[0], "")), team.owner_name(event))

@@ -26,10 +26,10 @@ from ..decisions import Decision
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
-from ._closing import unchecked_calls
 from ._pace import ENVELOPE, OP_BYTES, RESUME_QUIET, flush_delay, over_budget
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun
 from ._settle import answered, stepped
+from ._team import unchecked_team_calls
 from ._transcript import final_html, shown_entry
 
 if TYPE_CHECKING:
@@ -80,10 +80,9 @@ class SessionCore:
         """Calls of a restored reply AgentScope has not checked yet (state
         ``pending``, nothing parked): :meth:`resume` continues the reply and
         AgentScope checks them, asking a person where its permission says
-        so (:func:`~nb_hitl.session._closing.unchecked_calls`). Empty for a pipeline."""
-        if self.team.is_pipeline:
-            return []
-        return [tc for agent in self.team.agents.values() for tc in unchecked_calls(agent)]
+        so (:func:`~nb_hitl.session._closing.unchecked_calls`); in a team, those
+        of every agent whose reply can be continued (:func:`~nb_hitl.session._team.unchecked_team_calls`)."""
+        return [tc for _, tc in unchecked_team_calls(self.team)]
 
     def checkpoint(self) -> None:
         """Write the agent's ``AgentState`` to the session's checkpoint now.

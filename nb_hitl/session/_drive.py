@@ -53,7 +53,7 @@ from ..answers.lifecycle import transition
 from ..file_change import describe_file_pause
 from ..pauses import Pause, build_pause
 from ..shell_policy import describe_shell_pause
-from ..team import plumbing_step, tag_entry
+from ..team_steps import plumbing_step, tag_entry
 from ._call_ids import renamed_calls, reused_id_message
 from ._closing import (
     ASK_AGAIN_NOTE,
@@ -67,7 +67,7 @@ from ._not_run import show_asked_again, show_not_run
 from ._promise import apply_note, record_decision
 from ._run import TERMINAL, ReplyRun
 from ._run_error import run_error_text
-from ._team import resume_batch
+from ._team import continue_stream, resume_batch
 from ._transcript import record_event
 
 __all__ = ["Driver", "close_dangling_tool_calls", "close_delivered_tool_calls"]
@@ -121,7 +121,7 @@ class Driver(SessionCore):
                 for member in self.team.agents.values():
                     close_dangling_tool_calls(member)
             inp = first_input
-            if adopt and not self.team.is_parked():
+            if adopt and self.unchecked_tool_calls():
                 inp = CONTINUE  # a restored reply with calls AgentScope has not checked yet (unchecked_calls)
             elif adopt:
                 await self._sync_pauses(run)
@@ -348,7 +348,7 @@ class Driver(SessionCore):
         # its result is in the state (AgentScope saves an external result
         # after yielding its end event: written at the next event)
         result_due = False
-        async for ev in self.team.stream(None if inp is CONTINUE else inp):
+        async for ev in continue_stream(self.team) if inp is CONTINUE else self.team.stream(inp):
             if result_due:
                 self.checkpoint()
                 result_due = False

@@ -18,8 +18,9 @@ a decision was handed to the agent. :meth:`Session.restore
 * a call AgentScope had not checked yet (``pending``: a later call of the
   same turn) stays open: resuming continues the reply and AgentScope checks
   it, asking a person if its permission says so
-  (:func:`~nb_hitl.session._closing.unchecked_calls`); a pipeline's is closed
-  as not run;
+  (:func:`~nb_hitl.session._closing.unchecked_calls`), a team member's too
+  (:func:`~nb_hitl.session._team.continue_stream`); a ``GoalPipeline``'s,
+  which cannot be continued from outside, is closed as not run;
 * every other parked call (``asking``, ``submitted``) stays open and is asked again.
 """
 
@@ -66,7 +67,7 @@ def settle(agent: Any, record: Mapping[str, Any]) -> list[str]:
     closed: list[str] = []
     for member in team.agents.values():
         closed += close_delivered_tool_calls(member)
-        closed += close_dangling_tool_calls(member, keep_unchecked=not team.is_pipeline)
+        closed += close_dangling_tool_calls(member, keep_unchecked=team.can_continue(member))
     return closed
 
 

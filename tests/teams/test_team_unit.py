@@ -27,8 +27,9 @@ from agentscope.tool import Toolkit
 
 from nb_hitl.models import ScriptedChatModel, Turn
 from nb_hitl.session import Transcript
-from nb_hitl.team import CHECKPOINT_FORMAT, Team, assignment_text, plumbing_step, states_from_checkpoint, tag_entry
+from nb_hitl.team import CHECKPOINT_FORMAT, Team, states_from_checkpoint
 from nb_hitl.team_demo import LEADER, WORKER, team_demo
+from nb_hitl.team_steps import assignment_text, plumbing_step, tag_entry
 from tests.support import apply_ops, run_async
 
 
