@@ -22,9 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from agentscope.message import ToolCallState
-
-from .._agentscope import APPROVALS_KEY, enum_value, permission_engine
+from .._agentscope import APPROVALS_KEY, permission_engine
 from ..answers import approvals, front
 from ..answers.lifecycle import transition
 from ..answers.record import KERNEL
@@ -36,7 +34,7 @@ from ..errors import NbHitlError, PauseNotLiveError
 from ..kinds import kind_spec
 from ..pauses import Pause
 from . import _whatif as whatif
-from ._closing import open_calls
+from ._closing import stop_notes
 from ._core import SessionCore
 from ._promise import note
 from ._run import ReplyRun
@@ -389,9 +387,12 @@ class Desk:
 
     def _tell_deadline_stop(self, run: ReplyRun, passed: Pause) -> None:
         """Before a deadline stops the reply: record, for every call still
-        waiting, the note the model reads instead of AgentScope's "interrupted
-        by the user" (a ``replace`` note, applied once AgentScope saved the
-        interrupted result, see :func:`~nb_hitl.session._promise.apply_note`)."""
+        waiting or running, the note the model reads instead of AgentScope's
+        "interrupted by the user" (a ``replace`` note, applied once AgentScope
+        saved the interrupted result, see :func:`~nb_hitl.session._promise.apply_note`;
+        the transcript shows the same text). A call with a pause gets its kind's
+        note; a call never asked, or running (a question asked while a tool
+        ran, an MCP server's), gets :func:`~nb_hitl.session._closing.stop_notes`'."""
         what = kind_spec(passed.kind).cancelled_what
         for pause in run.pauses.values():
             if pause.status not in ("open", "deciding"):
@@ -399,15 +400,12 @@ class Desk:
             other = None if pause is passed else passed
             text = kind_spec(pause.kind).deadline_stop_note(pause, other, what)
             note(self.s.team.agent(pause.agent), pause.tool_call_id, text)
-        for agent in self.s.team.agents.values():  # calls AgentScope left pending: never asked
-            for call in open_calls(agent):
-                if call.id not in run.pauses and enum_value(call.state) == ToolCallState.PENDING.value:
-                    text = (
-                        f"The call to {call.name} did not run: the reply was stopped before it was checked, because "
-                        f"nobody answered the {what} about {passed.tool_name} before the deadline. The user did not "
-                        "interrupt it."
-                    )
-                    note(agent, call.id, text)
+        cause = (
+            f"Nobody answered the {what} about {passed.tool_name} before the deadline; the user did not interrupt it."
+        )
+        for agent in self.s.team.agents.values():
+            for tool_call_id, text in stop_notes(agent, cause, skip=run.pauses).items():
+                note(agent, tool_call_id, text)
 
     @staticmethod
     def _hand_over(run: ReplyRun, pause: Pause, decision: Decision, summary: dict[str, Any]) -> None:

@@ -17,6 +17,10 @@ that matter here, and what the model is told differs:
   but the person sees the question once more rather than an answer the agent
   never recorded.
 
+A reply stopped on purpose while it runs (a deadline, ``on_deadline="interrupt"``)
+leaves calls in the same two states; :func:`stop_notes` says what is true of
+each with the cause of the stop, instead of AgentScope's "interrupted by the user".
+
 Every call is closed the way AgentScope's own interrupt path closes one
 (``Agent._close_unfinished_tool_calls``): state ``finished`` plus a
 ``ToolResultBlock(state=INTERRUPTED)`` with the note as its output.
@@ -24,6 +28,7 @@ Every call is closed the way AgentScope's own interrupt path closes one
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from agentscope.message import ToolCallBlock, ToolCallState, ToolResultBlock, ToolResultState
@@ -41,6 +46,7 @@ __all__ = [
     "decision_runs",
     "delivered_marks",
     "open_calls",
+    "stop_notes",
     "unchecked_calls",
 ]
 
@@ -97,6 +103,36 @@ def _open_calls(agent: Any) -> tuple[Any, list[ToolCallBlock]]:
         return None, []
     answered = {b.id for b in last.content if getattr(b, "type", None) == "tool_result"}
     return last, [b for b in last.content if getattr(b, "type", None) == "tool_call" and b.id not in answered]
+
+
+def stop_notes(agent: Any, cause: str, *, skip: Container[str] = ()) -> dict[str, str]:
+    """What the model reads of each call of the agent's last message left
+    without a result when the reply is stopped on purpose, by state: a
+    running call (``allowed``) may or may not have taken effect, a call
+    AgentScope had not checked (``pending``) did not run and nobody was asked.
+    Parked calls (``asking``, ``submitted``) are their pauses' to tell.
+
+    Args:
+        agent: the ``Agent``.
+        cause: why the reply was stopped, a sentence (e.g. "Nobody answered
+            the confirmation about delete_file before the deadline.").
+        skip: ids of calls told otherwise (their own pause's note).
+
+    Returns:
+        ``{tool_call_id: text}``.
+    """
+    texts = {
+        ToolCallState.ALLOWED.value: "The call to {name} was running when the reply was stopped, so it may or may "
+        "not have taken effect. {cause}",
+        ToolCallState.PENDING.value: "The call to {name} did not run: the reply was stopped before it was checked, "
+        "and nobody was asked about it. {cause}",
+    }
+    out = {}
+    for call in open_calls(agent):
+        text = texts.get(enum_value(call.state))
+        if text is not None and call.id not in skip:
+            out[call.id] = text.format(name=call.name, cause=cause)
+    return out
 
 
 def _close(last: Any, block: ToolCallBlock, note: str) -> None:

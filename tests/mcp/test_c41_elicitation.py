@@ -308,29 +308,37 @@ def test_c41_over_streamable_http(tmp_path: Path, mode: str) -> None:
     assert answers(log) == [{"tool": "delete_rows", "table": "customers", "action": "decline"}]
 
 
-def test_c41_a_deadline_that_interrupts_ends_the_reply_and_the_server_reads_cancel(tmp_path: Path) -> None:
+def test_c41_c17_a_deadline_that_interrupts_ends_the_reply_and_tells_the_model_and_the_person(tmp_path: Path) -> None:
     """``on_deadline="interrupt"`` while a tool runs: the question expires, the reply is interrupted
-    (not left to finish as if nothing happened), and the server was answered cancel."""
+    (not left to finish as if nothing happened), and the server was answered cancel. As for a
+    pause's deadline (C17), the model reads for the running call that nobody answered before the
+    deadline and that it may have taken effect (never "interrupted by the user"); the person's
+    transcript shows the same text and the reply's final text says why it stopped."""
     log = tmp_path / "server.jsonl"
 
-    async def scenario() -> tuple[Pause, str]:
+    async def scenario() -> tuple[Pause, Session, str]:
         async with db_client(log, "legacy") as client:
             tools = await client.list_tools()
             agent = mcp_agent(tools, [tool_call(DELETE, table="customers")], allow=DELETE)
             session = Session(agent, display=False, deadline=0.5, on_deadline="interrupt")
             task = session.start("Clear the customers table.")
             pause = await question(session)
-            try:
-                await asyncio.wait_for(task, 30)
-            except asyncio.CancelledError:
-                pass
+            final = (await asyncio.wait_for(task, 30)).get_text_content()
             await wait_until(lambda: "answered 'cancel'" in (pause.reason or ""), "the cancel told")
-            return pause, session.current.status
+            return pause, session, final
 
-    pause, status = run_async(scenario())
-    assert status == "interrupted"
+    pause, session, final = run_async(scenario())
+    assert session.current.status == "interrupted"
     assert pause.status == "expired" and pause.reason.startswith("The deadline passed; the reply was interrupted.")
     assert all(e["action"] == "cancel" for e in answers(log))
+    (result,) = tool_results(session.agent.state.context, DELETE)
+    told = result_text(result)
+    assert "was running when the reply was stopped, so it may or may not have taken effect" in told
+    assert "Nobody answered the MCP question about" in told and "before the deadline" in told
+    assert "interrupted by the user" not in told
+    (shown,) = [e for e in session.current.transcript.view() if e["kind"] == "tool_result"]
+    assert shown["text"] == told and shown["state"] == "interrupted"
+    assert final == f"Nobody answered the MCP question about {DELETE} before the deadline, so the reply was stopped."
 
 
 @pytest.mark.parametrize("mode", MODES)
