@@ -185,9 +185,18 @@ export type ReplyProtocol = PingProtocol &
 /** The edit to compare: a confirmation's edited input (JSON text) or a review's edited result. */
 export type PreviewEdit = { input: string } | { output: string };
 
-/** The kernel's answer to "preview" (unchecked: the page reads it with readPreview). */
+/** The kernel's answer to "preview" (unchecked: the page reads it with readPreview into an EditPreviewView). */
 export interface PreviewAnswer {
   preview?: unknown;
+}
+
+/** A "preview" answer as read (`nb_hitl.edit_preview.EditPreview`): the unified diff of the edit
+ * ("" when it changes nothing) and, for Modify on a file-editing call, what the edited call would
+ * do to its file (its path may differ from the card's when the edit retargets the call); null for
+ * a review, a call that changes no file, or a remote card. */
+export interface EditPreviewView {
+  diff: string;
+  file_change: FileChangeView | null;
 }
 
 /** A past pause "What if…" offers: the tool and a summary of its input, and what was answered then.

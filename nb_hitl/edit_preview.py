@@ -14,6 +14,17 @@ the same words) and diffed as pretty-printed JSON against the input the card
 shows: the model's input, or the edit approved so far on a call that needs
 several approvals (:func:`nb_hitl.file_change.input_diff`); for a review it is a line diff of the
 raw result against the edited text (:func:`nb_hitl.file_change.text_diff`).
+
+A Modify of a file-editing call (its card shows the file's diff,
+:mod:`nb_hitl.file_change`) is also previewed on the file: the answer's
+``file_change`` is what the edited call would do to its file, computed as
+the card's own diff is (:func:`nb_hitl.file_change.describe_edit`), so an
+edit that changes ``file_path`` shows the diff of the file it now writes.
+The pause keeps the last such view, keyed by the edit's canonical JSON
+(``pause.previewed_file``): a Modify of exactly that input is bound to the
+file the person was shown (:func:`nb_hitl.kinds.confirm.modify_binding`).
+A remote card (the service console, which has no tool here) gets no file
+diff: ``file_change`` is ``None``.
 """
 
 from __future__ import annotations
@@ -21,7 +32,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from .errors import DecisionError
-from .file_change import input_diff, text_diff
+from .file_change import FileChangeView, describe_edit, input_diff, text_diff
 from .messages import MAX_TEXT, parse_edited_input
 
 if TYPE_CHECKING:
@@ -34,16 +45,25 @@ __all__ = [
     "model_input",
     "output_preview",
     "preview",
+    "preview_answer",
     "refuse_unchanged_edit",
 ]
 
 
 class EditPreview(TypedDict):
-    """The kernel's answer to a ``preview``: ``diff`` is unified-diff text ("" when the edit
-    changes nothing), invisible characters escaped, cut past
-    :data:`nb_hitl.file_change.MAX_DIFF_CHARS`."""
+    """The kernel's answer to a ``preview``.
+
+    ``diff`` is unified-diff text of the edited input or result ("" when the
+    edit changes nothing), invisible characters escaped, cut past
+    :data:`nb_hitl.file_change.MAX_DIFF_CHARS`. ``file_change``: for Modify
+    on a file-editing call, what the edited call would do to its file (a
+    :class:`~nb_hitl.file_change.FileChangeView`: its ``path`` may differ
+    from the card's when the edit retargets the call); ``None`` for a call
+    that changes no file, a review, or a remote card.
+    """
 
     diff: str
+    file_change: FileChangeView | None
 
 
 def model_input(pause: Pause) -> Any:
@@ -102,22 +122,30 @@ def edit_text(message: Any, key: str) -> str:
     return value
 
 
-def input_preview(pause: Pause, message: Any) -> EditPreview:
+async def input_preview(pause: Pause, message: Any, tool: Any = None) -> EditPreview:
     """Modify on a confirmation: the edited JSON (``message["input"]``) read as
     "Approve modified input" reads it, diffed against the input the card shows:
     the edit approved so far when someone modified a call that needs several
     approvals (``pause.approved_edit``; headed "edit approved so far"), else
-    :func:`model_input` (headed "model's input", the diff the decision records).
+    :func:`model_input` (headed "model's input", the diff the decision records);
+    with ``tool`` (the agent's own), the edited call's file change, kept on
+    the pause as ``pause.previewed_file = (canonical JSON of the edit, view)``.
 
     Raises:
         DecisionError: the edit cannot be read (``field="input"``, with the
             words "Approve modified input" would refuse it with).
     """
+    from .kinds._reading import canonical  # the kinds import this module
+
     edited = parse_edited_input(edit_text(message, "input"), pause.input_schema)
     approved = getattr(pause.approved_edit, "edited_input", None)
     if approved is not None:
-        return EditPreview(diff=input_diff(approved, edited, "edit approved so far"))
-    return EditPreview(diff=input_diff(model_input(pause), edited))
+        diff = input_diff(approved, edited, "edit approved so far")
+    else:
+        diff = input_diff(model_input(pause), edited)
+    change = await describe_edit(tool, pause, edited)
+    pause.previewed_file = (canonical(edited), change)  # the last preview: what a Modify of it was shown
+    return EditPreview(diff=diff, file_change=change)
 
 
 def output_preview(pause: Pause, message: Any) -> EditPreview:
@@ -129,10 +157,11 @@ def output_preview(pause: Pause, message: Any) -> EditPreview:
     edited_text = edit_text(message, "output")
     if pause.review_output is None:
         raise DecisionError("There is no result to edit, so there is nothing to compare with.", field="output")
-    return EditPreview(diff=text_diff(pause.review_output, edited_text, "tool's result", "edited result"))
+    diff = text_diff(pause.review_output, edited_text, "tool's result", "edited result")
+    return EditPreview(diff=diff, file_change=None)
 
 
-def preview(pause: Pause, message: Any) -> EditPreview:
+async def preview(pause: Pause, message: Any, tool: Any = None) -> EditPreview:
     """The diff an edit on ``pause``'s card would make (see the module's
     header); the pause's kind says what can be edited
     (:meth:`nb_hitl.kinds.PauseKindSpec.preview`).
@@ -141,6 +170,8 @@ def preview(pause: Pause, message: Any) -> EditPreview:
         pause: an open pause.
         message: the page's message: ``input`` (the edited JSON text) for a
             confirmation, ``output`` (the edited result) for a review.
+        tool: the agent's tool of the call (its file change is previewed),
+            or ``None`` (a remote card: no file change).
 
     Returns:
         an :class:`EditPreview`.
@@ -151,5 +182,11 @@ def preview(pause: Pause, message: Any) -> EditPreview:
     """
     from .kinds import kind_spec  # the kinds import this module's diffs
 
-    result: EditPreview = kind_spec(pause.kind).preview(pause, message)
+    result: EditPreview = await kind_spec(pause.kind).preview(pause, message, tool)
     return result
+
+
+async def preview_answer(pause: Pause, message: Any, tool: Any = None) -> dict[str, EditPreview]:
+    """The answer to the page's ``{"action": "preview", ...}``, for a local reply and a service
+    console alike: ``{"preview": EditPreview}`` (:func:`preview`; its errors)."""
+    return {"preview": await preview(pause, message, tool)}

@@ -59,6 +59,7 @@ log = logging.getLogger("nb_hitl.file_change")
 
 __all__ = [
     "describe_change",
+    "describe_edit",
     "describe_file_pause",
     "FileChangeView",
     "MAX_FILE_BYTES",
@@ -365,6 +366,11 @@ async def describe_change(tool: Any, tool_input: dict[str, Any]) -> FileChangeVi
     return file_diff(path, before, after)
 
 
+def _shows_files(tool: Any, pause: Pause) -> bool:
+    """Only the permission engine's confirmations (state ``asking``) of a known tool show a file's diff."""
+    return enum_value(pause.tool_call.state) == "asking" and tool is not None
+
+
 async def describe_file_pause(tool: Any, pause: Pause) -> None:
     """Set ``pause.file_change`` for a confirmation of a file-editing call (:func:`describe_change`
     of the input Approve runs), and ``pause.dry_run`` (:func:`nb_hitl.dry_run.can_dry_run`).
@@ -372,12 +378,23 @@ async def describe_file_pause(tool: Any, pause: Pause) -> None:
     A file that cannot be read leaves no diff (logged): the card must still
     be drawn, and an approval then binds to nothing it did not show.
     """
-    if enum_value(pause.tool_call.state) != "asking" or pause.input is None or tool is None:
-        return  # only the permission engine's confirmations (state ``asking``) show a diff
+    if not _shows_files(tool, pause) or pause.input is None:
+        return
     from .dry_run import can_dry_run  # imported here: nb_hitl.dry_run draws its diffs with this module
 
     pause.dry_run = can_dry_run(tool, pause.input)
+    pause.file_change = await describe_edit(tool, pause, pause.input)
+
+
+async def describe_edit(tool: Any, pause: Pause, tool_input: dict[str, Any]) -> FileChangeView | None:
+    """The :class:`FileChangeView` of ``pause``'s call run with ``tool_input`` (the card's input,
+    or a Modify's edit being previewed, :mod:`nb_hitl.edit_preview`), or ``None``: a tool that
+    changes no file, a pause that is not the permission engine's confirmation, no ``tool`` (a
+    remote card), or a file that cannot be read (logged: a diff never stops a card or a preview)."""
+    if not _shows_files(tool, pause):
+        return None
     try:
-        pause.file_change = await describe_change(tool, pause.input)
+        return await describe_change(tool, tool_input)
     except Exception:  # a diff must never stop a card from being drawn
         log.warning("no diff for %s", pause.tool_call_id, exc_info=True)
+        return None

@@ -289,6 +289,10 @@ class Pause:
             file now against the file as the call would leave it, with the
             hash of the bytes it was computed on (an approval is bound to
             it), :func:`nb_hitl.file_change.describe_change`.
+        previewed_file: kind ``confirm``: the last Modify preview's
+            ``(canonical JSON of the edited input, its FileChangeView or None)``
+            (:mod:`nb_hitl.edit_preview`), what a Modify of exactly that input is
+            bound to; kernel-side only (not in the view).
         dry_run: kind ``confirm`` of a call that can be dry-run in a
             temporary copy (:func:`nb_hitl.dry_run.can_dry_run`).
         parent_tool_call_id: the id of the tool call during which an MCP
@@ -345,6 +349,7 @@ class Pause:
     approvals: list[dict[str, Any]] = field(default_factory=list)
     approved_edit: Any = None
     file_change: FileChangeView | None = None
+    previewed_file: tuple[str, FileChangeView | None] | None = field(default=None, compare=False, repr=False)
     dry_run: bool = False
     parent_tool_call_id: str | None = None
     revision: int = field(default=0, compare=False, repr=False)

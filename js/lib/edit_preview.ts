@@ -3,10 +3,15 @@
 // (nb_hitl/edit_preview.py) for the diff, at most once per pause in typing
 // (debounced), and draws only the answer to the newest request as text
 // (lib/diff.ts). The kernel reads the edit as the decision would, so the diff
-// and its refusals are the ones "send" would meet.
+// and its refusals are the ones "send" would meet. For Modify on a
+// file-editing call the answer also carries what the edited call would do to
+// its file (the file it now writes, when the edit changed its path), drawn
+// under the input's diff as the card draws its own (lib/file_change.ts).
 import { h } from "./dom";
 import { diffLines, diffView } from "./diff";
-import type { Answer } from "../messages";
+import { fileChange, fileChangeParts } from "./file_change";
+import type { Answer, EditPreviewView } from "../messages";
+import type { FileChangeView } from "../types";
 
 /** Milliseconds of quiet typing before the page asks for a diff. */
 export const PREVIEW_DELAY_MS = 300;
@@ -19,14 +24,15 @@ export const PREVIEW_TIMEOUT_MS = 10_000;
 export type PreviewState =
   | { kind: "same" }
   | { kind: "waiting" }
-  | { kind: "diff"; diff: string }
+  | { kind: "diff"; diff: string; file_change: FileChangeView | null }
   | { kind: "error"; error: string };
 
-/** The kernel's `preview` answer's diff when it has the expected shape (a string), else null. */
-export function readPreview(raw: unknown): string | null {
+/** The kernel's `preview` answer when its diff is a string (else null); a file change that is
+ *  missing or malformed reads as none. */
+export function readPreview(raw: unknown): EditPreviewView | null {
   if (typeof raw !== "object" || raw === null) return null;
-  const diff = (raw as { diff?: unknown }).diff;
-  return typeof diff === "string" ? diff : null;
+  const got = raw as { diff?: unknown; file_change?: unknown };
+  return typeof got.diff === "string" ? { diff: got.diff, file_change: fileChange(got.file_change) } : null;
 }
 
 /** The line counts of a unified diff, in words: "2 lines removed, 3 added", "no change". */
@@ -101,8 +107,8 @@ export class EditPreview {
       this.set({ kind: "error", error: answer.error || "The kernel did not compute the diff." });
       return;
     }
-    const diff = readPreview(answer.preview);
-    this.set(diff === null ? { kind: "error", error: "The kernel's diff could not be read." } : { kind: "diff", diff });
+    const got = readPreview(answer.preview);
+    this.set(got === null ? { kind: "error", error: "The kernel's diff could not be read." } : { kind: "diff", ...got });
   }
 
   /** Stop: a pending request's answer is dropped. */
@@ -115,10 +121,13 @@ export class EditPreview {
 
 /**
  * The preview's part of a card: a status line read out politely ("Your edit:
- * 2 lines removed, 3 added") and the diff itself as text. `what` names the
+ * 2 lines removed, 3 added") and the diff itself as text; under it, the edited
+ * call's file change (`${testid}-file-path`, `-file-diff`, `-file-note`), with a
+ * warning (`${testid}-file-other`) when it is not the file the card shows
+ * (`cardFile`, the path of the card's own diff, or null). `what` names the
  * edited thing ("input", "result"); `testid` prefixes the parts' test ids.
  */
-export function previewPart(what: string, testid: string): { el: HTMLElement; show: (state: PreviewState) => void } {
+export function previewPart(what: string, testid: string, cardFile: string | null = null): { el: HTMLElement; show: (state: PreviewState) => void } {
   const status = h("div", { class: "nbh-muted", role: "status", "data-testid": `${testid}-status` });
   const body = h("div", { "data-testid": `${testid}-body` });
   const el = h("div", { class: "nbh-preview", "data-testid": testid }, status, body);
@@ -134,9 +143,20 @@ export function previewPart(what: string, testid: string): { el: HTMLElement; sh
       body.replaceChildren();
     } else {
       status.textContent = `Your edit: ${diffSummary(state.diff)} in the ${what} (compared by the kernel).`;
-      body.replaceChildren(...(state.diff ? [diffView(state.diff, `What your edit changes in the ${what}`, `${testid}-diff`)] : []));
+      body.replaceChildren(...(state.diff ? [diffView(state.diff, `What your edit changes in the ${what}`, `${testid}-diff`)] : []), ...fileParts(state.file_change, testid, cardFile));
     }
   };
   show({ kind: "same" });
   return { el, show };
+}
+
+/** The edited call's file change, drawn as the card draws its own, and a warning when the edit
+ *  writes another file than the card's diff shows. */
+function fileParts(change: FileChangeView | null, testid: string, cardFile: string | null): HTMLElement[] {
+  if (!change) return [];
+  const other =
+    cardFile !== null && change.path !== cardFile
+      ? [h("div", { class: "nbh-warn", "data-testid": `${testid}-file-other` }, `Your edit writes ${change.path}, not ${cardFile} as the model's call does: the change below is the one you approve.`)]
+      : [];
+  return [...other, ...fileChangeParts(change, `${testid}-file`, "The edited call changes")];
 }

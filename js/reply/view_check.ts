@@ -7,7 +7,8 @@
 // options...) is drawn as a card that says what is wrong, with a cancel
 // action (reply/cards/invalid.ts). The card modules can then read every
 // field as typed: nothing they draw throws on the kernel's data.
-import type { ApprovalView, AskUserOption, AskUserQuestion, DecisionView, FileChangeView, JsonSchema, PauseKind, PauseStatus, PauseView, SamplingView, ShellCommandView, SuggestedRuleView } from "../types";
+import { fileChange } from "../lib/file_change";
+import type { ApprovalView, AskUserOption, AskUserQuestion, DecisionView, JsonSchema, PauseKind, PauseStatus, PauseView, SamplingView, ShellCommandView, SuggestedRuleView } from "../types";
 
 export const KINDS: readonly PauseKind[] = ["confirm", "ask_user", "external", "review", "form", "elicitation", "sampling"];
 export const STATUSES: readonly PauseStatus[] = ["open", "deciding", "decided", "delivered", "expired"];
@@ -188,14 +189,6 @@ export function approvals(raw: unknown): ApprovalView[] {
 /** How many approvals a call needs: a whole number from 1, else 1 (one person decides). */
 export function approvalsNeeded(raw: unknown): number {
   return Number.isInteger(raw) && (raw as number) >= 1 ? (raw as number) : 1;
-}
-
-/** A file edit's diff (`nb_hitl.file_change`): kept when its path and diff are text, every other
- *  value text or null; anything else draws no diff (the view's other fields still fit). */
-export function fileChange(raw: unknown): FileChangeView | null {
-  if (!isObject(raw) || typeof raw.path !== "string" || typeof raw.diff !== "string") return null;
-  const opt = (v: unknown): string | null => (typeof v === "string" ? v : null);
-  return { path: raw.path, diff: raw.diff, sha256_before: opt(raw.sha256_before), note: opt(raw.note) };
 }
 
 /** A shell call's simple commands: the entries that fit are kept, as text. */

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { installDom } from "./dom";
 import { DIFF_PAGE_LINES, diffLines, diffView, linesToDraw, moreLinesText } from "../lib/diff";
 import { WIDE_PX, fileDiffView, resetSplitChoice, splitChosen, splitRows } from "../lib/diff_split";
-import { fileChange } from "../reply/view_check";
+import { fileChange } from "../lib/file_change";
 
 const dom = installDom();
 after(() => dom.window.close());

@@ -12,6 +12,10 @@ import type { Answer } from "../messages";
 const dom = installDom();
 after(() => dom.window.close());
 
+/** A file change whose path would be markup if it were parsed as HTML. */
+const EVIL = "/w/<img src=x onerror=alert(1)>.txt";
+const FILE = { path: EVIL, diff: `--- ${EVIL}\n+++ ${EVIL}\n@@ -1 +1 @@\n-old\n+new\n`, sha256_before: "ab", note: null };
+
 const DIFF = '--- model\'s input\n+++ edited input\n@@ -1,3 +1,3 @@\n {\n-  "command": "ls"\n+  "command": "<img src=x onerror=alert(1)>"\n }\n';
 
 /** Timers the test runs by hand: `fire()` runs what is due, as if the delay passed. */
@@ -46,7 +50,7 @@ describe("EditPreview", () => {
     timers.fire();
     await settle();
     assert.deepEqual(asked, ["abc"]);
-    assert.deepEqual(seen, [{ kind: "waiting" }, { kind: "diff", diff: DIFF }]);
+    assert.deepEqual(seen, [{ kind: "waiting" }, { kind: "diff", diff: DIFF, file_change: null }]);
   });
 
   test("back to the original: no request, 'same'", () => {
@@ -69,7 +73,7 @@ describe("EditPreview", () => {
     await settle();
     answers[0]({ request_id: "", ok: true, preview: { diff: "old" } });
     await settle();
-    assert.deepEqual(seen.at(-1), { kind: "diff", diff: "new" });
+    assert.deepEqual(seen.at(-1), { kind: "diff", diff: "new", file_change: null });
     pv.dispose();
   });
 
@@ -88,8 +92,10 @@ describe("EditPreview", () => {
 
 describe("the preview's words and drawing", () => {
   test("readPreview and diffSummary", () => {
-    assert.equal(readPreview({ diff: "d" }), "d");
-    assert.equal(readPreview({ diff: 1 }), null);
+    assert.deepEqual(readPreview({ diff: "d" }), { diff: "d", file_change: null });
+    assert.deepEqual(readPreview({ diff: "d", file_change: FILE }), { diff: "d", file_change: FILE });
+    assert.deepEqual(readPreview({ diff: "d", file_change: { path: 3, diff: "x" } }), { diff: "d", file_change: null });
+    assert.equal(readPreview({ diff: 1, file_change: FILE }), null);
     assert.equal(readPreview(null), null);
     assert.equal(diffSummary(DIFF), "1 line removed, 1 added");
     assert.equal(diffSummary("@@ -0,0 +1,2 @@\n+a\n+b\n"), "2 lines added");
@@ -98,7 +104,7 @@ describe("the preview's words and drawing", () => {
 
   test("drawn as text in a labelled region, with a status line", () => {
     const part = previewPart("input", "nbh-modify-preview");
-    part.show({ kind: "diff", diff: DIFF });
+    part.show({ kind: "diff", diff: DIFF, file_change: null });
     assert.equal(part.el.dataset.state, "diff");
     const status = part.el.querySelector('[data-testid="nbh-modify-preview-status"]')!;
     assert.equal(status.getAttribute("role"), "status");
@@ -110,6 +116,38 @@ describe("the preview's words and drawing", () => {
     part.show({ kind: "error", error: "bad" });
     assert.equal(part.el.querySelector('[data-testid="nbh-modify-preview-diff"]'), null);
     assert.equal(status.textContent, "No diff of your edit is shown: bad");
+  });
+});
+
+describe("the edited call's file change", () => {
+  test("an answer with a file change is a state with it", async () => {
+    const seen: PreviewState[] = [];
+    const pv = new EditPreview("o", async () => ({ request_id: "", ok: true, preview: { diff: DIFF, file_change: FILE } }), (s) => seen.push(s), manualTimers());
+    pv.changed("edited", true);
+    await settle();
+    assert.deepEqual(seen.at(-1), { kind: "diff", diff: DIFF, file_change: FILE });
+  });
+
+  test("drawn under the input's diff, the path as text; another file than the card's is said", () => {
+    const part = previewPart("input", "nbh-modify-preview", "/w/a.txt");
+    part.show({ kind: "diff", diff: DIFF, file_change: FILE });
+    const q = (id: string) => part.el.querySelector(`[data-testid="nbh-modify-preview-${id}"]`);
+    assert.equal(q("file-path")!.textContent, `The edited call changes ${EVIL}:`);
+    assert.equal(part.el.querySelector("img"), null);
+    const body = q("body")!;
+    assert.ok(q("diff")!.compareDocumentPosition(q("file-path")!) & window.Node.DOCUMENT_POSITION_FOLLOWING);
+    assert.ok(body.contains(q("file-diff-box")));
+    assert.ok(Array.from(q("file-diff-box")!.querySelectorAll("span, td")).some((c) => c.textContent?.includes("new")));
+    assert.equal(q("file-other")!.textContent, `Your edit writes ${EVIL}, not /w/a.txt as the model's call does: the change below is the one you approve.`);
+    part.show({ kind: "diff", diff: DIFF, file_change: { ...FILE, path: "/w/a.txt", diff: "", note: "The file's text would not change." } });
+    assert.equal(q("file-other"), null);
+    assert.equal(q("file-diff-box"), null);
+    assert.equal(q("file-note")!.textContent, "The file's text would not change.");
+    part.show({ kind: "diff", diff: DIFF, file_change: null });
+    assert.equal(q("file-path"), null);
+    part.show({ kind: "waiting" });
+    part.show({ kind: "error", error: "bad" });
+    assert.equal(q("file-path"), null);
   });
 });
 
@@ -129,6 +167,22 @@ describe("on the cards", () => {
     assert.deepEqual({ ...sent[0], request_id: "" }, { action: "preview", input: area.value, tool_call_id: "c1", reply_id: "r1", request_id: "" });
     assert.ok(page.control("c1", "nbh-modify-preview-diff"));
     assert.equal(page.card("c1").dataset.status, "open");
+    page.close();
+  });
+
+  test("Modify of a file-editing call draws the edited call's file under the input's diff", async () => {
+    const card = pause({ file_change: { path: "/w/a.txt", diff: "--- /dev/null\n+++ /w/a.txt\n@@ -0,0 +1 @@\n+new\n", sha256_before: null, note: null } });
+    const page = await drawReply([card], {}, (m) => (m.action === "preview" ? { preview: { diff: DIFF, file_change: FILE } } : liveKernel(m)));
+    page.control("c1", "nbh-modify")!.click();
+    await settle();
+    const area = page.control<HTMLTextAreaElement>("c1", "nbh-modify-input")!;
+    area.value = '{"file_path": "elsewhere"}';
+    area.dispatchEvent(new window.Event("input"));
+    await new Promise((r) => setTimeout(r, 350));
+    await settle();
+    assert.equal(page.control("c1", "nbh-modify-preview-file-path")!.textContent, `The edited call changes ${EVIL}:`);
+    assert.ok(page.control("c1", "nbh-modify-preview-file-other"));
+    assert.equal(page.card("c1").querySelector("img"), null);
     page.close();
   });
 

@@ -24,6 +24,8 @@ the same way. A record (version :data:`RECORD_VERSION`)::
                 "thread_id", "run_id",            # AG-UI
                 "service_url", "service_session_id", "agent_id"},   # AgentScope's service
      "edited_input", "confirmed", "accepted_rules", "answers", "output", "content", "reason",
+     "file_shown",                        # an approval of a file-editing call: the file whose change the
+                                          # person was shown for the input that runs (absent: none shown)
      "told",                              # what the model read, when the road knows it
      "approval": {"count", "needed"},     # a call that needs several approvals (M-of-N), and on its
      "approvals": [{"by", "at", "origin", "action"}],   # final decision, every approval
@@ -125,6 +127,7 @@ def decision_fields(decision: Decision) -> dict[str, Any]:
         "output": summary.get("output"),
         **({"content": summary["content"]} if "content" in summary else {}),
         **({"reason": decision.reason} if decision.reason else {}),
+        **({"file_shown": decision.file_shown} if decision.file_shown is not None else {}),
     }
 
 

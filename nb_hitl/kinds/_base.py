@@ -76,6 +76,10 @@ class Decision:
             "sha256"}`` of the file the card's diff was computed on
             (``sha256`` ``None``: no file); the approval guard runs the call
             only on that file content.
+        file_shown: for an approval of a file-editing call, the path whose
+            change the person was shown for exactly the approved input (the
+            card's diff for Approve, the preview's for Modify), else ``None``
+            (a Modify nobody previewed: no diff of the edited call was shown).
         input_diff: for ``modify``, the unified diff of the model's input
             and the edited one (pretty-printed JSON), else ``None``.
         content: kind ``elicitation``: the value an accepted MCP
@@ -98,6 +102,7 @@ class Decision:
     deny_rules: tuple[PermissionRule, ...] = field(default_factory=tuple)
     reason: str | None = None
     seen_file: dict[str, Any] | None = None
+    file_shown: str | None = None
     input_diff: str | None = None
     content: dict[str, Any] | None = None
 
@@ -118,6 +123,8 @@ class Decision:
                 out["edited_input_text"] = text
         if self.input_diff:
             out["input_diff"] = self.input_diff
+        if self.file_shown is not None:
+            out["file_shown"] = self.file_shown
         if self.deny_rules:
             out["denied_rules"] = [rule_label(r) for r in self.deny_rules]
         if self.cause != "person":
@@ -264,10 +271,11 @@ class PauseKindSpec(ABC):
     def _decide(self, pause: Pause, msg: Any) -> Decision:
         """This kind's :meth:`decide`, once the action is known to fit."""
 
-    def preview(self, pause: Pause, message: Any) -> Any:
+    async def preview(self, pause: Pause, message: Any, tool: Any = None) -> Any:
         """The diff an edit on this kind's card would make (an
         :class:`nb_hitl.edit_preview.EditPreview`); kinds with an editable
         field override it (Modify on a confirmation, a review's result).
+        ``tool``: the agent's tool of the call, or ``None`` (a remote card).
 
         Raises:
             DecisionError: this kind has no edit to preview (``field="action"``),

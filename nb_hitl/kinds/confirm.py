@@ -10,6 +10,17 @@ who denied it and why) and goes into the audit line. What Approve runs is AgentS
 (:mod:`nb_hitl.kinds._reading`); ambiguous arguments refuse Approve. A
 deadline or a cancelled entry denies, but the model is told nobody answered
 / the pause was cancelled, not that the user denied it.
+
+What an approval of a file-editing call is bound to (``Decision.seen_file``,
+checked by :mod:`nb_hitl.session._promise`) is the file the person was shown
+for exactly the input that runs (:func:`modify_binding`): Approve binds the
+card's diff. Modify binds the card's file too, unless the preview of exactly
+the edited input (:mod:`nb_hitl.edit_preview`) showed another file (the edit
+changed ``file_path``): then that file, as the preview read it, so a change
+to it before the call runs runs nothing. A Modify whose input was never
+previewed (sent from code, or before the preview came) binds the card's file
+as before, and ``Decision.file_shown`` is ``None``: the audit line and the
+card do not claim that a diff of the edited call was shown.
 """
 
 from __future__ import annotations
@@ -27,7 +38,7 @@ from ..errors import DecisionError
 from ..file_change import input_diff
 from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
-from ._reading import InputReading, read_input, same_value, visible_json
+from ._reading import InputReading, canonical, read_input, same_value, visible_json
 from ._schema import META_KEY, REASON_TOOL_CALL, SCHEMA_DIALECT, embed_schema, validate_payload
 from .confirm_view import confirm_answer_summary, confirm_view_fields
 
@@ -223,6 +234,28 @@ def seen_file(pause: Pause) -> dict[str, Any] | None:
     return {"path": change["path"], "sha256": change["sha256_before"]}
 
 
+def modify_binding(pause: Pause, edited: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """What a Modify of ``pause`` with ``edited`` is bound to, and the file it was shown.
+
+    Returns:
+        ``(seen_file, file_shown)``: ``seen_file`` the ``{"path", "sha256"}``
+        the approval guard checks (the preview's file when the last preview,
+        ``pause.previewed_file``, was of exactly ``edited`` and showed another
+        path than the card's; else the card's, :func:`seen_file`);
+        ``file_shown`` the path whose change was shown for exactly
+        ``edited`` (that preview's), or ``None`` (no preview of it, or it
+        changes no file).
+    """
+    kept = pause.previewed_file
+    if kept is None or kept[0] != canonical(edited) or kept[1] is None:
+        return seen_file(pause), None
+    shown = kept[1]
+    card = pause.file_change
+    if card is not None and card["path"] == shown["path"]:
+        return seen_file(pause), shown["path"]  # the card's file: bound as an Approve is
+    return {"path": shown["path"], "sha256": shown["sha256_before"]}, shown["path"]
+
+
 def _rules_of(message: Mapping[str, Any]) -> list[int]:
     rules = message.get("rules") or []
     if not isinstance(rules, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in rules):
@@ -241,9 +274,9 @@ class ConfirmKind(PauseKindSpec):
     cancelled_what = "confirmation"
     confirms = True
 
-    def preview(self, pause: Pause, message: Any) -> EditPreview:
+    async def preview(self, pause: Pause, message: Any, tool: Any = None) -> EditPreview:
         """See :meth:`PauseKindSpec.preview` (:func:`nb_hitl.edit_preview.input_preview`)."""
-        return input_preview(pause, message)
+        return await input_preview(pause, message, tool)
 
     def _decide(self, pause: Pause, msg: Any) -> Decision:
         _check_allowed(pause, msg)
@@ -261,6 +294,7 @@ class ConfirmKind(PauseKindSpec):
                 accepted_rules=rules,
                 approved_input=runs.executed,
                 seen_file=seen_file(pause),
+                file_shown=pause.file_change["path"] if pause.file_change is not None else None,
             )
         if msg.action == "deny":
             return _deny(pause, call, msg)
@@ -281,6 +315,7 @@ class ConfirmKind(PauseKindSpec):
                 "types the tool's schema gives.",
                 field="input",
             )
+        bound, shown = modify_binding(pause, edited)
         return Decision(
             pause.tool_call_id,
             "modify",
@@ -289,7 +324,8 @@ class ConfirmKind(PauseKindSpec):
             accepted_rules=rules,
             approved_input=edited,
             note=modify_note(pause, edited),
-            seen_file=seen_file(pause),
+            seen_file=bound,
+            file_shown=shown,
             input_diff=input_diff(model_input(pause), edited),
         )
 

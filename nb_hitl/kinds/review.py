@@ -109,7 +109,7 @@ class ReviewKind(PauseKindSpec):
     waits_for = "a review of its result (accept, edit or reject)"
     interrupt_reason = REASON_REVIEW
 
-    def preview(self, pause: Pause, message: Any) -> EditPreview:
+    async def preview(self, pause: Pause, message: Any, tool: Any = None) -> EditPreview:
         """See :meth:`PauseKindSpec.preview` (:func:`nb_hitl.edit_preview.output_preview`)."""
         return output_preview(pause, message)
 

@@ -29,7 +29,7 @@ from typing import Any
 from ..answers import front
 from ..answers.approvals import needs_more
 from ..answers.lifecycle import transition
-from ..edit_preview import preview
+from ..edit_preview import preview_answer
 from ..entries import entry_text, lookup_in, shown_entry
 from ..pauses import Pause
 from ..policy import Policy
@@ -294,7 +294,7 @@ class SessionConsole:
         if action == "batch":  # "Submit all" / "Approve all"
             return self.act_all(message.get("items"))
         if action == "preview":  # the diff of an edit being typed: not an answer, nothing is sent
-            return {"preview": preview(front.arrive(self.pauses, message), message)}
+            return preview_answer(front.arrive(self.pauses, message), message)  # no tool here: no file diff
         return self.act(message)
 
     async def act(self, message: Any) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from ..answers.lifecycle import transition
 from ..answers.record import KERNEL
 from ..decisions import Decision, decide
 from ..dry_run import dry_run
-from ..edit_preview import preview
+from ..edit_preview import preview_answer
 from ..entries import entry_text
 from ..errors import NbHitlError, PauseNotLiveError
 from ..kinds import kind_spec
@@ -102,7 +102,7 @@ class Desk:
         if action == "preview":  # what an edit would change, before it is sent: not an answer either
             with self.s._lock:
                 pause = front.arrive(run.pauses, message, closed=self.closed(run))
-            return {"preview": preview(pause, front.as_message(message))}
+            return self.preview(pause, front.as_message(message))
         pause, decision = self.begin_decision(run, message)
         # pushed by finish_decision, on the loop: with the rest of what this answer changes
         return self.finish_decision(run, pause, decision, decided_by, origin)
@@ -112,6 +112,13 @@ class Desk:
         temporary copy (:func:`nb_hitl.dry_run.dry_run`). Returns ``{"dry_run":
         DryRunView}``; raises ``DecisionError`` for a call that cannot be dry-run."""
         return {"dry_run": await dry_run(self.s.team.agent(pause.agent), pause)}
+
+    async def preview(self, pause: Pause, message: dict[str, Any]) -> dict[str, Any]:
+        """``{"action": "preview", "tool_call_id", "reply_id", "input" | "output"}``: what the edit
+        would change, with the agent's tool (a file-editing call's file change):
+        :func:`nb_hitl.edit_preview.preview_answer` (its returns and errors)."""
+        tool = await self.s.team.agent(pause.agent).toolkit.get_tool(pause.tool_name)
+        return await preview_answer(pause, message, tool)
 
     def closed(self, run: ReplyRun) -> str | None:
         """Why ``run`` takes no answer any more, or ``None`` while it does."""

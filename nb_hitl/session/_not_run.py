@@ -42,7 +42,8 @@ def show_asked_again(session: SessionCore, run: ReplyRun, agent: Any, pause: Pau
     """If ``pause`` is a call the guard asked again (:func:`~nb_hitl.session._promise.ask_again`):
     its card says why (``pause.message``), the approved card of this run expires and its result
     entry ends ``"not run"``, the fresh call gets its transcript entry, and the audit log says it
-    once (``approved_tool_call_id``, ``approved_input``; ``reason``: the card's message).
+    once (``approved_tool_call_id``, ``approved_input``, the changed file's ``path``; ``reason``: the card's
+    message; a replay asks the call again from this line, :mod:`nb_hitl.session._replay_tools`).
 
     Args:
         session: the Session (its audit log).
@@ -62,7 +63,10 @@ def show_asked_again(session: SessionCore, run: ReplyRun, agent: Any, pause: Pau
     if not again.get("audited"):
         again["audited"] = True
         cause = str(again.get("cause") or "input_changed")
-        _audit_not_run(session, pause, cause, said, approved_tool_call_id=was, approved_input=again.get("approved"))
+        path = {"path": again["path"]} if again.get("path") else {}  # what a replay asks again with
+        _audit_not_run(
+            session, pause, cause, said, approved_tool_call_id=was, approved_input=again.get("approved"), **path
+        )
 
 
 def show_not_run(session: SessionCore, run: ReplyRun, tool_call_id: str, metadata: Mapping[str, Any]) -> bool:

@@ -14,8 +14,10 @@
   in a hint. A changed tool name, unreadable arguments or a
   changed input a deny rule covers are refused: the model gets a DENIED
   result saying why. An approval of a file-editing call is bound to the
-  file the card's diff was computed on (its SHA-256,
-  :mod:`nb_hitl.file_change`): when the file changed since, nothing runs
+  file whose diff the person was shown (its SHA-256, :mod:`nb_hitl.file_change`):
+  the card's, or for a Modify that retargets the call the preview's of exactly
+  that edit (:func:`nb_hitl.kinds.confirm.modify_binding`; unpreviewed, only the
+  card's file is bound, checked while the call still writes it). When the file changed since, nothing runs
   (what the file held in between is not overwritten) and the call is asked
   again the same way, with the diff against the file as it is now; but a
   tool that reads before it writes

@@ -11,6 +11,13 @@ tool calls the model gave on one call; a tool result ends it (the next text or
 call is the next model call). A call's input is the one the model sent (an
 answer that modified it keeps the model's original in the audit line's
 ``original_input``).
+
+An approval the guard refused (:mod:`nb_hitl.session._promise`: the input or
+the file changed after it) left an ``input_changed`` / ``file_changed`` line
+by ``nb_hitl`` (:attr:`Recording.refused`). A call asked again under a fresh
+id holds only that id in the memory; its turn is read with the id the model
+gave (:meth:`Recording.first_id`), so a replay asks the approved call, gives
+its recorded answer, and asks it again as the live session did.
 """
 
 from __future__ import annotations
@@ -33,7 +40,11 @@ from ..models import ScriptItem, ToolCallSpec, Turn, result_shown, tool_results
 from ..store import AuditLog, CheckpointStore
 from ..team import states_from_checkpoint
 
-__all__ = ["Recording", "answer_message", "answer_note", "parsed_input", "whole"]
+__all__ = ["GUARD_REFUSALS", "Recording", "answer_message", "answer_note", "parsed_input", "whole"]
+
+GUARD_REFUSALS = frozenset({"input_changed", "file_changed"})
+"""The ``decision`` of nb_hitl's audit line about an approved call the guard did not run
+(:data:`~nb_hitl.answers.record.NOT_ANSWERS`; :mod:`nb_hitl.session._not_run`)."""
 
 _MISSING = object()
 
@@ -54,6 +65,11 @@ class Recording:
         history: every answer's audit line, by ``tool_call_id``, oldest first (a
             reviewed call that asked first has two: its confirmation's, its review's).
         checks: the audit line of each call's permission check, by ``tool_call_id``.
+        refused: nb_hitl's line about an approved call the guard did not run
+            (``decision`` ``input_changed`` or ``file_changed``, ``reason`` what
+            the card said), by ``tool_call_id``: the fresh id of a call asked
+            again (``approved_tool_call_id`` names the approved one), else the
+            approved call's own id (refused and not asked again).
         tools: the names of the tools the model called, in order of first use.
     """
 
@@ -65,6 +81,7 @@ class Recording:
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refused: dict[str, dict[str, Any]] = field(default_factory=dict)
     tools: list[str] = field(default_factory=list)
 
     # -- reading -----------------------------------------------------------
@@ -132,6 +149,8 @@ class Recording:
                 continue
             if event_of(dict(line)) == "checked":
                 rec.checks[call_id] = dict(line)
+            elif line.get("decision") in GUARD_REFUSALS:
+                rec.refused[call_id] = dict(line)
             elif line.get("decision") not in NOT_ANSWERS:
                 rec.answers[call_id] = dict(line)
                 rec.history.setdefault(call_id, []).append(dict(line))
@@ -162,7 +181,7 @@ class Recording:
             if kind == "text":
                 text.append(block if isinstance(block, str) else str(getattr(block, "text", "")))
             elif kind == "tool_call" and isinstance(block, ToolCallBlock):
-                calls.append(ToolCallSpec(name=block.name, input=self._model_input(block), id=block.id))
+                calls.append(ToolCallSpec(name=block.name, input=self._model_input(block), id=self.first_id(block.id)))
                 self.ran[block.id] = parsed_input(block.input)
                 if block.name not in self.tools:
                     self.tools.append(block.name)
@@ -172,7 +191,7 @@ class Recording:
         close()
 
     def _model_input(self, block: ToolCallBlock) -> dict[str, Any]:
-        original = self.answers.get(block.id, {}).get("original_input")
+        original = self.answers.get(self.first_id(block.id), {}).get("original_input")
         if isinstance(original, dict):  # a modified call: the model sent the original
             return original
         try:
@@ -213,6 +232,34 @@ class Recording:
         return script
 
     # -- questions ---------------------------------------------------------
+    def first_id(self, tool_call_id: str) -> str:
+        """The id the model gave a call that the guard asked again (maybe more than once) under
+        ``tool_call_id``; ``tool_call_id`` itself for any other call."""
+        seen = {tool_call_id}
+        while isinstance(was := self.refused.get(tool_call_id, {}).get("approved_tool_call_id"), str):
+            if was in seen:
+                break  # a record that loops names no first id
+            seen.add(was)
+            tool_call_id = was
+        return tool_call_id
+
+    def asked_again_as(self, tool_call_id: str) -> tuple[str, dict[str, Any]] | None:
+        """``(fresh id, nb_hitl's audit line)`` when the guard asked the approved call
+        ``tool_call_id`` again under a fresh id, else ``None``."""
+        return next(
+            (
+                (fresh, line)
+                for fresh, line in self.refused.items()
+                if line.get("approved_tool_call_id") == tool_call_id
+            ),
+            None,
+        )
+
+    def not_run(self, tool_call_id: str) -> dict[str, Any] | None:
+        """nb_hitl's audit line of an approved call the guard refused and did not ask again, or ``None``."""
+        line = self.refused.get(tool_call_id)
+        return line if line is not None and "approved_tool_call_id" not in line else None
+
     def pauses(self) -> list[str]:
         """The ``tool_call_id`` of every pause with a recorded answer, oldest first."""
         return sorted(self.answers, key=lambda cid: float(self.answers[cid].get("ts") or 0))

@@ -10,6 +10,14 @@ and asks the permission check recorded for that call again
 (``on_check_permission``): a call that asked then asks now, a call that was
 allowed runs (from the record) without asking.
 
+An approval the guard refused then (:mod:`nb_hitl.session._promise`: its
+input or its file changed after it) is refused again as it was: a call asked
+again under a fresh id is asked again (:func:`~nb_hitl.session._promise.ask_again`,
+the guard's own, with the recorded cause, file and input), and a call refused
+and not asked again returns its recorded result with the guard's marks
+(:data:`~nb_hitl.session._promise.NOT_RUN_KEY`), so the card and the
+transcript say "not run" with the reason the live session gave.
+
 A reviewed tool (:func:`nb_hitl.reviewed`) is replayed as a
 :class:`ReplayedReview`: its review card shows again with the result the model
 read then, and the wrapped tool does not run.
@@ -20,6 +28,7 @@ tools given to the replay run for real and their own permission checks decide.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -35,6 +44,7 @@ from ..kinds._base import PauseHost
 from ..kinds._reading import same_by_value, visible_json
 from ..kinds.review_tool import ReviewedTool
 from ..pauses import Pause
+from ._promise import NOT_RUN_KEY, REFUSED_KEY, Changed, ask_again
 from ._recording import Recording, parsed_input
 
 __all__ = [
@@ -133,17 +143,17 @@ class RecordedTool(ToolBase):
         if block is None:
             text = NO_RESULT.format(tool=self.name)
             return ToolChunk(content=[TextBlock(text=text)], state=ToolResultState.ERROR)
+        refused = self.book.recording.not_run(str(call_id))
+        ran, asked = self.book.recording.ran.get(str(call_id)), _INPUT.get()
+        if refused is not None and (ran is None or asked is None or same_by_value(ran, asked)):
+            # the guard refused this approval then and did not ask again: so it is now (a what-if's edit runs)
+            meta = {REFUSED_KEY: refused.get("decision"), NOT_RUN_KEY: str(refused.get("reason") or "Not run.")}
+            return ToolChunk(content=_content(block), state=ToolResultState.DENIED, metadata=meta)
         other = self._not_this_call(str(call_id), block)
         if other is not None:  # the record's result is for another call than this one
             return ToolChunk(content=[TextBlock(text=other)], state=ToolResultState.ERROR)
-        output = block.output
-        content: list[TextBlock | DataBlock] = (
-            [TextBlock(text=output)]
-            if isinstance(output, str)
-            else [b.model_copy(deep=True) for b in output if isinstance(b, TextBlock | DataBlock)]
-        )
         state = ToolResultState(block.state)
-        return ToolChunk(content=content, state=state, metadata=dict(block.metadata or {}))
+        return ToolChunk(content=_content(block), state=state, metadata=dict(block.metadata or {}))
 
     def _not_this_call(self, call_id: str, block: ToolResultBlock) -> str | None:
         """Why the recorded result of ``call_id`` is not the result of the call being served
@@ -162,6 +172,22 @@ class RecordedTool(ToolBase):
         if self.like is not None:
             return await self.like.check_permissions(tool_input, context)
         return PermissionDecision(behavior=PermissionBehavior.ALLOW, message="Replayed from the record.")
+
+
+def _same_json(text: Any, value: Any) -> bool:
+    """Whether ``text`` (JSON, as an audit line shows an input) reads as ``value``."""
+    try:
+        return isinstance(text, str) and same_by_value(json.loads(text), value)
+    except ValueError:
+        return False
+
+
+def _content(block: ToolResultBlock) -> list[TextBlock | DataBlock]:
+    """A recorded result's output as a ``ToolChunk``'s content."""
+    output = block.output
+    if isinstance(output, str):
+        return [TextBlock(text=output)]
+    return [b.model_copy(deep=True) for b in output if isinstance(b, TextBlock | DataBlock)]
 
 
 class ReplayedReview(ReviewedTool):
@@ -234,5 +260,27 @@ class ReplayMiddleware(MiddlewareBase):
         call = input_kwargs.get("tool_call")
         _CALL.set(call.id if call is not None else None)
         _INPUT.set(parsed_input(call.input) if call is not None else None)
+        if call is not None and not self.book.live and await self._ask_again(agent, call):
+            return  # asked again then: nothing runs, the call waits for a person again
         async for item in next_handler(**input_kwargs):
             yield item
+
+    async def _ask_again(self, agent: Any, call: Any) -> bool:
+        """Ask ``call`` again, as the guard did then, when the record says it did
+        (:meth:`Recording.asked_again_as <nb_hitl.session._recording.Recording.asked_again_as>`)
+        and it was approved as then (a what-if's other edit runs as it is): with the recorded
+        cause, file and input it would have run with."""
+        again = self.book.recording.asked_again_as(call.id)
+        if again is None or not _same_json(again[1].get("approved_input"), parsed_input(call.input)):
+            return False
+        fresh, line = again
+        runs = self.book.recording.ran.get(fresh)
+        changed = call.model_copy(deep=True)
+        if runs is not None and not same_by_value(runs, parsed_input(call.input)):
+            changed.input = json.dumps(runs, ensure_ascii=False)  # a middleware had changed it then
+        cause = str(line.get("decision"))
+        path = line.get("path") if isinstance(line.get("path"), str) else None
+        shown = Changed(
+            "", str(line.get("approved_input")), runs, await agent.toolkit.get_tool(call.name), cause=cause, path=path
+        )
+        return await ask_again(agent, changed, shown)

@@ -8,7 +8,7 @@ violation in the light or the dark theme. The file changes on disk after the car
 runs nothing and the file keeps the other write; the card says the agent was told to read the file
 again (AgentScope's Edit would refuse it unread), and the model's new call's card shows the change
 against the file as it is now; modifying that call shows the diff of the inputs while it is typed
-(the kernel's, the same the decided card then shows). A "Side by side" toggle draws the diff as a before | after table,
+(the kernel's, the same the decided card then shows) and, under it, the edited call's file diff. A "Side by side" toggle draws the diff as a before | after table,
 by mouse or keyboard, with no serious axe violation in either theme.
 """
 
@@ -147,6 +147,13 @@ def test_C42_diff_card_and_a_file_changed_since_approval(page, lab: JupyterLabSe
     assert ["del", '-  "new_string": "GAMMA",'] in before_sent and ["add", '+  "new_string": "Gamma",'] in before_sent
     status = card.locator('[data-testid="nbh-modify-preview-status"]').inner_text()
     assert status == "Your edit: 1 line removed, 1 added in the input (compared by the kernel)."
+    # under it, what the edited call does to the file, drawn as the card draws its own diff
+    path_line = card.locator('[data-testid="nbh-modify-preview-file-path"]')
+    assert path_line.inner_text() == f"The edited call changes {target}:"
+    file_diff = card.locator('[data-testid="nbh-modify-preview-file-diff"]')
+    file_lines = file_diff.locator("span").evaluate_all("(ss) => ss.map((s) => [s.dataset.kind, s.textContent])")
+    assert ["del", "-gamma"] in file_lines and ["add", "+Gamma"] in file_lines
+    assert card.locator('[data-testid="nbh-modify-preview-file-other"]').count() == 0  # the same file
     assert axe_violations(page) == []
     screenshot(page, "C42-modify-preview")
     card.locator('[data-testid="nbh-modify-submit"]').click()

@@ -121,7 +121,9 @@ def test_c30_stale_console_is_told_answered_elsewhere(workers: Cluster, tmp_path
         base = dict(one.pauses[tcid].input or {})
         key = next(k for k, v in base.items() if isinstance(v, str))
         edit = json.dumps({**base, key: base[key] + " (edited)"})
-        shown = one.handle({"action": "preview", "tool_call_id": tcid, "input": edit})["preview"]["diff"]
+        previewed = (await one.handle({"action": "preview", "tool_call_id": tcid, "input": edit}))["preview"]
+        assert previewed["file_change"] is None  # a remote card: the console has no tool to read the file with
+        shown = previewed["diff"]
         assert f'+  "{key}": {json.dumps(base[key] + " (edited)")}' in [line.rstrip(",") for line in shown.splitlines()]
         assert one.pauses[tcid].status == "open" and one.ledger.records(sid) == []
         done = await one.act({"action": "approve", "tool_call_id": tcid})

@@ -135,14 +135,16 @@ def test_an_unchanged_file_runs_as_approved(tmp_path: Path) -> None:
     path = tmp_path / "new.txt"
     agent = file_agent([tool_call("Write", id="call_1", file_path=str(path), content="hello\n")])
 
-    async def scenario() -> None:
+    async def scenario() -> Any:
         session = Session(agent, display=False)
         task = session.start("write")
         pause = await parked_on(session, "confirm")
         await session.act(msg(pause, "approve"))
         await asyncio.wait_for(task, 10)
+        return pause
 
-    run_async(scenario())
+    pause = run_async(scenario())
+    assert pause.decision["file_shown"] == str(path)  # the card's diff: what the audit line says was shown
     assert path.read_text() == "hello\n"
     (result,) = tool_results(agent.model.calls[-1], "Write")
     assert "written successfully" in result_text(result)

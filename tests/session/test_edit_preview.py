@@ -47,20 +47,18 @@ def test_modify_preview_is_the_diff_the_decision_records(tmp_path: Path) -> None
         task = session.start("list")
         pause = await parked_on(session, "confirm")
         lines_before = AuditLog(audit).records()
-        # a preview is answered in the comm handler itself (no await): it runs no tool
-        previews = [session.act(msg(pause, "preview", input=edited)) for _ in range(3)]
-        shown = session.act(msg(pause, "preview", input=invisible))["preview"]["diff"]
+        # a preview is answered on the loop (the file change reads through the tool): it runs no tool
+        previews = [await session.act(msg(pause, "preview", input=edited)) for _ in range(3)]
+        shown = (await session.act(msg(pause, "preview", input=invisible)))["preview"]["diff"]
         assert '+  "command": "echo hi\\u200b"' in shown.splitlines()  # the invisible character is shown
         refusals = []
         for bad in ("{", "[]", '{"command": 1}'):
             for action, field in (("preview", "input"), ("modify", "input")):
                 with pytest.raises(DecisionError) as err:
-                    answer = session.act(msg(pause, action, **{field: bad}))
-                    if action == "modify":  # an answer is checked when it is awaited; a preview at once
-                        await answer
+                    await session.act(msg(pause, action, **{field: bad}))
                 refusals.append((action, str(err.value)))
         with pytest.raises(DecisionError, match="'input'"):
-            session.act(msg(pause, "preview", output="x"))
+            await session.act(msg(pause, "preview", output="x"))
         assert pause.status == "open" and pause.decision is None
         assert session.current is not None and session.current.resumes == 0
         assert AuditLog(audit).records() == lines_before  # a preview is not audited
@@ -92,9 +90,9 @@ def test_review_preview_diffs_the_raw_result(tmp_path: Path) -> None:
         session = Session(agent, display=False)
         task = session.start("who is Ana?")
         pause = await parked_on(session, "review")
-        same = session.act(msg(pause, "preview", output=RAW))
-        assert same == {"preview": {"diff": ""}}
-        answer = session.act(msg(pause, "preview", output=REDACTED + "\nchecked\n"))
+        same = await session.act(msg(pause, "preview", output=RAW))
+        assert same == {"preview": {"diff": "", "file_change": None}}
+        answer = await session.act(msg(pause, "preview", output=REDACTED + "\nchecked\n"))
         assert pause.status == "open" and session.current is not None and session.current.resumes == 0
         await session.act(msg(pause, "reject"))
         await asyncio.wait_for(task, 10)

@@ -168,7 +168,8 @@ def test_an_edit_is_compared_with_the_input_the_card_shows_not_the_models(tmp_pa
         await modify_amount(session, pause, 100.0, "alice")
         # the preview of bob's edit compares with what his card shows: alice's edit, named so
         edit = json.dumps({"to": "ACME", "amount": 90.0})
-        diff = session.act({"action": "preview", "tool_call_id": pause.tool_call_id, "input": edit})["preview"]["diff"]
+        shown = await session.act({"action": "preview", "tool_call_id": pause.tool_call_id, "input": edit})
+        diff = shown["preview"]["diff"]
         lines = diff.splitlines()
         assert lines[:2] == ["--- edit approved so far", "+++ edited input"]
         assert '-  "amount": 100.0,' in lines and '+  "amount": 90.0,' in lines

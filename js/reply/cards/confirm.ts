@@ -2,7 +2,7 @@
 // approve with a modified input, or approve and add suggested rules.
 import { h } from "../../lib/dom";
 import { enterPresses } from "../../lib/a11y";
-import { fileDiffView } from "../../lib/diff_split";
+import { fileChangeParts } from "../../lib/file_change";
 import { shellCommandsView } from "./shell";
 import { dryRunPart } from "./dry_run";
 import { EditPreview, previewPart } from "../../lib/edit_preview";
@@ -37,11 +37,7 @@ function appendInput(card: HTMLElement, p: PauseView): void {
 // What a file-editing call would do to its file: the kernel's unified diff of
 // the file now against the file as the call would leave it, drawn as text.
 function appendFileChange(card: HTMLElement, p: PauseView): void {
-  const change = p.file_change;
-  if (!change) return;
-  card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-file-path" }, `Changes to ${change.path}:`));
-  if (change.diff) card.append(fileDiffView(change.diff, `Changes to ${change.path}`, "nbh-file-diff"));
-  if (change.note) card.append(h("div", { class: "nbh-warn", "data-testid": "nbh-file-note" }, change.note));
+  if (p.file_change) card.append(...fileChangeParts(p.file_change, "nbh-file"));
 }
 
 /** What a confirmation's card offers besides Deny (its `decisions`, see
@@ -135,7 +131,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     ctx.setDraft(() => ({ action: "modify", input: area.value }));
     ctx.setHeld(() => (area.value !== p.input_text ? { what: "an edit", draft: { action: "modify", input: area.value } } : null));
     // what the edit changes against the model's input, as the kernel reads it, while it is typed
-    const shown = previewPart("input", "nbh-modify-preview");
+    const shown = previewPart("input", "nbh-modify-preview", p.file_change ? p.file_change.path : null);
     const preview = new EditPreview(p.input_text, (text) => ctx.preview({ input: text }), shown.show);
     area.addEventListener("input", () => preview.changed(area.value));
     if (area.value !== p.input_text) preview.changed(area.value, true);
