@@ -15,6 +15,15 @@ is added (a copy of an open pause under a new ``tool_call`` id, as a reply
 that asks again adds one) and pushed, then dropped and pushed: the median
 CPU and bytes of the push that adds it.
 
+The AG-UI client's widget too (``remote``): a real :class:`~nb_hitl.agui.AguiServer`
+on 127.0.0.1 serves the same agent; a :class:`~nb_hitl.agui.RemoteSession`
+(``auto_send=False``: nothing is resumed) shows its turn paused on N
+interrupts, a view connects, and :data:`PUSHES` cards (at most N) are answered
+one by one through ``RemoteSession.act``: the median CPU of one answer (its
+checks and its push) and the bytes its push publishes. The service console
+is not measured here (it needs AgentScope's service on Redis and PostgreSQL):
+``tests/service/test_console_cards.py`` counts its card bytes.
+
 Before and after in the same run: the same measurement runs in a subprocess
 on the code of another git revision (``--before REF``, default ``main``;
 extracted with ``git archive`` into a temporary directory, with this
@@ -46,6 +55,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -100,12 +110,48 @@ async def measure(n: int) -> dict[str, float]:
     }
 
 
+async def measure_remote(n: int) -> dict[str, float]:
+    """A RemoteSession's widget on a turn paused on ``n`` interrupts: answer cards one by one
+    (``auto_send=False``), each answer's CPU and the bytes its push publishes (medians)."""
+    from benchmarks.approve_all import make_agent, page_message
+    from nb_hitl.agui import AguiServer, RemoteSession, serve_in_background
+
+    server = AguiServer(lambda _thread_id: make_agent(n), interrupt_ttl=600)
+    with serve_in_background(server, announce=False) as handle:
+        remote = RemoteSession(handle.url, token=handle.token, display=False, auto_send=False)
+        task = remote.start("Archive them all.")
+        views = await remote.until_paused()
+        widget = remote.current.view.widget  # type: ignore[union-attr]
+        # a view is drawn: it connects (a widget that streams its cards sends them as ops from then on)
+        page_message(widget, {"request_id": "c", "action": "sync", "transcript_seq": 0, "cards_seq": 0})
+        sent = {"bytes": 0}
+        publish = widget.comm.publish_msg
+
+        def counting(msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> Any:
+            sent["bytes"] += len(json.dumps(data, default=str))
+            return publish(msg_type, data, metadata, buffers, **keys)
+
+        widget.comm.publish_msg = counting
+        cpu: list[float] = []
+        sizes: list[int] = []
+        for view in views[: min(PUSHES, n)]:
+            before = sent["bytes"]
+            t0 = time.process_time()
+            await remote.act({"action": "approve", "tool_call_id": view["tool_call_id"]})
+            cpu.append(time.process_time() - t0)
+            sizes.append(sent["bytes"] - before)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return {"remote_ms": 1000 * statistics.median(cpu), "remote_bytes": statistics.median(sizes)}
+
+
 def worker(sizes: list[int]) -> None:
     """Measure each N in this process and print the figures as one JSON line."""
     import nb_hitl
 
     assert Path(nb_hitl.__file__).resolve().is_relative_to(ROOT.resolve()), f"nb_hitl from {nb_hitl.__file__}"
-    print(json.dumps({str(n): asyncio.run(measure(n)) for n in sizes}))
+    print(json.dumps({str(n): {**asyncio.run(measure(n)), **asyncio.run(measure_remote(n))} for n in sizes}))
 
 
 def run_on(tree: Path, sizes: list[int]) -> dict[str, dict[str, float]]:
@@ -158,6 +204,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, dict[str, float]]
     table(before, after, sizes, "push")
     print("a card added:")
     table(before, after, sizes, "add")
+    print("a remote card answered (AG-UI client's widget):")
+    table(before, after, sizes, "remote")
     small, big = str(min(sizes)), str(max(sizes))
     print(
         f"growth {small} -> {big} cards, per push: before ×{before[big]['push_ms'] / before[small]['push_ms']:.1f}, "

@@ -303,7 +303,7 @@ class Pause:
             :func:`~nb_hitl.answers.lifecycle.transition` (0 when built). A
             reply's push rebuilds the view of a pause only when its revision
             (or the pause object) changed
-            (:meth:`nb_hitl.session._cards.CardFeed.views_of`): whatever
+            (:meth:`nb_hitl.widgets._cards.CardFeed.views_of`): whatever
             changes a pause's view once it is shown (a decision, an approval
             count, an expiry and its reason, an error) goes with a transition.
     """

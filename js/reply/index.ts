@@ -321,9 +321,9 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     }
     if (cards.live !== true) setLive("live");
     synced = true;
-    // a widget whose owner does not stream (AG-UI and service consoles) refuses "sync": nothing to bring in step
+    // an owner that sets the transcript whole (AG-UI and service consoles) answers the cards only
     if (reply.ok) {
-      stream.take(reply.transcript);
+      if (reply.transcript) stream.take(reply.transcript);
       feed.take(reply.cards);
     }
   };

@@ -460,8 +460,7 @@ class RunReader:
             key = i.tool_call_id if i.tool_call_id and counts[i.tool_call_id] == 1 else i.id
             earlier = turn.pauses.get(key)  # the server repeats an interrupt on every run until it is answered:
             same = earlier is not None and earlier.get("interrupt_id") == i.id  # its card keeps the run that raised it
-            if earlier is not None and not same:
-                turn.pauses.pop(key)
+            # a new interrupt for the same call replaces its card where it is (as the page's card op does)
             call = turn.tool_calls.get(i.tool_call_id or "", {})
             checked, problem = checked_interrupt(i, given[i.id])
             turn.checked[i.id] = checked

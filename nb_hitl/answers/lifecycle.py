@@ -28,7 +28,7 @@ for its elicitation) hears here of its expiry, whatever ended it.
 :func:`transition` is also the one place that marks a pause changed (its
 ``revision`` grows by one): a reply's push rebuilds and sends the views of the
 pauses marked since the last push, and only those
-(:meth:`nb_hitl.session._cards.CardFeed.views_of`). A change to a shown
+(:meth:`nb_hitl.widgets._cards.CardFeed.views_of`). A change to a shown
 pause's view therefore goes with a transition: the decision and the approvals
 are set between ``decide`` and ``record`` / ``refuse``, an expiry's reason
 with ``expire`` (a carrier may add what it told the far side), an error that

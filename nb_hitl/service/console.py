@@ -33,6 +33,7 @@ from ..edit_preview import preview_answer
 from ..entries import entry_text, lookup_in, shown_entry
 from ..pauses import Pause
 from ..policy import Policy
+from ..widgets._cards import CardFeed
 from .answering import AlreadyApprovedError, Answerer, OutcomeError
 from .approving import console_policies, parked_pause, put, shared
 from .http import ServiceError, ServiceHTTP, user_msg_body
@@ -68,6 +69,14 @@ def session_label(name: str) -> str:
     return f'session "{name}"' if name else "a session with no name"
 
 
+def in_shown_order(shown: dict[str, Pause], fresh: dict[str, Pause]) -> dict[str, Pause]:
+    """``fresh`` (pauses by ``tool_call`` id) with those already ``shown`` first, in their
+    order, then the new ones in theirs: a card stays where the page drew it (a card op
+    replaces a known card in place and appends a new one; it never moves one)."""
+    kept = [key for key in shown if key in fresh]
+    return {key: fresh[key] for key in [*kept, *(key for key in fresh if key not in shown)]}
+
+
 class SessionConsole:
     """The console of one service session.
 
@@ -99,6 +108,8 @@ class SessionConsole:
         transcript: the entries shown.
         status: AgentScope's session status at the last refresh.
         cursor: the stream cursor from the last ``/messages``.
+        cards: what the widget's page was sent of the pause cards
+            (:class:`~nb_hitl.widgets._cards.CardFeed`).
         closed: :meth:`end` was called (the console follows and answers nothing any more).
         answerer: the :class:`~nb_hitl.service.answering.Answerer` that
             checks, sends and judges this console's answers (its
@@ -134,6 +145,7 @@ class SessionConsole:
         self.reply_id: str | None = None
         self.cursor: str | None = None
         self.widget: Any = None
+        self.cards = CardFeed()
         self.closed = False
         self._watch: asyncio.Task[None] | None = None
         self._approvals_watch: asyncio.Task[None] | None = None
@@ -173,7 +185,13 @@ class SessionConsole:
         return self.widget
 
     def push(self) -> None:
-        """Show the current transcript, pauses and status in the widget (if made)."""
+        """Show the current transcript, pauses and status in the widget (if made).
+
+        The pause cards go as what changed (:meth:`CardFeed.push
+        <nb_hitl.widgets._cards.CardFeed.push>`, as a local Session's): every
+        pause's view is built and compared with what the page was sent, so a
+        new card, a changed status or approval count, and a card that left
+        travel as one ``nbh_cards`` op each, never the whole list again."""
         if self.widget is None:
             return
         status = {"awaiting_permission": "paused", "awaiting_external_result": "paused", "idle": "finished"}.get(
@@ -191,7 +209,8 @@ class SessionConsole:
         try:
             with self.widget.hold_sync():
                 self.widget.transcript = [shown_entry(e) for e in self.transcript]
-                self.widget.pauses = [p.to_view() for p in self.pauses.values()]
+                # fresh views, compared with what the page holds: the cards that changed go as ops
+                self.cards.push(self.widget, [dict(p.to_view()) for p in self.pauses.values()])
                 self.widget.reply_id = self.reply_id or ""
                 self.widget.status = status
                 self.widget.status_reason = reason
@@ -241,7 +260,7 @@ class SessionConsole:
                 fresh[tcid] = old
             elif old.status in ("delivered", "expired") and old.reply_id == self.reply_id:
                 fresh[tcid] = old  # the record of the last parked reply stays on its card
-        self.pauses = fresh
+        self.pauses = in_shown_order(self.pauses, fresh)
         self._show_approvals()
         if status != "running":
             self._running_since = None
@@ -285,7 +304,11 @@ class SessionConsole:
 
     # -- acting ------------------------------------------------------------
     def handle(self, message: Any) -> Any:
-        """The ReplyWidget handler (page message -> awaitable answer)."""
+        """The ReplyWidget handler (page message -> awaitable answer); the page's
+        card syncs are answered by :attr:`cards` (:meth:`~nb_hitl.widgets._cards.CardFeed.answer_sync`)."""
+        synced = self.cards.answer_sync(message)
+        if synced is not None:
+            return synced
         action = front.as_message(message).get("action")
         if action == "interrupt":
             return self.interrupt()

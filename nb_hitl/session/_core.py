@@ -140,7 +140,7 @@ class SessionCore:
 
         The transcript's pending changes go first as one stream message
         (:meth:`_flush_transcript`), then the pause cards that changed as one
-        ``nbh_cards`` message (:class:`~nb_hitl.session._cards.CardFeed`),
+        ``nbh_cards`` message (:class:`~nb_hitl.widgets._cards.CardFeed`),
         then the traits in one comm update. The record traits ``pauses`` and
         ``transcript`` (what a reload shows) always hold everything in the
         kernel; once a view of the widget connected (``CardFeed.connected``)
@@ -148,7 +148,7 @@ class SessionCore:
         streams and writes them into its own model (what a saved notebook
         keeps). A new card, a decision on one card, a card that left: each
         builds and sends that card's view or drop only
-        (:meth:`~nb_hitl.session._cards.CardFeed.views_of`). Until a view
+        (:meth:`~nb_hitl.widgets._cards.CardFeed.views_of`). Until a view
         connected, a push that changed cards sends the ``pauses`` record
         instead of the ops: no view listens for messages yet, and the widget
         manager keeps a trait on the page's model, so the first view draws
@@ -162,8 +162,7 @@ class SessionCore:
             return
         self._flush_transcript(run)
         views = run.cards.views_of(run.pauses)  # rebuilt: the pauses a transition marked
-        ops = run.cards.take_ops(views)
-        record: dict[str, Any] = {"pauses": views, "cards_seq": run.cards.seq}
+        record: dict[str, Any] = {}
         if run.transcript.trait_dirty:
             record["transcript"] = run.transcript.view()
             record["transcript_seq"] = run.transcript.seq  # the stream was flushed above
@@ -177,11 +176,9 @@ class SessionCore:
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:
-            whole = bool(ops) and not run.cards.connected  # no view listens yet (docstring)
-            if ops and not whole:  # after the transcript's message: a card goes under its tool call's entry
-                widget.send(run.cards.message(ops))
             with widget.hold_sync():
-                widget.set_record(send=whole, **record)
+                # after the transcript's message: a card goes under its tool call's entry
+                run.cards.push(widget, views, **record)
                 for name, value in traits.items():
                     setattr(widget, name, value)
         except Exception:  # a closed comm must not stop the agent

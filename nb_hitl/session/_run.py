@@ -19,7 +19,7 @@ from agentscope.message import Msg, ToolCallBlock
 from ..answers.lifecycle import TRANSITIONS, PauseTransitionError, can_transition, transition
 from ..decisions import Decision
 from ..pauses import Pause
-from ._cards import CardFeed
+from ..widgets._cards import CardFeed
 from ._transcript import Transcript
 
 __all__ = [

@@ -11,7 +11,7 @@ when it opens (``js/lib/seq_stream.ts``). One change therefore sends one
 view, never the whole list again.
 
 Used by the pause cards of a reply (``nbh_cards``:
-:class:`nb_hitl.session._cards.CardFeed`) and the rows of the service
+:class:`nb_hitl.widgets._cards.CardFeed`) and the rows of the service
 console's inbox (``nbh_inbox``: :class:`nb_hitl.widgets.inbox.InboxWidget`).
 """
 

@@ -6,6 +6,13 @@
 answer handler, updated from the view data the session produces
 (:func:`~nb_hitl.agui.turn.view_data`: transcript entries, pause views,
 status). It carries data only; every check is the session's.
+
+The pause cards reach the page as what changed, as a local Session's do
+(:meth:`CardFeed.push <nb_hitl.widgets._cards.CardFeed.push>`: a new card, a
+card whose status changed, a card that left, one ``nbh_cards`` op each); the
+page's card syncs are answered here (:meth:`CardFeed.answer_sync
+<nb_hitl.widgets._cards.CardFeed.answer_sync>`), every other page message by
+the session's handler.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ._cards import CardFeed
 from .reply import ReplyWidget
 
 __all__ = ["RemoteReplyView"]
@@ -29,6 +37,7 @@ class RemoteReplyView:
 
     Attributes:
         widget: the ``ReplyWidget``.
+        cards: what its page was sent of the pause cards (:class:`~nb_hitl.widgets._cards.CardFeed`).
     """
 
     def __init__(
@@ -39,7 +48,13 @@ class RemoteReplyView:
         prompt: str,
         display: bool = True,
     ) -> None:
-        self.widget = ReplyWidget(handler=handler, agent_name=agent_name, prompt=prompt)
+        self.cards = CardFeed()
+
+        def handle(message: Any) -> Any:
+            synced = self.cards.answer_sync(message)
+            return handler(message) if synced is None else synced
+
+        self.widget = ReplyWidget(handler=handle, agent_name=agent_name, prompt=prompt)
         if display:
             try:
                 from IPython.display import display as show
@@ -53,12 +68,16 @@ class RemoteReplyView:
         ``status_reason``, ``final_text``, ``reply_id``.
 
         The transcript goes first, in its own update: the page places each
-        card in its tool call's entry, which must exist by then.
+        card in its tool call's entry, which must exist by then. The cards
+        that changed follow as one ``nbh_cards`` message (before a view
+        connected: the ``pauses`` record, :meth:`CardFeed.push
+        <nb_hitl.widgets._cards.CardFeed.push>`), then the status in one update.
+        ``data["pauses"]`` holds fresh dicts (copies of the turn's views).
         """
         widget = self.widget
         widget.transcript = data["transcript"]
         with widget.hold_sync():
-            widget.pauses = data["pauses"]
+            self.cards.push(widget, data["pauses"])
             widget.status = data["status"]
             widget.status_reason = data["status_reason"]
             widget.final_text = data["final_text"]

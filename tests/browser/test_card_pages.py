@@ -36,7 +36,7 @@ MANY_SETUP = textwrap.dedent(
     from IPython.display import display
     from nb_hitl.demo import make_sandbox, sandbox_tools
     from nb_hitl.pauses import build_pause
-    from nb_hitl.session._cards import CardFeed
+    from nb_hitl.widgets._cards import CardFeed
     from nb_hitl.widgets.reply import ReplyWidget
 
     delete = {{t.name: t for t in sandbox_tools(make_sandbox())}}["delete_file"]

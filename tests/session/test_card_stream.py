@@ -126,6 +126,36 @@ def page_message(widget: Any, content: dict[str, Any]) -> None:
     widget._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
 
 
+def stepper(n: int) -> Agent:
+    """A real agent that archives ``n`` files one at a time: each call (ids ``a0``,
+    ``a1``...) asks for confirmation, and the next comes once it is answered."""
+    return Agent(
+        name="stepper",
+        system_prompt="Archive one file at a time.",
+        model=ScriptedChatModel(
+            [Turn(f"File {i}.", [tool_call("archive", id=f"a{i}", path=f"f{i}.txt")]) for i in range(n)]
+            + [Turn("Done.")]
+        ),
+        toolkit=Toolkit(tools=[AskEachTime(archive)]),
+    )
+
+
+def card_bytes(messages: list[dict[str, Any]]) -> int:
+    """Bytes of the card traffic among comm ``messages`` (as JSON): the ``nbh_cards``
+    messages and the ``pauses`` / ``cards_seq`` of trait updates."""
+    total = 0
+    for m in messages:
+        if (
+            m.get("method") == "custom"
+            and isinstance(m.get("content"), dict)
+            and m["content"].get("type") == "nbh_cards"
+        ):
+            total += len(json.dumps(m))
+        elif m.get("method") == "update":
+            total += sum(len(json.dumps({k: v})) for k, v in m.get("state", {}).items() if k in ("pauses", "cards_seq"))
+    return total
+
+
 def test_approve_all_of_50_is_one_resume_one_model_call_and_o_n_card_pushes() -> None:
     n = 50
 
@@ -311,15 +341,7 @@ def test_a_new_card_reaches_the_page_as_one_op_never_the_whole_list() -> None:
     trait never goes whole), and the page's copy, built from the ops, equals
     fresh views of every pause."""
     n = 4
-    agent = Agent(
-        name="stepper",
-        system_prompt="Archive one file at a time.",
-        model=ScriptedChatModel(
-            [Turn(f"File {i}.", [tool_call("archive", id=f"a{i}", path=f"f{i}.txt")]) for i in range(n)]
-            + [Turn("Done.")]
-        ),
-        toolkit=Toolkit(tools=[AskEachTime(archive)]),
-    )
+    agent = stepper(n)
 
     async def scenario() -> None:
         session = Session(agent)

@@ -1,5 +1,13 @@
 """The pause cards' stream to the page: only what changed.
 
+One road for every owner of a :class:`~nb_hitl.widgets.reply.ReplyWidget`:
+the local Session (``SessionCore._push``), the AG-UI client's view
+(:class:`~nb_hitl.widgets.remote.RemoteReplyView`) and the service console
+(:class:`~nb_hitl.service.console.SessionConsole`) each keep a
+:class:`CardFeed` and hand it the views as they are now (:meth:`CardFeed.push`);
+a page's card sync is answered by :meth:`CardFeed.answer_sync` (the Session
+answers its ``sync`` together with its transcript's).
+
 A reply's pause cards reach the page as custom comm messages
 ``{"type": "nbh_cards", "seq", "ops"}`` holding the views that changed since
 the last push (``{"op": "card", "view"}``: a new card is appended, a known one
@@ -27,10 +35,13 @@ The messages are typed here (:class:`CardsMessage`) and in ``js/messages.ts``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from ..pauses import Pause, PauseView
-from ..widgets._feed import KeyedFeed
+from ._feed import KeyedFeed
+
+if TYPE_CHECKING:
+    from .reply import ReplyWidget
 
 __all__ = ["CardFeed", "CardOp", "DropOp", "CardsMessage"]
 
@@ -104,6 +115,57 @@ class CardFeed(KeyedFeed):
             views.append(known[2])
         self._built = built
         return views
+
+    def push(self, widget: ReplyWidget, views: list[dict[str, Any]], **record: Any) -> None:
+        """Bring the page of ``widget`` to ``views``: what changed, as one ``nbh_cards`` message.
+
+        The ops (:meth:`take_ops`: a new or changed card, a card that left) go
+        as one custom message once a view connected (:attr:`connected`); before
+        that, a push that changed cards sends the ``pauses`` record (with
+        ``cards_seq``) as one comm update instead, as no view listens for
+        messages yet. Either way the widget's record traits hold every view in
+        the kernel (:meth:`ReplyWidget.set_record
+        <nb_hitl.widgets.reply.ReplyWidget.set_record>`). Call it inside the
+        widget's ``hold_sync()`` to send the record with the other traits of
+        the same change; the card message goes at once, before them.
+
+        Args:
+            widget: the reply widget (its comm may be closed: the caller
+                catches what ``send`` raises).
+            views: every card's view (``Pause.to_view()`` dicts), in order;
+                a dict passed before must not have been changed in place
+                (it counts as unchanged).
+            **record: other record traits set in the same call
+                (``transcript``, ``transcript_seq``, ``final_text``).
+        """
+        ops = self.take_ops(views)
+        whole = bool(ops) and not self.connected  # no view listens yet
+        if ops and not whole:
+            widget.send(self.message(ops))
+        widget.set_record(send=whole, pauses=views, cards_seq=self.seq, **record)
+
+    def answer_sync(self, message: Any) -> dict[str, Any] | None:
+        """The answer to a page's card sync, for an owner that streams its cards only
+        (the AG-UI client's view and the service console; their transcript is a trait).
+
+        A view that asks connected: the cards go to it as ops from then on.
+
+        Args:
+            message: a page message: ``{"action": "sync", "cards_seq"}`` (a view
+                connected) or ``{"action": "cards_sync", "seq"}`` (a gap).
+
+        Returns:
+            ``{"cards": <sync>}`` to ``sync`` (no ``transcript``: the page takes
+            the transcript trait), :meth:`sync`'s answer to ``cards_sync``, or
+            ``None`` for any other message (not a sync).
+        """
+        action = message.get("action") if isinstance(message, dict) else None
+        if action not in ("sync", "cards_sync"):
+            return None
+        self.connected = True
+        if action == "sync":
+            return {"cards": self.sync(message.get("cards_seq"))}
+        return self.sync(message.get("seq"))
 
     def message(self, ops: list[dict[str, Any]]) -> CardsMessage:
         """The ``nbh_cards`` message for ``ops`` just taken (:meth:`KeyedFeed.message`)."""
