@@ -179,15 +179,18 @@ PAGE_ANSWERS_JS = """
 """
 
 
-def answer_latencies(sent: list[float], answers: list[list[float]], start: float, end: float) -> list[float]:
-    """Milliseconds from each click due between ``start`` and ``end`` to the
-    first answer drawn that counts it (``answers``: ``[clicks counted, time]``
-    as the page noted them); a click never answered is left out (the count says so)."""
+def answer_latencies(
+    sent: list[float], answers: list[list[float]], start: float, end: float
+) -> list[tuple[float, float]]:
+    """Per click due between ``start`` and ``end``: milliseconds from the click
+    due to the first answer drawn that counts it (``answers``: ``[clicks counted,
+    time]`` as the page noted them), and when it was due (seconds after ``start``);
+    a click never answered is left out (the count says so)."""
     out = []
     for n, due in enumerate(sent, start=1):
         drawn = next((t for count, t in answers if count >= n), None)
         if start <= due <= end and drawn is not None:
-            out.append((drawn - due) * 1000)
+            out.append(((drawn - due) * 1000, due - start))
     return out
 
 
@@ -268,7 +271,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
                 drawn = answer_latencies(
                     sent, page.evaluate("() => window.__nbhAnswers"), result["start"], result["end"]
                 )
-                answered.extend(drawn)
+                answered.extend(ms for ms, _ in drawn)
                 pauses = [f"{(b - a) * 1000:.0f} ms at {a - result['start']:.1f} s" for a, b in result["full_gc"]]
                 slowest = sorted(((g - s) * 1000, s - result["start"]) for s, g in during)[-3:]
                 print(
@@ -276,6 +279,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
                     f"{result['end'] - result['start']:.1f} s; {len(drawn)} of {len(during)} clicks answered in the page; "
                     f"full garbage collections: {', '.join(pauses) or 'none'}; slowest clicks to Python: "
                     + ", ".join(f"{ms:.0f} ms at {at:.1f} s" for ms, at in reversed(slowest))
+                    + "; slowest answers drawn: "
+                    + ", ".join(f"{ms:.0f} ms at {at:.1f} s" for ms, at in sorted(drawn)[-3:][::-1])
                 )
             if len(handled) == len(sent):
                 for s, p, g in zip(sent, handled, got, strict=False):

@@ -117,9 +117,29 @@ def _mode(mode: Any, fallback: PermissionMode | None) -> PermissionMode:
         raise DecisionError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.", field="mode") from None
 
 
+FRAME_PIECE = 5_000
+"""Values of a column pandas converts at a time when the replay's frame is built."""
+
+
+def _column(values: list[Any]) -> pd.Series:
+    """``pd.Series(values)``, converted :data:`FRAME_PIECE` values at a time.
+
+    The frame is built in a thread, but pandas holds the interpreter lock
+    while it infers and converts a column (15-50 ms for 100,000 values): the
+    kernel's loop and its IOPub thread, which answer clicks, would wait that
+    long each time. A piece holds it for under a millisecond. When the pieces' dtypes
+    differ (a piece all ``None``), the column is converted whole, so its
+    dtype is always the one pandas infers for all of it."""
+    pieces = [pd.Series(values[start : start + FRAME_PIECE]) for start in range(0, len(values), FRAME_PIECE)]
+    if len(pieces) <= 1 or len({str(p.dtype) for p in pieces}) > 1:
+        return pd.Series(values)
+    return pd.concat(pieces, ignore_index=True)
+
+
 def _call_frame(calls: RecordedCalls, outcomes: list[Outcome]) -> pd.DataFrame:
     """The replay's frame (:data:`CALL_COLUMNS`): the recorded calls' columns
-    and, per call, what the candidate decides (``outcomes``, one per call)."""
+    and, per call, what the candidate decides (``outcomes``, one per call);
+    each column converted in pieces (:func:`_column`)."""
     cols = calls.columns
     candidate = [o.candidate for o in outcomes]
     changed = [c != "unknown" and c != r for c, r in zip(candidate, cols["recorded"], strict=True)]
@@ -134,7 +154,8 @@ def _call_frame(calls: RecordedCalls, outcomes: list[Outcome]) -> pd.DataFrame:
         "change": [f"{r} -> {c}" if ch else "" for r, c, ch in zip(cols["recorded"], candidate, changed, strict=True)],
         "denied_now_allowed": [p == "deny" and c == allow for p, c in zip(cols["person"], candidate, strict=True)],
     }
-    return pd.DataFrame(data, columns=CALL_COLUMNS)
+    # copy=False: the columns stay as built (pandas would copy them into one block per dtype, 60-90 ms held)
+    return pd.DataFrame({name: _column(data[name]) for name in CALL_COLUMNS}, columns=CALL_COLUMNS, copy=False)
 
 
 def _tally(listed: list[PermissionRule], outcomes: Counter[Outcome]) -> dict[int, dict[str, Any]]:

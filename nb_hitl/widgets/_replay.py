@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from agentscope.permission import PermissionMode, PermissionRule
 
@@ -197,11 +198,12 @@ class ReplayDesk:
         frame = self._frame()
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise DecisionError("offset must be a whole number, 0 or more.", field="offset")
-        shown = frame[frame["changed"]] if only_changed else frame
+        # the page's rows by position: a page of 50 copies 50 rows, not every changed call
+        shown = np.flatnonzero(frame["changed"].to_numpy()) if only_changed else np.arange(len(frame))
         total = len(shown)
         offset = min(offset, max(0, total - 1))
         limit = max(1, min(int(limit), PAGE_SIZE))
-        part = shown.iloc[offset : offset + limit]
+        part = frame.iloc[shown[offset : offset + limit]]
         rows = [_row(int(i), r) for i, r in zip(part.index, part.to_dict("records"), strict=True)]
         return {
             "run": self._runs,

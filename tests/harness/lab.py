@@ -290,7 +290,9 @@ class JupyterLabServer(ServerProcess):
         """The server's environment: :func:`~tests.harness.kernel.kernel_env` with
         the throw-away ``JUPYTER_CONFIG_DIR`` / ``JUPYTER_DATA_DIR`` /
         ``JUPYTER_RUNTIME_DIR`` / ``IPYTHONDIR`` and JupyterLab's settings and
-        workspaces dirs (created here), then ``env``."""
+        workspaces dirs (created here), the tree's ``jupyter-config`` on
+        ``JUPYTER_CONFIG_PATH`` (the server loads the tree's extension config,
+        as it imports the tree's code), then ``env``."""
         for d in (self.config_dir, self.data_dir, self.runtime_dir, self.ipython_dir, self.workspaces_dir):
             d.mkdir(parents=True, exist_ok=True)
         return kernel_env(
@@ -301,6 +303,7 @@ class JupyterLabServer(ServerProcess):
                 "IPYTHONDIR": str(self.ipython_dir),
                 "JUPYTERLAB_SETTINGS_DIR": str(self.user_settings_dir),
                 "JUPYTERLAB_WORKSPACES_DIR": str(self.workspaces_dir),
+                "JUPYTER_CONFIG_PATH": str(REPO_ROOT / "jupyter-config"),
                 **self.extra_env,
             }
         )

@@ -35,6 +35,10 @@ from tests.harness.kernel import REPO_ROOT, VENV_PYTHON
 
 pytestmark = pytest.mark.timeout(600)
 
+#: nb_hitl's Jupyter server extension enabled the standard way (shared-data of the wheel)
+SERVER_CONFIG_D = "jupyter_server_config.d/nb_hitl.json"
+SERVER_CONFIG = "etc/jupyter/" + SERVER_CONFIG_D
+
 STATIC = ("reply.js", "permissions.js", "audit.js", "inbox.js", "loader.js", "theme.css")
 
 QUICKSTART = textwrap.dedent(
@@ -113,6 +117,32 @@ def test_wheel_carries_the_built_js_types_and_license(wheel: Path) -> None:
     assert "nb_hitl/py.typed" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not any(n.startswith(("tests/", "js/", "notebooks/")) for n in names)
+
+
+def test_wheel_carries_the_server_extension_and_its_config(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        (config,) = [n for n in names if n.endswith(".data/data/" + SERVER_CONFIG)]
+        assert json.loads(zf.read(config)) == json.loads((REPO_ROOT / "jupyter-config" / SERVER_CONFIG_D).read_text())
+    assert "nb_hitl_serverext/__init__.py" in names
+    assert json.loads((REPO_ROOT / "jupyter-config" / SERVER_CONFIG_D).read_text()) == {
+        "ServerApp": {"jpserver_extensions": {"nb_hitl_serverext": True}}
+    }
+
+
+def test_editable_install_places_the_server_config(tmp_path: Path) -> None:
+    """``pip install -e .`` (what ./run setup and ./run lab do) puts the config.d
+    file under the prefix, where Jupyter reads it: hatchling's editable wheels carry shared-data.
+    (An editable build runs the JS build too, so npm stays on PATH.)"""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    prefix = tmp_path / "prefix"
+    _run(
+        [str(VENV_PYTHON), "-m", "pip", "install", "--no-deps", "-q", "-e", ".", "--prefix", str(prefix)],
+        env,
+        REPO_ROOT,
+    )
+    installed = prefix / SERVER_CONFIG
+    assert installed.read_text() == (REPO_ROOT / "jupyter-config" / SERVER_CONFIG_D).read_text()
 
 
 def test_wheel_metadata_keeps_lab_agui_and_fakes_optional(wheel: Path) -> None:

@@ -1,0 +1,29 @@
+"""The replay's frame is converted a piece at a time (so pandas never holds the
+interpreter lock for a whole column); each column keeps the dtype pandas infers
+for all of it, whatever its pieces look like."""
+
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+import pytest
+
+import nb_hitl.audit.replay  # noqa: F401 - the module, not the function nb_hitl.audit exports under that name
+
+replay_module = sys.modules["nb_hitl.audit.replay"]
+
+COLUMNS = [
+    ["a", "b", "c", "d", "e", "f", "g"],
+    [None, None, None, "x", "y", "z", None],  # a first piece all None: object alone, str with the rest
+    [True, False, True, True, False, False, True],
+    [{"command": "ls"}, {"path": "a"}, None, {"b": [1]}, {}, {"c": 2}, {"d": None}],
+    [1, 2, 3, None, 5, 6, 7],
+    ["1", 2, "3", None, "x", 5.0, "y"],
+]
+
+
+@pytest.mark.parametrize("values", COLUMNS, ids=["str", "none-then-str", "bool", "dicts", "ints-and-none", "mixed"])
+def test_a_column_built_in_pieces_equals_it_built_whole(values: list[object], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replay_module, "FRAME_PIECE", 3)
+    pd.testing.assert_series_equal(replay_module._column(values), pd.Series(values))
