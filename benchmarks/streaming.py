@@ -165,9 +165,9 @@ async def measure(kind, run):
 #: seconds between two deltas of the scripted model (``--burst``: 0, a loop turn and no wait)
 PACE = 0.001
 #: seconds the model stalls after its last delta, so only a trailing flush shows
-#: the last delta (nb_hitl's pacing timer sends it within ``QUIET_OVER`` +
-#: ``MIN_GAP``, 0.15 s, of the last change; ``nb_hitl/session/_pace.py``); the
-#: stall is idle time in every run, so no longer than that needs
+#: the last delta (nb_hitl's pacing timer is due at most ``QUIET_OVER``, 0.1 s,
+#: after the last change; ``nb_hitl/session/_pace.py``); the
+#: stall is idle time in every run, so it is no longer than that needs
 STALL = 1.0
 #: seconds to wait for the last delta in the page once the cell has ended
 SEEN_TIMEOUT = 120.0
