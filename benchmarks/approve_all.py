@@ -6,7 +6,8 @@ by default). Two ways to approve them, in the same run:
 
 * baseline: the agent alone, resumed directly with AgentScope's
   ``UserConfirmResultEvent`` holding one ``ConfirmResult`` per call;
-* nb_hitl: a displayed :class:`~nb_hitl.Session`, approved by the page's
+* nb_hitl: a displayed :class:`~nb_hitl.Session` whose view connected (the
+  ``sync`` a drawn page sends first, :func:`connect`), approved by the page's
   "Approve all" message (``{"action": "batch", "items": [...]}``) delivered
   through the widget's comm handler, as the page's message would be.
 
@@ -130,9 +131,18 @@ def page_message(widget: Any, message: dict[str, Any]) -> None:
     widget._handle_msg({"content": {"data": {"method": "custom", "content": message}}, "buffers": []})
 
 
+def connect(widget: Any) -> None:
+    """What a view of the reply does when it is drawn: ask for both streams (``sync``).
+    From then on the session sends a card that changed as one op; a widget no view
+    connected to sends its whole ``pauses`` record instead (no page would read ops)."""
+    page_message(widget, {"request_id": "connect", "action": "sync", "transcript_seq": 0, "cards_seq": 0})
+
+
 async def one_at_a_time_bytes(n: int) -> float:
     """Bytes sent to the page per decision when the ``n`` calls are approved one by one."""
     session, run, task, sent = await parked_session(n)
+    connect(run.widget)
+    sent.update(bytes=0, messages=0)  # from the first decision on
     for k, pause in enumerate(list(session.pending)):
         page_message(run.widget, {"request_id": f"r{k}", "action": "approve", "tool_call_id": pause.tool_call_id})
         while k < n - 1 and (run.resumes < k + 1 or run.status != "paused"):
@@ -144,6 +154,8 @@ async def one_at_a_time_bytes(n: int) -> float:
 async def with_ui(n: int, measure: Callable[[], Any]) -> dict[str, Any]:
     """A displayed Session; "Approve all" as the page sends it, through the widget's comm handler."""
     session, run, task, sent = await parked_session(n)
+    connect(run.widget)  # the page drew the reply before its button was clicked
+    sent.update(bytes=0, messages=0)  # from the click on
     agent = session.agent
     calls_before = len(agent.model.calls)
     items = [{"action": "approve", "tool_call_id": p.tool_call_id, "reply_id": p.reply_id} for p in session.pending]

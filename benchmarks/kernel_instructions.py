@@ -6,8 +6,9 @@ than nb_hitl adds. This benchmark counts *instructions* instead, which do not
 depend on what else the machine does: JupyterLab starts the kernel under
 Valgrind's callgrind (``--instr-atstart=no``: nothing is counted until asked),
 and the notebook runs ``streaming.py``'s very cells (the same agent on the
-scripted model, the same ``--deltas`` one-word deltas, the same 3 s stall
-after the last one) with the counting switched on around the measured part
+scripted model, the same ``--deltas`` one-word deltas; a 3 s stall after
+the last one, as when its figures were measured, where ``streaming.py`` now
+stalls 1 s) with the counting switched on around the measured part
 of each run only (a three-function C helper built here with gcc from
 ``valgrind/callgrind.h``: zero and start, then stop and dump). Every thread
 of the kernel is counted: the main thread's asyncio loop, and the IOPub
@@ -57,7 +58,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._lab import cell_json, lab_page, open_notebook, run_cell, write_notebook
-from benchmarks.streaming import SETUP, cpu_ratios, median_interval, paired
+from benchmarks.streaming import cpu_ratios, median_interval, paired, setup_cell
 from tests.harness.kernel import VENV_PYTHON
 
 HELPER_C = """
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                 ws.on("framesent", sent)
 
             page.on("websocket", on_ws)
-            cells = [textwrap.dedent(SETUP.format(deltas=args.deltas)), HOOKS] + [
+            cells = [setup_cell(args.deltas, stall=3.0), HOOKS] + [
                 f'import nb_hitl.session._pace as _pace\n_pace.MAX_DELAY = {pace}\nawait measure("{k}", {n})'
                 for n, (pace, k) in enumerate(cells_kinds, start=1)
             ]

@@ -2,7 +2,8 @@
 
 In real JupyterLab + Debian Chromium, one kernel runs, in turn, the same real
 ``agentscope.agent.Agent`` on the scripted offline model streaming ``--deltas``
-text deltas (one word each, a short sleep between them):
+text deltas (one word each, 1 ms apart; ``--burst``: no pause between them,
+only a turn of the event loop):
 
 * ``no UI``: ``Session(agent, display=False)`` (the CPU baseline);
 * ``Output``: the agent's ``reply_stream`` consumed by hand, each delta
@@ -27,7 +28,7 @@ carrying ``comm_msg`` or ``stream`` messages, seen by the browser, and of the
 page updates per second (the ``comm_msg`` / ``stream`` frames / the stream's
 duration), the latency of the last delta (kernel ``time.time()`` when it was
 yielded -> the page's ``Date.now()`` when the text is in the DOM; the model
-stalls 3 s after it, so only a trailing flush shows it), the transcript stream
+stalls ``STALL`` (1 s) after it, so only a trailing flush shows it), the transcript stream
 messages nb_hitl's widget was sent, and the kernel's CPU time
 (``time.process_time()``) against ``no UI``. ``START()`` and ``STOP(kind,
 run)``, no-ops here, mark the measured part of each run:
@@ -50,13 +51,17 @@ figures are medians over the runs; the other baselines run once, against the
 median no-UI run. A first round warms the kernel up (imports; the first
 widget also sends the page code, once per kernel) and is printed, not counted.
 
-The default run (15 rounds) streams 2,000 deltas and finishes in about 5 minutes;
-``--deltas 10000`` also runs (``--kinds`` picks what to run; ``no UI``, the
-CPU baseline, always runs).
+The default run streams 2,000 deltas in 15 rounds (six runs a round: 98 runs
+in all with the warm-up round and the two other baselines); ``--deltas 10000``
+runs 3 rounds (``default_repeat``: as many deltas in all). ``--kinds`` picks
+what to run (``no UI``, the CPU baseline, always runs). JupyterLab's server
+runs with its IOPub rate limits off (``SERVER_ARGS``: the ``Output``
+baseline sends past them, and what the server drops would never reach the
+page).
 
 Run from the repository root::
 
-    .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--repeat 15] [--kinds noui output perdelta nbhitl notdrawn pagedraw]
+    .venv/bin/python -m benchmarks.streaming [--deltas 2000] [--burst] [--repeat N] [--kinds noui output perdelta nbhitl notdrawn pagedraw]
 
 Bound: it ends within 900 s on a loaded 2-core machine (``benchmarks/_bound.py``).
 """
@@ -94,7 +99,9 @@ from agentscope.tool import Toolkit
 from nb_hitl import Session
 from nb_hitl.models import ScriptedChatModel, Turn
 
-DELTAS = {deltas}
+TEXT = {text!r}
+PACE = {pace}  # seconds between two deltas; 0: a burst (one loop turn between them, no wait)
+STALL = {stall}  # seconds the model stalls after its last delta
 LAST = {{}}
 # the measured part of each run: benchmarks/kernel_instructions.py counts
 # the kernel's instructions there (callgrind); no-ops in this benchmark
@@ -109,12 +116,11 @@ class Stream(ScriptedChatModel):
             if last:
                 LAST["at"] = time.time()
             yield ChatResponse(id="r", is_last=False, content=[TextBlock(id=text.id, text=w if last else w + " ")])
-            await asyncio.sleep(0.001)
-        await asyncio.sleep(3)  # the model stalls after its last delta
+            await asyncio.sleep(PACE)
+        await asyncio.sleep(STALL)  # the model stalls after its last delta
 
 def agent():
-    words = " ".join(f"w{{i:04d}}" for i in range(DELTAS - 1)) + " LASTDELTA"
-    return Agent(name="bench", system_prompt="x", model=Stream([Turn(words)]), toolkit=Toolkit())
+    return Agent(name="bench", system_prompt="x", model=Stream([Turn(TEXT)]), toolkit=Toolkit())
 
 async def measure(kind, run):
     a = agent()
@@ -156,6 +162,31 @@ async def measure(kind, run):
                                  "last_at": LAST["at"], "messages": messages}}))
 """
 
+#: seconds between two deltas of the scripted model (``--burst``: 0, a loop turn and no wait)
+PACE = 0.001
+#: seconds the model stalls after its last delta, so only a trailing flush shows
+#: the last delta (nb_hitl's pacing timer is due at most ``QUIET_OVER``, 0.1 s,
+#: after the last change; ``nb_hitl/session/_pace.py``); the
+#: stall is idle time in every run, so it is no longer than that needs
+STALL = 1.0
+#: seconds to wait for the last delta in the page once the cell has ended
+SEEN_TIMEOUT = 120.0
+#: JupyterLab's server drops IOPub messages past 1,000 a second (its
+#: ``iopub_msg_rate_limit``); the ``Output`` baseline sends about three per
+#: delta (the output's ``msg_id`` set and cleared around each print, and the
+#: print), so its last delta could be dropped and never reach the page. The
+#: limits are off here: each way is measured with all it sends. nb_hitl's
+#: stream sends at most 20 messages a second and never reaches them.
+SERVER_ARGS = ("--ServerApp.iopub_msg_rate_limit=0", "--ServerApp.iopub_data_rate_limit=0")
+
+
+def setup_cell(deltas: int, *, pace: float = PACE, stall: float = STALL, markdown: bool = False) -> str:
+    """The notebook's first cell: the scripted model streaming :func:`reply_text`
+    (``deltas`` one-word deltas) ``pace`` seconds apart, then stalling ``stall``
+    seconds, and ``measure``."""
+    return textwrap.dedent(SETUP.format(text=reply_text(deltas, markdown), pace=pace, stall=stall))
+
+
 KINDS = ["noui", "output", "perdelta", "nbhitl", "notdrawn", "pagedraw"]
 # the kinds whose kernel CPU is measured against the no-UI run just before each
 PAIRED = ("nbhitl", "notdrawn", "pagedraw")
@@ -178,33 +209,41 @@ def frame_kind(text: str) -> str | None:
     return None
 
 
-# armed before cell ``i`` runs, on that cell's output only; not returned
-# (Playwright would wait for the promise)
+# armed before cell ``i`` runs, on that cell's output only: sets
+# ``window.__nbhSeen`` to the page's clock (s) when the last delta is in the DOM
 SEEN_JS = """
-([i, marks]) => { window.__nbhSeen = new Promise((resolve) => {
+([i, marks]) => {
+  window.__nbhSeen = null;
   const check = () => {
     const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[i];
     const hit = !!cell && [...cell.querySelectorAll('.jp-OutputArea-output')].some((e) => marks.some((m) => e.textContent.includes(m)));
-    if (hit) { resolve(Date.now() / 1000); return true; }
-    return false;
+    if (hit) window.__nbhSeen = Date.now() / 1000;
+    return hit;
   };
   if (check()) return;
   const obs = new MutationObserver(() => { if (check()) obs.disconnect(); });
   obs.observe(document.body, { subtree: true, childList: true, characterData: true });
-}); }
+}
 """
 
 
-def reply_text(deltas: int) -> str:
-    """The text the scripted model streams: ``deltas`` one-word deltas, the last ``LASTDELTA``."""
-    return " ".join(f"w{i:04d}" for i in range(deltas - 1)) + " LASTDELTA"
+def reply_text(deltas: int, markdown: bool = False) -> str:
+    """The text the scripted model streams: ``deltas`` one-word deltas, the last
+    ``LASTDELTA``. ``markdown``: every fifth word in bold and a new paragraph
+    after every hundredth, so the block is Markdown, which the page also gets
+    as HTML when the block ends (one plain paragraph gets no HTML)."""
+    words = [f"w{i:04d}" for i in range(deltas - 1)]
+    if markdown:
+        words = [f"**{w}**" if i % 5 == 0 else w for i, w in enumerate(words)]
+        words = [w + "\n\n" if i % 100 == 99 else w for i, w in enumerate(words)]
+    return " ".join([*words, "LASTDELTA"])
 
 
-def seen_marks(deltas: int) -> list[str]:
+def seen_marks(deltas: int, markdown: bool = False) -> list[str]:
     """What is in the page once the last delta is: the word itself, or, for a text
     longer than the part of an entry the page gets (``SHOWN_CHARS``), the count of
     characters left out that the last delta makes (``js/reply/transcript.ts``)."""
-    more = len(reply_text(deltas)) - SHOWN_CHARS
+    more = len(reply_text(deltas, markdown)) - SHOWN_CHARS
     return ["LASTDELTA"] + ([f"… {more:,} more characters not shown"] if more > 0 else [])
 
 
@@ -281,23 +320,51 @@ def median_interval(values: list[float], level: float = 0.9) -> tuple[float, flo
 SHOWN = {"output", "nbhitl"}
 
 
+def default_repeat(deltas: int) -> int:
+    """Rounds when ``--repeat`` is not given: 15 at 2,000 deltas, as many deltas
+    streamed in all for longer replies (at least 3), so the run keeps its bound."""
+    return max(3, round(15 * 2_000 / deltas))
+
+
+def last_seen(page: Any) -> float:
+    """The page's clock (s) when the last delta was in the DOM (``SEEN_JS``), waited
+    for up to ``SEEN_TIMEOUT`` s after the cell ended; ``nan`` if it never came."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function("() => window.__nbhSeen !== null", timeout=SEEN_TIMEOUT * 1000, polling=200)
+    except PlaywrightTimeout:
+        print(f"  the last delta was not in the page {SEEN_TIMEOUT:.0f} s after the cell ended")
+        return math.nan
+    return float(page.evaluate("() => window.__nbhSeen"))
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deltas", type=int, default=2_000)
     parser.add_argument(
         "--kinds", nargs="+", choices=KINDS, default=KINDS, help="what to run (no UI always runs: the CPU baseline)"
     )
-    parser.add_argument("--repeat", type=int, default=15, help="rounds of no UI + nb_hitl (+ no UI + not drawn) runs")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=None,
+        help="rounds of the paired runs (default: 15 at 2,000 deltas, fewer for more deltas, at least 3)",
+    )
+    parser.add_argument("--burst", action="store_true", help="no pause between deltas (a loop turn each)")
+    parser.add_argument("--markdown", action="store_true", help="a Markdown text (bold words, paragraphs)")
     args = parser.parse_args(argv)
+    repeat = args.repeat if args.repeat is not None else default_repeat(args.deltas)
+    pace = 0.0 if args.burst else PACE
     chosen = [k for k in KINDS if k in args.kinds and k != "noui"]
     # each measured kind follows a no-UI run, so a slow spell of the machine hits both
     pair = [x for k in PAIRED if k in chosen for x in ("noui", k)] or ["noui"]
     # a first pair warms up (imports, the page code's first trip): not counted
     warm_up = len(pair)
-    kinds = pair + [k for k in chosen if k not in pair] + pair * max(1, args.repeat)
+    kinds = pair + [k for k in chosen if k not in pair] + pair * max(1, repeat)
     runs: dict[str, list[dict[str, Any]]] = {}
     sequence: list[dict[str, Any]] = []  # the counted runs, in order
-    with lab_page() as (lab, page):
+    with lab_page(extra_args=SERVER_ARGS) as (lab, page):
         frames: list[tuple[float, int, str]] = []
 
         def on_ws(ws: Any) -> None:
@@ -310,7 +377,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ws.on("framereceived", received)
 
         page.on("websocket", on_ws)
-        cells = [textwrap.dedent(SETUP.format(deltas=args.deltas))] + [
+        cells = [setup_cell(args.deltas, pace=pace, markdown=args.markdown)] + [
             f'await measure("{k}", {n})' for n, k in enumerate(kinds, start=1)
         ]
         write_notebook(lab.root / "streaming.ipynb", cells)
@@ -320,7 +387,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for n, kind in enumerate(kinds, start=1):
             frames.clear()
             if kind in SHOWN:
-                page.evaluate(SEEN_JS, [n, seen_marks(args.deltas)])
+                page.evaluate(SEEN_JS, [n, seen_marks(args.deltas, args.markdown)])
             browser_before = browser_cpu()
             run_cell(page, n)
             if kind == "pagedraw":
@@ -330,10 +397,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             res = cell_json(page, n, "RESULT", timeout_ms=300_000)
             browser = browser_cpu() - browser_before
             if kind in SHOWN:
-                res["latency"] = page.evaluate("() => window.__nbhSeen") - res["last_at"]
+                res["latency"] = last_seen(page) - res["last_at"]
             res["browser_cpu"] = browser
             res["bytes"] = sum(size for _, size, _ in frames)
-            res["updates_per_s"] = sum(1 for *_, k in frames if k == "update") / max(res["wall"] - 3.0, 1e-9)
+            res["updates_per_s"] = sum(1 for *_, k in frames if k == "update") / max(res["wall"] - STALL, 1e-9)
             if n > warm_up:
                 runs.setdefault(kind, []).append(res)
                 sequence.append(res)
@@ -347,9 +414,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         k: {f: statistics.median(r[f] for r in rs) for f, v in rs[0].items() if isinstance(v, (int, float))}
         for k, rs in runs.items()
     }
-    text_bytes = len(reply_text(args.deltas))
+    text_bytes = len(reply_text(args.deltas, args.markdown).encode())
     base_cpu = results["noui"]["cpu"]
-    print(f"{args.deltas} deltas, {text_bytes} bytes of text; no UI and nb_hitl: medians of {len(runs['noui'])} runs")
+    paced = "a burst (no pause between deltas)" if args.burst else f"{pace * 1000:g} ms between deltas"
+    print(
+        f"{args.deltas} deltas, {text_bytes} bytes of {'Markdown' if args.markdown else 'plain'} text, {paced}, a {STALL:g} s stall after the last; "
+        f"no UI and nb_hitl: medians of {len(runs['noui'])} runs"
+    )
     labels = {
         "noui": "agent, no UI",
         "output": "ipywidgets.Output",

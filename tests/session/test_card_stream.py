@@ -18,7 +18,7 @@ from typing import Any
 from agentscope.agent import Agent
 from agentscope.tool import Toolkit
 
-from benchmarks.approve_all import AskEachTime, archive, make_agent
+from benchmarks.approve_all import AskEachTime, archive, connect, make_agent, page_message
 from nb_hitl import Session
 from nb_hitl.answers.lifecycle import transition
 from nb_hitl.models import ScriptedChatModel, Turn, tool_call
@@ -114,16 +114,6 @@ async def parked_on_all(n: int) -> Parked:
     run = session.current
     connect(run.widget)
     return Parked(agent, session, task, run, Wire(run.widget), list(run.widget.pauses), run.widget.cards_seq)
-
-
-def connect(widget: Any) -> None:
-    """What a view of the reply does when it is drawn: ask for both streams (``sync``)."""
-    page_message(widget, {"request_id": "connect", "action": "sync", "transcript_seq": 0, "cards_seq": 0})
-
-
-def page_message(widget: Any, content: dict[str, Any]) -> None:
-    """What ipywidgets does with a page's ``model.send(content)``."""
-    widget._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
 
 
 def stepper(n: int) -> Agent:
