@@ -160,7 +160,7 @@ async function render(props: RenderProps): Promise<unknown> {
 }
 
 function noComm(): never {
-  throw new Error("this widget has no comm: the kernel that made it is gone");
+  throw new Error("no comm: its kernel is gone");
 }
 
 function getModelOf(model: AnyModel): (id: string) => Promise<unknown> {
@@ -172,12 +172,8 @@ function getModelOf(model: AnyModel): (id: string) => Promise<unknown> {
 async function ownModel(model: AnyModel): Promise<LiveFlag | null> {
   const id = String(model.get("_nbh_model_id") || "");
   if (!id) return null; // a widget made before it carried its id
-  try {
-    const own = (await getModelOf(model)(id)) as LiveFlag | null;
-    return own && typeof own.comm_live === "boolean" ? own : null;
-  } catch {
-    return null;
-  }
+  const own = (await getModelOf(model)(id).catch(() => null)) as LiveFlag | null;
+  return typeof own?.comm_live === "boolean" ? own : null;
 }
 
 function initialize(props: InitializeProps): void {

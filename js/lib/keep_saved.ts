@@ -29,23 +29,18 @@ export interface LiveFlag {
 
 const REF = "IPY_MODEL_";
 
-/** The ids of the models a widget's state refers to, each once, in order: an
+/** The ids of the models a widget's state refers to (in order, each once): an
  *  `"IPY_MODEL_<id>"` string at any depth (as ipywidgets writes a reference: a
  *  page-code model) or a model itself (what ipywidgets puts in place of a
  *  reference it unpacked: the `layout`), never looked into. */
-export function modelRefs(value: unknown, depth = 8, found: string[] = []): string[] {
-  const add = (id: string) => {
-    if (id && !found.includes(id)) found.push(id);
-  };
+export function modelRefs(value: unknown, depth = 8, found = new Set<string>()): Set<string> {
+  const model = value as { model_id?: unknown; comm_live?: unknown } | null;
   if (typeof value === "string") {
-    if (value.startsWith(REF)) add(value.slice(REF.length));
-  } else if (depth > 0 && Array.isArray(value)) {
-    for (const item of value) modelRefs(item, depth - 1, found);
-  } else if (value && typeof value === "object") {
-    const model = value as { model_id?: unknown; comm_live?: unknown };
-    if (typeof model.model_id === "string" && typeof model.comm_live === "boolean") add(model.model_id);
-    else if (depth > 0 && Object.getPrototypeOf(value) === Object.prototype)
-      for (const item of Object.values(value)) modelRefs(item, depth - 1, found);
+    if (value.startsWith(REF) && value.length > REF.length) found.add(value.slice(REF.length));
+  } else if (typeof model?.model_id === "string" && typeof model.comm_live === "boolean") {
+    found.add(model.model_id);
+  } else if (depth > 0 && value && typeof value === "object" && (Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype)) {
+    for (const item of Object.values(value)) modelRefs(item, depth - 1, found);
   }
   return found;
 }
@@ -58,14 +53,14 @@ export function modelRefs(value: unknown, depth = 8, found: string[] = []): stri
  * @param getModel the widget manager's `get_model`; a model it does not have is left out.
  */
 export async function withReferences(own: LiveFlag, getModel: (id: string) => Promise<unknown>, limit = 50): Promise<LiveFlag[]> {
-  const models: LiveFlag[] = [own];
+  const models = [own];
   const seen = new Set<string>();
   for (let i = 0; i < models.length && models.length < limit; i++) {
-    for (const id of modelRefs(models[i].attributes ?? {})) {
+    for (const id of modelRefs(models[i].attributes)) {
       if (seen.has(id)) continue;
       seen.add(id);
       const model = (await getModel(id).catch(() => null)) as LiveFlag | null;
-      if (model && typeof model.comm_live === "boolean" && !models.includes(model)) models.push(model);
+      if (typeof model?.comm_live === "boolean" && !models.includes(model)) models.push(model);
     }
   }
   return models;

@@ -79,7 +79,7 @@ describe("keep a drawn widget saved once its kernel is gone (C12)", () => {
       nested: [{ ref: "IPY_MODEL_nested", title: "x" }],
       text: "IPY_MODEL_", // not a reference
     });
-    assert.deepEqual(modelRefs(own.attributes), ["layout", "code", "nested"]);
+    assert.deepEqual([...modelRefs(own.attributes)], ["layout", "code", "nested"]);
     const byId = new Map([layout, code, nested].map((m) => [m.model_id, m]));
     const found = await withReferences(own, async (id) => {
       const model = byId.get(id);
