@@ -14,7 +14,14 @@
 // made, with or without a view (a page reloaded while its kernel runs gets
 // the kernel's live models back before any view, and none at all for outputs
 // that were not saved); the loader hands it to the page code's `initialize`.
+//
+// While a view draws a widget, the widget and the models it refers to (its
+// page code, its layout) stay in the notebook's saved widget state even once
+// their kernel is gone (a restart, then a save): lib/keep_saved.ts. A widget
+// restored from the saved notebook has no comm: its page code is told at once
+// that a send cannot reach a kernel (its kernel is gone), not left waiting.
 import type { AnyModel, RenderProps } from "@anywidget/types";
+import { keepSaved, withReferences, type LiveFlag } from "./lib/keep_saved";
 
 // replaced by the kernel with the digest of the page code it serves
 const DIGEST = "__NBH_PAGE_CODE_DIGEST__";
@@ -43,9 +50,14 @@ const cache: Map<string, Promise<Loaded>> = (registry.__nbhPageCode ??= new Map(
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function sharedModel(model: AnyModel): Promise<AnyModel> {
+/** The id of the page-code model `model` names ("" : none). */
+function pageCodeId(model: AnyModel): string {
   const ref = String(model.get("_nbh_page_code") || "");
-  const id = ref.startsWith(PREFIX) ? ref.slice(PREFIX.length) : ref;
+  return ref.startsWith(PREFIX) ? ref.slice(PREFIX.length) : ref;
+}
+
+async function sharedModel(model: AnyModel): Promise<AnyModel> {
+  const id = pageCodeId(model);
   if (!id) throw new Error("this widget names no page-code model");
   const deadline = Date.now() + LOOKUP_MS;
   let last: unknown = null;
@@ -135,7 +147,33 @@ async function render(props: RenderProps): Promise<unknown> {
     return undefined;
   }
   adopt(props.el, got.sheet);
-  return got.widget.render?.(props);
+  const own = await ownModel(props.model);
+  // a model restored from the saved notebook, with no comm: its kernel is gone (the kernel's
+  // own models come with their comm), and a send that goes nowhere must say so, not wait
+  const drawn = own && own.comm === undefined ? { ...props, model: { ...props.model, send: noComm } } : props;
+  const cleanup = await got.widget.render?.(drawn as RenderProps);
+  const letGo = own ? keepSaved(own, await withReferences(own, getModelOf(props.model))) : () => undefined;
+  return () => {
+    letGo();
+    if (typeof cleanup === "function") cleanup();
+  };
+}
+
+function noComm(): never {
+  throw new Error("no comm: its kernel is gone");
+}
+
+function getModelOf(model: AnyModel): (id: string) => Promise<unknown> {
+  return (id) => model.widget_manager.get_model(id) as Promise<unknown>;
+}
+
+/** The widget manager's own model of `model` (anywidget hands the page a narrower one), found
+ *  by the id the kernel gave it; null when the host does not hand out its models. */
+async function ownModel(model: AnyModel): Promise<LiveFlag | null> {
+  const id = String(model.get("_nbh_model_id") || "");
+  if (!id) return null; // a widget made before it carried its id
+  const own = (await getModelOf(model)(id).catch(() => null)) as LiveFlag | null;
+  return typeof own?.comm_live === "boolean" ? own : null;
 }
 
 function initialize(props: InitializeProps): void {

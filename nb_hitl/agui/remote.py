@@ -32,7 +32,7 @@ from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError, Pend
 from ..guard import StreamBudget, StreamLimitReached
 from ..kinds import kind_spec
 from ..kinds._schema import validate_payload
-from ..session._calls import install_kernel_hints
+from ..session._calls import ReplyTask, install_kernel_hints
 from .client import AguiClient, AguiClientError, RemoteRunError
 from .ids import parse_expires_at
 from .interrupt_views import message_to_entry, our_kind
@@ -165,7 +165,8 @@ class RemoteSession:
         )
         self.turns.append(turn)
         user = UserMessage(id=f"msg-{uuid.uuid4().hex}", content=message, name=self.user_name)
-        turn.task = asyncio.get_running_loop().create_task(self._drive(turn, user))
+        # awaiting it never cancels the turn (Kernel > Interrupt stops only the cell's wait)
+        turn.task = ReplyTask(self._drive(turn, user), loop=asyncio.get_running_loop())
         return turn.task
 
     async def run(self, message: str) -> str:

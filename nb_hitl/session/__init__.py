@@ -47,7 +47,6 @@ from ._recording import Recording
 from ._replay import Replaying
 from ._restore import reopen
 from ._run import ReplyRun, pending_message
-from ._sigint import wait_shielded
 from ._transcript import Transcript
 
 __all__ = [
@@ -237,10 +236,9 @@ class Session(Replaying, Driver):
         """
 
         async def body() -> Msg:
-            task = self.start(message, interrupt_pending=interrupt_pending)
-            # Shielded: interrupting the cell (Kernel > Interrupt) stops waiting
-            # here at once but does not cancel the reply, whose widget stays live.
-            return await wait_shielded(task)
+            # a ReplyTask: interrupting the cell (Kernel > Interrupt) stops waiting
+            # here at once but does not cancel the reply, whose widget stays live
+            return await self.start(message, interrupt_pending=interrupt_pending)
 
         return ReplyCall(body, "session.run(...)")
 
@@ -288,7 +286,7 @@ class Session(Replaying, Driver):
         """
 
         async def body() -> Msg:
-            return await wait_shielded(self.start_resume())
+            return await self.start_resume()
 
         return ReplyCall(body, "session.resume()")
 

@@ -4,20 +4,26 @@ A kernel's cell already runs on an asyncio loop, so a reply is awaited with
 ``await``. :class:`ReplyCall` is what ``session.run(...)`` returns: nothing
 starts until it is awaited, and shown as a cell's value it says to write
 ``await``. :class:`ReplyTask` is the task ``session.start(...)`` returns;
-``.result()`` on it while the reply runs says the same; :class:`PendingAction`
+``.result()`` on it while the reply runs says the same, and awaiting it never
+cancels the reply; :class:`PendingAction`
 (``session.act(...)``) carries an action through even when not awaited. For
 ``asyncio.run(...)`` / ``loop.run_until_complete(...)`` in a cell, which fail
 before nb_hitl code runs, :func:`install_kernel_hints` adds a note to the
 error IPython shows (an IPython custom exception handler that keeps any
-handler set before it; the event loop itself is never patched).
+handler set before it; the event loop itself is never patched). The same
+handler shows a cell ended by Kernel > Interrupt as one line
+(:mod:`nb_hitl.session._sigint`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
+
+from ._sigint import interrupted_cell_error, watch_cell_interrupts
 
 __all__ = ["ReplyCall", "ReplyTask", "PendingAction", "install_kernel_hints", "AWAIT_HINT"]
 
@@ -130,8 +136,28 @@ class ReplyTask(asyncio.Task):
 
     ``result()`` before the reply ended raises ``InvalidStateError`` with a
     message that says to ``await`` the task (a cell cannot block the loop
-    the reply runs on).
+    the reply runs on). Awaiting it never cancels the reply: a cell stopped
+    by Kernel > Interrupt (or any awaiter cancelled) stops waiting, and the
+    reply stays live in its widget; ``task.cancel()`` or
+    ``session.interrupt()`` end the reply itself.
     """
+
+    _all: ClassVar[weakref.WeakSet[ReplyTask]] = weakref.WeakSet()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        ReplyTask._all.add(self)
+
+    @classmethod
+    def any_running(cls) -> bool:
+        """Whether a reply's driving task (of any session in this process) has not ended."""
+        return any(not task.done() for task in list(cls._all))
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if self.done():
+            return super().__await__()
+        # the awaiter's cancellation ends the wait, not the reply
+        return asyncio.shield(self).__await__()
 
     def result(self) -> Any:
         if not self.done():
@@ -157,12 +183,16 @@ def _add_hint(value: BaseException) -> None:
 
 
 def _hint_handler(prior: tuple[tuple[type, ...], Any]) -> Callable[..., Any]:
-    """An IPython custom exception handler adding the hint, then showing the error
-    as the handler installed before (``prior``: its types and bound ``CustomTB``) or
-    as IPython does."""
+    """An IPython custom exception handler: a cell stopped by Kernel > Interrupt ends with
+    one line (:func:`~nb_hitl.session._sigint.interrupted_cell_error`); any other error gets
+    the hint added, then is shown as the handler installed before (``prior``: its types
+    and bound ``CustomTB``) or as IPython does."""
     prior_types, prior_tb = prior
 
     def handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> Any:
+        stopped = interrupted_cell_error(shell, value, ReplyTask.any_running())
+        if stopped is not None:
+            return shell.showtraceback((type(stopped), stopped, None))
         _add_hint(value)
         if prior_types and isinstance(value, prior_types):
             return prior_tb(etype, value, tb, tb_offset=tb_offset)
@@ -174,7 +204,8 @@ def _hint_handler(prior: tuple[tuple[type, ...], Any]) -> Callable[..., Any]:
 def install_kernel_hints() -> bool:
     """In IPython, add :data:`AWAIT_HINT` to the error of ``asyncio.run`` /
     ``run_until_complete`` called in a cell (they fail because the kernel's
-    loop runs). Installed once per shell (``InteractiveShell.set_custom_exc``),
+    loop runs), and end a cell stopped by Kernel > Interrupt with one line
+    (:func:`~nb_hitl.session._sigint.watch_cell_interrupts`). Installed once per shell (``InteractiveShell.set_custom_exc``),
     again when another handler replaced it; a custom exception handler set
     before (an IPython extension's) is kept:
     its exceptions still reach it, with the hint added when it is one of
@@ -192,12 +223,13 @@ def install_kernel_hints() -> bool:
     if shell is None:
         return False
     installed = getattr(shell, "_nb_hitl_hints", None)
+    watch_cell_interrupts(shell)
     if installed is not None and installed is getattr(shell, "CustomTB", None):
         return True  # still ours (another handler set since then is kept when we install again)
     prior_types = tuple(getattr(shell, "custom_exceptions", ()) or ())
     prior = (prior_types, shell.CustomTB if prior_types else None)
     try:
-        shell.set_custom_exc((*prior_types, RuntimeError), _hint_handler(prior))
+        shell.set_custom_exc((*prior_types, RuntimeError, asyncio.CancelledError), _hint_handler(prior))
     except Exception:
         log.debug("could not install the await hint", exc_info=True)
         return False

@@ -40,7 +40,7 @@ from ..kinds.review_tool import ReviewedTool
 from ..models import ScriptedChatModel
 from ..permissions.tools import tools_of
 from ..store import AuditLog, CheckpointStore
-from ._calls import ReplyCall
+from ._calls import ReplyCall, ReplyTask
 from ._recording import Recording, answer_message, answer_note, whole
 from ._replay_tools import Book, RecordedTool, ReplayedReview, ReplayMiddleware
 
@@ -201,15 +201,16 @@ class Replaying:
         Raises:
             NbHitlError: (when awaited) this session is not a replay.
         """
-        return ReplyCall(lambda: self._played(self.start_play()), "session.play()")
 
-    @staticmethod
-    async def _played(task: asyncio.Task[Msg | None]) -> Msg | None:
-        return await task
+        async def body() -> Msg | None:
+            return await self.start_play()
 
-    def start_play(self) -> asyncio.Task[Msg | None]:
+        return ReplyCall(body, "session.play()")
+
+    def start_play(self) -> ReplyTask:
         """Like :meth:`play`, but return the playing task at once (the first
-        reply's widget shows under the current cell, like ``session.start``).
+        reply's widget shows under the current cell, like ``session.start``;
+        a :class:`~nb_hitl.session.ReplyTask`: awaiting it never cancels the play).
 
         Raises:
             NbHitlError: this session is not a replay.
@@ -227,7 +228,7 @@ class Replaying:
                 final = await session.run(prompt)
             return final
 
-        return asyncio.get_running_loop().create_task(rest())
+        return ReplyTask(rest(), loop=asyncio.get_running_loop())
 
     def recorded_answer(self, tool_call_id: str, kind: str | None = None) -> dict[str, Any] | None:
         """The page message that gives again what was answered then at this

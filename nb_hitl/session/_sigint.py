@@ -1,133 +1,183 @@
-"""Kernel > Interrupt stops a cell from waiting on a pause, at once.
+"""Kernel > Interrupt ends a waiting cell at once, with one true line instead of a traceback.
 
 ipykernel runs an async cell under its own SIGINT handler, which cancels the
-cell's coroutine. But a signal may be delivered to any of the kernel's threads,
-and Python runs its handler only when the main thread next runs bytecode: a
-cell that awaits a pause leaves the main thread asleep in its event loop, so
+cell's coroutine (``IPythonKernel._cancel_on_sigint``). But a signal may be
+delivered to any of the kernel's threads, and Python runs its handler only when
+the main thread next runs bytecode: a cell that awaits a reply (``await task``,
+``await session.run(...)``) leaves the main thread asleep in its event loop, so
 the interrupt waited for the next unrelated message and then surfaced as a bare
-``CancelledError``, often in a later cell.
+``CancelledError``, often in a later cell. And when it landed, IPython showed
+that ``CancelledError`` as a red traceback into whatever the cell awaited
+(nb_hitl's internals, asyncio's ``sleep``), read as a crash.
 
-:func:`sigint_wakes_the_loop` registers SIGINT with the running loop
-(``loop.add_signal_handler``, which makes the signal wake the loop through its
-self-pipe) for as long as the cell awaits, and forwards each SIGINT to the
-handler that was installed before (ipykernel's). The reply itself is shielded
-by the caller, so it stays live in its widget. Outside a kernel's main thread,
-or when no custom handler is installed, it does nothing.
-
-ipykernel ends the interrupted cell by cancelling it: a ``CancelledError``
-that IPython would show as a red traceback into nb_hitl's internals, read as a
-crash. Once a SIGINT was forwarded, that ``CancelledError`` becomes
-:class:`WaitInterrupted`, still a ``CancelledError`` (``except Exception``
-does not catch it, ``asyncio`` sees a cancellation), which IPython shows as
-:data:`INTERRUPTED_NOTE` alone (its ``_render_traceback_``).
+One watch per cell, whatever the cell awaits. :func:`watch_cell_interrupts`
+follows IPython's ``pre_run_cell`` / ``post_run_cell`` events: while an async
+cell runs under ipykernel's handler, SIGINT is registered with the running
+loop (``loop.add_signal_handler``, which makes the signal wake the loop
+through its self-pipe) and forwarded to ipykernel's handler, and the cell is
+marked interrupted. :func:`interrupted_cell_error` turns the ``CancelledError``
+that ends such a cell into :class:`WaitInterrupted`, which IPython shows as one
+line (:func:`interrupt_note`): that the reply is still live and how to get
+its end, or that no reply runs. The reply itself is not cancelled: awaiting a
+reply's task does not cancel it (:class:`~nb_hitl.session.ReplyTask`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
-import sys
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, cast
 
-__all__ = ["sigint_wakes_the_loop", "wait_shielded", "INTERRUPTED_NOTE", "WaitInterrupted"]
+__all__ = [
+    "INTERRUPTED_NOTE",
+    "STOPPED_NOTE",
+    "WaitInterrupted",
+    "interrupt_note",
+    "interrupted_cell_error",
+    "watch_cell_interrupts",
+]
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 INTERRUPTED_NOTE = (
     "nb_hitl: Kernel > Interrupt stopped this cell from waiting. The reply is still live: "
     "answer it in its card, then `reply = await session.current.task` gives its final message "
     "(or `await session.interrupt()` to stop the agent)."
 )
+"""The line an interrupted cell ends with while a reply still runs."""
+
+STOPPED_NOTE = (
+    "nb_hitl: Kernel > Interrupt stopped this cell. No reply of an agent is running now "
+    "(each reply's card shows how it ended)."
+)
+"""The line an interrupted cell ends with when no reply runs any more."""
+
+_MARK = "_nb_hitl_cell_interrupts"
 
 
 class WaitInterrupted(asyncio.CancelledError):
-    """Kernel > Interrupt ended a cell's wait on a reply; the reply stays live.
+    """Kernel > Interrupt ended a cell's wait; what IPython shows in place of the ``CancelledError``.
 
-    A ``CancelledError``: it ends the cell as ipykernel's cancellation does.
-    IPython shows an exception through its ``_render_traceback_`` when it has
-    one: here :data:`INTERRUPTED_NOTE` alone, with no frames.
+    A ``CancelledError`` (``except Exception`` does not catch it). IPython
+    shows an exception through its ``_render_traceback_`` when it has one:
+    here the note alone, with no frames.
+
+    Args:
+        note: the line shown (:func:`interrupt_note`).
     """
 
-    def __init__(self) -> None:
-        super().__init__(INTERRUPTED_NOTE)
+    def __init__(self, note: str = INTERRUPTED_NOTE) -> None:
+        super().__init__(note)
+        self.note = note
 
     def _render_traceback_(self) -> list[str]:
-        return [INTERRUPTED_NOTE]
+        return [self.note]
 
 
-class _Seen:
-    """Whether a SIGINT was forwarded while the cell waited."""
+def interrupt_note(reply_running: bool) -> str:
+    """The line a cell stopped by Kernel > Interrupt ends with.
+
+    Args:
+        reply_running: whether a reply's driving task is still running.
+
+    Returns:
+        :data:`INTERRUPTED_NOTE` or :data:`STOPPED_NOTE`.
+    """
+    return INTERRUPTED_NOTE if reply_running else STOPPED_NOTE
+
+
+class _CellWatch:
+    """Whether a SIGINT reached the running cell, and how to undo the loop's registration."""
 
     def __init__(self) -> None:
         self.interrupted = False
+        self.undo: Callable[[], None] | None = None
+
+    def started(self, *_: Any) -> None:
+        """``pre_run_cell``: register SIGINT with the running loop, forwarding to ipykernel's handler."""
+        self.ended()
+        self.interrupted = False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        prior = signal.getsignal(signal.SIGINT)
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or not callable(prior)
+            # a cell run synchronously: SIGINT raises KeyboardInterrupt as always, nothing to forward
+            or prior is signal.default_int_handler
+            or signal.SIGINT in getattr(loop, "_signal_handlers", {})
+        ):
+            return
+
+        def forward() -> None:
+            self.interrupted = True
+            cast(Callable[[int, Any], Any], prior)(signal.SIGINT, None)
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, forward)
+        except (NotImplementedError, RuntimeError, ValueError):  # not a Unix selector loop
+            log.debug("SIGINT cannot be registered with this loop", exc_info=True)
+            return
+
+        def undo() -> None:
+            loop.remove_signal_handler(signal.SIGINT)
+            signal.signal(signal.SIGINT, prior)  # ipykernel's, which it restores itself after the cell
+
+        self.undo = undo
+
+    def ended(self, *_: Any) -> None:
+        """``post_run_cell``: put SIGINT back as it was before the cell."""
+        undo, self.undo = self.undo, None
+        if undo is not None:
+            try:
+                undo()
+            except (RuntimeError, ValueError):  # the loop closed meanwhile
+                log.debug("could not put SIGINT back", exc_info=True)
 
 
-@contextlib.contextmanager
-def sigint_wakes_the_loop() -> Iterator[_Seen]:
-    """While the block runs, a SIGINT wakes the running loop and reaches the prior handler.
+def watch_cell_interrupts(shell: Any) -> bool:
+    """Follow each cell of ``shell`` so Kernel > Interrupt ends an awaiting cell at once (module docstring).
 
-    Yields:
-        an object whose ``interrupted`` is True once a SIGINT was forwarded.
-
-    Raises:
-        RuntimeError: when called with no running event loop.
-    """
-    seen = _Seen()
-    loop = asyncio.get_running_loop()
-    prior = signal.getsignal(signal.SIGINT)
-    usable = (
-        threading.current_thread() is threading.main_thread()
-        and callable(prior)
-        and prior is not signal.default_int_handler  # nobody would cancel the cell: leave it be
-        and signal.SIGINT not in getattr(loop, "_signal_handlers", {})
-    )
-    if not usable:
-        yield seen
-        return
-
-    def forward() -> None:
-        seen.interrupted = True
-        cast(Callable[[int, Any], Any], prior)(signal.SIGINT, None)
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, forward)
-    except (NotImplementedError, RuntimeError, ValueError):  # not a Unix selector loop
-        log.debug("SIGINT cannot be registered with this loop", exc_info=True)
-        yield seen
-        return
-    noted = False
-    try:
-        yield seen
-    except asyncio.CancelledError as exc:
-        if not seen.interrupted or isinstance(exc, WaitInterrupted):
-            raise
-        noted = True
-        raise WaitInterrupted() from None  # the note, not a traceback into nb_hitl
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        signal.signal(signal.SIGINT, prior)
-        if seen.interrupted and not noted:
-            # the wait ended another way first: the cancellation lands at the cell's next await
-            print(INTERRUPTED_NOTE, file=sys.stderr)
-
-
-async def wait_shielded(task: asyncio.Future[T]) -> T:
-    """Await a reply's ``task`` from a cell: Kernel > Interrupt ends only this wait.
-
-    The task is shielded, so the reply stays live in its widget; the cell
-    ends with :data:`INTERRUPTED_NOTE` (:class:`WaitInterrupted`).
+    Installed once per shell (IPython's ``pre_run_cell`` / ``post_run_cell``
+    events); the cell running now is watched from its next await on.
 
     Args:
-        task: the reply's driving task.
+        shell: an IPython ``InteractiveShell``.
 
     Returns:
-        the task's result.
+        whether the watch is installed (False: the shell has no events).
     """
-    with sigint_wakes_the_loop():
-        return await asyncio.shield(task)
+    if getattr(shell, _MARK, None) is not None:
+        return True
+    events = getattr(shell, "events", None)
+    if events is None:
+        return False
+    watch = _CellWatch()
+    events.register("pre_run_cell", watch.started)
+    events.register("post_run_cell", watch.ended)
+    setattr(shell, _MARK, watch)
+    watch.started()  # the cell that makes the first session
+    return True
+
+
+def interrupted_cell_error(shell: Any, value: BaseException, reply_running: bool) -> WaitInterrupted | None:
+    """What to show instead of ``value`` when it ends a cell that Kernel > Interrupt stopped.
+
+    Args:
+        shell: the IPython shell whose cell ends.
+        value: the exception that ends it.
+        reply_running: whether a reply's driving task still runs.
+
+    Returns:
+        a :class:`WaitInterrupted` carrying :func:`interrupt_note`, or ``None``
+        when ``value`` is not a cancellation of a cell that received SIGINT.
+    """
+    watch = getattr(shell, _MARK, None)
+    if not isinstance(watch, _CellWatch) or not watch.interrupted or not isinstance(value, asyncio.CancelledError):
+        return None
+    return WaitInterrupted(interrupt_note(reply_running))

@@ -23,6 +23,7 @@ import asyncio
 import inspect
 import logging
 import threading
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
@@ -108,6 +109,9 @@ class RequestWidget(anywidget.AnyWidget):
     _repr_fields: ClassVar[tuple[str, ...]] = ()
 
     _nbh_page_code = traitlets.Unicode("").tag(sync=True)
+    #: the widget's own model id (its comm id, chosen here), by which the loader finds its model in the
+    #: page's widget manager to keep it saved once its kernel is gone (``js/lib/keep_saved.ts``)
+    _nbh_model_id = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, handler: Handler | None = None, **kwargs: Any) -> None:
         shared = None
@@ -118,7 +122,8 @@ class RequestWidget(anywidget.AnyWidget):
             self.add_traits(_css=traitlets.Unicode(css).tag(sync=True))
         elif self._page_code:
             shared = page_code(self._page_code)
-            kwargs.update(_esm=shared.loader(), _nbh_page_code=shared.ref)
+            own = uuid.uuid4().hex  # ipywidgets opens the comm with this id (its ``model_id`` argument)
+            kwargs.update(_esm=shared.loader(), _nbh_page_code=shared.ref, _nbh_model_id=own, model_id=own)
         super().__init__(**kwargs)
         if shared is not None:
             shared.attach(self)
