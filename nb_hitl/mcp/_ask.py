@@ -225,11 +225,13 @@ async def open_card(
         session._audit_pause(pause, decision="expired", reason=lost, decided_by="nb_hitl")
         session._push(run)
         return lost  # nobody reads it: the connection is gone
-    # ended unanswered: the card says what the server was told (Carrier.expired), so does the audit log
-    try:
-        session._audit_pause(pause, decision="cancelled", reason=pause.reason, decided_by="nb_hitl")
-    except Exception:
-        log.warning("the audit record of an unanswered MCP request failed", exc_info=True)
+    # ended unanswered: the card says what the server was told (Carrier.expired), so does the audit log,
+    # unless the question's answer is on record already (a deadline that stopped the reply): one line a question
+    if pause.decision is None:
+        try:
+            session._audit_pause(pause, decision="cancelled", reason=pause.reason, decided_by="nb_hitl")
+        except Exception:
+            log.warning("the audit record of an unanswered MCP request failed", exc_info=True)
     session._push(run)
     return pause.reason or outcome
 

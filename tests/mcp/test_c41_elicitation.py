@@ -313,14 +313,16 @@ def test_c41_c17_a_deadline_that_interrupts_ends_the_reply_and_tells_the_model_a
     (not left to finish as if nothing happened), and the server was answered cancel. As for a
     pause's deadline (C17), the model reads for the running call that nobody answered before the
     deadline and that it may have taken effect (never "interrupted by the user"); the person's
-    transcript shows the same text and the reply's final text says why it stopped."""
+    transcript shows the same text and the reply's final text says why it stopped. The audit log
+    has one answer line for the question: the deadline's."""
     log = tmp_path / "server.jsonl"
+    audit = tmp_path / "audit.jsonl"
 
     async def scenario() -> tuple[Pause, Session, str]:
         async with db_client(log, "legacy") as client:
             tools = await client.list_tools()
             agent = mcp_agent(tools, [tool_call(DELETE, table="customers")], allow=DELETE)
-            session = Session(agent, display=False, deadline=0.5, on_deadline="interrupt")
+            session = Session(agent, display=False, audit_log=str(audit), deadline=0.5, on_deadline="interrupt")
             task = session.start("Clear the customers table.")
             pause = await question(session)
             final = (await asyncio.wait_for(task, 30)).get_text_content()
@@ -339,6 +341,8 @@ def test_c41_c17_a_deadline_that_interrupts_ends_the_reply_and_tells_the_model_a
     (shown,) = [e for e in session.current.transcript.view() if e["kind"] == "tool_result"]
     assert shown["text"] == told and shown["state"] == "interrupted"
     assert final == f"Nobody answered the MCP question about {DELETE} before the deadline, so the reply was stopped."
+    lines = [r for r in AuditLog(audit).records("answered") if r["tool_call_id"] == pause.tool_call_id]
+    assert [(r["decision"], r["applied"]) for r in lines] == [("timeout", "reply interrupted")], lines
 
 
 @pytest.mark.parametrize("mode", MODES)
