@@ -13,16 +13,33 @@ CI::
 answers a pause with it. The variable must be set in the kernel's
 environment (the server's, or ``os.environ`` in the kernel before that
 line runs).
+
+A cell that waits for the agent's next card (``await next_pause(session,
+"confirm")``) cannot know which answer the person gives before it: another
+answer may end the reply without that card. :func:`next_pause` then prints
+one line saying how the reply ended and returns ``None``, and the later cells
+that needed the card print :data:`SKIPPED` instead of failing, so *Run All*
+goes on to the end.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
 
 from .errors import NbHitlError
 
-__all__ = ["ANSWER_FROM_CODE_ENV", "AnswerModeError", "answer_from_code"]
+if TYPE_CHECKING:
+    from .pauses import Pause
+    from .session import Session
+    from .session._run import ReplyRun
+
+__all__ = ["ANSWER_FROM_CODE_ENV", "SKIPPED", "AnswerModeError", "answer_from_code", "next_pause", "reply_ended_note"]
+
+SKIPPED = "skipped: the reply already ended without the card this cell needs (a cell above says how it ended)"
+"""What a cell prints in place of its work when the card it needs never came."""
 
 #: The switch: ``1`` (or ``true``, ``yes``, ``on``) makes the notebooks answer their own pauses.
 ANSWER_FROM_CODE_ENV = "NB_HITL_ANSWER_FROM_CODE"
@@ -61,3 +78,61 @@ def answer_from_code(environ: Mapping[str, str] | None = None) -> bool:
     raise AnswerModeError(
         f"{ANSWER_FROM_CODE_ENV}={raw!r} is neither on (1, true, yes, on) nor off (unset, 0, false, no, off)."
     )
+
+
+def reply_ended_note(run: ReplyRun, kind: str) -> str:
+    """The line a notebook shows when the reply ended without a card of ``kind``.
+
+    Args:
+        run: the ended reply (its ``status``, ``reason`` and ``final`` message).
+        kind: the pause kind waited for (``"confirm"``, ``"ask_user"``, ...).
+
+    Returns:
+        How the reply ended (status, and its final text or reason) and what to
+        do: run the notebook again to take that path.
+    """
+    said = (run.final.get_text_content() or "") if run.final is not None else ""
+    said = " ".join(said.split()) or run.reason
+    how = f"{run.status}: {said!r}" if said else run.status
+    return (
+        f"nb_hitl: the reply ended ({how}) without a {kind} card: your answer above took another path. "
+        "The cells below that need that card are skipped; run the notebook again to take this path."
+    )
+
+
+async def next_pause(
+    session: Session, kind: str, *, seen: Collection[str] = (), timeout: float | None = None
+) -> Pause | None:
+    """Wait (without blocking the kernel) for the current reply's next card of ``kind``.
+
+    The card may come only after a person's click on the one before, so there
+    is no time limit by default.
+
+    Args:
+        session: the :class:`~nb_hitl.session.Session` whose current reply is watched.
+        kind: the pause kind (``"confirm"``, ``"ask_user"``, ``"external"``, ...).
+        seen: ``tool_call`` ids to pass over (cards already handled).
+        timeout: seconds to wait at most; ``None``: as long as the reply runs.
+
+    Returns:
+        The first pause of ``kind`` in the reply not in ``seen`` (open or
+        already answered), or ``None`` when the reply ended without one: the
+        :func:`reply_ended_note` line is then printed.
+
+    Raises:
+        TimeoutError: ``timeout`` seconds passed while the reply still ran.
+    """
+    loop = asyncio.get_running_loop()
+    end = None if timeout is None else loop.time() + timeout
+    while True:
+        run = session.current
+        if run is not None:
+            found = [p for p in run.pauses.values() if p.kind == kind and p.tool_call_id not in seen]
+            if found:
+                return found[0]
+            if not run.live or (run.task is not None and run.task.done()):
+                print(reply_ended_note(run, kind))
+                return None
+        if end is not None and loop.time() > end:
+            raise TimeoutError(f"no {kind} card within {timeout} s (the reply still runs)")
+        await asyncio.sleep(0.05)

@@ -168,6 +168,8 @@ def test_interrupting_the_notebooks_waits_ends_each_with_the_note(tmp_path: Path
         after = _execute_after_abort_window(kernel, cells[8])
         assert "reply: interrupted - Interrupted from the widget." in after.stdout
         assert "notes.txt still there: True" in after.stdout
+        # the widget's Interrupt settled the parked call in the agent's state too: a next start is not refused
+        assert kernel_json(kernel, "[len(session.pending), len(session.parked_tool_calls())]") == [0, 0]
 
         # 4. nothing runs now: an interrupted wait says so, not that a reply is live
         waiting = kernel.execute_async_start("await asyncio.sleep(30)")
