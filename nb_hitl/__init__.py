@@ -14,6 +14,9 @@ Quick tour: ``session = Session(demo_agent())`` then
   :func:`model_from_env` (``NB_HITL_MODEL``): a real provider when set;
   :mod:`nb_hitl.permissions`: the permission explorer; :mod:`nb_hitl.agui`:
   AG-UI interrupts and resumes.
+* :func:`pause_label` / :func:`call_label` (``nb_hitl.labels``): a pause
+  or tool call in words, by its tool and input (``delete_file (path="notes.txt")``),
+  never by its ids.
 * :func:`answer_from_code` (``NB_HITL_ANSWER_FROM_CODE``): whether the
   notebooks under ``notebooks/`` answer their own pauses (CI) or wait for
   a person's click (the default).
@@ -21,6 +24,7 @@ Quick tour: ``session = Session(demo_agent())`` then
 
 from .errors import AlreadyDecidedError, DecisionError, NbHitlError, PauseNotLiveError, PendingPauseError
 from .kinds import FormTool, reviewed
+from .labels import call_label, pause_label
 from .model_config import model_from_env
 from .models import ScriptedChatModel, Turn, tool_call
 from .notify import Notify
@@ -46,5 +50,7 @@ __all__ = [
     "AlreadyDecidedError",
     "PauseNotLiveError",
     "PendingPauseError",
+    "call_label",
+    "pause_label",
 ]
 __version__ = "0.1.0"

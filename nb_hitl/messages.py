@@ -19,7 +19,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from .errors import DecisionError
-from .guard import SchemaRefused, check_schema, validation_errors
+from .guard import SchemaRefused, check_schema, field_words, validation_errors
 
 __all__ = [
     "MAX_TEXT",
@@ -384,7 +384,8 @@ def input_error_text(error: jsonschema.ValidationError) -> str:
     Args:
         error: the first fault ``jsonschema`` found (``best_match``) in the input.
     """
-    inside = f" (inside {error.json_path[2:]})" if error.json_path.startswith("$.") else ""
+    place = field_words(error.json_path)
+    inside = f" in {place}" if place else ""
     listed = error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {}
     if (
         error.validator == "additionalProperties"
@@ -396,5 +397,4 @@ def input_error_text(error: jsonschema.ValidationError) -> str:
         if extra:
             fields = "a field" if len(extra) == 1 else "fields"
             return f"The input{inside} has {fields} the tool does not take: {', '.join(extra)}."
-    where = f" at {error.json_path[2:]}" if inside else ""
-    return f"The input does not match the tool's schema{where}: {error.message.rstrip('.')}."
+    return f"The input does not match the tool's schema{inside}: {error.message.rstrip('.')}."

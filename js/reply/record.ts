@@ -4,6 +4,7 @@
 // countdown chip.
 import { h } from "../lib/dom";
 import { diffView } from "../lib/diff";
+import { visibleText } from "../lib/visible";
 import type { DecisionView, PauseView } from "../types";
 
 export function decisionText(d: DecisionView | null, p?: Pick<PauseView, "kind"> & Partial<Pick<PauseView, "sampling">>): string {
@@ -67,7 +68,7 @@ function samplingText(dec: DecisionView, completion: boolean): string {
     case "deny":
       if (dec.cause === "timeout") return `Not answered before the deadline: ${what} was refused, the MCP server got an error`;
       if (dec.cause === "cancelled") return `Cancelled without an answer: ${what} was refused, the MCP server got an error`;
-      return `Denied: ${what} was refused, the MCP server got an error` + (dec.reason ? ` with your reason: ${dec.reason}` : "");
+      return `Denied: ${what} was refused, the MCP server got an error` + (dec.reason ? ` with your reason: ${visibleText(dec.reason)}` : "");
     case "timeout":
       return `Deadline passed: ${dec.applied || "default applied"}`;
     default:
@@ -127,5 +128,5 @@ export function appendDecisionRecord(card: HTMLElement, p: PauseView, showInput:
   if (p.decision && p.decision.action === "submit" && typeof p.decision.output === "string")
     card.append(h("div", { class: "nbh-muted" }, "Submitted:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-submitted" }, p.decision.output));
   if (p.decision && typeof p.decision.note === "string" && p.decision.note)
-    card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-decision-note" }, `The agent was told: ${p.decision.note}`));
+    card.append(h("div", { class: "nbh-muted", "data-testid": "nbh-decision-note" }, `The agent was told: ${visibleText(p.decision.note)}`));
 }

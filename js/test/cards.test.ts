@@ -9,6 +9,7 @@ import { drawReply, liveKernel, pause, type Page } from "./page";
 import { approvalsLine, approvalsRecord, confirmOffers } from "../reply/cards/confirm";
 import { bulkActions, cardFor, kindLabel } from "../reply/cards/index";
 import { clip, decisionText, MAX_SHOWN_CHARS } from "../reply/record";
+import { visibleText } from "../lib/visible";
 
 const dom = installDom();
 after(() => dom.window.close());
@@ -265,6 +266,20 @@ describe("cards drawn", () => {
     assert.equal(page.control("c1", "nbh-decision")!.textContent, "Not answered before the deadline: did not run");
     assert.equal(page.control("c1", "nbh-approve"), null);
     page.close();
+  });
+
+  test("a bidi override or zero-width character in what the agent was told is shown escaped, not applied", async () => {
+    const note = "The user denied your call to Bash, saying: ok\u202Etxt.exe\u200b done";
+    const page = await drawReply([pause({ status: "decided", decision: { action: "deny", reason: "ok\u202Etxt.exe", note } })], { status: "finished" });
+    assert.equal(
+      page.control("c1", "nbh-decision-note")!.textContent,
+      "The agent was told: The user denied your call to Bash, saying: ok\\u202etxt.exe\\u200b done",
+    );
+    page.close();
+  });
+
+  test("visibleText escapes bidi, zero-width and control characters, keeps spaces, newlines and letters", () => {
+    assert.equal(visibleText("a b\nc\u202Ed\u2066e\u0000f\u00a0g é 😀"), "a b\nc\\u202ed\\u2066e\\u0000f\\u00a0g é 😀");
   });
 
   test("a delivered M-of-N card says who approved and when; a veto names who denied", async () => {

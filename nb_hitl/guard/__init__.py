@@ -34,7 +34,7 @@ from .stream import (
     StreamLimitReached,
     StreamMeter,
 )
-from .validate import MAX_VALIDATION_SECONDS, MAX_VALIDATION_STEPS, validation_errors
+from .validate import MAX_VALIDATION_SECONDS, MAX_VALIDATION_STEPS, field_words, validation_errors
 
 __all__ = [
     "MAX_EVENT_BYTES",
@@ -53,6 +53,7 @@ __all__ = [
     "StreamMeter",
     "check_schema",
     "expanded_size",
+    "field_words",
     "validation_errors",
     "without_patterns",
 ]

@@ -24,7 +24,7 @@ import jsonschema
 from ..errors import DecisionError
 from .schema import NO_FETCH, _re2
 
-__all__ = ["MAX_VALIDATION_SECONDS", "MAX_VALIDATION_STEPS", "validation_errors"]
+__all__ = ["MAX_VALIDATION_SECONDS", "MAX_VALIDATION_STEPS", "field_words", "validation_errors"]
 
 MAX_VALIDATION_STEPS = 50_000
 """The most keyword checks one validation of an answer may make
@@ -156,3 +156,21 @@ def validation_errors(
         raise DecisionError(f"The schema has a reference that cannot be resolved: {exc}") from None
     finally:
         _budget.reset(token)
+
+
+def field_words(json_path: str) -> str:
+    """Where a ``jsonschema`` error is, in words a person reads unambiguously:
+    ``field "path"`` for ``$.path``, ``field "items[0].name"`` for
+    ``$.items[0].name``, and ``""`` for the whole value (``$``).
+
+    Args:
+        json_path: ``jsonschema.ValidationError.json_path`` (``"$"`` or
+            ``"$..."``).
+
+    The field is quoted so that a field named like a word ("path", "at")
+    never reads as part of the sentence around it.
+    """
+    if json_path == "$":
+        return ""
+    inner = json_path[2:] if json_path.startswith("$.") else json_path[1:]
+    return f'field "{inner}"'

@@ -193,8 +193,26 @@ def _strict_reading(raw: str) -> tuple[dict[str, Any] | None, Any, str | None]:
     return value, value, None
 
 
+def _duplicate_key(raw: str) -> str | None:
+    """The first key the first JSON value in ``raw`` names twice, or ``None``."""
+    try:
+        _DECODER.raw_decode(raw.strip())
+    except _Duplicate as dup:
+        return dup.key
+    except json.JSONDecodeError:
+        pass
+    return None
+
+
 def _changes(sent: dict[str, Any] | None, executed: dict[str, Any], raw: str) -> tuple[str, ...]:
     if sent is None:
+        key = _duplicate_key(raw)
+        if key is not None:
+            return (
+                f'The arguments name the key "{visible_text(key[:80])}" twice; '
+                "JSON readers disagree on which value counts, "
+                "and AgentScope runs the last one (the input shown).",
+            )
         return ("The arguments are not valid JSON; AgentScope repairs them into the input shown.",)
     out = []
     for key in sent:

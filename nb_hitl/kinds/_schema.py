@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 
 from ..errors import DecisionError
-from ..guard import SchemaRefused, check_schema, validation_errors
+from ..guard import SchemaRefused, check_schema, field_words, validation_errors
 
 __all__ = [
     "META_KEY",
@@ -109,9 +109,10 @@ def validate_payload(schema: Mapping[str, Any] | None, payload: Any, *, field_pr
         raise DecisionError(f"The interrupt's response_schema cannot be used: {exc}.") from None
     error = jsonschema.exceptions.best_match(iter(validation_errors(schema, payload)))
     if error is not None:
-        where = error.json_path if error.json_path != "$" else "the answer"
+        place = field_words(error.json_path)
+        where = f" in {place}" if place else ""
         text = error.message if len(error.message) <= 300 else error.message[:299] + "…"
         raise DecisionError(
-            f"The answer does not match the interrupt's response_schema at {where}: {text}",
+            f"The answer does not match the interrupt's response_schema{where}: {text}",
             field=_field(error.json_path, field_prefix),
         )

@@ -19,7 +19,7 @@ from agentscope.tool import Bash, Edit, Glob, Grep, Read, ToolBase, Toolkit, Wri
 
 from ..decisions import parse_json_object
 from ..errors import DecisionError
-from ..guard import SchemaRefused, check_schema, validation_errors
+from ..guard import SchemaRefused, check_schema, field_words, validation_errors
 
 __all__ = ["list_tools", "get_tool", "tools_of", "parse_input", "tool_kind", "default_tool", "nesting_exceeds"]
 
@@ -174,8 +174,10 @@ def parse_input(tool: ToolBase, tool_input: Mapping[str, Any] | str, field: str 
         iter(validation_errors(tool.input_schema, value, field=field, formats=False))
     )
     if error is not None:
+        place = field_words(error.json_path)
+        where = f" in {place}" if place else ""
         raise DecisionError(
-            f"The input does not match {tool.name}'s input schema: {error.message} (at {error.json_path}).", field=field
+            f"The input does not match {tool.name}'s input schema{where}: {error.message.rstrip('.')}.", field=field
         )
     return value
 

@@ -113,7 +113,7 @@ def test_C22_an_edit_that_breaks_the_tools_schema_is_refused_before_it_is_sent(t
 
         extra, typed, unsent, views, fixed, final, turn = asyncio.run(go())
     assert str(extra) == "The input has a field the tool does not take: extra." and extra.field == "input"
-    assert str(typed) == "The input does not match the tool's schema at path: 5 is not of type 'string'."
+    assert str(typed) == "The input does not match the tool's schema in field \"path\": 5 is not of type 'string'."
     assert typed.field == "input.path"
     assert unsent  # nothing reached the server: no run was made for either
     assert views["confirm"]["status"] == "open" and not views["confirm"].get("refused")

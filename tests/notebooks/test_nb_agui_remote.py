@@ -34,6 +34,9 @@ def test_agui_remote_notebook_runs_headless():
     assert "runs: ['interrupt', 'success']" in text
     assert "one resume with 2 entries: True" in text
     assert "reason=tool_call" in text and "reason=input_required" in text
+    # each interrupt and resume entry is named by its call in words, not by its ids
+    assert 'resume delete_file (path="old_log.txt") resolved' in text
+    assert "nbh-" not in text and "tool_call_id=" not in text
     assert "answer schema properties: ['acceptedRules', 'approved', 'editedArgs', 'reason']" in text
     assert "sandbox now holds: ['draft.md', 'notes.txt']" in text
     assert "server stopped: True" in text

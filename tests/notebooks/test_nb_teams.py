@@ -27,12 +27,12 @@ def test_teams_notebook_runs_headless() -> None:
     assert "Error" not in whole
 
     assert len(widget_views(nb)) == 2  # one reply widget per started reply
-    assert "worker asks: ask_user AskUser" in texts[1] and "(worker's reply_id)" in texts[1]
+    assert "worker asks: ask_user AskUser (Which file should I delete?) (in the worker's reply)" in texts[1]
     assert (
         "steps: ['lead assigned “Tidy up the sandbox folder: ask the user which file to delete, "
         "then delete it.” to worker']" in texts[1]
     )
-    assert "worker asks: confirm delete_file input={'path': 'draft.md'} (worker's reply_id)" in texts[2]
+    assert 'worker asks: confirm delete_file (path="draft.md") (in the worker\'s reply)' in texts[2]
     assert "deleted so far: []" in texts[2]
     assert (
         "FINAL: lead - worker reported back (success): Done. Deleted draft.md. "

@@ -363,7 +363,7 @@ def test_c32_a_wide_schema_within_the_expansion_cap_is_checked_as_usual() -> Non
     }
     check_schema(wide)
     assert 150 * 6 < expanded_size(wide) < MAX_SCHEMA_EXPANDED  # each field: itself, anyOf, 2 refs, 2 targets
-    with pytest.raises(DecisionError, match=r"\$\.f3"):
+    with pytest.raises(DecisionError, match=r'in field "f3"'):
         validate_payload(wide, {"f1": "ok", "f2": 3, "f3": "x"})
     validate_payload(wide, {"f1": "ok", "f2": 3, "f3": 0})
     check_schema(dag(10))

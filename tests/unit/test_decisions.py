@@ -255,7 +255,7 @@ def test_C05a_name_change_refused() -> None:
 @pytest.mark.parametrize(
     "text, field, words",
     [
-        ('{"path": 5}', "input.path", ["at path:", "is not of type 'string'"]),
+        ('{"path": 5}', "input.path", ['in field "path":', "is not of type 'string'"]),
         ('{"file": "notes.txt"}', "input", ["'path' is a required property"]),
     ],
 )

@@ -136,6 +136,17 @@ def test_ambiguous_or_unreadable_arguments_refuse_approve(raw: str, refused: str
     assert agentscope_runs(d.confirm_result.tool_call.input) == d.approved_input == {"path": "a"}
 
 
+def test_C25_a_key_given_twice_is_named_not_called_invalid_json() -> None:
+    """Duplicate keys are valid JSON: the card names the key instead of calling the text invalid."""
+    view = pause_for('{"path": "a", "path": "b"}').to_view()
+    assert json.loads(view["input_text"]) == {"path": "b"}
+    (change,) = view["input_changes"]
+    assert change.startswith('The arguments name the key "path" twice; JSON readers disagree'), change
+    assert "not valid JSON" not in change
+    # truncated text is still called what it is
+    assert "not valid JSON" in pause_for('{"path": "a", "count": "5"').to_view()["input_changes"][0]
+
+
 def test_repaired_arguments_are_shown_with_what_the_model_sent() -> None:
     pause = pause_for('{"path": "a", "count": "5"')
     view = pause.to_view()
