@@ -94,12 +94,13 @@ of a call the guard refused and does not ask again, when a person should read wh
 
 ASKED_AGAIN_CONTEXT_KEY = "nb_hitl.asked_again"
 """Key in ``AgentState.middle_context``: ``{new tool_call id: {"was": the approved
-call's id, "tool", "approved", "runs", "audited", "cause", "path", "edit"}}``: calls
+call's id, "tool", "approved", "runs", "audited", "cause", "path", "edit", "first"}}``: calls
 whose input a middleware changed (``cause`` ``"input_changed"``) or whose file
 changed (``"file_changed"``, ``path``) after their approval and that
 :func:`ask_again` put back to ``asking`` under a fresh id (the inputs as
 shown; ``edit``: ``{"sent", "edited"}`` when the approved input was a person's Modify,
-the model's own input and the edit, else ``None``); removed once the call has its result and
+the model's own input and the edit, else ``None``; ``first``: the model's own id of the call
+when it was asked again more than once); removed once the call has its result and
 the model was told (what the person changed too)."""
 
 
@@ -229,7 +230,7 @@ def _person_edit(entry: dict[str, Any]) -> str:
         return ""
     tool = entry.get("tool")
     return (
-        f"A person edited your tool call {entry.get('was')} before it ran. You asked for "
+        f"A person edited your tool call {entry.get('first') or entry.get('was')} before it ran. You asked for "
         f"{tool}({visible_json(edit.get('sent'), None)}); the person changed it to "
         f"{tool}({visible_json(edit.get('edited'), None)}), and that edited input is what was approved. "
     )
@@ -472,6 +473,8 @@ async def ask_again(agent: Any, tool_call: Any, changed: Changed) -> bool:
     if isinstance(marks, dict):
         marks.pop(was, None)
     edited = _entries(agent, NOTES_CONTEXT_KEY).pop(was, None)  # a Modify's note: "it ran as" is not true
+    prior = _entries(agent, ASKED_AGAIN_CONTEXT_KEY).pop(was, None)  # asked again twice: ``was`` gets no result
+    prior = prior if isinstance(prior, dict) else {}
     _entries(agent, ASKED_AGAIN_CONTEXT_KEY)[new] = {
         "was": was,
         "tool": tool_call.name,
@@ -480,7 +483,8 @@ async def ask_again(agent: Any, tool_call: Any, changed: Changed) -> bool:
         "audited": False,
         "cause": changed.cause,
         "path": changed.path,
-        "edit": edited.get("edit") if isinstance(edited, dict) else None,
+        "edit": (edited.get("edit") if isinstance(edited, dict) else None) or prior.get("edit"),
+        "first": prior.get("first") or prior.get("was") or was,
     }
     return True
 

@@ -97,3 +97,27 @@ def test_c16_a_what_if_at_the_card_asked_again_starts_from_the_model_call(tmp_pa
     assert forked.tool_call_id == f"{was}_r2" and forked.input == EDIT
     assert forked.model_sent == {"path": "draft.md"}  # the model's own call, not the edit
     assert any(person_changed(was) in h for h in told), told
+
+
+def test_c16_an_edited_call_asked_again_twice_still_tells_the_person_change(tmp_path: Path) -> None:
+    """The file changes again after the second card's Approve: a third card; the model reads the
+    person's change once, under its own call id, with the id its call shows now."""
+    agent = demo_agent(tmp_path / "box", chunk_delay=0)
+    draft = agent.sandbox / "draft.md"
+
+    async def scenario() -> str:
+        session = Session(agent, display=False)
+        first, again, task = await asked_again_after_modify(session, draft)
+        draft.write_text(DRAFT + "Yet another line.\n")
+        await session.act(msg(again, "approve"))
+        (third,) = await parked(session, resumes=3)
+        assert third.tool_call_id == f"{first.tool_call_id}_r2_r2" and third.model_sent == {"path": "draft.md"}
+        await session.act(msg(third, "approve"))
+        await asyncio.wait_for(task, 10)
+        return str(first.tool_call_id)
+
+    was = run_async(scenario())
+    (told,) = [h for h in hints(agent) if "asked the person again" in h]
+    assert person_changed(was) in told and f"as call {was}_r2_r2" in told
+    (result,) = tool_results(agent.model.calls[-1], "delete_file")
+    assert result_text(result) == "Deleted ./draft.md." and not draft.exists()
