@@ -293,6 +293,10 @@ class Pause:
             ``(canonical JSON of the edited input, its FileChangeView or None)``
             (:mod:`nb_hitl.edit_preview`), what a Modify of exactly that input is
             bound to; kernel-side only (not in the view).
+        model_sent: kind ``confirm`` of a call asked again after a person's
+            Modify (:func:`nb_hitl.session._not_run.show_asked_again`): the
+            input the model itself sent (the card shows the edit); ``None``
+            when the call's input is the model's own. Kernel-side only.
         dry_run: kind ``confirm`` of a call that can be dry-run in a
             temporary copy (:func:`nb_hitl.dry_run.can_dry_run`).
         parent_tool_call_id: the id of the tool call during which an MCP
@@ -351,6 +355,7 @@ class Pause:
     file_change: FileChangeView | None = None
     previewed_file: tuple[str, FileChangeView | None] | None = field(default=None, compare=False, repr=False)
     dry_run: bool = False
+    model_sent: Any = field(default=None, compare=False, repr=False)
     parent_tool_call_id: str | None = None
     revision: int = field(default=0, compare=False, repr=False)
 

@@ -82,6 +82,9 @@ class Decision:
             (a Modify nobody previewed: no diff of the edited call was shown).
         input_diff: for ``modify``, the unified diff of the model's input
             and the edited one (pretty-printed JSON), else ``None``.
+        sent_input: for ``modify``, the input the model itself sent (what
+            the person changed; for a call asked again after an edit, the
+            model's call, not the edit the card shows), else ``None``.
         content: kind ``elicitation``: the value an accepted MCP
             elicitation sends the server (checked against its schema); kind
             ``sampling``: an edit, ``{"messages": [{"role", "text"}]}`` (the
@@ -104,6 +107,7 @@ class Decision:
     seen_file: dict[str, Any] | None = None
     file_shown: str | None = None
     input_diff: str | None = None
+    sent_input: Any = None
     content: dict[str, Any] | None = None
 
     @property

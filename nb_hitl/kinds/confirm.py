@@ -180,9 +180,19 @@ def approved_reading(pause: Pause) -> InputReading:
     return runs
 
 
+def model_sent(pause: Pause) -> Any:
+    """The input the model itself sent for ``pause``'s call: for a call asked again after a
+    person's Modify, the model's call (``pause.model_sent``), not the edit its card shows; else
+    AgentScope's reading of the call's input, or the raw input."""
+    if pause.model_sent is not None:
+        return pause.model_sent
+    return pause.input if pause.input is not None else pause.tool_call.input
+
+
 def modify_note(pause: Pause, edited: dict[str, Any]) -> str:
-    """What the model reads after an edited call's result: a person changed the call, from what to what."""
-    sent = pause.input if pause.input is not None else pause.tool_call.input
+    """What the model reads after an edited call's result: a person changed the call, from what
+    (the model's own input, :func:`model_sent`) to what."""
+    sent = model_sent(pause)
     return (
         f"A person edited your tool call before it ran. You asked for {pause.tool_name}"
         f"({visible_json(sent, None)}); it ran as {pause.tool_name}({visible_json(edited, None)}). "
@@ -327,6 +337,7 @@ class ConfirmKind(PauseKindSpec):
             seen_file=bound,
             file_shown=shown,
             input_diff=input_diff(model_input(pause), edited),
+            sent_input=model_sent(pause),
         )
 
     def timeout_message(self, pause: Pause) -> dict[str, Any]:

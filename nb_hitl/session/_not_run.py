@@ -21,10 +21,32 @@ from typing import Any
 from ..answers.lifecycle import can_transition, transition
 from ..pauses import Pause
 from ._core import SessionCore
-from ._promise import NOT_RUN_KEY, REFUSED_KEY, asked_again, asked_again_message, asked_again_reason
+from ._promise import NOT_RUN_KEY, REFUSED_KEY, asked_again
 from ._run import ReplyRun
 
-__all__ = ["show_asked_again", "show_not_run"]
+__all__ = ["show_asked_again", "show_not_run", "asked_again_message", "asked_again_reason"]
+
+
+def asked_again_message(entry: dict[str, Any]) -> str:
+    """What the card and the audit log say of a call asked again (a person reads it: no call ids)."""
+    if entry.get("cause") == "file_changed":
+        return (
+            f"The file {entry.get('path')} changed after the card of this {entry.get('tool')} call was drawn, before it ran, "
+            "so nothing ran. The change below is against the file as it is now. "
+            "Approve to run it on the file as shown here, or deny it."
+        )
+    return (
+        f"A middleware changed this {entry.get('tool')} call after it was approved, before it ran, so nothing ran. "
+        f"Approved: {entry.get('approved')}; it would run with: {entry.get('runs')}. "
+        "Approve to run it with the input shown here, or deny it."
+    )
+
+
+def asked_again_reason(entry: dict[str, Any]) -> str:
+    """Why the approved card of a call asked again expired (it did not run); a person reads it: no call ids."""
+    if entry.get("cause") == "file_changed":
+        return f"Not run: the file {entry.get('path')} changed after its card was drawn; it is asked again on the next card."
+    return "Not run: a middleware changed its input after the approval; it is asked again on the next card."
 
 
 def _expire_approved(run: ReplyRun, was: str, reason: str) -> None:
@@ -43,7 +65,9 @@ def show_asked_again(session: SessionCore, run: ReplyRun, agent: Any, pause: Pau
     its card says why (``pause.message``), the approved card of this run expires and its result
     entry ends ``"not run"``, the fresh call gets its transcript entry, and the audit log says it
     once (``approved_tool_call_id``, ``approved_input``, the changed file's ``path``; ``reason``: the card's
-    message; a replay asks the call again from this line, :mod:`nb_hitl.session._replay_tools`).
+    message; a replay asks the call again from this line, :mod:`nb_hitl.session._replay_tools`). When the
+    approved input was a person's Modify, ``pause.model_sent`` is the model's own input (what a Modify of
+    the fresh card tells the model it asked for).
 
     Args:
         session: the Session (its audit log).
@@ -55,6 +79,9 @@ def show_asked_again(session: SessionCore, run: ReplyRun, agent: Any, pause: Pau
     if again is None:
         return
     said, was = asked_again_message(again), str(again.get("was"))
+    edit = again.get("edit")
+    if isinstance(edit, dict):  # the approved input was a person's edit: a Modify here tells the model's own call
+        pause.model_sent = edit.get("sent")
     pause.message = f"{said}\n\n{pause.message}" if pause.message else said
     if was in run.pauses:  # the approved card of this run did not run; the fresh call gets its own entry
         reason = asked_again_reason(again)

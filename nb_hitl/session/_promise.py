@@ -80,8 +80,6 @@ __all__ = [
     "allowed_decisions",
     "ask_again",
     "asked_again",
-    "asked_again_message",
-    "asked_again_reason",
     "REFUSED_KEY",
     "NOT_RUN_KEY",
     "ASKED_AGAIN_CONTEXT_KEY",
@@ -96,11 +94,14 @@ of a call the guard refused and does not ask again, when a person should read wh
 
 ASKED_AGAIN_CONTEXT_KEY = "nb_hitl.asked_again"
 """Key in ``AgentState.middle_context``: ``{new tool_call id: {"was": the approved
-call's id, "tool", "approved", "runs", "audited", "cause", "path"}}``: calls
+call's id, "tool", "approved", "runs", "audited", "cause", "path", "edit", "first"}}``: calls
 whose input a middleware changed (``cause`` ``"input_changed"``) or whose file
 changed (``"file_changed"``, ``path``) after their approval and that
 :func:`ask_again` put back to ``asking`` under a fresh id (the inputs as
-shown); removed once the call has its result and the model was told."""
+shown; ``edit``: ``{"sent", "edited"}`` when the approved input was a person's Modify,
+the model's own input and the edit, else ``None``; ``first``: the model's own id of the call
+when it was asked again more than once); removed once the call has its result and
+the model was told (what the person changed too)."""
 
 
 def _entries(agent: Any, key: str) -> dict[str, Any]:
@@ -141,12 +142,18 @@ def record_decision(agent: Any, decision: Decision, tool_name: str) -> None:
         permission_engine(agent).add_rule(rule.model_copy(deep=True))
     if decision.note:
         note(agent, decision.tool_call_id, decision.note, replace=decision.note_replaces)
+        if decision.sent_input is not None:  # a Modify: the call asked again keeps what the person changed
+            _entries(agent, NOTES_CONTEXT_KEY)[decision.tool_call_id]["edit"] = {
+                "sent": decision.sent_input,
+                "edited": decision.approved_input,
+            }
 
 
 def note(agent: Any, tool_call_id: str, text: str, *, replace: bool = True) -> None:
     """Record what the model reads about ``tool_call_id`` once its result is
     saved (``middle_context["nb_hitl.notes"]``, see :func:`apply_note`):
-    instead of AgentScope's text (``replace``) or after it."""
+    instead of AgentScope's text (``replace``) or after it; a Modify's note also
+    keeps ``"edit": {"sent", "edited"}`` (:func:`record_decision`, read by :func:`ask_again`)."""
     _entries(agent, NOTES_CONTEXT_KEY)[tool_call_id] = {"text": text, "replace": replace}
 
 
@@ -213,20 +220,38 @@ def flush_hints(agent: Any) -> list[str]:
 
 
 def _asked_again_hint(entry: dict[str, Any], tool_call_id: str) -> str:
+    return f"<system-reminder>{_person_edit(entry)}{_why_asked_again(entry, tool_call_id)}</system-reminder>"
+
+
+def _person_edit(entry: dict[str, Any]) -> str:
+    """What a person's Modify changed in a call asked again (the model's call, then the edit), or ""."""
+    edit = entry.get("edit")
+    if not isinstance(edit, dict):
+        return ""
+    tool = entry.get("tool")
+    return (
+        f"A person edited your tool call {entry.get('first') or entry.get('was')} before it ran. You asked for "
+        f"{tool}({visible_json(edit.get('sent'), None)}); the person changed it to "
+        f"{tool}({visible_json(edit.get('edited'), None)}), and that edited input is what was approved. "
+    )
+
+
+def _why_asked_again(entry: dict[str, Any], tool_call_id: str) -> str:
     if entry.get("cause") == "file_changed":
+        shown = " and the edited input" if isinstance(entry.get("edit"), dict) else ""
         return (
-            f"<system-reminder>Your call {entry.get('was')} to {entry.get('tool')} was not run: the file "
+            f"Your call {entry.get('was')} to {entry.get('tool')} was not run: the file "
             f"{entry.get('path')} changed after the person was shown it (something else wrote it after the card was drawn), and the "
             "approval covered the change to the file as it was then. nb_hitl ran nothing and asked the person "
             f"again, showing the change against the file as it is now, as call {tool_call_id} (your call now "
-            f"shows that id); the result of {tool_call_id} is the outcome of that second question.</system-reminder>"
+            f"shows that id{shown}); the result of {tool_call_id} is the outcome of that second question."
         )
     return (
-        f"<system-reminder>After the person approved your call {entry.get('was')} to {entry.get('tool')} "
+        f"After the person approved your call {entry.get('was')} to {entry.get('tool')} "
         f"with {entry.get('approved')}, a middleware changed its input to {entry.get('runs')} before it ran. "
         "nb_hitl ran nothing with either input and asked the person again about the changed input, as "
         f"call {tool_call_id} (your call now shows that id and input); the result of {tool_call_id} is the "
-        "outcome of that second question.</system-reminder>"
+        "outcome of that second question."
     )
 
 
@@ -447,6 +472,9 @@ async def ask_again(agent: Any, tool_call: Any, changed: Changed) -> bool:
     marks = agent.state.middle_context.get(DELIVERED_CONTEXT_KEY)
     if isinstance(marks, dict):
         marks.pop(was, None)
+    edited = _entries(agent, NOTES_CONTEXT_KEY).pop(was, None)  # a Modify's note: "it ran as" is not true
+    prior = _entries(agent, ASKED_AGAIN_CONTEXT_KEY).pop(was, None)  # asked again twice: ``was`` gets no result
+    prior = prior if isinstance(prior, dict) else {}
     _entries(agent, ASKED_AGAIN_CONTEXT_KEY)[new] = {
         "was": was,
         "tool": tool_call.name,
@@ -455,6 +483,8 @@ async def ask_again(agent: Any, tool_call: Any, changed: Changed) -> bool:
         "audited": False,
         "cause": changed.cause,
         "path": changed.path,
+        "edit": (edited.get("edit") if isinstance(edited, dict) else None) or prior.get("edit"),
+        "first": prior.get("first") or prior.get("was") or was,
     }
     return True
 
@@ -463,25 +493,3 @@ def asked_again(agent: Any, tool_call_id: str) -> dict[str, Any] | None:
     """The :data:`ASKED_AGAIN_CONTEXT_KEY` entry of a call :func:`ask_again` asked again, or ``None``."""
     entry = _entries(agent, ASKED_AGAIN_CONTEXT_KEY).get(tool_call_id)
     return entry if isinstance(entry, dict) else None
-
-
-def asked_again_message(entry: dict[str, Any]) -> str:
-    """What the card and the audit log say of a call asked again (a person reads it: no call ids)."""
-    if entry.get("cause") == "file_changed":
-        return (
-            f"The file {entry.get('path')} changed after the card of this {entry.get('tool')} call was drawn, before it ran, "
-            "so nothing ran. The change below is against the file as it is now. "
-            "Approve to run it on the file as shown here, or deny it."
-        )
-    return (
-        f"A middleware changed this {entry.get('tool')} call after it was approved, before it ran, so nothing ran. "
-        f"Approved: {entry.get('approved')}; it would run with: {entry.get('runs')}. "
-        "Approve to run it with the input shown here, or deny it."
-    )
-
-
-def asked_again_reason(entry: dict[str, Any]) -> str:
-    """Why the approved card of a call asked again expired (it did not run); a person reads it: no call ids."""
-    if entry.get("cause") == "file_changed":
-        return f"Not run: the file {entry.get('path')} changed after its card was drawn; it is asked again on the next card."
-    return "Not run: a middleware changed its input after the approval; it is asked again on the next card."
