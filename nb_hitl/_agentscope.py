@@ -297,8 +297,10 @@ def agentscope_tool_input(raw: str, schema: dict[str, Any] | None) -> dict[str, 
         the dict the tool would receive.
 
     Raises:
-        ValueError: AgentScope cannot read it (its ``ToolJSONDecodeError``
-            message, ``<system-reminder>`` wrapper removed).
+        ValueError: AgentScope cannot read it (the first paragraph of its
+            ``ToolJSONDecodeError`` message, without ``Error:`` or the
+            ``<system-reminder>`` wrapper: what is wrong, not the advice to
+            the model on how to retry).
     """
     from agentscope._utils._common import _json_loads_with_repair
     from agentscope.exception import AgentOrientedException
@@ -306,8 +308,10 @@ def agentscope_tool_input(raw: str, schema: dict[str, Any] | None) -> dict[str, 
     try:
         value = _json_loads_with_repair(raw, schema)
     except (AgentOrientedException, ValueError, TypeError, RecursionError) as exc:  # ToolJSONDecodeError
-        text = str(getattr(exc, "message", None) or exc)
-        raise ValueError(strip_system_reminders(text)) from None
+        text = strip_system_reminders(str(getattr(exc, "message", None) or exc))
+        # its first paragraph says what is wrong; the rest tells the model how to retry
+        said = text.split("\n\n", 1)[0].strip().removeprefix("Error:").strip()
+        raise ValueError(said or text) from None
     if not isinstance(value, dict):  # pragma: no cover - AgentScope guarantees a dict
         raise ValueError(f"AgentScope read the input as {type(value).__name__}, not an object")
     return value

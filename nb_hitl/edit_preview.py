@@ -135,9 +135,10 @@ async def input_preview(pause: Pause, message: Any, tool: Any = None) -> EditPre
         DecisionError: the edit cannot be read (``field="input"``, with the
             words "Approve modified input" would refuse it with).
     """
-    from .kinds._reading import canonical  # the kinds import this module
+    from .kinds._reading import canonical, refuse_misread_edit  # the kinds import this module
 
     edited = parse_edited_input(edit_text(message, "input"), pause.input_schema)
+    refuse_misread_edit(edited, pause.input_schema)  # as "Approve modified input" refuses it
     approved = getattr(pause.approved_edit, "edited_input", None)
     if approved is not None:
         diff = input_diff(approved, edited, "edit approved so far")

@@ -12,6 +12,7 @@ action fits which pause kind, and what it turns into, is the kind's business
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -52,6 +53,8 @@ MAX_TEXT = 1_000_000
 """Largest text accepted from the page (edited input, tool output), in characters."""
 MAX_SHORT = 20_000
 """Largest free-text answer ("Other") accepted, in characters."""
+NOT_FINITE = "NaN and Infinity are not JSON numbers; write a number."
+"""What a person reads for ``NaN`` or ``Infinity`` in an input they typed."""
 
 
 # -- the messages the page may send (validated with pydantic) --------------
@@ -301,11 +304,14 @@ def parse_json_object(text: str, field: str = "input") -> dict[str, Any]:
     Shared by every place a person types a tool input (Modify here, the
     AG-UI client's edited args, the permission explorer's "try a call").
     Stricter than ``json.loads``: a key given twice is refused instead of
-    silently keeping the last one, because the input runs as typed.
+    silently keeping the last one, because the input runs as typed; and
+    ``NaN``, ``Infinity`` or a number too large for a float (``1e400``) is
+    refused, as AgentScope refuses them (they are not JSON numbers).
 
     Raises:
         DecisionError: with ``field`` for text that is not JSON (line and
-            column given), not an object, or has a duplicate key.
+            column given), not an object, has a duplicate key or a
+            non-finite number.
     """
 
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -316,8 +322,19 @@ def parse_json_object(text: str, field: str = "input") -> dict[str, Any]:
             seen[key] = val
         return seen
 
+    def no_constant(name: str) -> Any:
+        raise DecisionError(NOT_FINITE, field=field)
+
+    def finite(digits: str) -> float:
+        number = float(digits)
+        if not math.isfinite(number):  # 1e400: json reads it as infinity
+            raise DecisionError(
+                f"{digits[:40]} is too large to be a number the tool can take; write a smaller one.", field=field
+            )
+        return number
+
     try:
-        value = json.loads(text, object_pairs_hook=no_duplicates)
+        value = json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constant, parse_float=finite)
     except json.JSONDecodeError as exc:
         raise DecisionError(
             f"The input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).",

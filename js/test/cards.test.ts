@@ -175,6 +175,38 @@ describe("cards drawn", () => {
     page.close();
   });
 
+  test("Decline with typed Other text asks which is meant, and can send the text as the reason (C34)", async () => {
+    const ask_user = {
+      questions: [{ question: "Which file?", header: "File", options: [{ label: "a.txt", description: "" }, { label: "b.txt", description: "" }] }],
+    };
+    const page = await drawReply([pause({ kind: "ask_user", tool_name: "AskUser", ask_user })]);
+    const other = page.control("c1", "nbh-other-text") as HTMLInputElement;
+    other.value = "neither, keep both";
+    other.dispatchEvent(new Event("input"));
+    page.control("c1", "nbh-decline")!.click();
+    await settle();
+    assert.equal(page.fake.actions("return_error").length, 0, "nothing is sent before the person says which is meant");
+    const asked = page.control<HTMLElement>("c1", "nbh-ask-first")!;
+    assert.equal(asked.hidden, false);
+    assert.match(asked.textContent!, /"neither, keep both".*Decline to answer does not send it/);
+    page.control("c1", "nbh-decline-with-text")!.click();
+    await settle();
+    assert.deepEqual(
+      page.fake.actions("return_error").map((m) => m.message),
+      ['The user declined to answer these questions, and wrote:\n- "Which file?": neither, keep both'],
+    );
+    page.close();
+  });
+
+  test("Decline with nothing typed declines at once", async () => {
+    const ask_user = { questions: [{ question: "Which file?", header: "File", options: [{ label: "a.txt", description: "" }] }] };
+    const page = await drawReply([pause({ kind: "ask_user", tool_name: "AskUser", ask_user })]);
+    page.control("c1", "nbh-decline")!.click();
+    await settle();
+    assert.equal(page.fake.actions("return_error")[0].message, "The user declined to answer these questions.");
+    page.close();
+  });
+
   test("an invalid AskUser card shows the error and the input cut to the shown size (a 2 MB label)", async () => {
     const label = "L".repeat(2_000_000);
     const error = "questions.0.options.0.label: 2,000,000 characters, longer than an answer can carry back (at most 20,000)";

@@ -22,8 +22,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._agentscope import agentscope_tool_input
+from ..errors import DecisionError
 
-__all__ = ["InputReading", "read_input", "canonical", "same_value", "same_by_value", "visible_json", "visible_text"]
+__all__ = [
+    "InputReading",
+    "read_input",
+    "refuse_misread_edit",
+    "canonical",
+    "same_value",
+    "same_by_value",
+    "visible_json",
+    "visible_text",
+]
 
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
 
@@ -257,3 +267,32 @@ def read_input(raw: str, schema: dict[str, Any] | None) -> InputReading:
     base = strict if strict is not None else (first if isinstance(first, dict) else None)
     changes = _changes(base, executed, raw)
     return InputReading(sent=raw, executed=executed, strict=strict, changes=changes, ambiguous=ambiguous)
+
+
+def refuse_misread_edit(edited: dict[str, Any], schema: dict[str, Any] | None) -> str:
+    """The edited input as the call will carry it (``ToolCallBlock.input``), once AgentScope's
+    own reading of it is what the person typed; one check for the Modify preview and for
+    "Approve modified input", so both refuse the same edits.
+
+    Args:
+        edited: the input read by :func:`nb_hitl.messages.parse_edited_input`.
+        schema: the tool's ``input_schema``.
+
+    Returns:
+        the JSON text of ``edited``.
+
+    Raises:
+        DecisionError: ``field="input"`` when AgentScope cannot read the edit or would run
+            other values (json_repair coerces them to the schema's types).
+    """
+    text = json.dumps(edited, ensure_ascii=False)
+    runs = read_input(text, schema)
+    if runs.executed is None:
+        raise DecisionError(f"AgentScope cannot read this edit: {runs.error}", field="input")
+    if not same_value(runs.executed, edited):
+        raise DecisionError(
+            f"AgentScope would run this edit as {visible_json(runs.executed, None)}, not as typed; write the "
+            "values with the types the tool's schema gives.",
+            field="input",
+        )
+    return text

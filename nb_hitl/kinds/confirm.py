@@ -38,7 +38,7 @@ from ..errors import DecisionError
 from ..file_change import input_diff
 from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input
 from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
-from ._reading import InputReading, canonical, read_input, same_value, visible_json
+from ._reading import InputReading, canonical, read_input, refuse_misread_edit, same_value, visible_json
 from ._schema import META_KEY, REASON_TOOL_CALL, SCHEMA_DIALECT, embed_schema, validate_payload
 from .confirm_view import confirm_answer_summary, confirm_view_fields
 
@@ -316,15 +316,7 @@ class ConfirmKind(PauseKindSpec):
             )
         edited = refuse_unchanged_edit(pause, parse_edited_input(msg.input, pause.input_schema))
         rules = _rules(pause, msg.rules)
-        call.input = json.dumps(edited, ensure_ascii=False)
-        runs = read_input(call.input, pause.input_schema)
-        if runs.executed is None or not same_value(runs.executed, edited):
-            shown = visible_json(runs.executed, None) if runs.executed is not None else runs.error
-            raise DecisionError(
-                f"AgentScope would run this edit as {shown}, not as typed; write the values with the "
-                "types the tool's schema gives.",
-                field="input",
-            )
+        call.input = refuse_misread_edit(edited, pause.input_schema)
         bound, shown = modify_binding(pause, edited)
         return Decision(
             pause.tool_call_id,

@@ -17,7 +17,9 @@ reaching the server, and the audit log.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import nbformat
 import pytest
 
 from nb_hitl.mcp.demo_server import NOT_CHECKED
@@ -89,3 +91,21 @@ def test_mcp_notebook_runs_headless() -> None:
         ["sampling", "draft_agenda", "edit"],
     ]
     assert len(widget_views(nb)) >= 4
+
+
+def test_mcp_notebook_sampling_request_edited_is_an_approval(tmp_path: Path) -> None:
+    """The sampling cell's request answered with an edit of its message (the card's "Call the
+    model with my edit"): the cell says the model answered and waits for the second card, never
+    that the request was not approved (F03)."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and 'answer("sampling", "the request"' in c.source)
+    edit = {"action": "edit", "messages": ["Write a three-item agenda for 'Budget review', short."]}
+    cell.source = cell.source.replace('{"action": "approve"}', repr(edit), 1)
+    copy = tmp_path / NOTEBOOK.name
+    nbformat.write(nb, copy)
+    ran, _ = run_notebook(copy, timeout=120)
+    agenda = next(cell_text(c) for c in ran.cells if c.cell_type == "code" and "the request" in cell_text(c))
+    assert "the request: edit" in agenda
+    assert "not approved" not in agenda and "not called" not in agenda, agenda
+    assert "the model answered: 1. Last quarter's figures 2. Open questions 3. Decisions" in agenda
+    assert "the answer: edit" in agenda

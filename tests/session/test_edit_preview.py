@@ -52,7 +52,7 @@ def test_modify_preview_is_the_diff_the_decision_records(tmp_path: Path) -> None
         shown = (await session.act(msg(pause, "preview", input=invisible)))["preview"]["diff"]
         assert '+  "command": "echo hi\\u200b"' in shown.splitlines()  # the invisible character is shown
         refusals = []
-        for bad in ("{", "[]", '{"command": 1}'):
+        for bad in ("{", "[]", '{"command": 1}', '{"command": NaN}', '{"command": "ls", "timeout": 1e400}'):
             for action, field in (("preview", "input"), ("modify", "input")):
                 with pytest.raises(DecisionError) as err:
                     await session.act(msg(pause, action, **{field: bad}))
@@ -78,6 +78,10 @@ def test_modify_preview_is_the_diff_the_decision_records(tmp_path: Path) -> None
     # the preview refuses a bad edit with exactly the words Approve modified input uses
     for n in range(0, len(refusals), 2):
         assert refusals[n][1] == refusals[n + 1][1], refusals
+    # non-finite numbers: refused in a person's words, not AgentScope's advice to the model (F04)
+    assert refusals[6][1] == "NaN and Infinity are not JSON numbers; write a number."
+    assert refusals[8][1] == "1e400 is too large to be a number the tool can take; write a smaller one."
+    assert not any("recorrect" in said or "json.loads" in said for _, said in refusals)
 
 
 def test_review_preview_diffs_the_raw_result(tmp_path: Path) -> None:

@@ -295,6 +295,14 @@ def test_parse_edited_input_without_schema() -> None:
     assert parse_edited_input('{"a": [1, 2]}', None) == {"a": [1, 2]}
 
 
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"])
+def test_parse_edited_input_refuses_non_finite_numbers(number: str) -> None:
+    with pytest.raises(DecisionError, match="NaN and Infinity are not JSON numbers|too large") as err:
+        parse_edited_input(f'{{"to": "ACME", "amount": {number}}}', None)
+    assert err.value.field == "input"
+    assert parse_edited_input('{"amount": 1e300}', None) == {"amount": 1e300}
+
+
 # ---------------------------------------------------------------------------
 # AskUser answers (C08 and the rest)
 # ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import { enterPresses, uid } from "../../lib/a11y";
 import type { AnswerIn } from "../../messages";
 import type { AskUserOption, PauseView } from "../../types";
 import type { CardCtx } from "../card";
+import { askFirst } from "../ask_first";
 import { clip } from "../record";
 import type { CardKind } from "./index";
 
@@ -42,6 +43,8 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     return;
   }
   const collectors: (() => AnswerIn)[] = [];
+  // what was typed in each question's "Other" box, sent or not (Decline asks before it drops it)
+  const typedOthers: (() => { question: string; text: string })[] = [];
   p.ask_user.questions.forEach((q, qi) => {
     const multi = q.multi_select === true; // AskUserParams: multi_select defaults to false (C08)
     const name = `nbh-${p.tool_call_id}-${qi}`;
@@ -126,6 +129,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       : optsEl;
     qEl.append(body, ctx.errorBox(`answers.${qi}`) || "");
     card.append(qEl);
+    typedOthers.push(() => ({ question: q.question, text: otherText.value.trim() }));
     collectors.push(() => ({
       question: q.question,
       selected: inputs.filter((i) => i.input.checked).map((i) => i.label),
@@ -137,26 +141,32 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     return answers.some((a) => a.selected.length || a.other) ? { action: "answer", answers } : null;
   });
   const general = ui.errorField.startsWith("answers.") ? null : ctx.errorBox();
-  const submit = h("button", { class: "nbh-primary", "data-testid": "nbh-answer-submit", disabled: dis, onclick: () => ctx.send({ action: "answer", answers: collectors.map((c) => c()) }) }, "Submit answers");
+  const sendAnswers = () => ctx.send({ action: "answer", answers: collectors.map((c) => c()) });
+  const submit = h("button", { class: "nbh-primary", "data-testid": "nbh-answer-submit", disabled: dis, onclick: sendAnswers }, "Submit answers");
   // Enter on an option (or in "Other") submits, as in a form
   enterPresses(card, submit);
-  card.append(
-    general || "",
-    h(
-      "div",
-      { class: "nbh-row" },
-      submit,
-      h(
-        "button",
-        {
-          "data-testid": "nbh-decline",
-          disabled: dis,
-          onclick: () => ctx.send({ action: "return_error", message: "The user declined to answer these questions." }),
-        },
-        "Decline to answer",
-      ),
-    ),
-  );
+  const { el: question, ask } = askFirst();
+  // C34: Decline never drops typed text without a word: it asks which is meant
+  const decline = () => {
+    const typed = typedOthers.map((t) => t()).filter((t) => t.text);
+    if (!typed.length) {
+      void ctx.send({ action: "return_error", message: DECLINED });
+      return;
+    }
+    ask(`You typed an answer (${typed.map((t) => `"${t.text}"`).join(", ")}). Decline to answer does not send it. Which do you mean?`, [
+      { label: "Submit my answers", testid: "nbh-decline-submit", run: sendAnswers },
+      { label: "Decline, and tell the agent what I typed", testid: "nbh-decline-with-text", run: () => ctx.send({ action: "return_error", message: declinedWith(typed) }) },
+      { label: "Decline, and drop what I typed", testid: "nbh-decline-drop", run: () => ctx.send({ action: "return_error", message: DECLINED }) },
+    ]);
+  };
+  card.append(general || "", question, h("div", { class: "nbh-row" }, submit, h("button", { "data-testid": "nbh-decline", disabled: dis, onclick: decline }, "Decline to answer")));
+}
+
+const DECLINED = "The user declined to answer these questions.";
+
+/** What the model reads when the person declines but keeps what they typed in "Other" boxes. */
+export function declinedWith(typed: { question: string; text: string }[]): string {
+  return `The user declined to answer these questions, and wrote:\n${typed.map((t) => `- "${t.question}": ${t.text}`).join("\n")}`;
 }
 
 export const askUserCard: CardKind = {

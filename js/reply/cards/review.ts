@@ -3,6 +3,7 @@
 import { h } from "../../lib/dom";
 import { EditPreview, previewPart } from "../../lib/edit_preview";
 import type { PauseView } from "../../types";
+import { askFirst } from "../ask_first";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
 
@@ -25,14 +26,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const area = h("textarea", { "data-testid": "nbh-review-output", "aria-label": `Result of ${p.tool_name}`, spellcheck: "false", disabled: dis });
   area.value = p.review_output;
   const original = p.review_output;
-  const question = h("div", { class: "nbh-warn", "data-testid": "nbh-ask-first", hidden: true });
-  const ask = (text: string, choices: { label: string; testid: string; run: () => void }[]) => {
-    question.replaceChildren(
-      h("div", {}, text),
-      h("div", { class: "nbh-row" }, ...choices.map((c) => h("button", { "data-testid": c.testid, onclick: c.run }, c.label)), h("button", { onclick: () => (question.hidden = true) }, "Cancel")),
-    );
-    question.hidden = false;
-  };
+  const { el: question, ask } = askFirst();
   ctx.setDraft(() => (area.value === original ? { action: "accept" } : { action: "edit", output: area.value }));
   // what the edit changes against the raw result, while it is typed
   const shown = previewPart("result", "nbh-review-preview");
