@@ -30,6 +30,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from .errors import NbHitlError
+from .kinds import kind_spec
 
 if TYPE_CHECKING:
     from .pauses import Pause
@@ -121,13 +122,15 @@ async def next_pause(
 
     Raises:
         TimeoutError: ``timeout`` seconds passed while the reply still ran.
+        KeyError: ``kind`` is not a pause kind (:func:`nb_hitl.kinds.kind_spec`).
     """
+    wanted = kind_spec(kind)  # KeyError, naming the kinds, for a kind that does not exist
     loop = asyncio.get_running_loop()
     end = None if timeout is None else loop.time() + timeout
     while True:
         run = session.current
         if run is not None:
-            found = [p for p in run.pauses.values() if p.kind == kind and p.tool_call_id not in seen]
+            found = [p for p in run.pauses.values() if kind_spec(p.kind) is wanted and p.tool_call_id not in seen]
             if found:
                 return found[0]
             if not run.live or (run.task is not None and run.task.done()):

@@ -202,7 +202,8 @@ def test_a_decision_in_time_wins_and_the_deadline_does_nothing(tmp_path: Path) -
         await session.act({"action": "approve", "tool_call_id": pause.tool_call_id})
         await asyncio.wait_for(task, 10)
         await asyncio.sleep(0.5)  # let the deadline's timer fire: it must find the pause decided
-        assert widget_pause(session)["decision"] == {"action": "approve", "confirmed": True}
+        shown = str(folder / "notes.txt")  # the card's diff of the deletion: what the approval was bound to
+        assert widget_pause(session)["decision"] == {"action": "approve", "confirmed": True, "file_shown": shown}
 
     run_async(scenario())
     assert [r["decision"] for r in AuditLog(audit).records("answered")] == ["approve"]
