@@ -21,6 +21,7 @@ from tornado.websocket import websocket_connect
 
 from tests.harness.lab import JupyterLabServer
 from tests.harness.process_sockets import socket_option_of_peer
+from tests.support import run_async
 
 
 async def _kernel_websocket_nodelay(server: JupyterLabServer) -> int:
@@ -56,11 +57,11 @@ async def _kernel_websocket_nodelay(server: JupyterLabServer) -> int:
 
 
 def test_kernel_websocket_has_nodelay(lab: JupyterLabServer) -> None:
-    assert asyncio.run(_kernel_websocket_nodelay(lab)) != 0
+    assert run_async(_kernel_websocket_nodelay(lab)) != 0
     assert "TCP_NODELAY on ZMQChannelsWebsocketConnection" in lab.log_tail(200_000)
 
 
 def test_config_trait_switches_it_off(tmp_path: Path) -> None:
     with JupyterLabServer(tmp_path, extra_args=["--KernelWebsocketNodelay.enabled=False"]) as server:
-        assert asyncio.run(_kernel_websocket_nodelay(server)) == 0
+        assert run_async(_kernel_websocket_nodelay(server)) == 0
         assert "keep Nagle's algorithm" in server.log_tail(200_000)

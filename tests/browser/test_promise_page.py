@@ -210,9 +210,13 @@ def test_askuser_other_text_is_not_dropped_silently_preview_says_whose_and_decli
     card.locator('[data-testid="nbh-option"][data-label="a.txt"]').hover()
     assert label.inner_text() == "Preview of a.txt (hover; not selected)"
     assert card.locator('[data-testid="nbh-preview"]').inner_text() == "AAA"
-    card.locator('[data-testid="nbh-decline"]').click()
+    card.locator('[data-testid="nbh-decline"]').click()  # text is typed: the card asks which is meant
+    card.locator('[data-testid="nbh-ask-first"]').wait_for(timeout=10_000)
+    card.locator('[data-testid="nbh-decline-with-text"]').click()
     final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
     final.wait_for(timeout=60_000)
-    assert final.inner_text() == "The model read: The user declined to answer these questions."
+    read = final.inner_text()
+    assert read.startswith("The model read: The user declined to answer these questions, and wrote:"), read
+    assert '"Which file?": c.txt please' in read, read
     wait_execution_done(page)
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
