@@ -335,7 +335,7 @@ _on_action = _Desk.on_action
 def _slow_connect(self, run, message, decided_by=None, origin=None):
     if isinstance(message, dict) and message.get("action") == "sync":
         async def later():
-            await asyncio.sleep(3)
+            await asyncio.sleep(3.5)  # under the page's 4 s wait for it (then "not answering"), over a loaded draw
             return _on_action(self, run, message, decided_by, origin)
         return later()
     return _on_action(self, run, message, decided_by, origin)
