@@ -28,11 +28,19 @@ export class TranscriptStream extends SeqStream<TranscriptMsg, TranscriptEntry[]
     this.fromTrait();
   }
 
-  /** Take the full record from the trait (a widget whose owner sets it whole:
-   * AG-UI and service consoles); the page's own writes are skipped. */
+  /** Take the record in the trait: one another view of this widget wrote (each
+   * view applies every message itself), or one an owner set whole (AG-UI and
+   * service consoles). The entries and the seq they include are taken as one:
+   * entries taken without their seq would have the next messages applied to
+   * them again, or not at all. A record older than the messages this view
+   * applied is not taken, nor the page's own write. Whether it was taken. */
   fromTrait(): boolean {
     if (this.writing) return false;
+    const seq = this.model.get("transcript_seq");
+    const known = typeof seq === "number";
+    if (known && seq < this.seq) return false;
     this.reset((this.model.get("transcript") || []) as TranscriptEntry[]);
+    if (known) this.heldThrough(seq);
     return true;
   }
 
@@ -51,8 +59,13 @@ export class TranscriptStream extends SeqStream<TranscriptMsg, TranscriptEntry[]
   }
 
   protected write(): void {
-    this.model.set("transcript", this.entries.slice());
+    // the seq first: another view reads both when the entries change; and copies,
+    // as this view goes on changing its entries in place after the write
     this.model.set("transcript_seq", this.seq);
+    this.model.set(
+      "transcript",
+      this.entries.map((e) => ({ ...e })),
+    );
     // the final text the page holds, saved as the trait; one it holds in part
     // stays in its entry (with `more`), never saved as if it were whole
     const id = String(this.model.get("final_entry") || "");

@@ -158,6 +158,71 @@ describe("seq_stream gaps", () => {
   });
 });
 
+describe("two views of one widget (each applies every message; each writes the model they share)", () => {
+  // a view as the page draws it: its stream, and the model's record read when another view writes it
+  function view(fake: FakeModel<ReplyModel>): TranscriptStream {
+    const stream = new TranscriptStream(fake.model, new Rpc<ReplyProtocol>(fake.model), () => undefined);
+    fake.on("change:transcript", () => stream.fromTrait());
+    return stream;
+  }
+
+  test("the record written holds the entries at the seq written, not as the writer changes them after", () => {
+    const fake = new FakeModel(replyTraits());
+    const a = view(fake);
+    fake.emit(msg(1, { op: "add", entry: text("t1", "a") }));
+    a.saveNow();
+    fake.emit(msg(2, { op: "append", id: "t1", text: "b" }));
+    assert.equal(fake.get("transcript_seq"), 1);
+    assert.deepEqual(fake.get("transcript").map((e) => e.text), ["a"]);
+    // a view drawn now starts from that pair, and takes the rest from the kernel
+    const b = view(fake);
+    assert.equal(b.seq, 1);
+    assert.deepEqual(b.entries.map((e) => e.text), ["a"]);
+  });
+
+  test("a record another view wrote at a later seq is taken with its seq: the messages it includes are not applied again", () => {
+    const fake = new FakeModel(replyTraits());
+    const b = view(fake);
+    fake.emit(msg(1, { op: "add", entry: text("t1", "w1 ") }));
+    // another view, one message further, writes what it holds
+    fake.set("transcript_seq", 2);
+    fake.set("transcript", [text("t1", "w1 w2 ")]);
+    fake.emit(msg(2, { op: "append", id: "t1", text: "w2 " }));
+    fake.emit(msg(3, { op: "append", id: "t1", text: "w3 " }));
+    assert.equal(b.get("t1")?.text, "w1 w2 w3 ");
+    assert.equal(b.seq, 3);
+    assert.equal(fake.actions("transcript_sync").length, 0);
+  });
+
+  test("a record older than the messages a view applied is not taken (nothing it applied is lost)", () => {
+    const fake = new FakeModel(replyTraits());
+    const b = view(fake);
+    fake.emit(msg(1, { op: "add", entry: text("t1", "w1 ") }));
+    fake.emit(msg(2, { op: "append", id: "t1", text: "w2 " }));
+    fake.set("transcript_seq", 1);
+    fake.set("transcript", [text("t1", "w1 ")]);
+    fake.emit(msg(3, { op: "append", id: "t1", text: "w3 " }));
+    assert.equal(b.get("t1")?.text, "w1 w2 w3 ");
+  });
+
+  test("two views writing in turn while the stream goes on end with the kernel's text, each", () => {
+    const fake = new FakeModel(replyTraits());
+    const a = view(fake);
+    const b = view(fake);
+    let whole = "";
+    for (let seq = 1; seq <= 40; seq++) {
+      const word = `w${seq} `;
+      whole += word;
+      fake.emit(msg(seq, seq === 1 ? { op: "add", entry: text("t1", word) } : { op: "append", id: "t1", text: word }));
+      if (seq % 3 === 0) a.saveNow();
+      if (seq % 5 === 0) b.saveNow();
+    }
+    assert.equal(a.get("t1")?.text, whole);
+    assert.equal(b.get("t1")?.text, whole);
+    assert.equal(fake.actions("transcript_sync").length, 0);
+  });
+});
+
 describe("pause card ops", () => {
   const view = (id: string, status: PauseView["status"] = "open") => ({ tool_call_id: id, reply_id: "r1", kind: "confirm", status }) as PauseView;
   const cards = (seq: number, ops: unknown[]) => ({ type: "nbh_cards", seq, ops });
