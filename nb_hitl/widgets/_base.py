@@ -181,6 +181,20 @@ class RequestWidget(anywidget.AnyWidget):
             log.debug("could not send reply %r", payload, exc_info=True)
 
     def _on_page_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        loop = self._loop
+        if threading.get_ident() != self._loop_thread and loop is not None and not loop.is_closed():
+            # ipykernel 7 runs a comm message on a subshell's thread when the page sends it
+            # there (JupyterLab's "comms over subshells"), while the agent runs on this
+            # widget's loop: handled there, a message would read and change the reply's
+            # transcript and cards halfway through the agent's own changes (a sync answer
+            # holding text its seq does not include). Every message is handled on the loop,
+            # in order; while that loop is blocked nothing is answered, as without subshells.
+            loop.call_soon_threadsafe(self._answer_message, content)
+            return
+        self._answer_message(content)
+
+    def _answer_message(self, content: Any) -> None:
+        """Answer one page message (on the widget's loop thread, or the only thread there is)."""
         request_id = content.get("request_id") if isinstance(content, dict) else None
         try:
             if not isinstance(content, dict):

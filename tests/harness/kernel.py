@@ -16,9 +16,7 @@ Usage::
         rec = k.wait_for_comm("AnyModel")
         reply = k.request(rec.comm_id, "ping")   # {"request_id", "ok": True, ...}
 
-Only the main test thread should call the methods that touch the shell
-channel (``execute*``, ``wait_reply``, ``send_*``, ``request``); they are
-serialised by a lock anyway.
+Shell-channel methods (``execute*``, ``wait_reply``, ``send_*``, ``request``) are serialised by a lock.
 """
 
 from __future__ import annotations
@@ -360,11 +358,12 @@ class KernelHarness:
         return found[index]
 
     # -- shell ------------------------------------------------------------------------
-    def _send_shell(self, msg_type: str, content: dict[str, Any]) -> str:
+    def _send_shell(self, msg_type: str, content: dict[str, Any], subshell_id: str | None = None) -> str:
         if self.kc is None:
             raise RuntimeError("kernel harness is not started")
         with self._shell_lock:
             msg = self.kc.session.msg(msg_type, content)
+            msg["header"].update({"subshell_id": subshell_id} if subshell_id else {})  # on that subshell's thread
             self.kc.shell_channel.send(msg)
         return msg["header"]["msg_id"]
 
@@ -465,20 +464,22 @@ class KernelHarness:
         return self.wait_reply(self.execute_async_start(code), timeout)
 
     # -- comms ------------------------------------------------------------------------
-    def send_comm_msg(self, comm_id: str, data: dict[str, Any]) -> str:
-        """Send a shell ``comm_msg`` ``{"comm_id", "data": data}``; returns its msg_id."""
-        return self._send_shell("comm_msg", {"comm_id": comm_id, "data": data})
+    def send_comm_msg(self, comm_id: str, data: dict[str, Any], subshell_id: str | None = None) -> str:
+        """Send a shell ``comm_msg`` ``{"comm_id", "data": data}`` (on a subshell if given); returns its msg_id."""
+        return self._send_shell("comm_msg", {"comm_id": comm_id, "data": data}, subshell_id)
 
-    def send_custom(self, comm_id: str, content: Any) -> str:
+    def send_custom(self, comm_id: str, content: Any, subshell_id: str | None = None) -> str:
         """What ``model.send(content)`` in the page does: ``data={"method": "custom", "content": content}``."""
-        return self.send_comm_msg(comm_id, {"method": "custom", "content": content})
+        return self.send_comm_msg(comm_id, {"method": "custom", "content": content}, subshell_id)
 
     def send_update(self, comm_id: str, state: dict[str, Any]) -> str:
         """What ``model.set(...); model.save_changes()`` in the page does: ``method: update``."""
         return self.send_comm_msg(comm_id, {"method": "update", "state": state, "buffer_paths": []})
 
-    def request(self, comm_id: str, action: str, timeout: float = 30.0, **payload: Any) -> dict[str, Any]:
-        """Send ``{"request_id": <new>, "action": action, **payload}`` and return the kernel's reply.
+    def request(
+        self, comm_id: str, action: str, timeout: float = 30.0, subshell_id: str | None = None, **payload: Any
+    ) -> dict[str, Any]:
+        """Send ``{"request_id": <new>, "action": action, **payload}`` (on ``subshell_id``) and return the reply.
 
         The reply is the first ``custom`` message on the comm carrying the
         same ``request_id`` (nb_hitl's ``RequestWidget`` answers every
@@ -486,7 +487,7 @@ class KernelHarness:
         false. Raises :class:`KernelTimeoutError` if none comes.
         """
         request_id = f"test-{uuid.uuid4().hex}"
-        self.send_custom(comm_id, {"request_id": request_id, "action": action, **payload})
+        self.send_custom(comm_id, {"request_id": request_id, "action": action, **payload}, subshell_id)
 
         def find() -> dict[str, Any] | None:
             rec = self._comms.get(comm_id)
