@@ -182,7 +182,7 @@ class RequestWidget(anywidget.AnyWidget):
 
     def _on_page_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         loop = self._loop
-        if threading.get_ident() != self._loop_thread and loop is not None and not loop.is_closed():
+        if threading.get_ident() != self._loop_thread and loop is not None and loop.is_running():
             # ipykernel 7 runs a comm message on a subshell's thread when the page sends it
             # there (JupyterLab's "comms over subshells"), while the agent runs on this
             # widget's loop: handled there, a message would read and change the reply's
