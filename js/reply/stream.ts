@@ -28,8 +28,8 @@ export class TranscriptStream extends SeqStream<TranscriptMsg, TranscriptEntry[]
     this.fromTrait();
   }
 
-  /** Take the full record from the trait (a widget whose owner sets it whole:
-   * AG-UI and service consoles); the page's own writes are skipped. */
+  /** Take the full record from the trait (a widget whose transcript is set
+   * whole, by hand: every nb_hitl owner streams it); the page's own writes are skipped. */
   fromTrait(): boolean {
     if (this.writing) return false;
     this.reset((this.model.get("transcript") || []) as TranscriptEntry[]);
