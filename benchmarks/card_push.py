@@ -154,12 +154,14 @@ def worker(sizes: list[int]) -> None:
     print(json.dumps({str(n): {**asyncio.run(measure(n)), **asyncio.run(measure_remote(n))} for n in sizes}))
 
 
-def run_on(tree: Path, sizes: list[int]) -> dict[str, dict[str, float]]:
-    """The figures of the code in ``tree`` (a subprocess with ``tree`` first on the path)."""
+def run_on(tree: Path, sizes: list[int], source: Path = Path(__file__)) -> dict[str, Any]:
+    """The figures of the code in ``tree`` (a subprocess with ``tree`` first on the path):
+    the ``--worker`` of the benchmark file ``source`` (default this one), run with ``sizes``
+    as its arguments; it prints its figures as the last line of JSON."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    script = tree / "benchmarks" / "card_push.py"
-    if script.resolve() != Path(__file__).resolve():  # this file's worker, on that tree's code
-        shutil.copy(__file__, script)
+    script = tree / "benchmarks" / source.name
+    if script.resolve() != source.resolve():  # that file's worker, on that tree's code
+        shutil.copy(source, script)
     out = subprocess.run(
         [sys.executable, str(script), "--worker", *map(str, sizes)],
         env=env,

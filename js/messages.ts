@@ -163,9 +163,9 @@ export type ReplyProtocol = PingProtocol &
   DecisionProtocol & {
     /** group actions ("Approve all", "Submit all"): one resume */
     batch: { send: { items: DecisionItem[] }; answer: { results: BatchResult[]; card_follows?: boolean } };
-    /** on connect: both streams in one answer (no `transcript` from an owner that sets the
-     * transcript trait whole: AG-UI and service consoles, which stream their cards only) */
-    sync: { send: { transcript_seq: number; cards_seq: number }; answer: { transcript?: TranscriptSync; cards: CardsSync } };
+    /** on connect: both streams in one answer (every owner: a local session, the AG-UI
+     * client, the service console; nb_hitl/widgets/_transcript_feed.py) */
+    sync: { send: { transcript_seq: number; cards_seq: number }; answer: { transcript: TranscriptSync; cards: CardsSync } };
     transcript_sync: { send: { seq: number }; answer: TranscriptSync };
     cards_sync: { send: { seq: number }; answer: CardsSync };
     /** "Show all" on an entry the page holds a part of */

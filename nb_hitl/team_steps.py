@@ -54,7 +54,7 @@ _ENTRY_KEYS = {
     "ToolResultStartEvent": ("tool_call_id", "result:"),
     "ToolResultTextDeltaEvent": ("tool_call_id", "result:"),
     "ToolResultEndEvent": ("tool_call_id", "result:"),
-    # what record_event (session/_transcript.py) adds
+    # what record_event (session/_transcript_events.py) adds
     "ThinkingBlockStartEvent": ("block_id", "thinking:"),
     "ThinkingBlockDeltaEvent": ("block_id", "thinking:"),
     "HintBlockEvent": ("block_id", "hint:"),

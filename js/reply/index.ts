@@ -321,9 +321,9 @@ const render: Render<ReplyModel> = ({ model, el }) => {
     }
     if (cards.live !== true) setLive("live");
     synced = true;
-    // an owner that sets the transcript whole (AG-UI and service consoles) answers the cards only
+    // every owner (a local session, the AG-UI client, the service console) answers both streams
     if (reply.ok) {
-      if (reply.transcript) stream.take(reply.transcript);
+      stream.take(reply.transcript);
       feed.take(reply.cards);
     }
   };

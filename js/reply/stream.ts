@@ -29,11 +29,11 @@ export class TranscriptStream extends SeqStream<TranscriptMsg, TranscriptEntry[]
   }
 
   /** Take the record in the trait: one another view of this widget wrote (each
-   * view applies every message itself), or one an owner set whole (AG-UI and
-   * service consoles). The entries and the seq they include are taken as one:
-   * entries taken without their seq would have the next messages applied to
-   * them again, or not at all. A record older than the messages this view
-   * applied is not taken, nor the page's own write. Whether it was taken. */
+   * view applies every message itself), or a transcript set whole by hand
+   * (every nb_hitl owner streams it). The entries and the seq they include are
+   * taken as one: entries taken without their seq would have the next messages
+   * applied to them again, or not at all. A record older than the messages this
+   * view applied is not taken, nor the page's own write. Whether it was taken. */
   fromTrait(): boolean {
     if (this.writing) return false;
     const seq = this.model.get("transcript_seq");

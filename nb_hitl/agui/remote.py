@@ -27,7 +27,7 @@ from typing import Any
 from ag_ui.core import EventType, ResumeEntry, UserMessage
 
 from ..answers import front
-from ..entries import entry_text, lookup_in
+from ..entries import entry_text
 from ..errors import AlreadyDecidedError, DecisionError, PauseNotLiveError, PendingPauseError
 from ..guard import StreamBudget, StreamLimitReached
 from ..kinds import kind_spec
@@ -305,8 +305,7 @@ class RemoteSession:
         if action == "interrupt":
             return self._cancel_all(turn)
         if action == "entry_text":  # "Show all" on an entry shown in part
-            turn.flush()
-            return entry_text(lookup_in(turn.transcript), message.get("id"))
+            return entry_text(turn.transcript.by_id, message.get("id"))
         if action == "preview":  # the edit is checked by the server when it is sent
             raise DecisionError("A remote agent's card shows no diff of an edit before it is sent.", field="action")
         if self.polling is turn:

@@ -2,16 +2,14 @@
 
 A :class:`RemoteTurn` is one user message and the AG-UI runs its resumes needed; a
 :class:`RunRecord` is one of those runs. :class:`RunReader` folds a run's events into the turn:
-transcript entries (the same ``{"kind", "id", "text", ...}`` dicts a local
-:class:`~nb_hitl.session.Session` produces, a text entry's Markdown rendered as ``html`` when its
-message ends), pause views for an interrupt outcome (:func:`~nb_hitl.agui.mapping.interrupt_view`),
+transcript entries (a :class:`~nb_hitl.session._transcript.Transcript`, as a local
+:class:`~nb_hitl.session.Session` keeps: its entries, its Markdown rendered as ``html`` when a
+message ends, and its ops, which the display streams to the page), pause views for an interrupt outcome (:func:`~nb_hitl.agui.mapping.interrupt_view`),
 the final text, and the history to send with the next run. :func:`view_data` is what a display
 layer draws (see :mod:`nb_hitl.widgets.remote`).
 
-Streamed text costs linear time: deltas are kept as parts
-(:meth:`RemoteTurn.grow`) and joined into their entry when someone reads it
-(:meth:`RemoteTurn.flush`, called by :func:`view_data` and before the
-reader uses a text), never appended to a growing string one by one.
+Streamed text costs linear time: :class:`~nb_hitl.session._transcript.Transcript`
+extends an entry's text in place, and a delta only extends the pending op of its entry.
 """
 
 from __future__ import annotations
@@ -34,10 +32,9 @@ from ag_ui.core import (
 
 from ..answers.lifecycle import transition
 from ..answers.outcome import answered_elsewhere_text
-from ..entries import shown_entry
 from ..kinds import kind_spec
-from ..markdown import markdown_html
 from ..pauses import PauseStatus
+from ..session._transcript import Transcript
 from .cards import checked_interrupt, metadata_problem, safe_view, view_problem
 from .client import AguiClientError
 from .mapping import META_KEY
@@ -171,7 +168,7 @@ class RemoteTurn:
     view: Any = None
     status: str = "running"
     reason: str = ""
-    transcript: list[dict[str, Any]] = field(default_factory=list)
+    transcript: Transcript = field(default_factory=Transcript)
     pauses: dict[str, dict[str, Any]] = field(default_factory=dict)
     interrupts: dict[str, Interrupt] = field(default_factory=dict)
     checked: dict[str, Interrupt] = field(default_factory=dict)
@@ -189,10 +186,6 @@ class RemoteTurn:
     tool_calls: dict[str, dict[str, str]] = field(default_factory=dict)
     """The tool calls streamed, by id: ``{"name"}`` (arguments: the ``call:<id>`` entry's text, :meth:`call_args`)."""
     last_push: float = 0.0
-    pending: dict[str, list[str]] = field(default_factory=dict)
-    """Deltas not joined into their transcript entry yet, by entry id."""
-    by_id: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
-    """The transcript entries by id (the same dicts)."""
 
     @property
     def widget(self) -> Any:
@@ -207,45 +200,20 @@ class RemoteTurn:
         """Pause views still waiting for an answer."""
         return [p for p in self.pauses.values() if p["status"] == "open"]
 
-    def entry(self, kind: str, key: str, **fields: Any) -> dict[str, Any]:
-        """The transcript entry ``key``, added (``kind``, empty text) if new."""
-        e = self.by_id.get(key)
-        if e is None:
-            e = self.by_id[key] = {"kind": kind, "id": key, "text": "", **fields}
-            self.transcript.append(e)
-        return e
-
-    def grow(self, kind: str, key: str, delta: str, **fields: Any) -> None:
-        """Add ``delta`` to the text of entry ``key`` (made if new): kept as
-        a part until :meth:`flush`."""
-        self.entry(kind, key, **fields)
-        self.pending.setdefault(key, []).append(delta)
-
-    def flush(self) -> None:
-        """Join the pending deltas into their entries: one join per entry,
-        appended to its text in place (the entry's reference is dropped
-        first, so CPython grows the string instead of copying it)."""
-        for key, parts in self.pending.items():
-            e = self.by_id[key]
-            text, e["text"] = e["text"], ""
-            text += "".join(parts)
-            e["text"] = text
-        self.pending.clear()
-
     def call_args(self, tool_call_id: str) -> str:
         """The arguments streamed for a tool call so far (its ``call:<id>`` entry's text)."""
-        self.flush()
-        e = self.by_id.get("call:" + tool_call_id)
+        e = self.transcript.by_id("call:" + tool_call_id)
         return str(e["text"]) if e is not None else ""
 
 
 def view_data(turn: RemoteTurn) -> dict[str, Any]:
-    """What a display shows of ``turn``: ``transcript`` and ``pauses`` (lists of dict copies), ``status``,
-    ``status_reason``, ``final_text``, ``reply_id`` (the last run's id, or ``None``). Pending deltas are
-    joined first (:meth:`RemoteTurn.flush`)."""
-    turn.flush()
+    """What a display shows of ``turn``: ``transcript`` (the turn's
+    :class:`~nb_hitl.session._transcript.Transcript` itself: its entries, and the ops
+    not taken yet, which the display sends to its page), ``pauses`` (a list of dict
+    copies), ``status``, ``status_reason``, ``final_text``, ``reply_id`` (the last
+    run's id, or ``None``)."""
     return {
-        "transcript": [shown_entry(e) for e in turn.transcript],
+        "transcript": turn.transcript,
         "pauses": [dict(p) for p in turn.pauses.values()],
         "status": turn.status,
         "status_reason": turn.reason,
@@ -286,7 +254,6 @@ class RunReader:
         self.calls_here: set[str] = set()
         self.last_chunk: str | None = None
         self.last_message: str | None = None  # the message the last text delta belongs to
-        self.ended: set[str] = set()  # text entries whose Markdown was rendered
 
     def feed(self, ev: Any) -> None:
         """Apply one event (events after the terminal one are only recorded)."""
@@ -302,89 +269,67 @@ class RunReader:
                 )
             self.started = True
             return
+        tr = turn.transcript
         if t == EventType.TEXT_MESSAGE_START:
-            turn.entry("text", ev.message_id)
+            tr.text(ev.message_id)
             self.texts.setdefault(ev.message_id, [])
         elif t == EventType.TEXT_MESSAGE_END:
-            self._render(ev.message_id)
+            tr.end_text(ev.message_id)
         elif t in (EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_CHUNK):
             mid = ev.message_id or (next(reversed(self.texts)) if self.texts else f"text-{record.run_id}")
             if ev.delta:
-                turn.grow("text", mid, ev.delta)
+                tr.text(mid, ev.delta)
                 self.texts.setdefault(mid, []).append(ev.delta)
                 self.last_message = mid
         elif t in (EventType.TOOL_CALL_START, EventType.TOOL_CALL_CHUNK) and ev.tool_call_id:
             self._call_start_or_chunk(ev)
         elif t == EventType.TOOL_CALL_CHUNK and self.last_chunk and ev.delta:
             # a chunk without an id continues the call of the chunk before it
-            turn.grow("tool_call", "call:" + self.last_chunk, ev.delta)
+            tr.tool_call(self.last_chunk, input_text=ev.delta)
         elif t == EventType.TOOL_CALL_ARGS:
             self.calls_here.add(ev.tool_call_id)
             turn.tool_calls.setdefault(ev.tool_call_id, {"name": ""})
-            turn.grow("tool_call", "call:" + ev.tool_call_id, ev.delta, tool_call_id=ev.tool_call_id)
+            tr.tool_call(ev.tool_call_id, input_text=ev.delta)
         elif t == EventType.TOOL_CALL_RESULT:
             self._result(ev)
         elif t == EventType.MESSAGES_SNAPSHOT:
             self.snapshot = list(ev.messages)
             for m in self.snapshot:
-                shown = turn.by_id.get("result:" + m.tool_call_id) if isinstance(m, ToolMessage) else None
+                shown = tr.by_id("result:" + m.tool_call_id) if isinstance(m, ToolMessage) else None
                 if shown is not None and m.error:
-                    shown["state"] = m.error
+                    tr.add("tool_result", shown["id"], state=m.error)
         elif t == EventType.RUN_FINISHED:
             self.terminal = True
-            self._render()
+            tr.finish()  # text entries whose messages had no end (chunks) are rendered
             self._finished(ev)
         elif t == EventType.RUN_ERROR:
             self.terminal = True
-            self._render()
+            tr.finish()
             record.outcome, record.error, record.error_code = "error", ev.message, ev.code
             turn.status = "error"
             turn.reason = ev.message + (f" ({ev.code})" if ev.code else "")
 
-    def _render(self, message_id: str | None = None) -> None:
-        """Give a text entry that ended its Markdown as ``html``
-        (:func:`~nb_hitl.markdown.markdown_html`), as a local transcript does:
-        the message ``message_id`` (``TEXT_MESSAGE_END``), or, at the run's
-        end, every text entry not rendered yet (chunks have no end event)."""
-        self.turn.flush()
-        if message_id is not None:
-            one = self.turn.by_id.get(message_id)
-            entries = [one] if one is not None else []
-        else:
-            entries = self.turn.transcript
-        for e in entries:
-            if e["kind"] != "text" or e["id"] in self.ended or "html" in e:
-                continue
-            self.ended.add(e["id"])
-            html = markdown_html(e["text"])
-            if html is not None:
-                e["html"] = html
-
     def _call_start_or_chunk(self, ev: Any) -> None:
-        turn = self.turn
-        key = "call:" + ev.tool_call_id
-        call = turn.tool_calls.setdefault(ev.tool_call_id, {"name": ""})
-        e = turn.entry("tool_call", key, name=call["name"], tool_call_id=ev.tool_call_id)
+        tr = self.turn.transcript
+        call = self.turn.tool_calls.setdefault(ev.tool_call_id, {"name": ""})
+        e = tr.tool_call(ev.tool_call_id, call["name"])
         if ev.tool_call_id not in self.calls_here:
             # a peer may re-announce a call of an earlier run
             # (ag-ui-langgraph does on resume): start it afresh
             self.calls_here.add(ev.tool_call_id)
-            e["text"] = ""
-            turn.pending.pop(key, None)
+            tr.add("tool_call", e["id"], text="")
         if ev.tool_call_name:
-            call["name"] = e["name"] = ev.tool_call_name
+            call["name"] = ev.tool_call_name
+            tr.add("tool_call", e["id"], name=ev.tool_call_name)
         if ev.type == EventType.TOOL_CALL_CHUNK:
             self.last_chunk = ev.tool_call_id
             if ev.delta:
-                turn.grow("tool_call", key, ev.delta)
+                tr.tool_call(ev.tool_call_id, input_text=ev.delta)
 
     def _result(self, ev: Any) -> None:
         content = ev.content if isinstance(ev.content, str) else "".join(getattr(p, "text", "") for p in ev.content)
         name = self.turn.tool_calls.get(ev.tool_call_id, {}).get("name", "")
-        e = self.turn.entry(
-            "tool_result", "result:" + ev.tool_call_id, name=name, tool_call_id=ev.tool_call_id, state="done"
-        )
-        e["text"] = content
+        self.turn.transcript.tool_result(ev.tool_call_id, name=name, text=content, state="done")
         self.streamed.append(ToolMessage(id=ev.message_id, tool_call_id=ev.tool_call_id, content=content))
 
     def end(self) -> None:
@@ -397,7 +342,6 @@ class RunReader:
         ``MESSAGES_SNAPSHOT``, else ``messages`` plus what streamed."""
         if self.snapshot is not None:
             return self.snapshot
-        self.turn.flush()
         calls = [
             ToolCall(id=i, function=FunctionCall(name=c["name"], arguments=self.turn.call_args(i)))
             for i, c in self.turn.tool_calls.items()
@@ -485,4 +429,4 @@ class RunReader:
         self.record.refused_input = dict(note)
         reason = told[:500] or "Your message was not given to the agent: it waits for answers to its open interrupts."
         self.turn.reason = reason
-        self.turn.entry("note", f"note:{self.record.run_id}", text=reason)
+        self.turn.transcript.add("note", f"note:{self.record.run_id}", text=reason)

@@ -30,9 +30,11 @@ from ..answers import front
 from ..answers.approvals import needs_more
 from ..answers.lifecycle import transition
 from ..edit_preview import preview_answer
-from ..entries import entry_text, lookup_in, shown_entry
+from ..entries import entry_text
 from ..pauses import Pause
 from ..policy import Policy
+from ..session._transcript import Transcript
+from ..widgets import _transcript_feed as transcript_feed
 from ..widgets._cards import CardFeed
 from .answering import AlreadyApprovedError, Answerer, OutcomeError
 from .approving import console_policies, parked_pause, put, shared
@@ -105,7 +107,9 @@ class SessionConsole:
 
     Attributes:
         pauses: ``{tool_call_id: Pause}`` of the parked reply.
-        transcript: the entries shown.
+        transcript: the entries shown (:class:`~nb_hitl.session._transcript.Transcript`),
+            brought to each read of ``/messages`` as ops; an entry a later
+            read no longer holds (it reads at most 50 messages) stays.
         status: AgentScope's session status at the last refresh.
         cursor: the stream cursor from the last ``/messages``.
         cards: what the widget's page was sent of the pause cards
@@ -140,7 +144,7 @@ class SessionConsole:
         self.agent_name = agent_name
         self.session_name = session_name if session_name != session_id else ""
         self.pauses: dict[str, Pause] = {}
-        self.transcript: list[dict[str, Any]] = []
+        self.transcript = Transcript()
         self.status = ""
         self.reply_id: str | None = None
         self.cursor: str | None = None
@@ -187,11 +191,16 @@ class SessionConsole:
     def push(self) -> None:
         """Show the current transcript, pauses and status in the widget (if made).
 
-        The pause cards go as what changed (:meth:`CardFeed.push
-        <nb_hitl.widgets._cards.CardFeed.push>`, as a local Session's): every
-        pause's view is built and compared with what the page was sent, so a
+        Both go as what changed, as a local Session's do: the transcript's ops
+        since the last push as one ``nbh_transcript`` message
+        (:func:`nb_hitl.widgets._transcript_feed.flush`; :meth:`refresh` made
+        them by :meth:`Transcript.follow <nb_hitl.session._transcript.Transcript.follow>`),
+        then the cards (:meth:`CardFeed.push <nb_hitl.widgets._cards.CardFeed.push>`):
+        every pause's view is built and compared with what the page was sent, so a
         new card, a changed status or approval count, and a card that left
-        travel as one ``nbh_cards`` op each, never the whole list again."""
+        travel as one ``nbh_cards`` op each, never the whole list again. The
+        ``transcript`` and ``pauses`` records stay in the kernel for a page
+        that asks for the widget's state."""
         if self.widget is None:
             return
         status = {"awaiting_permission": "paused", "awaiting_external_result": "paused", "idle": "finished"}.get(
@@ -207,10 +216,11 @@ class SessionConsole:
                 "AgentScope frees the lock when its TTL (600 s) runs out; then the session can be answered again."
             )
         try:
+            transcript_feed.flush(self.widget, self.transcript)  # before the cards: they go under its entries
             with self.widget.hold_sync():
-                self.widget.transcript = [shown_entry(e) for e in self.transcript]
                 # fresh views, compared with what the page holds: the cards that changed go as ops
-                self.cards.push(self.widget, [dict(p.to_view()) for p in self.pauses.values()])
+                views = [dict(p.to_view()) for p in self.pauses.values()]
+                self.cards.push(self.widget, views, **transcript_feed.record(self.transcript))
                 self.widget.reply_id = self.reply_id or ""
                 self.widget.status = status
                 self.widget.status_reason = reason
@@ -233,7 +243,7 @@ class SessionConsole:
         messages = body.get("messages") or []
         self.status = status
         self.cursor = body.get("event_cursor") or self.cursor
-        self.transcript = transcript_entries(messages)
+        self.transcript.follow(transcript_entries(messages))  # what changed since the last read, as ops
         reply_id, calls, _msg = parked_calls(messages) if status != "running" else (None, [], None)
         self.reply_id = reply_id or self.reply_id
         fresh: dict[str, Pause] = {}
@@ -305,15 +315,16 @@ class SessionConsole:
     # -- acting ------------------------------------------------------------
     def handle(self, message: Any) -> Any:
         """The ReplyWidget handler (page message -> awaitable answer); the page's
-        card syncs are answered by :attr:`cards` (:meth:`~nb_hitl.widgets._cards.CardFeed.answer_sync`)."""
-        synced = self.cards.answer_sync(message)
+        syncs of the transcript and the cards are answered by
+        :func:`nb_hitl.widgets._transcript_feed.answer_sync`."""
+        synced = transcript_feed.answer_sync(message, self.widget, self.transcript, self.cards)
         if synced is not None:
             return synced
         action = front.as_message(message).get("action")
         if action == "interrupt":
             return self.interrupt()
         if action == "entry_text":  # "Show all" on an entry shown in part
-            return entry_text(lookup_in(self.transcript), message.get("id"))
+            return entry_text(self.transcript.by_id, message.get("id"))
         if action == "batch":  # "Submit all" / "Approve all"
             return self.act_all(message.get("items"))
         if action == "preview":  # the diff of an edit being typed: not an answer, nothing is sent

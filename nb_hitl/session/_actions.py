@@ -33,6 +33,7 @@ from ..entries import entry_text
 from ..errors import NbHitlError, PauseNotLiveError
 from ..kinds import kind_spec
 from ..pauses import Pause
+from ..widgets import _transcript_feed as transcript_feed
 from . import _whatif as whatif
 from ._closing import stop_notes
 from ._core import SessionCore
@@ -71,15 +72,10 @@ class Desk:
         kernel, :data:`~nb_hitl.answers.record.KERNEL`) go into the audit line.
         """
         action = front.as_message(message).get("action")
-        if action == "sync":  # the page connected: both streams in one answer
-            return {
-                "transcript": self.s._transcript_sync(run, message.get("transcript_seq"), connect=True),
-                "cards": self.s._cards_sync(run, message.get("cards_seq")),
-            }
-        if action == "transcript_sync":  # the page saw a gap in the stream
-            return self.s._transcript_sync(run, message.get("seq"))
-        if action == "cards_sync":  # the same for the pause cards
-            return self.s._cards_sync(run, message.get("seq"))
+        # the page connected ("sync": both streams in one answer) or saw a gap in one
+        synced = transcript_feed.answer_sync(message, run.widget, run.transcript, run.cards, lambda: self.s._push(run))
+        if synced is not None:
+            return synced
         if action == "entry_text":  # "Show all" on an entry the page shows a part of
             return entry_text(run.transcript.by_id, message.get("id"))
         if action == "interrupt":

@@ -26,11 +26,11 @@ from ..decisions import Decision
 from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
-from ._pace import ENVELOPE, OP_BYTES, RESUME_QUIET, flush_delay, over_budget
+from ..widgets import _transcript_feed as transcript_feed
+from ._pace import RESUME_QUIET, flush_delay, over_budget
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun
 from ._settle import answered, stepped
 from ._team import unchecked_team_calls
-from ._transcript import final_html, shown_entry
 
 if TYPE_CHECKING:
     from ..notify import Notices
@@ -162,17 +162,11 @@ class SessionCore:
             return
         self._flush_transcript(run)
         views = run.cards.views_of(run.pauses)  # rebuilt: the pauses a transition marked
-        record: dict[str, Any] = {}
-        if run.transcript.trait_dirty:
-            record["transcript"] = run.transcript.view()
-            record["transcript_seq"] = run.transcript.seq  # the stream was flushed above
+        record = transcript_feed.record(run.transcript)  # the stream was flushed above
         if "final_text" in traits:  # the page has it when it is the last text block
-            entry = run.transcript.final_entry(traits["final_text"])
-            if entry is not None:
-                record["final_text"] = traits.pop("final_text")
-                traits["final_entry"] = entry
-            else:  # the page shows it in its own box, rendered as a text block is
-                traits["final_html"] = final_html(traits["final_text"])
+            kept, sent = transcript_feed.final(run.transcript, traits.pop("final_text"))
+            record.update(kept)
+            traits.update(sent)
         traits.setdefault("status", run.status)
         traits.setdefault("status_reason", run.reason)
         try:
@@ -247,16 +241,6 @@ class SessionCore:
             run.push_due.cancel()
             run.push_due = None
 
-    def _cards_sync(self, run: ReplyRun, page_seq: Any = None) -> dict[str, Any]:
-        """The page's resync of the pause cards (on connect or after a gap):
-        every card and the ``seq`` it includes (``nbh_cards`` messages with a
-        higher ``seq`` follow), or only ``{"seq", "current": True}`` when the
-        page already holds that ``seq`` (``page_seq``). A view connected:
-        the cards go to it as ops from now on (:meth:`_push`)."""
-        run.cards.connected = True
-        self._push(run)
-        return run.cards.sync(page_seq)
-
     def _stream(self, run: ReplyRun, *, urgent: bool = False) -> None:
         """The transcript changed: send its pending changes when they are due.
 
@@ -307,42 +291,8 @@ class SessionCore:
             tr.timer = asyncio.get_running_loop().call_later(wait, self._stream_due, run)
 
     def _flush_transcript(self, run: ReplyRun) -> None:
-        """Send ``{"type": "nbh_transcript", "seq", "ops"}`` now (see
-        :meth:`~nb_hitl.session._transcript.Transcript.take_ops`)."""
-        tr = run.transcript
-        if tr.timer is not None:
-            tr.timer.cancel()
-            tr.timer = None
-        tr.first_change = None
-        if run.widget is None or not tr.pending:
-            return
-        seq, ops = tr.take_ops()
-        tr.last_flush = time.monotonic()
-        tr.overhead += ENVELOPE + OP_BYTES * len(ops)
-        try:
-            run.widget.send({"type": "nbh_transcript", "seq": seq, "ops": ops})
-        except Exception:  # a closed comm must not stop the agent
-            log.warning("could not stream to the reply widget", exc_info=True)
-
-    def _transcript_sync(self, run: ReplyRun, page_seq: Any = None, *, connect: bool = False) -> dict[str, Any]:
-        """The page's resync (after a gap, or on connect): every entry and the
-        ``seq`` they include (stream messages with a higher ``seq`` follow).
-
-        Less when the page holds enough (``page_seq``, the ``seq`` it holds):
-        ``{"seq", "current": True}`` when it holds that ``seq``; on connect
-        (``connect=True``), ``{"seq", "sent": True}`` when it holds an earlier
-        one: the messages up to ``seq`` went out before this answer, so a page
-        that got them holds ``seq`` when it reads it, and one that did not
-        (they left before it listened) asks again.
-        """
-        self._flush_transcript(run)
-        seq = run.transcript.seq
-        held = page_seq if isinstance(page_seq, int) and not isinstance(page_seq, bool) else None
-        if held == seq:
-            return {"seq": seq, "current": True}
-        if connect and held is not None and 0 <= held < seq:
-            return {"seq": seq, "sent": True}
-        return {"seq": seq, "entries": [shown_entry(e) for e in run.transcript]}
+        """Send the transcript's pending changes now (:func:`nb_hitl.widgets._transcript_feed.flush`)."""
+        transcript_feed.flush(run.widget, run.transcript)
 
     def _opened(self, run: ReplyRun, pause: Pause) -> None:
         """A pause was added to ``run``, open: the listeners hear ``"pause"``

@@ -68,7 +68,7 @@ from ._promise import apply_note, record_decision
 from ._run import TERMINAL, ReplyRun
 from ._run_error import run_error_text
 from ._team import continue_stream, resume_batch
-from ._transcript import record_event
+from ._transcript_events import record_event
 
 __all__ = ["Driver", "close_dangling_tool_calls", "close_delivered_tool_calls"]
 

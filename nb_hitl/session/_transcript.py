@@ -3,8 +3,12 @@
 A :class:`Transcript` is an ordered list of entries built from a reply's
 stream: text blocks, tool calls (their input text as it streams), tool
 results and notes. Its methods take plain values (block ids, tool call ids,
-deltas), not AgentScope events, so the same transcript can be built from
-AgentScope's ``reply_stream`` here and from AG-UI events by a remote client.
+deltas), not AgentScope events, so the same transcript is built from
+AgentScope's ``reply_stream`` here (:func:`~nb_hitl.session._transcript_events.record_event`
+for what is not a delta), from AG-UI events by the remote client
+(:class:`~nb_hitl.agui.turn.RunReader`) and from the service's stored messages
+by the console (:meth:`Transcript.follow`); every owner sends its ops the same
+way (:mod:`nb_hitl.widgets._transcript_feed`).
 
 Each entry is a dict the page renders as is (``js/reply/transcript.ts``,
 ``TranscriptEntry``): ``{"kind": "text" | "tool_call" | "tool_result" |
@@ -33,56 +37,27 @@ whole transcript again (see "Streaming" in ``docs/design.md``).
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from typing import Any
-
-from agentscope.event import (
-    DataBlockDeltaEvent,
-    DataBlockStartEvent,
-    HintBlockEvent,
-    ModelCallEndEvent,
-    ModelCallStartEvent,
-    TextBlockEndEvent,
-    ThinkingBlockDeltaEvent,
-    ThinkingBlockEndEvent,
-    ThinkingBlockStartEvent,
-)
 
 from .._agentscope import strip_system_reminders
 from ..entries import SHOWN_CHARS, cut_text, shown_entry
 from ..markdown import markdown_html
 from ..model_config import model_error_hint
 
-__all__ = ["MARKDOWN_KINDS", "Transcript", "record_event"]
+__all__ = ["MARKDOWN_KINDS", "Transcript", "no_reminder_tags"]
 
 MARKDOWN_KINDS = ("text", "thinking")
 """Entry kinds whose text is the model's Markdown (rendered when they end)."""
 
 
-def _no_reminder_tags(text: str) -> str:
+def no_reminder_tags(text: str) -> str:
     """A finished result's text without AgentScope's ``<system-reminder>`` wrappers: the
     person reads what the model was told, not markup meant for the model."""
     if "<system-reminder>" not in text:
         return text
     return strip_system_reminders(text)
-
-
-def hint_source(source: str | None) -> str:
-    """A hint's ``source`` as a person reads it: ``"alice"`` stays ``"alice"``; AgentScope's
-    JSON labels (``'{"label": "System", "sublabel": "Runtime State"}'``) become
-    ``"System · Runtime State"``; anything else unreadable is kept as given."""
-    if not source or not source.lstrip().startswith("{"):
-        return source or ""
-    try:
-        parsed = json.loads(source)
-    except ValueError:
-        return source
-    if not isinstance(parsed, dict):
-        return source
-    parts = [str(parsed[k]) for k in ("label", "sublabel") if parsed.get(k)]
-    return " · ".join(parts) or source
 
 
 def final_html(text: str) -> str:
@@ -224,12 +199,25 @@ class Transcript(list[dict[str, Any]]):
             self._record({"op": "append", "id": e["id"], "text": delta[: SHOWN_CHARS - before]})
         self._record({"op": "set", "id": e["id"], "fields": {"more": len(e["text"]) - SHOWN_CHARS}})
 
+    def grow(self, key: str, delta: str) -> None:
+        """Append ``delta`` to the text of the entry ``key`` (of any kind), as an ``append``
+        op: what a text, a tool call's input or a result does with a delta.
+
+        Raises:
+            KeyError: there is no entry ``key``.
+        """
+        self._append(self._by_id[key], delta)
+
     def _set(self, e: dict[str, Any], **fields: Any) -> None:
         changed = {k: v for k, v in fields.items() if e.get(k) != v}
         if not changed:
             return
         was_cut = len(e["text"]) > SHOWN_CHARS
-        e.update(changed)
+        for key, value in changed.items():  # a field set to None is removed, as the page removes it
+            if value is None:
+                e.pop(key, None)
+            else:
+                e[key] = value
         shown = dict(changed)
         if "text" in changed:
             shown["text"], more = cut_text(changed["text"])
@@ -324,7 +312,7 @@ class Transcript(list[dict[str, Any]]):
         if state is not None:
             self._set(e, state=state)
             if state != "running":
-                self._set(e, text=_no_reminder_tags(e["text"]))
+                self._set(e, text=no_reminder_tags(e["text"]))
         return e
 
     def not_run(self, tool_call_id: str, reason: str) -> None:
@@ -433,56 +421,32 @@ class Transcript(list[dict[str, Any]]):
         self._set(e, **fields)
         return e
 
+    def follow(self, entries: list[dict[str, Any]]) -> None:
+        """Bring the transcript to ``entries``, read whole (the service console's
+        ``/messages``, :func:`nb_hitl.service.transcript.transcript_entries`), as ops:
+        an entry new here is added, a text that grew is appended to, a text that
+        changed otherwise and every other changed field are set (a field gone from
+        the entry is set to ``None``: removed). Entries read as before record
+        nothing, so a re-read that changed nothing sends nothing.
 
-def record_event(tr: Transcript, ev: Any) -> bool:
-    """Add what an AgentScope event shows beyond text deltas and tool calls to ``tr``.
+        An entry held here but missing from ``entries`` is kept (a read is a
+        window of the stored messages: what is outside it still happened); one
+        read again keeps its place.
 
-    Handles ``TextBlockEndEvent`` / ``ThinkingBlockEndEvent`` (the entry's
-    Markdown rendered, :meth:`Transcript.end_text`), ``ModelCallStartEvent`` / ``ModelCallEndEvent`` (a ``step``
-    entry per model call: ``model_name``, ``started_at`` in epoch seconds,
-    then ``elapsed`` seconds and AgentScope's token counts), thinking blocks
-    (``thinking`` entries), ``HintBlockEvent`` (``hint``) and data blocks
-    (``data``: ``media_type``, ``name``, ``url`` or the size of inline data in
-    ``bytes``; the data itself is not sent to the page).
-
-    Returns:
-        whether ``ev`` was one of these (and the transcript changed).
-    """
-    if isinstance(ev, ModelCallStartEvent):
-        tr.steps += 1
-        tr.add("step", f"step:{tr.steps}", model_name=ev.model_name, started_at=time.time(), state="calling")
-    elif isinstance(ev, ModelCallEndEvent):
-        step = tr.by_id(f"step:{tr.steps}")
-        if step is None:
-            return False
-        tr.add(
-            "step",
-            step["id"],
-            state="done",
-            elapsed=round(time.time() - float(step.get("started_at", time.time())), 3),
-            input_tokens=ev.input_tokens,
-            output_tokens=ev.output_tokens,
-            cache_input_tokens=ev.cache_input_tokens,
-        )
-    elif isinstance(ev, ThinkingBlockStartEvent):
-        tr.add("thinking", "thinking:" + ev.block_id)
-    elif isinstance(ev, ThinkingBlockDeltaEvent):
-        tr._append(tr.add("thinking", "thinking:" + ev.block_id), ev.delta)
-    elif isinstance(ev, TextBlockEndEvent):
-        tr.end_text(ev.block_id, ev.text)
-    elif isinstance(ev, ThinkingBlockEndEvent):
-        tr.end_text("thinking:" + ev.block_id)
-    elif isinstance(ev, HintBlockEvent):
-        hint = ev.hint if isinstance(ev.hint, str) else "\n".join(getattr(b, "text", "") or "" for b in ev.hint)
-        tr.add("hint", "hint:" + ev.block_id, text=_no_reminder_tags(hint), source=hint_source(ev.source))
-    elif isinstance(ev, DataBlockStartEvent):
-        tr.add("data", "data:" + ev.block_id, media_type=ev.media_type, name=ev.name or "", bytes=0)
-    elif isinstance(ev, DataBlockDeltaEvent):
-        e = tr.add("data", "data:" + ev.block_id, media_type=ev.media_type)
-        if ev.url:
-            tr.add("data", e["id"], url=ev.url)
-        elif ev.data:
-            tr.add("data", e["id"], bytes=int(e.get("bytes", 0)) + len(ev.data) * 3 // 4)
-    else:
-        return False
-    return True
+        Args:
+            entries: ``{"kind", "id", "text", ...}`` dicts, in order.
+        """
+        for new in entries:
+            kind, key, text = new["kind"], str(new["id"]), str(new.get("text") or "")
+            fields = {k: v for k, v in new.items() if k not in ("kind", "id", "text")}
+            e = self._by_id.get(key)
+            if e is None:
+                self._entry(kind, key, text=text, **fields)
+                continue
+            if text != e["text"]:
+                if text.startswith(e["text"]):
+                    self._append(e, text[len(e["text"]) :])
+                else:
+                    self._set(e, text=text)
+            gone = {k: None for k in e if k not in ("kind", "id", "text") and k not in fields}
+            self._set(e, **fields, **gone)

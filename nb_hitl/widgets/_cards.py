@@ -5,8 +5,8 @@ the local Session (``SessionCore._push``), the AG-UI client's view
 (:class:`~nb_hitl.widgets.remote.RemoteReplyView`) and the service console
 (:class:`~nb_hitl.service.console.SessionConsole`) each keep a
 :class:`CardFeed` and hand it the views as they are now (:meth:`CardFeed.push`);
-a page's card sync is answered by :meth:`CardFeed.answer_sync` (the Session
-answers its ``sync`` together with its transcript's).
+a page's card sync is answered with its transcript's by
+:func:`nb_hitl.widgets._transcript_feed.answer_sync`, for every owner.
 
 A reply's pause cards reach the page as custom comm messages
 ``{"type": "nbh_cards", "seq", "ops"}`` holding the views that changed since
@@ -143,29 +143,6 @@ class CardFeed(KeyedFeed):
         if ops and not whole:
             widget.send(self.message(ops))
         widget.set_record(send=whole, pauses=views, cards_seq=self.seq, **record)
-
-    def answer_sync(self, message: Any) -> dict[str, Any] | None:
-        """The answer to a page's card sync, for an owner that streams its cards only
-        (the AG-UI client's view and the service console; their transcript is a trait).
-
-        A view that asks connected: the cards go to it as ops from then on.
-
-        Args:
-            message: a page message: ``{"action": "sync", "cards_seq"}`` (a view
-                connected) or ``{"action": "cards_sync", "seq"}`` (a gap).
-
-        Returns:
-            ``{"cards": <sync>}`` to ``sync`` (no ``transcript``: the page takes
-            the transcript trait), :meth:`sync`'s answer to ``cards_sync``, or
-            ``None`` for any other message (not a sync).
-        """
-        action = message.get("action") if isinstance(message, dict) else None
-        if action not in ("sync", "cards_sync"):
-            return None
-        self.connected = True
-        if action == "sync":
-            return {"cards": self.sync(message.get("cards_seq"))}
-        return self.sync(message.get("seq"))
 
     def message(self, ops: list[dict[str, Any]]) -> CardsMessage:
         """The ``nbh_cards`` message for ``ops`` just taken (:meth:`KeyedFeed.message`)."""

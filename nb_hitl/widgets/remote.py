@@ -7,12 +7,15 @@ answer handler, updated from the view data the session produces
 (:func:`~nb_hitl.agui.turn.view_data`: transcript entries, pause views,
 status). It carries data only; every check is the session's.
 
-The pause cards reach the page as what changed, as a local Session's do
-(:meth:`CardFeed.push <nb_hitl.widgets._cards.CardFeed.push>`: a new card, a
-card whose status changed, a card that left, one ``nbh_cards`` op each); the
-page's card syncs are answered here (:meth:`CardFeed.answer_sync
-<nb_hitl.widgets._cards.CardFeed.answer_sync>`), every other page message by
-the session's handler.
+The transcript and the pause cards reach the page as what changed, as a
+local Session's do: the transcript's ops (the turn's
+:class:`~nb_hitl.session._transcript.Transcript`, built from AG-UI events) as
+``nbh_transcript`` messages (:func:`nb_hitl.widgets._transcript_feed.flush`),
+the cards through :meth:`CardFeed.push <nb_hitl.widgets._cards.CardFeed.push>`
+(a new card, a card whose status changed, a card that left, one ``nbh_cards``
+op each). The page's syncs are answered here
+(:func:`nb_hitl.widgets._transcript_feed.answer_sync`), every other page
+message by the session's handler.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..session._transcript import Transcript
+from . import _transcript_feed as transcript_feed
 from ._cards import CardFeed
 from .reply import ReplyWidget
 
@@ -38,6 +43,8 @@ class RemoteReplyView:
     Attributes:
         widget: the ``ReplyWidget``.
         cards: what its page was sent of the pause cards (:class:`~nb_hitl.widgets._cards.CardFeed`).
+        transcript: the turn's transcript (:class:`~nb_hitl.session._transcript.Transcript`),
+            whose ops reach the page as ``nbh_transcript`` messages.
     """
 
     def __init__(
@@ -49,9 +56,10 @@ class RemoteReplyView:
         display: bool = True,
     ) -> None:
         self.cards = CardFeed()
+        self.transcript: Transcript = Transcript()  # the turn's, from the first update on
 
         def handle(message: Any) -> Any:
-            synced = self.cards.answer_sync(message)
+            synced = transcript_feed.answer_sync(message, self.widget, self.transcript, self.cards)
             return handler(message) if synced is None else synced
 
         self.widget = ReplyWidget(handler=handle, agent_name=agent_name, prompt=prompt)
@@ -65,21 +73,36 @@ class RemoteReplyView:
 
     def update(self, data: dict[str, Any]) -> None:
         """Show ``data``: ``transcript``, ``pauses``, ``status``,
-        ``status_reason``, ``final_text``, ``reply_id``.
+        ``status_reason``, ``final_text``, ``reply_id``
+        (:func:`~nb_hitl.agui.turn.view_data`).
 
-        The transcript goes first, in its own update: the page places each
-        card in its tool call's entry, which must exist by then. The cards
-        that changed follow as one ``nbh_cards`` message (before a view
-        connected: the ``pauses`` record, :meth:`CardFeed.push
+        The transcript's changes since the last update go first, as one
+        ``nbh_transcript`` message (:func:`~nb_hitl.widgets._transcript_feed.flush`):
+        the page places each card in its tool call's entry, which must exist
+        by then. The cards that changed follow as one ``nbh_cards`` message
+        (before a view connected: the ``pauses`` record, :meth:`CardFeed.push
         <nb_hitl.widgets._cards.CardFeed.push>`), then the status in one update.
-        ``data["pauses"]`` holds fresh dicts (copies of the turn's views).
+        A final text that is the last text entry's is kept in the kernel too
+        (``final_entry`` names that entry; :func:`~nb_hitl.widgets._transcript_feed.final`).
+        The ``transcript`` and ``pauses`` records are kept in the kernel
+        (:meth:`ReplyWidget.set_record <nb_hitl.widgets.reply.ReplyWidget.set_record>`)
+        for a page that asks for the widget's state.
+
+        Args:
+            data: ``data["transcript"]`` is the turn's
+                :class:`~nb_hitl.session._transcript.Transcript` (its ops are
+                taken here); ``data["pauses"]`` holds fresh dicts (copies of
+                the turn's views).
         """
         widget = self.widget
-        widget.transcript = data["transcript"]
+        self.transcript = tr = data["transcript"]
+        transcript_feed.flush(widget, tr)
+        kept, final = transcript_feed.final(tr, data["final_text"])  # the last text entry's: not sent again
         with widget.hold_sync():
-            self.cards.push(widget, data["pauses"])
+            self.cards.push(widget, data["pauses"], **transcript_feed.record(tr), **kept)
             widget.status = data["status"]
             widget.status_reason = data["status_reason"]
-            widget.final_text = data["final_text"]
+            for name, value in final.items():
+                setattr(widget, name, value)
             if data.get("reply_id"):
                 widget.reply_id = data["reply_id"]

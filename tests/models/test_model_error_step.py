@@ -25,7 +25,8 @@ from nb_hitl import Session
 from nb_hitl.fakes import FakeOpenAIServer
 from nb_hitl.model_config import model_error_hint, model_from_env
 from nb_hitl.models import Turn
-from nb_hitl.session._transcript import Transcript, record_event
+from nb_hitl.session._transcript import Transcript
+from nb_hitl.session._transcript_events import record_event
 from tests.support import run_async
 
 

@@ -12,12 +12,40 @@ from pathlib import Path
 import pytest
 
 from nb_hitl.service import ServiceClient
+from nb_hitl.service.console import SessionConsole
 from tests.service.cluster import Cluster
 from tests.service.test_scale_out import note_prompt, park, until
 from tests.session.test_card_stream import Wire, card_bytes, connect, page_view
 from tests.support import run_async
 
 pytestmark = pytest.mark.timeout(300)
+
+
+async def stepping_console(workers: Cluster, tmp_path: Path, n: int) -> tuple[ServiceClient, SessionConsole]:
+    """A session parked on the first of ``n`` ``write_note`` calls (AgentScope asks for
+    each in turn), opened in a console (not shown): ``(client, console)``."""
+    client = ServiceClient(
+        workers.b.url, f"u-{uuid.uuid4().hex[:8]}", audit_path=tmp_path / "audit.jsonl", service_id="cluster"
+    )
+    prompt = "\n".join(note_prompt(f"step-{uuid.uuid4().hex[:6]}-{i}") for i in range(n))
+    agent_id, sid = await park(client, workers.model.base_url, prompt)
+    return client, await client.open(sid, agent_id, show=False)
+
+
+async def approve_open(console: SessionConsole, then_next: str | None) -> str:
+    """Approve the console's one open card; with ``then_next`` (what the wait is
+    called), re-read until the next card is open. Returns the approved call's id."""
+    (tcid,) = [t for t, p in console.pauses.items() if p.status == "open"]
+    answer = await console.act({"action": "approve", "tool_call_id": tcid})
+    assert answer["status"] == "delivered", answer
+    if then_next is not None:
+
+        async def next_card() -> bool:
+            await console.refresh()
+            return any(p.status == "open" and t != tcid for t, p in console.pauses.items())
+
+        await until(next_card, then_next)
+    return tcid
 
 
 def test_each_new_console_card_is_one_op_and_its_bytes_do_not_grow_with_the_cards_shown(
@@ -33,12 +61,7 @@ def test_each_new_console_card_is_one_op_and_its_bytes_do_not_grow_with_the_card
     n = 6
 
     async def go() -> list[int]:
-        client = ServiceClient(
-            workers.b.url, f"u-{uuid.uuid4().hex[:8]}", audit_path=tmp_path / "audit.jsonl", service_id="cluster"
-        )
-        prompt = "\n".join(note_prompt(f"step-{uuid.uuid4().hex[:6]}-{i}") for i in range(n))
-        agent_id, sid = await park(client, workers.model.base_url, prompt)
-        console = await client.open(sid, agent_id, show=False)
+        client, console = await stepping_console(workers, tmp_path, n)
         widget = console.make_widget()
         assert [p["status"] for p in widget.pauses] == ["open"]
         assert console.cards.messages == 0  # no view listened yet: the record went whole
@@ -48,18 +71,10 @@ def test_each_new_console_card_is_one_op_and_its_bytes_do_not_grow_with_the_card
         assert card_bytes(wire.messages) == 0  # nothing changed: no card
         per_card: list[int] = []
         for k in range(n):
-            (tcid,) = [t for t, p in console.pauses.items() if p.status == "open"]
             sent = len(wire.messages)
-            answer = await console.act({"action": "approve", "tool_call_id": tcid})
-            assert answer["status"] == "delivered", answer
+            tcid = await approve_open(console, f"card {k + 2}" if k < n - 1 else None)
             if k == n - 1:
                 break
-
-            async def next_card(done: str = tcid) -> bool:
-                await console.refresh()
-                return any(p.status == "open" and t != done for t, p in console.pauses.items())
-
-            await until(next_card, f"card {k + 2}")
             new = [
                 op["view"]["tool_call_id"]
                 for c in wire.cards()

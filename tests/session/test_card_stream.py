@@ -22,7 +22,7 @@ from benchmarks.approve_all import AskEachTime, archive, connect, make_agent, pa
 from nb_hitl import Session
 from nb_hitl.answers.lifecycle import transition
 from nb_hitl.models import ScriptedChatModel, Turn, tool_call
-from tests.support import run_async, wait_until
+from tests.support import apply_ops, run_async, wait_until
 
 
 class Wire:
@@ -56,6 +56,36 @@ class Wire:
 
     def bytes(self) -> int:
         return sum(len(json.dumps(m)) for m in self.messages)
+
+    def since(self, index: int) -> Wire:
+        """The messages from ``index`` on, as a ``Wire`` of their own (not capturing)."""
+        part = Wire.__new__(Wire)
+        part.messages = self.messages[index:]
+        return part
+
+    def transcript_traits(self) -> list[dict[str, Any]]:
+        """Trait updates that carried the ``transcript`` record (whole)."""
+        return [m["state"] for m in self.messages if m.get("method") == "update" and "transcript" in m.get("state", {})]
+
+    def transcript_costs(self) -> list[tuple[int, int]]:
+        """Per ``nbh_transcript`` message, in order: ``(bytes as published, characters
+        of entry text its ops carry)``; the difference is what the message costs beyond
+        the text it brings (flat when only what changed is sent)."""
+        costs = []
+        for m in self.messages:
+            msg = m.get("content") if m.get("method") == "custom" else None
+            if isinstance(msg, dict) and msg.get("type") == "nbh_transcript":
+                text = sum(len(op.get("text") or op.get("entry", {}).get("text", "")) for op in msg["ops"])
+                costs.append((len(json.dumps(m)), text))
+        return costs
+
+    def page_transcript(self, start: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """The entries a page holding ``start`` (default none) builds from the
+        ``nbh_transcript`` messages on the wire, applied in ``seq`` order."""
+        entries = [dict(e) for e in start or []]
+        for msg in self.custom("nbh_transcript"):
+            apply_ops(entries, msg["ops"])
+        return entries
 
 
 def page_view(start: list[dict[str, Any]], start_seq: int, wire: Wire) -> tuple[int, list[dict[str, Any]]]:

@@ -56,7 +56,7 @@ def test_a_runtime_hint_reads_as_a_person_would_read_it() -> None:
     ``<system-reminder>`` for the model. The entry keeps the words, not the markup."""
     from agentscope.event import HintBlockEvent
 
-    from nb_hitl.session._transcript import hint_source, record_event
+    from nb_hitl.session._transcript_events import hint_source, record_event
 
     tr = Transcript()
     ev = HintBlockEvent(

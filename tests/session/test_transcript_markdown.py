@@ -37,7 +37,7 @@ from nb_hitl.agui.turn import RemoteTurn, RunReader, RunRecord
 from nb_hitl.markdown import to_safe_html
 from nb_hitl.models import ScriptedChatModel, Turn
 from nb_hitl.session import Transcript
-from nb_hitl.session._transcript import record_event
+from nb_hitl.session._transcript_events import record_event
 from tests.support import run_async, wait_until
 
 MARKDOWN = "Here is the plan:\n\n- read `notes.txt`\n- **ask** you\n\nSee [the docs](https://example.org)."

@@ -73,7 +73,7 @@ class _Page:
         apply_ops(self.entries, ops)
 
     def sync(self) -> None:
-        # SessionCore._transcript_sync: flush, then every entry as shown
+        # nb_hitl.widgets._transcript_feed.sync: flush, then every entry as shown
         self.take()
         self.entries = [dict(shown_entry(e)) for e in self.tr]
 
@@ -279,3 +279,52 @@ def test_a_delta_after_a_set_of_the_same_entry_is_not_merged_before_the_set() ->
     assert [o["op"] for o in ops] == ["append", "set", "append"]
     apply_ops(page, ops)
     assert page == tr.view() and page[0]["text"] == "Zd"
+
+
+def test_follow_turns_each_read_of_the_whole_list_into_what_changed() -> None:
+    """``Transcript.follow`` (the service console's reads of ``/messages``): a new entry is
+    added, a grown text appended to (the delta only), a replaced text and changed fields
+    set, a field gone set to None (removed on the page), an entry a later read no longer
+    holds kept; a read that changed nothing records no op. The page's rebuild equals the
+    kernel's view after every read, including a text past the shown part."""
+    tr = Transcript()
+    page = _Page(tr)
+    long = "x" * (SHOWN_CHARS + 10)
+    reads = [
+        [{"kind": "note", "id": "msg:1", "text": "user: go"}],
+        [
+            {"kind": "note", "id": "msg:1", "text": "user: go"},
+            {"kind": "text", "id": "t1", "text": "Hello", "html": "<p>Hello</p>"},
+        ],
+        [
+            {"kind": "note", "id": "msg:1", "text": "user: go"},
+            {"kind": "text", "id": "t1", "text": "Hello world"},
+            {"kind": "tool_call", "id": "call:c1", "text": "{}", "name": "w", "tool_call_id": "c1", "state": None},
+        ],
+        [  # msg:1 scrolled out of the read; the call's input replaced, its result came
+            {"kind": "text", "id": "t1", "text": "Hello world"},
+            {"kind": "tool_call", "id": "call:c1", "text": '{"a": 1}', "name": "w", "tool_call_id": "c1"},
+            {"kind": "tool_result", "id": "result:c1", "text": long, "name": "w", "tool_call_id": "c1"},
+        ],
+    ]
+    expected_ops = [
+        [("add", "msg:1")],
+        [("add", "t1")],
+        [("append", "t1"), ("set", "t1"), ("add", "call:c1")],
+        [("set", "call:c1"), ("add", "result:c1")],
+    ]
+    for read, expected in zip(reads, expected_ops, strict=True):
+        tr.follow(read)
+        seq_before = tr.seq
+        page.take()
+        ops = page.batches[-1][0]
+        assert [(op["op"], op.get("id") or op["entry"]["id"]) for op in ops] == expected
+        assert tr.seq == seq_before + 1
+        assert _same_view(page.entries) == _same_view(tr.view())
+        tr.follow(read)  # the same read again: nothing to send
+        assert not tr.pending
+    append = next(op for op in page.batches[2][0] if op["op"] == "append")
+    assert append["text"] == " world"  # the delta, not the text again
+    assert "html" not in tr.by_id("t1")  # gone from the read: removed, here and on the page
+    assert [e["id"] for e in tr] == ["msg:1", "t1", "call:c1", "result:c1"]
+    assert page.entries[-1]["more"] == 10 and len(tr.by_id("result:c1")["text"]) == SHOWN_CHARS + 10
