@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import textwrap
 
+from tests.browser.slow_kernel import slow_connect
 from tests.harness.lab import JupyterLabServer, open_notebook, run_all_cells, wait_execution_done, write_notebook
 
 OUT = ".jp-OutputArea-output"
@@ -324,24 +325,10 @@ def test_denial_is_drawn_in_the_warning_colour(page, lab: JupyterLabServer) -> N
     assert colours["warn"] != colours["ok"], colours
 
 
-# the kernel answers the page's connect request 3 s late: the card is drawn,
-# and typed into, before the page knows the kernel is live
-SLOW_CONNECT = """
-import asyncio
-from nb_hitl.session._actions import Desk as _Desk
-
-_on_action = _Desk.on_action
-
-def _slow_connect(self, run, message, decided_by=None, origin=None):
-    if isinstance(message, dict) and message.get("action") == "sync":
-        async def later():
-            await asyncio.sleep(3.5)  # under the page's 4 s wait for it (then "not answering"), over a loaded draw
-            return _on_action(self, run, message, decided_by, origin)
-        return later()
-    return _on_action(self, run, message, decided_by, origin)
-
-_Desk.on_action = _slow_connect
-"""
+# the kernel answers the page's connect request 3.5 s late: under the page's 4 s wait for it
+# (then "not answering"), over a loaded draw; the card is drawn, and typed into, before the
+# page knows the kernel is live
+SLOW_CONNECT = slow_connect(3.5)
 
 
 def test_typing_survives_the_kernel_proving_live(page, lab: JupyterLabServer) -> None:
