@@ -114,12 +114,12 @@ export class CardSet {
     this.liveness = state;
     for (const [id, ui] of this.cards) {
       const p = this.current(id);
-      if (ui.el && p && p.status === "open") this.showLive(ui.el, p);
+      if (ui.el && p && p.status === "open") this.showLive(ui.el, p, ui);
     }
   }
 
-  private showLive(card: HTMLElement, p: PauseView): void {
-    showLiveness(card, this.liveness, this.label(p, this.canAct(p)), p.title || p.tool_name);
+  private showLive(card: HTMLElement, p: PauseView, ui: CardUi): void {
+    showLiveness(card, this.liveness, { label: this.label(p, this.canAct(p)), title: p.title || p.tool_name, sending: ui.pending });
   }
 
   async send(p: PauseView, decision: Decision): Promise<void> {
@@ -451,7 +451,7 @@ export class CardSet {
     if (trouble) buildInvalid(card, p, ctx, trouble);
     else kind.build(card, p, ctx);
     if (ui.pending) card.append(h("div", { class: "nbh-muted" }, "Sending…"));
-    this.showLive(card, p);
+    this.showLive(card, p, ui);
     holdPresses(card, () => this.liveness);
     return card;
   }

@@ -22,11 +22,15 @@ export function canSend(state: Liveness): boolean {
   return state === "live" || state === "unknown";
 }
 
-const LINE: Record<"silent" | "gone", string> = {
-  silent:
-    "No longer live: the kernel that ran this reply does not answer (it may be busy running a cell, or it stopped). What you type here is kept, and can be sent when it answers again.",
-  gone: "No longer live: the kernel that ran this reply is gone.",
-};
+const SILENT = "No longer live: the kernel that ran this reply does not answer (it may be busy running a cell, or it stopped).";
+
+/** The card's line while the kernel is not live; `sending`: an answer from this card left before and waits. */
+function line(state: "silent" | "gone", sending: boolean): string {
+  if (state === "gone") return "No longer live: the kernel that ran this reply is gone.";
+  return sending
+    ? `${SILENT} Your answer left this page before it stopped answering: if the kernel is only busy, it applies it when it gets to it.`
+    : `${SILENT} What you type here is kept, and can be sent when it answers again.`;
+}
 
 const NOT_SENT: Record<"silent" | "gone", string> = {
   silent:
@@ -47,24 +51,31 @@ export function liveText(el: HTMLElement, live: string, notLive: string): HTMLEl
   return el;
 }
 
+/** What {@link showLiveness} says of a card: its kind chip's text, its title, whether an answer from it waits. */
+export interface CardWords {
+  label: string;
+  title: string;
+  sending: boolean;
+}
+
 /**
  * Show `state` on the open card `card` as it stands: its class, its kind chip
- * (`[data-nbh-label]`, given `label`) and name (`label`: `title`), its
- * liveness line, its {@link liveText} texts, and its buttons (aria-disabled
- * while it cannot send; their own `disabled` is left alone).
+ * (`[data-nbh-label]`) and name (`label: title`), its liveness line, its
+ * {@link liveText} texts, and its buttons (aria-disabled while it cannot
+ * send; their own `disabled` is left alone).
  */
-export function showLiveness(card: HTMLElement, state: Liveness, label: string, title: string): void {
+export function showLiveness(card: HTMLElement, state: Liveness, { label, title, sending }: CardWords): void {
   const act = canSend(state);
   card.classList.toggle("nbh-open", act);
   card.classList.toggle("nbh-closed", !act);
   card.setAttribute("aria-label", `${label}: ${title}`);
   const chip = card.querySelector<HTMLElement>("[data-nbh-label]");
   if (chip) chip.textContent = label;
-  const line = card.querySelector<HTMLElement>('[data-testid="nbh-not-live"]');
-  if (line) {
-    line.hidden = act;
-    line.removeAttribute("role");
-    line.textContent = act ? "" : LINE[state as "silent" | "gone"];
+  const said = card.querySelector<HTMLElement>('[data-testid="nbh-not-live"]');
+  if (said) {
+    said.hidden = act;
+    said.removeAttribute("role");
+    said.textContent = act ? "" : line(state as "silent" | "gone", sending);
   }
   for (const el of Array.from(card.querySelectorAll<HTMLElement>("[data-nbh-live-text]"))) {
     el.textContent = (act ? el.dataset.nbhLiveText : el.dataset.nbhNotLiveText) ?? "";
@@ -89,11 +100,11 @@ export function holdPresses(card: HTMLElement, state: () => Liveness): void {
       if (!target || !card.contains(target) || canSend(now)) return;
       event.preventDefault();
       event.stopPropagation();
-      const line = card.querySelector<HTMLElement>('[data-testid="nbh-not-live"]');
-      if (!line) return;
-      line.textContent = NOT_SENT[now as "silent" | "gone"];
-      line.setAttribute("role", "alert");
-      line.hidden = false;
+      const said = card.querySelector<HTMLElement>('[data-testid="nbh-not-live"]');
+      if (!said) return;
+      said.textContent = NOT_SENT[now as "silent" | "gone"];
+      said.setAttribute("role", "alert");
+      said.hidden = false;
     },
     true,
   );

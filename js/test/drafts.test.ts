@@ -215,6 +215,27 @@ describe("drafts outlive a kernel slow to answer", () => {
     page.close();
   });
 
+  test("an answer that left before the kernel stopped answering: the card says it waits, not that it can be sent", async () => {
+    let answering = true;
+    const page = await drawReply([pause()], {}, (m) => (answering && m.action !== "approve" ? liveKernel(m) : null));
+    const root = page.el.querySelector<HTMLElement>('[data-testid="nbh-reply"]')!;
+    page.control("c1", "nbh-approve")!.click();
+    await settle();
+    assert.match(page.card("c1").textContent!, /Sending…/);
+    answering = false;
+    page.fake.commLiveUpdate();
+    await until(() => root.dataset.kernel === "silent");
+    assert.match(page.control("c1", "nbh-not-live")!.textContent!, /Your answer left this page before it stopped answering: if the kernel is only busy, it applies it when it gets to it\.$/);
+    // the kernel gets to it: its answer proves it live, and the card is drawn from it
+    const [approve] = page.fake.actions("approve");
+    page.fake.emit({ request_id: approve.request_id, ok: true, status: "decided" });
+    await settle();
+    assert.equal(root.dataset.kernel, "live");
+    assert.doesNotMatch(page.card("c1").textContent!, /Sending…/);
+    assert.equal(page.control("c1", "nbh-not-live")!.hidden, true);
+    page.close();
+  });
+
   test("a kernel gone for good: the card keeps what was typed, and a press says nothing can reach the agent", async () => {
     const page = await drawReply([pause()], {}, () => null);
     page.control("c1", "nbh-modify")!.click();
