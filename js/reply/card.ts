@@ -6,63 +6,20 @@
 // nothing here looks at the kind. The words of a decision are record.ts's.
 import { h, clear } from "../lib/dom";
 import type { Rpc } from "../lib/rpc";
-import type { Answer, BatchResult, Decision, DryRunAnswer, PreviewAnswer, PreviewEdit, ReplyProtocol } from "../messages";
+import type { BatchResult, Decision, ReplyProtocol } from "../messages";
 import type { PauseView, RemotePauseView } from "../types";
 import type { CardFeed } from "./feed";
 import { cardFor, kindLabel } from "./cards/index";
 import { GroupBar, type Held } from "./group_bar";
+import type { CardCtx, CardUi, Draft } from "./card_ctx";
+import { holdPresses, livenessLine, showLiveness, type Liveness } from "./card_live";
 import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
 import { appendDecisionRecord, deadlineEl, decisionText } from "./record";
 import { clearError, errorBox } from "./card_error";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 import { PREVIEW_TIMEOUT_MS } from "../lib/edit_preview"; // a preview applies nothing: given up when slow
 
-/** Per-card state kept across redraws. */
-export interface CardUi {
-  mode: "view" | "modify" | "rules" | "deny";
-  error: string;
-  errorField: string;
-  /** the pause's status when `error` was given: a later status means the problem is gone */
-  errorStatus: string;
-  pending: boolean;
-  el: HTMLElement | null;
-  key: string;
-  /** the control that had focus when the card went "Sending…" (its controls are disabled meanwhile) */
-  focusKey: string | null;
-}
-
-/** A decision the card would send (its draft, for "Submit all"). */
-export type Draft = Decision;
-
-/** What a card module gets to draw one open pause. */
-export interface CardCtx {
-  ui: CardUi;
-  /** the pause is open and the kernel is (as far as known) live */
-  open: boolean;
-  /** what this card held before it was redrawn, if anything */
-  kept: Draft | undefined;
-  send(decision: Decision): Promise<void>;
-  /** a request about this pause that is not an answer (the card stays open): a dry run */
-  request(action: "dry_run"): Promise<Answer<DryRunAnswer>>;
-  /** the kernel's diff of an edit against what it edits, before it is sent (not an answer either) */
-  preview(edit: PreviewEdit): Promise<Answer<PreviewAnswer>>;
-  /** rebuild this card now (after a mode change or a local error) */
-  redraw(): void;
-  /** what "Submit all" sends for this card (null: nothing yet) */
-  setDraft(draft: () => Draft | null): void;
-  /** what the person typed or picked here and has not sent, or null: a group action sends it
-   *  for this card when it agrees (BulkAction.takes), else sends nothing and names this card */
-  setHeld(held: () => Held | null): void;
-  /** the refusal to show, when it belongs to `field` (or to any field when omitted) */
-  errorBox(field?: string): HTMLElement | null;
-  /** the person made `field` valid: its refusal (drawn by errorBox) goes, now and on redraws */
-  clearError(field: string): void;
-  /** a value a card keeps for itself across redraws (a form's last value) */
-  remember(value: unknown): void;
-  remembered(): unknown;
-  /** move the keyboard to the control with this data-testid in the (redrawn) card */
-  focus(testid: string): void;
-}
+export type { CardCtx, CardUi, Draft } from "./card_ctx";
 
 /** Where a pause's card goes: under its tool call entry when there is one. */
 export interface CardHost {
@@ -81,8 +38,8 @@ export const PAGE_SIZE = 50;
 export class CardSet {
   /** how many cards (in the reply's order) are drawn */
   limit = PAGE_SIZE;
-  /** null: not known yet */
-  live: boolean | null = null;
+  // what the page knows of the kernel (index.ts's setLive): shown over the open cards, never rebuilding one
+  private liveness: Liveness = "unknown";
   private cards = new Map<string, CardUi>();
   // What "Submit all" would send for each open card (filled AskUser panels,
   // external outputs, edited inputs); confirmations in view mode have none.
@@ -146,9 +103,23 @@ export class CardSet {
     return this.feed.trouble(p.tool_call_id) ? INVALID_LABEL : kindLabel(p.kind, open);
   }
 
-  /** Forget what each card was drawn from, so the next draw rebuilds them all. */
-  invalidate(): void {
-    for (const ui of this.cards.values()) ui.key = "";
+  /** Whether the kernel answers: null while not known yet. */
+  get live(): boolean | null {
+    return this.liveness === "unknown" ? null : this.liveness === "live";
+  }
+
+  /** The kernel answers, does not answer, or is gone: shown on every open card drawn, none
+   *  rebuilt (card_live.ts), so what a person typed or chose there, focus and caret stay. */
+  setLiveness(state: Exclude<Liveness, "unknown">): void {
+    this.liveness = state;
+    for (const [id, ui] of this.cards) {
+      const p = this.current(id);
+      if (ui.el && p && p.status === "open") this.showLive(ui.el, p, ui);
+    }
+  }
+
+  private showLive(card: HTMLElement, p: PauseView, ui: CardUi): void {
+    showLiveness(card, this.liveness, { label: this.label(p, this.canAct(p)), title: p.title || p.tool_name, sending: ui.pending });
   }
 
   async send(p: PauseView, decision: Decision): Promise<void> {
@@ -316,9 +287,9 @@ export class CardSet {
     if (!this.shown(p.tool_call_id)) return false;
     const ui = this.uiFor(p.tool_call_id);
     if (p.status !== "open") ui.pending = false; // its answer arrived (see send)
-    // liveness as drawn: unknown and live draw the same card, so the connect
-    // answer (unknown -> live) never rebuilds it under a person's typing
-    const key = JSON.stringify([p.status, p.decision, p.reason, this.live === false, p.deadline, this.feed.trouble(p.tool_call_id)?.problem ?? null]);
+    // what the kernel's view of the card is drawn from: liveness is not part of it (setLiveness
+    // shows it over the card as it stands), so a kernel slow to answer rebuilds no card
+    const key = JSON.stringify([p.status, p.decision, p.reason, p.deadline, this.feed.trouble(p.tool_call_id)?.problem ?? null]);
     // a card an MCP server raised while a tool ran goes in that call's entry, before its result
     const entry = this.host.slotFor(p.parent_tool_call_id || p.tool_call_id);
     // a card of the call itself shows its input: the raw JSON above it would only repeat it
@@ -437,7 +408,7 @@ export class CardSet {
       h(
         "div",
         { class: "nbh-row" },
-        h("span", { class: "nbh-chip" }, this.label(p, open)),
+        h("span", { class: "nbh-chip", "data-nbh-label": true }, this.label(p, open)),
         h("span", { class: "nbh-title" }, p.title || p.tool_name),
         p.agent ? h("span", { class: "nbh-chip", "data-testid": "nbh-agent", "data-agent": p.agent }, `asked by ${p.agent}`) : null,
         p.policy ? h("span", { class: "nbh-chip", "data-testid": "nbh-policy" }, `policy: ${p.policy}`) : null,
@@ -455,13 +426,10 @@ export class CardSet {
       this.appendRecord(card, p, ui, kind.showsInputWhenClosed ? kind.showsInputWhenClosed(p) : true);
       return card;
     }
-    if (this.live === false) {
-      card.append(h("div", { class: "nbh-warn" }, "No longer live: the kernel that ran this reply is gone."));
-    }
+    card.append(livenessLine());
     const id = p.tool_call_id;
     const ctx: CardCtx = {
       ui,
-      open,
       kept: this.typed.get(id) ?? (p as RemotePauseView).refused_answer ?? undefined,
       // the pause as it is now (a remote card is drawn again on every poll without being rebuilt)
       send: (decision) => this.send(this.current(id) || p, decision),
@@ -483,6 +451,8 @@ export class CardSet {
     if (trouble) buildInvalid(card, p, ctx, trouble);
     else kind.build(card, p, ctx);
     if (ui.pending) card.append(h("div", { class: "nbh-muted" }, "Sending…"));
+    this.showLive(card, p, ui);
+    holdPresses(card, () => this.liveness);
     return card;
   }
 

@@ -262,7 +262,9 @@ const render: Render<ReplyModel> = ({ model, el }) => {
   let recheck = 0;
   const setLive = (state: "live" | "silent" | "gone") => {
     const was = cards.live;
-    cards.live = state === "live";
+    // shown over the open cards as they stand: none is rebuilt, so what a person typed or
+    // chose there (and its focus and caret) outlives a kernel slow to answer
+    cards.setLiveness(state);
     root.dataset.live = String(cards.live);
     root.dataset.kernel = state;
     if (state === "live") {
@@ -282,13 +284,6 @@ const render: Render<ReplyModel> = ({ model, el }) => {
       // the announced status follows the chip (it said "waiting for you" before the kernel went)
       if (was !== null) sayStatus();
       drawAll();
-      // unknown and live draw the same cards: the connect answer must not
-      // rebuild them under a person's typing (a number field's unreadable
-      // text cannot be put back)
-      if ((was === false) !== (cards.live === false)) {
-        cards.invalidate();
-        cards.drawAll();
-      }
     }
   };
   // the transcript and the cards are brought in step once the kernel answers

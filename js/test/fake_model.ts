@@ -76,6 +76,11 @@ export class FakeModel<T extends object> {
     this.answer = () => {
       throw new Error("the comm is closed");
     };
+    this.commLiveUpdate();
+  }
+
+  /** "comm_live_update", as @jupyter-widgets tells every model when its kernel restarts or disconnects. */
+  commLiveUpdate(): void {
     this.fire("comm_live_update");
   }
 

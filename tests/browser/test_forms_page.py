@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import textwrap
 
+from tests.browser.slow_kernel import slow_connect
 from tests.harness.lab import JupyterLabServer, open_notebook, run_all_cells, wait_execution_done, write_notebook
 
 OUT = ".jp-OutputArea-output"
@@ -324,38 +325,24 @@ def test_denial_is_drawn_in_the_warning_colour(page, lab: JupyterLabServer) -> N
     assert colours["warn"] != colours["ok"], colours
 
 
-# the kernel answers the page's connect request 3 s late: the card is drawn,
-# and typed into, before the page knows the kernel is live
-SLOW_CONNECT = """
-import asyncio
-from nb_hitl.session._actions import Desk as _Desk
-
-_on_action = _Desk.on_action
-
-def _slow_connect(self, run, message, decided_by=None, origin=None):
-    if isinstance(message, dict) and message.get("action") == "sync":
-        async def later():
-            await asyncio.sleep(3.5)  # under the page's 4 s wait for it (then "not answering"), over a loaded draw
-            return _on_action(self, run, message, decided_by, origin)
-        return later()
-    return _on_action(self, run, message, decided_by, origin)
-
-_Desk.on_action = _slow_connect
-"""
+# the kernel answers the page's connect request 6 s late, over the page's 4 s wait for it: the
+# page does not know the kernel is live for about 7 s (unknown, then "does not answer" until its
+# next check at 7 s), time enough for a card to be drawn and typed into on a loaded machine
+SLOW_CONNECT = slow_connect(6)
 
 
 def test_typing_survives_the_kernel_proving_live(page, lab: JupyterLabServer) -> None:
-    """A card drawn before the connect answer is typed into; the answer
-    (liveness unknown -> live) must not rebuild it: text a number field
-    cannot read ("1e", which the DOM reports as "") would be lost, and the
-    person told the field is required."""
+    """A card drawn before the page knows the kernel is live is typed into;
+    the page learning it (unknown or "does not answer" -> live) must not
+    rebuild it: text a number field cannot read ("1e", which the DOM reports
+    as "") would be lost, and the person told the field is required."""
     write_notebook(lab.root / "fp_slow_connect.ipynb", [SLOW_CONNECT + INVALID_CELL])
     open_notebook(page, lab, "fp_slow_connect.ipynb")
     run_all_cells(page)
     card = _card(page, "form")
     card.wait_for(timeout=60_000)
-    reply = page.locator(f"{OUT} [data-live]")
-    assert reply.count() == 0  # not known live yet: the connect answer is on its way
+    # not known live yet: the connect answer is on its way
+    assert page.locator(f'{OUT} [data-live="true"]').count() == 0
     field = card.locator('[data-field="amount"]')
     field.press_sequentially("1e")
     page.locator(f'{OUT} [data-live="true"]').wait_for(timeout=15_000)

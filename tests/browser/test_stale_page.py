@@ -181,7 +181,8 @@ def test_C12_saved_pause_reopened_after_restart_is_a_readable_record(page, lab: 
     assert "Which file should I delete? → notes.txt" in answered.locator('[data-testid="nbh-decision"]').inner_text()
     pending = root.locator('[data-testid="nbh-card"][data-kind="confirm"]')
     assert json.loads(pending.locator('[data-testid="nbh-input"]').inner_text()) == {"path": "notes.txt"}
-    assert "No longer live: the kernel that ran this reply is gone." in pending.inner_text()
+    # silent (a kernel started since does not know this reply) or gone: the card says which
+    assert "No longer live: the kernel that ran this reply " in pending.inner_text()
     for testid in ("nbh-approve", "nbh-deny", "nbh-modify"):
         button = pending.locator(f'[data-testid="{testid}"]')
         assert button.count() == 0 or button.is_disabled()

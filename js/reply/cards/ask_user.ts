@@ -35,8 +35,8 @@ function previewBox(options: AskUserOption[], shown: HTMLElement): HTMLElement {
 }
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
-  const { ui, open } = ctx;
-  const dis = !open || ui.pending;
+  const { ui } = ctx;
+  const dis = ui.pending;
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   if (!p.ask_user) {
     buildInvalid(card, p, ctx, dis);

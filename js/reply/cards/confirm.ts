@@ -92,7 +92,7 @@ const PANEL_OPENER = { modify: "nbh-modify", rules: "nbh-always", deny: "nbh-den
 const PANEL_FIELD = { modify: "nbh-modify-input", rules: "nbh-rule", deny: "nbh-deny-reason" } as const;
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
-  const { ui, open } = ctx;
+  const { ui } = ctx;
   const hints = hintsLine(p);
   if (hints) card.append(hints);
   if (p.permission_message) {
@@ -103,7 +103,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   const approvals = approvalsLine(p);
   if (approvals) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-approvals" }, approvals));
-  const dis = !open || ui.pending;
+  const dis = ui.pending;
   const offers = confirmOffers(p);
   const toMode = (mode: typeof ui.mode) => () => {
     const from = ui.mode;

@@ -9,6 +9,7 @@ import { fileDiffView } from "../../lib/diff_split";
 import type { Answer, DryRunFile, DryRunView } from "../../messages";
 import type { PauseView } from "../../types";
 import type { CardCtx, CardUi } from "../card";
+import { liveText } from "../card_live";
 
 /** What a card's last dry run came to: running, its result, or the refusal. */
 export interface DryRunState {
@@ -101,18 +102,16 @@ export function dryRunPart(p: PauseView, ctx: CardCtx): HTMLElement | null {
       { class: "nbh-row" },
       h(
         "button",
-        { "data-testid": "nbh-dry-run", disabled: !ctx.open || ctx.ui.pending || !!state?.running, onclick: () => void run(ctx) },
+        { "data-testid": "nbh-dry-run", disabled: ctx.ui.pending || !!state?.running, onclick: () => void run(ctx) },
         "Dry run",
       ),
-      h(
-        "span",
-        { class: "nbh-muted" },
-        state?.running
-          ? "Running the call in a throw-away copy…"
-          : !ctx.open
-            ? "Not available: the kernel that ran this reply is not live."
-            : "Runs the call in a throw-away copy (the result says which sandbox): your files are not touched, and the call still waits for your answer.",
-      ),
+      state?.running
+        ? h("span", { class: "nbh-muted" }, "Running the call in a throw-away copy…")
+        : liveText(
+            h("span", { class: "nbh-muted" }),
+            "Runs the call in a throw-away copy (the result says which sandbox): your files are not touched, and the call still waits for your answer.",
+            "Not available: the kernel that ran this reply is not live.",
+          ),
     ),
   );
   if (state?.error) part.append(h("div", { class: "nbh-error", role: "alert", "data-testid": "nbh-dry-run-error" }, state.error));

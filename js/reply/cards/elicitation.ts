@@ -13,8 +13,8 @@ import { buildUrlCard } from "./elicitation_url";
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   if (p.elicitation_url) return buildUrlCard(card, p, ctx);
-  const { ui, open } = ctx;
-  const dis = !open || ui.pending;
+  const { ui } = ctx;
+  const dis = ui.pending;
   if (p.message) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-elicitation-message" }, p.message));
   const decline = h("button", { "data-testid": "nbh-elicitation-decline", disabled: dis, onclick: () => void ctx.send({ action: "decline" }) }, "Decline");
   const cancel = h("button", { "data-testid": "nbh-elicitation-cancel", disabled: dis, onclick: () => void ctx.send({ action: "cancel" }) }, "Cancel");

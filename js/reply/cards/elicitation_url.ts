@@ -48,8 +48,8 @@ export function openPage(win: Pick<Window, "open">, href: string): void {
 
 /** The body of an open URL-mode card. */
 export function buildUrlCard(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
-  const { ui, open } = ctx;
-  const dis = !open || ui.pending;
+  const { ui } = ctx;
+  const dis = ui.pending;
   ctx.setDraft(() => null); // sent on its own, never with "Submit all"
   if (p.message) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-elicitation-message" }, p.message));
   const decline = h("button", { "data-testid": "nbh-elicitation-decline", disabled: dis, onclick: () => void ctx.send({ action: "decline" }) }, "Decline");
@@ -67,7 +67,7 @@ export function buildUrlCard(card: HTMLElement, p: PauseView, ctx: CardCtx): voi
     h(
       "div",
       { class: "nbh-row" },
-      h("button", { "data-testid": "nbh-url-open", disabled: !open, onclick: () => openPage(window, parts.href) }, "Open page"),
+      h("button", { "data-testid": "nbh-url-open", onclick: () => openPage(window, parts.href) }, "Open page"),
       h("button", { class: "nbh-primary", "data-testid": "nbh-url-done", disabled: dis, onclick: () => void ctx.send({ action: "accept" }) }, "Done"),
       decline,
     ),

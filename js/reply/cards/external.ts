@@ -7,8 +7,8 @@ import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
-  const { ui, open } = ctx;
-  const dis = !open || ui.pending;
+  const { ui } = ctx;
+  const dis = ui.pending;
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   card.append(
     h("div", { class: "nbh-muted" }, `${p.tool_name} runs outside the agent. Run it, then give its output.`),

@@ -30,8 +30,8 @@ export function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, value
 }
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
-  const { ui, open } = ctx;
-  const dis = !open || ui.pending;
+  const { ui } = ctx;
+  const dis = ui.pending;
   if (p.message) card.append(h("div", { class: "nbh-info" }, p.message));
   if ((p as RemotePauseView).unanswerable) {
     // a remote interrupt whose metadata is malformed: say what is wrong; it can only be cancelled

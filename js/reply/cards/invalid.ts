@@ -23,7 +23,7 @@ export function cancelDecision(p: PauseView, trouble: Trouble): Decision {
 }
 
 export function buildInvalid(card: HTMLElement, p: PauseView, ctx: CardCtx, trouble: Trouble): void {
-  const { ui, open } = ctx;
+  const { ui } = ctx;
   const said = p.form_error || p.ask_user_error || p.review_error;
   card.append(
     h(
@@ -45,7 +45,7 @@ export function buildInvalid(card: HTMLElement, p: PauseView, ctx: CardCtx, trou
     ctx.errorBox() || "",
     h(
       "button",
-      { class: "nbh-primary", "data-testid": "nbh-cancel", disabled: !open || ui.pending, onclick: () => ctx.send(decision) },
+      { class: "nbh-primary", "data-testid": "nbh-cancel", disabled: ui.pending, onclick: () => ctx.send(decision) },
       trouble.remote ? "Cancel it" : p.kind === "confirm" ? "Cancel it (deny the call)" : "Cancel it (return an error to the agent)",
     ),
   );

@@ -8,8 +8,8 @@ import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
-  const { ui, open } = ctx;
-  const dis = !open || ui.pending;
+  const { ui } = ctx;
+  const dis = ui.pending;
   if (p.message) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-review-message" }, p.message));
   card.append(h("pre", { class: "nbh-pre", "data-testid": "nbh-input" }, p.input_text));
   const reason = h("input", { type: "text", placeholder: "Reason (optional, the agent reads it)", disabled: dis, "data-testid": "nbh-review-reason", "aria-label": "Reason for rejecting" });

@@ -64,8 +64,8 @@ function sentEdit(p: PauseView): HTMLElement | string {
 }
 
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
-  const { ui, open } = ctx;
-  const dis = !open || ui.pending;
+  const { ui } = ctx;
+  const dis = ui.pending;
   ctx.setDraft(() => null); // an answer to a server is sent on its own, never with "Submit all"
   if (p.message) card.append(h("div", { class: "nbh-info", "data-testid": "nbh-sampling-note" }, p.message));
   const reason = h("input", { type: "text", placeholder: "Reason (optional, the server and the model read it)", disabled: dis, "data-testid": "nbh-sampling-reason", "aria-label": "Reason for denying" });
