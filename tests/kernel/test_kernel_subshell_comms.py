@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.harness import KernelHarness
+from tests.harness.kernel_records import apply_ops
 from tests.harness.subshell import create_subshell
 from tests.support import reply_widget
 
@@ -46,23 +47,11 @@ task = session.start("Talk.")
 
 
 def applied(messages: list[dict[str, Any]], seq: int) -> list[dict[str, Any]]:
-    """The entries a page holds after the stream messages numbered 1..``seq`` (the ops of
-    js/reply/stream.ts: add, append, set with None removing a field)."""
-    entries: dict[str, dict[str, Any]] = {}
+    """The entries a page holds after the stream messages numbered 1..``seq``."""
+    entries: list[dict[str, Any]] = []
     for m in sorted((m for m in messages if m["seq"] <= seq), key=lambda m: m["seq"]):
-        for op in m["ops"]:
-            if op["op"] == "add":
-                entries.setdefault(op["entry"]["id"], dict(op["entry"]))
-            elif (e := entries.get(op["id"])) is not None:
-                if op["op"] == "append":
-                    e["text"] += op["text"]
-                else:
-                    for key, value in op["fields"].items():
-                        if value is None:
-                            e.pop(key, None)
-                        else:
-                            e[key] = value
-    return list(entries.values())
+        apply_ops(entries, m["ops"])
+    return entries
 
 
 def test_transcript_syncs_sent_on_a_subshell_match_the_stream_up_to_their_seq() -> None:
