@@ -263,6 +263,10 @@ class OutcomeJudge:
         return None
 
 
+STATE_MESSAGES = 5
+"""How many of a session's last messages :func:`call_state` reads (enough to find its parked calls)."""
+
+
 async def call_state(http: ServiceHTTP, agent_id: str, session_id: str, ids: set[str]) -> tuple[str, bool, str | None]:
     """``(session status, whether any of ids is still parked, the stream
     cursor of the stored state)``; a running session counts as parked (its
@@ -274,7 +278,7 @@ async def call_state(http: ServiceHTTP, agent_id: str, session_id: str, ids: set
     status = await http.status(agent_id, session_id)
     if status == "running":
         return status, True, None
-    body = await http.messages(agent_id, session_id, limit=5)
+    body = await http.messages(agent_id, session_id, limit=STATE_MESSAGES)
     _reply, calls, _msg = parked_calls(body.get("messages") or [])
     return status, bool(ids & {str(c.get("id")) for c in calls}), body.get("event_cursor")
 
@@ -330,9 +334,11 @@ async def await_outcome(
         sent_here: whether an event id was sent by this console (an earlier
             answer of its own that settled the call).
         stream_grace: seconds the stream may lag behind the stored state:
-            calls found closed while the stream has shown no answer at all
-            are judged only after this (a loaded service delivers the
-            frames late; judging at once would name another answer).
+            calls found closed before the stream showed what settled them
+            (this answer's results, or another answer's) are judged only
+            after this (a loaded service delivers the frames late; judging
+            at once would say "unknown" of an answer that was applied, or
+            name another answer).
 
     Returns:
         Outcome: ``applied`` only when this answer produced the calls'
@@ -398,8 +404,9 @@ async def await_outcome(
             if status == "running" or verdict.done():
                 continue
             if not still_open:
-                if judge.current is None and not broke and time.monotonic() - seen_closed() < stream_grace:
-                    continue  # the stream has shown no answer yet: it lags behind the stored state
+                unseen = judge.ids - set(judge.states) - set(judge.others)
+                if unseen and not broke and time.monotonic() - seen_closed() < stream_grace:
+                    continue  # the stream has not shown what settled them yet: it lags behind the stored state
                 settle(judge.closed(broke[0] if broke else None, sent_here))
             elif judge.started:
                 settle(
