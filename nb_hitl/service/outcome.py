@@ -263,8 +263,7 @@ class OutcomeJudge:
         return None
 
 
-STATE_MESSAGES = 5
-"""How many of a session's last messages :func:`call_state` reads (enough to find its parked calls)."""
+STATE_MESSAGES = 5  #: how many of a session's last messages :func:`call_state` reads (its parked calls)
 
 
 async def call_state(http: ServiceHTTP, agent_id: str, session_id: str, ids: set[str]) -> tuple[str, bool, str | None]:
@@ -333,12 +332,9 @@ async def await_outcome(
             service is not taking answers (:func:`not_taken`).
         sent_here: whether an event id was sent by this console (an earlier
             answer of its own that settled the call).
-        stream_grace: seconds the stream may lag behind the stored state:
-            calls found closed before the stream showed what settled them
-            (this answer's results, or another answer's) are judged only
-            after this (a loaded service delivers the frames late; judging
-            at once would say "unknown" of an answer that was applied, or
-            name another answer).
+        stream_grace: seconds the stream may lag behind the stored state: calls
+            found closed before the stream showed what settled them are judged
+            only after this (judged at once, an applied answer read "unknown").
 
     Returns:
         Outcome: ``applied`` only when this answer produced the calls'
