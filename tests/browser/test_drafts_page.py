@@ -2,9 +2,9 @@
 
 A real agent on the scripted model parks one reply on three calls: a
 confirmation (``delete_file``), an AskUser question and a form. The kernel
-answers the page's connect request 6 s late (tests/browser/slow_kernel.py),
-over the page's 4 s wait: the page says "No longer live", then live again when
-its next check is answered. An edit typed in the Modify editor before, and an
+holds the page's messages until the test releases them (tests/browser/slow_kernel.py):
+past the page's 4 s wait the page says "No longer live", then live again once
+they are answered. An edit typed in the Modify editor before, and an
 AskUser "Other" answer and form fields typed while the page says the kernel
 does not answer, are all there afterwards in the very same fields (focus and
 caret kept); Enter while it does not answer sends nothing and the card says so;
@@ -18,11 +18,11 @@ import textwrap
 
 from playwright.sync_api import expect
 
-from tests.browser.slow_kernel import slow_connect
+from tests.browser.slow_kernel import held_until
 from tests.browser.test_review_page import REPLY, kernel_json, run_cell
 from tests.harness.lab import JupyterLabServer, card_locator, open_notebook, write_notebook
 
-SETUP = slow_connect(6) + textwrap.dedent(
+SETUP = held_until("release_drafts") + textwrap.dedent(
     """
     import json
     from agentscope.agent import Agent
@@ -75,6 +75,8 @@ MARKED = "e => e.dataset.nbhDraftMark === '1'"
 
 
 def test_typed_text_survives_not_live_and_live_again_and_is_what_the_agent_gets(page, lab: JupyterLabServer) -> None:
+    release = lab.root / "release_drafts"
+    release.unlink(missing_ok=True)
     write_notebook(lab.root / "drafts.ipynb", [SETUP, READ])
     open_notebook(page, lab, "drafts.ipynb")
     run_cell(page, 0)
@@ -91,7 +93,7 @@ def test_typed_text_survives_not_live_and_live_again_and_is_what_the_agent_gets(
     editor.fill(EDIT)
     editor.evaluate(MARK)
 
-    # the connect answer is 6 s late: the page says the kernel does not answer
+    # the connect answer is held: past its 4 s wait the page says the kernel does not answer
     banner = reply.locator('[data-testid="nbh-live-banner"]')
     page.locator(f'{REPLY}[data-kernel="silent"]').wait_for(timeout=30_000)
     expect(banner).to_contain_text("No longer live: the kernel that ran this reply does not answer")
@@ -116,7 +118,8 @@ def test_typed_text_survives_not_live_and_live_again_and_is_what_the_agent_gets(
     amount.press_sequentially("42")
     amount.evaluate(MARK)
 
-    # the page's next check is answered: live again, nothing rebuilt under the person's typing
+    # the page's messages are answered: live again, nothing rebuilt under the person's typing
+    release.touch()
     page.locator(f'{REPLY}[data-kernel="live"]').wait_for(timeout=30_000)
     expect(banner).to_be_hidden()
     assert editor.input_value() == EDIT and editor.evaluate(MARKED)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import textwrap
 
-from tests.browser.slow_kernel import slow_connect
+from tests.browser.slow_kernel import held_until
 from tests.harness.lab import JupyterLabServer, open_notebook, run_all_cells, wait_execution_done, write_notebook
 
 OUT = ".jp-OutputArea-output"
@@ -325,10 +325,9 @@ def test_denial_is_drawn_in_the_warning_colour(page, lab: JupyterLabServer) -> N
     assert colours["warn"] != colours["ok"], colours
 
 
-# the kernel answers the page's connect request 6 s late, over the page's 4 s wait for it: the
-# page does not know the kernel is live for about 7 s (unknown, then "does not answer" until its
-# next check at 7 s), time enough for a card to be drawn and typed into on a loaded machine
-SLOW_CONNECT = slow_connect(6)
+# the kernel holds the page's messages until the test releases them: the page does not know the
+# kernel is live (unknown, then "does not answer") while a card is drawn and typed into
+SLOW_CONNECT = held_until("release_fp_slow_connect")
 
 
 def test_typing_survives_the_kernel_proving_live(page, lab: JupyterLabServer) -> None:
@@ -336,16 +335,19 @@ def test_typing_survives_the_kernel_proving_live(page, lab: JupyterLabServer) ->
     the page learning it (unknown or "does not answer" -> live) must not
     rebuild it: text a number field cannot read ("1e", which the DOM reports
     as "") would be lost, and the person told the field is required."""
+    release = lab.root / "release_fp_slow_connect"
+    release.unlink(missing_ok=True)
     write_notebook(lab.root / "fp_slow_connect.ipynb", [SLOW_CONNECT + INVALID_CELL])
     open_notebook(page, lab, "fp_slow_connect.ipynb")
     run_all_cells(page)
     card = _card(page, "form")
     card.wait_for(timeout=60_000)
-    # not known live yet: the connect answer is on its way
+    # not known live: the page's messages are held until the test releases them
     assert page.locator(f'{OUT} [data-live="true"]').count() == 0
     field = card.locator('[data-field="amount"]')
     field.press_sequentially("1e")
-    page.locator(f'{OUT} [data-live="true"]').wait_for(timeout=15_000)
+    release.touch()
+    page.locator(f'{OUT} [data-live="true"]').wait_for(timeout=30_000)
     card.locator('[data-testid="nbh-form-submit"]').click()
     _field_error(card, "amount").wait_for(timeout=10_000)
     assert _field_error(card, "amount").inner_text() == "Amount: not a number"
