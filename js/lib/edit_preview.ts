@@ -156,7 +156,7 @@ function fileParts(change: FileChangeView | null, testid: string, cardFile: stri
   if (!change) return [];
   const other =
     cardFile !== null && change.path !== cardFile
-      ? [h("div", { class: "nbh-warn", "data-testid": `${testid}-file-other` }, `Your edit writes ${change.path}, not ${cardFile} as the model's call does: the change below is the one you approve.`)]
+      ? [h("div", { class: "nbh-warn", "data-testid": `${testid}-file-other` }, `Your edit changes ${change.path}, not ${cardFile} as the model's call does: the change below is the one you approve.`)]
       : [];
   return [...other, ...fileChangeParts(change, `${testid}-file`, "The edited call changes")];
 }

@@ -27,6 +27,12 @@ function store(on: boolean): void {
   }
 }
 
+/** Whether the browser blocks notifications for this page (the person or a policy said no):
+ *  asking again shows nothing, only its site settings can allow them. */
+export function notifyBlocked(): boolean {
+  return notifySupported() && Notification.permission === "denied";
+}
+
 export function notifyOn(): boolean {
   return notifySupported() && Notification.permission === "granted" && stored();
 }

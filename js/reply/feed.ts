@@ -29,6 +29,9 @@ export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
   // the views as the kernel sent them (the record), and the trouble of those that do not fit
   private sent = new Map<string, unknown>();
   private troubles = new Map<string, Trouble>();
+  // per card: a digest of the view the kernel last sent and how many different views it sent
+  // (a card is redrawn when its view changed in anything it may draw, not only its status)
+  private revisions = new Map<string, { digest: number; revision: number }>();
   private order: string[] = [];
   private index = new Map<string, number>();
   private list: PauseView[] | null = null;
@@ -52,6 +55,12 @@ export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
     this.reset(model.get("pauses") || []);
     model.on("change:pauses", this.onTrait);
     model.on("change:cards_seq", this.onTrait);
+  }
+
+  /** How many different views of card `id` the kernel sent (the same view again, or a
+   *  record another view of this widget wrote, does not count). */
+  revision(id: string): number {
+    return this.revisions.get(id)?.revision ?? 0;
   }
 
   /** Every card, in the kernel's order. */
@@ -115,6 +124,9 @@ export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
   private take1(raw: unknown, fallbackId: string): string {
     const { view, ...trouble } = checkView(raw, fallbackId);
     const id = view.tool_call_id;
+    const digest = textDigest(JSON.stringify(raw) ?? "");
+    const was = this.revisions.get(id);
+    if (!was || was.digest !== digest) this.revisions.set(id, { digest, revision: (was?.revision ?? 0) + 1 });
     this.views.set(id, view);
     this.sent.set(id, raw);
     if (trouble.problem) this.troubles.set(id, trouble);
@@ -188,4 +200,14 @@ export class CardFeed extends SeqStream<CardsMsg, string[], FullSync> {
     this.model.off("change:pauses", this.onTrait);
     this.model.off("change:cards_seq", this.onTrait);
   }
+}
+
+/** A 32-bit FNV-1a digest of `text` (to tell two views apart without keeping them). */
+export function textDigest(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
 }

@@ -9,7 +9,7 @@ import { h, clear } from "../lib/dom";
 import { Rpc, probe, KERNEL_GONE } from "../lib/rpc";
 import { Announcer, keepKeys } from "../lib/a11y";
 import { safeFragment } from "../lib/safe_html";
-import { notifyOn, notifySupported, notifyWaiting, toggleNotify } from "../lib/notify";
+import { notifyBlocked, notifyOn, notifySupported, notifyWaiting, toggleNotify } from "../lib/notify";
 import type { ReplyProtocol } from "../messages";
 import type { PauseView, ReplyModel } from "../types";
 import { Transcript } from "./transcript";
@@ -89,12 +89,23 @@ function drawHeader(
           title: "Tell me outside this tab when a reply waits for me (browser notification)",
           onclick: async () => {
             await toggleNotify();
+            header.dataset.notifyAsked = "1";
             drawHeader(header, model, rpc, live, openCards, showBanner);
           },
         },
         on ? "Notifying" : "Notify me",
       ),
     );
+    // a click that could not turn them on says why, where the person clicked
+    if (!on && header.dataset.notifyAsked && notifyBlocked()) {
+      header.append(
+        h(
+          "span",
+          { class: "nbh-warn", role: "status", "data-testid": "nbh-notify-blocked" },
+          "This browser blocks notifications for this page: allow them in its site settings, then press Notify me again.",
+        ),
+      );
+    }
   }
   const reason = String(model.get("status_reason") || "");
   if (reason && status !== "running" && status !== "paused") header.append(h("span", { class: "nbh-muted" }, reason));

@@ -138,7 +138,7 @@ describe("the edited call's file change", () => {
     assert.ok(q("diff")!.compareDocumentPosition(q("file-path")!) & window.Node.DOCUMENT_POSITION_FOLLOWING);
     assert.ok(body.contains(q("file-diff-box")));
     assert.ok(Array.from(q("file-diff-box")!.querySelectorAll("span, td")).some((c) => c.textContent?.includes("new")));
-    assert.equal(q("file-other")!.textContent, `Your edit writes ${EVIL}, not /w/a.txt as the model's call does: the change below is the one you approve.`);
+    assert.equal(q("file-other")!.textContent, `Your edit changes ${EVIL}, not /w/a.txt as the model's call does: the change below is the one you approve.`);
     part.show({ kind: "diff", diff: DIFF, file_change: { ...FILE, path: "/w/a.txt", diff: "", note: "The file's text would not change." } });
     assert.equal(q("file-other"), null);
     assert.equal(q("file-diff-box"), null);

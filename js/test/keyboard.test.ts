@@ -98,3 +98,25 @@ describe("a saved card whose kernel is gone", () => {
     page.close();
   });
 });
+
+describe("Notify me in a browser that blocks notifications", () => {
+  test("the click says why nothing was turned on, beside the button", async () => {
+    const blocked = { Notification: class {
+      static permission = "denied";
+      static requestPermission = async () => "denied";
+    } };
+    Object.assign(window, blocked);
+    Object.assign(globalThis, blocked);
+    const page = await drawReply([pause({ tool_name: "delete_file" })]);
+    const button = () => page.el.querySelector<HTMLButtonElement>('[data-testid="nbh-notify"]')!;
+    const said = () => page.el.querySelector('[data-testid="nbh-notify-blocked"]');
+    assert.equal(said(), null, "nothing said before the person asks");
+    button().click();
+    await settle();
+    assert.equal(button().textContent, "Notify me");
+    assert.match(said()?.textContent || "", /This browser blocks notifications for this page: allow them in its site settings/);
+    page.close();
+    delete (window as unknown as Partial<typeof blocked>).Notification;
+    delete (globalThis as unknown as Partial<typeof blocked>).Notification;
+  });
+});

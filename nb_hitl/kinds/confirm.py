@@ -191,12 +191,13 @@ def model_sent(pause: Pause) -> Any:
 
 def modify_note(pause: Pause, edited: dict[str, Any]) -> str:
     """What the model reads after an edited call's result: a person changed the call, from what
-    (the model's own input, :func:`model_sent`) to what."""
+    (the model's own input, :func:`model_sent`) to what. It says the call was made with the edit,
+    not that the tool ran: a replay's recorded tool may answer that nothing ran for that input."""
     sent = model_sent(pause)
     return (
-        f"A person edited your tool call before it ran. You asked for {pause.tool_name}"
-        f"({visible_json(sent, None)}); it ran as {pause.tool_name}({visible_json(edited, None)}). "
-        "Its result is for the edited input."
+        f"A person edited your tool call. You asked for {pause.tool_name}({visible_json(sent, None)}); "
+        f"the person changed it to {pause.tool_name}({visible_json(edited, None)}), and the call was made "
+        "with that input: its result is for the edited input."
     )
 
 

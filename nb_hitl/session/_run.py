@@ -141,7 +141,10 @@ def pending_message(agent_name: str, prior: ReplyRun | None, parked: list[ToolCa
         taken = f" The decisions already taken for {names} are being delivered to the agent."
     if open_now:
         names = ", ".join(pause_label(p) for p in open_now)
-        return f"The agent {agent_name!r} is still waiting on {names}. Answer the open pause(s) above{retry}.{taken}"
+        return (
+            f"The agent {agent_name!r} is still waiting on {names}. Answer it on the reply's card (a cell run "
+            f'again clears the card it showed: the page\'s banner "Show the card here" brings it back){retry}.{taken}'
+        )
     if unshown:
         names = ", ".join(call_label(tc.name, tc.input) for tc in unshown)
         return (

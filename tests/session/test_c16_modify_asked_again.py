@@ -73,8 +73,11 @@ def test_c16_a_modified_call_asked_again_tells_the_model_what_the_person_changed
         assert draft.exists() and notes.exists()
     else:  # modified again: the model still asked for draft.md, the person changed it twice
         assert result_text(result) == "Deleted notes.txt." and draft.exists() and not notes.exists()
-        twice = 'You asked for delete_file({"path": "draft.md"}); it ran as delete_file({"path": "notes.txt"}).'
-        assert any(h.startswith(f"A person edited your tool call before it ran. {twice}") for h in told), told
+        twice = (
+            'You asked for delete_file({"path": "draft.md"}); the person changed it to '
+            'delete_file({"path": "notes.txt"}), and the call was made with that input'
+        )
+        assert any(h.startswith(f"A person edited your tool call. {twice}") for h in told), told
 
 
 def test_c16_a_what_if_at_the_card_asked_again_starts_from_the_model_call(tmp_path: Path) -> None:

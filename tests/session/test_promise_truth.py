@@ -80,7 +80,7 @@ def test_C16_after_modify_the_model_reads_that_a_person_changed_the_call(tmp_pat
     assert result.state == ToolResultState.SUCCESS and result_text(result) == "Deleted draft.md."
     # a hint right before the next model call, after the round's results
     (hint,) = hints(agent)
-    assert hint.startswith("A person edited your tool call before it ran. You asked for delete_file(")
+    assert hint.startswith("A person edited your tool call. You asked for delete_file(")
     assert 'delete_file({"path": "old_log.txt"})' in hint and 'delete_file({"path": "draft.md"})' in hint
     last = agent.model.calls[-1][-1]
     assert [getattr(b, "type", None) for b in last.content][-2:] == ["tool_result", "hint"]
@@ -174,7 +174,7 @@ def test_notes_survive_in_the_history_for_later_model_calls(tmp_path: Path) -> N
     saved = [b for m in agent.state.context if not isinstance(m.content, str) for b in m.content]
     ours = [b for b in saved if b.type == "tool_result" or (b.type == "hint" and b.source == "nb_hitl")]
     assert [b.type for b in ours] == ["tool_result", "hint"]
-    assert str(ours[1].hint).startswith("A person edited your tool call before it ran.")
+    assert str(ours[1].hint).startswith("A person edited your tool call. You asked for")
     assert json.loads(agent.state.model_dump_json())["middle_context"].get("nb_hitl.notes") == {}
 
 

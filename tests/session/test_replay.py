@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from agentscope.agent import Agent
+from agentscope.message import HintBlock
 from agentscope.tool import AskUser, Toolkit
 
 from nb_hitl import Session
@@ -299,6 +300,17 @@ def test_a_fork_that_modifies_a_recorded_call_is_not_given_the_recorded_result(r
         final = await task
         (result,) = [b for b in tool_results(forked.agent.state.context) if b.id == recorded.bump_id]
         assert enum_value(result.state) == "error"
+        # what the model read of the person's edit does not say the tool ran (nothing did)
+        hints = [
+            str(b.hint)
+            for m in forked.agent.state.context
+            if not isinstance(m.content, str)
+            for b in m.content
+            if isinstance(b, HintBlock)
+        ]
+        (edit,) = [h for h in hints if h.startswith("A person edited your tool call")]
+        assert 'the person changed it to bump({"step": 5}), and the call was made with that input' in edit
+        assert "it ran" not in edit and "before it ran" not in edit
         return final.get_text_content()
 
     said = run_async(main())
