@@ -1,0 +1,503 @@
+"""The kernel's work between a click on Approve and the agent's next event, stage by stage.
+
+In one process, no browser: a displayed :class:`~nb_hitl.Session` of a real
+``agentscope.agent.Agent`` on :class:`~nb_hitl.models.ScriptedChatModel`,
+built as ``benchmarks/click_to_resume.py`` builds it (one ``step`` call per
+model turn, a function tool, so AgentScope's permission engine asks every
+time), its view connected (the ``sync`` a drawn page sends first). Each of
+``warmup + n`` pauses is approved by the page's message
+(``{"request_id", "action": "approve", "tool_call_id", "reply_id"}``)
+delivered through the widget's comm handler as ipywidgets delivers it
+(``benchmarks/approve_all.page_message``), once the loop is idle after the
+previous pause.
+
+What the widget publishes is what an ipykernel ``Comm`` does with it, minus the
+zmq send: ``json_clean`` of the content, ``jupyter_client.Session.msg`` and
+``serialize`` (JSON + HMAC signature) with a kernel-like key. Outside a kernel
+ipywidgets' comms are ``comm.DummyComm``; the wrapper replaces its
+``publish_msg``.
+
+Per click it records ``time.perf_counter_ns()`` marks (benchmark-side wrappers
+around nb_hitl's functions and the tool, and the session's ``on_event``):
+
+* ``in``: the page message is handed to the widget;
+* ``front door``: the widget's handler returned (shape, exactly-once, the
+  kind's ``decide``; the answer's task is created);
+* ``checked``: the answer's checks and audit record done (``check_decision``);
+* ``queued``: the decision queued for the agent, the driving task woken;
+* ``answer sent``: the answer to the page's request left the comm;
+* ``resume event``: the driving task built AgentScope's ``UserConfirmResultEvent``
+  (delivered marks, the decision's record, the checkpoint);
+* ``tool start`` / ``tool end``: the ``step`` tool's own body;
+* ``event <Type>``: an AgentScope event reached the session;
+* ``sent <what>``: a comm message left (``nbh_transcript``, ``nbh_cards``,
+  a state ``update`` naming its traits), timed after its serialisation;
+* ``idle``: the next pause is open and the loop idle.
+
+Printed: per stage (the time from the mark before), median and p90 over the
+``n`` measured clicks, in the order of the marks; the time from ``in`` to the
+tool result's transcript op leaving the comm (what ``click_to_resume.py``
+measures in the page, minus transport and drawing) and to the next pause's
+card leaving; the comm messages and bytes per click before the result and in
+all. Then a cProfile pass over the same clicks, the profiler on from ``in`` to
+the result's message: where that time goes, by function and by package.
+
+Two configurations: ``plain`` (as in ``click_to_resume.py``: no audit log, no
+checkpoints) and ``recorded`` (``audit_log=`` and ``checkpoints=``: the audit
+line fsynced and the agent's state written before the agent is resumed).
+
+Before and after in the same run, as ``benchmarks/transcript_push.py``: the
+code of ``--before REF`` (default ``main``) in a subprocess, then this
+checkout (``--only-now`` skips the first).
+
+Run: ``.venv/bin/python -m benchmarks.click_path [--n 200] [--before main] [--only-now]``.
+
+Bound: it ends within 900 s on a loaded 2-core machine (``benchmarks/_bound.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+import types
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+WARMUP = 5
+
+
+def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values``, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+class Clicks:
+    """Marks of the click being measured: ``[(label, ns)]``, and the messages it sent."""
+
+    def __init__(self, collect: pstats.Stats | None = None, after: pstats.Stats | None = None) -> None:
+        #: where each click's profile goes, up to the result's message (``None``: no profiling)
+        self.collect = collect
+        #: where the rest of each click's profile goes, from the result's message to the loop idle
+        self.after = after
+        self.marks: list[tuple[str, int]] = []
+        self.sent: list[tuple[str, int]] = []  # (what, bytes)
+        #: (what, ns) when ipykernel's IOPub thread sent a message (appended on that thread)
+        self.left: list[tuple[str, int]] = []
+        self.on = False
+        self.profile: cProfile.Profile | None = None
+        self.rest: cProfile.Profile | None = None
+        self.result_of: str | None = None  # the approved call's id: its result op ends the profile
+        self.per_click: list[dict[str, Any]] = []
+
+    def mark(self, label: str) -> None:
+        if self.on:
+            self.marks.append((label, time.perf_counter_ns()))
+
+    def stop_profile(self) -> None:
+        """The result's message left: the profile of the click so far goes to ``collect``,
+        and the rest of the click is profiled into ``after``."""
+        if self.profile is not None:
+            self.profile.disable()
+            if self.collect is not None:
+                self.collect.add(self.profile)
+            self.profile = None
+            if self.after is not None:
+                self.rest = cProfile.Profile()
+                self.rest.enable()
+
+    def stop_rest(self) -> None:
+        """The loop is idle on the next pause: the rest of the click's profile goes to ``after``."""
+        rest, self.rest = self.rest, None
+        if rest is not None and self.after is not None:
+            rest.disable()
+            self.after.add(rest)
+
+
+def what_sent(data: Any) -> tuple[str, bool]:
+    """A comm message's label, and whether it carries the approved call's result entry."""
+    if not isinstance(data, dict):
+        return "other", False
+    if data.get("method") == "update":
+        return "update " + ",".join(sorted(data.get("state", {}))), False
+    content = data.get("content")
+    if data.get("method") == "custom" and isinstance(content, dict):
+        if "request_id" in content:
+            return "answer", False
+        kind = str(content.get("type"))
+        return kind, kind == "nbh_transcript"
+    return str(data.get("method")), False
+
+
+def instrument(clicks: Clicks) -> None:
+    """Wrap nb_hitl's stage functions so each call leaves a mark (benchmark-side only)."""
+    from nb_hitl.session import _actions, _drive
+
+    desk = _actions.Desk
+    on_action = desk.on_action
+
+    def on_action_marked(self: Any, *a: Any, **k: Any) -> Any:
+        out = on_action(self, *a, **k)
+        clicks.mark("front door")
+        return out
+
+    desk.on_action = on_action_marked  # type: ignore[method-assign]
+
+    check = desk.check_decision
+
+    async def check_marked(self: Any, *a: Any, **k: Any) -> Any:
+        out = await check(self, *a, **k)
+        clicks.mark("checked")
+        return out
+
+    desk.check_decision = check_marked  # type: ignore[method-assign]
+
+    enqueue = desk.enqueue
+
+    def enqueue_marked(self: Any, *a: Any, **k: Any) -> Any:
+        out = enqueue(self, *a, **k)
+        clicks.mark("queued")
+        return out
+
+    desk.enqueue = enqueue_marked  # type: ignore[method-assign]
+
+    next_input = _drive.Driver._next_input
+
+    async def next_input_marked(self: Any, *a: Any, **k: Any) -> Any:
+        out = await next_input(self, *a, **k)
+        clicks.mark("resume event")
+        return out
+
+    _drive.Driver._next_input = next_input_marked  # type: ignore[method-assign]
+
+
+def iopub_thread() -> Any:
+    """ipykernel's IOPub thread on a zmq ``PUB`` socket (inproc, no subscriber): what sends a
+    kernel's messages. The widget's messages are handed to it as a kernel's are, so a send
+    waits for the interpreter lock as it does in a kernel while the agent keeps running."""
+    import zmq
+    from ipykernel.iostream import IOPubThread
+
+    socket: zmq.Socket = zmq.Context.instance().socket(zmq.PUB)
+    socket.bind(f"inproc://click-path-{time.perf_counter_ns()}")
+    thread = IOPubThread(socket)
+    thread.start()
+    return thread
+
+
+def count_messages(widget: Any, clicks: Clicks, iopub: Any) -> None:
+    """Publish the widget's comm messages as an ipykernel ``Comm`` does, marking each: serialised
+    on the caller's thread, sent by the IOPub thread (``iopub``, see :func:`iopub_thread`)."""
+    from ipykernel.jsonutil import json_clean
+    from jupyter_client.session import Session as KernelSession
+
+    signer = KernelSession(key=b"click-path-benchmark-key-0123456", session="click-path")
+    comm = widget.comm
+    # what an ipykernel ``Comm`` holds once it published: its kernel, whose IOPub thread sends
+    comm.kernel = types.SimpleNamespace(iopub_thread=iopub)
+
+    def publish(msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> None:
+        content = json_clean(dict(data={} if data is None else data, comm_id=comm.comm_id, **keys))
+        frames = signer.serialize(signer.msg(msg_type, content, metadata=metadata or {}))
+        what, transcript = what_sent(data)
+        if (
+            transcript
+            and clicks.result_of
+            and any(
+                op.get("op") == "add" and op.get("entry", {}).get("id") == "result:" + clicks.result_of
+                for op in data["content"]["ops"]
+            )
+        ):
+            what = "nbh_transcript (the result)"
+            clicks.stop_profile()
+        clicks.mark("sent " + what)
+        iopub.send_multipart(frames)
+        if clicks.on:
+            left = clicks.left
+            iopub.schedule(lambda: left.append((what, time.perf_counter_ns())))
+            clicks.sent.append((what, sum(len(f) for f in frames) + sum(len(b) for b in buffers or [])))
+
+    comm.publish_msg = publish
+
+
+def agent_and_tool(steps: int, clicks: Clicks) -> Any:
+    """The agent of ``click_to_resume.py``: ``steps`` turns, one ``step`` call each, then a text."""
+    from agentscope.agent import Agent, ReActConfig
+    from agentscope.message import TextBlock, ToolResultState
+    from agentscope.tool import FunctionTool, ToolChunk, Toolkit
+
+    from nb_hitl.models import ScriptedChatModel, Turn, tool_call
+
+    def step(i: int) -> ToolChunk:
+        """Run one step of the job.
+
+        Args:
+            i (int): the step number.
+        """
+        clicks.mark("tool start")
+        out = ToolChunk(content=[TextBlock(text=f"step {i} done")], state=ToolResultState.SUCCESS)
+        clicks.mark("tool end")
+        return out
+
+    return Agent(
+        name="bench",
+        system_prompt="Run the steps one by one.",
+        model=ScriptedChatModel([Turn(f"Step {i}.", [tool_call("step", i=i)]) for i in range(steps)] + [Turn("Done.")]),
+        toolkit=Toolkit(tools=[FunctionTool(step)]),
+        react_config=ReActConfig(max_iters=steps + 10),
+    )
+
+
+async def measure(
+    n: int, recorded: bool, collect: pstats.Stats | None = None, after: pstats.Stats | None = None
+) -> dict[str, Any]:
+    """``n`` clicks (after :data:`WARMUP`), each from ``in`` to the loop idle on the next pause;
+    with ``collect``, each measured click is profiled from ``in`` to the result's message into it."""
+    from benchmarks.approve_all import connect, page_message
+    from nb_hitl import Session
+
+    clicks = Clicks(collect, after)
+    instrument(clicks)
+    folder = Path(tempfile.mkdtemp(prefix="nbh-click-path-"))
+    extra: dict[str, Any] = {"audit_log": folder / "audit.jsonl", "checkpoints": folder / "cp"} if recorded else {}
+    session = Session(agent_and_tool(WARMUP + n, clicks), **extra)
+    session.on_event(lambda ev, _run: clicks.mark("event " + type(ev).__name__))
+
+    iopub = iopub_thread()
+
+    def show(widget: Any) -> None:
+        count_messages(widget, clicks, iopub)
+        connect(widget)
+
+    session.show = show
+    task = session.start("Run every step.")
+    for k in range(WARMUP + n):
+        while not (session.current and session.current.status == "paused" and session.pending):
+            if task.done():
+                raise RuntimeError(f"the reply ended early: {task.result()!r}")
+            await asyncio.sleep(0.002)
+        await asyncio.sleep(0.003)  # the loop idle, as when a person clicks
+        run = session.current
+        pause = session.pending[0]
+        measured = k >= WARMUP
+        clicks.marks, clicks.sent, clicks.left, clicks.on = [], [], [], measured
+        clicks.result_of = pause.tool_call_id
+        if measured and collect is not None:
+            clicks.profile = cProfile.Profile()
+            clicks.profile.enable()
+        clicks.mark("in")
+        message = {"request_id": f"r{k}", "action": "approve", "tool_call_id": pause.tool_call_id}
+        page_message(run.widget, {**message, "reply_id": pause.reply_id})
+        while not (task.done() or (run.status == "paused" and session.pending and session.pending[0] is not pause)):
+            await asyncio.sleep(0.001)
+        clicks.mark("idle")
+        clicks.stop_rest()
+        if clicks.profile is not None:
+            clicks.stop_profile()
+            raise RuntimeError("the approved call's result never left the comm")
+        if measured:
+            await asyncio.sleep(0.002)  # the IOPub thread sent the last ones
+            clicks.per_click.append({"marks": clicks.marks, "sent": clicks.sent, "left": clicks.left})
+        clicks.on = False
+    await task
+    iopub.stop()
+    assert run.resumes == WARMUP + n, f"{run.resumes} resumes for {WARMUP + n} clicks"
+    return {"clicks": clicks.per_click}
+
+
+def stages(per_click: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per stage (``previous mark -> mark``), median and p90 in ms; the totals; messages per click."""
+    spans: dict[str, list[float]] = defaultdict(list)
+    order: list[str] = []
+    to_result: list[float] = []
+    to_card: list[float] = []
+    to_idle: list[float] = []
+    to_left: list[float] = []
+    answer_left: list[float] = []
+    before_msgs: list[int] = []
+    before_bytes: list[int] = []
+    all_msgs: list[int] = []
+    all_bytes: list[int] = []
+    kinds: dict[str, int] = defaultdict(int)
+    for click in per_click:
+        marks = click["marks"]
+        t0 = marks[0][1]
+        seen: dict[str, int] = defaultdict(int)
+        for (_, before), (label, at) in zip(marks, marks[1:], strict=False):
+            seen[label] += 1
+            name = label if seen[label] == 1 else f"{label} #{seen[label]}"
+            if name not in order:
+                order.append(name)
+            spans[name].append((at - before) / 1e6)
+        result = next(at for label, at in marks if label == "sent nbh_transcript (the result)")
+        to_result.append((result - t0) / 1e6)
+        left = dict(reversed(click["left"]))  # the first of each kind
+        to_left.append((left["nbh_transcript (the result)"] - t0) / 1e6)
+        answer_left.append((left["answer"] - t0) / 1e6)
+        card = [at for label, at in marks if label == "sent nbh_cards" and at > result]
+        to_card.append(((card[-1] if card else marks[-1][1]) - t0) / 1e6)
+        to_idle.append((marks[-1][1] - t0) / 1e6)
+        n_before = 0
+        for label, _ in marks:
+            if label == "sent nbh_transcript (the result)":
+                break
+            if label.startswith("sent "):
+                n_before += 1
+        sent = click["sent"]
+        before_msgs.append(n_before + 1)
+        before_bytes.append(sum(b for _, b in sent[: n_before + 1]))
+        all_msgs.append(len(sent))
+        all_bytes.append(sum(b for _, b in sent))
+        for what, _ in sent:
+            kinds[what] += 1
+    n = len(per_click)
+    return {
+        "stages": [(name, statistics.median(spans[name]), pct(spans[name], 0.9), len(spans[name])) for name in order],
+        "to_result": (statistics.median(to_result), pct(to_result, 0.9)),
+        "to_left": (statistics.median(to_left), pct(to_left, 0.9)),
+        "answer_left": (statistics.median(answer_left), pct(answer_left, 0.9)),
+        "to_card": (statistics.median(to_card), pct(to_card, 0.9)),
+        "to_idle": (statistics.median(to_idle), pct(to_idle, 0.9)),
+        # the first and the last tenth of the clicks: work that grows with the session shows here
+        "idle_early_late": (
+            statistics.median(to_idle[: max(1, len(to_idle) // 10)]),
+            statistics.median(to_idle[-max(1, len(to_idle) // 10) :]),
+        ),
+        "messages_to_result": statistics.median(before_msgs),
+        "bytes_to_result": statistics.median(before_bytes),
+        "messages": statistics.median(all_msgs),
+        "bytes": statistics.median(all_bytes),
+        "kinds": {k: v / n for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
+        "n": n,
+    }
+
+
+def profile_pass(n: int, recorded: bool) -> dict[str, Any]:
+    """cProfile over ``n`` clicks, from ``in`` to the result's message (``critical``) and from
+    there to the loop idle on the next pause (``after``): top functions, and by package."""
+    critical, after = pstats.Stats(), pstats.Stats()
+    asyncio.run(measure(n, recorded, critical, after))
+    return {"critical": summary(critical, n), "after": summary(after, n)}
+
+
+def summary(stats: pstats.Stats, n: int) -> dict[str, Any]:
+    """Per click (ms): the most costly functions, nb_hitl's by cumulative time, and by package."""
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    by_package: dict[str, float] = defaultdict(float)
+    rows = []
+    for (path, line, func), (_cc, _nc, tt, ct, _callers) in raw.items():
+        where = package_of(path)
+        by_package[where] += tt
+        rows.append((tt / n * 1e3, ct / n * 1e3, f"{where}:{Path(path).name}:{line}:{func}"))
+    rows.sort(reverse=True)
+    return {
+        "top": rows[:25],
+        "ours": [r for r in sorted(rows, key=lambda r: -r[1]) if r[2].startswith("nb_hitl")][:15],
+        "by_package": sorted(((k, v / n * 1e3) for k, v in by_package.items()), key=lambda kv: -kv[1]),
+        "total_ms": sum(by_package.values()) / n * 1e3,
+    }
+
+
+def package_of(path: str) -> str:
+    """``nb_hitl``, ``agentscope``, ``jsonschema``... from a code object's file name."""
+    if path.startswith("~") or path.startswith("<"):
+        return "builtins"
+    parts = Path(path).parts
+    for mark in ("site-packages", "lib"):
+        if mark in parts:
+            i = len(parts) - 1 - parts[::-1].index(mark)
+            if mark == "site-packages":
+                return parts[i + 1].removesuffix(".py")
+    for pkg in ("nb_hitl", "benchmarks"):
+        if pkg in parts:
+            return pkg
+    return "stdlib" if "python3" in path else Path(path).name
+
+
+def worker(n: int, profile_n: int) -> None:
+    """Measure both configurations in this process; print the figures as one JSON line."""
+    import nb_hitl
+
+    assert Path(nb_hitl.__file__).resolve().is_relative_to(ROOT.resolve()), f"nb_hitl from {nb_hitl.__file__}"
+    out: dict[str, Any] = {}
+    for name, recorded in (("plain", False), ("recorded", True)):
+        out[name] = stages(asyncio.run(measure(n, recorded))["clicks"])
+    out["profile"] = profile_pass(profile_n, False)
+    print(json.dumps(out))
+
+
+def report(label: str, fig: dict[str, Any]) -> None:
+    """Print one checkout's figures."""
+    for name in ("plain", "recorded"):
+        f = fig[name]
+        print(f"\n[{label}] {name}: {f['n']} clicks; ms median / p90")
+        for stage, med, p90, count in f["stages"]:
+            print(f"  {stage:<58} {med:7.3f} {p90:7.3f}" + ("" if count == f["n"] else f"  ({count} clicks)"))
+        print(f"  {'in -> the result sent':<58} {f['to_result'][0]:7.3f} {f['to_result'][1]:7.3f}")
+        print(f"  {'in -> the result left the IOPub thread':<58} {f['to_left'][0]:7.3f} {f['to_left'][1]:7.3f}")
+        print(f"  {'in -> the answer left the IOPub thread':<58} {f['answer_left'][0]:7.3f} {f['answer_left'][1]:7.3f}")
+        print(f"  {'in -> the cards after it sent':<58} {f['to_card'][0]:7.3f} {f['to_card'][1]:7.3f}")
+        print(f"  {'in -> next pause open, loop idle':<58} {f['to_idle'][0]:7.3f} {f['to_idle'][1]:7.3f}")
+        early, late = f["idle_early_late"]
+        print(f"  {'  the same, first / last tenth of the clicks (medians)':<58} {early:7.3f} {late:7.3f}")
+        print(
+            f"  messages up to the result: {f['messages_to_result']:.0f} ({f['bytes_to_result']:.0f} B); "
+            f"per click: {f['messages']:.0f} ({f['bytes']:.0f} B)"
+        )
+        print("  per click: " + ", ".join(f"{k} ×{v:.1f}" for k, v in f["kinds"].items()))
+    for window, title in (("critical", "in -> the result sent"), ("after", "the result sent -> loop idle")):
+        p = fig["profile"][window]
+        print(f"\n[{label}] cProfile, {title}, per click: {p['total_ms']:.2f} ms (profiled)")
+        print("  by package: " + ", ".join(f"{k} {v:.2f}" for k, v in p["by_package"][:10]))
+        print("  own ms, cumulative ms, where (the most costly functions):")
+        for tt, ct, where in p["top"][:15]:
+            print(f"  {tt:6.3f} {ct:6.3f}  {where}")
+        print("  nb_hitl's functions by cumulative ms:")
+        for tt, ct, where in p["ours"]:
+            print(f"  {tt:6.3f} {ct:6.3f}  {where}")
+
+
+def main() -> dict[str, Any]:
+    """Measure ``--before REF`` and this checkout; print both; returns the figures."""
+    from benchmarks.card_push import checkout, run_on
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default="main")
+    parser.add_argument("--n", type=int, default=200, help="measured clicks per configuration")
+    parser.add_argument("--profile-n", type=int, default=100, help="clicks of the cProfile pass")
+    parser.add_argument("--only-now", action="store_true", help="measure this checkout only")
+    args = parser.parse_args()
+    sizes = [args.n, args.profile_n]
+    out: dict[str, Any] = {}
+    if not args.only_now:
+        with tempfile.TemporaryDirectory(prefix="click-path-") as tmp:
+            out["before"] = run_on(checkout(args.before, Path(tmp)), sizes, Path(__file__))
+        report(args.before, out["before"])
+    out["now"] = run_on(ROOT, sizes, Path(__file__))
+    report("now", out["now"])
+    if "before" in out:
+        print("\nin -> the result sent, ms median / p90:")
+        for name in ("plain", "recorded"):
+            b, a = out["before"][name]["to_result"], out["now"][name]["to_result"]
+            print(f"  {name:<9} {args.before}: {b[0]:.3f} / {b[1]:.3f}   now: {a[0]:.3f} / {a[1]:.3f}")
+    return out
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        worker(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        from benchmarks._bound import run_bounded
+
+        run_bounded(main, 900, "click_path")  # seconds, on a loaded 2-core machine
