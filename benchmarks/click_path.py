@@ -48,9 +48,9 @@ line fsynced and the agent's state written before the agent is resumed).
 
 Before and after in the same run, as ``benchmarks/transcript_push.py``: the
 code of ``--before REF`` (default ``main``) in a subprocess, then this
-checkout (``--only-now`` skips the first).
+checkout, ``--rounds`` times in turn (``--only-now`` skips the first).
 
-Run: ``.venv/bin/python -m benchmarks.click_path [--n 200] [--before main] [--only-now]``.
+Run: ``.venv/bin/python -m benchmarks.click_path [--n 200] [--rounds 1] [--before main] [--only-now]``.
 
 Bound: it ends within 900 s on a loaded 2-core machine (``benchmarks/_bound.py``).
 """
@@ -60,9 +60,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import inspect
 import json
 import pstats
-import statistics
 import sys
 import tempfile
 import time
@@ -74,13 +74,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._lab import summarize  # noqa: E402
+
 WARMUP = 5
-
-
-def pct(values: list[float], q: float) -> float:
-    """The ``q`` quantile (0..1) of ``values``, nearest rank."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 class Clicks:
@@ -141,45 +137,31 @@ def what_sent(data: Any) -> tuple[str, bool]:
 
 
 def instrument(clicks: Clicks) -> None:
-    """Wrap nb_hitl's stage functions so each call leaves a mark (benchmark-side only)."""
+    """Wrap nb_hitl's stage functions so each call leaves a mark when it returns (benchmark-side only)."""
     from nb_hitl.session import _actions, _drive
 
-    desk = _actions.Desk
-    on_action = desk.on_action
+    def marked(owner: Any, name: str, label: str) -> None:
+        original = getattr(owner, name)
+        if inspect.iscoroutinefunction(original):
 
-    def on_action_marked(self: Any, *a: Any, **k: Any) -> Any:
-        out = on_action(self, *a, **k)
-        clicks.mark("front door")
-        return out
+            async def wrapper(self: Any, *a: Any, **k: Any) -> Any:
+                out = await original(self, *a, **k)
+                clicks.mark(label)
+                return out
 
-    desk.on_action = on_action_marked  # type: ignore[method-assign]
+        else:
 
-    check = desk.check_decision
+            def wrapper(self: Any, *a: Any, **k: Any) -> Any:
+                out = original(self, *a, **k)
+                clicks.mark(label)
+                return out
 
-    async def check_marked(self: Any, *a: Any, **k: Any) -> Any:
-        out = await check(self, *a, **k)
-        clicks.mark("checked")
-        return out
+        setattr(owner, name, wrapper)
 
-    desk.check_decision = check_marked  # type: ignore[method-assign]
-
-    enqueue = desk.enqueue
-
-    def enqueue_marked(self: Any, *a: Any, **k: Any) -> Any:
-        out = enqueue(self, *a, **k)
-        clicks.mark("queued")
-        return out
-
-    desk.enqueue = enqueue_marked  # type: ignore[method-assign]
-
-    next_input = _drive.Driver._next_input
-
-    async def next_input_marked(self: Any, *a: Any, **k: Any) -> Any:
-        out = await next_input(self, *a, **k)
-        clicks.mark("resume event")
-        return out
-
-    _drive.Driver._next_input = next_input_marked  # type: ignore[method-assign]
+    marked(_actions.Desk, "on_action", "front door")
+    marked(_actions.Desk, "check_decision", "checked")
+    marked(_actions.Desk, "enqueue", "queued")
+    marked(_drive.Driver, "_next_input", "resume event")
 
 
 def iopub_thread() -> Any:
@@ -316,70 +298,53 @@ async def measure(
     return {"clicks": clicks.per_click}
 
 
+def mp(values: list[float]) -> tuple[float, float]:
+    """Median and p90 (``benchmarks/_lab.summarize``)."""
+    st = summarize(values)
+    return st["median"], st["p90"]
+
+
+RESULT = "sent nbh_transcript (the result)"
+
+
 def stages(per_click: list[dict[str, Any]]) -> dict[str, Any]:
     """Per stage (``previous mark -> mark``), median and p90 in ms; the totals; messages per click."""
     spans: dict[str, list[float]] = defaultdict(list)
-    order: list[str] = []
-    to_result: list[float] = []
-    to_card: list[float] = []
-    to_idle: list[float] = []
-    to_left: list[float] = []
-    answer_left: list[float] = []
-    before_msgs: list[int] = []
-    before_bytes: list[int] = []
-    all_msgs: list[int] = []
-    all_bytes: list[int] = []
+    series: dict[str, list[float]] = defaultdict(list)  # per click: ms to a point, messages, bytes
     kinds: dict[str, int] = defaultdict(int)
     for click in per_click:
-        marks = click["marks"]
+        marks, sent = click["marks"], click["sent"]
         t0 = marks[0][1]
         seen: dict[str, int] = defaultdict(int)
         for (_, before), (label, at) in zip(marks, marks[1:], strict=False):
             seen[label] += 1
-            name = label if seen[label] == 1 else f"{label} #{seen[label]}"
-            if name not in order:
-                order.append(name)
-            spans[name].append((at - before) / 1e6)
-        result = next(at for label, at in marks if label == "sent nbh_transcript (the result)")
-        to_result.append((result - t0) / 1e6)
+            spans[label if seen[label] == 1 else f"{label} #{seen[label]}"].append((at - before) / 1e6)
+        result = next(at for label, at in marks if label == RESULT)
         left = dict(reversed(click["left"]))  # the first of each kind
-        to_left.append((left["nbh_transcript (the result)"] - t0) / 1e6)
-        answer_left.append((left["answer"] - t0) / 1e6)
         card = [at for label, at in marks if label == "sent nbh_cards" and at > result]
-        to_card.append(((card[-1] if card else marks[-1][1]) - t0) / 1e6)
-        to_idle.append((marks[-1][1] - t0) / 1e6)
-        n_before = 0
-        for label, _ in marks:
-            if label == "sent nbh_transcript (the result)":
-                break
-            if label.startswith("sent "):
-                n_before += 1
-        sent = click["sent"]
-        before_msgs.append(n_before + 1)
-        before_bytes.append(sum(b for _, b in sent[: n_before + 1]))
-        all_msgs.append(len(sent))
-        all_bytes.append(sum(b for _, b in sent))
+        up_to = [label for label, at in marks if label.startswith("sent ") and at <= result]
+        for name, value in (
+            ("to_result", result - t0),
+            ("to_left", left[RESULT.removeprefix("sent ")] - t0),
+            ("answer_left", left["answer"] - t0),
+            ("to_card", (card[-1] if card else marks[-1][1]) - t0),
+            ("to_idle", marks[-1][1] - t0),
+        ):
+            series[name].append(value / 1e6)
+        series["messages_to_result"].append(len(up_to))
+        series["bytes_to_result"].append(sum(b for _, b in sent[: len(up_to)]))
+        series["messages"].append(len(sent))
+        series["bytes"].append(sum(b for _, b in sent))
         for what, _ in sent:
             kinds[what] += 1
-    n = len(per_click)
+    tenth = max(1, len(per_click) // 10)
     return {
-        "stages": [(name, statistics.median(spans[name]), pct(spans[name], 0.9), len(spans[name])) for name in order],
-        "to_result": (statistics.median(to_result), pct(to_result, 0.9)),
-        "to_left": (statistics.median(to_left), pct(to_left, 0.9)),
-        "answer_left": (statistics.median(answer_left), pct(answer_left, 0.9)),
-        "to_card": (statistics.median(to_card), pct(to_card, 0.9)),
-        "to_idle": (statistics.median(to_idle), pct(to_idle, 0.9)),
+        "stages": [(name, *mp(values), len(values)) for name, values in spans.items()],
+        **{name: mp(values) for name, values in series.items()},
         # the first and the last tenth of the clicks: work that grows with the session shows here
-        "idle_early_late": (
-            statistics.median(to_idle[: max(1, len(to_idle) // 10)]),
-            statistics.median(to_idle[-max(1, len(to_idle) // 10) :]),
-        ),
-        "messages_to_result": statistics.median(before_msgs),
-        "bytes_to_result": statistics.median(before_bytes),
-        "messages": statistics.median(all_msgs),
-        "bytes": statistics.median(all_bytes),
-        "kinds": {k: v / n for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
-        "n": n,
+        "idle_early_late": (mp(series["to_idle"][:tenth])[0], mp(series["to_idle"][-tenth:])[0]),
+        "kinds": {k: v / len(per_click) for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])},
+        "n": len(per_click),
     }
 
 
@@ -452,8 +417,8 @@ def report(label: str, fig: dict[str, Any]) -> None:
         early, late = f["idle_early_late"]
         print(f"  {'  the same, first / last tenth of the clicks (medians)':<58} {early:7.3f} {late:7.3f}")
         print(
-            f"  messages up to the result: {f['messages_to_result']:.0f} ({f['bytes_to_result']:.0f} B); "
-            f"per click: {f['messages']:.0f} ({f['bytes']:.0f} B)"
+            f"  messages up to the result: {f['messages_to_result'][0]:.0f} ({f['bytes_to_result'][0]:.0f} B); "
+            f"per click: {f['messages'][0]:.0f} ({f['bytes'][0]:.0f} B) (medians)"
         )
         print("  per click: " + ", ".join(f"{k} ×{v:.1f}" for k, v in f["kinds"].items()))
     for window, title in (("critical", "in -> the result sent"), ("after", "the result sent -> loop idle")):
@@ -469,29 +434,36 @@ def report(label: str, fig: dict[str, Any]) -> None:
 
 
 def main() -> dict[str, Any]:
-    """Measure ``--before REF`` and this checkout; print both; returns the figures."""
+    """Measure ``--before REF`` and this checkout, in turn ``--rounds`` times; print the last
+    round's figures in full and every round's totals; returns the figures."""
     from benchmarks.card_push import checkout, run_on
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="main")
     parser.add_argument("--n", type=int, default=200, help="measured clicks per configuration")
     parser.add_argument("--profile-n", type=int, default=100, help="clicks of the cProfile pass")
+    parser.add_argument("--rounds", type=int, default=1, help="before / now pairs, in turn (the load drifts)")
     parser.add_argument("--only-now", action="store_true", help="measure this checkout only")
     args = parser.parse_args()
     sizes = [args.n, args.profile_n]
-    out: dict[str, Any] = {}
-    if not args.only_now:
-        with tempfile.TemporaryDirectory(prefix="click-path-") as tmp:
-            out["before"] = run_on(checkout(args.before, Path(tmp)), sizes, Path(__file__))
-        report(args.before, out["before"])
-    out["now"] = run_on(ROOT, sizes, Path(__file__))
-    report("now", out["now"])
-    if "before" in out:
-        print("\nin -> the result sent, ms median / p90:")
-        for name in ("plain", "recorded"):
-            b, a = out["before"][name]["to_result"], out["now"][name]["to_result"]
-            print(f"  {name:<9} {args.before}: {b[0]:.3f} / {b[1]:.3f}   now: {a[0]:.3f} / {a[1]:.3f}")
-    return out
+    rounds: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="click-path-") as tmp:
+        before = None if args.only_now else checkout(args.before, Path(tmp))
+        for _ in range(args.rounds):
+            pair = {} if before is None else {args.before: run_on(before, sizes, Path(__file__))}
+            rounds.append({**pair, "now": run_on(ROOT, sizes, Path(__file__))})
+    for label, figures in rounds[-1].items():
+        report(label, figures)
+    print("\nin -> the result sent / left the IOPub thread, ms median / p90, per round:")
+    for k, pair in enumerate(rounds):
+        for label, figures in pair.items():
+            cells = [
+                f"{name} {figures[name]['to_result'][0]:.2f} / {figures[name]['to_result'][1]:.2f}, "
+                f"{figures[name]['to_left'][0]:.2f} / {figures[name]['to_left'][1]:.2f}"
+                for name in ("plain", "recorded")
+            ]
+            print(f"  round {k + 1} {label[:8]:<8} " + "; ".join(cells))
+    return {"rounds": rounds}
 
 
 if __name__ == "__main__":
