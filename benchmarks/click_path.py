@@ -42,6 +42,11 @@ card leaving; the comm messages and bytes per click before the result and in
 all. Then a cProfile pass over the same clicks, the profiler on from ``in`` to
 the result's message: where that time goes, by function and by package.
 
+The wait for the IOPub thread after the agent's next event is also measured
+paired: every other click with it, the others without (``paired_pass``), so
+both halves see the same load (a before/after pair in turn does not: the
+machine's load drifts between the two processes).
+
 Two configurations: ``plain`` (as in ``click_to_resume.py``: no audit log, no
 checkpoints) and ``recorded`` (``audit_log=`` and ``checkpoints=``: the audit
 line fsynced and the agent's state written before the agent is resumed).
@@ -75,6 +80,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._lab import summarize  # noqa: E402
+from benchmarks._pstats import print_profile, summary  # noqa: E402
 
 WARMUP = 5
 
@@ -356,38 +362,35 @@ def profile_pass(n: int, recorded: bool) -> dict[str, Any]:
     return {"critical": summary(critical, n), "after": summary(after, n)}
 
 
-def summary(stats: pstats.Stats, n: int) -> dict[str, Any]:
-    """Per click (ms): the most costly functions, nb_hitl's by cumulative time, and by package."""
-    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
-    by_package: dict[str, float] = defaultdict(float)
-    rows = []
-    for (path, line, func), (_cc, _nc, tt, ct, _callers) in raw.items():
-        where = package_of(path)
-        by_package[where] += tt
-        rows.append((tt / n * 1e3, ct / n * 1e3, f"{where}:{Path(path).name}:{line}:{func}"))
-    rows.sort(reverse=True)
+def paired_pass(n: int) -> dict[str, Any] | None:
+    """The plain configuration with the session's wait for the IOPub thread
+    (``nb_hitl.widgets._iopub.let_out``) on every other click and off on the others, so both
+    halves see the same load: ``{"with": stages, "without": stages}``; ``None`` for code
+    without that wait (the ``--before`` checkout)."""
+    import benchmarks.approve_all as approve_all
+    from nb_hitl.session import _core
+
+    real = getattr(_core, "let_out", None)
+    if real is None:
+        return None
+    on = {"k": 0}
+    deliver = approve_all.page_message
+
+    def counting(widget: Any, message: dict[str, Any]) -> None:
+        on["k"] += message.get("action") == "approve"
+        deliver(widget, message)
+
+    approve_all.page_message = counting
+    _core.let_out = lambda widget, limit=None: real(widget, limit) if on["k"] % 2 == 0 else False  # type: ignore[attr-defined]
+    try:
+        clicks = asyncio.run(measure(n, False))["clicks"]
+    finally:
+        approve_all.page_message, _core.let_out = deliver, real  # type: ignore[attr-defined]
+    first = WARMUP + 1  # the count of the first measured click
     return {
-        "top": rows[:25],
-        "ours": [r for r in sorted(rows, key=lambda r: -r[1]) if r[2].startswith("nb_hitl")][:15],
-        "by_package": sorted(((k, v / n * 1e3) for k, v in by_package.items()), key=lambda kv: -kv[1]),
-        "total_ms": sum(by_package.values()) / n * 1e3,
+        "with": stages([c for i, c in enumerate(clicks) if (first + i) % 2 == 0]),
+        "without": stages([c for i, c in enumerate(clicks) if (first + i) % 2 == 1]),
     }
-
-
-def package_of(path: str) -> str:
-    """``nb_hitl``, ``agentscope``, ``jsonschema``... from a code object's file name."""
-    if path.startswith("~") or path.startswith("<"):
-        return "builtins"
-    parts = Path(path).parts
-    for mark in ("site-packages", "lib"):
-        if mark in parts:
-            i = len(parts) - 1 - parts[::-1].index(mark)
-            if mark == "site-packages":
-                return parts[i + 1].removesuffix(".py")
-    for pkg in ("nb_hitl", "benchmarks"):
-        if pkg in parts:
-            return pkg
-    return "stdlib" if "python3" in path else Path(path).name
 
 
 def worker(n: int, profile_n: int) -> None:
@@ -399,11 +402,21 @@ def worker(n: int, profile_n: int) -> None:
     for name, recorded in (("plain", False), ("recorded", True)):
         out[name] = stages(asyncio.run(measure(n, recorded))["clicks"])
     out["profile"] = profile_pass(profile_n, False)
+    out["paired"] = paired_pass(n)
     print(json.dumps(out))
 
 
 def report(label: str, fig: dict[str, Any]) -> None:
     """Print one checkout's figures."""
+    if fig.get("paired"):
+        print(f"\n[{label}] plain, the wait for the IOPub thread on every other click; ms median / p90")
+        for half in ("with", "without"):
+            f = fig["paired"][half]
+            print(
+                f"  {half:<8} ({f['n']} clicks): result sent {f['to_result'][0]:.3f} / {f['to_result'][1]:.3f}, "
+                f"left the IOPub thread {f['to_left'][0]:.3f} / {f['to_left'][1]:.3f}; "
+                f"loop idle {f['to_idle'][0]:.3f} / {f['to_idle'][1]:.3f}"
+            )
     for name in ("plain", "recorded"):
         f = fig[name]
         print(f"\n[{label}] {name}: {f['n']} clicks; ms median / p90")
@@ -422,15 +435,7 @@ def report(label: str, fig: dict[str, Any]) -> None:
         )
         print("  per click: " + ", ".join(f"{k} ×{v:.1f}" for k, v in f["kinds"].items()))
     for window, title in (("critical", "in -> the result sent"), ("after", "the result sent -> loop idle")):
-        p = fig["profile"][window]
-        print(f"\n[{label}] cProfile, {title}, per click: {p['total_ms']:.2f} ms (profiled)")
-        print("  by package: " + ", ".join(f"{k} {v:.2f}" for k, v in p["by_package"][:10]))
-        print("  own ms, cumulative ms, where (the most costly functions):")
-        for tt, ct, where in p["top"][:15]:
-            print(f"  {tt:6.3f} {ct:6.3f}  {where}")
-        print("  nb_hitl's functions by cumulative ms:")
-        for tt, ct, where in p["ours"]:
-            print(f"  {tt:6.3f} {ct:6.3f}  {where}")
+        print_profile(f"[{label}] cProfile, {title}", fig["profile"][window])
 
 
 def main() -> dict[str, Any]:
