@@ -320,6 +320,19 @@ class CheckpointStore:
         files = sorted(self.folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
         return [p.stem for p in files]
 
+    def session(self, session_id: str | None = None) -> str:
+        """``session_id``, or when ``None`` the newest session with a checkpoint.
+
+        Raises:
+            FileNotFoundError: ``None`` given and the folder holds no checkpoint.
+        """
+        if session_id is not None:
+            return session_id
+        ids = self.sessions()
+        if not ids:
+            raise FileNotFoundError(f"No checkpoint in {self.folder}")
+        return ids[0]
+
 
 def _version(path: Path, record: dict[str, Any]) -> int:
     """The format version of a checkpoint record (``1`` when it has none).

@@ -72,20 +72,52 @@ export function firstControl(el: HTMLElement): HTMLElement | null {
   return null;
 }
 
-/** A string that finds "the same" control in a rebuilt card. */
-export function controlKey(el: Element | null): string | null {
-  if (!(el instanceof HTMLElement)) return null;
+// what names a control across builds of its card: its test id and the data its card gives it
+const KEYED = "[data-testid], [data-field], [data-index]";
+
+/** What names `el` in any build of its card: its data-testid, data-label, data-index and
+ *  data-field, and a choice's value (a radio or checkbox), or null when it has none of these.
+ *  Never a text control's value: that is what the person types. */
+function baseKey(el: HTMLElement): string | null {
   const parts = ["testid", "label", "index", "field"].map((k) => el.dataset[k] || "");
-  if (el instanceof HTMLInputElement) parts.push(el.value);
-  return parts.some((p) => p) ? parts.join("\u0000") : null;
+  if (!parts.some((p) => p)) return null;
+  if (el instanceof HTMLInputElement && (el.type === "radio" || el.type === "checkbox")) parts.push(el.value);
+  return [el.tagName, ...parts].join("\u0000");
 }
 
-export function findControl(el: HTMLElement, key: string | null): HTMLElement | null {
-  if (!key) return null;
-  for (const c of Array.from(el.querySelectorAll<HTMLElement>("[data-testid], [data-field], [data-index]"))) {
-    if (controlKey(c) === key && !(c as HTMLInputElement).disabled) return c;
+/**
+ * Every element of `root` that a rebuilt `root` has again, by a key unique in `root`:
+ * its {@link baseKey} and its rank among the elements of `root` with the same one (the
+ * "Other" boxes of two questions share a test id), in document order.
+ *
+ * @param root a card (or any element whose builds draw the same controls in the same order).
+ * @returns key -> element, in document order; elements without a base key are left out.
+ */
+export function keyedControls(root: HTMLElement): Map<string, HTMLElement> {
+  const seen = new Map<string, number>();
+  const out = new Map<string, HTMLElement>();
+  for (const el of Array.from(root.querySelectorAll<HTMLElement>(KEYED))) {
+    const base = baseKey(el);
+    if (base === null) continue;
+    const n = seen.get(base) || 0;
+    seen.set(base, n + 1);
+    out.set(`${base}\u0000${n}`, el);
   }
+  return out;
+}
+
+/** The key that finds `el` again in a rebuilt `root` ({@link keyedControls}), or null. */
+export function controlKey(root: HTMLElement, el: Element | null): string | null {
+  if (!(el instanceof HTMLElement) || !root.contains(el)) return null;
+  for (const [key, c] of keyedControls(root)) if (c === el) return key;
   return null;
+}
+
+/** The enabled element of `root` with this key ({@link controlKey}), or null. */
+export function findControl(root: HTMLElement, key: string | null): HTMLElement | null {
+  if (!key) return null;
+  const c = keyedControls(root).get(key);
+  return c && !(c as HTMLInputElement).disabled ? c : null;
 }
 
 /** Blocks of text that scroll get a tab stop and a name, so the keyboard can scroll them. */

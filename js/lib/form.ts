@@ -49,12 +49,17 @@ export function fieldKind(p: SchemaProp): FieldKind {
   return "text";
 }
 
-/** A number field's text; `badInput`: the browser could not read what was typed as a number. */
-export function readNumber(text: string, badInput: boolean): FieldRead {
-  if (badInput) return { present: true, error: "not a number" };
-  if (text.trim() === "") return { present: false };
-  const v = Number(text);
-  if (!Number.isFinite(v)) return { present: true, error: "not a number" };
+// a decimal number as a person types it (JSON's, with an optional "+" and leading or trailing "."):
+// never hex, binary or octal literals, "Infinity" or "NaN", which Number() would also read
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/** A number field's text (surrounding spaces ignored): absent when blank, else its number,
+ *  or "not a number" for text that is not a finite decimal number ("1e", "12a", "0x10", "1e400"). */
+export function readNumber(text: string): FieldRead {
+  const t = text.trim();
+  if (t === "") return { present: false };
+  const v = Number(t);
+  if (!DECIMAL.test(t) || !Number.isFinite(v)) return { present: true, error: "not a number" };
   return { present: true, value: v };
 }
 
@@ -119,11 +124,12 @@ export function renderSchemaForm(schema: JsonSchema | null, opts: FormOptions = 
       input = cb;
       getters.push([name, () => ({ present: true, value: cb.checked })]);
     } else if (kind === "number" || kind === "integer") {
-      const num = h("input", { id, type: "number", step: type === "integer" ? "1" : "any", "data-field": name, disabled: !!opts.disabled }) as HTMLInputElement;
+      // a text field, not type="number": the page reads what was typed ("1e" on its way to "1e3"),
+      // says when it is not a number, and keeps it across the card's rebuilds (type="number" reads "")
+      const num = h("input", { id, type: "text", inputmode: "decimal", "data-field": name, disabled: !!opts.disabled }) as HTMLInputElement;
       if (typeof p.default === "number") num.value = String(p.default);
       input = num;
-      // text the browser cannot read as a number leaves value "" with badInput set
-      getters.push([name, () => readNumber(num.value, !!(num.validity && num.validity.badInput))]);
+      getters.push([name, () => readNumber(num.value)]);
     } else if (kind === "date" || kind === "date-time") {
       const d = h("input", { id, type: kind === "date" ? "date" : "datetime-local", "data-field": name, disabled: !!opts.disabled }) as HTMLInputElement;
       input = d;

@@ -16,6 +16,7 @@ import { holdPresses, livenessLine, showLiveness, type Liveness } from "./card_l
 import { buildInvalid, INVALID_LABEL } from "./cards/invalid";
 import { appendDecisionRecord, deadlineEl, decisionText } from "./record";
 import { clearError, errorBox } from "./card_error";
+import { readTyped, putTyped } from "./card_typed";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 import { PREVIEW_TIMEOUT_MS } from "../lib/edit_preview"; // a preview applies nothing: given up when slow
 
@@ -47,12 +48,14 @@ export class CardSet {
   // What each open card holds that the person has not sent (see CardCtx.setHeld).
   private held = new Map<string, () => Held | null>();
   private group: GroupBar;
-  // What each open card held (its draft) when it was last redrawn: a refusal,
-  // "Sending…" or a status change rebuilds the card, and what the person typed
-  // or picked must survive it (an edit refused as invalid JSON is fixed, not retyped).
-  private typed = new Map<string, Draft>();
-  // Values a card keeps for itself (a form's last submitted value).
+  // What each open card held (its draft) when it was last redrawn: its kind draws the rebuilt card
+  // from it (CardCtx.kept), which matters where no control is there to put back (card_typed.ts):
+  // a card reopened after a remote refusal, whose last build was a closed one.
+  private keptDrafts = new Map<string, Draft>();
+  // Values a card keeps for itself (the rules ticked in a confirmation's "Always…" panel).
   private memo = new Map<string, unknown>();
+  // true while a rebuilt card gets back what was typed on the card it replaces (card_typed.ts)
+  private restoring = false;
   // open cards drawn while liveness was unknown, not announced yet (see liveKnown)
   private unannounced = new Set<string>();
 
@@ -317,13 +320,15 @@ export class CardSet {
     // a card reopened (a remote server refused the answer sent from it) keeps what was typed before it was
     // sent: the person fixes their edit, not retypes it
     const reopened = statusChanged && p.status === "open";
-    if (snapshot) this.typed.set(p.tool_call_id, snapshot);
-    else if (!reopened) this.typed.delete(p.tool_call_id);
+    if (snapshot) this.keptDrafts.set(p.tool_call_id, snapshot);
+    else if (!reopened) this.keptDrafts.delete(p.tool_call_id);
     this.drafts.delete(p.tool_call_id);
     this.held.delete(p.tool_call_id);
     const active = document.activeElement;
     const hadFocus = !!(ui.el && active && ui.el.contains(active));
-    const focusKey = hadFocus && active !== ui.el ? controlKey(active) : null;
+    const focusKey = hadFocus && ui.el && active !== ui.el ? controlKey(ui.el, active) : null;
+    // what the person typed or picked on the card being replaced: put back once its kind drew the new one
+    const typed = ui.el ? readTyped(ui.el) : null;
     const card = this.build(p, ui);
     if (entry && hidesInput) entry.body.hidden = true;
     if (ui.el && ui.el.parentElement) {
@@ -332,6 +337,13 @@ export class CardSet {
       (entry ? entry.slot : this.host.loose).append(card);
     }
     ui.el = card;
+    // what is put back is what any refusal on the new card is about: it clears none (CardCtx.clearError)
+    this.restoring = true;
+    try {
+      if (typed) putTyped(card, typed);
+    } finally {
+      this.restoring = false;
+    }
     // the group bar's note is about the cards as they are: a card redrawn or typed in may end it
     this.group.refresh();
     card.addEventListener("input", () => this.group.refresh());
@@ -430,7 +442,7 @@ export class CardSet {
     const id = p.tool_call_id;
     const ctx: CardCtx = {
       ui,
-      kept: this.typed.get(id) ?? (p as RemotePauseView).refused_answer ?? undefined,
+      kept: this.keptDrafts.get(id) ?? (p as RemotePauseView).refused_answer ?? undefined,
       // the pause as it is now (a remote card is drawn again on every poll without being rebuilt)
       send: (decision) => this.send(this.current(id) || p, decision),
       request: (action) => this.rpc.request(action, { tool_call_id: id, reply_id: (this.current(id) || p).reply_id }),
@@ -440,7 +452,7 @@ export class CardSet {
       setDraft: (draft) => void this.drafts.set(id, draft),
       setHeld: (held) => void this.held.set(id, held),
       errorBox: (field) => errorBox(ui, field),
-      clearError: (field) => clearError(ui, field),
+      clearError: (field) => void (this.restoring || clearError(ui, field)),
       remember: (value) => void this.memo.set(id, value),
       remembered: () => this.memo.get(id),
       focus: (testid) => {

@@ -23,7 +23,10 @@ export type Draft = Decision;
 /** What a card module gets to draw one open pause. */
 export interface CardCtx {
   ui: CardUi;
-  /** what this card held before it was redrawn, if anything */
+  /** the answer this card held before it was redrawn (its draft), or the answer sent from it that a
+   *  remote server refused: a kind draws its controls from it. On a rebuild of an open card,
+   *  card_typed.ts then puts back what was typed in each control, which wins over it; a card
+   *  reopened after a remote refusal has only this (its last build was closed, with no controls). */
   kept: Draft | undefined;
   send(decision: Decision): Promise<void>;
   /** a request about this pause that is not an answer (the card stays open): a dry run */
@@ -41,7 +44,8 @@ export interface CardCtx {
   errorBox(field?: string): HTMLElement | null;
   /** the person made `field` valid: its refusal (drawn by errorBox) goes, now and on redraws */
   clearError(field: string): void;
-  /** a value a card keeps for itself across redraws (a form's last value) */
+  /** a value a card keeps for itself across redraws, also while its controls are not drawn (the rules
+   *  ticked in a confirmation's "Always…" panel, kept when the panel is closed and opened again) */
   remember(value: unknown): void;
   remembered(): unknown;
   /** move the keyboard to the control with this data-testid in the (redrawn) card */

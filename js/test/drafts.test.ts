@@ -9,8 +9,8 @@ import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { installDom } from "./dom";
 import { settle, type Answerer } from "./fake_model";
-import { drawReply, liveKernel, pause, type Page } from "./page";
-import type { PauseView, SamplingView } from "../types";
+import { drawReply, liveKernel, pause, samplingView, tick, typeInto, type Page } from "./page";
+import type { PauseView } from "../types";
 
 const dom = installDom();
 after(() => dom.window.close());
@@ -31,21 +31,7 @@ const FORM = {
     size: { enum: ["S", "M", "L"], type: "string", title: "Size" },
   },
 };
-const SAMPLING: SamplingView = {
-  stage: "request",
-  messages: [{ role: "user", text: "Summarize the table." }],
-  system_prompt: null,
-  model_hints: [],
-  priorities: {},
-  max_tokens: null,
-  temperature: null,
-  stop_sequences: [],
-  include_context: null,
-  completion: null,
-  model: null,
-  settings_note: null,
-  error: null,
-};
+const SAMPLING = samplingView();
 const PAUSES: PauseView[] = [
   pause({ tool_call_id: "modify", input_text: '{"command": "ls"}' }),
   pause({ tool_call_id: "rules", suggested_rules: [RULE] }),
@@ -66,17 +52,6 @@ async function until(cond: () => boolean, ms = 10000): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   await settle();
-}
-
-function typeInto(el: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement, value: string): void {
-  el.value = value;
-  el.dispatchEvent(new window.Event("input", { bubbles: true }));
-  el.dispatchEvent(new window.Event("change", { bubbles: true }));
-}
-
-function tick(el: HTMLInputElement): void {
-  el.checked = true;
-  el.dispatchEvent(new window.Event("change", { bubbles: true }));
 }
 
 const field = <E extends HTMLElement>(page: Page, id: string, name: string) => page.card(id).querySelector<E>(`[data-field="${name}"]`)!;

@@ -6,7 +6,7 @@ import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { installDom } from "./dom";
 import { settle } from "./fake_model";
-import { drawReply, pause, type Page } from "./page";
+import { drawReply, pause, typeInto, type Page } from "./page";
 
 const dom = installDom();
 after(() => dom.window.close());
@@ -23,15 +23,11 @@ const WRITE = pause({ tool_call_id: "c3", tool_name: "write_file", input_text: '
 
 const bar = (page: Page, testid: string) => page.el.querySelector<HTMLButtonElement>(`[data-testid="nbh-group"] [data-testid="${testid}"]`)!;
 const note = (page: Page) => page.el.querySelector('[data-testid="nbh-group-note"]')!.textContent;
-function type(el: HTMLTextAreaElement, text: string): void {
-  el.value = text;
-  el.dispatchEvent(new window.Event("input", { bubbles: true }));
-}
 /** Open the panel of card `id` with `opener` and type `text` in its `field`; the field is returned. */
 function fill(page: Page, id: string, opener: string, field: string, text: string): HTMLTextAreaElement {
   page.control(id, opener)!.click();
   const el = page.control<HTMLTextAreaElement>(id, field)!;
-  type(el, text);
+  typeInto(el, text);
   return el;
 }
 /** The kernel took the answer on `view`'s call: its card comes back decided. */
@@ -61,7 +57,7 @@ describe("a group action never drops what a person typed", () => {
     const page = await drawReply([DELETE, WRITE]);
     fill(page, "c1", "nbh-deny-reason-open", "nbh-deny-reason", "keep the log, it is evidence");
     const area = fill(page, "c3", "nbh-modify", "nbh-modify-input", '{"path": "y"}');
-    type(area, WRITE.input_text); // typed back: nothing held
+    typeInto(area, WRITE.input_text); // typed back: nothing held
     assert.equal(bar(page, "nbh-deny-all").textContent, "Deny all (2: delete_file as typed)");
     bar(page, "nbh-deny-all").click();
     await settle();
@@ -109,7 +105,7 @@ describe("a group action never drops what a person typed", () => {
       note(page),
       "Deny all sent nothing: Bash has ticked rules you have not sent; write_file has an edit you have not sent. Send each on its card, or cancel it there, then press Deny all again.",
     );
-    type(area, WRITE.input_text); // the edit typed back: only the rules are left to name
+    typeInto(area, WRITE.input_text); // the edit typed back: only the rules are left to name
     assert.equal(note(page), "Deny all sent nothing: Bash has ticked rules you have not sent. Send it on its card, or cancel it there, then press Deny all again.");
     box.checked = false;
     box.dispatchEvent(new window.Event("change", { bubbles: true }));

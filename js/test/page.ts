@@ -3,7 +3,7 @@
 // "sync" and accepts decisions.
 import { FakeModel, settle, type Answerer } from "./fake_model";
 import reply from "../reply/index";
-import type { PauseView, ReplyModel } from "../types";
+import type { PauseView, ReplyModel, SamplingView } from "../types";
 
 /** A pause view as `Pause.to_view()` returns it, with `over` on top. */
 export function pause(over: Partial<PauseView> = {}): PauseView {
@@ -48,6 +48,39 @@ export function pause(over: Partial<PauseView> = {}): PauseView {
     file_change: null,
     dry_run: false,
     parent_tool_call_id: null,
+    ...over,
+  };
+}
+
+/** Type `value` into a field as a person does: its value, then the input and change events. */
+export function typeInto(el: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement, value: string): void {
+  el.value = value;
+  el.dispatchEvent(new window.Event("input", { bubbles: true }));
+  el.dispatchEvent(new window.Event("change", { bubbles: true }));
+}
+
+/** Tick a radio or checkbox as a click does: checked, then its change event. */
+export function tick(el: HTMLInputElement): void {
+  el.checked = true;
+  el.dispatchEvent(new window.Event("change", { bubbles: true }));
+}
+
+/** An MCP sampling request as the kernel's view carries it: one user message, no settings, with `over` on top. */
+export function samplingView(over: Partial<SamplingView> = {}): SamplingView {
+  return {
+    stage: "request",
+    messages: [{ role: "user", text: "Summarize the table." }],
+    system_prompt: null,
+    model_hints: [],
+    priorities: {},
+    max_tokens: null,
+    temperature: null,
+    stop_sequences: [],
+    include_context: null,
+    completion: null,
+    model: null,
+    settings_note: null,
+    error: null,
     ...over,
   };
 }

@@ -5,7 +5,7 @@ import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { installDom } from "./dom";
 import { settle } from "./fake_model";
-import { drawReply, liveKernel, pause, type Page } from "./page";
+import { drawReply, liveKernel, pause, samplingView, type Page } from "./page";
 
 const dom = installDom();
 after(() => dom.window.close());
@@ -54,6 +54,26 @@ describe("a remote card whose answer the server refused", () => {
     page.control("c1", "nbh-modify")!.click();
     await settle();
     assert.equal(page.control<HTMLTextAreaElement>("c1", "nbh-modify-input")!.value, EDIT);
+    page.close();
+  });
+
+  test("a review and an MCP sampling card reopened after a refusal start from the edit that was sent", async () => {
+    const sampling = samplingView({ messages: [{ role: "user", text: "Summarize." }, { role: "user", text: "Briefly." }] });
+    const review = pause({ tool_call_id: "r", kind: "review", tool_name: "lookup", review_output: "card 4111" });
+    const ask = pause({ tool_call_id: "s", kind: "sampling", tool_name: "mcp__db__summarize", sampling });
+    const page = await drawReply([
+      { ...review, status: "decided", decision: { action: "edit" } },
+      { ...ask, status: "decided", decision: { action: "edit" } },
+    ]);
+    const ops = [
+      { op: "card", view: { ...review, refused: REFUSAL, refused_answer: { action: "edit", output: "card XXXX" } } },
+      { op: "card", view: { ...ask, refused: REFUSAL, refused_answer: { action: "edit", messages: ["Summarize in French.", "Briefly."] } } },
+    ];
+    page.fake.emit({ type: "nbh_cards", seq: 1, ops });
+    await settle();
+    assert.equal(page.control<HTMLTextAreaElement>("r", "nbh-review-output")!.value, "card XXXX");
+    assert.equal(page.control<HTMLTextAreaElement>("s", "nbh-sampling-message-0")!.value, "Summarize in French.");
+    assert.equal(page.control<HTMLTextAreaElement>("s", "nbh-sampling-message-1")!.value, "Briefly.");
     page.close();
   });
 });

@@ -114,7 +114,8 @@ def pause_to_interrupt(
         a client needs to draw nb_hitl's own widgets: ``version``, ``kind``,
         ``thread_id``, ``reply_id``, ``tool_call_id``, ``tool_name``,
         ``input`` (parsed, or ``None``), ``input_text`` (as the model sent
-        it), ``input_schema``, ``permission_message``, ``decision_reason``,
+        it; once someone modified a call that needs several approvals, the
+        edit they approve, as the local card shows it), ``input_schema``, ``permission_message``, ``decision_reason``,
         ``bypass_immune``, ``suggested_rules`` (``[{index, label, tool_name,
         rule_content, behavior}]``), ``ask_user`` (``AskUserParams`` as
         JSON, or ``None``), ``ask_user_error``, ``policy``, ``shell_commands``
@@ -129,6 +130,7 @@ def pause_to_interrupt(
         request's ``sampling``).
     """
     view = pause.to_view()
+    edited = getattr(pause.approved_edit, "edited_input", None)
     deadline = pause.deadline
     if expires_at is not None:
         deadline = expires_at if deadline is None else min(deadline, expires_at)
@@ -139,8 +141,10 @@ def pause_to_interrupt(
         "reply_id": pause.reply_id,
         "tool_call_id": pause.tool_call_id,
         "tool_name": pause.tool_name,
-        "input": pause.input,
-        "input_text": pause.tool_call.input,
+        # what the call will run with: the model's input, or once someone modified a call
+        # that needs several approvals, the edit everyone approves now (as the local card shows)
+        "input": edited if edited is not None else pause.input,
+        "input_text": view["input_text"] if edited is not None else pause.tool_call.input,
         "input_schema": pause.input_schema,
         "permission_message": pause.permission_message,
         "decision_reason": pause.decision_reason,

@@ -33,12 +33,13 @@ from ..guard import StreamBudget, StreamLimitReached
 from ..kinds import kind_spec
 from ..kinds._schema import validate_payload
 from ..session._calls import ReplyTask, install_kernel_hints
+from ..session._pace import pace
 from .client import AguiClient, AguiClientError, RemoteRunError
 from .ids import parse_expires_at
 from .interrupt_views import message_to_entry, our_kind
 from .remote_checks import check_entries, refusal_named, reopen_refused
 from .remote_view import TurnView, ViewFactory, default_view
-from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, move, view_data
+from .turn import RemoteTurn, RunReader, RunRecord, answer_summary, is_delta, move, view_data
 
 __all__ = ["RemoteSession", "TurnView", "ViewFactory"]
 
@@ -256,7 +257,7 @@ class RemoteSession:
                     if entry.status == "cancelled"
                     else {"action": "submit", "value": entry.payload}
                 )
-        self._push(turn, force=True)
+        self._push(turn)
 
     async def follow(self, *, every: float = 1.0, timeout: float | None = None) -> str:
         """Catch up with interrupts answered elsewhere (an approval link, :mod:`nb_hitl.agui.links`): a run
@@ -350,7 +351,7 @@ class RemoteSession:
             turn.settled.clear()
             turn.resume_ready.set()
             sent = True
-        self._push(turn, force=True)
+        self._push(turn)
         if sent and turn.verdict is not None:
             # the server answers a resume at once: wait for its verdict, so a
             # refusal is shown where the person clicked (and the card reopens)
@@ -380,16 +381,13 @@ class RemoteSession:
                 if view["status"] == "open":
                     move(view, "decided")
                 view["decision"] = {"action": "cancel"}
-        self._push(turn, force=True)
+        self._push(turn)
         return {"status": "cancelling"}
 
-    def _push(self, turn: RemoteTurn, force: bool = False) -> None:
+    def _push(self, turn: RemoteTurn) -> None:
+        """Show ``turn`` as it is now (its transcript's pending changes, cards, status)."""
         if turn.view is None:
             return
-        now = time.monotonic()
-        if not force and now - turn.last_push < 0.03:
-            return
-        turn.last_push = now
         try:
             turn.view.update(view_data(turn))
         except Exception:
@@ -417,7 +415,7 @@ class RemoteSession:
             for view in turn.pauses.values():
                 if view["status"] == "open" and turn.status != "paused":
                     move(view, "expired", reason=turn.reason or f"The turn {turn.status}.")
-            self._push(turn, force=True)
+            self._push(turn)
             turn.settled.set()
             if turn.verdict is not None and not turn.verdict.done():
                 turn.verdict.set_result(None)
@@ -431,15 +429,20 @@ class RemoteSession:
         record = RunRecord(run_id=inp.run_id, resume=resume)
         turn.runs.append(record)
         turn.status, turn.reason = "running", ""
-        self._push(turn, force=True)
+        self._push(turn)
         reader = RunReader(turn, record, self.thread_id)
         try:
             async for ev in self.client.stream(inp):
+                delta = is_delta(ev, turn)
                 reader.feed(ev)
                 accepted = len(record.events) >= 2 and record.events[-1].type != EventType.RUN_ERROR
                 if accepted and turn.verdict is not None and not turn.verdict.done():
                     turn.verdict.set_result(None)  # the server took the resume and goes on
-                self._push(turn)
+                # streamed text is paced as a local reply's is; any other event is shown at once
+                if delta and turn.view is not None:
+                    pace(turn.transcript, self._push, turn)
+                else:
+                    self._push(turn)
             reader.end()
         except StreamLimitReached as exc:  # the client stopped reading and closed the stream
             record.outcome, record.error, record.error_code = "error", str(exc), exc.code
@@ -454,4 +457,4 @@ class RemoteSession:
             reopen_refused(turn, record)
         if turn.verdict is not None and not turn.verdict.done():
             turn.verdict.set_result(turn.reason if refused else None)
-        self._push(turn, force=True)
+        self._push(turn)

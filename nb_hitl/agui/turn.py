@@ -147,6 +147,27 @@ def move(view: dict[str, Any], to: PauseStatus, *, reason: str | None = None) ->
     transition(card, to, reason=reason)
 
 
+_DELTAS = frozenset(
+    {
+        EventType.TEXT_MESSAGE_CONTENT,
+        EventType.TEXT_MESSAGE_CHUNK,
+        EventType.TOOL_CALL_ARGS,
+        EventType.REASONING_MESSAGE_CONTENT,
+        EventType.REASONING_MESSAGE_CHUNK,
+    }
+)
+
+
+def is_delta(ev: Any, turn: RemoteTurn) -> bool:
+    """Whether the AG-UI event ``ev`` only adds streamed text to what ``turn``
+    shows (a text, reasoning or tool-argument delta; a tool-call chunk of a
+    call already shown), the changes the stream's pacing batches
+    (:func:`~nb_hitl.session._pace.pace`). Read before the event is applied."""
+    if ev.type == EventType.TOOL_CALL_CHUNK:
+        return not ev.tool_call_id or ev.tool_call_id in turn.tool_calls
+    return ev.type in _DELTAS
+
+
 @dataclass
 class RemoteTurn:
     """One user message and everything the remote agent did for it, across
@@ -185,7 +206,6 @@ class RemoteTurn:
     """Set when a resume run's first answer is in: the refusal text, or None."""
     tool_calls: dict[str, dict[str, str]] = field(default_factory=dict)
     """The tool calls streamed, by id: ``{"name"}`` (arguments: the ``call:<id>`` entry's text, :meth:`call_args`)."""
-    last_push: float = 0.0
 
     @property
     def widget(self) -> Any:

@@ -26,10 +26,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from agentscope.permission import PermissionBehavior, PermissionContext, PermissionMode, PermissionRule
 
@@ -121,41 +123,71 @@ FRAME_PIECE = 5_000
 """Values of a column pandas converts at a time when the replay's frame is built."""
 
 
-def _column(values: list[Any]) -> pd.Series:
-    """``pd.Series(values)``, converted :data:`FRAME_PIECE` values at a time.
+async def _column(values: Sequence[Any] | np.ndarray, turn: Turns) -> pd.Series:
+    """``pd.Series(values)``, converted :data:`FRAME_PIECE` values at a time
+    with a turn of the event loop when one is due (``turn``).
 
-    The frame is built in a thread, but pandas holds the interpreter lock
-    while it infers and converts a column (15-50 ms for 100,000 values): the
-    kernel's loop and its IOPub thread, which answer clicks, would wait that
-    long each time. A piece holds it for under a millisecond. When the pieces' dtypes
-    differ (a piece all ``None``), the column is converted whole, so its
-    dtype is always the one pandas infers for all of it."""
-    pieces = [pd.Series(values[start : start + FRAME_PIECE]) for start in range(0, len(values), FRAME_PIECE)]
+    pandas holds the interpreter while it infers and converts a column
+    (15-50 ms for 100,000 values): a click the kernel's loop (or a thread
+    beside it) waits on would wait that long. A piece takes under a
+    millisecond. When the pieces' dtypes differ (a piece all ``None``), the
+    column is converted whole, so its dtype is always the one pandas infers
+    for all of it."""
+    pieces = []
+    for start in range(0, len(values), FRAME_PIECE):
+        pieces.append(pd.Series(values[start : start + FRAME_PIECE]))
+        await turn()
     if len(pieces) <= 1 or len({str(p.dtype) for p in pieces}) > 1:
         return pd.Series(values)
     return pd.concat(pieces, ignore_index=True)
 
 
-def _call_frame(calls: RecordedCalls, outcomes: list[Outcome]) -> pd.DataFrame:
+def _taken(table: list[Outcome], field: str, index: np.ndarray) -> np.ndarray:
+    """``field`` of each call's outcome: one value per distinct outcome, taken per call."""
+    values = np.empty(len(table), dtype=object)
+    values[:] = [getattr(o, field) for o in table]
+    return values.take(index)
+
+
+def _changes(recorded: Sequence[Any], candidate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per call, whether the candidate changes the recorded decision (not when it
+    cannot decide: ``unknown``) and the change's label (``"ask -> allow"``, empty
+    when none). A label is made once per (recorded, candidate) pair there is."""
+    rec_codes, rec_values = pd.factorize(np.asarray(recorded, dtype=object), use_na_sentinel=False)
+    cand_codes, cand_values = pd.factorize(candidate, use_na_sentinel=False)
+    pair = rec_codes * len(cand_values) + cand_codes
+    labels = np.array(
+        [f"{r} -> {c}" if c != "unknown" and c != r else "" for r in rec_values for c in cand_values],
+        dtype=object,
+    )
+    label = labels.take(pair)
+    return label != "", label
+
+
+async def _call_frame(calls: RecordedCalls, table: list[Outcome], index: np.ndarray, turn: Turns) -> pd.DataFrame:
     """The replay's frame (:data:`CALL_COLUMNS`): the recorded calls' columns
-    and, per call, what the candidate decides (``outcomes``, one per call);
-    each column converted in pieces (:func:`_column`)."""
+    and, per call, what the candidate decides (``table[index[i]]`` for call
+    ``i``). Built on the event loop with turns between pieces (:func:`_column`);
+    each outcome's fields are read once per distinct outcome, not per call."""
     cols = calls.columns
-    candidate = [o.candidate for o in outcomes]
-    changed = [c != "unknown" and c != r for c, r in zip(candidate, cols["recorded"], strict=True)]
+    candidate = _taken(table, "candidate", index)
+    changed, change = _changes(cols["recorded"], candidate)
     allow = PermissionBehavior.ALLOW.value
-    data = {
+    data: dict[str, Any] = {
         **cols,
         "candidate": candidate,
-        "candidate_reason": [o.reason for o in outcomes],
-        "candidate_rule": [o.rule for o in outcomes],
-        "problem": [o.problem for o in outcomes],
+        "candidate_reason": _taken(table, "reason", index),
+        "candidate_rule": _taken(table, "rule", index),
+        "problem": _taken(table, "problem", index),
         "changed": changed,
-        "change": [f"{r} -> {c}" if ch else "" for r, c, ch in zip(cols["recorded"], candidate, changed, strict=True)],
-        "denied_now_allowed": [p == "deny" and c == allow for p, c in zip(cols["person"], candidate, strict=True)],
+        "change": change,
+        "denied_now_allowed": (np.asarray(cols["person"], dtype=object) == "deny") & (candidate == allow),
     }
+    frame = {}
+    for name in CALL_COLUMNS:
+        frame[name] = await _column(data[name], turn)
     # copy=False: the columns stay as built (pandas would copy them into one block per dtype, 60-90 ms held)
-    return pd.DataFrame({name: _column(data[name]) for name in CALL_COLUMNS}, columns=CALL_COLUMNS, copy=False)
+    return pd.DataFrame(frame, columns=CALL_COLUMNS, copy=False)
 
 
 def _tally(listed: list[PermissionRule], outcomes: Counter[Outcome]) -> dict[int, dict[str, Any]]:
@@ -248,7 +280,7 @@ async def replay(
         calls = await _calls(log, worker)
         if on_read is not None and calls is not log:
             on_read(calls)
-        items, per_call = await _distinct(calls, tools, turn)
+        items, per_call, unknown = await _distinct(calls, tools, turn)
         decided: list[Outcome | None] = [None] * len(items)
         if worker is not None:
             await worker.judge(items, listed, candidate_mode, shell_rules, decided)
@@ -256,13 +288,15 @@ async def replay(
     for k, (tool, tool_input, _) in enumerate(items):
         if decided[k] is None:
             decided[k] = await judge.judge(tool, tool_input)
-    outcomes: list[Outcome] = []
-    for i, item in enumerate(per_call):
-        if i % 10_000 == 0:
-            await turn()
-        outcomes.append(item if isinstance(item, Outcome) else decided[item])  # type: ignore[arg-type]
-    given: Counter[Outcome] = Counter(outcomes)
-    frame = await asyncio.to_thread(_call_frame, calls, outcomes)
+    # every distinct outcome once (the judged calls', then the unknown tools'); per call, its place there
+    table: list[Outcome] = [*decided, *unknown]  # type: ignore[list-item]
+    index = np.frombuffer(per_call, dtype=np.int64).copy()
+    index[index < 0] = len(decided) - 1 - index[index < 0]
+    given: Counter[Outcome] = Counter()
+    for k, n in enumerate(np.bincount(index, minlength=len(table)).tolist()):
+        if n:
+            given[table[k]] += n
+    frame = await _call_frame(calls, table, index, turn)
     frame.attrs["rules"] = _rule_frame(listed, _tally(listed, given))
     frame.attrs["mode"] = candidate_mode.value
     return frame
@@ -280,25 +314,28 @@ async def _calls(log: Any, worker: Worker | None) -> RecordedCalls:
 
 async def _distinct(
     calls: RecordedCalls, tools: Mapping[str, Any], turn: Turns
-) -> tuple[list[Item], list[int | Outcome]]:
+) -> tuple[list[Item], array[int], list[Outcome]]:
     """The distinct calls to judge, in the order they first appear: ``(tool,
     input, key)``, one per tool and input (``key``: the input's canonical
-    JSON; ``None``: not JSON, judged on its own); and, per recorded call, the
-    index of its item, or its outcome when its tool is not in ``tools``."""
+    JSON; ``None``: not JSON, judged on its own); per recorded call, the
+    index of its item, or ``-1 - j`` when its tool is not in ``tools``
+    (``j``: its outcome's place in the third list, one per missing tool)."""
     names, inputs, keys = calls.columns["tool_name"], calls.columns["input"], calls.keys
     items: list[Item] = []
     seen: dict[tuple[str, str], int] = {}
-    missing: dict[str, Outcome] = {}
-    per_call: list[int | Outcome] = []
+    missing: dict[str, int] = {}
+    unknown: list[Outcome] = []
+    per_call: array[int] = array("q")
     for i in range(len(calls)):
         await turn()
         name = str(names[i])
         tool = tools.get(name)
         if tool is None:
-            unknown = missing.get(name)
-            if unknown is None:
-                unknown = missing[name] = Outcome("unknown", None, None, f"no tool {names[i]!r} in the toolkit", (), ())
-            per_call.append(unknown)
+            j = missing.get(name)
+            if j is None:
+                j = missing[name] = len(unknown)
+                unknown.append(Outcome("unknown", None, None, f"no tool {names[i]!r} in the toolkit", (), ()))
+            per_call.append(-1 - j)
             continue
         input_key = keys[i]
         key = (tool.name, input_key) if input_key is not None else None
@@ -309,7 +346,7 @@ async def _distinct(
             if key is not None:
                 seen[key] = index
         per_call.append(index)
-    return items, per_call
+    return items, per_call, unknown
 
 
 def _rule_frame(listed: list[PermissionRule], stats: dict[int, dict[str, Any]]) -> pd.DataFrame:

@@ -336,11 +336,7 @@ class Session(Replaying, Driver):
                 written (its HMAC does not match) or is not signed.
         """
         store = checkpoints if isinstance(checkpoints, CheckpointStore) else CheckpointStore(checkpoints)
-        if session_id is None:
-            ids = store.sessions()
-            if not ids:
-                raise FileNotFoundError(f"No checkpoint in {store.folder}")
-            session_id = ids[0]
+        session_id = store.session(session_id)
         lock = store.lock(session_id)  # before reading: the file cannot change under us
         try:
             record = store.load(session_id)

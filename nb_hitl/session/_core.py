@@ -14,7 +14,6 @@ import asyncio
 import inspect
 import logging
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
 from ..widgets import _transcript_feed as transcript_feed
 from ..widgets._iopub import let_out
-from ._pace import RESUME_QUIET, flush_delay, over_budget
+from ._pace import RESUME_QUIET, pace
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun
 from ._settle import answered, stepped
 from ._team import unchecked_team_calls
@@ -252,13 +251,12 @@ class SessionCore:
         waiting for it (:meth:`_push_soon`) follows it at once. The resumed
         stream's first such event, then that push, each leave the kernel
         before the agent runs on (:func:`~nb_hitl.widgets._iopub.let_out`). Deltas
-        are sent when due (:func:`~nb_hitl.session._pace.flush_delay`: once the
+        are sent when due (:func:`~nb_hitl.session._pace.pace`: once the
         stream is quiet, or the oldest change has waited long enough, at most
         20 times a second); a timer on the running loop sends them if nothing
         else comes (a trailing flush), so the last delta shows even if the
         model stalls. Per delta this only notes the time while a timer is armed.
         """
-        tr = run.transcript
         if run.widget is None:
             return
         if urgent:
@@ -270,32 +268,7 @@ class SessionCore:
                 if run.resuming:
                     let_out(run.widget)
             return
-        if not tr.pending:
-            return
-        now = time.monotonic()
-        tr.last_change = now
-        if tr.first_change is None:
-            tr.first_change = now
-        if tr.timer is None:
-            self._stream_due(run, now)
-
-    def _stream_due(self, run: ReplyRun, now: float | None = None) -> None:
-        """Send the pending changes if they are due, else (re)arm the timer for when they will be."""
-        tr = run.transcript
-        tr.timer = None
-        if run.widget is None or not tr.pending or tr.first_change is None:
-            return
-        wait = flush_delay(
-            time.monotonic() if now is None else now,
-            last_flush=tr.last_flush,
-            first_change=tr.first_change,
-            last_change=tr.last_change,
-            over=over_budget(tr.overhead, tr.streamed),
-        )
-        if wait <= 0:
-            self._flush_transcript(run)
-        else:
-            tr.timer = asyncio.get_running_loop().call_later(wait, self._stream_due, run)
+        pace(run.transcript, self._flush_transcript, run)
 
     def _flush_transcript(self, run: ReplyRun) -> None:
         """Send the transcript's pending changes now (:func:`nb_hitl.widgets._transcript_feed.flush`)."""

@@ -34,6 +34,14 @@ or :data:`RESUME_QUIET` seconds after the resume if that stream says nothing
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._transcript import Transcript
+
 __all__ = [
     "ENVELOPE",
     "MAX_DELAY",
@@ -46,6 +54,7 @@ __all__ = [
     "RESUME_QUIET",
     "flush_delay",
     "over_budget",
+    "pace",
 ]
 
 #: seconds between two stream messages to one widget, at least (≤ 20 per second)
@@ -104,3 +113,51 @@ def flush_delay(now: float, *, last_flush: float, first_change: float, last_chan
     quiet, oldest = (QUIET_OVER, MAX_DELAY_OVER) if over else (QUIET, MAX_DELAY)
     due = max(min(last_change + quiet, first_change + oldest), last_flush + MIN_GAP)
     return max(0.0, due - now)
+
+
+def pace(tr: Transcript, send: Callable[..., object], *args: object) -> None:
+    """The transcript ``tr`` changed by a delta: call ``send(*args)`` (which flushes
+    its pending changes) when they are due, now or from a timer on the running
+    loop (``tr.timer``), so the last delta shows even if the stream stalls.
+
+    One pacing for every owner of a reply widget (the local Session, the AG-UI
+    client's view). Per delta this only notes the time while a timer is armed.
+    A change that is not a delta is sent at once by its owner, whatever is
+    pending with it (the flush cancels the timer).
+
+    Args:
+        tr: the reply's :class:`~nb_hitl.session._transcript.Transcript`
+            (``pending``, ``first_change``, ``last_change``, ``last_flush``,
+            ``overhead``, ``streamed``, ``timer``).
+        send: sends the pending changes now; it must reset ``tr.first_change``
+            and ``tr.timer`` (:func:`nb_hitl.widgets._transcript_feed.flush` does).
+        args: ``send``'s arguments (no closure made per delta).
+    """
+    if not tr.pending:
+        return
+    now = time.monotonic()
+    tr.last_change = now
+    if tr.first_change is None:
+        tr.first_change = now
+    if tr.timer is None:
+        _send_when_due(tr, send, args, now)
+
+
+def _send_when_due(
+    tr: Transcript, send: Callable[..., object], args: tuple[object, ...], now: float | None = None
+) -> None:
+    """Send the pending changes if they are due, else (re)arm the timer for when they will be."""
+    tr.timer = None
+    if not tr.pending or tr.first_change is None:
+        return
+    wait = flush_delay(
+        time.monotonic() if now is None else now,
+        last_flush=tr.last_flush,
+        first_change=tr.first_change,
+        last_change=tr.last_change,
+        over=over_budget(tr.overhead, tr.streamed),
+    )
+    if wait <= 0:
+        send(*args)
+    else:
+        tr.timer = asyncio.get_running_loop().call_later(wait, _send_when_due, tr, send, args)

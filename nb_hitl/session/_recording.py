@@ -108,11 +108,7 @@ class Recording:
                 its context was compressed (:func:`whole`).
         """
         store = checkpoints if isinstance(checkpoints, CheckpointStore) else CheckpointStore(checkpoints)
-        if session_id is None:
-            ids = store.sessions()
-            if not ids:
-                raise FileNotFoundError(f"No checkpoint in {store.folder}")
-            session_id = ids[0]
+        session_id = store.session(session_id)
         record = store.load(session_id)
         state = states_from_checkpoint(record["state"])
         if not isinstance(state, AgentState):

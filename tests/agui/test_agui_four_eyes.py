@@ -11,6 +11,7 @@ name both.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from ag_ui.core import ResumeEntry
@@ -176,3 +177,44 @@ def test_a_resume_with_a_decided_call_and_an_approval_short_of_n_runs_the_first_
         ("send_payment", "alice"),
         ("send_payment", "bob"),
     ]
+
+
+def test_a_modify_short_of_n_shows_the_next_principal_the_edit_that_will_run(tmp_path):
+    """Alice modifies the amount (her approval of the edit, 1 of 2): the interrupt raised again
+    carries the edit as the call's input (what the card and Bob's Modify start from), bound to
+    it by its id; Bob's approval of that interrupt runs the edit, once, and he was shown it."""
+    factory = Payments()
+    server = AguiServer(factory, auth=bearer)
+    tid = "four-eyes-modify"
+    edit = {"to": "ACME", "amount": 12000.0}
+    with serve_in_background(server, announce=False) as handle:
+
+        async def scenario() -> tuple[Any, ...]:
+            first = await post_run(
+                handle.url, AguiClient.make_input(tid, [user("Pay ACME.", "u1")]), token="alice-token"
+            )
+            (interrupt,) = first.last().outcome.interrupts
+            modified = AguiClient.make_input(
+                tid,
+                [],
+                [
+                    ResumeEntry(
+                        interrupt_id=interrupt.id, status="resolved", payload={"approved": True, "editedArgs": edit}
+                    )
+                ],
+            )
+            one = await post_run(handle.url, modified, token="alice-token")
+            (shown,) = one.last().outcome.interrupts
+            assert factory.runs == []
+            two = await post_run(handle.url, approve(tid, shown.id), token="bob-token")
+            return interrupt, shown, two
+
+        interrupt, shown, two = asyncio.run(scenario())
+    meta = shown.metadata[META_KEY]
+    assert shown.id != interrupt.id  # bound to the edited input: an approval of the old one is stale
+    assert meta["input"] == edit and json.loads(meta["input_text"]) == edit
+    assert [(a["by"], a["action"]) for a in meta["approvals"]] == [("alice", "modify")]
+    view = safe_view(*checked_interrupt(shown), key="k", run_id="r")  # the notebook client's card
+    assert json.loads(view["input_text"]) == edit
+    assert two.last().outcome.type == "success"
+    assert factory.runs == [("ACME", 12000.0)]

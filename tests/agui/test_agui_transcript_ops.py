@@ -113,3 +113,58 @@ def test_a_page_that_connects_again_gets_every_entry_once_then_ops() -> None:
     assert got["gap"]["seq"] == tr.seq and got["gap"]["entries"] == widget.transcript
     assert len(wire.custom("nbh_transcript")) == streamed  # a sync sends no stream message of its own
     assert wire.transcript_traits() == []
+
+
+class StallingModel(ScriptedChatModel):
+    """The scripted model, holding its stream for ``stall`` seconds after the word ``after``
+    (a model that thinks mid-sentence, or a slow network)."""
+
+    def __init__(self, words: str, after: int, stall: float) -> None:
+        super().__init__([Turn(words)], chunk_delay=0.001)
+        self.after, self.stall = after, stall
+
+    async def _stream(self, text: Any, calls: Any) -> Any:
+        async for i, chunk in _numbered(super()._stream(text, calls)):
+            yield chunk
+            if i == self.after:
+                await asyncio.sleep(self.stall)
+
+
+async def _numbered(chunks: Any) -> Any:
+    i = 0
+    async for chunk in chunks:
+        i += 1
+        yield i, chunk
+
+
+def test_the_words_before_a_remote_stream_stalls_reach_the_page_during_the_stall() -> None:
+    """The AG-UI client's widget paces streamed text as a local reply does (one pacing):
+    the deltas that came before the server went quiet are sent when the quiet is noticed
+    (a trailing flush on the loop), not held until the next event, seconds later."""
+    words = " ".join(f"w{i}" for i in range(40))
+
+    async def scenario() -> tuple[str, str]:
+        server = AguiServer(
+            lambda _thread_id: Agent(
+                name="writer", system_prompt="Write.", model=StallingModel(words, 25, 3.0), toolkit=Toolkit()
+            )
+        )
+        with serve_in_background(server, announce=False) as handle:
+            remote = RemoteSession(handle.url, token=handle.token, display=False)
+            task = remote.start("Write.")
+            widget = remote.current.view.widget  # type: ignore[union-attr]
+            wire = Wire(widget)
+            connect(widget)
+            shown = ""
+            for _ in range(150):  # up to 1.5 s into the 3 s stall
+                await asyncio.sleep(0.01)
+                shown = "".join(e.get("text", "") for e in wire.page_transcript())
+                if shown.split() == words.split()[:25]:
+                    break
+            during = shown
+            final = await asyncio.wait_for(task, 60)
+        return during, final
+
+    during, final = run_async(scenario())
+    assert final == words
+    assert during.split() == words.split()[:25]  # every word before the stall, during it

@@ -4,6 +4,7 @@ for all of it, whatever its pieces look like."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import pandas as pd
@@ -26,4 +27,11 @@ COLUMNS = [
 @pytest.mark.parametrize("values", COLUMNS, ids=["str", "none-then-str", "bool", "dicts", "ints-and-none", "mixed"])
 def test_a_column_built_in_pieces_equals_it_built_whole(values: list[object], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(replay_module, "FRAME_PIECE", 3)
-    pd.testing.assert_series_equal(replay_module._column(values), pd.Series(values))
+    turns = []
+
+    async def turn() -> None:
+        turns.append(1)
+
+    built = asyncio.run(replay_module._column(values, turn))
+    pd.testing.assert_series_equal(built, pd.Series(values))
+    assert len(turns) == 3  # a turn offered after each piece of 3

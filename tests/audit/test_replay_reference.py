@@ -128,6 +128,9 @@ def test_replay_equals_each_call_decided_and_matched_on_its_own(seed: int) -> No
     records, rules = _log(rng, 150), _rules(rng, 14)
     gone = {"agent": "a", "tool_call_id": "gone", "tool_name": "rm_rf", "original_input": {}, "decision": "ask"}
     records.insert(seed * 20, {**gone, "event": "checked"})  # a tool the toolkit no longer has
+    for i, at in enumerate((seed * 7 + 3, 60, 140)):  # another one, three times, and the first again
+        name, call_id = ("shred", f"shred{i}") if i < 2 else ("rm_rf", "gone-again")
+        records.insert(at, {**gone, "tool_call_id": call_id, "tool_name": name, "event": "checked"})
     mode = [m.value for m in PermissionMode][seed % len(PermissionMode)]
     for shell in (False, True):
         frame = run_async(replay(records, rules, _tools(), mode=mode, shell_rules=shell))
@@ -141,5 +144,15 @@ def test_replay_equals_each_call_decided_and_matched_on_its_own(seed: int) -> No
         }
         assert got == per_rule, (mode, shell)
         assert sum(r["matched"] for r in per_rule.values()) > sum(r["fired"] for r in per_rule.values()) > 0
-        row = frame.set_index("tool_call_id").loc["gone"]
-        assert (row["problem"], row["changed"], row["change"]) == ("no tool 'rm_rf' in the toolkit", False, "")
+        by_id = frame.set_index("tool_call_id")
+        for call_id, name in [("gone", "rm_rf"), ("gone-again", "rm_rf"), ("shred0", "shred"), ("shred1", "shred")]:
+            row = by_id.loc[call_id]
+            assert (row["problem"], row["changed"], row["change"]) == (f"no tool {name!r} in the toolkit", False, "")
+        # each row's change as the candidate and the recorded decision say, one row at a time
+        for row in frame.to_dict("records"):
+            changes = row["candidate"] not in ("unknown", row["recorded"])
+            assert (row["changed"], row["change"]) == (
+                changes,
+                f"{row['recorded']} -> {row['candidate']}" if changes else "",
+            )
+            assert row["denied_now_allowed"] == (row["person"] == "deny" and row["candidate"] == "allow")

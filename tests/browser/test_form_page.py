@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import textwrap
 
+from nb_hitl.messages import MAX_SHORT
 from tests.harness.lab import (
     JupyterLabServer,
     card_locator,
@@ -71,7 +72,9 @@ def test_form_fill_invalid_then_valid(page, lab: JupyterLabServer) -> None:
     assert "Refund details" in card.inner_text() and "Tell me about the purchase." in card.inner_text()
     names = [f.get_attribute("data-name") for f in card.locator('[data-testid="nbh-field"]').all()]
     assert names == ["amount", "date", "reason", "note"]
-    assert card.locator('[data-field="amount"]').get_attribute("type") == "number"
+    # a number is typed in a text field the page reads (type="number" would hide "1e" from it)
+    assert card.locator('[data-field="amount"]').get_attribute("type") == "text"
+    assert card.locator('[data-field="amount"]').get_attribute("inputmode") == "decimal"
     assert card.locator('[data-field="date"]').get_attribute("type") == "date"
     assert card.locator('[data-field="reason"]').evaluate("e => e.tagName") == "SELECT"
 
@@ -149,13 +152,25 @@ REVIEW_CELL = textwrap.dedent(
 )
 
 
-def test_review_card_edit_and_send(page, lab: JupyterLabServer) -> None:
-    write_notebook(lab.root / "rp_review.ipynb", [REVIEW_CELL])
-    open_notebook(page, lab, "rp_review.ipynb")
+def _open_review(page, lab: JupyterLabServer, name: str):  # type: ignore[no-untyped-def]
+    """Run REVIEW_CELL in notebook `name`: its open review card, once drawn."""
+    write_notebook(lab.root / name, [REVIEW_CELL])
+    open_notebook(page, lab, name)
     run_all_cells(page)
-
     card = card_locator(page, "review")
     card.wait_for(timeout=60_000)
+    return card
+
+
+def _model_read(page) -> str:  # type: ignore[no-untyped-def]
+    """The reply's final text, once the model answered: what it read of the reviewed result."""
+    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
+    final.wait_for(timeout=30_000)
+    return str(final.inner_text())
+
+
+def test_review_card_edit_and_send(page, lab: JupyterLabServer) -> None:
+    card = _open_review(page, lab, "rp_review.ipynb")
     area = card.locator('[data-testid="nbh-review-output"]')
     raw = 'Ana Lima <img src=x onerror="window.__nbhReviewX=1">, card 4111-1111-1111-1111'
     assert area.input_value() == raw
@@ -180,15 +195,35 @@ def test_review_card_edit_and_send(page, lab: JupyterLabServer) -> None:
     assert status.inner_text() == "Your edit: 1 line removed, 1 added in the result (compared by the kernel)."
     assert status.get_attribute("role") == "status"
     card.locator('[data-testid="nbh-review-edit"]').click()
-    final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
-    final.wait_for(timeout=30_000)
-    assert final.inner_text() == "The model read: Ana Lima, card [REDACTED]"
+    assert _model_read(page) == "The model read: Ana Lima, card [REDACTED]"
     assert "Ana Lima, card [REDACTED]" in result.inner_text()
     assert "4111" not in page.locator(f'{OUT} [data-testid="nbh-reply"]').inner_text()
     done = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="review"]')
     assert done.locator('[data-testid="nbh-decision"]').inner_text() == "Result edited before the model saw it"
     assert page.evaluate("() => window.__nbhReviewX") is None
     assert page.locator(f"{OUT} [data-testid=nbh-reply] img").count() == 0
+    assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+def test_review_edit_stays_through_a_refusal_by_the_kernel(page, lab: JupyterLabServer) -> None:
+    """The person edits the result, then presses Reject with a reason the kernel refuses (longer than
+    MAX_SHORT): the card is rebuilt for "Sending…" and again for the refusal, and both the edit and
+    the reason are still there as typed; "Edit & send" then gives the model exactly the edit."""
+    card = _open_review(page, lab, "rp_review_kept.ipynb")
+    area = card.locator('[data-testid="nbh-review-output"]')
+    edit = "Ana Lima, card [REDACTED by hand]"
+    area.fill(edit)
+    reason_field = card.locator('[data-testid="nbh-review-reason"]')
+    reason = "r" * (MAX_SHORT + 1)
+    reason_field.fill(reason)
+    card.locator('[data-testid="nbh-review-reject"]').click()
+    refusal = card.locator('[data-testid="nbh-error"]')
+    refusal.wait_for(timeout=30_000)
+    assert "reason" in refusal.inner_text() and str(MAX_SHORT) in refusal.inner_text(), refusal.inner_text()
+    assert area.input_value() == edit
+    assert reason_field.input_value() == reason
+    card.locator('[data-testid="nbh-review-edit"]').click()
+    assert _model_read(page) == "The model read: " + edit
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
 
 

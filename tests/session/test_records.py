@@ -468,3 +468,13 @@ def test_signing_key_is_per_user_outside_the_folder_and_overridable(tmp_path: Pa
     (folder / f"{SID}.json").write_text(json.dumps(record))
     with pytest.raises(CheckpointIntegrityError, match="not signed"):
         CheckpointStore(folder).load(SID)
+
+
+def test_restore_and_replay_of_a_folder_with_no_checkpoint_say_so(tmp_path: Path) -> None:
+    """Both roads that take "the newest session" when none is named find it the same way."""
+    empty = tmp_path / "none"
+    with pytest.raises(FileNotFoundError, match=f"No checkpoint in {empty}"):
+        Session.restore(lambda st: touch_agent(tmp_path / "runs.txt", [], state=st), str(empty), display=False)
+    with pytest.raises(FileNotFoundError, match=f"No checkpoint in {empty}"):
+        Session.replay(str(empty), audit_log=str(tmp_path / "audit.jsonl"))
+    assert CheckpointStore(empty).session("named") == "named"

@@ -8,9 +8,9 @@ import type { CardCtx } from "../card";
 import { clip } from "../record";
 import type { CardKind } from "./index";
 
-/** Put a form's last values back into its redrawn fields (a refused answer redraws the card). */
-export function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: Record<string, unknown> | undefined): void {
-  if (!values) return;
+/** Put a form's values back into its fields (a card reopened after a remote refusal: what was sent). */
+export function restoreFormValues(formEl: HTMLElement, schema: JsonSchema, values: unknown): void {
+  if (typeof values !== "object" || values === null || Array.isArray(values)) return;
   const props: Record<string, SchemaProp> = (schema && schema.properties) || {};
   for (const [name, v] of Object.entries(values)) {
     const input = Array.from(formEl.querySelectorAll<HTMLElement>("[data-field]")).find((e) => e.dataset.field === name);
@@ -58,7 +58,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     send: (value) => ctx.send({ action: "submit", value }),
   });
   ctx.setDraft(() => {
-    const v = drawn.remember();
+    const v = drawn.value();
     return v.ok && Object.keys(v.value || {}).length ? { action: "submit", value: v.value } : null;
   });
   card.append(drawn.form, drawn.errorBox, drawn.button);
@@ -69,14 +69,16 @@ export interface SchemaFormUi {
   form: HTMLElement;
   errorBox: HTMLElement | "";
   button: HTMLElement;
-  /** the form's value now, kept for a redraw when it is valid */
-  remember(): FormValue;
+  /** the form's value now */
+  value(): FormValue;
 }
 
 /**
- * A form drawn from `schema` with its primary button: the values a refused answer
- * redraws with are put back, the button checks the value and shows a field's error
- * at the field (the kernel checks again), Enter in a one-line field presses it.
+ * A form drawn from `schema` with its primary button: the values of the card's kept
+ * answer are put back (a submit's value, an MCP accept's content: a card reopened after
+ * a remote refusal; on any other rebuild card_typed.ts puts back what was typed), the
+ * button checks the value and shows a field's error at the field (the kernel checks
+ * again), Enter in a one-line field presses it.
  * Used by the form card and by the MCP elicitation card.
  */
 export function schemaForm(
@@ -87,13 +89,8 @@ export function schemaForm(
 ): SchemaFormUi {
   const { ui } = ctx;
   const form = renderSchemaForm(schema, { disabled, errorField: ui.errorField, error: ui.error });
-  // a refused answer redraws the card: put back what the person typed
-  restoreFormValues(form.el, schema, ctx.remembered() as Record<string, unknown> | undefined);
-  const remember = (): FormValue => {
-    const v = form.value();
-    if (v.ok) ctx.remember(v.value);
-    return v;
-  };
+  const kept = ctx.kept;
+  restoreFormValues(form.el, schema, kept?.action === "submit" ? kept.value : kept?.action === "accept" ? kept.content : undefined);
   // an error the form already shows at its field is not repeated below
   const props = (schema && schema.properties) || {};
   const top = ui.errorField.startsWith("value.") ? ui.errorField.slice(6) : ui.errorField;
@@ -105,7 +102,7 @@ export function schemaForm(
       "data-testid": action.testid,
       disabled,
       onclick: () => {
-        const value = remember();
+        const value = form.value();
         if (!value.ok) {
           ui.error = value.error;
           ui.errorField = value.field;
@@ -119,7 +116,7 @@ export function schemaForm(
   );
   // Enter in a one-line field presses it, as in a form
   enterPresses(form.el, button);
-  return { form: form.el, errorBox: atField ? "" : ctx.errorBox() || "", button, remember };
+  return { form: form.el, errorBox: atField ? "" : ctx.errorBox() || "", button, value: form.value };
 }
 
 export const formCard: CardKind = {

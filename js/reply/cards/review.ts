@@ -24,8 +24,11 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   }
   if (p.review_state && p.review_state !== "success") card.append(h("span", { class: "nbh-chip", "data-testid": "nbh-review-state" }, `state: ${p.review_state}`));
   const area = h("textarea", { "data-testid": "nbh-review-output", "aria-label": `Result of ${p.tool_name}`, spellcheck: "false", disabled: dis });
-  area.value = p.review_output;
   const original = p.review_output;
+  // a card reopened after a remote refusal starts from the edit that was sent (card_typed.ts puts
+  // back what was typed on any other rebuild)
+  const kept = ctx.kept;
+  area.value = kept?.action === "edit" && "output" in kept && typeof kept.output === "string" ? kept.output : original;
   const { el: question, ask } = askFirst();
   ctx.setDraft(() => (area.value === original ? { action: "accept" } : { action: "edit", output: area.value }));
   // what the edit changes against the raw result, while it is typed

@@ -63,6 +63,13 @@ function sentEdit(p: PauseView): HTMLElement | string {
   );
 }
 
+/** The texts of a kept edit (a remote server refused it): the answer's, or each message's; else null. */
+function keptEdit(kept: CardCtx["kept"], completion: boolean): unknown[] | null {
+  if (kept?.action !== "edit") return null;
+  if (completion) return "output" in kept ? [kept.output] : null;
+  return "messages" in kept && Array.isArray(kept.messages) ? kept.messages : null;
+}
+
 function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const { ui } = ctx;
   const dis = ui.pending;
@@ -83,6 +90,9 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   const completion = s.stage === "completion";
   // the editable texts: each message of the request, or the model's answer
   const originals = completion ? [s.completion || ""] : s.messages.map((m) => m.text);
+  // a card reopened after a remote refusal starts from the edit that was sent (card_typed.ts puts
+  // back what was typed on any other rebuild)
+  const sentTexts = keptEdit(ctx.kept, completion);
   const areas = originals.map((text, i) => {
     const area = h("textarea", {
       "data-testid": completion ? "nbh-sampling-completion" : `nbh-sampling-message-${i}`,
@@ -90,7 +100,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       spellcheck: "false",
       disabled: dis,
     });
-    area.value = text;
+    area.value = sentTexts && typeof sentTexts[i] === "string" ? sentTexts[i] : text;
     return area;
   });
   const edited = () => areas.some((a, i) => a.value !== originals[i]);
@@ -113,7 +123,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   };
   const body = completion
     ? [
-        h("details", {}, h("summary", {}, "What the model was asked"), systemPrompt(s), messagesText(s)),
+        h("details", { "data-testid": "nbh-sampling-asked" }, h("summary", {}, "What the model was asked"), systemPrompt(s), messagesText(s)),
         h("div", { class: "nbh-muted" }, `The notebook's model${s.model ? ` (${s.model})` : ""} answered. The MCP server has not seen it; edit the text to change what it gets.`),
         areas[0],
       ]
