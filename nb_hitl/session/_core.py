@@ -26,6 +26,7 @@ from ..pauses import Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
 from ..widgets import _transcript_feed as transcript_feed
+from ..widgets._iopub import let_out
 from ._pace import RESUME_QUIET, pace
 from ._run import DELIVERED_CONTEXT_KEY, ReplyRun
 from ._settle import answered, stepped
@@ -247,7 +248,9 @@ class SessionCore:
         (``urgent``: a tool call or result starts or ends, a model call
         starts or ends, a block ends) goes out at once with whatever text is
         pending, so what follows a person's answer is never held back; a push
-        waiting for it (:meth:`_push_soon`) follows it at once. Deltas
+        waiting for it (:meth:`_push_soon`) follows it at once. The resumed
+        stream's first such event, then that push, each leave the kernel
+        before the agent runs on (:func:`~nb_hitl.widgets._iopub.let_out`). Deltas
         are sent when due (:func:`~nb_hitl.session._pace.pace`: once the
         stream is quiet, or the oldest change has waited long enough, at most
         20 times a second); a timer on the running loop sends them if nothing
@@ -258,8 +261,12 @@ class SessionCore:
             return
         if urgent:
             self._flush_transcript(run)
+            if run.resuming:  # the agent's first event after an answer: sent before the agent runs on
+                let_out(run.widget)
             if run.push_due is not None:  # the cards and status waiting for this event (_push_soon)
                 self._push(run)
+                if run.resuming:
+                    let_out(run.widget)
             return
         pace(run.transcript, self._flush_transcript, run)
 

@@ -348,6 +348,7 @@ class Driver(SessionCore):
         # its result is in the state (AgentScope saves an external result
         # after yielding its end event: written at the next event)
         result_due = False
+        started = False  # a tool result started: the state is written once its entry was sent
         async for ev in continue_stream(self.team) if inp is CONTINUE else self.team.stream(inp):
             if result_due:
                 self.checkpoint()
@@ -385,7 +386,7 @@ class Driver(SessionCore):
                 tr.tool_call(ev.tool_call_id, input_text=ev.delta)
             elif isinstance(ev, ToolResultStartEvent):
                 tr.tool_result(ev.tool_call_id, state="running", name=ev.tool_call_name)
-                self.checkpoint()
+                started = True
             elif isinstance(ev, ToolResultTextDeltaEvent):
                 tr.tool_result(ev.tool_call_id, ev.delta, name=call_name(ev.tool_call_id))
             elif isinstance(ev, ToolResultEndEvent):
@@ -429,5 +430,8 @@ class Driver(SessionCore):
             if changed or urgent:
                 self._stream(run, urgent=urgent)
             self._resumed(run)
+            if started:  # after its entry went to the page, before the stream goes on: the tool has not run on
+                self.checkpoint()
+                started = False
         if result_due:
             self.checkpoint()

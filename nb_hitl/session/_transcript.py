@@ -102,6 +102,8 @@ class Transcript(list[dict[str, Any]]):
         self._tail_id: str | None = None
         self._tail: dict[str, Any] = {}
         self._ended: set[str] = set()  # text/thinking entries whose Markdown was rendered
+        # by entry id: (the entry, its shown copy) as :meth:`view` last made it; dropped when it changes
+        self._shown: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         #: model calls seen (``step:<n>`` entries), counted, never searched for
         self.steps = 0
         #: number of the last batch handed out by :meth:`take_ops` (0: none yet)
@@ -122,10 +124,29 @@ class Transcript(list[dict[str, Any]]):
         self.overhead = 0
 
     def view(self) -> list[dict[str, Any]]:
-        """The entries as the page gets them (:func:`shown_entry`), for a
-        widget trait or a sync answer."""
+        """The entries as the page gets them (:func:`shown_entry`), for the
+        widget's ``transcript`` trait.
+
+        Only the entries changed since the last call are copied again; the
+        others are the very dicts returned before (so the work per call, and
+        traitlets' comparison of the old value with the new, follow what
+        changed rather than the reply's length). The dicts must not be
+        changed in place.
+        """
         self.trait_dirty = False
-        return [shown_entry(e) for e in self]
+        shown = self._shown
+        out = []
+        for e in self:
+            known = shown.get(e["id"])
+            if known is None or known[0] is not e:
+                known = shown[e["id"]] = (e, shown_entry(e))
+            out.append(known[1])
+        return out
+
+    def _changed(self, key: str) -> None:
+        """The entry ``key`` changed: the widget's record is out of date, and so is its shown copy."""
+        self.trait_dirty = True
+        self._shown.pop(key, None)
 
     @property
     def pending(self) -> bool:
@@ -142,7 +163,7 @@ class Transcript(list[dict[str, Any]]):
         return self.seq, ops
 
     def _record(self, op: dict[str, Any]) -> None:
-        self.trait_dirty = True
+        self._changed(op["id"] if "id" in op else op["entry"]["id"])
         if not self.recording:
             return
         last = self._ops[-1] if self._ops else None
@@ -189,7 +210,7 @@ class Transcript(list[dict[str, Any]]):
         self.streamed += len(delta)
         if before + len(delta) <= SHOWN_CHARS:
             if self._tail_id == e["id"]:  # the pending op of this entry takes it too
-                self.trait_dirty = True
+                self._changed(e["id"])
                 _extend(self._tail, delta)
                 return
             self._record({"op": "append", "id": e["id"], "text": delta})
@@ -212,6 +233,7 @@ class Transcript(list[dict[str, Any]]):
         changed = {k: v for k, v in fields.items() if e.get(k) != v}
         if not changed:
             return
+        self._shown.pop(e["id"], None)  # even when the page's part stays the same (an ``html`` of a cut text)
         was_cut = len(e["text"]) > SHOWN_CHARS
         for key, value in changed.items():  # a field set to None is removed, as the page removes it
             if value is None:

@@ -72,9 +72,10 @@ SENT_RECORD = ("cards_seq", "pauses")
 
 
 class Views(traitlets.List):
-    """A list of JSON dicts (pause views), checked as one list: traitlets'
-    ``List(Dict())`` validates every element through a ``Dict`` trait, which on
-    a reply of hundreds of cards cost more than the push that sets it.
+    """A list of JSON dicts (pause views, transcript entries), checked as one
+    list: traitlets' ``List(Dict())`` validates every element through a
+    ``Dict`` trait, which on a reply of hundreds of cards (or entries) cost
+    more than the push that sets it.
 
     Raises:
         traitlets.TraitError: the value is not a list of dicts.
@@ -107,7 +108,7 @@ class ReplyWidget(RequestWidget):
     reply_id = traitlets.Unicode("").tag(sync=True)
     status = traitlets.Unicode("running").tag(sync=True)
     status_reason = traitlets.Unicode("").tag(sync=True)
-    transcript = traitlets.List(traitlets.Dict()).tag(sync=True)
+    transcript = Views().tag(sync=True)
     pauses = Views().tag(sync=True)
     final_text = traitlets.Unicode("").tag(sync=True)
     final_entry = traitlets.Unicode("").tag(sync=True)

@@ -7,7 +7,8 @@ call's tool result) and the click's card must leave the kernel before that
 ``idle``, as a plain ipywidgets button's update does: the page handles
 messages in order, and an ``idle`` ahead of the result delayed it
 (``benchmarks/click_to_resume.py``). A new card (the agent's next call) travels
-as one ``nbh_cards`` op, never as the whole ``pauses`` trait.
+as one ``nbh_cards`` op, never as the whole ``pauses`` trait. The widget's comm
+leads to the kernel's IOPub thread, which ``let_out`` waits for.
 """
 
 from __future__ import annotations
@@ -119,3 +120,8 @@ def test_a_clicks_idle_follows_the_agents_next_event_and_a_new_card_is_one_op() 
         ids = [p["tool_call_id"] for p in state["pauses"]]
         assert added[-2:] == ids[1:] and len(added) == len(set(added)), (added, ids)
         assert k.execute("print(task.result().get_text_content())").stdout.strip() == "All steps done."
+        # the wait that lets the agent's next event out before the agent runs on finds the kernel's IOPub thread
+        waited = k.execute(
+            "from nb_hitl.widgets._iopub import let_out\nprint(let_out(session.current.widget, 5.0))"
+        ).stdout.strip()
+        assert waited == "True", waited

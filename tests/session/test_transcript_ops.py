@@ -4,8 +4,9 @@ Every public way of changing a transcript (text, thinking as
 ``record_event`` adds it, tool calls and results, block ends with and without
 a replacing text, labels, notes, steps, ``finish``), deltas at the
 20,000-character cut and page syncs between deltas: the page's rebuild equals
-the kernel's view, and a batch handed out by ``take_ops`` is never changed
-afterwards (the page may hold or re-read it). Also a real reply whose thinking
+the kernel's view, the record's view (made again only for the entries that
+changed) is every entry as shown, and neither a batch handed out by
+``take_ops`` nor a view is changed afterwards (the page may hold or re-read it). Also a real reply whose thinking
 and text alternate deltas, and a rendering that is no longer its text's.
 """
 
@@ -49,6 +50,7 @@ _WHAT = [
     "finish",
     "take",
     "sync",
+    "view",
 ]
 _CHANGES = st.tuples(st.sampled_from(_WHAT), st.sampled_from(["a", "b"]), _TEXTS)
 
@@ -66,6 +68,7 @@ class _Page:
         self.tr = tr
         self.entries: list[dict[str, Any]] = []
         self.batches: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+        self.views: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
 
     def take(self) -> None:
         _seq, ops = self.tr.take_ops()
@@ -76,6 +79,11 @@ class _Page:
         # nb_hitl.widgets._transcript_feed.sync: flush, then every entry as shown
         self.take()
         self.entries = [dict(shown_entry(e)) for e in self.tr]
+
+    def record(self) -> None:
+        # the widget's ``transcript`` trait, as a push sets it (its unchanged entries are the dicts made before)
+        view = self.tr.view()
+        self.views.append((view, copy.deepcopy(view)))
 
 
 def _apply(tr: Transcript, page: _Page, what: str, key: str, text: str) -> None:
@@ -107,6 +115,8 @@ def _apply(tr: Transcript, page: _Page, what: str, key: str, text: str) -> None:
         tr.finish()
     elif what == "take":
         page.take()
+    elif what == "view":
+        page.record()
     else:
         page.sync()
 
@@ -129,7 +139,9 @@ def test_every_kind_of_change_rebuilds_the_view_and_handed_out_batches_stay_put(
         _apply(tr, page, what, key, text)
     page.take()
     assert _same_view(page.entries) == _same_view(tr.view())
-    for ops, snapshot in page.batches:  # nothing handed out was changed afterwards
+    # the record's view, made again only for what changed, is every entry as shown now
+    assert tr.view() == [shown_entry(e) for e in tr]
+    for ops, snapshot in page.batches + page.views:  # nothing handed out was changed afterwards
         assert ops == snapshot
     # the kernel keeps every character; the page holds a prefix and the count left out
     for shown, e in zip(page.entries, tr, strict=True):
