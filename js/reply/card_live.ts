@@ -22,7 +22,8 @@ export function canSend(state: Liveness): boolean {
   return state === "live" || state === "unknown";
 }
 
-const SILENT = "No longer live: the kernel that ran this reply does not answer (it may be busy running a cell, or it stopped).";
+// "Not answering", not "No longer live": a kernel busy running a cell does not answer either, and its reply is live
+const SILENT = "Not answering: the kernel that ran this reply does not answer (it may be busy running a cell, or it stopped).";
 
 /** The card's line while the kernel is not live; `sending`: an answer from this card left before and waits. */
 function line(state: "silent" | "gone", sending: boolean): string {

@@ -286,7 +286,7 @@ const render: Render<ReplyModel> = ({ model, el }) => {
       showBanner(`No longer live: ${KERNEL_GONE}`);
     } else {
       showBanner(
-        "No longer live: the kernel that ran this reply does not answer. It may be busy running a cell that blocks, or it stopped or restarted (a kernel started since does not know this reply); this is the saved record of what was pending or decided. This page checks again every few seconds.",
+        "Not answering: the kernel that ran this reply does not answer. It may be busy running a cell that blocks, or it stopped or restarted (a kernel started since does not know this reply); this is the saved record of what was pending or decided. This page checks again every few seconds.",
       );
     }
     markTitle();

@@ -98,7 +98,7 @@ describe("drafts outlive a kernel slow to answer", () => {
     const drawn = controls(page);
 
     await until(() => root.dataset.kernel === "silent");
-    assert.match(page.el.querySelector('[data-testid="nbh-live-banner"]')!.textContent!, /^No longer live: the kernel that ran this reply does not answer/);
+    assert.match(page.el.querySelector('[data-testid="nbh-live-banner"]')!.textContent!, /^Not answering: the kernel that ran this reply does not answer/);
     assert.deepEqual(controls(page), drawn, "no card was rebuilt");
     // silent: every field still takes typing; the sending buttons are held, and say why when pressed
     for (const el of drawn) assert.equal((el as HTMLInputElement).disabled, false, el.outerHTML);
@@ -128,7 +128,7 @@ describe("drafts outlive a kernel slow to answer", () => {
     assert.match(notLive("modify").textContent!, /^Nothing was sent: the kernel that ran this reply does not answer\. What you typed stays in this card/);
     assert.equal(notLive("modify").getAttribute("role"), "alert");
     assert.match(notLive("ask").textContent!, /^Nothing was sent/);
-    assert.match(notLive("form").textContent!, /^No longer live: the kernel that ran this reply does not answer/);
+    assert.match(notLive("form").textContent!, /^Not answering: the kernel that ran this reply does not answer/);
     const decisions = ["modify", "approve", "deny", "answer", "submit", "accept", "external_result", "edit"];
     assert.deepEqual(page.fake.sent.filter((m) => decisions.includes(m.action)), [], "nothing was sent while silent");
 

@@ -5,7 +5,7 @@ the answer (js/reply/index.ts) before it says the kernel does not answer; then i
 pings every few seconds. Run before a Session in the same cell,
 :func:`held_until` holds every page message of the reply widgets until the test
 releases them (the card and transcript messages from the kernel go at once), so a
-test types into cards the page has never known live, sees "No longer live", and
+test types into cards the page has never known live, sees "Not answering", and
 then the page going live under the typing when it releases them: in that order
 whatever the machine's load (a fixed delay raced the card's drawing).
 """

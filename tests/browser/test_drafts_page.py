@@ -3,7 +3,7 @@
 A real agent on the scripted model parks one reply on three calls: a
 confirmation (``delete_file``), an AskUser question and a form. The kernel
 holds the page's messages until the test releases them (tests/browser/slow_kernel.py):
-past the page's 4 s wait the page says "No longer live", then live again once
+past the page's 4 s wait the page says "Not answering", then live again once
 they are answered. An edit typed in the Modify editor before, and an
 AskUser "Other" answer and form fields typed while the page says the kernel
 does not answer, are all there afterwards in the very same fields (focus and
@@ -96,7 +96,7 @@ def test_typed_text_survives_not_live_and_live_again_and_is_what_the_agent_gets(
     # the connect answer is held: past its 4 s wait the page says the kernel does not answer
     banner = reply.locator('[data-testid="nbh-live-banner"]')
     page.locator(f'{REPLY}[data-kernel="silent"]').wait_for(timeout=30_000)
-    expect(banner).to_contain_text("No longer live: the kernel that ran this reply does not answer")
+    expect(banner).to_contain_text("Not answering: the kernel that ran this reply does not answer")
     expect(confirm.locator('[data-testid="nbh-modify-submit"]')).to_be_disabled()
     # Enter in a field while it does not answer: nothing is sent, and the card says so
     pressed = ask.evaluate(
