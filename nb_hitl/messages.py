@@ -205,6 +205,26 @@ def _unknown_field_text(action: str, name: str) -> str:
     )
 
 
+_FIELD_WORDS = {
+    "input": "The edited input",
+    "reason": "The reason",
+    "output": "The edited result",
+    "other": "The Other answer",
+    "selected": "A picked option's label",
+}
+
+
+def _too_long_text(name: str, error: Mapping[str, Any]) -> str:
+    """A text field past its limit, in a person's words (pydantic says "String should have at
+    most 1000000 characters"): how long it is, the limit, and that the card keeps it."""
+    given = error.get("input")
+    limit = (error.get("ctx") or {}).get("max_length")
+    size = f"{len(given):,} characters" if isinstance(given, str) else "too many characters"
+    most = f", and a card sends at most {limit:,}" if isinstance(limit, int) else ""
+    what = _FIELD_WORDS.get(name, f"The field {name[:40]!r}")
+    return f"{what} is too long to send: {size}{most}. Nothing was sent; shorten it in the card."
+
+
 def parse_message(message: Any) -> Any:
     """Validate a raw page message's shape.
 
@@ -232,6 +252,9 @@ def parse_message(message: Any) -> Any:
             loc = loc[1:]
         if errors and errors[0].get("type") == "extra_forbidden" and len(loc) == 1:
             raise DecisionError(_unknown_field_text(str(message.get("action")), loc[0]), field=loc[0]) from None
+        if errors and errors[0].get("type") == "string_too_long" and loc:
+            name = next((part for part in reversed(loc) if not part.isdigit()), loc[-1])
+            raise DecisionError(_too_long_text(name, errors[0]), field=".".join(loc)) from None
         raise DecisionError(
             f"This {message.get('action', 'message')!s:.40} message is not valid: {format_validation_error(exc)}",
             field=".".join(loc) or None,
