@@ -59,7 +59,10 @@ def _bash_session_reach(content: str, behavior: str, verb: str) -> str:
         )
     if content.endswith(":*"):
         prefix = content[:-2].strip()
-        return f"covers `{prefix}` and `{prefix}` with more arguments, one simple command at a time: {chained}"
+        return (
+            f"covers `{prefix}` and `{prefix}` with more arguments, any of them (an option that writes a file, "
+            f"such as `--output=FILE`, too), one simple command at a time: {chained}"
+        )
     if _has_unescaped_star(content):
         return f"covers each simple command the whole pattern matches, `*` spanning only that command: {chained}"
     literal = content.replace("\\\\", "\x00").replace("\\*", "*").replace("\x00", "\\")

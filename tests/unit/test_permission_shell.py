@@ -306,7 +306,8 @@ def test_c38_try_call_shows_agentscope_and_the_shell_rules(command: str) -> None
 
 def test_rule_reach_says_a_bash_rule_is_matched_per_command_under_the_shell_rules() -> None:
     line = perm.rule_reach(rule("git status:*"))
-    assert line.startswith("in a Session covers `git status` and `git status` with more arguments, one simple command")
+    assert line.startswith("in a Session covers `git status` and `git status` with more arguments, any of them")
+    assert "an option that writes a file, such as `--output=FILE`, too), one simple command" in line
     assert (
         "judged on its own" in line and "engine alone (a Session with shell_rules=False) also allows anything" in line
     )
