@@ -48,6 +48,24 @@ describe("approvals of a call that needs several", () => {
   });
 });
 
+describe("when an approval was given", () => {
+  test("its time names its zone, as the approval link's page does", () => {
+    const at = 1_800_000_127; // 2027-01-15 08:02:07 UTC
+    const approvals = [{ by: "alice", at, action: "approve" }];
+    const shown = () => approvalsLine(pause({ tool_call_id: "c1", approvals_needed: 2, approvals }))!;
+    const zone = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(new Date(at * 1000));
+    assert.ok(shown().endsWith(`${zone.find((x) => x.type === "timeZoneName")!.value})`), shown());
+    const prior = process.env.TZ;
+    process.env.TZ = "UTC"; // a page in UTC says so
+    try {
+      assert.match(shown(), /^1 of 2 approvals: alice \(0?8:02:07(\s?AM)? UTC\)$/);
+    } finally {
+      if (prior === undefined) delete process.env.TZ;
+      else process.env.TZ = prior;
+    }
+  });
+});
+
 describe("the approvals on a closed card", () => {
   test("one person decides: nothing; a last answer heard of elsewhere is named without a time", () => {
     assert.equal(approvalsRecord(pause({ status: "delivered", decision: { action: "approve" } })), null);

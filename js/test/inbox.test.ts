@@ -265,7 +265,7 @@ describe("inbox page", () => {
     assert.equal(model.actions("rows_sync").length, 1, "the changed row came as an op");
     assert.equal(line("s1"), approvalsLine({ approvals_needed: 2, approvals: got }));
     assert.match(line("s1")!, /^1 of 2 approvals: bob \(.+\)$/);
-    assert.equal(line("s1"), `1 of 2 approvals: bob (${new Date(at * 1000).toLocaleTimeString()})`);
+    assert.equal(line("s1"), `1 of 2 approvals: bob (${new Date(at * 1000).toLocaleTimeString(undefined, { timeZoneName: "short" })})`);
     const named = { ...held.rows[2], approvals: [{ by: evil, at, action: "modify" }] };
     model.emit({ type: "nbh_inbox", seq: 2, ops: [{ op: "row", row: named }] });
     await settle();

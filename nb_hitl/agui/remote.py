@@ -167,7 +167,7 @@ class RemoteSession:
         self.turns.append(turn)
         user = UserMessage(id=f"msg-{uuid.uuid4().hex}", content=message, name=self.user_name)
         # awaiting it never cancels the turn (Kernel > Interrupt stops only the cell's wait)
-        turn.task = ReplyTask(self._drive(turn, user), loop=asyncio.get_running_loop())
+        turn.task = ReplyTask(self._drive(turn, user), owner=self, loop=asyncio.get_running_loop())
         return turn.task
 
     async def run(self, message: str) -> str:

@@ -270,6 +270,7 @@ class Session(Replaying, Driver):
         run = self._new_run(prompt=prompt)
         task = ReplyTask(
             self._drive(run, msgs, interrupt_first=bool(interrupt_pending and (parked_any or prior)), prior=prior),
+            owner=self,
             loop=asyncio.get_running_loop(),
         )
         run.task = task
@@ -299,7 +300,7 @@ class Session(Replaying, Driver):
         run = self._new_run(prompt="(resumed)")
         run.reply_id = self.team.parked_reply_id()
         self._push(run, reply_id=run.reply_id)
-        task = ReplyTask(self._drive(run, None, adopt=True), loop=asyncio.get_running_loop())
+        task = ReplyTask(self._drive(run, None, adopt=True), owner=self, loop=asyncio.get_running_loop())
         run.task = task
         return task
 

@@ -140,18 +140,37 @@ class ReplyTask(asyncio.Task):
     by Kernel > Interrupt (or any awaiter cancelled) stops waiting, and the
     reply stays live in its widget; ``task.cancel()`` or
     ``session.interrupt()`` end the reply itself.
+
+    Args:
+        coro: the coroutine that drives the reply.
+        owner: the :class:`~nb_hitl.session.Session` or
+            :class:`~nb_hitl.agui.RemoteSession` whose reply it drives (named
+            in the note of a cell stopped by Kernel > Interrupt).
+        **kwargs: ``asyncio.Task``'s (``loop``, ``name``, ``context``).
     """
 
     _all: ClassVar[weakref.WeakSet[ReplyTask]] = weakref.WeakSet()
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, coro: Coroutine[Any, Any, Any], *, owner: object, **kwargs: Any) -> None:
+        super().__init__(coro, **kwargs)
+        self.owner = owner
         ReplyTask._all.add(self)
 
     @classmethod
-    def any_running(cls) -> bool:
-        """Whether a reply's driving task (of any session in this process) has not ended."""
-        return any(not task.done() for task in list(cls._all))
+    def running_owners(cls, loop: asyncio.AbstractEventLoop | None = None) -> list[object]:
+        """The owners of the replies' driving tasks not ended, each once.
+
+        Args:
+            loop: only the tasks on this loop (a cell can await only those: not
+                the replies an ``AguiServer`` in a thread of the kernel drives);
+                ``None``: every session's in this process.
+        """
+        owners: list[object] = []
+        for task in list(cls._all):
+            mine = loop is None or task.get_loop() is loop
+            if mine and not task.done() and not any(task.owner is o for o in owners):
+                owners.append(task.owner)
+        return owners
 
     def __await__(self) -> Generator[Any, None, Any]:
         if self.done():
@@ -190,7 +209,11 @@ def _hint_handler(prior: tuple[tuple[type, ...], Any]) -> Callable[..., Any]:
     prior_types, prior_tb = prior
 
     def handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> Any:
-        stopped = interrupted_cell_error(shell, value, ReplyTask.any_running())
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        stopped = interrupted_cell_error(shell, value, ReplyTask.running_owners(loop))
         if stopped is not None:
             return shell.showtraceback((type(stopped), stopped, None))
         _add_hint(value)

@@ -228,7 +228,7 @@ class Replaying:
                 final = await session.run(prompt)
             return final
 
-        return ReplyTask(rest(), loop=asyncio.get_running_loop())
+        return ReplyTask(rest(), owner=session, loop=asyncio.get_running_loop())
 
     def recorded_answer(self, tool_call_id: str, kind: str | None = None) -> dict[str, Any] | None:
         """The page message that gives again what was answered then at this

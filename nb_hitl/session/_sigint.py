@@ -28,7 +28,7 @@ import asyncio
 import logging
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 __all__ = [
@@ -44,10 +44,9 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED_NOTE = (
     "nb_hitl: Kernel > Interrupt stopped this cell from waiting. The reply is still live: "
-    "answer it in its card, then `reply = await session.current.task` gives its final message "
-    "(or `await session.interrupt()` to stop the agent)."
+    "answer it in its card, then {waits}."
 )
-"""The line an interrupted cell ends with while a reply still runs."""
+"""The line an interrupted cell ends with while a reply still runs (``{waits}``: :func:`interrupt_note`)."""
 
 STOPPED_NOTE = (
     "nb_hitl: Kernel > Interrupt stopped this cell. No reply of an agent is running now "
@@ -69,7 +68,7 @@ class WaitInterrupted(asyncio.CancelledError):
         note: the line shown (:func:`interrupt_note`).
     """
 
-    def __init__(self, note: str = INTERRUPTED_NOTE) -> None:
+    def __init__(self, note: str) -> None:
         super().__init__(note)
         self.note = note
 
@@ -77,16 +76,39 @@ class WaitInterrupted(asyncio.CancelledError):
         return [self.note]
 
 
-def interrupt_note(reply_running: bool) -> str:
+def _variable(owner: object, namespace: Mapping[str, Any]) -> str | None:
+    """The name the person's cells bind ``owner`` to (IPython's ``_``, ``_3``... aside), or ``None``."""
+    return next((k for k, v in namespace.items() if v is owner and not k.startswith("_")), None)
+
+
+def _how_to_wait(owner: object, namespace: Mapping[str, Any]) -> str:
+    """How to await the end of ``owner``'s reply (and to stop it, when ``owner`` can), by its variable's name."""
+    name = _variable(owner, namespace)
+    stops = callable(getattr(owner, "interrupt", None))  # a Session can stop its agent; a RemoteSession cannot
+    if name is None:
+        kind = type(owner).__name__
+        stop = " (or awaiting its `.interrupt()` stops the agent)" if stops else ""
+        return f"awaiting `.current.task` of your {kind} object gives its final reply{stop}"
+    stop = f" (or `await {name}.interrupt()` to stop the agent)" if stops else ""
+    return f"`reply = await {name}.current.task` gives its final reply{stop}"
+
+
+def interrupt_note(owners: Sequence[object] = (), namespace: Mapping[str, Any] | None = None) -> str:
     """The line a cell stopped by Kernel > Interrupt ends with.
 
     Args:
-        reply_running: whether a reply's driving task is still running.
+        owners: the sessions (``Session``, ``RemoteSession``) whose reply still
+            runs (``ReplyTask.running_owners()``); empty: no reply runs.
+        namespace: the person's variables (the shell's ``user_ns``): the note
+            names each session by the variable it is bound to, else by its class.
 
     Returns:
-        :data:`INTERRUPTED_NOTE` or :data:`STOPPED_NOTE`.
+        :data:`INTERRUPTED_NOTE` filled in, or :data:`STOPPED_NOTE`.
     """
-    return INTERRUPTED_NOTE if reply_running else STOPPED_NOTE
+    if not owners:
+        return STOPPED_NOTE
+    waits = "; or ".join(_how_to_wait(owner, namespace or {}) for owner in owners)
+    return INTERRUPTED_NOTE.format(waits=waits)
 
 
 class _CellWatch:
@@ -165,13 +187,13 @@ def watch_cell_interrupts(shell: Any) -> bool:
     return True
 
 
-def interrupted_cell_error(shell: Any, value: BaseException, reply_running: bool) -> WaitInterrupted | None:
+def interrupted_cell_error(shell: Any, value: BaseException, owners: Sequence[object]) -> WaitInterrupted | None:
     """What to show instead of ``value`` when it ends a cell that Kernel > Interrupt stopped.
 
     Args:
         shell: the IPython shell whose cell ends.
         value: the exception that ends it.
-        reply_running: whether a reply's driving task still runs.
+        owners: the sessions whose reply still runs (:func:`interrupt_note`).
 
     Returns:
         a :class:`WaitInterrupted` carrying :func:`interrupt_note`, or ``None``
@@ -180,4 +202,4 @@ def interrupted_cell_error(shell: Any, value: BaseException, reply_running: bool
     watch = getattr(shell, _MARK, None)
     if not isinstance(watch, _CellWatch) or not watch.interrupted or not isinstance(value, asyncio.CancelledError):
         return None
-    return WaitInterrupted(interrupt_note(reply_running))
+    return WaitInterrupted(interrupt_note(owners, getattr(shell, "user_ns", None)))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from nb_hitl.session._sigint import INTERRUPTED_NOTE, STOPPED_NOTE
+from nb_hitl.session._sigint import STOPPED_NOTE
 from tests.harness import REPO_ROOT, KernelHarness
 from tests.harness.kernel import ExecResult
 from tests.support import kernel_json, open_pause, reply_widget
@@ -29,6 +29,15 @@ from tests.support_agents import deletion_cell
 pytestmark = pytest.mark.kernel
 
 AGENT = deletion_cell("intr")
+
+LIVE = (
+    "nb_hitl: Kernel > Interrupt stopped this cell from waiting. The reply is still live: answer it in its card, then "
+)
+# the note names the object the person's cells use: here a Session bound to `session`
+SESSION_NOTE = (
+    LIVE
+    + "`reply = await session.current.task` gives its final reply (or `await session.interrupt()` to stop the agent)."
+)
 
 
 def _execute_after_abort_window(kernel: KernelHarness, code: str, tries: int = 20) -> ExecResult:
@@ -40,7 +49,7 @@ def _execute_after_abort_window(kernel: KernelHarness, code: str, tries: int = 2
     raise AssertionError(f"every try was aborted: {code!r}")
 
 
-def _interrupt(kernel: KernelHarness, cell: str, note: str = INTERRUPTED_NOTE) -> None:
+def _interrupt(kernel: KernelHarness, cell: str, note: str = SESSION_NOTE) -> None:
     """Kernel > Interrupt the running ``cell``: it ends at once, its one output after what it printed is ``note``."""
     kernel.km.interrupt_kernel()
     # the cell ends now, not when some later message happens to wake the kernel
@@ -54,6 +63,7 @@ def _interrupt(kernel: KernelHarness, cell: str, note: str = INTERRUPTED_NOTE) -
     for raw in ("CancelledError", "Traceback", "nb_hitl/session", "asyncio/"):
         assert raw not in shown, raw
     assert note not in kernel.stream_text(cell, "stderr")  # said once
+    _execute_after_abort_window(kernel, "None")  # the caller's next cell is not aborted
 
 
 def test_interrupt_stops_the_wait_and_the_reply_stays_answerable() -> None:
@@ -99,6 +109,7 @@ def test_interrupt_stops_the_wait_and_the_reply_stays_answerable() -> None:
 
 # ------------------------------------------------ pauses_in_practice.ipynb, as a person runs it
 NOTEBOOK = REPO_ROOT / "notebooks" / "pauses_in_practice.ipynb"
+FOUR_EYES = REPO_ROOT / "notebooks" / "four_eyes.ipynb"
 
 
 def _code_cells(path: Path) -> list[str]:
@@ -175,3 +186,24 @@ def test_interrupting_the_notebooks_waits_ends_each_with_the_note(tmp_path: Path
         waiting = kernel.execute_async_start("await asyncio.sleep(30)")
         time.sleep(0.5)
         _interrupt(kernel, waiting, STOPPED_NOTE)
+
+
+def test_interrupting_four_eyes_names_its_remote_session(tmp_path: Path) -> None:
+    """four_eyes.ipynb has no `session`: its reply is a RemoteSession bound to `remote`. Kernel > Interrupt
+    while the cell waits for alice's click names `remote` and offers no `interrupt()` it does not have; bound
+    to no variable, the note names the class."""
+    cells = _code_cells(FOUR_EYES)
+    with KernelHarness(cwd=tmp_path) as kernel:
+        for source in cells[:2]:  # the AG-UI server, then alice's turn paused on send_payment
+            kernel.execute(source, timeout=60).raise_for_error()
+        waiting = kernel.execute_async_start(cells[2])  # waits for alice's click on the card
+        kernel.wait_for(lambda: "Waiting for you" in kernel.stream_text(waiting) or None, 30, what="the wait")
+        _interrupt(kernel, waiting, LIVE + "`reply = await remote.current.task` gives its final reply.")
+
+        _execute_after_abort_window(kernel, "sessions = [remote]\ndel remote")
+        waiting = kernel.execute_async_start("await sessions[0].current.task")
+        time.sleep(0.5)
+        _interrupt(
+            kernel, waiting, LIVE + "awaiting `.current.task` of your RemoteSession object gives its final reply."
+        )
+        _execute_after_abort_window(kernel, "handle.stop()")

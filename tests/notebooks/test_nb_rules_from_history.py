@@ -9,17 +9,21 @@ advance: ``ask -> allow`` for mail, ``allow -> deny`` for the token file,
 person denied that candidate A would allow, the rules that never fired, and
 the charts (a PNG drawn by matplotlib) with their counts, the approvals given
 in under a second and the rules offered (none here: each tool asked was
-also refused once), the agent's rules left unchanged.
+also refused once), the agent's rules left unchanged. Then the same day
+clicked in a kernel with Always allow pressed on the first mail's card: the
+rule offered for mail is said to be in place already.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
-from tests.harness import REPO_ROOT
-from tests.support import cell_text, run_notebook, widget_views
+from tests.harness import REPO_ROOT, KernelHarness
+from tests.support import cell_text, open_pause, reply_widget, run_notebook, widget_views
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "rules_from_history.ipynb"
 
@@ -99,3 +103,36 @@ def test_rules_from_history_notebook_runs_headless() -> None:
     assert views.count("not covered: ") == 3
     assert "not covered: send_mail {'to': 'ana@example.org', 'subject': 'Summary'}" in views
     assert "the agent's rules are unchanged" in views
+
+
+def test_always_allow_on_a_card_is_said_to_be_in_place(tmp_path: Path) -> None:
+    """A person presses Always allow on the first send_mail card (the rule AgentScope suggests: the whole
+    tool): the later mails are not asked, and the rule the last cell offers for send_mail is said to be in
+    place already, not offered as if it were new."""
+    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    with KernelHarness(cwd=tmp_path) as kernel:
+        for source in cells[:2]:
+            kernel.execute(source, timeout=60).raise_for_error()
+        day = kernel.execute_async_start(cells[2])
+        clicks = [("approve", "send_mail", [0]), ("approve", "delete_file", []), ("deny", "delete_file", [])]
+        for n, (action, tool, rules) in enumerate(clicks, start=1):
+            asked = kernel.wait_for(
+                lambda n=n: re.findall(r"Waiting for you: press (\w+) on the (\w+) card", kernel.stream_text(day))[
+                    n - 1 :
+                ],
+                60,
+                what=f"click {n}",
+            )
+            assert asked[0] == (action.capitalize(), tool)
+            rec = reply_widget(kernel, "assistant")
+            pause = open_pause(kernel, rec.comm_id, "confirm")
+            ids = {"tool_call_id": pause["tool_call_id"], "reply_id": pause["reply_id"]}
+            assert kernel.request(rec.comm_id, action, **ids, **({"rules": rules} if rules else {}))["ok"] is True
+        text = kernel.wait_reply(day, timeout=120).raise_for_error().stdout
+        assert "send_mail {'to': 'all@partner.example', 'subject': 'Launch'}: not asked" in text
+
+        for source in cells[3:7]:
+            kernel.execute(source, timeout=120).raise_for_error()
+        views = kernel.execute(cells[7], timeout=120).raise_for_error().stdout
+    assert re.search(r"^suggested: allow send_mail \(.*\) - already allowed by a rule you accepted$", views, re.M)
+    assert "not covered: delete_file {'path': 'old_log.txt'}" in views
