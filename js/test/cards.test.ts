@@ -311,6 +311,20 @@ describe("cards drawn", () => {
     page.close();
   });
 
+  test("a form card can be declined, as AskUser's: the agent reads that the user declined, nothing typed is sent", async () => {
+    const response_schema = { type: "object", properties: { n: { type: "integer" } } };
+    const page = await drawReply([pause({ kind: "form", tool_name: "AskForm", response_schema })]);
+    page.card("c1").querySelector<HTMLInputElement>('[data-field="n"]')!.value = "4";
+    page.control("c1", "nbh-form-decline")!.click();
+    await settle();
+    assert.deepEqual(
+      page.fake.actions("return_error").map((m) => m.message),
+      ["The user declined to fill in this form."],
+    );
+    assert.equal(page.fake.actions("submit").length, 0);
+    page.close();
+  });
+
   test("a decided card shows the record, no buttons", async () => {
     const page = await drawReply([pause({ status: "decided", decision: { action: "deny", cause: "timeout" } })], { status: "finished" });
     assert.equal(page.control("c1", "nbh-decision")!.textContent, "Not answered before the deadline: did not run");

@@ -219,7 +219,7 @@ def test_review_edit_stays_through_a_refusal_by_the_kernel(page, lab: JupyterLab
     card.locator('[data-testid="nbh-review-reject"]').click()
     refusal = card.locator('[data-testid="nbh-error"]')
     refusal.wait_for(timeout=30_000)
-    assert "reason" in refusal.inner_text() and str(MAX_SHORT) in refusal.inner_text(), refusal.inner_text()
+    assert "reason" in refusal.inner_text() and f"{MAX_SHORT:,}" in refusal.inner_text(), refusal.inner_text()
     assert area.input_value() == edit
     assert reason_field.input_value() == reason
     card.locator('[data-testid="nbh-review-edit"]').click()

@@ -61,8 +61,17 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     const v = drawn.value();
     return v.ok && Object.keys(v.value || {}).length ? { action: "submit", value: v.value } : null;
   });
-  card.append(drawn.form, drawn.errorBox, drawn.button);
+  // as AskUser's "Decline to answer": the agent reads that the user declined, and nothing typed is sent
+  const decline = h(
+    "button",
+    { "data-testid": "nbh-form-decline", disabled: dis, title: "Nothing typed in this form is sent", onclick: () => void ctx.send({ action: "return_error", message: FORM_DECLINED }) },
+    "Decline to answer",
+  );
+  card.append(drawn.form, drawn.errorBox, h("div", { class: "nbh-row" }, drawn.button, decline));
 }
+
+/** What the agent reads when the person declines a form (its tool's ERROR result). */
+export const FORM_DECLINED = "The user declined to fill in this form.";
 
 /** What {@link schemaForm} draws: the form, the error box (empty when the form shows the error at its field), the button. */
 export interface SchemaFormUi {
