@@ -290,9 +290,10 @@ export class CardSet {
     if (!this.shown(p.tool_call_id)) return false;
     const ui = this.uiFor(p.tool_call_id);
     if (p.status !== "open") ui.pending = false; // its answer arrived (see send)
-    // what the kernel's view of the card is drawn from: liveness is not part of it (setLiveness
-    // shows it over the card as it stands), so a kernel slow to answer rebuilds no card
-    const key = JSON.stringify([p.status, p.decision, p.reason, p.deadline, this.feed.trouble(p.tool_call_id)?.problem ?? null, this.feed.revision(p.tool_call_id)]);
+    // the kernel's view of the card, by its status and revision (any change of the view: its decision,
+    // reason, deadline and trouble are read from it); liveness is not part of it (setLiveness shows
+    // it over the card as it stands), so a kernel slow to answer rebuilds no card
+    const key = JSON.stringify([p.status, this.feed.revision(p.tool_call_id)]);
     // a card an MCP server raised while a tool ran goes in that call's entry, before its result
     const entry = this.host.slotFor(p.parent_tool_call_id || p.tool_call_id);
     // a card of the call itself shows its input: the raw JSON above it would only repeat it
