@@ -43,8 +43,9 @@ from ..pauses import Pause
 from .approving import count_admitted, recorded, tool_for
 from .http import ServiceError, ServiceHTTP, confirm_body, external_body
 from .ledger import APPROVING, AnswerLedger
-from .outcome import Outcome, OutcomeError, answer_mark, await_outcome, call_state, settled_by
+from .outcome import Outcome, OutcomeError, answer_mark, await_outcome, call_state
 from .required import approvals_metadata
+from .settled import settled_by
 from .told import UNTOLD, as_carried, notes_metadata
 
 __all__ = ["Answerer", "ConsoleView", "AlreadyApprovedError", "OutcomeError", "tool_for"]
@@ -425,9 +426,9 @@ class Answerer:
         """Check the calls still wait (a stale console sends nothing), then
         send ``body`` and judge it on the stream (:func:`await_outcome`)."""
         try:
-            status, parked, cursor = "running", True, None
+            status, parked = "running", True
             for _ in range(int(min(self.outcome_timeout, 5.0) / 0.25) + 1):
-                status, parked, cursor = await call_state(self.http, self.agent_id, self.session_id, set(ids))
+                status, parked, _ = await call_state(self.http, self.agent_id, self.session_id, set(ids))
                 if status != "running":
                     break
                 await asyncio.sleep(0.25)
@@ -450,7 +451,6 @@ class Answerer:
                 self.session_id,
                 body,
                 ids,
-                after=cursor or self.console.cursor,  # from the state the call waits in: older answers are not replayed
                 send=lambda: self.http.chat(self.agent_id, self.session_id, body),
                 timeout=self.outcome_timeout,
                 take_within=min(self.take_within, self.outcome_timeout),

@@ -24,7 +24,7 @@ What comes next tells the outcome:
 :class:`OutcomeJudge` is the pure part (feed it frames); :func:`await_outcome`
 opens the stream, sends, and also polls ``/status`` + ``/messages`` so a
 quiet stream still ends in a verdict within ``timeout`` seconds;
-:func:`settled_by` says who settled calls a stale console found closed.
+:func:`~nb_hitl.service.settled.settled_by` says who settled calls a stale console found closed.
 """
 
 from __future__ import annotations
@@ -310,21 +310,28 @@ async def await_outcome(
     body: dict[str, Any],
     tool_call_ids: Iterable[str],
     *,
-    after: str | None,
     send: Callable[[], Awaitable[Any]],
     timeout: float = 10.0,
     poll: float = 0.5,
     take_within: float = 5.0,
     sent_here: Callable[[str], bool] | None = None,
     stream_grace: float = 6.0,
+    open_within: float = 5.0,
 ) -> Outcome:
-    """Send an answer and wait (at most ``timeout`` s) for its verdict.
+    """Open the session's stream, send an answer once the stream is live, and
+    wait (at most ``timeout`` s after sending) for its verdict.
+
+    The stream is read from the start of the session's replay log. AgentScope
+    trims that log to the stored state's last event (``event_cursor``: for a
+    parked call, its pause event) each time it stores a run, so the first
+    frame is the pause itself: it proves the subscription is live, and only
+    then is ``body`` sent. Sent earlier, a fast run could be over and trimmed
+    from the log before a slow subscription came up, and the stream would
+    never show which answer settled the calls ("Approve selected" on 50
+    sessions read one "unknown" in about ten loaded runs).
 
     Args:
         body: the event JSON being sent (its ``id`` is looked for on the stream).
-        after: the stream cursor to replay from (``/messages``'s
-            ``event_cursor``), so nothing published before the stream
-            opened is missed (another answer's echo and results included).
         send: the coroutine function that posts ``body``.
         poll: seconds between ``/status`` checks.
         take_within: seconds a worker has to take (echo) the answer while
@@ -335,6 +342,8 @@ async def await_outcome(
         stream_grace: seconds the stream may lag behind the stored state: calls
             found closed before the stream showed what settled them are judged
             only after this (judged at once, an applied answer read "unknown").
+        open_within: seconds to wait for the stream's first frame before
+            sending anyway (AgentScope's own subscription gives up after 5 s).
 
     Returns:
         Outcome: ``applied`` only when this answer produced the calls'
@@ -348,6 +357,7 @@ async def await_outcome(
     judge = OutcomeJudge(str(body.get("id")), tool_call_ids, notes if isinstance(notes, dict) else (), denied_in(body))
     verdict: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
     broke: list[str] = []
+    live = asyncio.Event()
     t0 = time.monotonic()
 
     def settle(out: Outcome) -> None:
@@ -356,13 +366,14 @@ async def await_outcome(
 
     async def read_stream() -> None:
         # a stream the service ends early (a loaded worker gives up subscribing
-        # after 5 s) is opened again from the same cursor: the replay log holds
-        # every frame since, so the judge sees the same frames in the same order
+        # after 5 s) is opened again: the replay log holds every frame of the
+        # run still going, so the judge sees them again in the same order
         reason = ""
         for _attempt in range(3):
             try:
-                async with contextlib.aclosing(http.stream(agent_id, session_id, after=after)) as frames:
+                async with contextlib.aclosing(http.stream(agent_id, session_id)) as frames:
                     async for frame in frames:
+                        live.set()
                         out = judge.feed(frame)
                         if out is not None:
                             settle(out)
@@ -383,6 +394,9 @@ async def await_outcome(
 
     reader = asyncio.create_task(read_stream())
     try:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(live.wait(), timeout=open_within)
+        t0 = time.monotonic()
         await send()
         deadline = t0 + timeout
         while not verdict.done() and time.monotonic() < deadline:
@@ -439,61 +453,3 @@ async def await_outcome(
             await reader
     out.seconds = time.monotonic() - t0
     return out
-
-
-def result_time(messages: Iterable[dict[str, Any]], ids: set[str]) -> str | None:
-    """When the calls' results entered the history (``/messages``): the
-    ``finished_at`` (else ``created_at``) of the first ``tool_result`` block
-    of one of ``ids``, or ``None``."""
-    for msg in messages:
-        for block in msg.get("content") or []:
-            if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("id") in ids:
-                stamp = block.get("finished_at") or block.get("created_at")
-                if isinstance(stamp, str):
-                    return stamp
-    return None
-
-
-async def settled_by(
-    http: ServiceHTTP,
-    agent_id: str,
-    session_id: str,
-    tool_call_ids: Iterable[str],
-    *,
-    after: str | None,
-    ours: Callable[[str], bool] | None = None,
-    read_for: float = 1.5,
-) -> Outcome:
-    """The ``answered_elsewhere`` :class:`Outcome` of calls that no longer wait
-    (nothing was sent): which answer settled them, from the stream's replay
-    after ``after`` (read for at most ``read_for`` s). The service keeps the
-    events of a run only until it ends; after that only the time the results
-    entered the history is known (``/messages``)."""
-    judge = OutcomeJudge("", tool_call_ids)
-
-    async def read() -> None:
-        # closed in this task when wait_for cancels it (not later, by the garbage collector)
-        async with contextlib.aclosing(http.stream(agent_id, session_id, after=after)) as frames:
-            async for frame in frames:
-                judge.feed(frame)
-                if judge.ids <= set(judge.others):
-                    return
-
-    with contextlib.suppress(ServiceError, asyncio.TimeoutError):
-        await asyncio.wait_for(read(), timeout=read_for)
-    if judge.others:
-        return judge.closed(ours=ours, sent=False)
-    at = None
-    with contextlib.suppress(ServiceError):
-        body = await http.messages(agent_id, session_id, limit=50)
-        at = result_time(body.get("messages") or [], judge.ids)
-    return Outcome(
-        "answered_elsewhere",
-        answered_elsewhere_text(
-            "the call was settled by another answer"
-            + (f"; its result entered the history at {at}" if at else "")
-            + f". It was sent as user {http.user_id} from another console or client; the service keeps no record of "
-            "which once that run ended. This answer was not sent."
-        ),
-        at=at,
-    )

@@ -5,6 +5,11 @@ stream delivers the frames that say which answer produced it. The console waits 
 those frames (``stream_grace``) instead of judging at once: at once, an answer the
 stream had echoed but whose results had not arrived yet was reported "unknown"
 ("Approve selected" on 50 sessions, one row in about ten runs on a loaded machine).
+
+A slow subscription is the other side of it: AgentScope trims a session's replay
+log to the run's last event when it stores the run, so a stream that comes up
+after a fast run was stored never sees the run's frames. The answer is sent only
+once the stream is live (its first frame, the pause event the log keeps).
 """
 
 from __future__ import annotations
@@ -58,11 +63,77 @@ def test_an_answer_whose_results_come_late_on_the_stream_is_applied_not_unknown(
             "s",
             body,
             ["call_1"],
-            after=None,
             send=send,
             timeout=10,
             poll=0.2,
         )
 
     out = run_async(go())
+    assert (out.status, out.detail) == ("applied", "Applied by the service: the call started."), out
+
+
+class TrimmingService:
+    """A session's replay log as AgentScope keeps it: the parked run's last event
+    (its pause) stays; an answer's run is appended and published live, then the
+    log is trimmed to that run's last event. A stream subscribes only after
+    ``subscribe`` seconds, then replays the log and goes live."""
+
+    def __init__(self, subscribe: float) -> None:
+        self.subscribe = subscribe
+        self.log: list[dict[str, Any]] = [{"type": "REQUIRE_USER_CONFIRM", "tool_calls": [CALL]}]
+        self.live: list[asyncio.Queue[dict[str, Any]]] = []
+        self.parked = True
+        self.sent_while_subscribed: list[bool] = []
+
+    async def status(self, agent_id: str, session_id: str) -> str:
+        return "awaiting_permission" if self.parked else "idle"
+
+    async def messages(self, agent_id: str, session_id: str, limit: int = 50) -> dict[str, Any]:
+        return {"messages": [], "event_cursor": "c2"}
+
+    async def stream(self, agent_id: str, session_id: str, after: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        await asyncio.sleep(self.subscribe)
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.live.append(queue)
+        for frame in list(self.log):
+            yield frame
+        while True:
+            yield await queue.get()
+
+    async def chat(self, body: dict[str, Any]) -> None:
+        """A worker takes the answer and runs it at once: the call's result, the reply's end."""
+        self.sent_while_subscribed.append(bool(self.live))
+        run = [
+            {"type": "USER_CONFIRM_RESULT", "id": body["id"]},
+            {"type": "REPLY_START"},
+            {"type": "TOOL_RESULT_START", "tool_call_id": "call_1"},
+            {"type": "TOOL_RESULT_END", "tool_call_id": "call_1", "state": "success"},
+            {"type": "REPLY_END"},
+        ]
+        for frame in run:
+            self.log.append(frame)
+            for queue in self.live:
+                queue.put_nowait(frame)
+        self.log, self.parked = self.log[-1:], False
+
+
+def test_an_answer_is_sent_once_the_stream_is_live_so_a_fast_run_is_seen() -> None:
+    body = confirm_body("reply-1", [ConfirmResult(confirmed=True, tool_call=ToolCallBlock.model_validate(CALL))])
+    http = TrimmingService(subscribe=1.0)
+
+    async def go() -> Any:
+        return await await_outcome(
+            http,  # type: ignore[arg-type]
+            "a",
+            "s",
+            body,
+            ["call_1"],
+            send=lambda: http.chat(body),
+            timeout=10,
+            poll=0.2,
+            stream_grace=1.0,
+        )
+
+    out = run_async(go())
+    assert http.sent_while_subscribed == [True]
     assert (out.status, out.detail) == ("applied", "Applied by the service: the call started."), out
