@@ -191,7 +191,7 @@ def _inside(root: str, path: str) -> str:
 
 def dry_run_input(pause: Pause) -> dict[str, Any] | None:
     """The input Approve would run: an edit awaiting more approvals, else AgentScope's reading."""
-    edited = getattr(pause.approved_edit, "edited_input", None)
+    edited = pause.approved_input
     return edited if isinstance(edited, dict) else pause.input
 
 

@@ -88,7 +88,7 @@ def refuse_unchanged_edit(pause: Pause, edited: dict[str, Any]) -> dict[str, Any
     """
     from .kinds._reading import read_input, same_by_value  # the kinds import this module
 
-    approved = getattr(pause.approved_edit, "edited_input", None)
+    approved = pause.approved_input
     if approved is not None:
         if same_by_value(edited, approved):
             raise DecisionError(
@@ -139,7 +139,7 @@ async def input_preview(pause: Pause, message: Any, tool: Any = None) -> EditPre
 
     edited = parse_edited_input(edit_text(message, "input"), pause.input_schema)
     refuse_misread_edit(edited, pause.input_schema)  # as "Approve modified input" refuses it
-    approved = getattr(pause.approved_edit, "edited_input", None)
+    approved = pause.approved_input
     if approved is not None:
         diff = input_diff(approved, edited, "edit approved so far")
     else:

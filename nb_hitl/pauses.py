@@ -26,7 +26,7 @@ from agentscope.tool import AskUser, AskUserParams, ToolBase
 
 from ._agentscope import enum_value, mcp_tool_hints, rule_label
 from .file_change import FileChangeView
-from .kinds import kind_spec
+from .kinds import Decision, kind_spec
 from .kinds._reading import InputReading, read_input, visible_text
 from .kinds.confirm import CONFIRM_DECISIONS
 from .kinds.confirm_view import rule_reach_line, shell_command_view
@@ -351,7 +351,7 @@ class Pause:
     approvals_needed: int = 1
     approvals_distinct: bool = True
     approvals: list[dict[str, Any]] = field(default_factory=list)
-    approved_edit: Any = None
+    approved_edit: Decision | None = None
     file_change: FileChangeView | None = None
     previewed_file: tuple[str, FileChangeView | None] | None = field(default=None, compare=False, repr=False)
     dry_run: bool = False
@@ -368,6 +368,11 @@ class Pause:
     def tool_name(self) -> str:
         """The parked call's tool name."""
         return self.tool_call.name
+
+    @property
+    def approved_input(self) -> dict[str, Any] | None:
+        """The edited input the approvals so far are for (``approved_edit``'s; what runs), else ``None``."""
+        return self.approved_edit.edited_input if self.approved_edit is not None else None
 
     @property
     def is_live(self) -> bool:
@@ -390,9 +395,7 @@ class Pause:
         differs = reading is not None and reading.differs
         sent_text = visible_text(reading.sent) if differs and reading is not None else None
         changes = list(reading.changes) if reading is not None else []
-        edited = getattr(self.approved_edit, "edited_input", None)
-        if edited is not None:  # an edit waits for approvals: the card shows what will run
-            # (the first approval is the editor's: its action says "modify")
+        if (edited := self.approved_input) is not None:  # an edit waits for approvals: the card shows it
             input_text, sent_text, changes = json.dumps(edited, indent=2, ensure_ascii=False), None, []
         return PauseView(
             tool_call_id=self.tool_call.id,
@@ -429,8 +432,7 @@ class Pause:
             reason=self.reason,
             title=self.title,
             message=self.message,
-            # the unreviewed result leaves the view (and the saved notebook)
-            # once decided: an edit may have redacted it
+            # the unreviewed result leaves the view (and the saved notebook) once decided: an edit may redact it
             review_output=self.review_output if self.status in ("open", "deciding") else None,
             review_state=self.review_state,
             review_error=self.review_error,

@@ -130,7 +130,7 @@ def pause_to_interrupt(
         request's ``sampling``).
     """
     view = pause.to_view()
-    edited = getattr(pause.approved_edit, "edited_input", None)
+    edited = pause.approved_input
     deadline = pause.deadline
     if expires_at is not None:
         deadline = expires_at if deadline is None else min(deadline, expires_at)

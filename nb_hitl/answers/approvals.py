@@ -178,7 +178,7 @@ def carried(pause: Pause, by: str, *, now: float | None = None) -> list[dict[str
 def saved(pause: Pause) -> dict[str, Any]:
     """The approvals of ``pause`` as JSON for the agent's state
     (:data:`~nb_hitl._agentscope.APPROVALS_KEY`)."""
-    edited = getattr(pause.approved_edit, "edited_input", None)
+    edited = pause.approved_input
     return {"approvals": [dict(a) for a in pause.approvals], "edited_input": edited}
 
 
