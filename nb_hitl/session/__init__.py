@@ -42,6 +42,7 @@ from ._actions import Desk
 from ._calls import PendingAction, ReplyCall, ReplyTask, install_kernel_hints
 from ._closing import close_dangling_tool_calls
 from ._drive import Driver
+from ._names import called
 from ._promise import allowed_decisions, install_guard
 from ._recording import Recording
 from ._replay import Replaying
@@ -240,7 +241,7 @@ class Session(Replaying, Driver):
             # here at once but does not cancel the reply, whose widget stays live
             return await self.start(message, interrupt_pending=interrupt_pending)
 
-        return ReplyCall(body, "session.run(...)")
+        return ReplyCall(body, "run(...)", self)
 
     def start(self, message: str | Msg | list[Msg], *, interrupt_pending: bool = False) -> ReplyTask:
         """Like :meth:`run`, but return the driving task at once.
@@ -259,7 +260,7 @@ class Session(Replaying, Driver):
         prior = self.current
         if (prior is not None and prior.task is not None and not prior.task.done()) or parked_any:
             if not interrupt_pending:
-                raise PendingPauseError(pending_message(self.agent.name, prior, parked))
+                raise PendingPauseError(pending_message(self.agent.name, prior, parked, called(self)))
             if prior is not None and prior.live:
                 # now, before the old reply's task runs again: a decision it
                 # has queued is never handed to the agent afterwards; it is
@@ -289,7 +290,7 @@ class Session(Replaying, Driver):
         async def body() -> Msg:
             return await self.start_resume()
 
-        return ReplyCall(body, "session.resume()")
+        return ReplyCall(body, "resume()", self)
 
     def start_resume(self) -> ReplyTask:
         """Like :meth:`resume` but returns the driving task at once."""

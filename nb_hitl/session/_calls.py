@@ -23,6 +23,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, ClassVar, TypeVar
 
+from ._names import called
 from ._sigint import interrupted_cell_error, watch_cell_interrupts
 
 __all__ = ["ReplyCall", "ReplyTask", "PendingAction", "install_kernel_hints", "AWAIT_HINT"]
@@ -44,12 +45,19 @@ class ReplyCall(Coroutine[Any, Any, T]):
     A coroutine object (``asyncio.create_task`` / ``wait_for`` accept it)
     whose body is created when it is first awaited; one never awaited does
     nothing and leaves no "never awaited" warning, and its ``repr`` (what a
-    cell shows) says how to run it.
+    cell shows) says how to run it, naming the session by the person's
+    variable (:func:`~nb_hitl.session._names.called`).
+
+    Args:
+        factory: makes the reply's coroutine when first awaited.
+        call: the method call as written after the session's name (``"run(...)"``).
+        owner: the session the call belongs to.
     """
 
-    def __init__(self, factory: Callable[[], Coroutine[Any, Any, T]], call: str) -> None:
+    def __init__(self, factory: Callable[[], Coroutine[Any, Any, T]], call: str, owner: object) -> None:
         self._factory = factory
-        self._call = call
+        self._method = call
+        self._owner = owner
         self._coro: Coroutine[Any, Any, T] | None = None
 
     def _inner(self) -> Coroutine[Any, Any, T]:
@@ -72,12 +80,16 @@ class ReplyCall(Coroutine[Any, Any, T]):
         if self._coro is not None:
             self._coro.close()
 
+    @property
+    def _call(self) -> str:
+        return f"{called(self._owner)}.{self._method}"
+
     def __repr__(self) -> str:
         if self._coro is not None:
             return f"<{self._call}: started>"
         return (
             f"<{self._call} was not started: write `await {self._call}` in the cell "
-            "(or `session.start(...)` to run it in the background)>"
+            f"(or `{called(self._owner)}.start(...)` to run it in the background)>"
         )
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:

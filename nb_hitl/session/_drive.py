@@ -63,6 +63,7 @@ from ._closing import (
     delivered_marks,
 )
 from ._core import SessionCore
+from ._names import called
 from ._not_run import show_asked_again, show_not_run
 from ._promise import apply_note, record_decision
 from ._run import TERMINAL, ReplyRun
@@ -149,7 +150,7 @@ class Driver(SessionCore):
                         run,
                         "expired",
                         "The task driving this reply was cancelled while the agent waited; "
-                        "`await session.resume()` shows its open pauses again.",
+                        f"`await {called(self)}.resume()` shows its open pauses again.",
                     )
                 else:
                     self._expire(run, "interrupted", run.reason or "The reply was cancelled.")

@@ -205,7 +205,7 @@ class Replaying:
         async def body() -> Msg | None:
             return await self.start_play()
 
-        return ReplyCall(body, "session.play()")
+        return ReplyCall(body, "play()", self)
 
     def start_play(self) -> ReplyTask:
         """Like :meth:`play`, but return the playing task at once (the first

@@ -115,7 +115,7 @@ class ReplyRun:
         return [p for p in self.pauses.values() if p.status == "open"]
 
 
-def pending_message(agent_name: str, prior: ReplyRun | None, parked: list[ToolCallBlock]) -> str:
+def pending_message(agent_name: str, prior: ReplyRun | None, parked: list[ToolCallBlock], who: str = "session") -> str:
     """Why a new message is refused while a reply is not over (C07).
 
     Names only the pauses really open: a call whose decision is already
@@ -126,6 +126,7 @@ def pending_message(agent_name: str, prior: ReplyRun | None, parked: list[ToolCa
         agent_name: the agent's name.
         prior: the session's current run, if any.
         parked: the agent's awaiting tool calls (``AgentState``).
+        who: the session's variable in the person's cells (what they type).
     """
     from ..labels import call_label, pause_label  # a call by its tool and input, never its id
 
@@ -149,10 +150,10 @@ def pending_message(agent_name: str, prior: ReplyRun | None, parked: list[ToolCa
         names = ", ".join(call_label(tc.name, tc.input) for tc in unshown)
         return (
             f"The agent {agent_name!r} is still waiting on {names}. No live widget shows them: "
-            f"`await session.resume()` shows them again{retry}.{taken}"
+            f"`await {who}.resume()` shows them again{retry}.{taken}"
         )
     return (
         f"The agent {agent_name!r} has a running reply.{taken} Wait for it "
-        f"(`await session.current.task`){retry} (a decision not yet delivered is then discarded, "
+        f"(`await {who}.current.task`){retry} (a decision not yet delivered is then discarded, "
         "and the audit log and its card say so)."
     )

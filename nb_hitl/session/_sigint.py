@@ -31,6 +31,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
+from ._names import variable
+
 __all__ = [
     "INTERRUPTED_NOTE",
     "STOPPED_NOTE",
@@ -76,14 +78,9 @@ class WaitInterrupted(asyncio.CancelledError):
         return [self.note]
 
 
-def _variable(owner: object, namespace: Mapping[str, Any]) -> str | None:
-    """The name the person's cells bind ``owner`` to (IPython's ``_``, ``_3``... aside), or ``None``."""
-    return next((k for k, v in namespace.items() if v is owner and not k.startswith("_")), None)
-
-
 def _how_to_wait(owner: object, namespace: Mapping[str, Any]) -> str:
     """How to await the end of ``owner``'s reply (and to stop it, when ``owner`` can), by its variable's name."""
-    name = _variable(owner, namespace)
+    name = variable(owner, namespace)
     stops = callable(getattr(owner, "interrupt", None))  # a Session can stop its agent; a RemoteSession cannot
     if name is None:
         kind = type(owner).__name__

@@ -78,3 +78,27 @@ def test_a_remote_session_gets_the_hint() -> None:
             "from nb_hitl.agui import RemoteSession\nremote = RemoteSession('http://127.0.0.1:9/agui', token='t')"
         ).raise_for_error()
         _told_to_await(kernel.execute("import asyncio\nasyncio.run(remote.run('hello'))"))
+
+
+def test_what_to_type_names_the_session_by_the_persons_own_variable() -> None:
+    """A reply call left un-awaited, and the refusal of a second message while a
+    reply waits, tell the person what to type with the name their cells use
+    (``tidy``), not the docs' ``session``."""
+    with KernelHarness() as kernel:
+        kernel.execute(
+            deletion_cell("named").replace("session = Session(agent)", "tidy = Session(agent)")
+        ).raise_for_error()
+        res = kernel.execute("tidy.run('tidy up')").raise_for_error()
+        shown = " ".join(str(o.get("data", {}).get("text/plain", "")) for o in res.outputs)
+        assert "<tidy.run(...) was not started: write `await tidy.run(...)`" in shown, shown
+        assert "`tidy.start(...)`" in shown, shown
+        kernel.execute("task = tidy.start('tidy up')\nimport asyncio\nawait asyncio.sleep(1.0)").raise_for_error()
+        # the driving task cancelled while the agent waits: the run expires, saying how to show the pause again
+        kernel.execute("task.cancel()\nawait asyncio.sleep(0.5)\nprint('REASON', tidy.runs[-1].reason)")
+        reason = kernel.execute("print('REASON', tidy.runs[-1].reason)").raise_for_error().stdout
+        assert "`await tidy.resume()` shows its open pauses again" in reason, reason
+        refused = kernel.execute("tidy.start('and again')")
+        assert refused.error is not None and refused.error["ename"] == "PendingPauseError", refused.describe()
+        assert "`await tidy.resume()` shows them again" in refused.error["evalue"], refused.error["evalue"]
+        # nothing was sent for the refused message: the agent was asked once
+        assert "CALLS 1" in kernel.execute("print('CALLS', len(agent.model.calls))").raise_for_error().stdout
