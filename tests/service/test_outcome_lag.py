@@ -15,7 +15,7 @@ once the stream is live (its first frame, the pause event the log keeps).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from agentscope.event import ConfirmResult
@@ -49,26 +49,20 @@ class LaggingService:
         await asyncio.sleep(60)
 
 
+BODY = confirm_body("reply-1", [ConfirmResult(confirmed=True, tool_call=ToolCallBlock.model_validate(CALL))])
+
+
+def judged(http: Any, send: Callable[[], Awaitable[Any]], **options: Any) -> Any:
+    """The verdict on ``BODY`` answering ``call_1`` of session ``s`` of service ``http``."""
+    return run_async(await_outcome(http, "a", "s", BODY, ["call_1"], send=send, timeout=10, poll=0.2, **options))
+
+
+async def _nothing() -> None:
+    return None
+
+
 def test_an_answer_whose_results_come_late_on_the_stream_is_applied_not_unknown() -> None:
-    body = confirm_body("reply-1", [ConfirmResult(confirmed=True, tool_call=ToolCallBlock.model_validate(CALL))])
-
-    async def send() -> None:
-        return None
-
-    async def go() -> Any:
-        http = LaggingService(body["id"], lag=1.5)
-        return await await_outcome(
-            http,  # type: ignore[arg-type]
-            "a",
-            "s",
-            body,
-            ["call_1"],
-            send=send,
-            timeout=10,
-            poll=0.2,
-        )
-
-    out = run_async(go())
+    out = judged(LaggingService(BODY["id"], lag=1.5), _nothing)
     assert (out.status, out.detail) == ("applied", "Applied by the service: the call started."), out
 
 
@@ -118,22 +112,7 @@ class TrimmingService:
 
 
 def test_an_answer_is_sent_once_the_stream_is_live_so_a_fast_run_is_seen() -> None:
-    body = confirm_body("reply-1", [ConfirmResult(confirmed=True, tool_call=ToolCallBlock.model_validate(CALL))])
     http = TrimmingService(subscribe=1.0)
-
-    async def go() -> Any:
-        return await await_outcome(
-            http,  # type: ignore[arg-type]
-            "a",
-            "s",
-            body,
-            ["call_1"],
-            send=lambda: http.chat(body),
-            timeout=10,
-            poll=0.2,
-            stream_grace=1.0,
-        )
-
-    out = run_async(go())
+    out = judged(http, lambda: http.chat(BODY), stream_grace=1.0)
     assert http.sent_while_subscribed == [True]
     assert (out.status, out.detail) == ("applied", "Applied by the service: the call started."), out
