@@ -423,27 +423,32 @@ class Answerer:
         return outcome
 
     async def _judge(self, body: dict[str, Any], ids: list[str]) -> Outcome:
-        """Check the calls still wait (a stale console sends nothing), then
-        send ``body`` and judge it on the stream (:func:`await_outcome`)."""
-        try:
-            status, parked = "running", True
-            for _ in range(int(min(self.outcome_timeout, 5.0) / 0.25) + 1):
-                status, parked, _ = await call_state(self.http, self.agent_id, self.session_id, set(ids))
-                if status != "running":
-                    break
-                await asyncio.sleep(0.25)
-        except ServiceError as exc:
-            return Outcome("not_applied", f"Not sent: the service could not be read ({exc}).")
-        if status == "running":
-            return Outcome(
-                "not_applied",
-                "Not sent: the session is running (another answer or message is being worked on); "
-                "answer again once it waits.",
-            )
-        if not parked:
-            return await settled_by(
-                self.http, self.agent_id, self.session_id, ids, after=self.console.cursor, ours=self.ledger.sent
-            )
+        """Send ``body`` and judge it on the stream (:func:`await_outcome`),
+        once the calls are found still waiting (checked while the stream
+        subscribes; a stale console sends nothing)."""
+
+        async def still_waiting() -> Outcome | None:
+            try:
+                status, parked = "running", True
+                for _ in range(int(min(self.outcome_timeout, 5.0) / 0.25) + 1):
+                    status, parked, _ = await call_state(self.http, self.agent_id, self.session_id, set(ids))
+                    if status != "running":
+                        break
+                    await asyncio.sleep(0.25)
+            except ServiceError as exc:
+                return Outcome("not_applied", f"Not sent: the service could not be read ({exc}).")
+            if status == "running":
+                return Outcome(
+                    "not_applied",
+                    "Not sent: the session is running (another answer or message is being worked on); "
+                    "answer again once it waits.",
+                )
+            if not parked:
+                return await settled_by(
+                    self.http, self.agent_id, self.session_id, ids, after=self.console.cursor, ours=self.ledger.sent
+                )
+            return None
+
         try:
             return await await_outcome(
                 self.http,
@@ -455,6 +460,7 @@ class Answerer:
                 timeout=self.outcome_timeout,
                 take_within=min(self.take_within, self.outcome_timeout),
                 sent_here=self.ledger.sent,
+                before_send=still_waiting,
             )
         except ServiceError as exc:
             return Outcome("not_applied", f"Not sent: {exc}")

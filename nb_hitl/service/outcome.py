@@ -317,6 +317,7 @@ async def await_outcome(
     sent_here: Callable[[str], bool] | None = None,
     stream_grace: float = 6.0,
     open_within: float = 5.0,
+    before_send: Callable[[], Awaitable[Outcome | None]] | None = None,
 ) -> Outcome:
     """Open the session's stream, send an answer once the stream is live, and
     wait (at most ``timeout`` s after sending) for its verdict.
@@ -344,6 +345,9 @@ async def await_outcome(
             only after this (judged at once, an applied answer read "unknown").
         open_within: seconds to wait for the stream's first frame before
             sending anyway (AgentScope's own subscription gives up after 5 s).
+        before_send: checks run while the stream subscribes (whether the
+            calls still wait); an :class:`Outcome` from it is returned as is,
+            and nothing is sent.
 
     Returns:
         Outcome: ``applied`` only when this answer produced the calls'
@@ -394,6 +398,8 @@ async def await_outcome(
 
     reader = asyncio.create_task(read_stream())
     try:
+        if before_send is not None and (early := await before_send()) is not None:
+            return early  # nothing sent
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(live.wait(), timeout=open_within)
         t0 = time.monotonic()
