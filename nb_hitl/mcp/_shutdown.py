@@ -16,13 +16,18 @@ the audit log says so, the server gets an MCP error response naming the
 shutdown), refuses any request that comes after, and waits, at most
 :data:`SHUTDOWN_WAIT` seconds, until those callbacks have answered and the
 calls in flight of these clients have ended (the server's answer to the tool
-call is the sign it read the error). A killed kernel (``kill -9``) runs
+call is the sign it read the error). ``exit()`` in a cell (IPython's
+``ask_exit``) stops the kernel's loop without ``do_shutdown``: the process
+then runs its ``atexit`` handlers, and one of them runs the stopped loop once
+more until the same answers went out. A killed kernel (``kill -9``) runs
 nothing: what the server sees then is the SDK's own behaviour (docs/design.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import inspect
 import logging
 import threading
@@ -30,7 +35,14 @@ import time
 import weakref
 from typing import Any
 
-__all__ = ["Unanswered", "SHUTDOWN_REASON", "SHUTDOWN_WAIT", "answer_pending", "watch_kernel_shutdown"]
+__all__ = [
+    "Unanswered",
+    "SHUTDOWN_REASON",
+    "SHUTDOWN_WAIT",
+    "answer_at_exit",
+    "answer_pending",
+    "watch_kernel_shutdown",
+]
 
 log = logging.getLogger("nb_hitl.mcp")
 
@@ -128,4 +140,19 @@ def watch_kernel_shutdown(client: Any) -> bool:
 
     kernel.do_shutdown = do_shutdown
     kernel._nb_hitl_answers_mcp_on_shutdown = True
+    with contextlib.suppress(RuntimeError):  # connected from the kernel's loop: exit() stops it
+        atexit.register(answer_at_exit, asyncio.get_running_loop())
     return True
+
+
+def answer_at_exit(loop: asyncio.AbstractEventLoop) -> None:
+    """An ``atexit`` handler: when the process ends with requests still waiting
+    (``exit()`` in a cell stopped the kernel's loop, bypassing ``do_shutdown``),
+    run the stopped ``loop`` once more until :func:`answer_pending` has answered
+    them. Does nothing when none waits or ``loop`` is running or closed."""
+    if not WAITING.busy() or loop.is_running() or loop.is_closed():
+        return
+    try:
+        loop.run_until_complete(answer_pending())
+    except Exception:
+        log.warning("answering the waiting MCP requests as the kernel's process exits failed", exc_info=True)

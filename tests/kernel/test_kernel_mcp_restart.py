@@ -77,10 +77,17 @@ def alive(pid: int) -> bool:
 
 
 def run_across_a_restart(
-    k: KernelHarness, config: str, ckpt: Path, tool: str = TOOL, mode: str = "auto", now: bool = True
+    k: KernelHarness,
+    config: str,
+    ckpt: Path,
+    tool: str = TOOL,
+    mode: str = "auto",
+    now: bool = True,
+    exit_cell: bool = False,
 ) -> tuple[list, str]:
     """Kernel A to the open question, a restart (``now``: killed, else JupyterLab's graceful
-    restart), kernel B restoring; (B's closed call blocks, its model's reply)."""
+    restart; ``exit_cell``: a cell's ``exit()`` ends kernel A first), kernel B restoring;
+    (B's closed call blocks, its model's reply)."""
     k.execute(
         agent_code(config, ckpt, tool, mode)
         + 'session = Session(make(), checkpoints=CKPT, session_id="mcp-1")\n'
@@ -92,6 +99,9 @@ def run_across_a_restart(
         return k.execute(code).raise_for_error().stdout.strip() == "['open']"
 
     k.wait_for(asked, 60, what="the server's question open in kernel A")
+    if exit_cell:  # IPython's exit(): the kernel's loop stops and its process ends, no shutdown_request
+        k.execute("exit()", timeout=30)
+        k.wait_for(lambda: not k.km.is_alive(), 30, what="kernel A's process to end")
     k.restart(now=now)
     out = k.execute(
         agent_code(config, ckpt, tool, mode)
@@ -150,15 +160,16 @@ def test_a_pending_question_of_an_http_server_leaves_nothing_waiting(tmp_path: P
     check_model_side(blocks, reply)
 
 
-def test_a_graceful_restart_answers_a_legacy_http_servers_question_with_an_error(tmp_path: Path) -> None:
-    """JupyterLab's restart (shutdown_request) while a legacy streamable-HTTP server's tool waits
-    in ``ctx.elicit``: the kernel answers the request with an MCP error before it exits, the
+@pytest.mark.parametrize("how", ["restart", "exit"])
+def test_a_graceful_restart_answers_a_legacy_http_servers_question_with_an_error(tmp_path: Path, how: str) -> None:
+    """JupyterLab's restart (shutdown_request), or ``exit()`` in a cell, while a legacy
+    streamable-HTTP server's tool waits in ``ctx.elicit``: the kernel answers the request with an MCP error before it exits, the
     server's tool ends with that error (it notes it) instead of waiting for ever, and the
     restored session's model reads what the server said."""
     log, ckpt = tmp_path / "server.jsonl", tmp_path / "ckpt"
     with http_server(log) as url, KernelHarness() as k:
         blocks, reply = run_across_a_restart(
-            k, f"HttpMCPConfig(url={url!r})", ckpt, tool=CTX_TOOL, mode="legacy", now=False
+            k, f"HttpMCPConfig(url={url!r})", ckpt, tool=CTX_TOOL, mode="legacy", now=False, exit_cell=how == "exit"
         )
         ended = [e for e in server_log(log) if e.get("event") == "ended"]
     assert ended == [{"event": "ended", "of": "delete_rows_ctx", "error": f"MCPError: {SHUTDOWN_SAID}"}]
