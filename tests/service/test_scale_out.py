@@ -277,7 +277,7 @@ def test_page_message_through_widget_channel(workers: Cluster, tmp_path: Path) -
         replies: list[dict] = []
         reply.send = lambda msg, *a, **k: replies.append(msg)  # type: ignore[method-assign]
         reply._on_page_message(None, {"request_id": "r2", "action": "deny", "tool_call_id": view["tool_call_id"]}, None)
-        await until(lambda: _true(replies), "the deny answer", timeout=15)
+        await until(lambda: _true(replies), "the deny answer", timeout=30)  # a verdict: up to 5 s to subscribe + 10 s
         assert replies[0]["ok"] is True and replies[0]["status"] == "delivered", replies
         assert reply.pauses[0]["status"] == "delivered"
         await until(lambda: _idle(console, agent_id, sid), "the session to finish")
