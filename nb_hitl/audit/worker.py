@@ -70,8 +70,10 @@ WORKER_TIMEOUT = 600.0
 
 WORKER_NICE = 5
 """How much lower the worker's scheduling priority is than the kernel's
-(``os.nice``; read when a worker starts): the kernel's threads get a core
-first, and a replay takes longer on a machine busy with other work."""
+(its niceness, set by the kernel as soon as the worker is started, so its
+imports, 7 s of CPU on a loaded 2-core machine, run at that priority too;
+read when a worker starts): the kernel's threads get a core first, and a
+replay takes longer on a machine busy with other work."""
 
 _HEADER = struct.Struct("!Q")
 _STDERR_KEPT = 4000  # characters of the worker's stderr an error quotes
@@ -161,6 +163,24 @@ async def _keep_tail(stream: asyncio.StreamReader, kept: list[bytes]) -> None:
             kept.pop(0)
 
 
+def _worker_niceness() -> int:
+    """The worker's niceness: the kernel's plus :data:`WORKER_NICE` (just
+    :data:`WORKER_NICE` where there is no ``os.getpriority``: Windows)."""
+    try:
+        return os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICE
+    except (OSError, AttributeError):
+        return WORKER_NICE
+
+
+def _lower_priority(pid: int, niceness: int) -> None:
+    """Give process ``pid`` (this one: 0) ``niceness`` if its own is lower:
+    the kernel does it as soon as the worker starts, the worker again once
+    its imports are done (in case the kernel could not); no-op on Windows."""
+    with contextlib.suppress(OSError, AttributeError):
+        if os.getpriority(os.PRIO_PROCESS, pid) < niceness:
+            os.setpriority(os.PRIO_PROCESS, pid, niceness)
+
+
 def _worker_env() -> dict[str, str]:
     """The kernel's environment with this nb_hitl first on the worker's path."""
     root = str(Path(__file__).resolve().parents[2])
@@ -180,18 +200,20 @@ async def open_worker(timeout: float = WORKER_TIMEOUT) -> AsyncIterator[Worker]:
         DecisionError: the worker failed (its error quoted), ended before
             its work was done, or the body ran past ``timeout`` (``field="replay"``).
     """
+    niceness = _worker_niceness()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "nb_hitl.audit.worker",
         str(os.getpid()),
-        str(WORKER_NICE),
+        str(niceness),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=_worker_env(),
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    _lower_priority(proc.pid, niceness)
     stderr: list[bytes] = []
     tail = asyncio.ensure_future(_keep_tail(proc.stderr, stderr))
     try:
@@ -392,14 +414,13 @@ def _judge_calls(inp: IO[bytes], out: IO[bytes], setup: dict[str, Any]) -> None:
     loop.close()
 
 
-def main(parent: int, nice: int) -> None:
+def main(parent: int, niceness: int) -> None:
     """The worker: answers each request on stdin on stdout, a log to read
     (:func:`_send_calls`) or calls to judge (:func:`_judge_calls`), until its
     input ends; ``("error", text)`` if anything fails. Stdout is kept for
     those messages (whatever else prints goes to stderr)."""
     _die_with(parent)
-    with contextlib.suppress(OSError, AttributeError):  # no os.nice on Windows
-        os.nice(nice)
+    _lower_priority(0, niceness)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     inp = sys.stdin.buffer

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -34,4 +35,25 @@ def test_a_column_built_in_pieces_equals_it_built_whole(values: list[object], mo
 
     built = asyncio.run(replay_module._column(values, turn))
     pd.testing.assert_series_equal(built, pd.Series(values))
+    assert len(turns) == 3  # a turn offered after each piece of 3
+
+
+def test_the_per_call_columns_worked_out_in_pieces_equal_them_worked_out_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replay_module, "FRAME_PIECE", 3)
+    recorded = ["ask", "allow", "deny", None, "ask", "ask", "allow", "deny"]
+    person = ["deny", None, "allow", "deny", "allow", "deny", None, "deny"]
+    candidate = np.array(["allow", "allow", "unknown", "allow", "ask", "deny", "deny", "allow"], dtype=object)
+    turns = []
+
+    async def turn() -> None:
+        turns.append(1)
+
+    changed, change, denied = asyncio.run(
+        replay_module._per_call({"recorded": recorded, "person": person}, candidate, turn)
+    )
+    whole_changed, whole_change = replay_module._changes(recorded, candidate)
+    assert changed.tolist() == whole_changed.tolist() == [True, False, False, True, False, True, True, True]
+    assert change.tolist() == whole_change.tolist()
+    assert change.tolist()[:3] == ["ask -> allow", "", ""]
+    assert denied.tolist() == [True, False, False, True, False, False, False, True]
     assert len(turns) == 3  # a turn offered after each piece of 3
