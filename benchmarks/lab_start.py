@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import time
@@ -29,15 +28,10 @@ import urllib.request
 from pathlib import Path
 
 from benchmarks._bound import run_bounded
+from nb_hitl.service.embedded import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "lab-start-benchmark"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _answers(port: int) -> bool:
@@ -55,7 +49,7 @@ def time_start(command: list[str], limit: float = 240.0) -> float:
     Raises:
         TimeoutError: it did not answer within ``limit`` seconds.
     """
-    port = _free_port()
+    port = free_port()
     args = [*command, "--no-browser", f"--ServerApp.port={port}", f"--ServerApp.token={TOKEN}"]
     if os.geteuid() == 0:
         args.append("--allow-root")
