@@ -7,7 +7,7 @@
   Session with an audit log installs, recording every tool call's decision
   (``event: "checked"``), whoever or whatever decided it.
 * :mod:`~nb_hitl.audit.frame`: :func:`audit_frame`, the records as a pandas DataFrame.
-* :mod:`~nb_hitl.audit.replay`: :func:`replay`, what a candidate rule set
+* :mod:`~nb_hitl.audit.rule_replay`: :func:`replay`, what a candidate rule set
   would have decided for each recorded call, with AgentScope's own engine.
 * :mod:`~nb_hitl.audit.charts`: each call's outcome and each answer's time to
   decide as small tables, drawn with matplotlib (the ``charts`` extra).
@@ -28,15 +28,15 @@ __all__ = ["verify", "ChainVerdict", "audit_frame", "replay"]
 def __getattr__(name: str) -> Any:
     """``audit_frame`` and ``replay``, imported on first use (they load pandas).
 
-    The function replaces the attribute its submodule's import set on this
-    package (``nb_hitl.audit.replay`` is the function, the module is
-    ``sys.modules["nb_hitl.audit.replay"]``).
+    The module is :mod:`nb_hitl.audit.rule_replay`, not ``replay``: a
+    submodule's import sets its name on this package, and would replace the
+    function with the module for whoever imported the submodule first.
     """
     found: Any
     if name == "audit_frame":
         from .frame import audit_frame as found
     elif name == "replay":
-        from .replay import replay as found
+        from .rule_replay import replay as found
     else:
         raise AttributeError(name)
     globals()[name] = found

@@ -7,7 +7,7 @@ JSON). A long log so leaves a few lists and its distinct inputs behind,
 where a list of records left a dict per line: the garbage collector's full
 collections, which walk every container alive and hold the interpreter lock
 while they do, found 150,000 more of them in a 100,000-call log and held a
-kernel for up to a second each (:mod:`nb_hitl.audit.replay` reads its calls
+kernel for up to a second each (:mod:`nb_hitl.audit.rule_replay` reads its calls
 here, in a worker thread, or in its worker process). :func:`recorded_calls` gives the same calls as
 one dict per call.
 """

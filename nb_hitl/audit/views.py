@@ -28,7 +28,7 @@ from ..permissions.tools import tools_of
 from ..store import AuditLog
 from .charts import QUICK_SECONDS, decide_times
 from .frame import audit_frame, read_records
-from .replay import recorded_calls
+from .rule_replay import recorded_calls
 
 __all__ = ["QUICK_SECONDS", "APPROVED", "quick_approvals", "suggest_rules", "SUGGESTION_COLUMNS"]
 

@@ -134,7 +134,7 @@ class ReplayDesk:
         listed, candidate_mode = self._candidate(rules, mode)
         if self._task is not None and not self._task.done():
             self._task.cancel()
-        from ..audit.replay import replay
+        from ..audit.rule_replay import replay
 
         log, keep = self._log()
         toolkit = getattr(self._agent, "toolkit", None)

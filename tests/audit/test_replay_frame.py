@@ -5,15 +5,14 @@ for all of it, whatever its pieces look like."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
-import nb_hitl.audit.replay  # noqa: F401 - the module, not the function nb_hitl.audit exports under that name
-
-replay_module = sys.modules["nb_hitl.audit.replay"]
+from nb_hitl.audit import rule_replay as replay_module
 
 COLUMNS = [
     ["a", "b", "c", "d", "e", "f", "g"],
@@ -57,3 +56,17 @@ def test_the_per_call_columns_worked_out_in_pieces_equal_them_worked_out_whole(m
     assert change.tolist()[:3] == ["ask -> allow", "", ""]
     assert denied.tolist() == [True, False, False, True, False, False, False, True]
     assert len(turns) == 3  # a turn offered after each piece of 3
+
+
+def test_the_package_gives_the_replay_function_whatever_was_imported_first() -> None:
+    """``from nb_hitl.audit import replay`` is the function even when a module that
+    imports the replay's submodule (the explorer's views) was imported first: a
+    submodule's import sets its name on the package, so it is not named ``replay``."""
+    code = (
+        "import nb_hitl.audit.views\n"
+        "from nb_hitl.audit import replay\n"
+        "import inspect\n"
+        "print(inspect.iscoroutinefunction(replay))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "True", out.stderr[-2000:]

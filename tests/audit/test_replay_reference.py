@@ -20,7 +20,7 @@ from agentscope.tool import Bash, FunctionTool, Read, Write
 
 from nb_hitl._agentscope import enum_value, rule_label
 from nb_hitl.audit import replay
-from nb_hitl.audit.replay import recorded_calls
+from nb_hitl.audit.rule_replay import recorded_calls
 from nb_hitl.permissions.bounded import BoundedEngine
 from nb_hitl.permissions.shell_check import judge_shell_call, rule_covers
 from tests.support import run_async
