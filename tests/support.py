@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -281,8 +282,9 @@ def widget_views(nb: nbformat.NotebookNode) -> list[Any]:
 def run_notebook(path: Path, timeout: int = 180) -> tuple[nbformat.NotebookNode, str]:
     """Execute the notebook top to bottom with nbclient; ``(nb, notebook_text(nb))``.
 
-    It runs on the venv's ``python3`` kernel with the notebook's folder as
-    working directory and the environment of
+    It runs on the venv's ``python3`` kernel with a fresh temporary folder as
+    working directory (notebooks write next to themselves, and the suite's
+    processes may run the same notebook at once) and the environment of
     :func:`tests.harness.kernel.kernel_env` (the repository on
     ``PYTHONPATH``) plus ``NB_HITL_ANSWER_FROM_CODE=1``: nobody clicks, so
     the notebook answers its own pauses (``nb_hitl.answer_from_code``);
@@ -296,8 +298,9 @@ def run_notebook(path: Path, timeout: int = 180) -> tuple[nbformat.NotebookNode,
         for key, value in kernel_env({ANSWER_FROM_CODE_ENV: "1"}).items():
             mp.setenv(key, value)
         nb = nbformat.read(path, as_version=4)
-        client = NotebookClient(
-            nb, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": str(Path(path).parent)}}
-        )
-        client.execute()
+        with tempfile.TemporaryDirectory(prefix="nbh-notebook-") as folder:
+            client = NotebookClient(
+                nb, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": folder}}
+            )
+            client.execute()
     return nb, notebook_text(nb)

@@ -92,6 +92,18 @@ def _no_node_path(*dirs: Path) -> str:
     return path
 
 
+def _source_copy(dest: Path) -> Path:
+    """The project's sources copied to ``dest`` (``js/node_modules`` linked, caches left out):
+    an editable build rewrites ``nb_hitl/static``, which kernels of tests running at the
+    same time read."""
+    skip = shutil.ignore_patterns(
+        ".git", ".venv", "node_modules", "*cache*", ".hypothesis", "test-artifacts", "*_files"
+    )
+    shutil.copytree(REPO_ROOT, dest, ignore=skip, symlinks=True)
+    (dest / "js" / "node_modules").symlink_to(REPO_ROOT / "js" / "node_modules", target_is_directory=True)
+    return dest
+
+
 def _run(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{args} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
@@ -139,7 +151,7 @@ def test_editable_install_places_the_server_config(tmp_path: Path) -> None:
     _run(
         [str(VENV_PYTHON), "-m", "pip", "install", "--no-deps", "-q", "-e", ".", "--prefix", str(prefix)],
         env,
-        REPO_ROOT,
+        _source_copy(tmp_path / "src"),
     )
     installed = prefix / SERVER_CONFIG
     assert installed.read_text() == (REPO_ROOT / "jupyter-config" / SERVER_CONFIG_D).read_text()

@@ -216,8 +216,9 @@ def test_a_tool_without_the_protocol_says_it_cannot_be_dry_run(tmp_path: Path) -
         task = session.start("delete")
         pause = await parked_on(session, "confirm")
         assert pause.to_view()["dry_run"] is False and pause.to_view()["file_change"] is None
+        # the label cuts a long path with "…" (a test process's temp folder can be long)
         with pytest.raises(
-            DecisionError, match=r"^delete_file \(path=\"\S+\"\) cannot be dry-run: only AgentScope's Write"
+            DecisionError, match=r"^delete_file \(path=\"[^)]+\) cannot be dry-run: only AgentScope's Write"
         ):
             await session.act(msg(pause, "dry_run"))
         await session.act(msg(pause, "deny"))
