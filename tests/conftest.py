@@ -4,16 +4,20 @@ Checkpoint signing keys and checkpoint locks of every test live in a
 temporary folder (never the user's ``~/.config`` or ``~/.cache``); kernels
 and JupyterLab servers started by the tests inherit the environment.
 
+``./run test`` runs the suite in two processes (pytest-xdist, ``--dist
+loadfile``: a module's tests stay in one process); session-scoped fixtures
+are per process.
+
 The service's servers (``redis_server``, ``postgres``, ``fake_model``,
 ``cluster``, ``workers``: tests/service/cluster.py) are session-scoped and
-started only by the tests that ask for them: tests/service/ and the service
-road of tests/contract/ share ONE Redis, ONE PostgreSQL, one fake model and
-ONE pair of AgentScope workers (worker start-up is 5-19 s each).
+started only by the tests that ask for them: in each process, tests/service/
+and the service road of tests/contract/ share ONE Redis, ONE PostgreSQL, one
+fake model and ONE pair of AgentScope workers (worker start-up is 5-19 s each).
 
 Browser tests (tests/browser, tests/frontends) run last and share one
 Chromium (``browser``, session): Playwright's sync API leaves an event loop running in
 the main thread for the rest of the session, and tests that call
-``asyncio.run`` must come before it.
+``asyncio.run`` must come before it (xdist hands the modules out in this order).
 """
 
 from __future__ import annotations
