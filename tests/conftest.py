@@ -4,7 +4,8 @@ Checkpoint signing keys and checkpoint locks of every test live in a
 temporary folder (never the user's ``~/.config`` or ``~/.cache``); kernels
 and JupyterLab servers started by the tests inherit the environment.
 
-``./run test`` runs the suite in two processes (pytest-xdist, ``--dist
+``./run test`` runs the suite in two runs, the tests not marked ``browser``
+and then the browser tests, each in two processes (pytest-xdist, ``--dist
 loadfile``: a module's tests stay in one process); session-scoped fixtures
 are per process.
 
@@ -17,7 +18,9 @@ fake model and ONE pair of AgentScope workers (worker start-up is 5-19 s each).
 Browser tests (tests/browser, tests/frontends) run last and share one
 Chromium (``browser``, session): Playwright's sync API leaves an event loop running in
 the main thread for the rest of the session, and tests that call
-``asyncio.run`` must come before it (xdist hands the modules out in this order).
+``asyncio.run`` must come before it. The sort below keeps that order in one
+process; xdist does not keep it (it hands out the largest modules first), so
+``./run test`` runs the browser tests apart.
 """
 
 from __future__ import annotations
