@@ -84,7 +84,11 @@ def test_four_eyes_notebook_card_then_link_on_a_second_page(page, browser, lab: 
         phone.context.close()
 
     final = page.locator(f'{OUT} [data-testid="nbh-final-text"]')
-    expect(final).to_have_text("The payment: success. paid 120.0 EUR to ACME GmbH", timeout=60_000)
+    try:
+        expect(final).to_have_text("The payment: success. paid 120.0 EUR to ACME GmbH", timeout=60_000)
+    except AssertionError as exc:  # say what the notebook printed and where the card stands
+        status = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"]').get_attribute("data-status")
+        raise AssertionError(f"{exc}\n--- card: {status}\n--- notebook outputs:\n{notebook_outputs(page)}") from None
     done = page.locator(f'{OUT} [data-testid="nbh-card"][data-kind="confirm"]')
     expect(done).to_have_attribute("data-status", "delivered")
     # the delivered card says who approved and when: alice on the card, bob through his link;
