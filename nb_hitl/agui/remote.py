@@ -262,22 +262,26 @@ class RemoteSession:
     async def follow(self, *, every: float = 1.0, timeout: float | None = None) -> str:
         """Catch up with interrupts answered elsewhere (an approval link, :mod:`nb_hitl.agui.links`): a run
         without input every ``every`` s until the server no longer repeats them; returns the turn's status.
+        An answer sent from this notebook meanwhile (a click on the card) is waited for: the turn is judged
+        as its run left it, never while it runs (a refused answer leaves the same interrupts: polling goes on).
         Raises PauseNotLiveError (not paused), TimeoutError (the same interrupts after ``timeout`` s)."""
         turn = self._paused_turn()
         waiting, end = set(turn.interrupts), None if timeout is None else time.monotonic() + timeout
-        while turn.status == "paused" and set(turn.interrupts) == waiting:
-            if end is not None and time.monotonic() > end:
-                raise TimeoutError(f"The interrupts {', '.join(sorted(waiting))} are still open.")
-            if turn.outbox is None and not turn.resume_ready.is_set():  # else an answer is on its way: it polls too
+        while True:
+            # an answer given in this notebook meanwhile (its run is on its way or "running") polls
+            # too: wait for its run to end, then judge the turn as that run left it
+            if turn.status == "paused" and turn.outbox is None and not turn.resume_ready.is_set():
                 self.polling = turn
                 turn.outbox = []
                 turn.settled.clear()
                 turn.resume_ready.set()
             await turn.settled.wait()
             self.polling = None
-            if turn.status == "paused" and set(turn.interrupts) == waiting:
-                await asyncio.sleep(every)
-        return turn.status
+            if turn.status != "paused" or set(turn.interrupts) != waiting:
+                return turn.status
+            if end is not None and time.monotonic() > end:
+                raise TimeoutError(f"The interrupts {', '.join(sorted(waiting))} are still open.")
+            await asyncio.sleep(every)
 
     # ------------------------------------------------------------ internals
     def _paused_turn(self) -> RemoteTurn:

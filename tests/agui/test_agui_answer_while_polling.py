@@ -12,8 +12,10 @@ that was clicked.
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
+import httpx
 import pytest
 
 from nb_hitl.agui import AguiServer, RemoteSession, serve_in_background
@@ -88,3 +90,46 @@ def test_a_refusal_about_another_card_is_not_raised_on_the_card_answered_last(tm
     assert views["confirm"]["status"] == "open" and "Your edit changes nothing" in views["confirm"]["refused"]
     assert fixed["sent"] is True
     assert final == "You chose to archive draft.md. Deleted old_log.txt."
+
+
+def test_follow_waits_for_an_answer_of_this_notebook_then_catches_up_with_the_link(tmp_path):
+    """alice answers again on her card while ``follow`` polls; her resume run is slow (the server's auth
+    hook takes 0.4 s), so ``follow`` wakes while it runs. It must wait for that run (refused: the same
+    interrupt) and keep polling, not return "running" and leave the notebook's ``await task`` hanging;
+    bob's link then ends the turn and ``follow`` sees it."""
+    factory = PaymentFactory()
+    slow = threading.Event()
+
+    async def auth(request: Any) -> str | None:
+        if slow.is_set():
+            await asyncio.sleep(0.4)
+        return bearer(request)
+
+    server = AguiServer(factory, auth=auth)
+    with serve_in_background(server, announce=False) as handle:
+
+        async def scenario() -> tuple[Any, ...]:
+            remote = RemoteSession(handle.url, token="alice-token", display=False)
+            task = remote.start("Pay the invoice.")
+            (card,) = await remote.until_paused()
+            await remote.act({"action": "approve", "tool_call_id": card["tool_call_id"]})
+            await remote.until_paused()  # 1 of 2
+            url = server.links.issue(remote.thread_id, card["tool_call_id"], "bob", base_url=handle.url)
+            following = asyncio.ensure_future(remote.follow(every=0.05, timeout=30))
+            await asyncio.sleep(0.2)  # a few polls
+            slow.set()
+            with pytest.raises(DecisionError) as again:
+                await remote.act({"action": "approve", "tool_call_id": card["tool_call_id"]})
+            still = following.done()  # the refused run left the same interrupt: follow polls on
+            async with httpx.AsyncClient(timeout=30) as http:
+                done = await http.post(url, data={"action": "approve"})
+            status = await asyncio.wait_for(following, 30)
+            return again.value, still, done, status, await asyncio.wait_for(task, 30), remote.current
+
+        again, still, done, status, final, turn = run_sync(scenario())
+    assert "alice already approved this call" in str(again)
+    assert still is False and done.status_code == 200
+    assert status == "finished"
+    assert final == "The payment: success. paid 120.0 EUR to ACME GmbH"
+    assert turn.pauses[next(iter(turn.pauses))]["decision"]["by"] == "bob"
+    assert [r[1:] for r in factory.runs] == [("ACME GmbH", 120.0)]
