@@ -51,6 +51,17 @@ def review_refusal(tool_name: str, reason: str | None = None) -> str:
     )
 
 
+UNCHANGED_REVIEW = "Your edit changes nothing: press Accept to give the model the result as shown, or change it first."
+"""Why an edit equal to the result shown is refused: the card would say "Result edited" and the audit
+log record an edit, while the model reads the raw result (as a confirm's Modify,
+:func:`nb_hitl.edit_preview.refuse_unchanged_edit`, and a sampling card's edit)."""
+
+
+def _lines(text: str) -> str:
+    """``text`` with a browser's line ends read as ``\\n`` (a text box may send ``\\r\\n``)."""
+    return text.replace("\r\n", "\n")
+
+
 def _decide_review(pause: Pause, msg: Any) -> Decision:
     """accept / edit / reject / return_error for a ``review`` pause."""
     if msg.action in ("accept", "edit") and pause.review_result is None:
@@ -72,6 +83,8 @@ def _decide_review(pause: Pause, msg: Any) -> Decision:
     if msg.action == "edit":
         if msg.output is None:
             raise DecisionError("An edited result is sent as text (output).", field="output")
+        if pause.review_output is not None and _lines(msg.output) == _lines(pause.review_output):
+            raise DecisionError(UNCHANGED_REVIEW, field="output")
         result = ToolResultBlock(
             id=pause.tool_call_id,
             name=pause.tool_name,

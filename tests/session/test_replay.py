@@ -111,6 +111,14 @@ async def _record(folder: Path) -> Recorded:
     )
 
 
+async def bump_pause(forked: Session, recorded: Recorded) -> Any:
+    """The fork's pause: the recorded bump. The replayed question before it is answered from the
+    record through the front door, and may be pending for a moment first: never take it instead."""
+    return await wait_until(
+        lambda: next((p for p in forked.pending if p.tool_call_id == recorded.bump_id), None), "the fork's pause"
+    )
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     """One live session, recorded once for every test of this module."""
@@ -186,7 +194,7 @@ def test_fork_at_the_approval_and_deny(recorded: Recorded, tmp_path: Path) -> No
             audit_log=tmp_path / "fork-audit.jsonl",
         )
         task = forked.start_play()
-        pause = await wait_until(lambda: next(iter(forked.pending), None), "the fork's pause")
+        pause = await bump_pause(forked, recorded)
         assert pause.tool_call_id == recorded.bump_id
         assert pause.message.startswith("What if: answer this pause differently. Recorded answer: approve")
         await forked.act({"action": "deny", "tool_call_id": pause.tool_call_id, "reason": "not today"})
@@ -214,7 +222,7 @@ def test_after_a_fork_a_call_with_no_record_says_so_unless_live(recorded: Record
         )
         forked = replayed.fork(recorded.bump_id, model=again, live=live, tools=recorded.tools())
         task = forked.start_play()
-        pause = await wait_until(lambda: next(iter(forked.pending), None), "the fork's pause")
+        pause = await bump_pause(forked, recorded)
         await forked.act({"action": "deny", "tool_call_id": pause.tool_call_id})
         new = await wait_until(
             lambda: next((p for p in forked.pending if p.tool_call_id != recorded.bump_id), None), "the new bump"
@@ -295,7 +303,7 @@ def test_a_fork_that_modifies_a_recorded_call_is_not_given_the_recorded_result(r
         replayed = Session.replay(recorded.checkpoints, audit_log=recorded.audit, tools=recorded.tools(), display=False)
         forked = replayed.fork(recorded.bump_id, model=ScriptedChatModel([said_last], on_exhausted="raise"))
         task = forked.start_play()
-        pause = await wait_until(lambda: next(iter(forked.pending), None), "the fork's pause")
+        pause = await bump_pause(forked, recorded)
         await forked.act({"action": "modify", "tool_call_id": pause.tool_call_id, "input": '{"step": 5}'})
         final = await task
         (result,) = [b for b in tool_results(forked.agent.state.context) if b.id == recorded.bump_id]
@@ -329,7 +337,7 @@ def test_the_recorded_turns_after_a_fork_say_what_the_model_read_now(recorded: R
         replayed = Session.replay(recorded.checkpoints, audit_log=recorded.audit, display=False)
         forked = replayed.fork(recorded.bump_id, live=live, tools=recorded.tools())
         task = forked.start_play()
-        pause = await wait_until(lambda: next(iter(forked.pending), None), "the fork's pause")
+        pause = await bump_pause(forked, recorded)
         await forked.act({**decision, "tool_call_id": pause.tool_call_id})
         final = await task
         (result,) = [b for b in tool_results(forked.agent.state.context) if b.id == recorded.bump_id]

@@ -464,3 +464,30 @@ def test_review_decisions_are_agentscope_results() -> None:
     with pytest.raises(DecisionError) as bad:
         decide(pause, {"action": "edit", "tool_call_id": "c1", "output": 5})
     assert bad.value.field == "output"
+
+
+def test_an_edit_that_changes_nothing_is_refused_and_leaves_no_trace(tmp_path: Path) -> None:
+    """ "Edit & send" on the text as shown would say "Result edited" and audit an edit while the model
+    reads the raw result: refused where the person clicked (as a Modify that changes nothing)."""
+    counter = Counter()
+    agent = make_agent(counter, SCRIPT)
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> None:
+        session = Session(agent, display=False, audit_log=str(audit))
+        task = session.start("Who is Ana?")
+        pause = await parked_on(session, "review")
+        for same in (RAW, RAW.replace("\n", "\r\n")):
+            with pytest.raises(DecisionError, match="Your edit changes nothing: press Accept") as refused:
+                await session.act({"action": "edit", "tool_call_id": pause.tool_call_id, "output": same})
+            assert refused.value.field == "output"
+        assert pause.status == "open" and AuditLog(audit).records("answered") == []
+        out = await session.act({"action": "accept", "tool_call_id": pause.tool_call_id})
+        assert out["decision"]["action"] == "accept"
+        final = await asyncio.wait_for(task, 10)
+        assert final.get_text_content() == f"[success] {RAW}"
+
+    run_async(scenario())
+    assert [r["decision"] for r in AuditLog(audit).records("answered")] == ["accept"]
+    ends = [b.metadata for b in tool_results(agent.model.calls[-1], "lookup_customer")]
+    assert ends == [{REVIEW_METADATA_KEY: "accepted"}]
