@@ -19,6 +19,7 @@ or interrupt the reply) through the same transitions and audits ``timeout``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -45,6 +46,10 @@ __all__ = ["Desk"]
 log = logging.getLogger("nb_hitl.session")
 
 MAX_BATCH = front.MAX_BATCH
+
+RECHECK = 0.05
+"""Seconds between two looks at a pause whose deadline passed while an answer to it was
+being checked (:meth:`Desk.deadline_passed`)."""
 
 
 class Desk:
@@ -338,9 +343,18 @@ class Desk:
         return {"status": status, "results": results}
 
     def deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
-        """Apply the configured default to a pause whose deadline passed."""
+        """Apply the configured default to a pause whose deadline passed (the pause's timer
+        runs it on the session's loop). A pause whose answer is being checked (``deciding``)
+        is looked at again every :data:`RECHECK` s until that answer settles: an answer that
+        leaves it open (refused, or an approval short of N) no longer may, the deadline
+        having passed, so the default applies then."""
         with self.s._lock:
-            if pause.status != "open" or not run.live or run.pauses.get(pause.tool_call_id) is not pause:
+            if not run.live or run.pauses.get(pause.tool_call_id) is not pause:
+                return
+            if pause.status == "deciding":
+                asyncio.get_running_loop().call_later(RECHECK, self.deadline_passed, run, pause)
+                return
+            if pause.status != "open":
                 return
             if self.s.on_deadline == "interrupt":
                 transition(pause, "deciding")
