@@ -320,8 +320,10 @@ class AguiServer:
             new = self._new_user_messages(thread, inp.messages)
             open_now = self._open(thread)
             if open_now:  # AG-UI 1.0: nothing runs, the interrupt outcome is repeated
-                note = held_input(open_now, new)
-                async for event in self._finish(thread, inp, thread.translator(), note={"refused_input": note}):
+                note = {"refused_input": held_input(open_now, new)}
+                if thread.unseen:  # answered through a link since, and the reply asks again: caught up too
+                    note["answered_elsewhere"], thread.unseen = thread.unseen, []
+                async for event in self._finish(thread, inp, thread.translator(), note=note):
                     yield event
                 return
             if not new and thread.unseen:  # answered through a link since: the owner's client catches up
