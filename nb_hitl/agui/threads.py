@@ -63,11 +63,16 @@ class Answered:
     run_id: str
 
 
-def unseen_answer(interrupt_id: str, tool_call_id: str, by: str | None, action: Any) -> dict[str, Any]:
+def unseen_answer(
+    interrupt_id: str, tool_call_id: str, by: str | None, action: Any, *, applied: str | None = None
+) -> dict[str, Any]:
     """What the owner's client is told of an answer it did not give (an approval link, another principal's
-    resume), in ``RUN_FINISHED.metadata.nb_hitl.answered_elsewhere``: ``{"interrupt_id", "tool_call_id",
-    "by", "action", "at"}`` (``at``: when it was taken, epoch seconds, so the card says when)."""
-    return {"interrupt_id": interrupt_id, "tool_call_id": tool_call_id, "by": by, "action": action, "at": time.time()}
+    resume, the Session's deadline), in ``RUN_FINISHED.metadata.nb_hitl.answered_elsewhere``:
+    ``{"interrupt_id", "tool_call_id", "by", "action", "at"}`` (``at``: when it was taken, epoch seconds,
+    so the card says when), and for a deadline (``by`` ``"deadline"``, ``action`` ``"timeout"``)
+    ``"applied"``, the default it applied (``"denied"``, ``"reply interrupted"``...)."""
+    got = {"interrupt_id": interrupt_id, "tool_call_id": tool_call_id, "by": by, "action": action, "at": time.time()}
+    return {**got, "applied": applied} if applied is not None else got
 
 
 def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[str, Any]:
@@ -114,9 +119,11 @@ class ThreadState:
     last_used: float = 0.0
     unseen: list[dict[str, Any]] = field(default_factory=list)
     """Answers that decided a call without the owner's client (an approval
-    link, :mod:`nb_hitl.agui.links`, or another principal's resume),
-    ``[{"interrupt_id", "tool_call_id", "by", "action"}]``: the owner's next
-    run without input catches up with them."""
+    link, :mod:`nb_hitl.agui.links`, another principal's resume, the Session's
+    deadline), ``[{"interrupt_id", "tool_call_id", "by", "action"}]`` (see
+    :func:`unseen_answer`): the owner's next run without input catches up with them."""
+    timed_out: set[str] = field(default_factory=set)
+    """The interrupts whose deadline applied its default, once put in :attr:`unseen`."""
     adopt: bool = False
     """Restored from a checkpoint with a parked reply: the next run first
     re-opens its pauses (:meth:`~nb_hitl.session.Session.start_resume`)."""
@@ -202,7 +209,19 @@ class ThreadState:
         """The Session's change listener: ``"pause"``, ``"decision"``, ``"end"``."""
         if kind == "end":
             self.streaming = False
+        if kind == "decision":
+            self._deadlines_passed()
         self.put(("notify", (kind, run)))
+
+    def _deadlines_passed(self) -> None:
+        """The announced interrupts whose deadline applied the Session's default (no client
+        sent it: the owner's client catches up with it, as with a link's answer)."""
+        for iid, (_, pause) in self.interrupts.items():
+            decided = pause.decision or {}
+            if decided.get("action") == "timeout" and iid not in self.timed_out:
+                self.timed_out.add(iid)
+                applied = str(decided.get("applied") or "the default was applied")
+                self.unseen.append(unseen_answer(iid, pause.tool_call_id, "deadline", "timeout", applied=applied))
 
     def settled(self, run: ReplyRun | None, item: tuple[str, Any]) -> bool:
         """Whether the run listening now (reading ``run``, the reply it

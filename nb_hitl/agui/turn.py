@@ -394,14 +394,20 @@ class RunReader:
         turn.final_text = ev.result if isinstance(ev.result, str) else last
 
     def _answered_elsewhere(self, ev: Any) -> None:
-        """The open cards another answer decided (an approval link, another principal's resume:
-        ``RUN_FINISHED.metadata.nb_hitl.answered_elsewhere``) go ``decided``, saying by whom."""
+        """The open cards another answer decided (an approval link, another principal's resume, the
+        server's deadline: ``RUN_FINISHED.metadata.nb_hitl.answered_elsewhere``) go ``decided``, saying by
+        whom (or that the deadline passed and what it applied)."""
         meta = ev.metadata.get(META_KEY) if isinstance(ev.metadata, dict) else None
         elsewhere = meta.get("answered_elsewhere") if isinstance(meta, dict) else None
         for a in elsewhere if isinstance(elsewhere, list) else []:
             for view in self.turn.pauses.values():
                 if isinstance(a, dict) and view["interrupt_id"] == a.get("interrupt_id") and view["status"] == "open":
                     move(view, "decided")
+                    if a.get("action") == "timeout":  # the server's deadline applied its default
+                        applied = str(a.get("applied") or "the default was applied")[:200]
+                        view["decision"] = {"action": "timeout", "applied": applied}
+                        view["reason"] = f"The deadline passed on the server: {applied}."
+                        continue
                     at = a.get("at") if isinstance(a.get("at"), (int, float)) else None  # when, for the card
                     view["decision"] = {"action": str(a.get("action"))[:40], "by": str(a.get("by"))[:200], "at": at}
                     view["reason"] = answered_elsewhere_text(f"{str(a.get('by'))[:200]} ({str(a.get('action'))[:40]}).")
