@@ -402,6 +402,9 @@ class RunReader:
         for a in elsewhere if isinstance(elsewhere, list) else []:
             for view in self.turn.pauses.values():
                 if isinstance(a, dict) and view["interrupt_id"] == a.get("interrupt_id") and view["status"] == "open":
+                    if a.get("action") == "expired":  # closed on the server without an answer
+                        move(view, "expired", reason=str(a.get("reason") or "The reply ended on the server.")[:2000])
+                        continue
                     move(view, "decided")
                     if a.get("action") == "timeout":  # the server's deadline applied its default
                         applied = str(a.get("applied") or "the default was applied")[:200]
@@ -409,8 +412,10 @@ class RunReader:
                         view["reason"] = f"The deadline passed on the server: {applied}."
                         continue
                     at = a.get("at") if isinstance(a.get("at"), (int, float)) else None  # when, for the card
-                    view["decision"] = {"action": str(a.get("action"))[:40], "by": str(a.get("by"))[:200], "at": at}
-                    view["reason"] = answered_elsewhere_text(f"{str(a.get('by'))[:200]} ({str(a.get('action'))[:40]}).")
+                    by = str(a["by"])[:200] if a.get("by") else None  # None: the server could not tell who
+                    what = str(a.get("action"))[:40]
+                    view["decision"] = {"action": what, "by": by, "at": at}
+                    view["reason"] = answered_elsewhere_text(f"{by} ({what})." if by else f"{what}.")
 
     def _interrupted(self, interrupts: list[Interrupt]) -> None:
         turn, record = self.turn, self.record
