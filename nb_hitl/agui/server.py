@@ -322,10 +322,10 @@ class AguiServer:
             thread.catch_up()
             open_now = self._open(thread)
             if open_now:  # AG-UI 1.0: nothing runs, the interrupt outcome is repeated
-                note = {"refused_input": held_input(open_now, new)}
+                held: dict[str, Any] = {"refused_input": held_input(open_now, new)}
                 if thread.unseen:  # answered elsewhere since, and the reply asks again: caught up too
-                    note["answered_elsewhere"] = thread.take_unseen()
-                async for event in self._finish(thread, inp, thread.translator(), note=note):
+                    held["answered_elsewhere"] = thread.take_unseen()
+                async for event in self._finish(thread, inp, thread.translator(), note=held):
                     yield event
                 return
             if not new and thread.unseen:  # answered elsewhere since (a link, a deadline): the client catches up
