@@ -27,6 +27,7 @@ import base64
 import binascii
 import hmac
 import json
+import logging
 import secrets
 import time
 from collections.abc import Callable
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
     from .threads import ThreadState
 
 __all__ = ["Link", "LinkRefused", "Links", "input_hash"]
+
+log = logging.getLogger("nb_hitl.agui")
 
 ACTIONS = ("approve", "deny")
 """What a link's page may answer."""
@@ -328,10 +331,19 @@ class Links:
         kept[link.nonce] = mark
         try:
             got = await thread.session.act(message, decided_by=link.approver, origin=where)
-        except NbHitlError as exc:
-            del self.used[link.nonce]
+        except BaseException as exc:  # not taken: the link was not used
+            self.used.pop(link.nonce, None)
             kept.pop(link.nonce, None)
-            raise LinkRefused("refused", str(exc)) from None
+            if isinstance(exc, NbHitlError):
+                raise LinkRefused("refused", str(exc)) from None
+            if not isinstance(exc, Exception):
+                raise
+            log.exception("an answer through a link failed")
+            raise LinkRefused(
+                "refused",
+                f"The answer could not be recorded ({type(exc).__name__}). Nothing was answered; the link "
+                "still answers once the server can record answers again.",
+            ) from None
         thread.session._checkpoint_quietly()  # a restarted server refuses the link too
         if got.get("status") == "decided":  # the call goes on without the owner's client: it catches up later
             iid = pause_interrupt_id(pause, link.thread_id)

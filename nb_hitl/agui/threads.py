@@ -168,8 +168,9 @@ class ThreadState:
             approval (nothing reaches the agent), else ``None``.
         """
         waiting = {r["tool_call_id"]: r for r in results if r.get("status") == "approval_recorded"}
+        taken = {r["tool_call_id"] for r in results if r.get("ok")}  # an answer not taken is not in the ledger
         for entry, message in messages:
-            if message["tool_call_id"] not in waiting:
+            if message["tool_call_id"] not in waiting and message["tool_call_id"] in taken:
                 self.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), run_id)
                 if by != self.owner:  # the owner's client did not see this run: it catches up later
                     self.unseen.append(

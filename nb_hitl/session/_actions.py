@@ -323,7 +323,8 @@ class Desk:
                 final = self.audit_count(pause, decision, counts[n], decided_by, origin)
             except Exception as exc:  # the audit line must be written before the agent is resumed
                 log.exception("the audit record of a batch decision failed")
-                results[n] = front.item_result(results[n], NbHitlError(f"{type(exc).__name__}: {exc}"))
+                said = f"The audit record of this answer could not be written ({type(exc).__name__}): it was not taken."
+                results[n] = front.item_result(results[n], NbHitlError(said))
                 results[n]["code"] = "internal"
                 front.release(pause)
                 continue
@@ -332,6 +333,10 @@ class Desk:
                 results[n].update(self.approval_taken(run, pause))
                 continue
             decided.append((pause, final))
+        if all_or_nothing and begun and not decided and not waiting:  # every audit failed: nothing was taken
+            self.s._push(run)
+            refused = next(r for r in results if not r["ok"])
+            raise front.BatchRefused(f"Nothing was sent: {refused['tool_call_id']!s:.80}: {refused['error']}", results)
         if decided:
             self.enqueue(run, decided)
         elif begun:
