@@ -169,3 +169,36 @@ def test_a_resume_while_another_approval_is_being_checked_counts_after_it() -> N
     assert last.type.value == "RUN_FINISHED", last
     assert last.result == "The payment: success. paid 120.0 EUR to ACME GmbH"
     assert len(factory.runs) == 1
+
+
+def test_a_poll_refused_while_another_run_holds_the_thread_does_not_say_answers_were_refused() -> None:
+    """A run of follow() (it carries no answer) arrives while another run holds the thread: its
+    refusal (``thread_busy``) is not read as "The server refused the answers"; follow() goes on
+    and catches up once the thread is free."""
+    factory = PaymentFactory(approvals=1)
+    server = AguiServer(factory, auth=bearer)
+    with serve_in_background(server, announce=False) as handle:
+
+        async def scenario() -> tuple[Any, ...]:
+            remote = RemoteSession(handle.url, token="alice-token", display=False)
+            task = remote.start("Pay the invoice.")
+            (card,) = await remote.until_paused()
+            thread = server.threads[remote.thread_id]
+
+            async def another_run() -> None:  # holds the thread as a run does, then answers
+                async with thread.lock:
+                    await asyncio.sleep(0.6)
+                    await thread.session.act({"action": "approve", "tool_call_id": card["tool_call_id"]})
+
+            assert thread.loop is not None
+            other = asyncio.run_coroutine_threadsafe(another_run(), thread.loop)
+            await asyncio.sleep(0.1)
+            following = asyncio.ensure_future(remote.follow(every=0.1, timeout=10))
+            await wait_until(lambda: any(r.error_code == "thread_busy" for r in remote.current.runs), "a busy poll")
+            said = remote.current.reason
+            other.result(10)
+            return said, await following, await asyncio.wait_for(task, 10)
+
+        said, got, final = run_sync(scenario())
+    assert "refused the answers" not in said and said.startswith("The check for answers given elsewhere failed:")
+    assert got == "finished" and final == "The payment: success. paid 120.0 EUR to ACME GmbH"
