@@ -285,6 +285,28 @@ class Desk:
         *,
         all_or_nothing: bool = False,
     ) -> dict[str, Any]:
+        """The checks, records and queue of a batch's admitted items (see :meth:`on_batch`).
+        Cancelled or failed half-way (the AG-UI client that sent the resume went away while
+        an item was checked), every pause still ``deciding`` is open again."""
+        try:
+            return await self._finish_batch(run, begun, results, decided_by, origin, all_or_nothing=all_or_nothing)
+        except BaseException:
+            if any(pause.status == "deciding" for _, pause, _ in begun):
+                for _, pause, _ in begun:
+                    front.release(pause)
+                self.s._push(run)
+            raise
+
+    async def _finish_batch(
+        self,
+        run: ReplyRun,
+        begun: list[tuple[int, Pause, Decision]],
+        results: list[dict[str, Any]],
+        decided_by: str | None,
+        origin: dict[str, Any] | None = None,
+        *,
+        all_or_nothing: bool = False,
+    ) -> dict[str, Any]:
         if begun:  # the admitted cards, once the loop is free (as finish_decision)
             self.s._push_soon(run)
         checked: list[tuple[int, Pause, Decision]] = []
