@@ -43,7 +43,7 @@ from ..labels import pause_label
 from ..pauses import Pause
 from .ids import readable_time
 from .mapping import pause_interrupt_id
-from .threads import checkpoint_id, unseen_answer
+from .threads import answers_settled, checkpoint_id, unseen_answer
 
 if TYPE_CHECKING:
     from .server import AguiServer
@@ -319,6 +319,9 @@ class Links:
         """
         if action not in ACTIONS:
             raise LinkRefused("refused", "A link answers Approve or Deny.")
+        named = self.server.registry.threads.get(self.read(token).thread_id)
+        if named is not None:  # another answer being checked is decided or refused first (it may reopen the call)
+            await answers_settled(named)
         link, thread, pause = self.check(token)
         message: dict[str, Any] = {"action": action, "tool_call_id": link.tool_call_id, "reply_id": link.reply_id}
         if action == "deny" and reason and reason.strip():

@@ -14,6 +14,7 @@ arrives while an answer is being checked waits for it, instead of refusing or ca
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -202,3 +203,38 @@ def test_a_poll_refused_while_another_run_holds_the_thread_does_not_say_answers_
         said, got, final = run_sync(scenario())
     assert "refused the answers" not in said and said.startswith("The check for answers given elsewhere failed:")
     assert got == "finished" and final == "The payment: success. paid 120.0 EUR to ACME GmbH"
+
+
+def test_a_link_answered_while_another_approval_is_being_checked_counts_after_it(tmp_path: Any) -> None:
+    """Two approvals are needed; alice's is being checked when bob's link is posted. The link
+    waits for it (it is not refused "no longer waits for an answer: deciding", false once alice's
+    approval leaves the call open for the next person) and the call runs once, after both."""
+    import httpx
+
+    from nb_hitl.answers.record import origin
+    from tests.agui.test_agui_links import World
+
+    world = World(tmp_path)
+    try:
+        url = world.link("bob")
+        thread = world.server.threads[world.tid]
+        run = thread.session.current
+        message = {"action": "approve", "tool_call_id": world.interrupt.tool_call_id}
+
+        async def alices_answer() -> Any:  # the Desk's two steps, its checks taking 0.5 s
+            pause, decision = thread.session.desk.begin_decision(run, message)
+            await asyncio.sleep(0.5)
+            return await thread.session.desk.finish_decision(run, pause, decision, "alice", origin("kernel"))
+
+        assert thread.loop is not None
+        alice = asyncio.run_coroutine_threadsafe(alices_answer(), thread.loop)
+        time.sleep(0.1)
+        got = httpx.post(url, data={"action": "approve"}, timeout=20)
+        assert alice.result(10)["status"] == "approval_recorded"
+        assert got.status_code == 200, got.text
+        assert 'data-testid="nbh-link-done"' in got.text and "was the last one needed" in got.text
+        world.wait_runs(1)
+    finally:
+        world.handle.stop()
+    assert [r[1:] for r in world.factory.runs] == [("ACME GmbH", 120.0)]
+    assert [r["decided_by"] for r in world.answered()] == ["alice", "bob"]
