@@ -27,6 +27,7 @@ import base64
 import binascii
 import hmac
 import json
+import logging
 import secrets
 import time
 from collections.abc import Callable
@@ -42,13 +43,15 @@ from ..labels import pause_label
 from ..pauses import Pause
 from .ids import readable_time
 from .mapping import pause_interrupt_id
-from .threads import checkpoint_id, unseen_answer
+from .threads import answers_settled, checkpoint_id, unseen_answer
 
 if TYPE_CHECKING:
     from .server import AguiServer
     from .threads import ThreadState
 
 __all__ = ["Link", "LinkRefused", "Links", "input_hash"]
+
+log = logging.getLogger("nb_hitl.agui")
 
 ACTIONS = ("approve", "deny")
 """What a link's page may answer."""
@@ -316,6 +319,9 @@ class Links:
         """
         if action not in ACTIONS:
             raise LinkRefused("refused", "A link answers Approve or Deny.")
+        named = self.server.registry.threads.get(self.read(token).thread_id)
+        if named is not None:  # another answer being checked is decided or refused first (it may reopen the call)
+            await answers_settled(named)
         link, thread, pause = self.check(token)
         message: dict[str, Any] = {"action": action, "tool_call_id": link.tool_call_id, "reply_id": link.reply_id}
         if action == "deny" and reason and reason.strip():
@@ -328,10 +334,19 @@ class Links:
         kept[link.nonce] = mark
         try:
             got = await thread.session.act(message, decided_by=link.approver, origin=where)
-        except NbHitlError as exc:
-            del self.used[link.nonce]
+        except BaseException as exc:  # not taken: the link was not used
+            self.used.pop(link.nonce, None)
             kept.pop(link.nonce, None)
-            raise LinkRefused("refused", str(exc)) from None
+            if isinstance(exc, NbHitlError):
+                raise LinkRefused("refused", str(exc)) from None
+            if not isinstance(exc, Exception):
+                raise
+            log.exception("an answer through a link failed")
+            raise LinkRefused(
+                "refused",
+                f"The answer could not be recorded ({type(exc).__name__}). Nothing was answered; the link "
+                "still answers once the server can record answers again.",
+            ) from None
         thread.session._checkpoint_quietly()  # a restarted server refuses the link too
         if got.get("status") == "decided":  # the call goes on without the owner's client: it catches up later
             iid = pause_interrupt_id(pause, link.thread_id)

@@ -50,6 +50,9 @@ def reopen_refused(turn: RemoteTurn, record: RunRecord) -> None:
     ``record.error_code``); the other answers are kept, so only the
     refused ones need answering again before the next resume."""
     turn.status = "paused"
+    if not record.resume:  # a run of follow() carried no answer: none was refused
+        turn.reason = f"The check for answers given elsewhere failed: {refusal_words(record.error, None)}"
+        return
     named, _ = refusal_named(record)
     ids = [i for i in named if i in turn.answers]
     faulted = set(ids) or set(turn.answers)

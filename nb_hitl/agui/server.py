@@ -57,7 +57,7 @@ from .link_page import link_route
 from .links import Links
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
 from .refusals import Refusal, interrupt_named, refusal_at, refusal_of, stale_refusal
-from .threads import ThreadRegistry, ThreadState, canonical, held_input
+from .threads import ThreadRegistry, ThreadState, answers_settled, canonical, held_input
 
 __all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
 
@@ -279,6 +279,7 @@ class AguiServer:
         self, thread: ThreadState, inp: RunAgentInput, resume: list[ResumeEntry], principal: str | None
     ) -> AsyncIterator[BaseEvent]:
         session = thread.session
+        await answers_settled(thread)  # an answer given without a run (a link's) is decided or refused first
         if resume:
             if self._is_replay(thread, resume):
                 for e in resume:
@@ -318,14 +319,17 @@ class AguiServer:
             yield MessagesSnapshotEvent(messages=messages_snapshot(thread.agent.state.context), timestamp=now_ms())
         else:
             new = self._new_user_messages(thread, inp.messages)
+            thread.catch_up()
             open_now = self._open(thread)
             if open_now:  # AG-UI 1.0: nothing runs, the interrupt outcome is repeated
-                note = held_input(open_now, new)
-                async for event in self._finish(thread, inp, thread.translator(), note={"refused_input": note}):
+                held: dict[str, Any] = {"refused_input": held_input(open_now, new)}
+                if thread.unseen:  # answered elsewhere since, and the reply asks again: caught up too
+                    held["answered_elsewhere"] = thread.take_unseen()
+                async for event in self._finish(thread, inp, thread.translator(), note=held):
                     yield event
                 return
-            if not new and thread.unseen:  # answered through a link since: the owner's client catches up
-                note, thread.unseen = {"answered_elsewhere": thread.unseen}, []
+            if not new and thread.unseen:  # answered elsewhere since (a link, a deadline): the client catches up
+                note = {"answered_elsewhere": thread.take_unseen()}
                 translator = thread.translator()
                 if session.current is not None and session.current.live:
                     async for event in self._pump(thread, translator):
@@ -380,7 +384,9 @@ class AguiServer:
             pause = thread.interrupts[closed[0]][1]
             recorded = pause.decision or {}
             applied = recorded.get("applied") if recorded.get("action") == "timeout" else None
-            why = applied or pause.reason or f"it is {pause.status}"
+            answered = recorded.get("action") if pause.status in ("decided", "delivered") else None
+            why = applied or pause.reason or (f"it was answered elsewhere ({answered})" if answered else None)
+            why = why or f"it is {pause.status}"
             raise Refusal(
                 "interrupt_expired" if applied or pause.status == "expired" else "interrupt_closed",
                 f"{interrupt_named(pause.tool_name)} is no longer open: {why}.",

@@ -44,6 +44,7 @@ __all__ = [
     "ThreadState",
     "canonical",
     "checkpoint_id",
+    "answers_settled",
     "held_input",
     "unseen_answer",
 ]
@@ -63,11 +64,34 @@ class Answered:
     run_id: str
 
 
-def unseen_answer(interrupt_id: str, tool_call_id: str, by: str | None, action: Any) -> dict[str, Any]:
+def unseen_answer(
+    interrupt_id: str, tool_call_id: str, by: str | None, action: Any, *, applied: str | None = None
+) -> dict[str, Any]:
     """What the owner's client is told of an answer it did not give (an approval link, another principal's
-    resume), in ``RUN_FINISHED.metadata.nb_hitl.answered_elsewhere``: ``{"interrupt_id", "tool_call_id",
-    "by", "action", "at"}`` (``at``: when it was taken, epoch seconds, so the card says when)."""
-    return {"interrupt_id": interrupt_id, "tool_call_id": tool_call_id, "by": by, "action": action, "at": time.time()}
+    resume, the Session's deadline), in ``RUN_FINISHED.metadata.nb_hitl.answered_elsewhere``:
+    ``{"interrupt_id", "tool_call_id", "by", "action", "at"}`` (``at``: when it was taken, epoch seconds,
+    so the card says when), and for a deadline (``by`` ``"deadline"``, ``action`` ``"timeout"``)
+    ``"applied"``, the default it applied (``"denied"``, ``"reply interrupted"``...); ``by`` is ``None``
+    where the server cannot tell (:meth:`ThreadState.catch_up`)."""
+    got = {"interrupt_id": interrupt_id, "tool_call_id": tool_call_id, "by": by, "action": action, "at": time.time()}
+    return {**got, "applied": applied} if applied is not None else got
+
+
+SETTLE_WAIT = 30.0
+"""Seconds a run without input waits at most for answers being checked (:func:`answers_settled`)."""
+
+
+async def answers_settled(thread: ThreadState, *, timeout: float = SETTLE_WAIT) -> None:
+    """Wait (at most ``timeout`` s) while an answer given without a run (an approval link's,
+    ``session.act`` in the server's process) is being checked (a pause ``deciding``): a run
+    without input then sees what it decided instead of a call that is neither open nor answered."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while loop.time() < end:
+        run = thread.session.current
+        if run is None or not any(p.status == "deciding" for p in run.pauses.values()):
+            return
+        await asyncio.sleep(0.02)
 
 
 def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[str, Any]:
@@ -114,9 +138,11 @@ class ThreadState:
     last_used: float = 0.0
     unseen: list[dict[str, Any]] = field(default_factory=list)
     """Answers that decided a call without the owner's client (an approval
-    link, :mod:`nb_hitl.agui.links`, or another principal's resume),
-    ``[{"interrupt_id", "tool_call_id", "by", "action"}]``: the owner's next
-    run without input catches up with them."""
+    link, :mod:`nb_hitl.agui.links`, another principal's resume, the Session's
+    deadline), ``[{"interrupt_id", "tool_call_id", "by", "action"}]`` (see
+    :func:`unseen_answer`): the owner's next run without input catches up with them."""
+    reported: set[str] = field(default_factory=set)
+    """The interrupts whose answer the owner's client was told of (:meth:`take_unseen`)."""
     adopt: bool = False
     """Restored from a checkpoint with a parked reply: the next run first
     re-opens its pauses (:meth:`~nb_hitl.session.Session.start_resume`)."""
@@ -142,8 +168,9 @@ class ThreadState:
             approval (nothing reaches the agent), else ``None``.
         """
         waiting = {r["tool_call_id"]: r for r in results if r.get("status") == "approval_recorded"}
+        taken = {r["tool_call_id"] for r in results if r.get("ok")}  # an answer not taken is not in the ledger
         for entry, message in messages:
-            if message["tool_call_id"] not in waiting:
+            if message["tool_call_id"] not in waiting and message["tool_call_id"] in taken:
                 self.ledger[entry.interrupt_id] = Answered(entry.status, canonical(entry.payload), run_id)
                 if by != self.owner:  # the owner's client did not see this run: it catches up later
                     self.unseen.append(
@@ -203,6 +230,34 @@ class ThreadState:
         if kind == "end":
             self.streaming = False
         self.put(("notify", (kind, run)))
+
+    def catch_up(self) -> None:
+        """Put in :attr:`unseen` the interrupts of the current reply that were announced and have
+        closed since without an AG-UI resume and without a word in :attr:`unseen` (the Session's
+        deadline applied its default, ``session.act`` in the server's process answered, the reply
+        was interrupted or closed there): whatever closed them, the owner's client catches up."""
+        run = self.session.current
+        told = {u.get("interrupt_id") for u in self.unseen} | self.reported | set(self.ledger)
+        for iid, (_, pause) in self.interrupts.items():
+            if iid in told or pause.status in ("open", "deciding") or run is None:
+                continue
+            if run.pauses.get(pause.tool_call_id) is not pause:
+                continue
+            decided = pause.decision or {}
+            if decided.get("action") == "timeout":
+                applied = str(decided.get("applied") or "the default was applied")
+                self.unseen.append(unseen_answer(iid, pause.tool_call_id, "deadline", "timeout", applied=applied))
+            elif pause.status == "expired":
+                got = unseen_answer(iid, pause.tool_call_id, None, "expired")
+                self.unseen.append({**got, "reason": pause.reason or "The reply ended on the server."})
+            else:
+                self.unseen.append(unseen_answer(iid, pause.tool_call_id, None, decided.get("action")))
+
+    def take_unseen(self) -> list[dict[str, Any]]:
+        """:attr:`unseen`, emptied: the owner's client is told of them now (and not again)."""
+        got, self.unseen = self.unseen, []
+        self.reported.update(str(u.get("interrupt_id")) for u in got)
+        return got
 
     def settled(self, run: ReplyRun | None, item: tuple[str, Any]) -> bool:
         """Whether the run listening now (reading ``run``, the reply it

@@ -378,19 +378,11 @@ class RunReader:
         outcome = ev.outcome
         kind = getattr(outcome, "type", None) or "success"
         record.outcome = kind
+        self._answered_elsewhere(ev)  # before the interrupts: a card answered elsewhere is not "no longer waited for"
         if kind == "interrupt":
             self._interrupted(list(outcome.interrupts))
             self._held(ev)
             return
-        meta = ev.metadata.get(META_KEY) if isinstance(ev.metadata, dict) else None
-        elsewhere = meta.get("answered_elsewhere") if isinstance(meta, dict) else None
-        for a in elsewhere if isinstance(elsewhere, list) else []:  # an approval link decided them
-            for view in turn.pauses.values():
-                if isinstance(a, dict) and view["interrupt_id"] == a.get("interrupt_id") and view["status"] == "open":
-                    move(view, "decided")
-                    at = a.get("at") if isinstance(a.get("at"), (int, float)) else None  # when, for the card
-                    view["decision"] = {"action": str(a.get("action"))[:40], "by": str(a.get("by"))[:200], "at": at}
-                    view["reason"] = answered_elsewhere_text(f"{str(a.get('by'))[:200]} ({str(a.get('action'))[:40]}).")
         for view in turn.pauses.values():
             if view["status"] == "decided":
                 move(view, "delivered")
@@ -400,6 +392,30 @@ class RunReader:
         turn.status = "finished"
         last = "".join(self.texts.get(self.last_message or "", []))
         turn.final_text = ev.result if isinstance(ev.result, str) else last
+
+    def _answered_elsewhere(self, ev: Any) -> None:
+        """The open cards another answer decided (an approval link, another principal's resume, the
+        server's deadline: ``RUN_FINISHED.metadata.nb_hitl.answered_elsewhere``) go ``decided``, saying by
+        whom (or that the deadline passed and what it applied)."""
+        meta = ev.metadata.get(META_KEY) if isinstance(ev.metadata, dict) else None
+        elsewhere = meta.get("answered_elsewhere") if isinstance(meta, dict) else None
+        for a in elsewhere if isinstance(elsewhere, list) else []:
+            for view in self.turn.pauses.values():
+                if isinstance(a, dict) and view["interrupt_id"] == a.get("interrupt_id") and view["status"] == "open":
+                    if a.get("action") == "expired":  # closed on the server without an answer
+                        move(view, "expired", reason=str(a.get("reason") or "The reply ended on the server.")[:2000])
+                        continue
+                    move(view, "decided")
+                    if a.get("action") == "timeout":  # the server's deadline applied its default
+                        applied = str(a.get("applied") or "the default was applied")[:200]
+                        view["decision"] = {"action": "timeout", "applied": applied}
+                        view["reason"] = f"The deadline passed on the server: {applied}."
+                        continue
+                    at = a.get("at") if isinstance(a.get("at"), (int, float)) else None  # when, for the card
+                    by = str(a["by"])[:200] if a.get("by") else None  # None: the server could not tell who
+                    what = str(a.get("action"))[:40]
+                    view["decision"] = {"action": what, "by": by, "at": at}
+                    view["reason"] = answered_elsewhere_text(f"{by} ({what})." if by else f"{what}.")
 
     def _interrupted(self, interrupts: list[Interrupt]) -> None:
         turn, record = self.turn, self.record

@@ -199,6 +199,17 @@ def _needs_text(value: Any, shown: str) -> bool:
     return _big_int(value) or shown != json.dumps(value, indent=2, ensure_ascii=False)
 
 
+def approvals_so_far(pause: Pause) -> str | None:
+    """``"it needed N approvals and had K (names)"`` for a call that needs several approvals and
+    has some (``pause.approvals``, approvals and edits), else ``None``: what the model reads when
+    such a call did not run for want of the others (it was answered, not ignored)."""
+    got = [a for a in pause.approvals if a.get("action") in ("approve", "modify")]
+    if pause.approvals_needed <= 1 or not got:
+        return None
+    names = ", ".join(str(a.get("by")) for a in got)
+    return f"it needed {pause.approvals_needed} approvals and had {len(got)} ({names})"
+
+
 def base_message(pause: Pause) -> dict[str, Any]:
     """The ``tool_call_id`` / ``reply_id`` every page message about ``pause`` carries."""
     return {"tool_call_id": pause.tool_call_id, "reply_id": pause.reply_id}
@@ -305,6 +316,13 @@ class PauseKindSpec(ABC):
                 the reply; ``None``: ``pause``'s own deadline passed.
             passed_what: what ``passed`` asked (its kind's ``cancelled_what``).
         """
+        so_far = approvals_so_far(pause)
+        if passed is None and so_far is not None:
+            return (
+                f"The call to {pause.tool_name} did not run: {so_far} when the deadline passed, so the reply was "
+                "stopped. Nobody denied it and the user did not interrupt it; you may ask again later or do "
+                "something else."
+            )
         if passed is None:
             return (
                 f"The call to {pause.tool_name} did not run: nobody answered the {self.cancelled_what} before the "

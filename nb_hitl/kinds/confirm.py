@@ -37,7 +37,7 @@ from ..edit_preview import EditPreview, input_preview, model_input, refuse_uncha
 from ..errors import DecisionError
 from ..file_change import input_diff
 from ..messages import MAX_SHORT, MAX_TEXT, parse_edited_input
-from ._base import Decision, PauseKindSpec, action_text, base_message, input_args
+from ._base import Decision, PauseKindSpec, action_text, approvals_so_far, base_message, input_args
 from ._reading import InputReading, canonical, read_input, refuse_misread_edit, same_value, visible_json
 from ._schema import META_KEY, REASON_TOOL_CALL, SCHEMA_DIALECT, embed_schema, validate_payload
 from .confirm_view import confirm_answer_summary, confirm_view_fields
@@ -220,6 +220,13 @@ def _deny(pause: Pause, call: Any, msg: Any) -> Decision:
     result = ConfirmResult(confirmed=False, tool_call=call)
     if cause in DENY_TEXT:
         note = DENY_TEXT[cause].format(tool=pause.tool_name)
+        so_far = approvals_so_far(pause)  # approved by some, not all: not "nobody answered"
+        if so_far is not None:
+            when = "when the deadline passed" if cause == "timeout" else "when the confirmation was cancelled"
+            note = (
+                f"The call to {pause.tool_name} did not run: {so_far} {when}. Nobody denied it; "
+                "you may ask again later or do something else."
+            )
         return Decision(pause.tool_call_id, "deny", confirm_result=result, note=note, note_replaces=True, cause=cause)
     told = f"The user denied your call to {pause.tool_name}, saying: {reason}" if reason else None
     deny_rules = tuple(

@@ -19,6 +19,7 @@ or interrupt the reply) through the same transitions and audits ``timeout``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -45,6 +46,10 @@ __all__ = ["Desk"]
 log = logging.getLogger("nb_hitl.session")
 
 MAX_BATCH = front.MAX_BATCH
+
+RECHECK = 0.05
+"""Seconds between two looks at a pause whose deadline passed while an answer to it was
+being checked (:meth:`Desk.deadline_passed`)."""
 
 
 class Desk:
@@ -280,6 +285,28 @@ class Desk:
         *,
         all_or_nothing: bool = False,
     ) -> dict[str, Any]:
+        """The checks, records and queue of a batch's admitted items (see :meth:`on_batch`).
+        Cancelled or failed half-way (the AG-UI client that sent the resume went away while
+        an item was checked), every pause still ``deciding`` is open again."""
+        try:
+            return await self._finish_batch(run, begun, results, decided_by, origin, all_or_nothing=all_or_nothing)
+        except BaseException:
+            if any(pause.status == "deciding" for _, pause, _ in begun):
+                for _, pause, _ in begun:
+                    front.release(pause)
+                self.s._push(run)
+            raise
+
+    async def _finish_batch(
+        self,
+        run: ReplyRun,
+        begun: list[tuple[int, Pause, Decision]],
+        results: list[dict[str, Any]],
+        decided_by: str | None,
+        origin: dict[str, Any] | None = None,
+        *,
+        all_or_nothing: bool = False,
+    ) -> dict[str, Any]:
         if begun:  # the admitted cards, once the loop is free (as finish_decision)
             self.s._push_soon(run)
         checked: list[tuple[int, Pause, Decision]] = []
@@ -318,7 +345,8 @@ class Desk:
                 final = self.audit_count(pause, decision, counts[n], decided_by, origin)
             except Exception as exc:  # the audit line must be written before the agent is resumed
                 log.exception("the audit record of a batch decision failed")
-                results[n] = front.item_result(results[n], NbHitlError(f"{type(exc).__name__}: {exc}"))
+                said = f"The audit record of this answer could not be written ({type(exc).__name__}): it was not taken."
+                results[n] = front.item_result(results[n], NbHitlError(said))
                 results[n]["code"] = "internal"
                 front.release(pause)
                 continue
@@ -327,6 +355,10 @@ class Desk:
                 results[n].update(self.approval_taken(run, pause))
                 continue
             decided.append((pause, final))
+        if all_or_nothing and begun and not decided and not waiting:  # every audit failed: nothing was taken
+            self.s._push(run)
+            refused = next(r for r in results if not r["ok"])
+            raise front.BatchRefused(f"Nothing was sent: {refused['tool_call_id']!s:.80}: {refused['error']}", results)
         if decided:
             self.enqueue(run, decided)
         elif begun:
@@ -338,9 +370,18 @@ class Desk:
         return {"status": status, "results": results}
 
     def deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
-        """Apply the configured default to a pause whose deadline passed."""
+        """Apply the configured default to a pause whose deadline passed (the pause's timer
+        runs it on the session's loop). A pause whose answer is being checked (``deciding``)
+        is looked at again every :data:`RECHECK` s until that answer settles: an answer that
+        leaves it open (refused, or an approval short of N) no longer may, the deadline
+        having passed, so the default applies then."""
         with self.s._lock:
-            if pause.status != "open" or not run.live or run.pauses.get(pause.tool_call_id) is not pause:
+            if not run.live or run.pauses.get(pause.tool_call_id) is not pause:
+                return
+            if pause.status == "deciding":
+                asyncio.get_running_loop().call_later(RECHECK, self.deadline_passed, run, pause)
+                return
+            if pause.status != "open":
                 return
             if self.s.on_deadline == "interrupt":
                 transition(pause, "deciding")

@@ -298,3 +298,35 @@ def test_c17_interrupt_tells_the_model_why_the_other_call_did_not_run(tmp_path: 
     texts = [result_text(r) for r in results]
     assert all("did not run" in t and "before the deadline" in t and "interrupted by the user" not in t for t in texts)
     assert sorted(p.name for p in folder.iterdir()) == ["draft.md", "notes.txt", "old_log.txt"]
+
+
+def test_a_deadline_that_passes_while_an_answer_is_checked_applies_once_the_pause_is_open_again(
+    tmp_path: Path,
+) -> None:
+    """The deadline's timer fires while an answer is being checked (``deciding``); that answer
+    leaves the pause open (an approval short of N). The default must still apply: a pause
+    that nobody may answer any more (its deadline passed) must not wait forever."""
+    from tests.session.test_four_eyes import Mail, open_payment
+
+    mail = Mail()
+    audit = tmp_path / "audit.jsonl"
+
+    async def scenario() -> Any:
+        session, task, pause = await open_payment(mail, audit, deadline=0.3, on_deadline="deny")
+        first = session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
+        assert pause.status == "deciding"
+        time.sleep(0.4)  # the loop is busy (another cell's work) as the deadline passes
+        await asyncio.sleep(0)  # the loop's next step: the answer's checks start, the deadline's timer is due
+        assert (await first)["status"] == "approval_recorded"  # the timer ran while it was checked
+        assert pause.status == "open" and time.time() > pause.deadline
+        with pytest.raises(PauseNotLiveError, match="deadline of this pause has passed"):
+            session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="bob")
+        return await asyncio.wait_for(task, 10)
+
+    final = run_async(scenario()).get_text_content()
+    assert mail.sent == []
+    assert "it needed 2 approvals and had 1 (alice) when the deadline passed" in final
+    assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records("answered")] == [
+        ("approve", "alice"),
+        ("timeout", "deadline"),
+    ]

@@ -227,7 +227,9 @@ def test_the_session_deadline_covers_all_the_approvals(tmp_path: Path) -> None:
 
     final = run_async(scenario()).get_text_content()
     assert mail.sent == []  # one approval of two: the deadline's default (deny) applies
-    assert "nobody answered the confirmation before the deadline" in final
+    # alice answered: the model is not told that nobody did
+    assert "did not run: it needed 2 approvals and had 1 (alice) when the deadline passed. Nobody denied it" in final
+    assert "nobody answered" not in final
     assert [(r["decision"], r["decided_by"]) for r in AuditLog(audit).records("answered")] == [
         ("approve", "alice"),
         ("timeout", "deadline"),
@@ -329,3 +331,22 @@ def test_another_principal_may_approve_or_deny_but_not_keep_rules_or_edit(
         assert "only the thread's owner may edit the call or keep rules" in str(got)
     else:
         assert got is None
+
+
+def test_a_deadline_that_stops_the_reply_after_one_approval_tells_the_model_who_approved(tmp_path: Path) -> None:
+    mail = Mail()
+
+    async def scenario() -> Any:
+        session, task, pause = await open_payment(mail, tmp_path / "audit.jsonl", deadline=60, on_deadline="interrupt")
+        await session.act({"action": "approve", "tool_call_id": pause.tool_call_id}, decided_by="alice")
+        session.desk.deadline_passed(session.current, pause)  # what the pause's timer runs at the deadline
+        await asyncio.wait_for(task, 10)
+        return session.agent.state.context
+
+    context = run_async(scenario())
+    told = " ".join(m.get_text_content() or "" for m in context) + " ".join(
+        str(b.output) for m in context for b in m.get_content_blocks("tool_result")
+    )
+    assert mail.sent == []
+    assert "it needed 2 approvals and had 1 (alice) when the deadline passed, so the reply was stopped" in told
+    assert "nobody answered" not in told
