@@ -19,7 +19,8 @@ A cell that waits for the agent's next card (``await next_pause(session,
 answer may end the reply without that card. :func:`next_pause` then prints
 one line saying how the reply ended and returns ``None``, and the later cells
 that needed the card print :data:`SKIPPED` instead of failing, so *Run All*
-goes on to the end.
+goes on to the end (a cell whose own branch leads to no card says why and
+leaves the card ``None`` too).
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ANSWER_FROM_CODE_ENV", "SKIPPED", "AnswerModeError", "answer_from_code", "next_pause", "reply_ended_note"]
 
-SKIPPED = "skipped: the reply already ended without the card this cell needs (a cell above says how it ended)"
-"""What a cell prints in place of its work when the card it needs never came."""
+SKIPPED = "skipped: the card this cell needs did not come on the path your answers took (a cell above says why)"
+"""What a cell prints in place of its work when the card it needs never came: the reply ended
+without it (:func:`next_pause` printed how), or an earlier cell's branch did not lead to it (that
+cell printed why). It does not claim the reply ended: it may still wait for another card."""
 
 #: The switch: ``1`` (or ``true``, ``yes``, ``on``) makes the notebooks answer their own pauses.
 ANSWER_FROM_CODE_ENV = "NB_HITL_ANSWER_FROM_CODE"

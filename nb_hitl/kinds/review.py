@@ -57,9 +57,13 @@ log record an edit, while the model reads the raw result (as a confirm's Modify,
 :func:`nb_hitl.edit_preview.refuse_unchanged_edit`, and a sampling card's edit)."""
 
 
-def _lines(text: str) -> str:
-    """``text`` with a browser's line ends read as ``\\n`` (a text box may send ``\\r\\n``)."""
-    return text.replace("\r\n", "\n")
+def _unchanged(pause: Pause, output: str) -> bool:
+    """Whether ``output`` is the result shown (a browser's ``\\r\\n`` read as ``\\n``). A result that
+    already carries a review's mark (a replay shows the result the model read then, after its
+    review) may be "edited" to itself: that gives the recorded edit again."""
+    shown = pause.review_output
+    marked = REVIEW_METADATA_KEY in ((pause.review_result or {}).get("metadata") or {})
+    return shown is not None and not marked and output.replace("\r\n", "\n") == shown.replace("\r\n", "\n")
 
 
 def _decide_review(pause: Pause, msg: Any) -> Decision:
@@ -83,7 +87,7 @@ def _decide_review(pause: Pause, msg: Any) -> Decision:
     if msg.action == "edit":
         if msg.output is None:
             raise DecisionError("An edited result is sent as text (output).", field="output")
-        if pause.review_output is not None and _lines(msg.output) == _lines(pause.review_output):
+        if _unchanged(pause, msg.output):
             raise DecisionError(UNCHANGED_REVIEW, field="output")
         result = ToolResultBlock(
             id=pause.tool_call_id,

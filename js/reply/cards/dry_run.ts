@@ -70,7 +70,7 @@ export function dryRunResult(view: DryRunView): HTMLElement {
     if (f.diff.diff) box.append(fileDiffView(f.diff.diff, `Dry run: ${f.change} ${f.path}`, "nbh-dry-run-diff"));
     if (f.diff.note) box.append(h("div", { class: "nbh-muted", "data-testid": "nbh-dry-run-note" }, f.diff.note));
   }
-  if (view.output) box.append(h("div", { class: "nbh-muted" }, "The tool's output:"), h("pre", { class: "nbh-pre", "data-testid": "nbh-dry-run-output" }, view.output));
+  if (view.output) box.append(h("div", { class: "nbh-muted" }, "The tool's output (it ran on the copy: a path it names stands for the copy's file; the real files were not touched):"), h("pre", { class: "nbh-pre", "data-testid": "nbh-dry-run-output" }, view.output));
   return box;
 }
 
