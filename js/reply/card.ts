@@ -425,7 +425,8 @@ export class CardSet {
         h("span", { class: "nbh-title" }, p.title || p.tool_name),
         p.agent ? h("span", { class: "nbh-chip", "data-testid": "nbh-agent", "data-agent": p.agent }, `asked by ${p.agent}`) : null,
         p.policy ? h("span", { class: "nbh-chip", "data-testid": "nbh-policy" }, `policy: ${p.policy}`) : null,
-        p.bypass_immune ? h("span", { class: "nbh-chip" }, "safety check") : null,
+        // a safety check or a policy: what the chip says is true of both
+        p.bypass_immune ? h("span", { class: "nbh-chip", "data-testid": "nbh-immune", title: "A safety check of the tool, or a policy: no allow rule lets this call through without a question." }, "allow rules cannot skip this") : null,
         deadlineEl(p),
       ),
     );

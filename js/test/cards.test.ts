@@ -136,6 +136,15 @@ describe("cards drawn", () => {
     page.close();
   });
 
+  test("an ask no allow rule can skip says so, whether a safety check or a policy asked", async () => {
+    const page = await drawReply([pause({ bypass_immune: true, policy: "four eyes" }), pause({ tool_call_id: "c2" })]);
+    const chip = page.control("c1", "nbh-immune")!;
+    assert.equal(chip.textContent, "allow rules cannot skip this");
+    assert.match(chip.getAttribute("title")!, /a safety check of the tool, or a policy/i);
+    assert.equal(page.control("c2", "nbh-immune"), null);
+    page.close();
+  });
+
   test("a click leaves before its card is redrawn; answered, the card stays Sending… until the kernel's card", async () => {
     // a Session sends the card after the agent's next event and says so (nb_hitl/session/_core.py, _push_soon)
     let page: Page | undefined;
