@@ -32,6 +32,8 @@ export function decisionText(d: DecisionView | null, p?: Pick<PauseView, "kind">
     case "external_result":
       return `Result sent (${dec.state})`;
     case "return_error":
+      // AskUser's and a form's "Decline to answer": the agent reads an error result saying the user declined
+      if (p && (p.kind === "ask_user" || p.kind === "form")) return "Declined: the agent was told you did not answer";
       return "Error returned to the agent";
     case "accept":
       // an MCP server's question carries the values sent (a page it sent the person to, none);

@@ -136,6 +136,13 @@ describe("cards drawn", () => {
     page.close();
   });
 
+  test("a declined question reads as declined, an external call's error as an error", () => {
+    const declined = { action: "return_error" };
+    assert.equal(decisionText(declined, { kind: "ask_user" }), "Declined: the agent was told you did not answer");
+    assert.equal(decisionText(declined, { kind: "form" }), "Declined: the agent was told you did not answer");
+    assert.equal(decisionText(declined, { kind: "external" }), "Error returned to the agent");
+  });
+
   test("an ask no allow rule can skip says so, whether a safety check or a policy asked", async () => {
     const page = await drawReply([pause({ bypass_immune: true, policy: "four eyes" }), pause({ tool_call_id: "c2" })]);
     const chip = page.control("c1", "nbh-immune")!;
