@@ -36,10 +36,12 @@ def bearer(request: Any) -> str | None:
 
 
 class Payments:
-    """An agent factory whose ``send_payment`` counts its runs."""
+    """An agent factory whose ``send_payment`` counts its runs; its model's turns before the report are
+    ``turns`` (default: one payment of 120.0 to ACME)."""
 
-    def __init__(self) -> None:
+    def __init__(self, turns: list[Turn] | None = None) -> None:
         self.runs: list[tuple[str, float]] = []
+        self.turns = turns or [Turn("Paying.", [tool_call("send_payment", to="ACME", amount=120.0)])]
 
     def __call__(self, thread_id: str, **kwargs: Any) -> Agent:
         def send_payment(to: str, amount: float) -> str:
@@ -55,7 +57,7 @@ class Payments:
         return Agent(
             name="payer",
             system_prompt="Pay invoices.",
-            model=ScriptedChatModel([Turn("Paying.", [tool_call("send_payment", to="ACME", amount=120.0)]), report]),
+            model=ScriptedChatModel([*self.turns, report]),
             toolkit=Toolkit(tools=[FunctionTool(send_payment)]),
             state=allow_all(),
             middlewares=[policy_middleware(Policy("four eyes", tools=["send_payment"], approvals=2))],

@@ -14,53 +14,26 @@ import copy
 from typing import Any
 
 import httpx
-from agentscope.agent import Agent
-from agentscope.tool import FunctionTool, Toolkit
 
 from nb_hitl.agui import AguiServer, RemoteSession, serve_in_background
-from nb_hitl.models import ScriptedChatModel, Turn, tool_call
-from nb_hitl.policy import Policy, policy_middleware
-from tests.agui.test_agui_four_eyes import bearer
+from nb_hitl.models import Turn, tool_call
+from tests.agui.test_agui_four_eyes import Payments, bearer
 from tests.agui.test_agui_links import run_sync
-from tests.session.test_policy import allow_all, report
 from tests.support import wait_until
 
 
-class TwoPayments:
+def two_payments() -> Payments:
     """An agent factory whose model pays ACME, then Globex; each payment needs two approvals."""
-
-    def __init__(self) -> None:
-        self.runs: list[tuple[str, float]] = []
-
-    def __call__(self, thread_id: str, **kwargs: Any) -> Agent:
-        def send_payment(to: str, amount: float) -> str:
-            """Send money.
-
-            Args:
-                to (str): the payee.
-                amount (float): how much, in euros.
-            """
-            self.runs.append((to, amount))
-            return f"paid {amount} to {to}"
-
-        script = [
+    return Payments(
+        [
             Turn("Paying ACME.", [tool_call("send_payment", to="ACME", amount=120.0)]),
             Turn("Paying Globex.", [tool_call("send_payment", to="Globex", amount=80.0)]),
-            report,
         ]
-        return Agent(
-            name="payer",
-            system_prompt="Pay invoices.",
-            model=ScriptedChatModel(script),
-            toolkit=Toolkit(tools=[FunctionTool(send_payment)]),
-            state=allow_all(),
-            middlewares=[policy_middleware(Policy("four eyes", tools=["send_payment"], approvals=2))],
-            **kwargs,
-        )
+    )
 
 
 def test_a_card_decided_through_a_link_says_so_when_the_reply_asks_again_before_the_client_follows(tmp_path):
-    factory = TwoPayments()
+    factory = two_payments()
     server = AguiServer(factory, auth=bearer)
     with serve_in_background(server, announce=False) as handle:
 
