@@ -289,7 +289,8 @@ def run_notebook(path: Path, timeout: int = 180) -> tuple[nbformat.NotebookNode,
     ``PYTHONPATH``) plus ``NB_HITL_ANSWER_FROM_CODE=1``: nobody clicks, so
     the notebook answers its own pauses (``nb_hitl.answer_from_code``);
     ``timeout`` is per cell. Raises ``CellExecutionError`` on the first
-    failing cell.
+    failing cell. The text is printed too: pytest shows it in full when a
+    test's assertion on it fails (its assertion message cuts it).
     """
     import nbformat
     from nbclient import NotebookClient
@@ -303,4 +304,6 @@ def run_notebook(path: Path, timeout: int = 180) -> tuple[nbformat.NotebookNode,
                 nb, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": folder}}
             )
             client.execute()
-    return nb, notebook_text(nb)
+    text = notebook_text(nb)
+    print(f"--- what {path.name} printed ---\n{text}")  # pytest shows it when an assertion on it fails
+    return nb, text

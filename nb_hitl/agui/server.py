@@ -46,6 +46,7 @@ from starlette.routing import Route
 
 from .._agentscope import blocks_text, msg_text
 from ..answers.front import BatchRefused
+from ..answers.outcome import answered_elsewhere_text
 from ..answers.record import origin
 from ..errors import DecisionError, PendingPauseError
 from ..pauses import Pause
@@ -385,11 +386,15 @@ class AguiServer:
             recorded = pause.decision or {}
             applied = recorded.get("applied") if recorded.get("action") == "timeout" else None
             answered = recorded.get("action") if pause.status in ("decided", "delivered") else None
-            why = applied or pause.reason or (f"it was answered elsewhere ({answered})" if answered else None)
-            why = why or f"it is {pause.status}"
+            why = applied or pause.reason
+            said = (
+                f": {why}."
+                if why
+                else (f". {answered_elsewhere_text(answered)}." if answered else f": it is {pause.status}.")
+            )
             raise Refusal(
                 "interrupt_expired" if applied or pause.status == "expired" else "interrupt_closed",
-                f"{interrupt_named(pause.tool_name)} is no longer open: {why}.",
+                f"{interrupt_named(pause.tool_name)} is no longer open{said}",
             )
         if not open_now:
             raise Refusal(

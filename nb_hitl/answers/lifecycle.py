@@ -32,7 +32,9 @@ pauses marked since the last push, and only those
 pause's view therefore goes with a transition: the decision and the approvals
 are set between ``decide`` and ``record`` / ``refuse``, an expiry's reason
 with ``expire`` (a carrier may add what it told the far side), an error that
-comes after a delivered answer with ``deliver``.
+comes after a delivered answer with ``deliver``; a card's text that changes
+without a status change (a replay's recorded answer refused) goes through
+:func:`retell`.
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ from ..errors import NbHitlError
 from ..pauses import PauseStatus
 
 if TYPE_CHECKING:
+    from ..pauses import Pause
     from .front import Answerable
 
-__all__ = ["TRANSITIONS", "PauseTransitionError", "transition", "can_transition", "ANSWERED"]
+__all__ = ["TRANSITIONS", "PauseTransitionError", "transition", "can_transition", "retell", "ANSWERED"]
 
 log = logging.getLogger("nb_hitl.answers")
 
@@ -117,3 +120,12 @@ def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None)
             log.exception("the carrier of %s failed on expiry", pause.tool_call_id)
     pause.revision += 1
     return name
+
+
+def retell(pause: Pause, message: str) -> None:
+    """Change what a pause's card says (``pause.message``) without a status
+    change, and mark the pause changed (its ``revision`` grows by one) so the
+    next push sends its view: e.g. a replay whose recorded answer was refused
+    says so on the card that stays open."""
+    pause.message = message
+    pause.revision += 1

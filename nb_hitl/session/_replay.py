@@ -34,6 +34,7 @@ from agentscope.agent import Agent
 from agentscope.message import Msg
 from agentscope.tool import AskUser, ToolBase, Toolkit
 
+from ..answers.lifecycle import retell
 from ..errors import NbHitlError
 from ..kinds.form import FormTool
 from ..kinds.review_tool import ReviewedTool
@@ -45,6 +46,7 @@ from ._recording import Recording, answer_message, answer_note, whole
 from ._replay_tools import Book, RecordedTool, ReplayedReview, ReplayMiddleware
 
 if TYPE_CHECKING:
+    from ..pauses import Pause
     from . import Session
     from ._run import ReplyRun
 
@@ -56,6 +58,9 @@ REPLAYED_BY = "replay (the recorded answer)"
 """``decided_by`` of an answer a replay gives from the record."""
 
 ANSWERS = ("ask", "recorded")
+
+GIVEN_AGAIN = " Given again from the record."
+"""What a replayed pause's card adds to its recorded answer when the replay gives it again."""
 
 
 @dataclass
@@ -349,18 +354,24 @@ def _on_change(session: Session, plan: ReplayPlan, kind: str, run: ReplyRun) -> 
         elif line is None:
             note = "The record has no answer for this pause: answer it."
         else:
-            note = answer_note(line) + (" Given again from the record." if auto else "")
+            note = answer_note(line) + (GIVEN_AGAIN if auto else "")
         pause.message = f"{note}\n\n{pause.message}" if pause.message else note
         if auto and message is not None:
-            task = asyncio.get_running_loop().create_task(_give(session, message))
+            task = asyncio.get_running_loop().create_task(_give(session, run, pause, message))
             plan.giving.add(task)  # held until done
             task.add_done_callback(plan.giving.discard)
 
 
-async def _give(session: Session, message: dict[str, Any]) -> None:
+async def _give(session: Session, run: ReplyRun, pause: Pause, message: dict[str, Any]) -> None:
     """Give a recorded answer through the front door (``session.act``); a
-    refusal leaves the card open for a person, and is logged."""
+    refusal leaves the card open for a person, says so on it (instead of
+    :data:`GIVEN_AGAIN`), and is logged."""
     try:
         await session.act(message, decided_by=REPLAYED_BY)
-    except Exception:
+    except Exception as exc:
         log.warning("the recorded answer to %s was refused", message.get("tool_call_id"), exc_info=True)
+        shown = pause.message or ""
+        if pause.status == "open" and GIVEN_AGAIN in shown:
+            said = f" The recorded answer was refused this time ({exc}); answer it yourself."
+            retell(pause, shown.replace(GIVEN_AGAIN, said, 1))
+            session._push(run)

@@ -278,6 +278,23 @@ def test_replaying_the_same_resume_is_harmless(served):
     assert len(agent.model.calls) == calls
 
 
+def test_a_resume_of_an_interrupt_answered_in_the_servers_process_says_it_was_answered_elsewhere(served):
+    """An operator's ``session.act`` in the server's process denied the deletion; the client's
+    resume of it is refused, and its message is the sentence a card reads for such an answer."""
+    handle, server, _, _ = served
+    tid = "two-answered-in-process"
+    interrupts = interrupts_of(run(post_run(handle, make(tid, [user("tidy", "u1")]))))
+    (confirm,) = [i for i in interrupts if i.metadata[META_KEY]["kind"] == "confirm"]
+    thread = server.threads[tid]
+    act = thread.session.act({"action": "deny", "tool_call_id": confirm.tool_call_id})
+    asyncio.run_coroutine_threadsafe(act, thread.loop).result(10)
+    cap = run(post_run(handle, make(tid, [user("tidy", "u1")], answers([confirm]))))
+    assert_conformant(cap)
+    err = error_of(cap)
+    assert err.code == "interrupt_closed"
+    assert err.message.endswith(" is no longer open. Answered elsewhere: deny."), err.message
+
+
 def test_expired_interrupts_refuse_answers_but_take_cancellation(served):
     handle, server, factory, clock = served
     tid = "two-expired"

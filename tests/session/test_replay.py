@@ -357,3 +357,32 @@ def test_the_recorded_turns_after_a_fork_say_what_the_model_read_now(recorded: R
     recorded.counter.write_text("2")  # the record's value, for the other tests
     again = run_async(main({"action": "approve"}, False))  # the same answer, recorded tools: as recorded
     assert again == recorded.final
+
+
+def test_a_recorded_answer_refused_now_says_so_on_its_open_card(recorded: Recorded) -> None:
+    """The record's answer to the question names an option it does not offer (its audit line
+    changed after the session): given again, the front door refuses it. The card stays open for a
+    person and says the recorded answer was refused, never that it was given again."""
+
+    async def main() -> None:
+        rec = Recording.load(recorded.checkpoints, audit_log=recorded.audit)
+        for line in rec.history[recorded.ask_id]:
+            line["answers"] = [{"question": QUESTION, "selected": ["9"]}]
+        replayed = Session.replay(rec, answers="recorded", display=False)
+        task = replayed.start_play()
+        ask = await wait_until(
+            lambda: next((p for p in replayed.pending if "refused this time" in (p.message or "")), None),
+            "the refusal on the question's card",
+        )
+        assert ask.tool_call_id == recorded.ask_id and ask.status == "open"
+        assert "Given again" not in ask.message
+        assert "'9' is not an option" in ask.message and ask.message.endswith("answer it yourself.")
+        msg = {"tool_call_id": ask.tool_call_id, "action": "answer"}
+        await replayed.act({**msg, "answers": [{"question": QUESTION, "selected": ["2"]}]})
+        final = await task  # the bump after it is answered from the record
+        assert final.get_text_content() == recorded.final
+        run = replayed.current
+        assert run is not None and run.pauses[recorded.bump_id].message.endswith("Given again from the record.")
+        assert recorded.counter.read_text() == "2"
+
+    run_async(main())
