@@ -279,6 +279,13 @@ def widget_views(nb: nbformat.NotebookNode) -> list[Any]:
     return [o for c in nb.cells for o in c.get("outputs", []) if WIDGET_VIEW in o.get("data", {})]
 
 
+IOPUB_WAIT = 60
+"""Seconds nbclient waits, after a cell's reply, for the rest of its output. Its default (4 s, then
+only a warning) drops whatever output it has not read yet, which on a loaded machine can be a
+cell's printed line; waiting longer costs nothing when the output is there, and a wait that runs
+out fails the test instead of dropping output."""
+
+
 def run_notebook(path: Path, timeout: int = 180) -> tuple[nbformat.NotebookNode, str]:
     """Execute the notebook top to bottom with nbclient; ``(nb, notebook_text(nb))``.
 
@@ -301,7 +308,12 @@ def run_notebook(path: Path, timeout: int = 180) -> tuple[nbformat.NotebookNode,
         nb = nbformat.read(path, as_version=4)
         with tempfile.TemporaryDirectory(prefix="nbh-notebook-") as folder:
             client = NotebookClient(
-                nb, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": folder}}
+                nb,
+                kernel_name="python3",
+                timeout=timeout,
+                resources={"metadata": {"path": folder}},
+                iopub_timeout=IOPUB_WAIT,
+                raise_on_iopub_timeout=True,
             )
             client.execute()
     text = notebook_text(nb)
