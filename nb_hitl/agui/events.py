@@ -192,6 +192,25 @@ class EventTranslator:
         return [self._stamp(e) for e in out]
 
 
+def last_reply_text(context: list[Msg]) -> str | None:
+    """What the agent said last in an AgentScope history (``AgentState.context``): the text
+    of the last round of its last message (the text blocks after its last tool call or
+    result), as a reply's final ``Msg`` reads; ``None`` when the history does not end with
+    the assistant's message (a user message came after it)."""
+    if not context or context[-1].role != "assistant":
+        return None
+    content = context[-1].content
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for block in content:
+        if isinstance(block, ToolCallBlock | ToolResultBlock):
+            texts = []
+        elif isinstance(block, TextBlock):
+            texts.append(block.text)
+    return "".join(texts)
+
+
 def messages_snapshot(context: list[Msg]) -> list[Any]:
     """AG-UI messages for an AgentScope history (``AgentState.context``).
 

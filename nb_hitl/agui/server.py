@@ -51,7 +51,7 @@ from ..answers.record import origin
 from ..errors import DecisionError, PendingPauseError
 from ..pauses import Pause
 from .background import ServerHandle, serve_in_background
-from .events import EventTranslator, messages_snapshot, now_ms
+from .events import EventTranslator, last_reply_text, messages_snapshot, now_ms
 from .guard import Access, AuthHook
 from .http import Limits, close_unread, handle_close, handle_run
 from .link_page import link_route
@@ -474,6 +474,8 @@ class AguiServer:
             return
         if run is None or run.status == "finished":
             final = msg_text(run.final) if run is not None and run.final is not None else None
+            if run is None and note:  # a restarted server catching up: the reply ended before the restart
+                final = last_reply_text(thread.agent.state.context)
             yield RunFinishedEvent(
                 thread_id=inp.thread_id,
                 run_id=inp.run_id,

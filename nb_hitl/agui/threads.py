@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ag_ui.core import Interrupt, ResumeEntry
 from agentscope.message import Msg
@@ -136,11 +136,6 @@ class ThreadState:
     ledger: dict[str, Answered] = field(default_factory=dict)
     seen_ids: set[str] = field(default_factory=set)
     last_used: float = 0.0
-    unseen: list[dict[str, Any]] = field(default_factory=list)
-    """Answers that decided a call without the owner's client (an approval
-    link, :mod:`nb_hitl.agui.links`, another principal's resume, the Session's
-    deadline), ``[{"interrupt_id", "tool_call_id", "by", "action"}]`` (see
-    :func:`unseen_answer`): the owner's next run without input catches up with them."""
     reported: set[str] = field(default_factory=set)
     """The interrupts whose answer the owner's client was told of (:meth:`take_unseen`)."""
     adopt: bool = False
@@ -253,6 +248,20 @@ class ThreadState:
             else:
                 self.unseen.append(unseen_answer(iid, pause.tool_call_id, None, decided.get("action")))
 
+    @property
+    def unseen(self) -> list[dict[str, Any]]:
+        """Answers that decided a call without the owner's client (an approval
+        link, :mod:`nb_hitl.agui.links`, another principal's resume, the Session's
+        deadline), ``[{"interrupt_id", "tool_call_id", "by", "action"}]`` (see
+        :func:`unseen_answer`): the owner's next run without input catches up with them.
+        Kept in the agent's ``AgentState.middle_context`` (:data:`UNSEEN_KEY`), so they go
+        into the thread's checkpoint and a restarted server still tells the owner."""
+        return cast("list[dict[str, Any]]", self.agent.state.middle_context.setdefault(UNSEEN_KEY, []))
+
+    @unseen.setter
+    def unseen(self, value: list[dict[str, Any]]) -> None:
+        self.agent.state.middle_context[UNSEEN_KEY] = value
+
     def take_unseen(self) -> list[dict[str, Any]]:
         """:attr:`unseen`, emptied: the owner's client is told of them now (and not again)."""
         got, self.unseen = self.unseen, []
@@ -294,6 +303,9 @@ class ThreadState:
         current = getattr(self.session, "current", None)
         return bool(current is not None and getattr(current, "live", False))
 
+
+UNSEEN_KEY = "nb_hitl.agui.unseen"
+"""Key in ``AgentState.middle_context``: :attr:`ThreadState.unseen` (kept in checkpoints)."""
 
 OWNER_KEY = "nb_hitl.agui.owner"
 """Key in ``AgentState.middle_context``: the principal that created the
