@@ -40,17 +40,16 @@ def test_alice_answers_again_on_her_card_after_polls_refused_then_vetoed(tmp_pat
             page = {"tool_call_id": card["tool_call_id"], "reply_id": card["reply_id"]}  # what the page sends
             await remote.act({"action": "approve", **page})
             await remote.until_paused()  # the same interrupt again, 1 of 2
-            with pytest.raises(TimeoutError):  # polls: runs without input, the interrupt repeated each time
-                await remote.follow(every=0.05, timeout=0.3)
-            polls = len(remote.current.runs)
+            while len(remote.current.runs) < 4:  # at least two polls, however slow a run is on a loaded machine
+                with pytest.raises(TimeoutError):  # polls: runs without input, the interrupt repeated each time
+                    await remote.follow(every=0.05, timeout=0.3)
             with pytest.raises(DecisionError) as again:
                 await remote.act({"action": "approve", **page})
             shown = dict(remote.current.pauses[card["tool_call_id"]])
             denied = await remote.act({"action": "deny", **page})
-            return polls, again.value, shown, denied, await task, remote.current
+            return again.value, shown, denied, await task, remote.current
 
-        polls, again, shown, denied, final, turn = run_sync(scenario())
-    assert polls >= 4  # start, alice's approval, at least two polls
+        again, shown, denied, final, turn = run_sync(scenario())
     assert "alice already approved this call; it needs 2 approvals from distinct people" in str(again)
     assert "names reply" not in str(again) and "other answers" not in str(again)
     assert shown["status"] == "open" and shown["reply_id"] == turn.runs[0].run_id
