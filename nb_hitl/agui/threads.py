@@ -29,6 +29,7 @@ from agentscope.message import Msg
 
 from .._agentscope import is_parked
 from ..answers.approvals import needs_more
+from ..answers.lifecycle import settled
 from ..pauses import Pause
 from ..session import _SESSIONS as session_registry
 from ..session import ReplyRun, Session
@@ -84,14 +85,18 @@ SETTLE_WAIT = 30.0
 async def answers_settled(thread: ThreadState, *, timeout: float = SETTLE_WAIT) -> None:
     """Wait (at most ``timeout`` s) while an answer given without a run (an approval link's,
     ``session.act`` in the server's process) is being checked (a pause ``deciding``): a run
-    without input then sees what it decided instead of a call that is neither open nor answered."""
+    without input then sees what it decided instead of a call that is neither open nor answered.
+    Woken by the pauses' transitions (:func:`~nb_hitl.answers.lifecycle.settled`); it returns
+    when the thread's current run has no pause ``deciding``, or when ``timeout`` passed."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
-    while loop.time() < end:
+    while True:
         run = thread.session.current
-        if run is None or not any(p.status == "deciding" for p in run.pauses.values()):
+        deciding = next((p for p in run.pauses.values() if p.status == "deciding"), None) if run else None
+        left = end - loop.time()
+        if deciding is None or left <= 0:
             return
-        await asyncio.sleep(0.02)
+        await settled(deciding, left)
 
 
 def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[str, Any]:
