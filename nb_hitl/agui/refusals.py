@@ -7,13 +7,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ag_ui.core import ResumeEntry
+from ag_ui.core import Interrupt, ResumeEntry
 
 from ..answers.approvals import needs_more
 from ..answers.front import BatchRefused
 from ..pauses import Pause
 
-__all__ = ["REFUSAL_CODES", "Refusal", "check_answerer", "interrupt_named", "refusal_at", "refusal_of", "stale_refusal"]
+__all__ = [
+    "REFUSAL_CODES",
+    "Refusal",
+    "check_answerer",
+    "held_input",
+    "interrupt_named",
+    "refusal_at",
+    "refusal_of",
+    "stale_refusal",
+]
 
 
 class Refusal(Exception):
@@ -128,3 +137,19 @@ def stale_refusal(closed: list[tuple[str, Pause]], open_ids: set[str]) -> Refusa
         "in the interrupt open now and answer that one.",
         {**refusal_at([i for i, _ in stale], None), "open_interrupt_ids": sorted(open_ids)},
     )
+
+
+def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[str, Any]:
+    """``RUN_FINISHED.metadata.nb_hitl.refused_input`` of a run whose input came
+    while interrupts were open (AG-UI 1.0, "Interrupts and Resume": the producer
+    keeps them open and ends with the interrupt outcome again): ``{"code":
+    "interrupts_pending", "message": <for people>, "message_ids": <the user
+    messages not taken>}``."""
+    ids = ", ".join(i.id for i, _ in open_now)
+    told = "Your message was not given to the agent: it" if new else "Nothing ran: the agent"
+    return {
+        "code": "interrupts_pending",
+        "message": f"{told} waits for answers to its open interrupts ({ids}). "
+        "Answer all of them in one resume, then send new messages.",
+        "message_ids": [m.id for m in new],
+    }

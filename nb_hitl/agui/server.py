@@ -57,8 +57,8 @@ from .http import Limits, close_unread, handle_close, handle_run
 from .link_page import link_route
 from .links import Links
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
-from .refusals import Refusal, interrupt_named, refusal_at, refusal_of, stale_refusal
-from .threads import ThreadRegistry, ThreadState, answers_settled, canonical, held_input
+from .refusals import Refusal, held_input, interrupt_named, refusal_at, refusal_of, stale_refusal
+from .threads import ThreadRegistry, ThreadState, answers_settled, canonical
 
 __all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
 

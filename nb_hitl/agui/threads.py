@@ -6,7 +6,7 @@ the queue the Session's listeners fill for the run streaming now, the
 interrupts announced so far and the ledger of answers given (so a replayed
 resume is recognised). :class:`~nb_hitl.agui.refusals.Refusal` is how a run says no: the server
 turns it into ``RUN_ERROR`` with its ``code`` (:mod:`nb_hitl.agui.refusals`;
-:func:`held_input` for input sent while interrupts are open). :class:`ThreadRegistry` creates threads,
+:func:`~nb_hitl.agui.refusals.held_input` for input sent while interrupts are open). :class:`ThreadRegistry` creates threads,
 restores them from checkpoints (the Session's own restore), checks their
 owner, closes one for its owner and evicts the finished ones (TTL, then
 least recently used), so memory stays bounded.
@@ -29,6 +29,7 @@ from agentscope.message import Msg
 
 from .._agentscope import is_parked
 from ..answers.approvals import needs_more
+from ..answers.lifecycle import settled
 from ..pauses import Pause
 from ..session import _SESSIONS as session_registry
 from ..session import ReplyRun, Session
@@ -45,7 +46,6 @@ __all__ = [
     "canonical",
     "checkpoint_id",
     "answers_settled",
-    "held_input",
     "unseen_answer",
 ]
 
@@ -84,30 +84,18 @@ SETTLE_WAIT = 30.0
 async def answers_settled(thread: ThreadState, *, timeout: float = SETTLE_WAIT) -> None:
     """Wait (at most ``timeout`` s) while an answer given without a run (an approval link's,
     ``session.act`` in the server's process) is being checked (a pause ``deciding``): a run
-    without input then sees what it decided instead of a call that is neither open nor answered."""
+    without input then sees what it decided instead of a call that is neither open nor answered.
+    Woken by the pauses' transitions (:func:`~nb_hitl.answers.lifecycle.settled`); it returns
+    when the thread's current run has no pause ``deciding``, or when ``timeout`` passed."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
-    while loop.time() < end:
+    while True:
         run = thread.session.current
-        if run is None or not any(p.status == "deciding" for p in run.pauses.values()):
+        deciding = next((p for p in run.pauses.values() if p.status == "deciding"), None) if run else None
+        left = end - loop.time()
+        if deciding is None or left <= 0:
             return
-        await asyncio.sleep(0.02)
-
-
-def held_input(open_now: list[tuple[Interrupt, Pause]], new: list[Any]) -> dict[str, Any]:
-    """``RUN_FINISHED.metadata.nb_hitl.refused_input`` of a run whose input came
-    while interrupts were open (AG-UI 1.0, "Interrupts and Resume": the producer
-    keeps them open and ends with the interrupt outcome again): ``{"code":
-    "interrupts_pending", "message": <for people>, "message_ids": <the user
-    messages not taken>}``."""
-    ids = ", ".join(i.id for i, _ in open_now)
-    told = "Your message was not given to the agent: it" if new else "Nothing ran: the agent"
-    return {
-        "code": "interrupts_pending",
-        "message": f"{told} waits for answers to its open interrupts ({ids}). "
-        "Answer all of them in one resume, then send new messages.",
-        "message_ids": [m.id for m in new],
-    }
+        await settled(deciding, left)
 
 
 @dataclass

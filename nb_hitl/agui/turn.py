@@ -101,6 +101,11 @@ class RemoteCard:
         self.view = view
 
     @property
+    def lifecycle_key(self) -> dict[str, Any]:
+        """The view: what :func:`~nb_hitl.answers.lifecycle.settled` waits on (any card of the view)."""
+        return self.view
+
+    @property
     def tool_call_id(self) -> str:
         return str(self.view["tool_call_id"])
 

@@ -35,12 +35,19 @@ with ``expire`` (a carrier may add what it told the far side), an error that
 comes after a delivered answer with ``deliver``; a card's text that changes
 without a status change (a replay's recorded answer refused) goes through
 :func:`retell`.
+
+:func:`transition` is also what wakes the code waiting for an answer being
+checked: :func:`settled` returns once its pause leaves ``deciding`` (by any
+of ``refuse``, ``record`` or ``expire``), on whatever thread and loop the
+transition ran, instead of looking at the status again and again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NbHitlError
 from ..pauses import PauseStatus
@@ -49,7 +56,7 @@ if TYPE_CHECKING:
     from ..pauses import Pause
     from .front import Answerable
 
-__all__ = ["TRANSITIONS", "PauseTransitionError", "transition", "can_transition", "retell", "ANSWERED"]
+__all__ = ["TRANSITIONS", "PauseTransitionError", "transition", "can_transition", "retell", "settled", "ANSWERED"]
 
 log = logging.getLogger("nb_hitl.answers")
 
@@ -69,6 +76,17 @@ TRANSITIONS: dict[tuple[PauseStatus, PauseStatus], str] = {
 
 ANSWERED: tuple[PauseStatus, ...] = ("deciding", "decided", "delivered")
 """Statuses of a pause that has its answer (a second one is refused)."""
+
+
+_Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+
+_waiting: dict[int, tuple[Any, list[_Waiter]]] = {}
+"""``id(key) -> (key, waiters)`` for the pauses someone awaits in :func:`settled` (``key``:
+:func:`_key`). An entry exists only while one of its waiters waits (each removes itself
+when it returns, however it returns), and holds its key, so its id is not reused meanwhile.
+Keyed by id: a :class:`~nb_hitl.pauses.Pause` (a dataclass) is not hashable."""
+_waiting_lock = threading.Lock()
+"""Guards :data:`_waiting` (a transition may run on another thread than the waiter's loop)."""
 
 
 class PauseTransitionError(NbHitlError):
@@ -91,7 +109,8 @@ def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None)
     A ``carrier`` (``Pause.carrier``) hears of an expiry: its ``expired(reason)``
     may return the reason the card shows instead (what it told the far
     side). Then the pause's ``revision`` grows by one: its view is rebuilt
-    and sent with the next push.
+    and sent with the next push. A pause that leaves ``deciding`` wakes
+    whoever awaits it in :func:`settled` (on their own loops).
 
     Returns:
         the name of the transition (``"decide"``, ``"expire"``...).
@@ -100,7 +119,8 @@ def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None)
         PauseTransitionError: ``(pause.status, to)`` is not a legal edge; the
             status is left unchanged and the error is logged.
     """
-    name = TRANSITIONS.get((pause.status, to))
+    was = pause.status
+    name = TRANSITIONS.get((was, to))
     if name is None:
         err = PauseTransitionError(
             f"Illegal pause transition {pause.status} -> {to} for {pause.tool_name} ({pause.tool_call_id})"
@@ -119,6 +139,8 @@ def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None)
         except Exception:  # a carrier never stops the status change
             log.exception("the carrier of %s failed on expiry", pause.tool_call_id)
     pause.revision += 1
+    if was == "deciding":
+        _wake(pause)
     return name
 
 
@@ -129,3 +151,78 @@ def retell(pause: Pause, message: str) -> None:
     says so on the card that stays open."""
     pause.message = message
     pause.revision += 1
+
+
+async def settled(pause: Answerable, timeout: float | None) -> bool:
+    """Wait until ``pause`` is no longer ``deciding`` (its answer is checked).
+
+    Woken by :func:`transition` itself when the pause leaves ``deciding``
+    (``refuse``, ``record`` or ``expire``), whichever thread runs it: the
+    waiting loop is woken with ``call_soon_threadsafe``. No polling.
+
+    Args:
+        pause: any card :func:`transition` takes (a local
+            :class:`~nb_hitl.pauses.Pause`, a remote card...).
+        timeout: seconds to wait at most; ``None`` waits for as long as it takes.
+
+    Returns:
+        ``True`` once the pause left ``deciding`` (at once if it was not
+        ``deciding``; it may be ``deciding`` again by the time the caller looks:
+        a caller that needs it settled looks again), ``False`` if ``timeout``
+        passed first.
+
+    Raises:
+        asyncio.CancelledError: the waiting task was cancelled. Neither a
+            timeout nor a cancellation leaves a waiter behind.
+    """
+    loop = asyncio.get_running_loop()
+    woken: asyncio.Future[None] = loop.create_future()
+    waiter: _Waiter = (loop, woken)
+    with _waiting_lock:
+        if pause.status != "deciding":  # read under the lock: a transition wakes under it after its change
+            return True
+        key = _key(pause)
+        _waiting.setdefault(id(key), (key, []))[1].append(waiter)
+    try:
+        done, _ = await asyncio.wait((woken,), timeout=timeout)
+    finally:
+        _forget(pause, waiter)
+        woken.cancel()  # nothing if it was woken
+    return bool(done)
+
+
+def _key(pause: Answerable) -> object:
+    """The object a pause's waiters are filed under: the one holding its state. A card
+    may say which in ``lifecycle_key`` (a remote card's view dict: the AG-UI client wraps
+    the same view in a new :class:`~nb_hitl.agui.turn.RemoteCard` for each move); else
+    the pause itself."""
+    return getattr(pause, "lifecycle_key", pause)
+
+
+def _forget(pause: Answerable, waiter: _Waiter) -> None:
+    """Take ``waiter`` off ``pause``'s waiters (if :func:`_wake` has not already)."""
+    key = id(_key(pause))
+    with _waiting_lock:
+        entry = _waiting.get(key)
+        if entry is None or waiter not in entry[1]:
+            return
+        entry[1].remove(waiter)
+        if not entry[1]:
+            del _waiting[key]
+
+
+def _wake(pause: Answerable) -> None:
+    """Wake every :func:`settled` waiting for ``pause``, each on its own loop."""
+    with _waiting_lock:
+        entry = _waiting.pop(id(_key(pause)), None)
+    for loop, woken in entry[1] if entry is not None else ():
+        try:
+            loop.call_soon_threadsafe(_resolve, woken)
+        except RuntimeError:  # its loop is closed: nothing waits there any more
+            pass
+
+
+def _resolve(woken: asyncio.Future[None]) -> None:
+    """On the waiter's loop: resolve its future, unless it was given up (timed out, cancelled)."""
+    if not woken.done():
+        woken.set_result(None)

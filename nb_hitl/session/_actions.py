@@ -25,7 +25,7 @@ from typing import Any
 
 from .._agentscope import APPROVALS_KEY, permission_engine
 from ..answers import approvals, front
-from ..answers.lifecycle import transition
+from ..answers.lifecycle import settled, transition
 from ..answers.record import KERNEL
 from ..decisions import Decision, decide
 from ..dry_run import dry_run
@@ -47,10 +47,6 @@ log = logging.getLogger("nb_hitl.session")
 
 MAX_BATCH = front.MAX_BATCH
 
-RECHECK = 0.05
-"""Seconds between two looks at a pause whose deadline passed while an answer to it was
-being checked (:meth:`Desk.deadline_passed`)."""
-
 
 class Desk:
     """Where a session's answers arrive: page actions, ``act`` and deadlines.
@@ -65,6 +61,7 @@ class Desk:
 
     def __init__(self, session: SessionCore) -> None:
         self.s = session
+        self._judging: set[asyncio.Task[None]] = set()  # deadlines waiting for an answer's checks
 
     def on_action(
         self, run: ReplyRun, message: Any, decided_by: str | None = None, origin: dict[str, Any] | None = None
@@ -372,14 +369,14 @@ class Desk:
     def deadline_passed(self, run: ReplyRun, pause: Pause) -> None:
         """Apply the configured default to a pause whose deadline passed (the pause's timer
         runs it on the session's loop). A pause whose answer is being checked (``deciding``)
-        is looked at again every :data:`RECHECK` s until that answer settles: an answer that
+        is judged again once that answer settles (:meth:`_judge_when_settled`): an answer that
         leaves it open (refused, or an approval short of N) no longer may, the deadline
         having passed, so the default applies then."""
         with self.s._lock:
             if not run.live or run.pauses.get(pause.tool_call_id) is not pause:
                 return
             if pause.status == "deciding":
-                asyncio.get_running_loop().call_later(RECHECK, self.deadline_passed, run, pause)
+                self._judge_when_settled(run, pause)
                 return
             if pause.status != "open":
                 return
@@ -428,6 +425,22 @@ class Desk:
             run.wake.set()
             self.s._push(run)
         self.s._notify("decision", run)
+
+    def _judge_when_settled(self, run: ReplyRun, pause: Pause) -> None:
+        """Run :meth:`deadline_passed` again once ``pause`` leaves ``deciding``: a task on the
+        running loop awaits :func:`~nb_hitl.answers.lifecycle.settled` (woken by the
+        transition, whatever thread makes it). It is kept until it ends; an error is logged."""
+
+        async def judge() -> None:
+            await settled(pause, None)
+            try:
+                self.deadline_passed(run, pause)
+            except Exception:
+                log.exception("the deadline of %s could not be applied", pause.tool_call_id)
+
+        task = asyncio.get_running_loop().create_task(judge())
+        self._judging.add(task)
+        task.add_done_callback(self._judging.discard)
 
     def _tell_deadline_stop(self, run: ReplyRun, passed: Pause) -> None:
         """Before a deadline stops the reply: record, for every call still
