@@ -55,9 +55,31 @@ def run_all_cells(page) -> None:  # type: ignore[no-untyped-def]
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
+def _assert_opens_unmodified(page) -> None:  # type: ignore[no-untyped-def]
+    """Opening the committed notebook with its kernel started leaves it unmodified: JupyterLab
+    found the kernelspec and ``language_info`` it writes already there. The Python version is
+    the one thing a committed notebook cannot match everywhere (JupyterLab rewrites it)."""
+    committed = json.loads(NOTEBOOK.read_text())["metadata"]["language_info"]["version"]
+    dirty, version = page.evaluate(
+        """async () => {
+            const w = window.jupyterapp.shell.currentWidget;
+            const kernel = w.sessionContext.session.kernel;
+            // the panel writes the metadata when these settle (its handlers were attached first)
+            await Promise.all([kernel.info, kernel.spec]);
+            await new Promise((resolve) => setTimeout(resolve, 500));
+            return [w.context.model.dirty, w.context.model.getMetadata("language_info").version];
+        }"""
+    )
+    if version == committed:
+        assert dirty is False, "quickstart.ipynb reads as modified right after opening"
+    else:
+        assert dirty is True, f"kernel Python {version}, committed {committed}: JupyterLab rewrites it"
+
+
 def test_quickstart_end_to_end(page, lab: JupyterLabServer) -> None:
     shutil.copy(NOTEBOOK, lab.root / "quickstart.ipynb")
     open_notebook(page, lab, "quickstart.ipynb")
+    _assert_opens_unmodified(page)
     run_all_cells(page)
 
     printed = output_locator(page, re.compile(r"^sandbox: ")).first
