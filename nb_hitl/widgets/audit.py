@@ -14,7 +14,10 @@ from ._base import RequestWidget
 
 __all__ = ["AuditLogTable", "audit_rows"]
 
-COLUMNS = ["time", "reply_id", "tool_call_id", "tool_name", "decision", "detail", "who"]
+COLUMNS = ["time", "tool_name", "input", "decision", "detail", "who"]
+"""The columns the table shows: what was decided, on which call, by whom and when. Each row also
+keeps ``reply_id`` and ``tool_call_id`` (not shown: ids are AgentScope's and the model's, and a
+person tells the calls apart by tool and input)."""
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -22,6 +25,22 @@ def _short(value: Any, limit: int = 160) -> str:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _answers(value: Any) -> str:
+    """AskUser answers as a person reads them: the choices (``summary.md``), or per question
+    ``"Which file?" -> notes.txt`` when there are several; ``(Other) "..."`` for free text."""
+    if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
+        return _short(value)
+    lines = []
+    for a in value:
+        parts = [str(s) for s in a.get("selected") or []]
+        if a.get("other"):
+            parts.append(f'(Other) "{a["other"]}"')
+        lines.append(", ".join(parts) or "(no answer)")
+    if len(value) > 1:
+        lines = [f'"{a.get("question", "")}" -> {line}' for a, line in zip(value, lines, strict=True)]
+    return _short("; ".join(lines))
 
 
 def _decided(r: dict[str, Any]) -> str:
@@ -33,17 +52,23 @@ def _decided(r: dict[str, Any]) -> str:
 def audit_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     """Flatten audit records into table rows (strings only).
 
-    ``detail`` joins what varies by decision: the edited input, accepted
-    rules, AskUser answers, the output sent, or what a deadline applied.
+    ``input`` is the call's input as the model sent it, in one line (the
+    AskUser question; ``path="draft.md"``), the summary the service's inbox
+    and every sentence naming a call use. ``detail`` joins what varies by
+    decision: the edited input, accepted rules, AskUser answers, the output
+    sent, what a deadline applied, the reason given.
     ``who`` is who answered, or for a permission check (``event:
     "checked"``) what decided it: ``rule allow Bash(git status:*)``,
     ``mode default``, ``policy payments``, ``shell_rules``...
     """
+    from ..service.inbox import summary_line  # the one input summary (as in nb_hitl.labels)
+
     rows = []
     for r in records:
         who = r.get("decided_by") or r.get("who", "")
         if event_of(r) == "checked":  # nobody answered: what decided the check
             who = _decided(r)
+        tool_name = str(r.get("tool_name", "") or "")
         detail_parts = []
         for key, label in (
             ("edited_input", "edited"),
@@ -54,7 +79,13 @@ def audit_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
             ("reason", "reason"),
             ("policy", "policy"),
         ):
-            text = _short(r.get(key))
+            value = r.get(key)
+            if key == "answers":
+                text = _answers(value)
+            elif key == "edited_input" and isinstance(value, dict):
+                text = summary_line({"name": tool_name, "input": value}, limit=160)
+            else:
+                text = _short(value)
             if text:
                 detail_parts.append(f"{label}: {text}")
         rows.append(
@@ -62,7 +93,8 @@ def audit_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
                 "time": str(r.get("time", "")),
                 "reply_id": str(r.get("reply_id", "")),
                 "tool_call_id": str(r.get("tool_call_id", "")),
-                "tool_name": str(r.get("tool_name", "") or ""),
+                "tool_name": tool_name,
+                "input": summary_line({"name": tool_name, "input": r.get("original_input")}, limit=100),
                 "decision": str(r.get("decision", "")),
                 "detail": "; ".join(detail_parts),
                 "who": str(who),

@@ -353,7 +353,9 @@ def test_audit_lines_say_who_decided(tmp_path: Path) -> None:
         await parked(session)
         await session.act({"action": "approve", "tool_call_id": "t1"})
         await parked(session, resumes=1)
-        await session.act({"action": "deny", "tool_call_id": "t2"}, decided_by="reviewer@example.org")
+        await session.act(
+            {"action": "deny", "tool_call_id": "t2", "reason": "not b"}, decided_by="reviewer@example.org"
+        )
         await asyncio.wait_for(task, 10)
 
     run_async(scenario())
@@ -361,12 +363,15 @@ def test_audit_lines_say_who_decided(tmp_path: Path) -> None:
         ("t1", current_user()),
         ("t2", "reviewer@example.org"),
     ]
-    # the table lists every call's check too, with what decided it (nobody: the mode asked)
-    assert [(row["decision"], row["who"]) for row in AuditLogTable(audit).rows] == [
-        ("ask", "mode default"),
-        ("approve", current_user()),
-        ("ask", "mode default"),
-        ("deny", "reviewer@example.org"),
+    # the table lists every call's check too, with what decided it (nobody: the mode asked); it
+    # names each call by tool and input, not by its ids, and shows the reason a person gave
+    table = AuditLogTable(audit)
+    assert table.columns == ["time", "tool_name", "input", "decision", "detail", "who"]
+    assert [(row["input"], row["decision"], row["detail"], row["who"]) for row in table.rows] == [
+        ('label="a"', "ask", "reason: Mode: default", "mode default"),
+        ('label="a"', "approve", "", current_user()),
+        ('label="b"', "ask", "reason: Mode: default", "mode default"),
+        ('label="b"', "deny", "reason: not b", "reviewer@example.org"),
     ]
 
 
