@@ -4,9 +4,10 @@ the model's, not the person's. Refusals, notes and listings that name a call use
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol
 
-__all__ = ["call_label", "pause_label"]
+__all__ = ["answers_text", "call_label", "pause_label"]
 
 
 def call_label(tool_name: str, tool_input: Any) -> str:
@@ -36,3 +37,20 @@ def pause_label(pause: Labelled) -> str:
         call = getattr(pause, "tool_call", None)  # a Pause AgentScope could not read: the model's text
         tool_input = call.input if call is not None else None
     return call_label(pause.tool_name, tool_input)
+
+
+def answers_text(answers: Any) -> str:
+    """AskUser answers (``[{"question", "selected", "other"}, ...]``, as recorded) in words: the
+    choices (``summary.md``), or per question ``"Which file?" -> notes.txt`` when there are
+    several; free text as ``(Other) "..."``. Anything else: its JSON text."""
+    if not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers):
+        return answers if isinstance(answers, str) else json.dumps(answers, ensure_ascii=False)
+    lines = []
+    for a in answers:
+        parts = [str(s) for s in a.get("selected") or []]
+        if a.get("other"):
+            parts.append(f'(Other) "{a["other"]}"')
+        lines.append(", ".join(parts) or "(no answer)")
+    if len(answers) > 1:
+        lines = [f'"{a.get("question", "")}" -> {line}' for a, line in zip(answers, lines, strict=True)]
+    return "; ".join(lines)

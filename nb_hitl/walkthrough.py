@@ -21,6 +21,11 @@ one line saying how the reply ended and returns ``None``, and the later cells
 that needed the card print :data:`SKIPPED` instead of failing, so *Run All*
 goes on to the end (a cell whose own branch leads to no card says why and
 leaves the card ``None`` too).
+
+A cell that waits for a person's click on a card (``await wait_for_answer(pause,
+"press Approve on the card above")``) says what to click only while the card is
+open: re-run after the click, it says the card was already answered, and how
+(:func:`answered_line`).
 """
 
 from __future__ import annotations
@@ -32,13 +37,23 @@ from typing import TYPE_CHECKING
 
 from .errors import NbHitlError
 from .kinds import kind_spec
+from .labels import answers_text, pause_label
 
 if TYPE_CHECKING:
     from .pauses import Pause
     from .session import Session
     from .session._run import ReplyRun
 
-__all__ = ["ANSWER_FROM_CODE_ENV", "SKIPPED", "AnswerModeError", "answer_from_code", "next_pause", "reply_ended_note"]
+__all__ = [
+    "ANSWER_FROM_CODE_ENV",
+    "SKIPPED",
+    "AnswerModeError",
+    "answer_from_code",
+    "answered_line",
+    "next_pause",
+    "reply_ended_note",
+    "wait_for_answer",
+]
 
 SKIPPED = "skipped: the card this cell needs did not come on the path your answers took (a cell above says why)"
 """What a cell prints in place of its work when the card it needs never came: the reply ended
@@ -141,4 +156,48 @@ async def next_pause(
                 return None
         if end is not None and loop.time() > end:
             raise TimeoutError(f"no {kind} card within {timeout} s (the reply still runs)")
+        await asyncio.sleep(0.05)
+
+
+def answered_line(pause: Pause) -> str:
+    """How a card that no longer waits was closed, for a cell re-run after it.
+
+    Args:
+        pause: a pause whose status is ``decided``, ``delivered`` or ``expired``.
+
+    Returns:
+        ``Already answered: delete_file (path="draft.md"): approve.`` (with the AskUser
+        choices, the reason given with a denial), or for an expired pause
+        ``No longer waiting: ... closed unanswered (reason).``
+    """
+    label = pause_label(pause)
+    if pause.status == "expired":
+        return f"No longer waiting: {label} closed unanswered ({pause.reason or 'expired'})."
+    decision = pause.decision or {}
+    how = str(decision.get("action") or pause.status)
+    if decision.get("answers"):
+        how += f" ({answers_text(decision['answers'])})"
+    if decision.get("reason"):
+        how += f", reason: {decision['reason']}"
+    return f"Already answered: {label}: {how}."
+
+
+async def wait_for_answer(pause: Pause, click: str) -> None:
+    """Wait (without blocking the kernel, with no time limit) until a person has answered ``pause``.
+
+    Args:
+        pause: the card the person answers.
+        click: what to do on it, as the line shows it (``"press Approve on the card above"``).
+
+    Prints ``Waiting for you: {click}.`` while the card is open; once it was answered (the
+    cell re-run after the click) prints :func:`answered_line` instead and returns at once.
+    An answer being checked (status ``deciding``) is waited for without a line: a refused one
+    leaves the card open again, and the wait goes on.
+    """
+    if pause.status not in ("open", "deciding"):
+        print(answered_line(pause))
+        return
+    if pause.status == "open":
+        print(f"Waiting for you: {click}.")
+    while pause.status in ("open", "deciding"):
         await asyncio.sleep(0.05)

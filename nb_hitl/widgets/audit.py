@@ -9,6 +9,7 @@ from typing import Any
 import traitlets
 
 from ..answers.record import event_of
+from ..labels import answers_text
 from ..store import AuditLog
 from ._base import RequestWidget
 
@@ -25,22 +26,6 @@ def _short(value: Any, limit: int = 160) -> str:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _answers(value: Any) -> str:
-    """AskUser answers as a person reads them: the choices (``summary.md``), or per question
-    ``"Which file?" -> notes.txt`` when there are several; ``(Other) "..."`` for free text."""
-    if not isinstance(value, list) or not all(isinstance(a, dict) for a in value):
-        return _short(value)
-    lines = []
-    for a in value:
-        parts = [str(s) for s in a.get("selected") or []]
-        if a.get("other"):
-            parts.append(f'(Other) "{a["other"]}"')
-        lines.append(", ".join(parts) or "(no answer)")
-    if len(value) > 1:
-        lines = [f'"{a.get("question", "")}" -> {line}' for a, line in zip(value, lines, strict=True)]
-    return _short("; ".join(lines))
 
 
 def _decided(r: dict[str, Any]) -> str:
@@ -81,7 +66,7 @@ def audit_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
         ):
             value = r.get(key)
             if key == "answers":
-                text = _answers(value)
+                text = _short(answers_text(value)) if value else ""
             elif key == "edited_input" and isinstance(value, dict):
                 text = summary_line({"name": tool_name, "input": value}, limit=160)
             else:

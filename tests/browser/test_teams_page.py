@@ -96,4 +96,37 @@ def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     output_locator(page, "reply: interrupted - Interrupted from the widget.").wait_for(timeout=30_000)
     assert sorted(p.name for p in sandbox.iterdir()) == ["notes.txt", "old_log.txt"]
     page.screenshot(path=str(ARTIFACTS / "teams-done.png"))
+
+    # -- the approval cell run again: the card was answered, so it says how instead of asking again
+    rerun = _rerun_cell(page, 7)
+    assert "Waiting for you" not in rerun, rerun
+    assert 'Already answered: delete_file (path="draft.md"): approve.' in rerun, rerun
     assert not [e for e in page.nbh_errors if "pageerror" in e], page.nbh_errors
+
+
+def _rerun_cell(page, index: int) -> str:  # type: ignore[no-untyped-def]
+    """Run the cell at ``index`` again, wait for it to finish, and return its printed text."""
+    page.evaluate(
+        """(i) => {
+            const w = window.jupyterapp.shell.currentWidget;
+            w.content.widgets[i].model.sharedModel.execution_count = null;
+            w.content.activeCellIndex = i;
+            window.jupyterapp.commands.execute('notebook:run-cell');
+        }""",
+        index,
+    )
+    page.wait_for_function(
+        """(i) => {
+            const cell = window.jupyterapp.shell.currentWidget.content.widgets[i];
+            return cell.model.executionCount !== null && cell.model.executionState !== "running";
+        }""",
+        arg=index,
+        timeout=60_000,
+    )
+    return str(
+        page.evaluate(
+            """(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].model.outputs.toJSON()
+                .map((o) => [].concat(o.text || []).join("")).join("")""",
+            index,
+        )
+    )
