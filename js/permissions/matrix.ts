@@ -8,6 +8,11 @@ import { show, type Section } from "./channel";
 import { MODES_FALLBACK } from "./header";
 import { badge } from "./rule_list";
 
+/** What an "immune" chip means, under a matrix that shows one: true next to a "bypass: allow" cell. */
+export const IMMUNE_NOTE =
+  "immune: the tool's own safety check asks and no allow rule can silence it; " +
+  "bypass mode skips safety checks, so its column can say allow for the same call.";
+
 const CALL_SHAPE = '{"tool_name": "Bash", "input": {"command": "ls"}}';
 
 /** The calls of the matrix's text box (one JSON object a line; blank lines skipped), or
@@ -78,6 +83,8 @@ export function matrixSection({ model, act }: Section) {
         table.append(tr);
       });
       matrixBox.append(table);
+      if (m.rows.some((row) => modes.some((mode) => row.cells[mode]?.bypass_immune)))
+        matrixBox.append(h("p", { class: "nbh-muted", "data-testid": "perm-matrix-note" }, IMMUNE_NOTE));
     }
     // the calls of the last matrix, until the person types their own
     if (!matrixInput.value.trim()) {

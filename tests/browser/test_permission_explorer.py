@@ -145,6 +145,10 @@ def test_add_rule_try_call_switch_mode_read_decision(page, lab: JupyterLabServer
         for c in page.locator("[data-testid=perm-matrix-cell]").all()
     }
     assert cells == {"default": "ask", "accept_edits": "ask", "explore": "deny", "bypass": "allow", "dont_ask": "deny"}
+    # the "immune" chips' note is true next to the "bypass: allow" cell: bypass skips safety checks
+    note = page.locator("[data-testid=perm-matrix-note]").inner_text()
+    assert note.startswith("immune: the tool's own safety check asks and no allow rule can silence it")
+    assert "bypass mode skips safety checks" in note
     screenshot(page, "permission_explorer")
 
     # --- the kernel: the rule and the mode are in the agent's engine context --
