@@ -19,6 +19,7 @@ import { clearError, errorBox } from "./card_error";
 import { readTyped, putTyped } from "./card_typed";
 import { controlKey, findControl, firstControl, focusableScrollers } from "../lib/a11y";
 import { PREVIEW_TIMEOUT_MS } from "../lib/edit_preview"; // a preview applies nothing: given up when slow
+import { bringIntoView, onLayout, topInSight } from "../lib/in_view";
 
 export type { CardCtx, CardUi, Draft } from "./card_ctx";
 
@@ -58,6 +59,8 @@ export class CardSet {
   private restoring = false;
   // open cards drawn while liveness was unknown, not announced yet (see liveKnown)
   private unannounced = new Set<string>();
+  // open cards already brought into view once (lib/in_view.ts): never again, whatever the person scrolls
+  private shownOnce = new Set<string>();
 
   constructor(
     private feed: CardFeed,
@@ -361,12 +364,29 @@ export class CardSet {
       // a card drawn before the kernel answered (a saved card after a reload) is
       // announced once the kernel proves live (liveKnown): never a need nobody can answer
       if (this.live === null) this.unannounced.add(p.tool_call_id);
-      else if (this.canAct(p)) this.announce(`${this.label(p, true)}: ${title}`);
+      else if (this.canAct(p)) {
+        this.announce(`${this.label(p, true)}: ${title}`);
+        this.bringOnce(p.tool_call_id);
+      }
     } else if (p.status === "expired") {
       if (!firstDraw) this.announce(`${title}: no longer live: ${p.reason || "the reply ended"}`);
     } else if (p.status === "decided" || p.status === "delivered") {
       if (!firstDraw) this.announce(`${title}: ${decisionText(p.decision, p)}`);
     }
+  }
+
+  /** A card that waits for the person (open, the kernel live) comes into view once, if out of sight. */
+  private bringOnce(id: string): void {
+    if (this.shownOnce.has(id)) return;
+    this.shownOnce.add(id);
+    onLayout(() => {
+      const el = this.cards.get(id)?.el;
+      const p = this.current(id);
+      if (!el || !p || !this.canAct(p)) return true; // answered or gone meanwhile: nothing to show
+      if (topInSight(el) === null) return false; // not laid out yet: the next frame tries again
+      bringIntoView(el);
+      return true;
+    });
   }
 
   /** Liveness is known (see {@link live}): the open cards drawn while it was not are announced if live. */

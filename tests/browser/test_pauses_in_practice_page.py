@@ -61,11 +61,26 @@ def _reply(page, index: int):  # type: ignore[no-untyped-def]
     return page.locator(f'{OUT} [data-testid="nbh-reply"]').nth(index)
 
 
+def _wait_in_view(page, card) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the top of ``card`` shows in the notebook's scrolled area: Run All leaves the
+    notebook scrolled to its last cell, and the card that waits for the person brings itself into view."""
+    page.wait_for_function(
+        """(el) => {
+            const r = el.getBoundingClientRect();
+            const box = el.closest(".jp-WindowedPanel-outer").getBoundingClientRect();
+            return r.top >= box.top - 1 && r.top + Math.min(48, r.height) <= box.bottom + 1;
+        }""",
+        arg=card.element_handle(),
+        timeout=10_000,
+    )
+
+
 def _click_sections_1_and_2(page) -> None:  # type: ignore[no-untyped-def]
     """Section 1: the question, Deny the first deletion, Approve the second; section 2: Interrupt."""
     ask = card_locator(page, "ask_user")
     ask.wait_for(timeout=90_000)
     output_locator(page, "Waiting for you: in the widget above, pick summary.md").wait_for(timeout=30_000)
+    _wait_in_view(page, ask)
     ask.locator('[data-testid="nbh-option"][data-label="summary.md"] input').check()
     ask.locator('[data-testid="nbh-answer-submit"]').click()
     card_locator(page, "ask_user", "delivered").or_(card_locator(page, "ask_user", "decided")).first.wait_for(

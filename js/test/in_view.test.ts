@@ -1,0 +1,69 @@
+// A card that waits for the person comes into view once, when out of sight
+// (Run All leaves the notebook scrolled to its last cell): never when it is in
+// sight, not laid out, decided, or already brought into view once.
+import { after, afterEach, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { installDom } from "./dom";
+import { settle } from "./fake_model";
+import { drawReply, pause } from "./page";
+
+const dom = installDom();
+after(() => dom.window.close());
+
+// jsdom lays nothing out: each card gets the top given here (px from the window's top), 200 px tall
+let cardTop = 2000;
+let laidOut = true;
+const scrolled: string[] = [];
+const proto = window.HTMLElement.prototype as unknown as Record<string, unknown>;
+const realRect = proto.getBoundingClientRect;
+proto.getBoundingClientRect = function (this: HTMLElement) {
+  const isCard = this.dataset.testid === "nbh-card" && laidOut;
+  const top = isCard ? cardTop : 0;
+  const height = isCard ? 200 : 0;
+  return { top, bottom: top + height, height, left: 0, right: isCard ? 600 : 0, width: isCard ? 600 : 0, x: 0, y: top };
+};
+proto.scrollIntoView = function (this: HTMLElement) {
+  scrolled.push(this.dataset.toolCallId || "?");
+  cardTop = 10; // where a scroll puts it
+};
+after(() => {
+  proto.getBoundingClientRect = realRect;
+  delete proto.scrollIntoView;
+});
+afterEach(() => {
+  scrolled.length = 0;
+  cardTop = 2000;
+  laidOut = true;
+});
+
+const frames = () => new Promise((resolve) => setTimeout(resolve, 120));
+
+describe("an open card out of sight comes into view once", () => {
+  test("scrolled to when the kernel is live, and not again on a redraw", async () => {
+    const page = await drawReply([pause({ tool_call_id: "c1" }), pause({ tool_call_id: "c2" })]);
+    await frames();
+    assert.deepEqual(scrolled, ["c1"]); // the first; the second is then in sight
+    cardTop = 2000; // the person scrolls away
+    page.fake.set("pauses", [pause({ tool_call_id: "c1", title: "again" }), pause({ tool_call_id: "c2", title: "again" })]);
+    await settle();
+    await frames();
+    assert.deepEqual(scrolled, ["c1"]);
+    page.close();
+  });
+
+  test("not scrolled when in sight, decided, or not laid out", async () => {
+    cardTop = 100;
+    const inSight = await drawReply([pause()]);
+    await frames();
+    inSight.close();
+    cardTop = 2000;
+    const decided = await drawReply([pause({ status: "delivered", decision: { action: "approve" } })], { status: "finished" });
+    await frames();
+    decided.close();
+    laidOut = false; // a notebook in a tab behind another
+    const hidden = await drawReply([pause()]);
+    await frames();
+    hidden.close();
+    assert.deepEqual(scrolled, []);
+  });
+});
