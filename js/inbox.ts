@@ -219,7 +219,8 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
     const paged = pageOf(kept, page, size);
     page = paged.page;
     shown = paged.rows;
-    pageLine.textContent = `${pageText(paged, kept.length, rows.length)} · page ${paged.page + 1} of ${paged.pages}`;
+    // a page number only where there are rows to page through
+    pageLine.textContent = pageText(paged, kept.length, rows.length) + (kept.length ? ` · page ${paged.page + 1} of ${paged.pages}` : "");
     prev.disabled = paged.page === 0;
     next.disabled = paged.page >= paged.pages - 1;
     approveBtn.textContent = `Approve selected (${selected.size})`;

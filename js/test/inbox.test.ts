@@ -91,7 +91,10 @@ describe("inbox logic", () => {
     assert.deepEqual([pageOf([], 2, 50).page, pageOf([], 2, 50).first], [0, 0]);
     assert.equal(pageText(p, 1000, 1000), "151–200 of 1000");
     assert.equal(pageText(pageOf(rows.slice(0, 10), 0, 50), 10, 1000), "1–10 of 10 (of 1000 waiting)");
-    assert.equal(pageText(pageOf([], 0, 50), 0, 1000), "none of 1000 waiting match the filters");
+    assert.equal(pageText(pageOf([], 0, 50), 0, 1000), "none of the 1000 waiting match the filters");
+    assert.equal(pageText(pageOf([], 0, 50), 0, 1), "the 1 waiting does not match the filters");
+    // an empty inbox says so, never "none of 0"
+    assert.equal(pageText(pageOf([], 0, 50), 0, 0), "nothing waiting");
   });
 
   test("Approve selected sends the selected confirmations only, and says how many it left out", () => {
