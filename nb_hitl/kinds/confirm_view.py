@@ -96,10 +96,15 @@ def remote_file_change(value: Any) -> dict[str, Any] | None:
 def confirm_view_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
     """A confirmation interrupt's ``metadata["nb_hitl"]`` -> its card's fields
     (``suggested_rules`` as ``{"index", "label"}``, ``shell_commands``,
-    ``shell_problems``, ``file_change``), every value checked and made text."""
+    ``shell_problems``, ``file_change``, and ``sent_text`` / ``input_changes``: what the
+    model sent when the input shown differs from it, and AgentScope's repairs), every
+    value checked and made text."""
     commands = meta.get("shell_commands")
     problems = meta.get("shell_problems")
+    sent, changes = meta.get("sent_text"), meta.get("input_changes")
     return {
+        "sent_text": sent if isinstance(sent, str) else None,
+        "input_changes": [str(c) for c in changes] if isinstance(changes, list) and isinstance(sent, str) else [],
         "suggested_rules": [
             {"index": int(r.get("index", i)), "label": str(r.get("label", ""))}
             for i, r in enumerate(meta.get("suggested_rules") or [])
