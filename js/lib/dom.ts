@@ -38,6 +38,13 @@ export function clear(el: Element): void {
   while (el.firstChild) el.removeChild(el.firstChild);
 }
 
+/** Size a text box to its text: a row per line and one to type in, within `min` and `max` rows
+ *  (a longer text scrolls in the box; the person may still drag it taller). */
+export function fitRows(area: HTMLTextAreaElement, min = 4, max = 24): void {
+  const lines = area.value.split("\n").length + 1;
+  area.rows = Math.min(max, Math.max(min, lines));
+}
+
 /** Pretty-print a JSON string for display; falls back to the raw text. */
 export function prettyJson(text: string): string {
   try {

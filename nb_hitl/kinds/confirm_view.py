@@ -10,22 +10,54 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from agentscope.permission import PermissionRule
 
-from .._agentscope import enum_value
+from .._agentscope import enum_value, rule_label
 from ..file_change import MAX_DIFF_CHARS
+from ..markdown import markdown_html
 
 log = logging.getLogger("nb_hitl.kinds")
 
 __all__ = [
+    "SuggestedRuleView",
     "confirm_answer_summary",
     "confirm_view_fields",
     "remote_file_change",
     "rule_reach_line",
     "shell_command_view",
+    "suggested_rule_view",
 ]
+
+
+class SuggestedRuleView(TypedDict):
+    """One of AgentScope's ``suggested_rules`` as the page shows it."""
+
+    index: int
+    label: str
+    tool_name: str
+    rule_content: str | None
+    behavior: str
+    reach: str
+    reach_html: str | None
+    """``reach`` (Markdown: its patterns in backticks) as sanitised HTML
+    (:func:`nb_hitl.markdown.markdown_html`, the road of the model's Markdown),
+    or ``None`` when it reads the same as plain text."""
+
+
+def suggested_rule_view(index: int, rule: PermissionRule) -> SuggestedRuleView:
+    """``rule``, the ``index``-th suggested rule of a pause, as the page shows it."""
+    reach = rule_reach_line(rule)
+    return SuggestedRuleView(
+        index=index,
+        label=rule_label(rule),
+        tool_name=rule.tool_name,
+        rule_content=rule.rule_content,
+        behavior=enum_value(rule.behavior),
+        reach=reach,
+        reach_html=markdown_html(reach),
+    )
 
 
 def rule_reach_line(rule: PermissionRule) -> str:
