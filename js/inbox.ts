@@ -46,7 +46,7 @@ const CSS = `
 .nbh-inbox .nbh-muted { color: var(--jp-ui-font-color2, #666); }
 .nbh-inbox .nbh-error, .nbh-inbox [data-ok="false"] { color: var(--jp-error-color0, #b00); }
 .nbh-inbox [data-ok="true"] { color: var(--jp-success-color0, #080); }
-.nbh-inbox input[type="text"] { flex: 1; min-width: 12em; }
+.nbh-inbox input[type="text"] { flex: 1 1 auto; min-width: 12em; max-width: 100%; }
 `;
 
 function select(testid: string, label: string, options: [string, string][], onChange: (v: string) => void): HTMLSelectElement {

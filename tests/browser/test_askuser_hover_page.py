@@ -71,8 +71,21 @@ def _quickstart_asks(page: Page, lab: JupyterLabServer, name: str) -> Locator:
     return ask
 
 
+# the width of each text box with a placeholder and of its placeholder's text in the box's own font
+PLACEHOLDER_FITS_JS = """el => Array.from(el.querySelectorAll('input[placeholder]')).map(i => {
+  const s = getComputedStyle(i), ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+  const room = i.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+  return [i.placeholder, Math.ceil(ctx.measureText(i.placeholder).width), Math.floor(room)];
+})"""
+
+
 def test_inline_card_hover_one_option_click_another_sends_the_clicked_one(page, lab: JupyterLabServer) -> None:
-    _pick_hover_click(page, _quickstart_asks(page, lab, "hover.ipynb"))
+    ask = _quickstart_asks(page, lab, "hover.ipynb")
+    # the "Other" box shows its whole placeholder (it was cut: a box of the browser's default size)
+    fits = ask.evaluate(PLACEHOLDER_FITS_JS)
+    assert fits and all(text <= room for _, text, room in fits), fits
+    _pick_hover_click(page, ask)
     assert _asked_to_delete(page, outputs=True) == "draft.md"
 
 
