@@ -46,7 +46,7 @@ const CSS = `
 .nbh-inbox .nbh-muted { color: var(--jp-ui-font-color2, #666); }
 .nbh-inbox .nbh-error, .nbh-inbox [data-ok="false"] { color: var(--jp-error-color0, #b00); }
 .nbh-inbox [data-ok="true"] { color: var(--jp-success-color0, #080); }
-.nbh-inbox input[type="text"] { flex: 1; min-width: 12em; }
+.nbh-inbox input[type="text"] { flex: 1 1 auto; min-width: 12em; max-width: 100%; }
 `;
 
 function select(testid: string, label: string, options: [string, string][], onChange: (v: string) => void): HTMLSelectElement {
@@ -219,7 +219,8 @@ const render: Render<InboxModel> = ({ model, el: host }) => {
     const paged = pageOf(kept, page, size);
     page = paged.page;
     shown = paged.rows;
-    pageLine.textContent = `${pageText(paged, kept.length, rows.length)} · page ${paged.page + 1} of ${paged.pages}`;
+    // a page number only where there are rows to page through
+    pageLine.textContent = pageText(paged, kept.length, rows.length) + (kept.length ? ` · page ${paged.page + 1} of ${paged.pages}` : "");
     prev.disabled = paged.page === 0;
     next.disabled = paged.page >= paged.pages - 1;
     approveBtn.textContent = `Approve selected (${selected.size})`;

@@ -134,10 +134,13 @@ export function pageOf(rows: readonly InboxRow[], page: number, size: number): P
   return { rows: slice, page: p, pages, first: slice.length ? p * per + 1 : 0, last: p * per + slice.length };
 }
 
-/** The line under the filters: "1–50 of 300 shown (320 waiting)". */
+/** The line under the filters: "1–50 of 300", "1–10 of 10 (of 320 waiting)", "nothing waiting",
+ *  "the 1 waiting does not match the filters", "none of the 300 waiting match the filters". */
 export function pageText(paged: Paged, kept: number, total: number): string {
+  if (total === 0) return "nothing waiting";
+  if (kept === 0) return total === 1 ? "the 1 waiting does not match the filters" : `none of the ${total} waiting match the filters`;
   const of = kept === total ? `${total}` : `${kept} (of ${total} waiting)`;
-  return kept === 0 ? `none of ${total} waiting match the filters` : `${paged.first}–${paged.last} of ${of}`;
+  return `${paged.first}–${paged.last} of ${of}`;
 }
 
 /** Only confirmations can be approved from the list: the selected rows that

@@ -18,8 +18,10 @@ export interface SuggestedRuleView {
   tool_name: string;
   rule_content: string | null;
   behavior: string;
-  /** what else the rule lets through, in one line */
+  /** what else the rule lets through, in one line (Markdown: its patterns in backticks) */
   reach: string;
+  /** `reach` as the kernel's sanitised HTML (nb_hitl.markdown), or null when it reads the same as text */
+  reach_html?: string | null;
 }
 
 /** One approval of a call that needs several: who, when (seconds), approve or modify. */

@@ -29,7 +29,7 @@ from .file_change import FileChangeView
 from .kinds import Decision, kind_spec
 from .kinds._reading import InputReading, read_input, visible_text
 from .kinds.confirm import CONFIRM_DECISIONS
-from .kinds.confirm_view import rule_reach_line, shell_command_view
+from .kinds.confirm_view import SuggestedRuleView, shell_command_view, suggested_rule_view
 from .messages import format_validation_error
 
 __all__ = [
@@ -81,17 +81,6 @@ class ShellCommandView(TypedDict):
     behavior: str
     why: str
     files: list[ShellFileView]
-
-
-class SuggestedRuleView(TypedDict):
-    """One of AgentScope's ``suggested_rules`` as the page shows it."""
-
-    index: int
-    label: str
-    tool_name: str
-    rule_content: str | None
-    behavior: str
-    reach: str
 
 
 class ApprovalView(TypedDict):
@@ -411,17 +400,7 @@ class Pause:
             permission_message=self.permission_message,
             decision_reason=self.decision_reason,
             bypass_immune=self.bypass_immune,
-            suggested_rules=[
-                SuggestedRuleView(
-                    index=i,
-                    label=rule_label(r),
-                    tool_name=r.tool_name,
-                    rule_content=r.rule_content,
-                    behavior=enum_value(r.behavior),
-                    reach=rule_reach_line(r),
-                )
-                for i, r in enumerate(self.suggested_rules)
-            ],
+            suggested_rules=[suggested_rule_view(i, r) for i, r in enumerate(self.suggested_rules)],
             ask_user=self.ask_user.model_dump(mode="json") if self.ask_user else None,
             ask_user_error=self.ask_user_error,
             created_at=self.created_at,

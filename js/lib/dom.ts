@@ -23,8 +23,18 @@ export function h<K extends keyof HTMLElementTagNameMap>(
       el.setAttribute(key, String(value));
     }
   }
+  // a box as wide as its placeholder (in characters; the theme caps it at the row's width), so the
+  // hint is never cut: a box sized by its own `size` keeps it
+  if (tag === "input" && attrs.placeholder && attrs.size === undefined) el.setAttribute("size", String(placeholderSize(String(attrs.placeholder))));
   append(el, children);
   return el;
+}
+
+/** The `size` (characters) of an input box that shows `placeholder` whole: its length and one
+ *  more (a box of `size` n is a little narrower than n of its characters), at least 20 (the
+ *  browser's default). */
+export function placeholderSize(placeholder: string): number {
+  return Math.max(20, Array.from(placeholder).length + 1);
 }
 
 export function append(el: Element, children: (Child | Child[])[]): void {
@@ -36,6 +46,13 @@ export function append(el: Element, children: (Child | Child[])[]): void {
 
 export function clear(el: Element): void {
   while (el.firstChild) el.removeChild(el.firstChild);
+}
+
+/** Size a text box to its text: a row per line and one to type in, within `min` and `max` rows
+ *  (a longer text scrolls in the box; the person may still drag it taller). */
+export function fitRows(area: HTMLTextAreaElement, min = 4, max = 24): void {
+  const lines = area.value.split("\n").length + 1;
+  area.rows = Math.min(max, Math.max(min, lines));
 }
 
 /** Pretty-print a JSON string for display; falls back to the raw text. */

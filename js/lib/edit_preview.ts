@@ -125,9 +125,16 @@ export class EditPreview {
  * call's file change (`${testid}-file-path`, `-file-diff`, `-file-note`), with a
  * warning (`${testid}-file-other`) when it is not the file the card shows
  * (`cardFile`, the path of the card's own diff, or null). `what` names the
- * edited thing ("input", "result"); `testid` prefixes the parts' test ids.
+ * edited thing ("input", "result"); `testid` prefixes the parts' test ids; `said`
+ * gives the refusal the card shows above the preview, if any (the preview then
+ * points to it instead of repeating it).
  */
-export function previewPart(what: string, testid: string, cardFile: string | null = null): { el: HTMLElement; show: (state: PreviewState) => void } {
+export function previewPart(
+  what: string,
+  testid: string,
+  cardFile: string | null = null,
+  said: () => string | null = () => null,
+): { el: HTMLElement; show: (state: PreviewState) => void } {
   const status = h("div", { class: "nbh-muted", role: "status", "data-testid": `${testid}-status` });
   const body = h("div", { "data-testid": `${testid}-body` });
   const el = h("div", { class: "nbh-preview", "data-testid": testid }, status, body);
@@ -139,7 +146,8 @@ export function previewPart(what: string, testid: string, cardFile: string | nul
     } else if (state.kind === "waiting") {
       status.textContent = `Your edit: computing what it changes in the ${what}…`;
     } else if (state.kind === "error") {
-      status.textContent = `No diff of your edit is shown: ${state.error}`;
+      // the card's refusal above the preview says this already: said once, where the person looks
+      status.textContent = state.error === said() ? "No diff of your edit is shown: see the refusal above." : `No diff of your edit is shown: ${state.error}`;
       body.replaceChildren();
     } else {
       status.textContent = `Your edit: ${diffSummary(state.diff)} in the ${what} (compared by the kernel).`;

@@ -108,6 +108,8 @@ export class Transcript {
       if (e.agent && !rec.agent) {
         rec.agent = h("span", { class: "nbh-chip", "data-testid": "nbh-entry-agent", "data-agent": e.agent }, e.agent);
         (rec.head || rec.el).prepend(rec.agent, " ");
+        // an entry without a head line (a text, a team's step): the name sits at the start of its first line (theme.css)
+        if (!rec.head) rec.el.classList.add("nbh-by-agent");
       }
       show(rec, text, expanded ? undefined : entryHtml(e));
       this.drawMore(rec, expanded ? 0 : e.more || 0);

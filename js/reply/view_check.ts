@@ -115,7 +115,8 @@ class Reader {
           text(r.tool_name) &&
           text(r.rule_content) &&
           text(r.behavior) &&
-          text(r.reach),
+          text(r.reach) &&
+          text(r.reach_html),
       );
     if (!ok) {
       this.fault("suggested_rules", "are not well formed");
@@ -128,6 +129,7 @@ class Reader {
       rule_content: (r.rule_content as string | null | undefined) ?? null,
       behavior: (r.behavior as string | undefined) ?? "",
       reach: (r.reach as string | undefined) ?? "",
+      reach_html: (r.reach_html as string | null | undefined) ?? null,
     }));
   }
 

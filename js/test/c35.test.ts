@@ -51,7 +51,7 @@ function remoteView(over: Record<string, unknown> = {}): Record<string, unknown>
 
 describe("checkView", () => {
   test("a well-formed view passes as it is", () => {
-    const view = pause({ suggested_rules: [{ index: 0, label: "Bash(ls:*)", tool_name: "Bash", rule_content: "ls:*", behavior: "allow", reach: "" }] });
+    const view = pause({ suggested_rules: [{ index: 0, label: "Bash(ls:*)", tool_name: "Bash", rule_content: "ls:*", behavior: "allow", reach: "", reach_html: null }] });
     assert.deepEqual(checkView(view, "#1"), { view, problem: null, remote: false, named: true });
   });
 
@@ -65,7 +65,7 @@ describe("checkView", () => {
   test("a remote confirmation's suggested rules carry only index and label (nb_hitl/kinds/confirm.py view_fields)", () => {
     const checked = checkView(remoteView({ kind: "confirm", response_schema: null, suggested_rules: [{ index: 0, label: "allow delete_file" }] }), "#1");
     assert.equal(checked.problem, null);
-    assert.deepEqual(checked.view.suggested_rules, [{ index: 0, label: "allow delete_file", tool_name: "", rule_content: null, behavior: "", reach: "" }]);
+    assert.deepEqual(checked.view.suggested_rules, [{ index: 0, label: "allow delete_file", tool_name: "", rule_content: null, behavior: "", reach: "", reach_html: null }]);
   });
 
   test("each malformed shape is named", () => {

@@ -113,9 +113,12 @@ def pause_to_interrupt(
         expires_at, metadata={"nb_hitl": {...}})``. The metadata carries what
         a client needs to draw nb_hitl's own widgets: ``version``, ``kind``,
         ``thread_id``, ``reply_id``, ``tool_call_id``, ``tool_name``,
-        ``input`` (parsed, or ``None``), ``input_text`` (as the model sent
-        it; once someone modified a call that needs several approvals, the
-        edit they approve, as the local card shows it), ``input_schema``, ``permission_message``, ``decision_reason``,
+        ``input`` (parsed, or ``None``), ``input_text`` (the input as the
+        local card shows it: AgentScope's reading, pretty-printed; once
+        someone modified a call that needs several approvals, the edit they
+        approve), ``sent_text`` and ``input_changes`` (what the model sent
+        and AgentScope's repairs, when the input shown differs from it;
+        else ``None`` and ``[]``), ``input_schema``, ``permission_message``, ``decision_reason``,
         ``bypass_immune``, ``suggested_rules`` (``[{index, label, tool_name,
         rule_content, behavior}]``), ``ask_user`` (``AskUserParams`` as
         JSON, or ``None``), ``ask_user_error``, ``policy``, ``shell_commands``
@@ -142,9 +145,13 @@ def pause_to_interrupt(
         "tool_call_id": pause.tool_call_id,
         "tool_name": pause.tool_name,
         # what the call will run with: the model's input, or once someone modified a call
-        # that needs several approvals, the edit everyone approves now (as the local card shows)
+        # that needs several approvals, the edit everyone approves now
         "input": edited if edited is not None else pause.input,
-        "input_text": view["input_text"] if edited is not None else pause.tool_call.input,
+        # its text exactly as the local card shows it (Pause.to_view: AgentScope's reading, one
+        # key a line, invisible characters escaped), and what the model sent when that differs
+        "input_text": view["input_text"],
+        "sent_text": view["sent_text"],
+        "input_changes": view["input_changes"],
         "input_schema": pause.input_schema,
         "permission_message": pause.permission_message,
         "decision_reason": pause.decision_reason,

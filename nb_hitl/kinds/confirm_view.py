@@ -10,22 +10,54 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from agentscope.permission import PermissionRule
 
-from .._agentscope import enum_value
+from .._agentscope import enum_value, rule_label
 from ..file_change import MAX_DIFF_CHARS
+from ..markdown import markdown_html
 
 log = logging.getLogger("nb_hitl.kinds")
 
 __all__ = [
+    "SuggestedRuleView",
     "confirm_answer_summary",
     "confirm_view_fields",
     "remote_file_change",
     "rule_reach_line",
     "shell_command_view",
+    "suggested_rule_view",
 ]
+
+
+class SuggestedRuleView(TypedDict):
+    """One of AgentScope's ``suggested_rules`` as the page shows it."""
+
+    index: int
+    label: str
+    tool_name: str
+    rule_content: str | None
+    behavior: str
+    reach: str
+    reach_html: str | None
+    """``reach`` (Markdown: its patterns in backticks) as sanitised HTML
+    (:func:`nb_hitl.markdown.markdown_html`, the road of the model's Markdown),
+    or ``None`` when it reads the same as plain text."""
+
+
+def suggested_rule_view(index: int, rule: PermissionRule) -> SuggestedRuleView:
+    """``rule``, the ``index``-th suggested rule of a pause, as the page shows it."""
+    reach = rule_reach_line(rule)
+    return SuggestedRuleView(
+        index=index,
+        label=rule_label(rule),
+        tool_name=rule.tool_name,
+        rule_content=rule.rule_content,
+        behavior=enum_value(rule.behavior),
+        reach=reach,
+        reach_html=markdown_html(reach),
+    )
 
 
 def rule_reach_line(rule: PermissionRule) -> str:
@@ -96,10 +128,15 @@ def remote_file_change(value: Any) -> dict[str, Any] | None:
 def confirm_view_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
     """A confirmation interrupt's ``metadata["nb_hitl"]`` -> its card's fields
     (``suggested_rules`` as ``{"index", "label"}``, ``shell_commands``,
-    ``shell_problems``, ``file_change``), every value checked and made text."""
+    ``shell_problems``, ``file_change``, and ``sent_text`` / ``input_changes``: what the
+    model sent when the input shown differs from it, and AgentScope's repairs), every
+    value checked and made text."""
     commands = meta.get("shell_commands")
     problems = meta.get("shell_problems")
+    sent, changes = meta.get("sent_text"), meta.get("input_changes")
     return {
+        "sent_text": sent if isinstance(sent, str) else None,
+        "input_changes": [str(c) for c in changes] if isinstance(changes, list) and isinstance(sent, str) else [],
         "suggested_rules": [
             {"index": int(r.get("index", i)), "label": str(r.get("label", ""))}
             for i, r in enumerate(meta.get("suggested_rules") or [])

@@ -272,6 +272,9 @@ def test_client_views_and_entries_round_trip_to_the_server_mapping(two):
     assert v1["kind"] == "confirm" and v1["tool_name"] == "delete_file" and v1["interrupt_id"] == i1.id
     assert v1["suggested_rules"] == [{"index": 0, "label": "allow delete_file"}]
     assert json.loads(v1["input_text"]) == {"path": "old_log.txt"}
+    # the remote card shows the input as the local one does (one key a line), not the model's one-line JSON
+    assert v1["input_text"] == confirm.to_view()["input_text"] == '{\n  "path": "old_log.txt"\n}'
+    assert (v1["sent_text"], v1["input_changes"]) == (None, [])
     v2 = interrupt_view(i2, key=ask.tool_call_id, run_id="run-1")
     assert v2["kind"] == "ask_user" and v2["ask_user"]["questions"][0]["question"] == "Which file should I archive?"
     assert v2["input_text"] == "" == ask.to_view()["input_text"]  # the questions reach the page once, as ask_user

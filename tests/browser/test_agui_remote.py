@@ -98,6 +98,8 @@ def test_remote_agent_two_interrupts_answered_by_clicks(page, lab: JupyterLabSer
     ask.wait_for(timeout=90_000)
     confirm = _card(page, "confirm")
     assert "delete_file" in confirm.inner_text() and "Permission required" in confirm.inner_text()
+    # the remote card shows the input as a local card does, one key a line (not the model's one-line JSON)
+    assert confirm.locator('[data-testid="nbh-input"]').inner_text() == '{\n  "path": "old_log.txt"\n}'
     status = page.locator(f'{OUT} [data-testid="nbh-status"]')
     assert status.get_attribute("data-status") == "paused"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

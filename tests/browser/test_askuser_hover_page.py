@@ -30,6 +30,15 @@ BANNER = '[data-testid="nbh-waiting"]'
 NO_AUTOSAVE = ("@jupyterlab/docmanager-extension:plugin", {"autosave": False})
 
 
+# the width of each text box with a placeholder and of its placeholder's text in the box's own font
+PLACEHOLDER_FITS_JS = """el => Array.from(el.querySelectorAll('input[placeholder]')).map(i => {
+  const s = getComputedStyle(i), ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+  const room = i.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+  return [i.placeholder, Math.ceil(ctx.measureText(i.placeholder).width), Math.floor(room)];
+})"""
+
+
 def _boxes(ask: Locator) -> list[dict[str, float]]:
     """Where each option of the card is now (page pixels)."""
     return [o.bounding_box() for o in ask.locator('[data-testid="nbh-option"]').all()]  # type: ignore[misc]
@@ -38,6 +47,10 @@ def _boxes(ask: Locator) -> list[dict[str, float]]:
 def _pick_hover_click(page: Page, ask: Locator) -> None:
     """Pick notes.txt, rest the pointer on old_log.txt, then click draft.md and submit."""
     option = lambda label: ask.locator(f'[data-testid="nbh-option"][data-label="{label}"]')  # noqa: E731
+    # the card in the middle of the view first: a card drawn at its bottom edge (JupyterLab still
+    # scrolling to the output) would be scrolled by the hover itself, which moves every option
+    ask.evaluate("el => el.scrollIntoView({block: 'center'})")
+    page.wait_for_timeout(300)
     option("notes.txt").click()
     before = _boxes(ask)
     option("old_log.txt").hover()
@@ -51,6 +64,9 @@ def _pick_hover_click(page: Page, ask: Locator) -> None:
     option("draft.md").click(timeout=5_000)
     assert option("draft.md").locator("input").is_checked()
     assert ask.locator('[data-testid="nbh-preview-label"]').inner_text() == "Preview of your choice: draft.md"
+    # the "Other" box shows its whole placeholder (it was cut: a box of the browser's default size)
+    fits = ask.evaluate(PLACEHOLDER_FITS_JS)
+    assert fits and all(text <= room for _, text, room in fits), fits
     ask.locator('[data-testid="nbh-answer-submit"]').click()
 
 

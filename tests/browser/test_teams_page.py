@@ -83,6 +83,17 @@ def test_teams_notebook_clicked_through(page, lab: JupyterLabServer) -> None:
     assert reply.locator('[data-testid="nbh-tool-call"]').count() == len(
         reply.locator('[data-testid="nbh-tool-call"] [data-testid="nbh-entry-agent"]').all_inner_texts()
     )
+    # each name sits at the start of its entry's first line, never on a line of its own: what
+    # follows it in the entry starts on the same line, to its right
+    lines = named.evaluate_all(
+        """els => els.filter(b => b.offsetParent && b.nextElementSibling).map(b => {
+             const a = b.getBoundingClientRect(), n = b.nextElementSibling.getBoundingClientRect();
+             return [b.textContent, Math.round(n.top - a.top), Math.round(n.left - a.right), a.height];
+           })"""
+    )  # (a tool call's name is text in its head line, after the badge: no element follows it)
+    assert len(lines) >= 3, lines
+    for name, below, gap, height in lines:
+        assert below < height and gap >= 0, (name, below, gap, height, lines)
 
     # -- section 4: the worker asks again; the person presses Interrupt
     again = page.locator(f'{OUT} [data-testid="nbh-reply"]').nth(1)

@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 from agentscope.agent import Agent
 from agentscope.message import ToolCallBlock, ToolResultBlock, ToolResultState
+from agentscope.permission import PermissionBehavior, PermissionRule
 from agentscope.tool import AskUser, FunctionTool, Toolkit
 
 from nb_hitl import Session
 from nb_hitl.decisions import decide
 from nb_hitl.kinds import KINDS, PauseHost, PauseKindSpec, PauseShaper, kind_spec
+from nb_hitl.kinds.confirm_view import suggested_rule_view
 from nb_hitl.kinds.form import FormTool
 from nb_hitl.kinds.review_tool import reviewed
 from nb_hitl.models import ScriptedChatModel, Turn
@@ -103,8 +105,31 @@ def test_pause_view_type_describes_to_view() -> None:
     view = pause.to_view()
     assert list(view) == list(PauseView.__annotations__)
     assert list(_pause("elicitation").to_view()) == list(PauseView.__annotations__)  # the carrier stays out
-    rule = {"index": 0, "label": "x", "tool_name": "t", "rule_content": None, "behavior": "allow", "reach": "r"}
+    rule = {
+        "index": 0,
+        "label": "x",
+        "tool_name": "t",
+        "rule_content": None,
+        "behavior": "allow",
+        "reach": "r",
+        "reach_html": None,
+    }
     assert set(rule) == set(SuggestedRuleView.__annotations__)
+
+
+def test_a_suggested_rules_reach_comes_as_safe_html_too() -> None:
+    """The reach names its patterns in backticks: the page draws them as code from the kernel's
+    sanitised HTML (the road of the model's Markdown), never the backticks themselves."""
+    prefix = suggested_rule_view(
+        0, PermissionRule(tool_name="Bash", rule_content="git:*", behavior=PermissionBehavior.ALLOW, source="suggested")
+    )
+    assert "`git`" in prefix["reach"]
+    assert prefix["reach_html"] is not None and "<code>git</code>" in prefix["reach_html"]
+    assert "`" not in prefix["reach_html"] and "<code>&amp;&amp;</code>" in prefix["reach_html"]
+    whole = suggested_rule_view(
+        1, PermissionRule(tool_name="Bash", rule_content=None, behavior=PermissionBehavior.ALLOW, source="suggested")
+    )
+    assert whole["reach"].startswith("allows every call of Bash") and whole["reach_html"] is None
 
 
 def test_shaping_tools_and_the_session_follow_the_protocols() -> None:

@@ -2,15 +2,11 @@
 // set of words wherever they are shown: the open and closed confirmation card
 // (confirm.ts) and the service inbox's row (js/inbox.ts). Text only.
 import type { ApprovalView, PauseView } from "../../types";
+import { clockTime } from "../../lib/clock";
 
-// When an approval was given, in the browser's time with its zone named
-// ("10:42:07 AM CET"), as the approval link's page names the server's zone.
-export function approvalTime(at: number): string {
-  return new Date(at * 1000).toLocaleTimeString(undefined, { timeZoneName: "short" });
-}
 
 // A call that needs several approvals (Policy(approvals=N)): "1 of 2
-// approvals: alice (10:42:07 AM CET)". Text only; names are the kernel's decided_by.
+// approvals: alice (10:42:07 CET)". Text only; names are the kernel's decided_by.
 export function approvalsLine(p: Pick<PauseView, "approvals_needed" | "approvals">): string | null {
   const needed = p.approvals_needed || 1;
   if (needed <= 1) return null;
@@ -20,7 +16,8 @@ export function approvalsLine(p: Pick<PauseView, "approvals_needed" | "approvals
 }
 
 function approver(a: ApprovalView): string {
-  const when = Number.isFinite(a.at) ? ` (${approvalTime(a.at)})` : "";
+  // when it was given, in the browser's time (lib/clock.ts), as the approval link's page names the server's
+  const when = Number.isFinite(a.at) ? ` (${clockTime(a.at)})` : "";
   return `${a.by}${a.action === "modify" ? " (edited the input)" : ""}${when}`;
 }
 

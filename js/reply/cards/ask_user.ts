@@ -169,10 +169,36 @@ export function declinedWith(typed: { question: string; text: string }[]): strin
   return `The user declined to answer these questions, and wrote:\n${typed.map((t) => `- "${t.question}": ${t.text}`).join("\n")}`;
 }
 
+/** The questions a closed card asked, read-only (each with its header, context and options), when
+ *  its record does not list them: it expired, was declined or was cancelled; an answer's record
+ *  names each question with what was chosen. */
+export function askedRecord(p: PauseView): HTMLElement | null {
+  if (!p.ask_user || (p.decision && p.decision.action === "answer")) return null;
+  return h(
+    "div",
+    { "data-testid": "nbh-asked" },
+    h("div", { class: "nbh-muted" }, p.ask_user.questions.length === 1 ? "The agent asked:" : "The agent asked these questions:"),
+    p.ask_user.questions.map((q) =>
+      h(
+        "div",
+        { class: "nbh-card", "data-testid": "nbh-asked-question", "data-question": q.question },
+        h("div", {}, h("span", { class: "nbh-chip" }, q.header), " ", h("span", { class: "nbh-title" }, q.question)),
+        q.context ? h("pre", { class: "nbh-pre" }, q.context) : null,
+        h(
+          "ul",
+          { class: "nbh-muted", "aria-label": q.multi_select === true ? "Options (several could be chosen)" : "Options (one could be chosen)" },
+          q.options.map((o) => h("li", {}, h("span", { class: "nbh-title" }, o.label), o.description ? ` — ${o.description}` : "")),
+        ),
+      ),
+    ),
+  );
+}
+
 export const askUserCard: CardKind = {
   openLabel: "The agent asks you",
   closedLabel: "Question",
   build,
   // the decided record already lists the answers to the questions
   showsInputWhenClosed: (p) => !p.ask_user,
+  recordHead: askedRecord,
 };

@@ -1,12 +1,13 @@
 // A confirmation (AgentScope's permission engine asked): approve, deny,
 // approve with a modified input, or approve and add suggested rules.
-import { h } from "../../lib/dom";
+import { fitRows, h } from "../../lib/dom";
+import { safeFragment } from "../../lib/safe_html";
 import { enterPresses } from "../../lib/a11y";
 import { fileChangeParts } from "../../lib/file_change";
 import { shellCommandsView } from "./shell";
 import { dryRunPart } from "./dry_run";
 import { EditPreview, previewPart } from "../../lib/edit_preview";
-import type { PauseView } from "../../types";
+import type { PauseView, SuggestedRuleView } from "../../types";
 import { approvalsLine, approvalsRecord } from "./approvals";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -87,6 +88,18 @@ function hintsLine(p: PauseView): HTMLElement | null {
   return h("div", { class: "nbh-muted", "data-testid": "nbh-tool-hints" }, text);
 }
 
+// What else a suggested rule lets through: the kernel's Markdown (its patterns in backticks) as the
+// kernel rendered and sanitised it (reach_html), walked again by the page (lib/safe_html.ts) like
+// the model's Markdown; the plain line when it has none.
+function reachLine(r: SuggestedRuleView): HTMLElement {
+  const el = h("div", { class: "nbh-muted", "data-testid": "nbh-rule-reach" });
+  if (r.reach_html) {
+    el.classList.add("nbh-md");
+    el.append(safeFragment(r.reach_html));
+  } else el.textContent = r.reach || "";
+  return el;
+}
+
 // The button that opens each edit panel, and the field the keyboard lands on in it.
 const PANEL_OPENER = { modify: "nbh-modify", rules: "nbh-always", deny: "nbh-deny-reason-open" } as const;
 const PANEL_FIELD = { modify: "nbh-modify-input", rules: "nbh-rule", deny: "nbh-deny-reason" } as const;
@@ -128,18 +141,26 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     const area = h("textarea", { "data-testid": "nbh-modify-input", spellcheck: "false", "aria-label": "Edited tool input (JSON)" });
     const kept = ctx.kept;
     area.value = kept && kept.action === "modify" ? kept.input : p.input_text;
+    fitRows(area);
     ctx.setDraft(() => ({ action: "modify", input: area.value }));
     ctx.setHeld(() => (area.value !== p.input_text ? { what: "an edit", draft: { action: "modify", input: area.value } } : null));
+    // the kernel's refusal of the edit sent, right under the box: the preview does not say it again
+    // (it only points to it), and it goes once the edit it was about is changed
+    const refusal = ctx.errorBox("input") || ctx.errorBox("name") || ctx.errorBox();
     // what the edit changes against the model's input, as the kernel reads it, while it is typed
-    const shown = previewPart("input", "nbh-modify-preview", p.file_change ? p.file_change.path : null);
+    const shown = previewPart("input", "nbh-modify-preview", p.file_change ? p.file_change.path : null, () => (refusal?.isConnected ? refusal.textContent : null));
     const preview = new EditPreview(p.input_text, (text) => ctx.preview({ input: text }), shown.show);
-    area.addEventListener("input", () => preview.changed(area.value));
+    area.addEventListener("input", () => {
+      fitRows(area);
+      ctx.clearError("input");
+      preview.changed(area.value);
+    });
     if (area.value !== p.input_text) preview.changed(area.value, true);
     card.append(
       h("div", { class: "nbh-muted" }, `Edit the input of ${p.tool_name} (JSON). The tool name cannot change; the edit is checked against the tool's schema and the permission rules.`),
       area,
+      refusal || "",
       shown.el,
-      ctx.errorBox("input") || ctx.errorBox("name") || ctx.errorBox() || "",
       h(
         "div",
         { class: "nbh-row" },
@@ -202,7 +223,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
           { class: "nbh-rule" },
           h("label", { class: "nbh-row" }, cb, h("code", {}, r.label)),
           r.rule_content === null ? null : content,
-          h("div", { class: "nbh-muted", "data-testid": "nbh-rule-reach" }, r.reach || ""),
+          reachLine(r),
         ),
       );
     }
