@@ -90,6 +90,20 @@ class World:
             time.sleep(0.05)
 
 
+async def alice_then_bob_by_link(remote: RemoteSession, server: AguiServer, url: str, prompt: str) -> tuple[Any, ...]:
+    """alice starts ``prompt`` and approves its first card (1 of 2: the card stays open for the next
+    person), then bob approves it through his link; ``(task, card, alice's reply, the link's response)``."""
+    task = remote.start(prompt)
+    (card,) = await remote.until_paused()
+    reply = await remote.act({"action": "approve", "tool_call_id": card["tool_call_id"]})
+    (again,) = await remote.until_paused()
+    assert [a["by"] for a in again["approvals"]] == ["alice"] and not task.done()
+    link = server.links.issue(remote.thread_id, card["tool_call_id"], "bob", base_url=url)
+    async with httpx.AsyncClient() as http:
+        done = await http.post(link, data={"action": "approve"})
+    return task, card, reply, done
+
+
 @pytest.fixture
 def world(tmp_path):
     w = World(tmp_path)
@@ -271,14 +285,7 @@ def test_the_owners_notebook_client_catches_up_when_the_last_approval_came_throu
 
         async def scenario() -> tuple[Any, ...]:
             remote = RemoteSession(handle.url, token="alice-token", display=False)
-            task = remote.start("Pay the invoice.")
-            (card,) = await remote.until_paused()
-            reply = await remote.act({"action": "approve", "tool_call_id": card["tool_call_id"]})
-            (again,) = await remote.until_paused()  # the same call, 1 of 2, open for the next person
-            assert [a["by"] for a in again["approvals"]] == ["alice"] and not task.done()
-            url = server.links.issue(remote.thread_id, card["tool_call_id"], "bob", base_url=handle.url)
-            async with httpx.AsyncClient() as http:
-                done = await http.post(url, data={"action": "approve"})
+            task, _, reply, done = await alice_then_bob_by_link(remote, server, handle.url, "Pay the invoice.")
             status = await remote.follow(every=0.2, timeout=30)
             return reply, done, status, await task, remote.current
 

@@ -13,12 +13,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import httpx
-
 from nb_hitl.agui import AguiServer, RemoteSession, serve_in_background
 from nb_hitl.models import Turn, tool_call
 from tests.agui.test_agui_four_eyes import Payments, bearer
-from tests.agui.test_agui_links import run_sync
+from tests.agui.test_agui_links import alice_then_bob_by_link, run_sync
 from tests.support import wait_until
 
 
@@ -39,13 +37,7 @@ def test_a_card_decided_through_a_link_says_so_when_the_reply_asks_again_before_
 
         async def scenario() -> tuple[Any, ...]:
             remote = RemoteSession(handle.url, token="alice-token", display=False)
-            task = remote.start("Pay both invoices.")
-            (card,) = await remote.until_paused()
-            await remote.act({"action": "approve", "tool_call_id": card["tool_call_id"]})
-            await remote.until_paused()  # 1 of 2: open for the next person
-            url = server.links.issue(remote.thread_id, card["tool_call_id"], "bob", base_url=handle.url)
-            async with httpx.AsyncClient() as http:
-                done = await http.post(url, data={"action": "approve"})
+            task, card, _, done = await alice_then_bob_by_link(remote, server, handle.url, "Pay both invoices.")
             thread = server.threads[remote.thread_id]
 
             def second_asks() -> bool:

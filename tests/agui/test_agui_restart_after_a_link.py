@@ -12,12 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from nb_hitl.agui import AguiServer, RemoteSession, serve_in_background
 from nb_hitl.agui.payments_demo import PaymentFactory
 from tests.agui.test_agui_four_eyes import bearer
-from tests.agui.test_agui_links import ANY_TIME, run_sync
+from tests.agui.test_agui_links import ANY_TIME, alice_then_bob_by_link, run_sync
 from tests.support import wait_until
 
 
@@ -29,13 +27,7 @@ def test_the_owners_client_catches_up_with_a_link_after_the_server_restarted(tmp
 
     async def scenario() -> tuple[Any, ...]:
         remote = RemoteSession(handle.url, token="alice-token", display=False)
-        task = remote.start("Pay the invoice.")
-        (card,) = await remote.until_paused()
-        await remote.act({"action": "approve", "tool_call_id": card["tool_call_id"]})
-        await remote.until_paused()  # 1 of 2: open for the next person
-        url = server.links.issue(remote.thread_id, card["tool_call_id"], "bob", base_url=handle.url)
-        async with httpx.AsyncClient() as http:
-            done = await http.post(url, data={"action": "approve"})
+        task, _, _, done = await alice_then_bob_by_link(remote, server, handle.url, "Pay the invoice.")
         thread = server.threads[remote.thread_id]
         await wait_until(lambda: not thread.session.current.live, "the reply ended on the first server")
         handle.stop()
