@@ -206,3 +206,21 @@ def test_c40_run_all_stops_at_the_first_pause_for_a_click(path: Path, tmp_path: 
             assert time.monotonic() < deadline, "after the click the cell neither ended nor reached the next pause"
         if reply is not None:
             assert reply["content"]["status"] == "ok", kernel._collect(msg_id, reply).describe()
+
+
+def test_c40_a_cell_run_again_after_the_click_says_how_its_card_was_answered(tmp_path: Path) -> None:
+    """review_and_policy.ipynb in class mode: Run All stops at the review card, a click accepts it,
+    the cell ends; run again, the cell says the card was answered and how, never "Waiting for you"."""
+    path = REPO_ROOT / "notebooks" / "review_and_policy.ipynb"
+    shutil.copy(path, tmp_path / path.name)
+    cells = _code_cells(path)
+    with KernelHarness(cwd=tmp_path) as kernel:
+        stopped = _run_until_a_pause_holds(kernel, cells)
+        assert stopped is not None
+        index, msg_id, (comm_id, pause) = stopped
+        assert _click(kernel, comm_id, pause)["ok"] is True
+        reply = kernel._shell_reply(msg_id, time.monotonic() + 60)
+        assert reply is not None and reply["content"]["status"] == "ok"
+        again = kernel.execute(cells[index], timeout=60)
+        again.raise_for_error()
+        assert "Already answered: " in again.stdout and "Waiting for you" not in again.stdout, again.stdout
