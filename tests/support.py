@@ -254,12 +254,21 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def _output_texts(cell: nbformat.NotebookNode) -> list[str]:
-    """A cell's stream outputs, and its errors as ``ERROR name: value``."""
-    out = []
+    """A cell's stream outputs, and its errors as ``ERROR name: value``. Consecutive outputs of
+    one stream are one text, as a front end shows them: the kernel flushes a stream on a timer,
+    so one ``print`` may arrive as two stream messages (split anywhere, e.g. between its words)."""
+    out: list[str] = []
+    last_stream = None
     for o in cell.get("outputs", []):
         if o.get("output_type") == "stream":
-            out.append(o.get("text", ""))
-        elif o.get("output_type") == "error":
+            if o.get("name") == last_stream:
+                out[-1] += o.get("text", "")
+            else:
+                out.append(o.get("text", ""))
+            last_stream = o.get("name")
+            continue
+        last_stream = None
+        if o.get("output_type") == "error":
             out.append(f"ERROR {o.get('ename')}: {o.get('evalue')}")
     return out
 
