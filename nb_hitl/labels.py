@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-__all__ = ["answers_text", "call_label", "pause_label"]
+__all__ = ["answers_text", "call_label", "choices_text", "pause_label"]
 
 
 def call_label(tool_name: str, tool_input: Any) -> str:
@@ -45,12 +45,16 @@ def answers_text(answers: Any) -> str:
     several; free text as ``(Other) "..."``. Anything else: its JSON text."""
     if not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers):
         return answers if isinstance(answers, str) else json.dumps(answers, ensure_ascii=False)
-    lines = []
-    for a in answers:
-        parts = [str(s) for s in a.get("selected") or []]
-        if a.get("other"):
-            parts.append(f'(Other) "{a["other"]}"')
-        lines.append(", ".join(parts) or "(no answer)")
+    lines = [choices_text(a.get("selected") or [], a.get("other")) for a in answers]
     if len(answers) > 1:
         lines = [f'"{a.get("question", "")}" -> {line}' for a, line in zip(answers, lines, strict=True)]
     return "; ".join(lines)
+
+
+def choices_text(selected: Any, other: Any) -> str:
+    """One AskUser question's answer in words: the chosen labels and a free-text answer as
+    ``(Other) "..."``, comma-separated (``notes.txt, (Other) "the log"``), or ``(no answer)``."""
+    parts = [str(s) for s in selected]
+    if other:
+        parts.append(f'(Other) "{other}"')
+    return ", ".join(parts) or "(no answer)"

@@ -23,6 +23,7 @@ from agentscope.tool import AskUserAnswer, AskUserMetadata, AskUserParams
 from pydantic import ValidationError
 
 from ..errors import DecisionError
+from ..labels import choices_text
 from ..messages import MAX_SHORT, AnswerMessage, format_validation_error
 from ._base import Decision, action_text, base_message
 from ._schema import SCHEMA_DIALECT, validate_payload
@@ -44,10 +45,7 @@ def ask_user_output(answers: list[AskUserAnswer]) -> str:
     """
     lines = ["The user answered:"]
     for a in answers:
-        parts = list(a.selected)
-        if a.other:
-            parts.append(f'(Other) "{a.other}"')
-        lines.append(f'- "{a.question}" -> {", ".join(parts) if parts else "(no answer)"}')
+        lines.append(f'- "{a.question}" -> {choices_text(a.selected, a.other)}')
     return "\n".join(lines)
 
 
