@@ -56,5 +56,7 @@ def test_a_link_answer_is_told_once_across_two_restarts(tmp_path: Path) -> None:
     (answer,) = finished.metadata[META_KEY]["answered_elsewhere"]
     assert (answer["by"], answer["action"]) == ("bob", "approve")
     assert again.status == 200 and again.types[0] == "RUN_STARTED"
-    assert not any((getattr(e, "metadata", None) or {}).get(META_KEY, {}).get("answered_elsewhere") for e in again.events)
+    assert not any(
+        (getattr(e, "metadata", None) or {}).get(META_KEY, {}).get("answered_elsewhere") for e in again.events
+    )
     assert again.last().type.value == "RUN_ERROR" and again.last().code == "no_input"
