@@ -77,19 +77,26 @@ def closing_events(
         )
     )
     meta = {META_KEY: note} if note else None
-    ids = {"thread_id": inp.thread_id, "run_id": inp.run_id}
+
+    def finished(outcome: Any, result: str | None = None) -> RunFinishedEvent:
+        return RunFinishedEvent(
+            thread_id=inp.thread_id,
+            run_id=inp.run_id,
+            result=result,
+            outcome=outcome,
+            metadata=meta,
+            timestamp=now_ms(),
+        )
+
     if open_now:
-        outcome = RunFinishedInterruptOutcome(interrupts=[i for i, _ in open_now])
-        out.append(RunFinishedEvent(**ids, outcome=outcome, metadata=meta, timestamp=now_ms()))
+        out.append(finished(RunFinishedInterruptOutcome(interrupts=[i for i, _ in open_now])))
     elif run is None or run.status == "finished":
         final = msg_text(run.final) if run is not None and run.final is not None else None
         if run is None and note:  # a restarted server catching up: the reply ended before the restart
             final = last_reply_text(thread.agent.state.context)
-        success = RunFinishedSuccessOutcome()
-        out.append(RunFinishedEvent(**ids, result=final, outcome=success, metadata=meta, timestamp=now_ms()))
+        out.append(finished(RunFinishedSuccessOutcome(), final))
     elif run.status in ("interrupted", "expired"):
-        cancelled = RunFinishedCancelledOutcome()
-        out.append(RunFinishedEvent(**ids, outcome=cancelled, metadata=meta, timestamp=now_ms()))
+        out.append(finished(RunFinishedCancelledOutcome()))
     else:
         reason = run.reason or f"The reply ended: {run.status}"
         out.append(RunErrorEvent(message=reason, code="agent_error", timestamp=now_ms()))
