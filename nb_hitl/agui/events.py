@@ -7,7 +7,9 @@
 ``TOOL_CALL_RESULT``; pauses become the run's interrupt outcome (server).
 :func:`messages_snapshot` turns the agent's history (``AgentState.context``)
 into AG-UI messages for ``MESSAGES_SNAPSHOT``, one assistant message per
-round and one tool message per result, with ids that match the stream.
+round and one tool message per result, with ids that match the stream;
+:func:`reply_rounds` is where a reply is split into rounds, also for
+:func:`last_reply_text`.
 The full table is in ``docs/design.md`` ("AG-UI").
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ag_ui.core import (
@@ -43,7 +46,15 @@ from agentscope.message import Msg, TextBlock, ToolCallBlock, ToolResultBlock
 
 from .._agentscope import blocks_text, enum_value
 
-__all__ = ["EventTranslator", "messages_snapshot", "result_message_id", "now_ms"]
+__all__ = [
+    "EventTranslator",
+    "Round",
+    "last_reply_text",
+    "messages_snapshot",
+    "now_ms",
+    "reply_rounds",
+    "result_message_id",
+]
 
 
 def now_ms() -> int:
@@ -192,23 +203,69 @@ class EventTranslator:
         return [self._stamp(e) for e in out]
 
 
+@dataclass
+class Round:
+    """One round of an assistant ``Msg``: what the model wrote before it waited for tools.
+
+    Attributes:
+        texts: its text blocks (``agentscope.message.TextBlock``), in order.
+        calls: the tool calls it made after them (``ToolCallBlock``), in order; empty for
+            the text the reply ends with.
+    """
+
+    texts: list[TextBlock] = field(default_factory=list)
+    calls: list[ToolCallBlock] = field(default_factory=list)
+
+
+def reply_rounds(content: list[Any]) -> list[Round | ToolResultBlock]:
+    """An assistant ``Msg``'s blocks split into rounds: the one rule of what a round is, read by
+    :func:`messages_snapshot` (one AG-UI assistant message per round) and :func:`last_reply_text`
+    (the last round).
+
+    Args:
+        content: the ``Msg.content`` block list.
+
+    Returns:
+        :class:`Round` and ``ToolResultBlock`` items in the blocks' order: a text after a tool
+        call starts a new round, a tool result ends the round before it and stands on its own;
+        a round with neither text nor calls is left out, and so are blocks of other kinds
+        (thinking, hints, data).
+    """
+    out: list[Round | ToolResultBlock] = []
+    current = Round()
+    for block in content:
+        if isinstance(block, TextBlock):
+            if current.calls:
+                out.append(current)
+                current = Round()
+            current.texts.append(block)
+        elif isinstance(block, ToolCallBlock):
+            current.calls.append(block)
+        elif isinstance(block, ToolResultBlock):
+            if current.texts or current.calls:
+                out.append(current)
+                current = Round()
+            out.append(block)
+    if current.texts or current.calls:
+        out.append(current)
+    return out
+
+
 def last_reply_text(context: list[Msg]) -> str | None:
-    """What the agent said last in an AgentScope history (``AgentState.context``): the text
-    of the last round of its last message (the text blocks after its last tool call or
-    result), as a reply's final ``Msg`` reads; ``None`` when the history does not end with
-    the assistant's message (a user message came after it)."""
+    """What the agent said last in an AgentScope history (``AgentState.context``), as a reply's final
+    ``Msg`` reads: the text of its last message's last round (:func:`reply_rounds`) when that round
+    made no tool call; ``""`` when the message ends with a tool call or result; ``None`` when the
+    history does not end with the assistant's message (a user message came after it)."""
     if not context or context[-1].role != "assistant":
         return None
     content = context[-1].content
     if isinstance(content, str):
         return content
-    texts: list[str] = []
-    for block in content:
-        if isinstance(block, ToolCallBlock | ToolResultBlock):
-            texts = []
-        elif isinstance(block, TextBlock):
-            texts.append(block.text)
-    return "".join(texts)
+    parts = reply_rounds(content)
+    last = parts[-1] if parts else None
+    if not isinstance(last, Round) or last.calls:
+        return ""
+    return "".join(block.text for block in last.texts)
 
 
 def messages_snapshot(context: list[Msg]) -> list[Any]:
@@ -220,10 +277,11 @@ def messages_snapshot(context: list[Msg]) -> list[Any]:
     Returns:
         ``UserMessage`` / ``SystemMessage`` for user and system messages
         (same ids); for each assistant ``Msg``, an ``AssistantMessage`` per
-        round (its text and ``tool_calls``, arguments as the model sent
-        them) and a ``ToolMessage`` per tool result (``error`` = the result
-        state when it is not ``success``). Hint and thinking blocks are
-        left out.
+        round (:func:`reply_rounds`: its text and ``tool_calls``, arguments
+        as the model sent them; its id is its first text block's, else
+        ``"<msg id>:<round number>"``) and a ``ToolMessage`` per tool result
+        (``error`` = the result state when it is not ``success``). Hint and
+        thinking blocks are left out.
     """
     out: list[Any] = []
     for msg in context:
@@ -236,43 +294,29 @@ def messages_snapshot(context: list[Msg]) -> list[Any]:
         if isinstance(msg.content, str):
             out.append(AssistantMessage(id=msg.id, content=msg.content, name=msg.name or None))
             continue
-        texts: list[tuple[str, str]] = []
-        calls: list[ToolCall] = []
         round_no = 0
-
-        def flush(msg: Msg = msg) -> None:
-            nonlocal texts, calls, round_no
-            if not texts and not calls:
-                return
-            mid = texts[0][0] if texts else f"{msg.id}:{round_no}"
-            out.append(
-                AssistantMessage(
-                    id=mid,
-                    content="".join(t for _, t in texts) or None,
-                    tool_calls=calls or None,
-                    name=msg.name or None,
-                )
-            )
-            texts, calls = [], []
-            round_no += 1
-
-        for block in msg.content:
-            if isinstance(block, TextBlock):
-                if calls:  # text after tool calls starts a new round
-                    flush()
-                texts.append((block.id, block.text))
-            elif isinstance(block, ToolCallBlock):
-                calls.append(ToolCall(id=block.id, function=FunctionCall(name=block.name, arguments=block.input or "")))
-            elif isinstance(block, ToolResultBlock):
-                flush()
-                state = str(enum_value(block.state))
+        for part in reply_rounds(msg.content):
+            if isinstance(part, Round):
+                calls = [
+                    ToolCall(id=c.id, function=FunctionCall(name=c.name, arguments=c.input or "")) for c in part.calls
+                ]
                 out.append(
-                    ToolMessage(
-                        id=result_message_id(msg.id, block.id),
-                        tool_call_id=block.id,
-                        content=blocks_text(block.output) or f"({state})",
-                        error=None if state == "success" else state,
+                    AssistantMessage(
+                        id=part.texts[0].id if part.texts else f"{msg.id}:{round_no}",
+                        content="".join(t.text for t in part.texts) or None,
+                        tool_calls=calls or None,
+                        name=msg.name or None,
                     )
                 )
-        flush()
+                round_no += 1
+                continue
+            state = str(enum_value(part.state))
+            out.append(
+                ToolMessage(
+                    id=result_message_id(msg.id, part.id),
+                    tool_call_id=part.id,
+                    content=blocks_text(part.output) or f"({state})",
+                    error=None if state == "success" else state,
+                )
+            )
     return out

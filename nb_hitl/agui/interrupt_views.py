@@ -18,11 +18,13 @@ from ag_ui.core import Interrupt, ResumeEntry
 
 from ..errors import DecisionError
 from ..kinds import KINDS, kind_spec
+from ..kinds._reading import visible_json, visible_text
 from ..kinds._schema import META_KEY, META_VERSION, REASON_TOOL_CALL, validate_payload
+from ..messages import parse_json_object
 from .ids import parse_expires_at
 from .resume_rules import cancel_payload
 
-__all__ = ["OUR_KINDS", "our_kind", "effective_schema", "interrupt_view", "message_to_entry"]
+__all__ = ["OUR_KINDS", "our_kind", "effective_schema", "interrupt_view", "message_to_entry", "shown_arguments"]
 
 OUR_KINDS = KINDS
 """The pause kinds :func:`~nb_hitl.agui.mapping.pause_to_interrupt` maps (``Pause.kind``)."""
@@ -68,6 +70,26 @@ def effective_schema(interrupt: Interrupt) -> dict[str, Any]:
     return dict(interrupt.response_schema) if interrupt.response_schema else _fallback_schema(interrupt)
 
 
+def shown_arguments(text: str) -> str:
+    """A tool call's arguments as streamed by another AG-UI server, as its card shows them.
+
+    Args:
+        text: the ``TOOL_CALL_ARGS`` deltas of the call, joined.
+
+    Returns:
+        once the text is one complete JSON object (read as a typed input is:
+        :func:`~nb_hitl.messages.parse_json_object`, no key twice), that object as a
+        local card shows an input (:func:`~nb_hitl.kinds._reading.visible_json`: one
+        key a line); else the text as streamed (cut short, not an object, a key given
+        twice), its invisible characters written as ``\\uXXXX`` as a local card does.
+    """
+    try:
+        value = parse_json_object(text, field="arguments")
+    except (DecisionError, RecursionError):
+        return visible_text(text)
+    return visible_json(value)
+
+
 def interrupt_view(
     interrupt: Interrupt,
     *,
@@ -85,7 +107,8 @@ def interrupt_view(
             interrupt's ``tool_call_id`` when that is unique in the outcome,
             else the interrupt id.
         run_id: the run that raised it (shown as ``reply_id``).
-        tool_call_text: the tool call's arguments as streamed, if seen.
+        tool_call_text: the tool call's arguments as streamed, if seen (shown
+            by :func:`shown_arguments` when the metadata has no ``input_text``).
         tool_call_name: the tool's name as streamed, if seen.
 
     Returns:
@@ -107,7 +130,7 @@ def interrupt_view(
         "reply_id": run_id,
         "kind": kind or "form",
         "tool_name": meta.get("tool_name") or tool_call_name or interrupt.reason,
-        "input_text": meta.get("input_text") or tool_call_text or "",
+        "input_text": meta.get("input_text") or (shown_arguments(tool_call_text) if tool_call_text else ""),
         "input_schema": meta.get("input_schema"),
         "permission_message": meta.get("permission_message"),
         "decision_reason": meta.get("decision_reason"),

@@ -8,7 +8,8 @@ its own headless :class:`~nb_hitl.session.Session`: pause handling,
 validation, the permission re-check and the exactly-once resume are the
 Session's. A paused reply ends its run with ``RUN_FINISHED`` and an
 ``interrupt`` outcome; a resume run answers every open interrupt at once;
-new input while interrupts are open runs nothing and repeats them. The
+new input while interrupts are open runs nothing and repeats them; every
+run ends with :func:`~nb_hitl.agui.run_end.closing_events`. The
 rules a resume must follow, the order of a run's events and how the
 Session's listeners feed the stream are described in ``docs/design.md``
 ("AG-UI"). Running it: :func:`~nb_hitl.agui.background.serve_in_background`.
@@ -29,12 +30,7 @@ from ag_ui.core import (
     ResumeEntry,
     RunAgentInput,
     RunErrorEvent,
-    RunFinishedCancelledOutcome,
-    RunFinishedEvent,
-    RunFinishedInterruptOutcome,
-    RunFinishedSuccessOutcome,
     RunStartedEvent,
-    StateSnapshotEvent,
 )
 from agentscope.message import UserMsg
 from starlette.applications import Starlette
@@ -44,20 +40,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .._agentscope import blocks_text, msg_text
+from .._agentscope import blocks_text
 from ..answers.front import BatchRefused
 from ..answers.outcome import answered_elsewhere_text
 from ..answers.record import origin
 from ..errors import DecisionError, PendingPauseError
 from ..pauses import Pause
 from .background import ServerHandle, serve_in_background
-from .events import EventTranslator, last_reply_text, messages_snapshot, now_ms
+from .events import EventTranslator, messages_snapshot, now_ms
 from .guard import Access, AuthHook
 from .http import Limits, close_unread, handle_close, handle_run
 from .link_page import link_route
 from .links import Links
 from .mapping import META_KEY, ResumeError, check_resume, pause_to_interrupt, resume_to_message
 from .refusals import Refusal, held_input, interrupt_named, refusal_at, refusal_of, stale_refusal
+from .run_end import closing_events
 from .threads import ThreadRegistry, ThreadState, answers_settled, canonical
 
 __all__ = ["AguiServer", "ServerHandle", "serve_in_background", "AgentFactory"]
@@ -291,7 +288,7 @@ class AguiServer:
                             f"{interrupt_named(self._tool_of(thread, e.interrupt_id))} was already answered in an "
                             "earlier run with another answer; an interrupt is decided once.",
                         )
-                async for event in self._finish(thread, inp, thread.translator(), note={"replayed": True}):
+                for event in self._finish(thread, inp, thread.translator(), note={"replayed": True}):
                     yield event
                 return
             answered = [e.interrupt_id for e in resume if e.interrupt_id in thread.ledger]
@@ -314,7 +311,7 @@ class AguiServer:
             thread.seen_ids.update(m.id for m in inp.messages)
             if recorded is not None:  # approvals short of N only: the same interrupts, for the next person
                 note = {"approvals_recorded": recorded}
-                async for event in self._finish(thread, inp, thread.translator(), note=note):
+                for event in self._finish(thread, inp, thread.translator(), note=note):
                     yield event
                 return
             yield MessagesSnapshotEvent(messages=messages_snapshot(thread.agent.state.context), timestamp=now_ms())
@@ -326,7 +323,7 @@ class AguiServer:
                 held: dict[str, Any] = {"refused_input": held_input(open_now, new)}
                 if thread.unseen:  # answered elsewhere since, and the reply asks again: caught up too
                     held["answered_elsewhere"] = thread.take_unseen()
-                async for event in self._finish(thread, inp, thread.translator(), note=held):
+                for event in self._finish(thread, inp, thread.translator(), note=held):
                     yield event
                 return
             if not new and thread.unseen:  # answered elsewhere since (a link, a deadline): the client catches up
@@ -335,7 +332,7 @@ class AguiServer:
                 if session.current is not None and session.current.live:
                     async for event in self._pump(thread, translator):
                         yield event
-                async for event in self._finish(thread, inp, translator, note=note):
+                for event in self._finish(thread, inp, translator, note=note):
                     yield event
                 return
             if not new:
@@ -357,7 +354,7 @@ class AguiServer:
         translator = thread.translator()
         async for event in self._pump(thread, translator):
             yield event
-        async for event in self._finish(thread, inp, translator):
+        for event in self._finish(thread, inp, translator):
             yield event
 
     def _plan(
@@ -440,60 +437,9 @@ class AguiServer:
             if thread.settled(run, item):
                 return
 
-    async def _finish(
+    def _finish(
         self, thread: ThreadState, inp: RunAgentInput, translator: EventTranslator, *, note: dict | None = None
-    ) -> AsyncIterator[BaseEvent]:
-        """The run's closing events; ``note`` goes into ``RUN_FINISHED.metadata.nb_hitl``."""
-        for event in translator.close():
-            yield event
-        run = thread.session.current
-        open_now = self._open(thread)
-        status = "paused" if open_now else (run.status if run is not None else "idle")
-        yield MessagesSnapshotEvent(messages=messages_snapshot(thread.agent.state.context), timestamp=now_ms())
-        yield StateSnapshotEvent(
-            snapshot={
-                META_KEY: {
-                    "agent": getattr(thread.agent, "name", ""),
-                    "thread_id": thread.thread_id,
-                    "reply_id": run.reply_id if run is not None else None,
-                    "status": status,
-                    "open_interrupts": [i.id for i, _ in open_now],
-                }
-            },
-            timestamp=now_ms(),
-        )
-        meta = {META_KEY: note} if note else None
-        if open_now:
-            yield RunFinishedEvent(
-                thread_id=inp.thread_id,
-                run_id=inp.run_id,
-                outcome=RunFinishedInterruptOutcome(interrupts=[i for i, _ in open_now]),
-                metadata=meta,
-                timestamp=now_ms(),
-            )
-            return
-        if run is None or run.status == "finished":
-            final = msg_text(run.final) if run is not None and run.final is not None else None
-            if run is None and note:  # a restarted server catching up: the reply ended before the restart
-                final = last_reply_text(thread.agent.state.context)
-            yield RunFinishedEvent(
-                thread_id=inp.thread_id,
-                run_id=inp.run_id,
-                result=final,
-                outcome=RunFinishedSuccessOutcome(),
-                metadata=meta,
-                timestamp=now_ms(),
-            )
-            return
-        if run.status in ("interrupted", "expired"):
-            yield RunFinishedEvent(
-                thread_id=inp.thread_id,
-                run_id=inp.run_id,
-                outcome=RunFinishedCancelledOutcome(),
-                metadata=meta,
-                timestamp=now_ms(),
-            )
-            return
-        yield RunErrorEvent(
-            message=run.reason or f"The reply ended: {run.status}", code="agent_error", timestamp=now_ms()
-        )
+    ) -> list[BaseEvent]:
+        """The run's closing events (:func:`~nb_hitl.agui.run_end.closing_events`); ``note`` goes
+        into ``RUN_FINISHED.metadata.nb_hitl``."""
+        return closing_events(thread, inp, translator, self._open(thread), note=note)

@@ -251,9 +251,15 @@ class ThreadState:
         self.agent.state.middle_context[UNSEEN_KEY] = value
 
     def take_unseen(self) -> list[dict[str, Any]]:
-        """:attr:`unseen`, emptied: the owner's client is told of them now (and not again)."""
+        """:attr:`unseen`, emptied: the owner's client is told of them now, and not again, also by a
+        server restarted later: the emptied list goes to the thread's checkpoint at once
+        (``Session.checkpoint``; a failed write is logged), or, while a ``reply_stream`` is under way
+        (:attr:`streaming`), with the checkpoint the Session writes at the reply's next pause or end
+        (a state written mid-stream would hold half a reply)."""
         got, self.unseen = self.unseen, []
         self.reported.update(str(u.get("interrupt_id")) for u in got)
+        if got and not self.streaming:
+            self.session._checkpoint_quietly()
         return got
 
     def settled(self, run: ReplyRun | None, item: tuple[str, Any]) -> bool:

@@ -141,7 +141,7 @@ def test_client_answers_a_langgraph_interrupt_through_the_form(langgraph_server)
         # not one of ours: a form generated from the interrupt's response_schema
         assert view["kind"] == "form" and view["response_schema"] == SCHEMA
         assert view["message"] == "Delete a.txt?" and view["tool_name"] == "delete_file"
-        assert json.loads(view["input_text"]) == {"path": "a.txt"}
+        assert view["input_text"] == '{\n  "path": "a.txt"\n}'  # one key a line, as a local card
         assert view["tool_call_id"] == remote.current.interrupts[view["interrupt_id"]].tool_call_id
         widget = remote.current.widget
         assert widget.pauses[0]["kind"] == "form" and widget.status == "paused"

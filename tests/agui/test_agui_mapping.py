@@ -344,7 +344,7 @@ def test_foreign_interrupts_are_forms_checked_against_their_schema():
         foreign, key="call_1", run_id="r", tool_call_name="delete_file", tool_call_text='{"path": "a.txt"}'
     )
     assert view["kind"] == "form" and view["response_schema"] == schema and view["message"] == "Delete a.txt?"
-    assert view["tool_name"] == "delete_file" and view["input_text"] == '{"path": "a.txt"}'
+    assert view["tool_name"] == "delete_file" and view["input_text"] == '{\n  "path": "a.txt"\n}'
     entry = message_to_entry(foreign, {"action": "submit", "value": {"approved": True, "when": "2026-03-01"}})
     assert entry.status == "resolved" and entry.payload == {"approved": True, "when": "2026-03-01"}
     with pytest.raises(DecisionError) as bad:
