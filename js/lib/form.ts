@@ -132,6 +132,7 @@ export function renderSchemaForm(schema: JsonSchema | null, opts: FormOptions = 
       getters.push([name, () => readNumber(num.value)]);
     } else if (kind === "date" || kind === "date-time") {
       const d = h("input", { id, type: kind === "date" ? "date" : "datetime-local", "data-field": name, disabled: !!opts.disabled }) as HTMLInputElement;
+      if (typeof p.default === "string") d.value = pickerValue(p.default, kind);
       input = d;
       getters.push([name, () => (d.value ? { present: true, value: kind === "date-time" ? withZone(d.value) : d.value } : { present: false })]);
     } else if (kind === "textarea") {
@@ -205,6 +206,23 @@ export function withZone(local: string): string {
   const d = new Date(full); // no offset in the text: parsed as local time
   if (Number.isNaN(d.getTime())) return full;
   return full + offsetText(d);
+}
+
+const pad2 = (n: number) => String(n).padStart(2, "0");
+
+/** A schema's default for a date ("2026-07-15") or date-time field (an RFC 3339
+ * instant, "2026-07-15T11:10:00Z") as the picker's value: the date as given; the
+ * instant as the browser's wall time then ("2026-07-15T13:10" in Europe/Berlin),
+ * seconds kept when not zero, the inverse of {@link withZone}. "" (the field starts
+ * empty) for text that is no such value: the kernel validates what is sent. */
+export function pickerValue(value: string, kind: "date" | "date-time"): string {
+  if (kind === "date") return /^\d{4}-\d{2}-\d{2}$/.test(value) ? value : "";
+  if (!/^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}/.test(value)) return "";
+  const d = new Date(value.replace(" ", "T")); // no offset in the text: read as the browser's wall time
+  if (Number.isNaN(d.getTime())) return "";
+  const day = `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}`;
+  const time = `${pad2(d.getHours())}:${pad2(d.getMinutes())}` + (d.getSeconds() ? `:${pad2(d.getSeconds())}` : "");
+  return `${day}T${time}`;
 }
 
 /** The error lines meant for field `name`: the kernel (and value()) send one

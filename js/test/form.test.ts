@@ -6,10 +6,41 @@ process.env.TZ = "Europe/Berlin";
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { installDom } from "./dom";
-import { browserZone, collect, errorAtFields, fieldKind, readNumber, readText, renderSchemaForm, withZone } from "../lib/form";
+import { browserZone, collect, errorAtFields, fieldKind, pickerValue, readNumber, readText, renderSchemaForm, withZone } from "../lib/form";
 
 const dom = installDom();
 after(() => dom.window.close());
+
+describe("a date or date-time field's default", () => {
+  test("an instant in UTC is shown as the browser's wall time then", () => {
+    assert.equal(pickerValue("2026-07-15T11:10:00Z", "date-time"), "2026-07-15T13:10");
+    assert.equal(pickerValue("2026-01-15T11:10:00+00:00", "date-time"), "2026-01-15T12:10");
+  });
+  test("seconds are kept when not zero, and a wall time without offset is read as the browser's", () => {
+    assert.equal(pickerValue("2026-07-15T11:10:05Z", "date-time"), "2026-07-15T13:10:05");
+    assert.equal(pickerValue("2026-07-15T13:10", "date-time"), "2026-07-15T13:10");
+  });
+  test("a default the picker cannot show leaves the field empty", () => {
+    for (const bad of ["tomorrow", "2026-07-15", "2026-13-45T99:99:00Z", ""]) assert.equal(pickerValue(bad, "date-time"), "", bad);
+    assert.equal(pickerValue("2026-07-15T10:00:00Z", "date"), "");
+    assert.equal(pickerValue("2026-07-15", "date"), "2026-07-15");
+  });
+  test("the form starts with the default and sends it back as the same instant", () => {
+    const form = renderSchemaForm({
+      type: "object",
+      properties: {
+        start: { type: "string", format: "date-time", default: "2026-07-15T11:10:00Z" },
+        day: { type: "string", format: "date", default: "2026-07-16" },
+      },
+    });
+    const start = form.el.querySelector('[data-field="start"]') as HTMLInputElement;
+    const day = form.el.querySelector('[data-field="day"]') as HTMLInputElement;
+    assert.equal(start.value, "2026-07-15T13:10");
+    assert.equal(day.value, "2026-07-16");
+    assert.deepEqual(form.value(), { ok: true, value: { start: "2026-07-15T13:10:00+02:00", day: "2026-07-16" }, error: "", field: "" });
+    assert.equal(new Date("2026-07-15T13:10:00+02:00").toISOString(), "2026-07-15T11:10:00.000Z");
+  });
+});
 
 describe("C20 date-time with time zone", () => {
   test("a summer wall time in Europe/Berlin is sent with +02:00", () => {
