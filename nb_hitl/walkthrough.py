@@ -230,6 +230,10 @@ async def wait_for_answer(
     An answer being checked (status ``deciding``) is waited for without a line: a refused one
     leaves the card open again, and the wait goes on. The wait is woken by the card's status
     change itself (:func:`~nb_hitl.answers.lifecycle.settled`), not by looking again and again.
+
+    Raises:
+        Exception: what ``follow`` raised (e.g. :class:`~nb_hitl.errors.PauseNotLiveError`: the
+            remote turn is not paused); the wait is given up, no waiter is left.
     """
     card = _card(pause)
     if card.status not in _UNANSWERED:

@@ -1,7 +1,8 @@
 // The explorer's rules: the list (rule_list.ts: paginated, filtered, Edit and
 // Remove on each row) and the form that adds a rule or saves an edited one,
 // with what else the rule being typed lets through (asked of the kernel once
-// typing pauses: nb_hitl.permissions.rule_reach; an invalid rule just hides
+// typing pauses: nb_hitl.permissions.rule_reach, its Markdown drawn as a
+// card's reach is, lib/safe_html.ts showMarkdown; an invalid rule just hides
 // the hint).
 import { h, clear } from "../lib/dom";
 import { showMarkdown } from "../lib/safe_html";
