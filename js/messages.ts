@@ -442,8 +442,9 @@ export type PermissionsProtocol = PingProtocol & {
   remove_working_directory: { send: { path: string }; answer: ContextAnswer };
   try_call: { send: { tool_name: string; input: string; mode: string | null }; answer: { result: TryResult } };
   matrix: { send: { calls: unknown[] }; answer: { matrix: MatrixResult } };
-  /** a rule being typed: what else it lets through, in one line */
-  reach: { send: { rule: RuleDict | Omit<RuleDict, "source"> }; answer: { text: string } };
+  /** a rule being typed: what else it lets through, in one line of Markdown (`text`), and that line as the
+   *  kernel's sanitised HTML (nb_hitl.markdown), or null when it reads the same as text */
+  reach: { send: { rule: RuleDict | Omit<RuleDict, "source"> }; answer: { text: string; html: string | null } };
   export: { send: Record<string, never>; answer: { text: string } };
   import: { send: { text: string; replace: boolean }; answer: ContextAnswer & { count: number } };
   /** no rules: the rules shown; rules: a rules file's text (a newer replay answers the older one `superseded`) */

@@ -25,22 +25,27 @@ leaves the card ``None`` too).
 A cell that waits for a person's click on a card (``await wait_for_answer(pause,
 "press Approve on the card above")``) says what to click only while the card is
 open: re-run after the click, it says the card was already answered, and how
-(:func:`answered_line`).
+(:func:`answered_line`). The card may be a local pause or a remote agent's
+(a :class:`~nb_hitl.agui.RemoteSession`'s pause view); one answered where the
+notebook does not hear of it by itself (an AG-UI approval link) is waited for
+with ``follow=remote.follow``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
+from .answers.lifecycle import settled
 from .errors import NbHitlError
 from .kinds import kind_spec
 from .labels import answers_text, pause_label
 
 if TYPE_CHECKING:
-    from .pauses import Pause
+    from .answers.front import Answerable
+    from .pauses import Pause, PauseStatus
     from .session import Session
     from .session._run import ReplyRun
 
@@ -159,15 +164,18 @@ async def next_pause(
         await asyncio.sleep(0.05)
 
 
-def answered_line(pause: Pause) -> str:
+def answered_line(pause: Answerable) -> str:
     """How a card that no longer waits was closed, for a cell re-run after it.
 
     Args:
-        pause: a pause whose status is ``decided``, ``delivered`` or ``expired``.
+        pause: a local :class:`~nb_hitl.pauses.Pause` or a remote card
+            (:class:`~nb_hitl.agui.turn.RemoteCard`) whose status is ``decided``,
+            ``delivered`` or ``expired``.
 
     Returns:
         ``Already answered: delete_file (path="draft.md"): approve.`` (with the AskUser
-        choices, the reason given with a denial), or for an expired pause
+        choices, who answered when the card was answered elsewhere (``approve by bob``),
+        the reason given with a denial), or for an expired pause
         ``No longer waiting: ... closed unanswered (reason).``
     """
     label = pause_label(pause)
@@ -177,27 +185,74 @@ def answered_line(pause: Pause) -> str:
     how = str(decision.get("action") or pause.status)
     if decision.get("answers"):
         how += f" ({answers_text(decision['answers'])})"
+    if decision.get("by"):
+        how += f" by {decision['by']}"
     if decision.get("reason"):
         how += f", reason: {decision['reason']}"
     return f"Already answered: {label}: {how}."
 
 
-async def wait_for_answer(pause: Pause, click: str) -> None:
+_UNANSWERED: tuple[PauseStatus, ...] = ("open", "deciding")
+"""The statuses of a card still waiting for its answer (``deciding``: one is being checked)."""
+
+
+def _card(pause: Answerable | dict[str, Any]) -> Answerable:
+    """``pause`` as :func:`~nb_hitl.answers.lifecycle.settled` takes it: a remote pause view
+    (the dicts a :class:`~nb_hitl.agui.RemoteSession` gives) in a ``RemoteCard``, which reads
+    and moves that very dict."""
+    if isinstance(pause, dict):
+        from .agui.turn import RemoteCard  # only with the ``agui`` extra, which made the view
+
+        return RemoteCard(pause)
+    return pause
+
+
+async def wait_for_answer(
+    pause: Answerable | dict[str, Any],
+    click: str,
+    *,
+    follow: Callable[[], Awaitable[object]] | None = None,
+) -> None:
     """Wait (without blocking the kernel, with no time limit) until a person has answered ``pause``.
 
     Args:
-        pause: the card the person answers.
+        pause: the card the person answers: a local :class:`~nb_hitl.pauses.Pause`, or a
+            remote agent's pause view (a dict of :meth:`~nb_hitl.agui.RemoteSession.until_paused`
+            or ``RemoteSession.pending``; a ``RemoteCard``).
         click: what to do on it, as the line shows it (``"press Approve on the card above"``).
+        follow: for a card answered where this kernel does not hear of it by itself (an
+            AG-UI approval link: ``remote.follow``, which asks the server until it no longer
+            repeats the card): awaited alongside the wait while the card is open, and to its
+            end; its error ends the wait.
 
     Prints ``Waiting for you: {click}.`` while the card is open; once it was answered (the
     cell re-run after the click) prints :func:`answered_line` instead and returns at once.
     An answer being checked (status ``deciding``) is waited for without a line: a refused one
-    leaves the card open again, and the wait goes on.
+    leaves the card open again, and the wait goes on. The wait is woken by the card's status
+    change itself (:func:`~nb_hitl.answers.lifecycle.settled`), not by looking again and again.
+
+    Raises:
+        Exception: what ``follow`` raised (e.g. :class:`~nb_hitl.errors.PauseNotLiveError`: the
+            remote turn is not paused); the wait is given up, no waiter is left.
     """
-    if pause.status not in ("open", "deciding"):
-        print(answered_line(pause))
+    card = _card(pause)
+    if card.status not in _UNANSWERED:
+        print(answered_line(card))
         return
-    if pause.status == "open":
+    if card.status == "open":
         print(f"Waiting for you: {click}.")
-    while pause.status in ("open", "deciding"):
-        await asyncio.sleep(0.05)
+
+    async def answered() -> None:
+        while card.status in _UNANSWERED:
+            await settled(card, None, waiting=_UNANSWERED)
+
+    if follow is None:
+        await answered()
+        return
+    both = [asyncio.ensure_future(answered()), asyncio.ensure_future(follow())]
+    try:
+        for first in asyncio.as_completed(both):
+            await first  # the first error ends the wait
+    finally:
+        for task in both:
+            task.cancel()  # nothing for a task that ended

@@ -55,6 +55,14 @@ export function fitRows(area: HTMLTextAreaElement, min = 4, max = 24): void {
   area.rows = Math.min(max, Math.max(min, lines));
 }
 
+/** Keep an edit box sized to its text ({@link fitRows}: 4 to 24 rows) now and whenever its text
+ *  changes by typing (or by a rebuild putting back what was typed, which fires the same event).
+ *  Call it once its first text is set. */
+export function fitRowsAsTyped(area: HTMLTextAreaElement): void {
+  fitRows(area);
+  area.addEventListener("input", () => fitRows(area));
+}
+
 /** Pretty-print a JSON string for display; falls back to the raw text. */
 export function prettyJson(text: string): string {
   try {

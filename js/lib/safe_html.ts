@@ -71,3 +71,12 @@ export function safeFragment(html: string): DocumentFragment {
   copyChildren(inert.body, out);
   return out;
 }
+
+/** Show the kernel's Markdown line `text` in `el`, in place of what it showed: the kernel's rendering
+ *  (`html`, sanitised by nb_hitl.markdown) walked again here ({@link safeFragment}), or `text` as plain
+ *  text when the kernel sent none (it reads the same). */
+export function showMarkdown(el: HTMLElement, text: string, html: string | null | undefined): void {
+  el.classList.toggle("nbh-md", !!html);
+  if (html) el.replaceChildren(safeFragment(html));
+  else el.textContent = text;
+}

@@ -1,9 +1,11 @@
 // The explorer's rules: the list (rule_list.ts: paginated, filtered, Edit and
 // Remove on each row) and the form that adds a rule or saves an edited one,
 // with what else the rule being typed lets through (asked of the kernel once
-// typing pauses: nb_hitl.permissions.rule_reach; an invalid rule just hides
+// typing pauses: nb_hitl.permissions.rule_reach, its Markdown drawn as a
+// card's reach is, lib/safe_html.ts showMarkdown; an invalid rule just hides
 // the hint).
 import { h, clear } from "../lib/dom";
+import { showMarkdown } from "../lib/safe_html";
 import type { RuleDict } from "../messages";
 import type { Section } from "./channel";
 import { RuleList, groupByTool } from "./rule_list";
@@ -45,7 +47,8 @@ export function rulesSection({ model, act, rpc }: Section) {
       // not an action of the person's: asked outside the channel's busy mark
       const reply = await rpc.request("reach", { rule: { tool_name: tool, rule_content: content, behavior: newBehavior.value } });
       if (seq !== reachSeq) return;
-      reachHint.textContent = reply.ok ? `This rule ${reply.text}` : "";
+      // the kernel's Markdown (its patterns in backticks) drawn as a card's reach: never as markup here
+      if (reply.ok) showMarkdown(reachHint, reply.text, reply.html);
       reachHint.hidden = !reply.ok;
     }, 250);
   }

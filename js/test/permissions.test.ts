@@ -11,6 +11,7 @@ import { decided, type PermissionsProtocol } from "../messages";
 import { Channel } from "../permissions/channel";
 import { REPLAY_DEBOUNCE_MS, replaySection } from "../permissions/replay";
 import { groupByTool, ruleText } from "../permissions/rule_list";
+import { rulesSection } from "../permissions/rules";
 import { skeleton } from "../permissions/try_call";
 import type { PermissionsModel } from "../types";
 
@@ -62,6 +63,38 @@ describe("permission explorer logic", () => {
     assert.equal(box.hidden, true);
     assert.equal(root.getAttribute("data-busy"), null);
     await settle();
+  });
+
+  test("the new rule's hint is the kernel's Markdown drawn as a card's reach: its patterns as code, never markup", async () => {
+    const evil = '<img src=x onerror="alert(1)">';
+    const line = `This rule in a Session covers \`git\` and ${evil}`;
+    // the kernel's sanitised HTML, and what a kernel's fault could add to it: walked again by the page
+    let html: string | null = `<p>This rule in a Session covers <code>git</code> and &lt;img&gt;</p>${evil}<script>alert(2)</script>`;
+    const fake = new FakeModel({ rules_json: "[]", tools: [] } as unknown as PermissionsModel);
+    fake.answer = (m) => (m.action === "reach" ? { text: line, html } : null);
+    const rpc = new Rpc<PermissionsProtocol>(fake.model);
+    const section = rulesSection({ model: fake.model, act: new Channel(rpc, document.createElement("span"), document.createElement("div")).act, rpc });
+    section.render();
+    const hint = section.el.querySelector("[data-testid=perm-new-reach]") as HTMLElement;
+    const type = async (text: string) => {
+      const content = section.el.querySelector("[data-testid=perm-new-content]") as HTMLInputElement;
+      (section.el.querySelector("[data-testid=perm-new-tool]") as HTMLInputElement).value = "Bash";
+      content.value = text;
+      content.dispatchEvent(new window.Event("input"));
+      await new Promise((resolve) => setTimeout(resolve, 400)); // asked once typing pauses
+      await settle();
+    };
+    await type("git:*");
+    assert.equal(hint.hidden, false);
+    assert.equal(hint.querySelector("code")?.textContent, "git");
+    assert.equal(hint.querySelector("img, script"), null);
+    assert.ok(!hint.textContent!.includes("`") && hint.classList.contains("nbh-md"), hint.textContent!);
+    html = null; // a line without Markdown: its text as it is
+    await type("ls");
+    assert.equal(hint.textContent, line);
+    assert.equal(hint.querySelector("img, code"), null);
+    assert.ok(!hint.classList.contains("nbh-md"));
+    rpc.dispose();
   });
 
   test("the replay section replays the candidate once typing pauses and asks for one page at a time", async () => {

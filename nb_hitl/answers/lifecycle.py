@@ -36,9 +36,11 @@ comes after a delivered answer with ``deliver``; a card's text that changes
 without a status change (a replay's recorded answer refused) goes through
 :func:`retell`.
 
-:func:`transition` is also what wakes the code waiting for an answer being
-checked: :func:`settled` returns once its pause leaves ``deciding`` (by any
-of ``refuse``, ``record`` or ``expire``), on whatever thread and loop the
+:func:`transition` is also what wakes the code waiting for a status change:
+:func:`settled` returns once its pause leaves ``deciding`` (by any of
+``refuse``, ``record`` or ``expire``), or leaves whichever statuses its caller
+waits out (``waiting=("open", "deciding")``: until the pause has its answer,
+:func:`nb_hitl.walkthrough.wait_for_answer`), on whatever thread and loop the
 transition ran, instead of looking at the status again and again.
 """
 
@@ -47,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NbHitlError
@@ -78,7 +81,8 @@ ANSWERED: tuple[PauseStatus, ...] = ("deciding", "decided", "delivered")
 """Statuses of a pause that has its answer (a second one is refused)."""
 
 
-_Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+_Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]", frozenset[PauseStatus]]
+"""``(its loop, the future it awaits, the statuses it waits out)``."""
 
 _waiting: dict[int, tuple[Any, list[_Waiter]]] = {}
 """``id(key) -> (key, waiters)`` for the pauses someone awaits in :func:`settled` (``key``:
@@ -109,8 +113,8 @@ def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None)
     A ``carrier`` (``Pause.carrier``) hears of an expiry: its ``expired(reason)``
     may return the reason the card shows instead (what it told the far
     side). Then the pause's ``revision`` grows by one: its view is rebuilt
-    and sent with the next push. A pause that leaves ``deciding`` wakes
-    whoever awaits it in :func:`settled` (on their own loops).
+    and sent with the next push. A pause whose new status is none of those a
+    :func:`settled` waits out wakes that waiter (on its own loop).
 
     Returns:
         the name of the transition (``"decide"``, ``"expire"``...).
@@ -119,8 +123,7 @@ def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None)
         PauseTransitionError: ``(pause.status, to)`` is not a legal edge; the
             status is left unchanged and the error is logged.
     """
-    was = pause.status
-    name = TRANSITIONS.get((was, to))
+    name = TRANSITIONS.get((pause.status, to))
     if name is None:
         err = PauseTransitionError(
             f"Illegal pause transition {pause.status} -> {to} for {pause.tool_name} ({pause.tool_call_id})"
@@ -139,8 +142,7 @@ def transition(pause: Answerable, to: PauseStatus, *, reason: str | None = None)
         except Exception:  # a carrier never stops the status change
             log.exception("the carrier of %s failed on expiry", pause.tool_call_id)
     pause.revision += 1
-    if was == "deciding":
-        _wake(pause)
+    _wake(pause)
     return name
 
 
@@ -153,22 +155,29 @@ def retell(pause: Pause, message: str) -> None:
     pause.revision += 1
 
 
-async def settled(pause: Answerable, timeout: float | None) -> bool:
-    """Wait until ``pause`` is no longer ``deciding`` (its answer is checked).
+_DECIDING: tuple[PauseStatus, ...] = ("deciding",)
+"""What :func:`settled` waits out by default: an answer being checked."""
 
-    Woken by :func:`transition` itself when the pause leaves ``deciding``
-    (``refuse``, ``record`` or ``expire``), whichever thread runs it: the
-    waiting loop is woken with ``call_soon_threadsafe``. No polling.
+
+async def settled(pause: Answerable, timeout: float | None, *, waiting: Collection[PauseStatus] = _DECIDING) -> bool:
+    """Wait until ``pause``'s status is none of ``waiting``: by default, until it is no
+    longer ``deciding`` (its answer is checked).
+
+    Woken by :func:`transition` itself when the pause moves to a status not in
+    ``waiting`` (out of ``deciding``: ``refuse``, ``record`` or ``expire``), whichever
+    thread runs it: the waiting loop is woken with ``call_soon_threadsafe``. No polling.
 
     Args:
         pause: any card :func:`transition` takes (a local
             :class:`~nb_hitl.pauses.Pause`, a remote card...).
         timeout: seconds to wait at most; ``None`` waits for as long as it takes.
+        waiting: the statuses to wait out (``("open", "deciding")``: until the
+            pause has its answer, or expired).
 
     Returns:
-        ``True`` once the pause left ``deciding`` (at once if it was not
-        ``deciding``; it may be ``deciding`` again by the time the caller looks:
-        a caller that needs it settled looks again), ``False`` if ``timeout``
+        ``True`` once the pause left ``waiting`` (at once if its status is not in
+        it; it may be back in it by the time the caller looks, e.g. ``deciding``
+        again: a caller that needs it out looks again), ``False`` if ``timeout``
         passed first.
 
     Raises:
@@ -177,9 +186,10 @@ async def settled(pause: Answerable, timeout: float | None) -> bool:
     """
     loop = asyncio.get_running_loop()
     woken: asyncio.Future[None] = loop.create_future()
-    waiter: _Waiter = (loop, woken)
+    statuses = frozenset(waiting)
+    waiter: _Waiter = (loop, woken, statuses)
     with _waiting_lock:
-        if pause.status != "deciding":  # read under the lock: a transition wakes under it after its change
+        if pause.status not in statuses:  # read under the lock: a transition wakes under it after its change
             return True
         key = _key(pause)
         _waiting.setdefault(id(key), (key, []))[1].append(waiter)
@@ -212,12 +222,19 @@ def _forget(pause: Answerable, waiter: _Waiter) -> None:
 
 
 def _wake(pause: Answerable) -> None:
-    """Wake every :func:`settled` waiting for ``pause``, each on its own loop."""
+    """Wake every :func:`settled` waiting for ``pause`` whose statuses its new one is not in,
+    each on its own loop; the others wait on."""
     with _waiting_lock:
-        entry = _waiting.pop(id(_key(pause)), None)
-    for loop, woken in entry[1] if entry is not None else ():
+        entry = _waiting.get(id(_key(pause)))
+        if entry is None:
+            return
+        woken = [w for w in entry[1] if pause.status not in w[2]]
+        entry[1][:] = [w for w in entry[1] if pause.status in w[2]]
+        if not entry[1]:
+            del _waiting[id(_key(pause))]
+    for loop, future, _statuses in woken:
         try:
-            loop.call_soon_threadsafe(_resolve, woken)
+            loop.call_soon_threadsafe(_resolve, future)
         except RuntimeError:  # its loop is closed: nothing waits there any more
             pass
 

@@ -25,6 +25,7 @@ import traitlets
 from .. import permissions as perm
 from .._agentscope import permission_engine
 from ..errors import DecisionError
+from ..markdown import markdown_html
 from ..permissions.rules import context_fingerprint
 from ..permissions.tools import MAX_INPUT_DEPTH, nesting_exceeds, tools_of
 from ..store import AuditLog
@@ -324,7 +325,8 @@ class PermissionExplorer(RequestWidget):
         if action == "reach":
             rule = perm.parse_rule(_dict(msg, "rule"), default_source=_SOURCE, known_tools=self.known_tools)
             tool = tools_of(getattr(agent, "toolkit", None)).get(rule.tool_name)
-            return {"text": perm.rule_reach(rule, tool=tool)}
+            text = f"This rule {perm.rule_reach(rule, tool=tool)}"  # Markdown: its patterns in backticks
+            return {"text": text, "html": markdown_html(text)}  # as a card's reach (kinds/confirm_view.py)
         if action == "export":
             return {"text": perm.export_rules(agent)}
         if action == "import":

@@ -29,6 +29,7 @@ from nb_hitl.agui.client import AguiClient
 from nb_hitl.agui.link_page import CSP
 from nb_hitl.agui.payments_demo import PaymentFactory
 from nb_hitl.store import AuditLog
+from nb_hitl.walkthrough import wait_for_answer
 from tests.agui.test_agui_four_eyes import bearer
 from tests.agui_support import post_run, user
 
@@ -301,6 +302,40 @@ def test_the_owners_notebook_client_catches_up_when_the_last_approval_came_throu
         ("alice", "agui"),
         ("bob", "agui"),
     ]
+
+
+def test_a_notebook_cell_waits_for_bobs_link_by_following_and_run_again_says_he_approved(tmp_path, capsys):
+    """four_eyes.ipynb's last cell: ``wait_for_answer(card, ..., follow=remote.follow)`` says what to do,
+    follows the server until bob's approval through his link arrives, and ends; run again, it says
+    at once that bob approved."""
+    factory = PaymentFactory()
+    server = AguiServer(factory, auth=bearer)
+    with serve_in_background(server, announce=False) as handle:
+
+        async def scenario() -> tuple[Any, ...]:
+            remote = RemoteSession(handle.url, token="alice-token", display=False)
+            task, card, _, done = await alice_then_bob_by_link(remote, server, handle.url, "Pay the invoice.")
+            bobs_card = remote.current.pauses[card["tool_call_id"]]
+            status_then = bobs_card["status"]  # open here: nothing told this kernel of bob's answer yet
+            await asyncio.wait_for(
+                wait_for_answer(bobs_card, "open bob's link", follow=lambda: remote.follow(every=0.2, timeout=30)), 60
+            )
+            waited = capsys.readouterr().out
+            again = wait_for_answer(bobs_card, "open bob's link")
+            try:
+                again.send(None)
+                again_waited = True
+            except StopIteration:
+                again_waited = False
+            return done, status_then, waited, again_waited, capsys.readouterr().out, await task, bobs_card
+
+        done, status_then, waited, again_waited, again, final, view = run_sync(scenario())
+    assert done.status_code == 200 and status_then == "open"
+    assert waited == "Waiting for you: open bob's link.\n"
+    assert view["status"] == "delivered" and view["decision"]["by"] == "bob"
+    assert again_waited is False
+    assert again == 'Already answered: send_payment (to="ACME GmbH", amount=120.0): approve by bob.\n'
+    assert final == "The payment: success. paid 120.0 EUR to ACME GmbH"
 
 
 def test_the_owners_client_also_catches_up_after_another_principals_resume(tmp_path):

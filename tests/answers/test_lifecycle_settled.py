@@ -172,3 +172,26 @@ def test_a_remote_card_is_woken_through_its_view_whichever_card_moves_it() -> No
 
     assert run_debug(scenario()) is True
     assert view["status"] == "open" and view["reason"] == "refused by the server"
+
+
+@pytest.mark.parametrize("last", ["decided", "expired"])
+def test_a_waiter_of_other_statuses_is_woken_only_when_the_pause_leaves_them(last: PauseStatus) -> None:
+    """``waiting=("open", "deciding")`` (until the pause has its answer): a check that starts or is
+    refused moves the pause between those two and wakes no one; leaving both wakes the waiter."""
+    pause = Pause(reply_id="r1", tool_call=ToolCallBlock(id="c", name="send_payment", input="{}"), kind="confirm")
+
+    async def scenario() -> list[bool]:
+        waiter = asyncio.create_task(settled(pause, None, waiting=("open", "deciding")))
+        seen = []
+        for to in ("deciding", "open"):
+            await asyncio.sleep(0)
+            transition(pause, to)  # type: ignore[arg-type]
+            await asyncio.sleep(0.05)
+            seen.append(waiter.done())
+        if last == "decided":
+            transition(pause, "deciding")
+        transition(pause, last)
+        seen.append(await asyncio.wait_for(waiter, 10))
+        return seen
+
+    assert run_debug(scenario()) == [False, False, True]

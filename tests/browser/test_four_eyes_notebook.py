@@ -52,7 +52,7 @@ def test_four_eyes_notebook_card_then_link_on_a_second_page(page, browser, lab: 
     expect(card_locator(page, "confirm").locator('[data-testid="nbh-approvals"]')).to_contain_text(
         "1 of 2 approvals: alice (", timeout=30_000
     )
-    output_locator(page, "Waiting for bob: open the link above in another tab and click Approve.").wait_for(
+    output_locator(page, "Waiting for you: open bob's link above in another tab and click Approve.").wait_for(
         timeout=30_000
     )
     # while the notebook polls for bob, alice answers again on her card: the server's reasons, not a stale reply id

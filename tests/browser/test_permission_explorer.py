@@ -92,9 +92,12 @@ def test_add_rule_try_call_switch_mode_read_decision(page, lab: JupyterLabServer
     reach = page.locator("[data-testid=perm-new-reach]")
     reach.wait_for(state="visible", timeout=30_000)
     page.wait_for_function(
-        "() => (document.querySelector('[data-testid=perm-new-reach]')?.textContent || '').includes('chained after `git`')",
+        "() => (document.querySelector('[data-testid=perm-new-reach]')?.textContent || '').includes('chained after git')",
         timeout=30_000,
     )
+    # its patterns are drawn as code, as a card's reach: no raw Markdown backticks
+    assert "`" not in reach.inner_text()
+    assert reach.locator("code").first.inner_text() == "git"
     page.locator("[data-testid=perm-add-rule]").click()
     page.locator('[data-testid=perm-rule][data-label="allow Bash(git:*)"]').wait_for(timeout=30_000)
 

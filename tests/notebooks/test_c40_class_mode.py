@@ -208,19 +208,41 @@ def test_c40_run_all_stops_at_the_first_pause_for_a_click(path: Path, tmp_path: 
             assert reply["content"]["status"] == "ok", kernel._collect(msg_id, reply).describe()
 
 
-def test_c40_a_cell_run_again_after_the_click_says_how_its_card_was_answered(tmp_path: Path) -> None:
-    """review_and_policy.ipynb in class mode: Run All stops at the review card, a click accepts it,
-    the cell ends; run again, the cell says the card was answered and how, never "Waiting for you"."""
-    path = REPO_ROOT / "notebooks" / "review_and_policy.ipynb"
+#: Notebooks whose cells wait for a click, with what their first waiting cell says, run again after it.
+RUN_AGAIN = {
+    "review_and_policy.ipynb": ["Already answered: "],
+    # a remote card (AG-UI): alice's approval, the first of two
+    "four_eyes.ipynb": ['Already answered: send_payment (to="ACME GmbH", amount=120.0): approve.'],
+    # two remote cards answered in one resume: the cell says how each was answered
+    "agui_remote.ipynb": ["Already answered: AskUser: answer (", 'Already answered: delete_file (path="old_log.txt"): approve.'],
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUN_AGAIN))
+def test_c40_a_cell_run_again_after_the_click_says_how_its_card_was_answered(name: str, tmp_path: Path) -> None:
+    """Run All stops at the first card; a click answers each card the cell waits for (each once: a
+    four-eyes card stays open for the next person), the cell ends; run again, the cell says each
+    card was answered and how, at once, never "Waiting for you"."""
+    path = REPO_ROOT / "notebooks" / name
     shutil.copy(path, tmp_path / path.name)
     cells = _code_cells(path)
     with KernelHarness(cwd=tmp_path) as kernel:
         stopped = _run_until_a_pause_holds(kernel, cells)
         assert stopped is not None
-        index, msg_id, (comm_id, pause) = stopped
-        assert _click(kernel, comm_id, pause)["ok"] is True
-        reply = kernel._shell_reply(msg_id, time.monotonic() + 60)
-        assert reply is not None and reply["content"]["status"] == "ok"
+        index, msg_id, _first = stopped
+        first_run = kernel.stream_text(msg_id)
+        assert "Waiting for you: " in first_run, first_run
+        clicked: set[str] = set()
+        deadline = time.monotonic() + 90
+        while (reply := kernel._shell_reply(msg_id, time.monotonic() + 0.2)) is None:
+            for comm_id, pause in _open_pauses(kernel):
+                if pause["tool_call_id"] not in clicked:
+                    clicked.add(pause["tool_call_id"])
+                    assert _click(kernel, comm_id, pause)["ok"] is True
+            assert time.monotonic() < deadline, f"cell {index} did not end after the clicks on {clicked}"
+        assert reply["content"]["status"] == "ok", kernel._collect(msg_id, reply).describe()
         again = kernel.execute(cells[index], timeout=60)
         again.raise_for_error()
-        assert "Already answered: " in again.stdout and "Waiting for you" not in again.stdout, again.stdout
+        assert "Waiting for you" not in again.stdout, again.stdout
+        for line in RUN_AGAIN[name]:
+            assert line in again.stdout, again.stdout

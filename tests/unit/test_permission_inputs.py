@@ -402,11 +402,20 @@ def test_widget_reach_action_uses_the_agents_tool():
         page = Page(widget)
         try:
             reply = await page.send("reach", rule={"tool_name": "Bash", "rule_content": "git:*", "behavior": "allow"})
-            assert reply["ok"] and reply["text"].startswith("in a Session covers `git` and `git` with more arguments")
+            assert reply["ok"] and reply["text"].startswith(
+                "This rule in a Session covers `git` and `git` with more arguments"
+            )
+            # the line's Markdown as the kernel's sanitised HTML, as a card's reach: its patterns as code
+            assert reply["html"].startswith("<p>This rule in a Session covers <code>git</code> and <code>git</code>")
             reply = await page.send(
                 "reach", rule={"tool_name": "delete_file", "rule_content": "x", "behavior": "allow"}
             )
-            assert reply["ok"] and reply["text"].startswith("matches nothing")
+            assert reply["ok"] and reply["text"].startswith("This rule matches nothing")
+            reply = await page.send(
+                "reach",
+                rule={"tool_name": "Bash", "rule_content": "<img src=x onerror=alert(1)>:*", "behavior": "allow"},
+            )
+            assert reply["ok"] and "<img" in reply["text"] and "<img" not in reply["html"]
             reply = await page.send("reach", rule={"tool_name": "B\u0430sh", "rule_content": "x", "behavior": "allow"})
             assert reply["ok"] is False and reply["field"] == "tool_name" and "U+0430" in reply["error"]
             assert perm.describe_context(agent)["rules"] == []  # asking changes nothing

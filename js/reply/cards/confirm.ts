@@ -1,7 +1,7 @@
 // A confirmation (AgentScope's permission engine asked): approve, deny,
 // approve with a modified input, or approve and add suggested rules.
-import { fitRows, h } from "../../lib/dom";
-import { safeFragment } from "../../lib/safe_html";
+import { fitRowsAsTyped, h } from "../../lib/dom";
+import { showMarkdown } from "../../lib/safe_html";
 import { enterPresses } from "../../lib/a11y";
 import { fileChangeParts } from "../../lib/file_change";
 import { shellCommandsView } from "./shell";
@@ -93,10 +93,7 @@ function hintsLine(p: PauseView): HTMLElement | null {
 // the model's Markdown; the plain line when it has none.
 function reachLine(r: SuggestedRuleView): HTMLElement {
   const el = h("div", { class: "nbh-muted", "data-testid": "nbh-rule-reach" });
-  if (r.reach_html) {
-    el.classList.add("nbh-md");
-    el.append(safeFragment(r.reach_html));
-  } else el.textContent = r.reach || "";
+  showMarkdown(el, r.reach || "", r.reach_html);
   return el;
 }
 
@@ -141,7 +138,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     const area = h("textarea", { "data-testid": "nbh-modify-input", spellcheck: "false", "aria-label": "Edited tool input (JSON)" });
     const kept = ctx.kept;
     area.value = kept && kept.action === "modify" ? kept.input : p.input_text;
-    fitRows(area);
+    fitRowsAsTyped(area);
     ctx.setDraft(() => ({ action: "modify", input: area.value }));
     ctx.setHeld(() => (area.value !== p.input_text ? { what: "an edit", draft: { action: "modify", input: area.value } } : null));
     // the kernel's refusal of the edit sent, right under the box: the preview does not say it again
@@ -151,7 +148,6 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     const shown = previewPart("input", "nbh-modify-preview", p.file_change ? p.file_change.path : null, () => (refusal?.isConnected ? refusal.textContent : null));
     const preview = new EditPreview(p.input_text, (text) => ctx.preview({ input: text }), shown.show);
     area.addEventListener("input", () => {
-      fitRows(area);
       ctx.clearError("input");
       preview.changed(area.value);
     });

@@ -1,6 +1,6 @@
 // A reviewed tool's result, held back from the model until a person
 // accepts it, edits it (e.g. redacts a value) or rejects it (nb_hitl/review.py).
-import { h } from "../../lib/dom";
+import { fitRowsAsTyped, h } from "../../lib/dom";
 import { EditPreview, previewPart } from "../../lib/edit_preview";
 import type { PauseView } from "../../types";
 import { askFirst } from "../ask_first";
@@ -29,6 +29,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
   // back what was typed on any other rebuild)
   const kept = ctx.kept;
   area.value = kept?.action === "edit" && "output" in kept && typeof kept.output === "string" ? kept.output : original;
+  fitRowsAsTyped(area); // as tall as the result, 4 to 24 rows, as the Modify box
   const { el: question, ask } = askFirst();
   ctx.setDraft(() => (area.value === original ? { action: "accept" } : { action: "edit", output: area.value }));
   // what the edit changes against the raw result, while it is typed

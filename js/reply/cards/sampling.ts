@@ -5,7 +5,7 @@
 // back to the server. Each: Approve, send an edit, or Deny (the server then
 // gets an error, never a completion). Everything the server sent is shown as
 // text; the kernel checks every answer before anything is called or sent.
-import { h } from "../../lib/dom";
+import { fitRowsAsTyped, h } from "../../lib/dom";
 import type { PauseView, SamplingView } from "../../types";
 import type { CardCtx } from "../card";
 import type { CardKind } from "./index";
@@ -101,6 +101,7 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
       disabled: dis,
     });
     area.value = sentTexts && typeof sentTexts[i] === "string" ? sentTexts[i] : text;
+    fitRowsAsTyped(area); // as tall as its text, 4 to 24 rows, as the Modify box
     return area;
   });
   const edited = () => areas.some((a, i) => a.value !== originals[i]);
