@@ -150,18 +150,40 @@ async def next_pause(
     wanted = kind_spec(kind)  # KeyError, naming the kinds, for a kind that does not exist
     loop = asyncio.get_running_loop()
     end = None if timeout is None else loop.time() + timeout
-    while True:
-        run = session.current
-        if run is not None:
-            found = [p for p in run.pauses.values() if kind_spec(p.kind) is wanted and p.tool_call_id not in seen]
-            if found:
-                return found[0]
-            if not run.live or (run.task is not None and run.task.done()):
-                print(reply_ended_note(run, kind))
-                return None
-        if end is not None and loop.time() > end:
-            raise TimeoutError(f"no {kind} card within {timeout} s (the reply still runs)")
-        await asyncio.sleep(0.05)
+    changed = asyncio.Event()
+
+    def heard(*_: Any) -> None:
+        # (kind, run) from the session, or a reply's task when it ends; either may be on another thread
+        loop.call_soon_threadsafe(changed.set)
+
+    session.on_change(heard)  # a card opened ("pause"), a decision, the reply's end
+    watched: asyncio.Task[Any] | None = None
+    try:
+        while True:
+            changed.clear()
+            run = session.current
+            if run is not None:
+                found = [p for p in run.pauses.values() if kind_spec(p.kind) is wanted and p.tool_call_id not in seen]
+                if found:
+                    return found[0]
+                if not run.live or (run.task is not None and run.task.done()):
+                    print(reply_ended_note(run, kind))
+                    return None
+                if run.task is not None and run.task is not watched:
+                    watched = run.task
+                    watched.add_done_callback(heard)
+            left = None if end is None else end - loop.time()
+            if left is not None and left <= 0:
+                raise TimeoutError(f"no {kind} card within {timeout} s (the reply still runs)")
+            # no reply yet: the session's first change for it (its first card, or its end) wakes this
+            try:
+                await asyncio.wait_for(changed.wait(), left)
+            except TimeoutError:
+                pass  # checked once more, then raised above
+    finally:
+        session.off_change(heard)
+        if watched is not None:
+            watched.remove_done_callback(heard)
 
 
 def answered_line(pause: Answerable) -> str:

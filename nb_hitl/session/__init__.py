@@ -475,3 +475,8 @@ class Session(Replaying, Driver):
         """Call ``listener(kind, run)`` on ``"pause"``, ``"decision"`` and
         ``"end"`` (used by the AG-UI server and the permission explorer)."""
         self._listeners.append(listener)
+
+    def off_change(self, listener: Callable[[str, ReplyRun], None]) -> None:
+        """Stop calling ``listener`` (added by :meth:`on_change`); one not added is ignored."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)

@@ -94,3 +94,40 @@ def test_next_pause_times_out_while_the_reply_still_waits(tmp_path: Path) -> Non
 
     with pytest.raises(TimeoutError, match="no confirm card within 0.3 s"):
         run_async(go())
+
+
+def test_next_pause_is_woken_by_the_card_and_leaves_no_listener(tmp_path: Path) -> None:
+    """Waiting before the reply starts: the card's opening wakes the wait (the session's change, not a
+    timer: nothing sleeps meanwhile), and the wait's listener is gone once it returns or times out."""
+
+    async def go() -> tuple[object, int, int, int, int]:
+        session = Session(demo_agent(tmp_path / "sandbox", chunk_delay=0), display=False)
+        before = len(session._listeners)
+        waiting = asyncio.ensure_future(next_pause(session, "ask_user", timeout=30))
+        await asyncio.sleep(0)
+        during = len(session._listeners)
+        slept: list[float] = []
+        real_sleep = asyncio.sleep
+
+        async def counted(delay: float, *args: object) -> object:
+            slept.append(delay)
+            return await real_sleep(delay, *args)
+
+        asyncio.sleep = counted  # type: ignore[assignment]
+        try:
+            session.start("Please tidy up my sandbox folder.")
+            ask = await waiting
+        finally:
+            asyncio.sleep = real_sleep  # type: ignore[assignment]
+        after = len(session._listeners)
+        with pytest.raises(TimeoutError):
+            await next_pause(session, "confirm", timeout=0.2)
+        after_timeout = len(session._listeners)
+        await session.interrupt()
+        assert not any(0 < d < 1 for d in slept), slept  # no short sleeps: the wait did not poll
+        return ask, before, during, after, after_timeout
+
+    ask, before, during, after, after_timeout = run_async(go())
+    assert getattr(ask, "kind", None) == "ask_user"
+    assert during == before + 1
+    assert after == before and after_timeout == before
