@@ -25,6 +25,19 @@ export interface RequestOptions {
 export const KERNEL_GONE =
   "The kernel restarted or stopped: this widget is no longer connected to the agent that made this reply. Run the cell again to start a new reply.";
 
+/** The most one page message may carry, in UTF-8 bytes of its JSON. Jupyter's server closes the
+ *  kernel's websocket on a message over 10 MiB (tornado's `max_message_size`): a larger message
+ *  never reaches the kernel, and its request would wait for an answer that cannot come (a Modify
+ *  stayed "Sending…", its preview said the kernel did not answer). The kernel's own limits on a
+ *  field (1,000,000 characters for an edited input) are far below this. */
+export const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+
+/** The UTF-8 size of `message`'s JSON (counted only when it could pass the bound: a character is at most 3 bytes). */
+function messageBytes(message: object): number {
+  const json = JSON.stringify(message);
+  return json.length * 3 <= MAX_MESSAGE_BYTES ? json.length : new TextEncoder().encode(json).length;
+}
+
 let counter = 0;
 
 interface Pending {
@@ -33,7 +46,7 @@ interface Pending {
 }
 
 /** A refusal the page makes itself (the kernel is gone, or did not answer). */
-function refusal(request_id: string, code: "no_kernel" | "no_answer", error: string): Refusal {
+function refusal(request_id: string, code: "no_kernel" | "no_answer" | "too_large", error: string): Refusal {
   return { request_id, ok: false, code, error };
 }
 
@@ -87,6 +100,18 @@ export class Rpc<P extends Protocol = PingProtocol> {
     return new Promise<Answer>((resolve) => {
       if (this.gone) {
         resolve(refusal(request_id, "no_kernel", KERNEL_GONE));
+        return;
+      }
+      const size = messageBytes({ ...payload, action, request_id });
+      if (size > MAX_MESSAGE_BYTES) {
+        const mb = (n: number) => (n / (1024 * 1024)).toFixed(1);
+        resolve(
+          refusal(
+            request_id,
+            "too_large",
+            `This is too large to send to the kernel: ${mb(size)} MB, and a message carries at most ${mb(MAX_MESSAGE_BYTES)} MB. Nothing was sent; shorten it in the card.`,
+          ),
+        );
         return;
       }
       const timer =

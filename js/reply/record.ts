@@ -12,13 +12,13 @@ export function decisionText(d: DecisionView | null, p?: Pick<PauseView, "kind">
   if (p && p.kind === "sampling") return samplingText(dec, p.sampling?.stage === "completion");
   switch (dec.action) {
     case "approve":
-      return dec.accepted_rules && dec.accepted_rules.length
-        ? `Approved, and always allow: ${dec.accepted_rules.join(", ")}`
-        : "Approved";
+      // the rules' labels carry their behaviour ("allow Bash(ls:*)")
+      return dec.accepted_rules && dec.accepted_rules.length ? `Approved, with rules: ${dec.accepted_rules.join(", ")}` : "Approved";
     case "deny":
       if (dec.cause === "timeout") return "Not answered before the deadline: did not run";
       if (dec.cause === "cancelled") return "Cancelled without an answer: did not run";
-      return "Denied";
+      // "Deny and always deny the ticked rules": the card names the rules as an approval's does
+      return dec.denied_rules && dec.denied_rules.length ? `Denied, with rules: ${dec.denied_rules.join(", ")}` : "Denied";
     case "modify":
       // edited_input_text: an input JSON would not show faithfully (big integers, invisible characters)
       return dec.edited_input_text ? "Approved with modified input (below)" : `Approved with modified input: ${JSON.stringify(dec.edited_input)}`;

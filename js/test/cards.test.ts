@@ -104,7 +104,12 @@ describe("the card registry", () => {
 describe("decisionText", () => {
   test("each decision says what happened", () => {
     assert.equal(decisionText({ action: "approve" }), "Approved");
-    assert.equal(decisionText({ action: "approve", accepted_rules: ["Bash(ls:*)"] }), "Approved, and always allow: Bash(ls:*)");
+    assert.equal(decisionText({ action: "approve", accepted_rules: ["allow Bash(ls:*)"] }), "Approved, with rules: allow Bash(ls:*)");
+    assert.equal(decisionText({ action: "deny" }), "Denied");
+    assert.equal(
+      decisionText({ action: "deny", denied_rules: ["deny delete_file", "deny Bash(rm:*)"] }),
+      "Denied, with rules: deny delete_file, deny Bash(rm:*)",
+    );
     assert.equal(decisionText({ action: "deny", cause: "timeout" }), "Not answered before the deadline: did not run");
     assert.equal(decisionText({ action: "deny", cause: "cancelled" }), "Cancelled without an answer: did not run");
     assert.equal(decisionText({ action: "modify", edited_input: { a: 1 } }), 'Approved with modified input: {"a":1}');

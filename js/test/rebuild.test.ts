@@ -221,6 +221,7 @@ describe("what was typed outlives every rebuild of its card", () => {
     assert.match(error(page)!, /^No rule is ticked, so nothing was sent/);
     assert.equal(page.control<HTMLInputElement>("c1", "nbh-rule-content")!.value, "ls -la");
     tick(page.control<HTMLInputElement>("c1", "nbh-rule")!);
+    assert.equal(error(page), undefined); // the refusal said no rule is ticked: one is now
     page.control("c1", "nbh-rules-submit")!.click();
     assert.deepEqual(sent(page, "approve"), [{ action: "approve", rules: [0], rule_edits: [{ index: 0, rule_content: "ls -la" }] }]);
     page.close();

@@ -6,7 +6,7 @@ import { after, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { installDom } from "./dom";
 import { FakeModel, settle } from "./fake_model";
-import { Rpc } from "../lib/rpc";
+import { MAX_MESSAGE_BYTES, Rpc } from "../lib/rpc";
 import { TranscriptStream, type Changed } from "../reply/stream";
 import { CardFeed } from "../reply/feed";
 import type { ReplyProtocol, TranscriptOp } from "../messages";
@@ -285,5 +285,25 @@ describe("pause card ops", () => {
     await settle();
     assert.deepEqual(feed.all().map((p) => p.tool_call_id), ["c"]);
     assert.equal(feed.seq, 5);
+  });
+});
+
+describe("rpc: a message too large for the kernel's websocket", () => {
+  test("is refused in the page, nothing sent, and the next message goes as usual", async () => {
+    const fake = new FakeModel(replyTraits());
+    const rpc = new Rpc<ReplyProtocol>(fake.model);
+    fake.answer = () => ({});
+    // 3 MiB of a 3-byte character: 9 MiB of UTF-8, though its JSON has 3 M characters
+    const input = JSON.stringify({ path: "\u20ac".repeat(3 * 1024 * 1024) });
+    const refused = await rpc.request("modify", { input, tool_call_id: "c1" } as never);
+    assert.equal(refused.ok, false);
+    assert.equal(!refused.ok && refused.code, "too_large");
+    assert.match(!refused.ok ? refused.error : "", /^This is too large to send to the kernel: 9\.0 MB, and a message carries at most 8\.0 MB\. Nothing was sent/);
+    assert.equal(fake.actions("modify").length, 0);
+    assert.equal(rpc.waiting, false);
+    const small = await rpc.request("modify", { input: '{"path": "a"}', tool_call_id: "c1" } as never);
+    assert.equal(small.ok, true);
+    assert.equal(fake.actions("modify").length, 1);
+    assert.ok(MAX_MESSAGE_BYTES < 10 * 1024 * 1024);
   });
 });

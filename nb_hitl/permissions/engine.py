@@ -36,7 +36,12 @@ from .rules import _BUCKETS, MODES, rule_label, rule_to_dict
 from .shell_check import ShellVerdict, decide_as_session, rule_covers
 from .tools import get_tool, parse_input
 
-__all__ = ["try_call", "mode_matrix", "MAX_UNMATCHED_LISTED"]
+__all__ = ["try_call", "mode_matrix", "MAX_UNMATCHED_LISTED", "MAX_MATRIX_CALLS"]
+
+MAX_MATRIX_CALLS = 100
+"""How many calls one :func:`mode_matrix` decides (five modes each). Each cell is a full engine
+decision on the kernel's loop (a few ms), so a pasted log of thousands of calls would hold the
+kernel for many seconds, and again on each rule change the explorer watches."""
 
 MAX_UNMATCHED_LISTED = 50
 """How many non-matching rules a :func:`try_call` trace lists (with their
@@ -364,7 +369,15 @@ async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any, *, shell
             for an unknown tool or an input that breaks the schema; nothing
             is decided then. ``field="rules"``: a rule too wildcard-heavy to
             match against a call's input in the bound (:mod:`nb_hitl.permissions.bounded`).
+            ``field="calls"``: more than :data:`MAX_MATRIX_CALLS` calls.
     """
+    calls = list(calls)
+    if len(calls) > MAX_MATRIX_CALLS:
+        raise DecisionError(
+            f"The matrix decides at most {MAX_MATRIX_CALLS} calls at a time; you gave {len(calls)}. "
+            "Keep the calls you want to compare, or try one call at a time.",
+            field="calls",
+        )
     engine, toolkit = _resolve(context, toolkit)
     base = engine.context
     prepared = []

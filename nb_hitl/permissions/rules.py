@@ -389,8 +389,10 @@ def remove_working_directory(target: Any, path: str) -> None:
     """Remove a working directory entry.
 
     Raises:
-        DecisionError: ``field="path"`` if it is not there.
+        DecisionError: ``field="path"`` if it is not a string or not there.
     """
+    if not isinstance(path, str):
+        raise DecisionError("A working directory is named by its path (text).", field="path")
     ctx = permission_context(target)
     if path not in ctx.working_directories:
         raise DecisionError(f"{path!r} is not a working directory of this context.", field="path")

@@ -51,6 +51,11 @@ def test_edit_with_diff_clicked_through(page, lab: JupyterLabServer) -> None:
     run_all_cells(page)
 
     card = card_locator(page, "confirm")  # Try it first: the Edit in a temporary copy, the card stays open
+    card.wait_for(timeout=90_000)
+    tried = output_locator(page, "Try it: press Dry run on the greet.py card above.")
+    tried.wait_for(timeout=30_000)
+    # nothing is tried before the click: the cell says what to press, and reports no dry run's outcome
+    assert tried.inner_text().strip() == "Try it: press Dry run on the greet.py card above."
     result = dry_run(card, 90_000)
     assert card.locator('[data-testid="nbh-dry-run-file"]').inner_text().startswith("Changed in a copy of ")
     assert ["add", "+def welcome(name):"] in diff_lines(result, "nbh-dry-run-diff")

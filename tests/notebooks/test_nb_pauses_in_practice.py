@@ -71,4 +71,11 @@ def test_pauses_in_practice_notebook_runs_headless() -> None:
     # 4. the audit log: four decisions, in order
     assert "4 decisions in" in texts[12]
     rows = [line.split()[:2] for line in texts[12].splitlines()[1:]]
+    # each decision in words: the choices, the call as a label, never the recorded dicts
+    assert [line.split(maxsplit=3)[3] for line in texts[12].splitlines()[1:]] == [
+        "summary.md",
+        'delete_file (path="old_log.txt")',
+        'delete_file (path="draft.md")',
+        "Keep it",
+    ]
     assert rows == [["AskUser", "answer"], ["delete_file", "deny"], ["delete_file", "approve"], ["AskUser", "answer"]]

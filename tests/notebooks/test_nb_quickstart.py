@@ -57,7 +57,7 @@ def test_quickstart_notebook_runs_headless() -> None:
     assert "FINAL: Done. Deleted draft.md. The folder now holds: notes.txt, old_log.txt." in texts[5]
     assert "files left: ['notes.txt', 'old_log.txt']" in texts[6]
     assert [line.rstrip() for line in texts[7].splitlines()] == [
-        "AskUser answer [{'question': 'Which file should I delete?', 'selected': ['draft.md'], 'other': None}]",
+        "AskUser answer draft.md",  # the choices in words, not the recorded dicts
         "delete_file approve",
         "delete_file file_changed (by nb_hitl: nothing ran)",
         "delete_file approve",

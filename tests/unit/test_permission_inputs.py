@@ -431,3 +431,28 @@ def test_rule_written_as_a_label_in_tool_name_gets_a_hint():
     assert err.value.field == "tool_name"
     assert "U+0028 LEFT PARENTHESIS" in str(err.value)
     assert "tool_name 'Bash', rule_content 'git:*'" in str(err.value)
+
+
+# page messages with the wrong type or too much work: a clear refusal by field, never an internal error
+def test_widget_refuses_a_working_directory_that_is_not_text_and_a_matrix_of_too_many_calls():
+    async def run() -> None:
+        agent = make_agent()
+        widget = PermissionExplorer(agent, watch=False)
+        page = Page(widget)
+        try:
+            for path in ({"a": 1}, ["/tmp"], 5, None):
+                reply = await page.send("remove_working_directory", path=path)
+                assert reply["ok"] is False and reply["code"] == "invalid", reply
+                assert reply["field"] == "path" and "nb_hitl could not handle" not in reply["error"]
+            call = {"tool_name": "Bash", "input": {"command": "ls"}}
+            reply = await page.send("matrix", calls=[call] * (perm.MAX_MATRIX_CALLS + 1))
+            assert reply["ok"] is False and reply["field"] == "calls", reply
+            assert reply["error"].startswith(f"The matrix decides at most {perm.MAX_MATRIX_CALLS} calls at a time;")
+            assert f"you gave {perm.MAX_MATRIX_CALLS + 1}." in reply["error"]
+            assert widget.matrix == {} and widget.matrix_calls == []  # nothing decided, nothing kept
+            reply = await page.send("matrix", calls=[call] * 2)
+            assert reply["ok"] is True and len(reply["matrix"]["rows"]) == 2
+        finally:
+            widget.close()
+
+    run_async(run())

@@ -201,7 +201,11 @@ function build(card: HTMLElement, p: PauseView, ctx: CardCtx): void {
     for (const r of p.suggested_rules) {
       const cb = h("input", { type: "checkbox", "data-testid": "nbh-rule", "data-index": r.index });
       cb.checked = Array.isArray(ticked) && ticked.includes(r.index);
-      cb.addEventListener("change", () => ctx.remember(chosen()));
+      cb.addEventListener("change", () => {
+        ctx.remember(chosen());
+        // "No rule is ticked" is no longer true once one is
+        if (chosen().length) ctx.clearError("rules");
+      });
       boxes.push(cb);
       // the rule's content can be narrowed or edited; the kernel checks it still matches this call
       const content = h("input", {
