@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._agentscope import permission_context, permission_engine
-from .engine import MAX_MATRIX_CALLS, mode_matrix, try_call
+from .engine import mode_matrix, try_call
 from .explain import explain_match, validate_rule_edit
 from .reach import rule_reach
 from .rulefile import RuleFileError, export_rules, import_rules
@@ -47,7 +47,6 @@ from .shell_check import decide_as_session, judge_shell_call
 from .tools import get_tool, list_tools, parse_input
 
 __all__ = [
-    "MAX_MATRIX_CALLS",
     "MODES",
     "RULE_BEHAVIORS",
     "RuleFileError",

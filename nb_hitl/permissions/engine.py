@@ -15,6 +15,7 @@ then the shell rules'); the trace only accounts for it (``agrees``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -36,12 +37,7 @@ from .rules import _BUCKETS, MODES, rule_label, rule_to_dict
 from .shell_check import ShellVerdict, decide_as_session, rule_covers
 from .tools import get_tool, parse_input
 
-__all__ = ["try_call", "mode_matrix", "MAX_UNMATCHED_LISTED", "MAX_MATRIX_CALLS"]
-
-MAX_MATRIX_CALLS = 100
-"""How many calls one :func:`mode_matrix` decides (five modes each). Each cell is a full engine
-decision on the kernel's loop (a few ms), so a pasted log of thousands of calls would hold the
-kernel for many seconds, and again on each rule change the explorer watches."""
+__all__ = ["try_call", "mode_matrix", "MAX_UNMATCHED_LISTED"]
 
 MAX_UNMATCHED_LISTED = 50
 """How many non-matching rules a :func:`try_call` trace lists (with their
@@ -369,15 +365,12 @@ async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any, *, shell
             for an unknown tool or an input that breaks the schema; nothing
             is decided then. ``field="rules"``: a rule too wildcard-heavy to
             match against a call's input in the bound (:mod:`nb_hitl.permissions.bounded`).
-            ``field="calls"``: more than :data:`MAX_MATRIX_CALLS` calls.
+
+    Each call's five decisions are a few ms of work on the caller's loop; the
+    loop gets a turn after each call, so a long matrix never holds it (a click
+    on a card is answered meanwhile). The explorer's page asks for at most
+    :data:`nb_hitl.widgets.permissions.MAX_MATRIX_CALLS` calls.
     """
-    calls = list(calls)
-    if len(calls) > MAX_MATRIX_CALLS:
-        raise DecisionError(
-            f"The matrix decides at most {MAX_MATRIX_CALLS} calls at a time; you gave {len(calls)}. "
-            "Keep the calls you want to compare, or try one call at a time.",
-            field="calls",
-        )
     engine, toolkit = _resolve(context, toolkit)
     base = engine.context
     prepared = []
@@ -399,4 +392,5 @@ async def mode_matrix(calls: Iterable[Any], toolkit: Any, context: Any, *, shell
                 raise DecisionError(str(exc), field="rules") from None
             cells[mode.value] = _decision_dict(verdict.decision if verdict is not None else decision)
         rows.append({"tool_name": tool.name, "input": tool_input, "cells": cells})
+        await asyncio.sleep(0)  # a turn of the loop between calls (see above)
     return {"modes": list(MODES), "live_mode": base.mode.value, "rows": rows}

@@ -32,7 +32,7 @@ from ..store import AuditLog
 from ._base import RequestWidget
 from ._replay import ReplayDesk
 
-__all__ = ["PermissionExplorer"]
+__all__ = ["PermissionExplorer", "MAX_MATRIX_CALLS"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,12 @@ _SOURCE = "nb_hitl"
 
 WATCH_BUSY_FACTOR = 10
 """The watch loop waits at least this many times as long as its last read took."""
+
+MAX_MATRIX_CALLS = 100
+"""How many calls the page's ``matrix`` action may ask for (five modes each, a few ms a call):
+the explorer decides them again on every rule change it sees, so a pasted log of thousands of
+calls would keep the kernel busy for seconds each time. :func:`nb_hitl.permissions.mode_matrix`
+called from code takes any number."""
 
 
 class PermissionExplorer(RequestWidget):
@@ -310,6 +316,12 @@ class PermissionExplorer(RequestWidget):
             calls = msg.get("calls")
             if not isinstance(calls, list) or not calls:
                 raise DecisionError("Give at least one call: [{tool_name, input}].", field="calls")
+            if len(calls) > MAX_MATRIX_CALLS:
+                raise DecisionError(
+                    f"The matrix decides at most {MAX_MATRIX_CALLS} calls at a time; you gave {len(calls)}. "
+                    "Keep the calls you want to compare, or try one call at a time.",
+                    field="calls",
+                )
             matrix = await perm.mode_matrix(calls, None, agent)
             self.matrix_calls = [{"tool_name": r["tool_name"], "input": r["input"]} for r in matrix["rows"]]
             self.matrix = matrix

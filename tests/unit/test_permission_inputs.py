@@ -11,6 +11,7 @@ is checked against the call being confirmed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -26,7 +27,7 @@ from agentscope.tool import Bash, FunctionTool, Read, Write
 from nb_hitl import permissions as perm
 from nb_hitl.errors import DecisionError
 from nb_hitl.permissions.shell_check import rule_covers
-from nb_hitl.widgets.permissions import PermissionExplorer
+from nb_hitl.widgets.permissions import MAX_MATRIX_CALLS, PermissionExplorer
 from tests.support import run_async
 from tests.unit.test_permission_cases import Page, R, make_agent, make_tools
 
@@ -445,10 +446,10 @@ def test_widget_refuses_a_working_directory_that_is_not_text_and_a_matrix_of_too
                 assert reply["ok"] is False and reply["code"] == "invalid", reply
                 assert reply["field"] == "path" and "nb_hitl could not handle" not in reply["error"]
             call = {"tool_name": "Bash", "input": {"command": "ls"}}
-            reply = await page.send("matrix", calls=[call] * (perm.MAX_MATRIX_CALLS + 1))
+            reply = await page.send("matrix", calls=[call] * (MAX_MATRIX_CALLS + 1))
             assert reply["ok"] is False and reply["field"] == "calls", reply
-            assert reply["error"].startswith(f"The matrix decides at most {perm.MAX_MATRIX_CALLS} calls at a time;")
-            assert f"you gave {perm.MAX_MATRIX_CALLS + 1}." in reply["error"]
+            assert reply["error"].startswith(f"The matrix decides at most {MAX_MATRIX_CALLS} calls at a time;")
+            assert f"you gave {MAX_MATRIX_CALLS + 1}." in reply["error"]
             assert widget.matrix == {} and widget.matrix_calls == []  # nothing decided, nothing kept
             reply = await page.send("matrix", calls=[call] * 2)
             assert reply["ok"] is True and len(reply["matrix"]["rows"]) == 2
@@ -456,3 +457,29 @@ def test_widget_refuses_a_working_directory_that_is_not_text_and_a_matrix_of_too
             widget.close()
 
     run_async(run())
+
+
+def test_mode_matrix_from_code_takes_more_calls_and_lets_the_loop_run():
+    """From code the matrix has no page bound; between calls the loop gets a turn (a click is answered meanwhile)."""
+
+    async def run() -> tuple[int, int]:
+        agent = make_agent()
+        ticks = 0
+        done = False
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        counting = asyncio.ensure_future(ticker())
+        calls = [("Bash", {"command": f"echo {i}"}) for i in range(MAX_MATRIX_CALLS + 20)]
+        matrix = await perm.mode_matrix(calls, None, agent)
+        done = True
+        await counting
+        return len(matrix["rows"]), ticks
+
+    rows, ticks = run_async(run())
+    assert rows == MAX_MATRIX_CALLS + 20
+    assert ticks >= MAX_MATRIX_CALLS  # the loop ran between the calls, not only after the last
