@@ -220,9 +220,9 @@ def _too_long_text(name: str, error: Mapping[str, Any]) -> str:
     given = error.get("input")
     limit = (error.get("ctx") or {}).get("max_length")
     size = f"{len(given):,} characters" if isinstance(given, str) else "too many characters"
-    most = f", and a card sends at most {limit:,}" if isinstance(limit, int) else ""
+    most = f", and an answer takes at most {limit:,}" if isinstance(limit, int) else ""
     what = _FIELD_WORDS.get(name, f"The field {name[:40]!r}")
-    return f"{what} is too long to send: {size}{most}. Nothing was sent; shorten it in the card."
+    return f"{what} is too long: {size}{most}. Nothing reached the agent; shorten it in the card."
 
 
 def parse_message(message: Any) -> Any:

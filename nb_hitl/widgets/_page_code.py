@@ -35,6 +35,8 @@ from typing import Any
 import anywidget
 import traitlets
 
+from ..errors import NbHitlError
+
 __all__ = [
     "DIGEST_PLACEHOLDER",
     "PageCode",
@@ -166,8 +168,21 @@ class PageCode(anywidget.AnyWidget):
 
 
 def _read(name: str) -> tuple[str, str]:
-    code = (STATIC / f"{name}.js").read_text(encoding="utf-8")
-    css = (STATIC / _THEME).read_text(encoding="utf-8")
+    """The built page code of bundle ``name`` and the theme.
+
+    Raises:
+        NbHitlError: the page code was never built (a source checkout installed
+            without ``./run lab``, or ``npm run build`` not run in ``js/``).
+    """
+    try:
+        code = (STATIC / f"{name}.js").read_text(encoding="utf-8")
+        css = (STATIC / _THEME).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise NbHitlError(
+            f"nb_hitl's page code is not built ({pathlib.Path(str(exc.filename)).name} is missing from "
+            f"{STATIC}): run `./run lab` in the nb_hitl checkout, or `npm install && npm run build` in its "
+            "js/ folder, then run this cell again."
+        ) from None
     return code, css
 
 

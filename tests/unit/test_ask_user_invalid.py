@@ -152,8 +152,8 @@ def test_C02_invalid_askuser_shows_the_error_and_returns_it_to_the_agent(tmp_pat
             (f"a{i}", False, "invalid") for i in range(len(attempts))
         ]
         if case == "label_too_long":  # the answer message itself is refused: no answer carries such a label
-            assert "A picked option's label is too long to send: " in sent[0]["error"]
-            assert "a card sends at most 20,000. Nothing was sent" in sent[0]["error"]
+            assert "A picked option's label is too long: " in sent[0]["error"]
+            assert "an answer takes at most 20,000. Nothing reached the agent" in sent[0]["error"]
         else:
             assert "return the error to the agent" in sent[0]["error"]
         assert len(recorder.inputs) == 1 and run.resumes == 0 and pause.status == "open"

@@ -236,8 +236,8 @@ def test_C08_ask_user_single_select_through_session(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("message", "said"),
     [
-        ({"action": "modify", "input": "x" * 1_000_001}, "The edited input is too long to send: 1,000,001 characters"),
-        ({"action": "deny", "reason": "y" * 20_001}, "The reason is too long to send: 20,001 characters"),
+        ({"action": "modify", "input": "x" * 1_000_001}, "The edited input is too long: 1,000,001 characters"),
+        ({"action": "deny", "reason": "y" * 20_001}, "The reason is too long: 20,001 characters"),
     ],
 )
 def test_a_text_past_its_limit_is_refused_in_a_persons_words(message: dict[str, Any], said: str) -> None:
@@ -245,5 +245,5 @@ def test_a_text_past_its_limit_is_refused_in_a_persons_words(message: dict[str, 
     with pytest.raises(DecisionError) as err:
         parse_message({"tool_call_id": "c1", **message})
     assert str(err.value).startswith(said), str(err.value)
-    assert "Nothing was sent; shorten it in the card." in str(err.value)
+    assert "Nothing reached the agent; shorten it in the card." in str(err.value)
     assert err.value.field == next(k for k in message if k != "action")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from nb_hitl.errors import NbHitlError
 from nb_hitl.widgets import _page_code
 from nb_hitl.widgets._page_code import (
     DIGEST_PLACEHOLDER,
@@ -126,9 +127,14 @@ def test_live_reload_follows_a_rebuilt_bundle(tmp_path: Path, monkeypatch: pytes
 
 
 def test_page_code_needs_a_built_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source checkout installed without building js/: the first widget's cell says what to run,
+    not a FileNotFoundError traceback into nb_hitl."""
     monkeypatch.setattr(_page_code, "STATIC", tmp_path)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(NbHitlError) as err:
         PageCode("reply")
+    text = str(err.value)
+    assert text.startswith("nb_hitl's page code is not built (reply.js is missing from ")
+    assert "`./run lab`" in text and "`npm install && npm run build`" in text
 
 
 @pytest.mark.parametrize("value", ["inline", " Inline "])
