@@ -20,8 +20,8 @@ export function decisionText(d: DecisionView | null, p?: Pick<PauseView, "kind">
       // "Deny and always deny the ticked rules": the card names the rules as an approval's does
       return dec.denied_rules && dec.denied_rules.length ? `Denied, with rules: ${dec.denied_rules.join(", ")}` : "Denied";
     case "modify":
-      // edited_input_text: an input JSON would not show faithfully (big integers, invisible characters)
-      return dec.edited_input_text ? "Approved with modified input (below)" : `Approved with modified input: ${JSON.stringify(dec.edited_input)}`;
+      // the edit is drawn under this line ("Modified to:", recordBody), never repeated in it
+      return dec.edited_input !== undefined ? "Approved with modified input (below)" : "Approved with modified input";
     case "answer":
       return (
         "Answered: " +

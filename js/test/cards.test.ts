@@ -112,8 +112,9 @@ describe("decisionText", () => {
     );
     assert.equal(decisionText({ action: "deny", cause: "timeout" }), "Not answered before the deadline: did not run");
     assert.equal(decisionText({ action: "deny", cause: "cancelled" }), "Cancelled without an answer: did not run");
-    assert.equal(decisionText({ action: "modify", edited_input: { a: 1 } }), 'Approved with modified input: {"a":1}');
-    assert.equal(decisionText({ action: "modify", edited_input_text: '{"a": 1}' }), "Approved with modified input (below)");
+    assert.equal(decisionText({ action: "modify", edited_input: { a: 1 } }), "Approved with modified input (below)");
+    assert.equal(decisionText({ action: "modify" }), "Approved with modified input");
+    assert.equal(decisionText({ action: "modify", edited_input: { a: 1 }, edited_input_text: '{"a": 1}' }), "Approved with modified input (below)");
     assert.equal(decisionText({ action: "answer", answers: [{ question: "Which?", selected: ["A"], other: "B" }] }), 'Answered: Which? → A, "B"');
     assert.equal(decisionText({ action: "timeout", applied: "denied" }), "Deadline passed: denied");
     assert.equal(decisionText(null), "Decided");
