@@ -404,6 +404,21 @@ def test_translator_maps_agentscope_events_to_a_valid_ag_ui_run():
     assert_valid_agui(wire, max_warnings=0)
 
 
+def deny_and_pick_notes(interrupts: Any) -> list[ResumeEntry]:
+    """Resume entries for the demo reply's interrupts: every confirmation denied, the AskUser
+    question answered with notes.txt."""
+    entries = []
+    for interrupt in interrupts:
+        kind = interrupt.metadata[META_KEY]["kind"]
+        payload = (
+            {"approved": False}
+            if kind == "confirm"
+            else {"answers": [{"question": "Which file should I archive?", "selected": ["notes.txt"]}]}
+        )
+        entries.append(ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload=payload))
+    return entries
+
+
 def test_messages_snapshot_cuts_a_reply_at_its_tool_results(tmp_path):
     from nb_hitl.agui.client import AguiClient
 
@@ -411,15 +426,7 @@ def test_messages_snapshot_cuts_a_reply_at_its_tool_results(tmp_path):
 
     async def go():
         first = await collect(server, AguiClient.make_input(THREAD, [user("go", "m1")]))
-        entries = []
-        for interrupt in first[-1].outcome.interrupts:
-            kind = interrupt.metadata[META_KEY]["kind"]
-            payload = (
-                {"approved": False}
-                if kind == "confirm"
-                else {"answers": [{"question": "Which file should I archive?", "selected": ["notes.txt"]}]}
-            )
-            entries.append(ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload=payload))
+        entries = deny_and_pick_notes(first[-1].outcome.interrupts)
         second = await collect(server, AguiClient.make_input(THREAD, [user("go", "m1")], entries))
         assert second[-1].outcome.type == "success"
         return server.threads[THREAD].agent.state.context

@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ag_ui.core import AssistantMessage, ResumeEntry
+from ag_ui.core import AssistantMessage
 from agentscope.message import Msg, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 
 from nb_hitl.agui.client import AguiClient
 from nb_hitl.agui.events import Round, last_reply_text, messages_snapshot, reply_rounds
-from nb_hitl.agui.mapping import META_KEY
 from nb_hitl.agui.server import AguiServer
+from tests.agui.test_agui_mapping import deny_and_pick_notes
 from tests.agui_support import Factory, collect, user
 
 
@@ -98,15 +98,7 @@ def test_a_real_replys_rounds_snapshot_and_last_text_agree(tmp_path) -> None:
 
     async def go() -> tuple[Any, list[Msg]]:
         first = await collect(server, AguiClient.make_input(thread, [user("go", "m1")]))
-        entries = []
-        for interrupt in first[-1].outcome.interrupts:
-            kind = interrupt.metadata[META_KEY]["kind"]
-            payload = (
-                {"approved": False}
-                if kind == "confirm"
-                else {"answers": [{"question": "Which file should I archive?", "selected": ["notes.txt"]}]}
-            )
-            entries.append(ResumeEntry(interrupt_id=interrupt.id, status="resolved", payload=payload))
+        entries = deny_and_pick_notes(first[-1].outcome.interrupts)
         second = await collect(server, AguiClient.make_input(thread, [user("go", "m1")], entries))
         return second[-1], server.threads[thread].agent.state.context
 
