@@ -195,7 +195,14 @@ def test_a_poll_refused_while_another_run_holds_the_thread_does_not_say_answers_
             other = asyncio.run_coroutine_threadsafe(another_run(), thread.loop)
             await asyncio.sleep(0.1)
             following = asyncio.ensure_future(remote.follow(every=0.1, timeout=10))
-            await wait_until(lambda: any(r.error_code == "thread_busy" for r in remote.current.runs), "a busy poll")
+            # the run's RUN_ERROR, then (once the run is read to its end) the refusal told in words
+            await wait_until(
+                lambda: (
+                    any(r.error_code == "thread_busy" for r in remote.current.runs)
+                    and not remote.current.reason.endswith("(thread_busy)")
+                ),
+                "a busy poll, told",
+            )
             said = remote.current.reason
             other.result(10)
             return said, await following, await asyncio.wait_for(task, 10)
