@@ -36,6 +36,7 @@ __all__ = [
     "Pause",
     "PauseKind",
     "PauseStatus",
+    "UNANSWERED",
     "PauseView",
     "RemotePauseView",
     "SuggestedRuleView",
@@ -56,6 +57,10 @@ set by the tool's ``prepare_pause`` (or the AG-UI client), never by
 :func:`pause_kind`; ``elicitation`` (an MCP server asks while its tool runs)
 and ``sampling`` (it asks the notebook's model) are built by :mod:`nb_hitl.mcp`."""
 PauseStatus = Literal["open", "deciding", "decided", "delivered", "expired"]
+
+UNANSWERED: tuple[PauseStatus, ...] = ("open", "deciding")
+"""Statuses of a pause still without its answer (``deciding``: one is being checked, and a
+refused one leaves it ``open`` again)."""
 
 
 class ShellFileView(TypedDict):
@@ -412,7 +417,7 @@ class Pause:
             title=self.title,
             message=self.message,
             # the unreviewed result leaves the view (and the saved notebook) once decided: an edit may redact it
-            review_output=self.review_output if self.status in ("open", "deciding") else None,
+            review_output=self.review_output if self.status in UNANSWERED else None,
             review_state=self.review_state,
             review_error=self.review_error,
             response_schema=self.response_schema,

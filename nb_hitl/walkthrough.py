@@ -42,10 +42,11 @@ from .answers.lifecycle import settled
 from .errors import NbHitlError
 from .kinds import kind_spec
 from .labels import answers_text, pause_label
+from .pauses import UNANSWERED
 
 if TYPE_CHECKING:
     from .answers.front import Answerable
-    from .pauses import Pause, PauseStatus
+    from .pauses import Pause
     from .session import Session
     from .session._run import ReplyRun
 
@@ -214,10 +215,6 @@ def answered_line(pause: Answerable) -> str:
     return f"Already answered: {label}: {how}."
 
 
-_UNANSWERED: tuple[PauseStatus, ...] = ("open", "deciding")
-"""The statuses of a card still waiting for its answer (``deciding``: one is being checked)."""
-
-
 def _card(pause: Answerable | dict[str, Any]) -> Answerable:
     """``pause`` as :func:`~nb_hitl.answers.lifecycle.settled` takes it: a remote pause view
     (the dicts a :class:`~nb_hitl.agui.RemoteSession` gives) in a ``RemoteCard``, which reads
@@ -258,15 +255,15 @@ async def wait_for_answer(
             remote turn is not paused); the wait is given up, no waiter is left.
     """
     card = _card(pause)
-    if card.status not in _UNANSWERED:
+    if card.status not in UNANSWERED:
         print(answered_line(card))
         return
     if card.status == "open":
         print(f"Waiting for you: {click}.")
 
     async def answered() -> None:
-        while card.status in _UNANSWERED:
-            await settled(card, None, waiting=_UNANSWERED)
+        while card.status in UNANSWERED:
+            await settled(card, None, waiting=UNANSWERED)
 
     if follow is None:
         await answered()

@@ -30,7 +30,7 @@ from agentscope.message import Msg
 from .._agentscope import is_parked
 from ..answers.approvals import needs_more
 from ..answers.lifecycle import settled
-from ..pauses import Pause
+from ..pauses import UNANSWERED, Pause
 from ..session import _SESSIONS as session_registry
 from ..session import ReplyRun, Session
 from ..session import _restore as restore
@@ -222,7 +222,7 @@ class ThreadState:
         run = self.session.current
         told = {u.get("interrupt_id") for u in self.unseen} | self.reported | set(self.ledger)
         for iid, (_, pause) in self.interrupts.items():
-            if iid in told or pause.status in ("open", "deciding") or run is None:
+            if iid in told or pause.status in UNANSWERED or run is None:
                 continue
             if run.pauses.get(pause.tool_call_id) is not pause:
                 continue

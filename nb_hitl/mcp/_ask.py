@@ -33,7 +33,7 @@ from agentscope.message import ToolCallBlock
 
 from ..answers.lifecycle import transition
 from ..kinds import Decision, kind_spec
-from ..pauses import Pause
+from ..pauses import UNANSWERED, Pause
 from ._shutdown import WAITING, Unanswered
 
 __all__ = ["ask_person", "open_card", "Carrier", "ELICITATION_SEP", "session_of"]
@@ -194,12 +194,12 @@ async def open_card(
         if not carrier.future.done() and watch is not None and watch.done() and watch.exception() is None:
             lost = f"The MCP server {server!r} stopped while asking ({watch.result()}); nothing was sent."
             carrier.told = ""
-            if pause.status in ("open", "deciding"):
+            if pause.status in UNANSWERED:
                 transition(pause, "expired", reason=lost)
         outcome = await carrier.future
     except asyncio.CancelledError:
         carrier.told = ""
-        if pause.status in ("open", "deciding"):
+        if pause.status in UNANSWERED:
             transition(
                 pause,
                 "expired",
@@ -216,7 +216,7 @@ async def open_card(
         return outcome
     if isinstance(outcome, Unanswered):  # the server reads the reason; the card and the audit line what it was told
         said = f"{outcome} The MCP server was answered with an error."
-        if pause.status in ("open", "deciding"):
+        if pause.status in UNANSWERED:
             transition(pause, "expired", reason=said)
         session._audit_pause(pause, decision="expired", reason=said, decided_by="nb_hitl")
         session._push(run)

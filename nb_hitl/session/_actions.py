@@ -33,7 +33,7 @@ from ..edit_preview import preview_answer
 from ..entries import entry_text
 from ..errors import NbHitlError, PauseNotLiveError
 from ..kinds import kind_spec
-from ..pauses import Pause
+from ..pauses import UNANSWERED, Pause
 from ..widgets import _transcript_feed as transcript_feed
 from . import _whatif as whatif
 from ._closing import stop_notes
@@ -452,7 +452,7 @@ class Desk:
         ran, an MCP server's), gets :func:`~nb_hitl.session._closing.stop_notes`'."""
         what = kind_spec(passed.kind).cancelled_what
         for pause in run.pauses.values():
-            if pause.status not in ("open", "deciding"):
+            if pause.status not in UNANSWERED:
                 continue
             other = None if pause is passed else passed
             text = kind_spec(pause.kind).deadline_stop_note(pause, other, what)

@@ -22,7 +22,7 @@ from agentscope.message import ToolCallBlock
 from ..answers.lifecycle import can_transition, transition
 from ..answers.record import KERNEL, RECORD_VERSION, decision_fields, pause_fields
 from ..decisions import Decision
-from ..pauses import Pause
+from ..pauses import UNANSWERED, Pause
 from ..store import AuditLog, CheckpointLock, CheckpointStore
 from ..team import Team
 from ..widgets import _transcript_feed as transcript_feed
@@ -304,7 +304,7 @@ class SessionCore:
         decisions expire (audited as ``discarded``); one push sends the end
         with ``traits`` (e.g. ``final_text``)."""
         for pause in run.pauses.values():
-            if pause.status in ("open", "deciding"):
+            if pause.status in UNANSWERED:
                 transition(pause, "expired", reason=reason)
         for decision in run.queue:
             # recorded, but the reply ended before it reached the agent
@@ -365,7 +365,7 @@ class SessionCore:
         run.interrupt_requested = True
         run.reason = reason
         for pause in run.pauses.values():
-            if pause.status in ("open", "deciding"):
+            if pause.status in UNANSWERED:
                 transition(pause, "expired", reason=reason)
         run.wake.set()
         self._push(run)
