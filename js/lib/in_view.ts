@@ -1,7 +1,9 @@
 // A card that waits for the person is brought into view once, when it is out of
 // sight: Run All leaves the notebook scrolled to its last cell, far from the card
 // that stopped it. Nothing scrolls when the card is already in sight, or not laid
-// out at all (a notebook in a tab behind another shows nothing to scroll to).
+// out at all (a notebook in a tab behind another shows nothing to scroll to). A card
+// brought into view is held there while the cells around it are drawn, until the
+// person scrolls, clicks or types.
 
 /** How much of a card's top must show for it to count as in sight (px; all of a shorter card). */
 const TOP_PX = 48;
@@ -30,21 +32,75 @@ export function topInSight(el: HTMLElement): boolean | null {
   return r.top >= top - 1 && r.top + head <= bottom + 1;
 }
 
-/** Scroll `el` into view when it is laid out and its top is out of sight; true when it scrolled. */
+/** How long a card brought into view is held where it landed while the page around it settles (ms):
+ *  JupyterLab draws the cells that come into sight a frame or more after the scroll, at their real
+ *  height rather than its estimate, and the browser's scroll anchoring does not hold a card in a
+ *  notebook whose cells use `content-visibility` (JupyterLab's default windowing mode). */
+export const HOLD_MS = 1500;
+
+/** What a person does that ends a hold: from then on the scroll is theirs. */
+const PERSON_INPUT = ["wheel", "touchstart", "keydown", "pointerdown"] as const;
+
+const nextFrame = (f: () => void): void => {
+  if (typeof requestAnimationFrame === "function") requestAnimationFrame(f);
+  else setTimeout(f, 16);
+};
+
+/** The nearest box around `el` that scrolls (its content taller than it), or null. */
+function scroller(el: HTMLElement): HTMLElement | null {
+  for (let box = el.parentElement; box; box = box.parentElement) {
+    if (/(auto|scroll)/.test(window.getComputedStyle(box).overflowY) && box.scrollHeight > box.clientHeight) return box;
+  }
+  return null;
+}
+
+// ends the hold under way (one card is held at a time: the last one brought into view)
+let release: (() => void) | null = null;
+
+/** Keep `el` at the height it has in the window now, for {@link HOLD_MS}, by scrolling `box` by
+ *  however far the page around it moves it; ended early by the person's own input, or when `el`
+ *  leaves the page or is no longer laid out. */
+export function holdInPlace(el: HTMLElement, box: HTMLElement, ms = HOLD_MS): void {
+  release?.();
+  const landed = el.getBoundingClientRect().top;
+  const until = performance.now() + ms;
+  let held = true;
+  const stop = () => {
+    held = false;
+    for (const type of PERSON_INPUT) window.removeEventListener(type, stop, true);
+    if (release === stop) release = null;
+  };
+  for (const type of PERSON_INPUT) window.addEventListener(type, stop, { capture: true, passive: true });
+  release = stop;
+  const step = () => {
+    if (!held) return;
+    const r = el.getBoundingClientRect();
+    if (!el.isConnected || (r.width === 0 && r.height === 0) || performance.now() > until) return stop();
+    const drift = r.top - landed;
+    if (Math.abs(drift) > 1) box.scrollTop += drift;
+    nextFrame(step);
+  };
+  nextFrame(step);
+}
+
+/** Scroll `el` into view when it is laid out and its top is out of sight, then hold it there while
+ *  the page settles ({@link holdInPlace}); true when it scrolled. A card that fits in the box that
+ *  scrolls is centred in it (what led to it shows above, what follows below); a taller one shows
+ *  from its top. */
 export function bringIntoView(el: HTMLElement): boolean {
   if (typeof el.scrollIntoView !== "function" || topInSight(el) !== false) return false;
-  const { top, bottom } = band(el);
-  // a card taller than the band shows from its top; a shorter one moves as little as it can
-  el.scrollIntoView({ block: el.getBoundingClientRect().height > bottom - top ? "start" : "nearest" });
+  const box = scroller(el);
+  const room = box ? box.clientHeight : window.innerHeight;
+  el.scrollIntoView({ block: el.getBoundingClientRect().height > room ? "start" : "center" });
+  if (box) holdInPlace(el, box);
   return true;
 }
 
 /** Call `attempt` on the next frames until it says it is done (true), at most `tries` times
  *  (a card drawn before its output is in the page is laid out a few frames later). */
 export function onLayout(attempt: () => boolean, tries = 30): void {
-  const next = typeof requestAnimationFrame === "function" ? requestAnimationFrame : (f: () => void) => setTimeout(f, 16);
   const step = (left: number) => {
-    if (!attempt() && left > 1) next(() => step(left - 1));
+    if (!attempt() && left > 1) nextFrame(() => step(left - 1));
   };
-  next(() => step(tries));
+  nextFrame(() => step(tries));
 }

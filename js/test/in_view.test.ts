@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { installDom } from "./dom";
 import { settle } from "./fake_model";
 import { drawReply, pause } from "./page";
+import { holdInPlace } from "../lib/in_view";
 
 const dom = installDom();
 after(() => dom.window.close());
@@ -65,5 +66,63 @@ describe("an open card out of sight comes into view once", () => {
     await frames();
     hidden.close();
     assert.deepEqual(scrolled, []);
+  });
+});
+
+describe("a card brought into view is held there while the page settles", () => {
+  /** A card whose top the test moves, in a box that scrolls: the box's scroll moves the card back. */
+  function world() {
+    const box = document.createElement("div");
+    const el = document.createElement("div");
+    box.appendChild(el);
+    document.body.appendChild(box);
+    let shift = 0; // how far cells drawn above have pushed the card (px)
+    let scrollTop = 0;
+    Object.defineProperty(box, "scrollTop", { get: () => scrollTop, set: (v: number) => (scrollTop = v) });
+    el.getBoundingClientRect = () => {
+      const top = 300 + shift - scrollTop;
+      return { top, bottom: top + 100, height: 100, left: 0, right: 600, width: 600, x: 0, y: top, toJSON: () => "" };
+    };
+    return { box, el, push: (px: number) => (shift += px), top: () => el.getBoundingClientRect().top };
+  }
+
+  test("cells drawn above push the card: the box scrolls it back to where it landed", async () => {
+    const w = world();
+    holdInPlace(w.el, w.box, 5_000);
+    w.push(85); // the cells above it drawn at their real height
+    await frames();
+    assert.equal(w.top(), 300);
+    w.push(-6);
+    await frames();
+    assert.equal(w.top(), 300);
+    w.box.remove();
+  });
+
+  test("the person's own input ends the hold, and so does a new card brought into view", async () => {
+    const w = world();
+    holdInPlace(w.el, w.box, 5_000);
+    window.dispatchEvent(new window.Event("wheel"));
+    w.push(85);
+    await frames();
+    assert.equal(w.top(), 385); // the scroll is the person's now
+    const a = world();
+    const b = world();
+    holdInPlace(a.el, a.box, 5_000);
+    holdInPlace(b.el, b.box, 5_000); // the last one brought is the one held
+    a.push(40);
+    b.push(40);
+    await frames();
+    assert.deepEqual([a.top(), b.top()], [340, 300]);
+    for (const x of [w, a, b]) x.box.remove();
+  });
+
+  test("the hold ends after its time", async () => {
+    const w = world();
+    holdInPlace(w.el, w.box, 30);
+    await frames();
+    w.push(50);
+    await frames();
+    assert.equal(w.top(), 350);
+    w.box.remove();
   });
 });
