@@ -120,6 +120,9 @@ def test_live_reload_follows_a_rebuilt_bundle(tmp_path: Path, monkeypatch: pytes
             while shared.digest == old and time.monotonic() < stop:
                 time.sleep(0.05)
         assert shared.digest != old and ".nbh-rebuilt-" in shared.css
+        # the watcher's thread sets the digest, then each live widget's loader: wait for the loader
+        while shared.digest not in widget._esm and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert shared.digest in widget._esm
     finally:
         for watcher in shared._watchers:
