@@ -21,6 +21,7 @@ __all__ = [
     "interrupt_named",
     "refusal_at",
     "refusal_of",
+    "refusal_words",
     "stale_refusal",
 ]
 
@@ -48,6 +49,17 @@ def interrupt_named(tool_name: str | None) -> str:
     """How a sentence a person reads names an interrupt: by its tool ("The interrupt for delete_file"),
     never by its id (the ids are in ``RUN_ERROR.metadata.nb_hitl`` for programs)."""
     return f"The interrupt for {tool_name}" if tool_name else "An interrupt"
+
+
+def refusal_words(error: str | None, tool_name: str | None) -> str:
+    """The server's reason as a person reads it on the card of ``tool_name``:
+    without the prefix that names the interrupt (the card already does),
+    ending in one full stop. The error code stays in the run's record."""
+    text = (error or "no reason given").strip()
+    head = f"{interrupt_named(tool_name)}: "
+    if text.startswith(head):
+        text = text[len(head) :]
+    return text.rstrip(".") + "."
 
 
 def refusal_of(exc: BatchRefused, entries: dict[str, ResumeEntry], tools: dict[str, str]) -> Refusal:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ag_ui.core import ResumeEntry
 
 from ..kinds._schema import META_KEY
-from .refusals import interrupt_named
+from .refusals import interrupt_named, refusal_words
 from .resume_rules import ResumeError, check_payload, check_resume
 from .turn import RemoteTurn, RunRecord, move
 
@@ -30,17 +30,6 @@ def refusal_named(record: RunRecord) -> tuple[list[str], str | None]:
     ids = [i for i in (named.get("interrupt_ids") or []) if isinstance(i, str)]
     field = named.get("field")
     return ids, field if isinstance(field, str) else None
-
-
-def refusal_words(error: str | None, tool_name: str | None) -> str:
-    """The server's reason as a person reads it on the card of ``tool_name``:
-    without the prefix that names the interrupt (the card already does),
-    ending in one full stop. The error code stays in the run's record."""
-    text = (error or "no reason given").strip()
-    head = f"{interrupt_named(tool_name)}: "
-    if text.startswith(head):
-        text = text[len(head) :]
-    return text.rstrip(".") + "."
 
 
 def reopen_refused(turn: RemoteTurn, record: RunRecord) -> None:

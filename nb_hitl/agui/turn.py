@@ -38,6 +38,7 @@ from ..session._transcript import Transcript
 from .cards import checked_interrupt, metadata_problem, safe_view, view_problem
 from .client import AguiClientError
 from .mapping import META_KEY
+from .refusals import refusal_words
 
 __all__ = [
     "RemoteCard",
@@ -332,7 +333,7 @@ class RunReader:
             tr.finish()
             record.outcome, record.error, record.error_code = "error", ev.message, ev.code
             turn.status = "error"
-            turn.reason = ev.message + (f" ({ev.code})" if ev.code else "")
+            turn.reason = refusal_words(ev.message, None)  # in words: the code stays in the record
 
     def _call_start_or_chunk(self, ev: Any) -> None:
         tr = self.turn.transcript

@@ -120,3 +120,20 @@ def test_C22_an_edit_that_breaks_the_tools_schema_is_refused_before_it_is_sent(t
     assert views["ask_user"]["status"] == "decided"  # the answer is kept
     assert fixed["sent"] and final == "You chose to archive draft.md. Deleted draft.md."
     assert [r.outcome for r in turn.runs] == ["interrupt", "success"]
+
+
+def test_a_run_error_reads_in_words_from_its_first_event() -> None:
+    """A ``RUN_ERROR`` shows on the turn as the server's sentence, with no code in brackets, from
+    the event on (the card is drawn at once, before the run's end rewords a refused resume):
+    the code stays in the run's record for programs."""
+    from ag_ui.core import RunErrorEvent, RunStartedEvent
+
+    from nb_hitl.agui.turn import RemoteTurn, RunReader, RunRecord
+
+    turn, record = RemoteTurn(prompt="hi"), RunRecord(run_id="r1")
+    reader = RunReader(turn, record, "t1")
+    reader.feed(RunStartedEvent(thread_id="t1", run_id="r1"))
+    reader.feed(RunErrorEvent(message="Thread 't1' is running another run; send this one when it ends", code="thread_busy"))
+    assert turn.status == "error"
+    assert turn.reason == "Thread 't1' is running another run; send this one when it ends."
+    assert record.error_code == "thread_busy"
