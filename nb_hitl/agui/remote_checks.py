@@ -12,7 +12,7 @@ from __future__ import annotations
 from ag_ui.core import ResumeEntry
 
 from ..kinds._schema import META_KEY
-from .refusals import interrupt_named, refusal_words
+from .refusals import refusal_words
 from .resume_rules import ResumeError, check_payload, check_resume
 from .turn import RemoteTurn, RunRecord, move
 

@@ -133,7 +133,9 @@ def test_a_run_error_reads_in_words_from_its_first_event() -> None:
     turn, record = RemoteTurn(prompt="hi"), RunRecord(run_id="r1")
     reader = RunReader(turn, record, "t1")
     reader.feed(RunStartedEvent(thread_id="t1", run_id="r1"))
-    reader.feed(RunErrorEvent(message="Thread 't1' is running another run; send this one when it ends", code="thread_busy"))
+    reader.feed(
+        RunErrorEvent(message="Thread 't1' is running another run; send this one when it ends", code="thread_busy")
+    )
     assert turn.status == "error"
     assert turn.reason == "Thread 't1' is running another run; send this one when it ends."
     assert record.error_code == "thread_busy"
