@@ -103,8 +103,8 @@ class SandboxDelete(FunctionTool):
 
     def planned_change(self, tool_input: dict[str, Any]) -> PlannedChange | None:
         """The deletion a call would make: ``PlannedChange(path, bytes now, None, deletes=True)``;
-        ``before`` is ``None`` when there is no such file (the tool would fail). ``None`` for a path
-        outside the folder (the tool refuses it, and no file changes).
+        ``before`` is ``None`` when there is no such file (the tool would fail). For a path outside
+        the folder, the tool's refusal (``refused``, the words it fails with; no file changes).
 
         Raises:
             OSError: the file exists but cannot be read.
@@ -114,8 +114,8 @@ class SandboxDelete(FunctionTool):
             return None
         try:
             target = _inside(self.folder, name)
-        except ValueError:
-            return None
+        except ValueError as exc:
+            return PlannedChange(str((self.folder / name).resolve()), None, None, refused=f"delete_file fails: {exc}")
         before = target.read_bytes() if target.is_file() else None
         return PlannedChange(str(target), before, None, deletes=True)
 

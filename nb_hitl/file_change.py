@@ -18,7 +18,7 @@ The ``planned_change`` protocol: a tool may have a method
 it (absolute), ``before`` its bytes now (``None``: no such file), ``after``
 the bytes the call would leave (``None``: the tool would refuse the call and
 write nothing), or a :class:`PlannedChange` with ``deletes=True`` for a call
-that deletes the file. ``None``: the call changes no file (the card shows no
+that deletes the file, or with ``refused`` saying why the tool would refuse it. ``None``: the call changes no file (the card shows no
 diff, and the approval is bound to the input alone). A tool that also works
 inside one folder can be dry-run in a copy of it (:mod:`nb_hitl.dry_run_folder`).
 
@@ -108,12 +108,15 @@ class PlannedChange(NamedTuple):
             not exist after (``deletes``), or when the tool would refuse the
             call and write nothing.
         deletes: the call deletes the file (``after`` is then ``None``).
+        refused: why the tool would refuse the call, in the tool's words (a
+            sentence the card shows; ``after`` is then ``None``), when it knows.
     """
 
     path: str
     before: bytes | None
     after: bytes | None
     deletes: bool = False
+    refused: str | None = None
 
 
 def sha256_of(data: bytes | None) -> str | None:
@@ -354,14 +357,16 @@ async def describe_change(tool: Any, tool_input: dict[str, Any]) -> FileChangeVi
     planned = await planned_change(tool, tool_input)
     if planned is None:
         return None
-    path, before, after, deletes = planned
-    if deletes:
+    path, before, after = planned.path, planned.before, planned.after
+    if planned.deletes:
         return _deletion(path, before)
     if after is None:
-        note = (
-            "The tool would refuse this call as it stands (for Write and Edit: a relative path, a missing file, "
-            "or old_string not found exactly once), so nothing would be written."
+        why = (
+            planned.refused.rstrip(".")
+            if planned.refused
+            else "for Write and Edit: a relative path, a missing file, or old_string not found exactly once"
         )
+        note = f"The tool would refuse this call as it stands ({why}), so no file would change."
         return FileChangeView(path=path, diff="", sha256_before=sha256_of(before), note=note)
     return file_diff(path, before, after)
 

@@ -174,3 +174,20 @@ def test_a_peers_file_change_is_read_as_text() -> None:
         "sha256_before": None,
         "note": None,
     }
+
+
+def test_the_demos_delete_of_a_path_outside_its_folder_says_the_tool_refuses_it(tmp_path: Path) -> None:
+    """The card (and Modify's preview of an edit to such a path) says why nothing would change, in
+    the tool's own words, instead of showing nothing (the ``refused`` field of the protocol)."""
+    from nb_hitl.demo import SandboxDelete, make_sandbox
+
+    tool = SandboxDelete(make_sandbox(tmp_path / "box"))
+    view = run(describe_change(tool, {"path": "../../etc/passwd"}))
+    assert view["diff"] == "" and view["sha256_before"] is None
+    assert view["note"] == (
+        "The tool would refuse this call as it stands (delete_file fails: '../../etc/passwd' is outside the "
+        "sandbox), so no file would change."
+    )
+    # the tool really refuses it, with the same reason
+    chunk = run(tool.call(path="../../etc/passwd"))
+    assert chunk.state.value == "error" and chunk.content[0].text.endswith("'../../etc/passwd' is outside the sandbox")
