@@ -14,7 +14,7 @@ the same way. A record (version :data:`RECORD_VERSION`)::
      "opened_at",                         # when the pause opened (time.time()); "ts" is when it was answered
      "decision",                          # allow | deny | ask (checked); approve | deny | modify | answer | ...
                                           # | timeout | cancelled (answered); nb_hitl's own lines about a
-                                          # call (NOT_ANSWERS): discarded | id_reused | input_changed
+                                          # call (NOT_ANSWERS): discarded | expired | id_reused | input_changed
                                           # | file_changed, with "reason" saying what happened
      "decided_how",                       # rule | mode | policy | shell_rules | read_only | tool_check
                                           # (checked, nb_hitl.audit.checked.decided_how) | person | deadline
@@ -80,10 +80,12 @@ people told that a pause waits (the service console's notifications, sent
 once for every console sharing the ledger)."""
 
 
-NOT_ANSWERS = frozenset({"discarded", "id_reused", "input_changed", "file_changed"})
+NOT_ANSWERS = frozenset({"discarded", "expired", "id_reused", "input_changed", "file_changed"})
 """The ``decision`` of an ``answered`` line nb_hitl writes about a call that is nobody's answer: a
-decision the reply never applied, an id the model reused, an approved call not run because its
-input or its file changed after the approval (``nb_hitl.session._not_run``)."""
+decision the reply never applied, a pause closed with no answer (the reply interrupted, ended or
+superseded; an MCP server's request that could not be answered), an id the model reused, an
+approved call not run because its input or its file changed after the approval
+(``nb_hitl.session._not_run``)."""
 
 
 def event_of(record: dict[str, Any]) -> str:

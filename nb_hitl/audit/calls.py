@@ -23,7 +23,7 @@ from typing import Any
 from ..answers.record import NOT_ANSWERS
 from ..store import AuditLog
 
-__all__ = ["RecordedCalls", "read_calls", "recorded_calls", "input_key", "CALL_FIELDS"]
+__all__ = ["RecordedCalls", "read_calls", "recorded_calls", "held_checks", "input_key", "CALL_FIELDS"]
 
 CALL_FIELDS = [
     "tool_call_id",
@@ -35,6 +35,7 @@ CALL_FIELDS = [
     "recorded_how",
     "recorded_rule",
     "person",
+    "ts",
 ]
 """The fields of a recorded call, in :class:`RecordedCalls`'s column order."""
 
@@ -85,12 +86,15 @@ def read_calls(log: AuditLog | str | os.PathLike[str] | Iterable[dict[str, Any]]
     Args:
         log: an :class:`~nb_hitl.store.AuditLog`, its path, or its records.
 
-    A call is one ``(agent, tool_call_id)``. ``recorded`` is its first
-    permission check's decision (``event: "checked"``; a later check of the
-    same id is the same call), ``recorded_how`` and ``recorded_rule`` what
-    decided it; a call with only an answer (a log written before checks were
-    recorded) asked (``recorded="ask"``). ``person`` is its first answer
-    (``approve``, ``deny``, ``timeout``...), ``None`` when nobody answered.
+    A call is one ``(agent, tool_call_id)``. ``recorded`` is the decision of
+    its last permission check before its first answer (``event: "checked"``:
+    a check AgentScope made again, :func:`held_checks`, replaces the one it
+    held; a check after the answer is not the call's), ``recorded_how`` and
+    ``recorded_rule`` what decided it; a call with only an answer (a log
+    written before checks were recorded) asked (``recorded="ask"``).
+    ``person`` is its first answer (``approve``, ``deny``, ``timeout``...),
+    ``None`` when nobody answered. ``ts`` is when the call was decided (its
+    first answer's ``ts``, else its check's; seconds since the epoch).
     Records without a tool call, and nb_hitl's own lines about a call that
     are nobody's answer (:data:`~nb_hitl.answers.record.NOT_ANSWERS`), are left out.
 
@@ -115,16 +119,39 @@ def read_calls(log: AuditLog | str | os.PathLike[str] | Iterable[dict[str, Any]]
             for values in cols.values():
                 values.append(None)
             keys.append(None)
-        elif checked and cols["recorded_how"][row] is not None:
-            continue  # the first check of the call (an id reused later reads as the same call)
-        if checked:
+        elif checked and cols["person"][row] is not None:
+            continue  # a check after the call's answer is not its own (an id the model reused later)
+        if checked:  # a later check before any answer replaces the earlier one (held_checks)
             _fill(cols, keys, inputs, row, r, r.get("decision"), r.get("decided_how"), r.get("rule"))
+            cols["ts"][row] = r.get("ts")
         else:
             if cols["tool_call_id"][row] is None:  # an answer with no check before it: the call asked
                 _fill(cols, keys, inputs, row, r, "ask", None, None)
             if cols["person"][row] is None:
                 cols["person"][row] = r.get("decision")
+                cols["ts"][row] = r.get("ts")
     return calls
+
+
+def held_checks(records: list[dict[str, Any]]) -> set[int]:
+    """The indexes of the checks in ``records`` that :func:`read_calls` does not keep as their
+    call's decision: the same call (``agent``, ``tool_call_id``) is checked again before any
+    answer. AgentScope does this in a batch of concurrent calls: a call that an earlier call's
+    ``suggested_rules`` would cover is not asked and stays pending, and the next reply run checks it
+    again once the earlier call is answered (``Agent._acting``). The held check asked nobody."""
+    held: set[int] = set()
+    unanswered: dict[tuple[Any, Any], int] = {}  # call -> its last check with no answer after it
+    for i, r in enumerate(records):
+        key = (r.get("agent"), r.get("tool_call_id"))
+        if not key[1] or not r.get("tool_name"):
+            continue
+        if (r.get("event") or "answered") == "checked":
+            if key in unanswered:
+                held.add(unanswered[key])
+            unanswered[key] = i
+        elif r.get("decision") not in NOT_ANSWERS:
+            unanswered.pop(key, None)
+    return held
 
 
 def _fill(
@@ -161,6 +188,6 @@ def _fill(
 def recorded_calls(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tool calls of a log's records, oldest first, one dict each:
     ``{"tool_call_id", "reply_id", "agent", "tool_name", "input",
-    "recorded", "recorded_how", "recorded_rule", "person"}``
+    "recorded", "recorded_how", "recorded_rule", "person", "ts"}``
     (:func:`read_calls`, whose docstring says what each field holds)."""
     return read_calls(records).rows()

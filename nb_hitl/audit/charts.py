@@ -21,6 +21,8 @@ from typing import Any
 import pandas as pd
 
 from ..answers.record import NOT_ANSWERS
+from .calls import read_calls
+from .frame import frame_records, when
 
 __all__ = ["QUICK_SECONDS", "OUTCOME_COLUMNS", "call_outcomes", "decide_times", "plot_outcomes", "plot_decide_times"]
 
@@ -52,50 +54,32 @@ def call_outcomes(frame: pd.DataFrame) -> pd.DataFrame:
             with ``event`` ``checked`` and ``answered``).
 
     Returns:
-        a ``DataFrame`` with :data:`OUTCOME_COLUMNS`: ``time`` (UTC
+        a ``DataFrame`` with :data:`OUTCOME_COLUMNS`, the calls
+        :func:`~nb_hitl.audit.calls.read_calls` reads: ``time`` (UTC
         ``Timestamp``: the answer's when a person answered, else the
-        check's), ``checked`` (the check's decision: ``allow`` | ``deny`` |
-        ``ask``; ``ask`` for a call with only an answer), ``decided_how`` and
-        ``rule`` (what decided the check), ``person`` (the first answer, or
-        ``None``) and ``outcome``: ``allowed`` / ``denied`` (by the check),
-        ``approved`` / ``denied by person`` / ``approved with changes``, the
-        answer's own word for any other answer (``timeout``, ``answer``...),
-        or ``unanswered`` (asked, no answer on the record).
+        check's), ``checked`` (the decision of the call's check that counted:
+        ``allow`` | ``deny`` | ``ask``; ``ask`` for a call with only an
+        answer), ``decided_how`` and ``rule`` (what decided it), ``person``
+        (the first answer, or ``None``) and ``outcome``: ``allowed`` /
+        ``denied`` (by the check), ``approved`` / ``denied by person`` /
+        ``approved with changes``, the answer's own word for any other
+        answer (``timeout``, ``answer``...), or ``unanswered`` (asked, no
+        answer on the record: a pause closed by an interrupt is one).
     """
-    rows: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for rec in frame.to_dict("records"):
-        call_id = rec.get("tool_call_id")
-        if not isinstance(call_id, str) or not isinstance(rec.get("tool_name"), str):
-            continue
-        key = (rec.get("agent"), call_id)
-        row = rows.get(key)
-        if rec.get("event") == "checked":
-            if row is not None and row["checked"] is not None:
-                continue  # the first check of a call
-            row = rows.setdefault(key, {"person": None, "time": rec.get("time")})
-            row.update(
-                agent=rec.get("agent"),
-                tool_call_id=call_id,
-                tool_name=rec["tool_name"],
-                checked=rec.get("decision"),
-                decided_how=rec.get("decided_how"),
-                rule=rec.get("rule") if isinstance(rec.get("rule"), str) else None,
-            )
-        elif rec.get("decision") not in NOT_ANSWERS:
-            if row is None:
-                row = rows[key] = {
-                    "agent": rec.get("agent"),
-                    "tool_call_id": call_id,
-                    "tool_name": rec["tool_name"],
-                    "checked": "ask",
-                    "decided_how": None,
-                    "rule": None,
-                    "person": None,
-                }
-            if row["person"] is None:
-                row["person"] = rec.get("decision")
-                row["time"] = rec.get("time")
-    out = pd.DataFrame(list(rows.values()), columns=OUTCOME_COLUMNS)
+    calls = read_calls(frame_records(frame)).columns
+    out = pd.DataFrame(
+        {
+            "time": [when(ts) for ts in calls["ts"]],
+            "agent": calls["agent"],
+            "tool_call_id": calls["tool_call_id"],
+            "tool_name": calls["tool_name"],
+            "checked": calls["recorded"],
+            "decided_how": calls["recorded_how"],
+            "rule": [r if isinstance(r, str) else None for r in calls["recorded_rule"]],
+            "person": calls["person"],
+        },
+        columns=OUTCOME_COLUMNS,
+    )
     for col in ("decided_how", "rule", "person"):  # missing is None, not NaN
         out[col] = out[col].astype(object).where(out[col].notna(), None)
     out["outcome"] = [_outcome(c, p) for c, p in zip(out["checked"], out["person"], strict=True)]
@@ -112,9 +96,16 @@ def decide_times(frame: pd.DataFrame) -> pd.DataFrame:
         a ``DataFrame`` with columns ``tool_call_id``, ``tool_name``,
         ``decision`` (the answer), ``decided_by``, ``answered_at`` (UTC
         ``Timestamp``) and ``seconds`` (float: ``answered_at`` less
-        ``opened_at``), one row per answer that has both times, oldest first.
+        ``opened_at``), one row per answer that has both times, oldest first
+        (nb_hitl's own lines about a call, :data:`~nb_hitl.answers.record.NOT_ANSWERS`,
+        are nobody's answer and are left out).
     """
-    answered = frame[(frame["event"] == "answered") & frame["opened_at"].notna() & frame["answered_at"].notna()]
+    answered = frame[
+        (frame["event"] == "answered")
+        & ~frame["decision"].isin(NOT_ANSWERS)  # nb_hitl's own lines about a call: nobody decided
+        & frame["opened_at"].notna()
+        & frame["answered_at"].notna()
+    ]
     out = answered[["tool_call_id", "tool_name", "decision", "decided_by", "answered_at"]].copy()
     out["seconds"] = (answered["answered_at"] - answered["opened_at"]).dt.total_seconds()
     return out.reset_index(drop=True)

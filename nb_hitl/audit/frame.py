@@ -11,7 +11,7 @@ import pandas as pd
 from ..answers.record import event_of, road_of
 from ..store import AuditLog
 
-__all__ = ["audit_frame", "read_records", "COLUMNS"]
+__all__ = ["audit_frame", "frame_records", "read_records", "when", "COLUMNS"]
 
 COLUMNS = [
     "time",
@@ -49,7 +49,18 @@ def read_records(log: AuditLog | str | os.PathLike[str] | Iterable[dict[str, Any
     return [dict(r) for r in log]
 
 
-def _when(value: Any) -> Any:
+def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The records of an :func:`audit_frame` frame, each without the fields its record lacked
+    (the frame's ``NaN``, ``NaT`` and ``None``)."""
+    return [{k: v for k, v in r.items() if not _missing(v)} for r in frame.to_dict("records")]
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value) or value is pd.NaT
+
+
+def when(value: Any) -> Any:
+    """A record's time (seconds since the epoch) as a UTC ``Timestamp``; ``NaT`` when it is not a number."""
     return pd.to_datetime(value, unit="s", utc=True) if isinstance(value, (int, float)) else pd.NaT
 
 
@@ -77,10 +88,10 @@ def audit_frame(log: AuditLog | str | os.PathLike[str] | Iterable[dict[str, Any]
         event = event_of(r)
         row = {
             **r,
-            "time": _when(r.get("ts")),
+            "time": when(r.get("ts")),
             "event": event,
-            "opened_at": _when(r.get("opened_at")),
-            "answered_at": _when(r.get("ts")) if event == "answered" else pd.NaT,
+            "opened_at": when(r.get("opened_at")),
+            "answered_at": when(r.get("ts")) if event == "answered" else pd.NaT,
             "road": road_of(r),
             "v": r.get("v", 1),
         }

@@ -27,7 +27,7 @@ from ..permissions.bounded import BoundedEngine, PathologicalRuleError
 from ..permissions.tools import tools_of
 from ..store import AuditLog
 from .charts import QUICK_SECONDS, decide_times
-from .frame import audit_frame, read_records
+from .frame import audit_frame, frame_records, read_records
 from .rule_replay import recorded_calls
 
 __all__ = ["QUICK_SECONDS", "APPROVED", "quick_approvals", "suggest_rules", "SUGGESTION_COLUMNS"]
@@ -70,13 +70,7 @@ def quick_approvals(log: Log, under: float = QUICK_SECONDS) -> pd.DataFrame:
 
 
 def _records(log: Log) -> list[dict[str, Any]]:
-    if isinstance(log, pd.DataFrame):
-        return [{k: v for k, v in r.items() if not _missing(v)} for r in log.to_dict("records")]
-    return read_records(log)
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and value != value) or value is pd.NaT
+    return frame_records(log) if isinstance(log, pd.DataFrame) else read_records(log)
 
 
 async def suggest_rules(log: Log, toolkit: Any) -> pd.DataFrame:

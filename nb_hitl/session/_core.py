@@ -303,9 +303,10 @@ class SessionCore:
         """End the run (``status``, ``reason``): open pauses and queued
         decisions expire (audited as ``discarded``); one push sends the end
         with ``traits`` (e.g. ``final_text``)."""
-        for pause in run.pauses.values():
-            if pause.status in UNANSWERED:
-                transition(pause, "expired", reason=reason)
+        for (
+            pause
+        ) in run.pauses.values():  # an interrupt ends the calls; otherwise they wait for a Session to adopt them
+            self._close_unanswered(pause, reason, ends_call=status == "interrupted")
         for decision in run.queue:
             # recorded, but the reply ended before it reached the agent
             queued = run.pauses.get(decision.tool_call_id)
@@ -365,10 +366,32 @@ class SessionCore:
         run.interrupt_requested = True
         run.reason = reason
         for pause in run.pauses.values():
-            if pause.status in UNANSWERED:
-                transition(pause, "expired", reason=reason)
+            self._close_unanswered(pause, reason, ends_call=True)
         run.wake.set()
         self._push(run)
+
+    def _close_unanswered(self, pause: Pause, reason: str, *, ends_call: bool) -> None:
+        """Close ``pause`` if it still waits for its answer (:data:`~nb_hitl.pauses.UNANSWERED`): it
+        expires with ``reason``. When this also ends its call with no answer (``ends_call``: an
+        interrupt, after which AgentScope gives the call an interrupted result), the audit log gets a
+        line saying so (``decision: "expired"``, ``decided_by: "nb_hitl"``, one of
+        :data:`~nb_hitl.answers.record.NOT_ANSWERS`), so every call that asked ends on the record with
+        an answer or with why it had none. A reply superseded, closed or cancelled while parked
+        leaves its calls waiting in the agent's state for a Session to adopt and ask again: no line.
+        A pause that carries a peer's request (an MCP server's) is written by its road, which says
+        what the peer was told (``nb_hitl.mcp._ask``). A line that cannot be written is logged:
+        closing a pause runs nothing."""
+        if pause.status not in UNANSWERED:
+            return
+        transition(pause, "expired", reason=reason)
+        if not ends_call or pause.carrier is not None:
+            return
+        try:
+            self._audit_pause(pause, event="answered", decision="expired", reason=reason, decided_by="nb_hitl")
+        except Exception:
+            log.error(
+                "the audit line of %s, closed unanswered, could not be written", pause.tool_call_id, exc_info=True
+            )
 
     # -- audit -----------------------------------------------------------
     def _audit_record(self, fields: dict[str, Any]) -> None:

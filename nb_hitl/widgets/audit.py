@@ -9,6 +9,7 @@ from typing import Any
 import traitlets
 
 from ..answers.record import event_of
+from ..audit.calls import held_checks
 from ..labels import answers_text
 from ..store import AuditLog
 from ._base import RequestWidget
@@ -19,6 +20,10 @@ COLUMNS = ["time", "tool_name", "input", "decision", "detail", "who"]
 """The columns the table shows: what was decided, on which call, by whom and when. Each row also
 keeps ``reply_id`` and ``tool_call_id`` (not shown: ids are AgentScope's and the model's, and a
 person tells the calls apart by tool and input)."""
+
+
+HELD = "not asked: held until an earlier call of its batch was answered, then checked again (a later row)"
+"""The ``detail`` of a check that asked nobody (:func:`~nb_hitl.audit.calls.held_checks`)."""
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -44,17 +49,20 @@ def audit_rows(records: list[dict[str, Any]]) -> list[dict[str, str]]:
     sent, what a deadline applied, the reason given.
     ``who`` is who answered, or for a permission check (``event:
     "checked"``) what decided it: ``rule allow Bash(git status:*)``,
-    ``mode default``, ``policy payments``, ``shell_rules``...
+    ``mode default``, ``policy payments``, ``shell_rules``... A check
+    AgentScope made again before any answer (:func:`~nb_hitl.audit.calls.held_checks`)
+    says in ``detail`` that it asked nobody (:data:`HELD`).
     """
     from ..service.inbox import summary_line  # the one input summary (as in nb_hitl.labels)
 
     rows = []
-    for r in records:
+    held = held_checks(records)
+    for i, r in enumerate(records):
         who = r.get("decided_by") or r.get("who", "")
         if event_of(r) == "checked":  # nobody answered: what decided the check
             who = _decided(r)
         tool_name = str(r.get("tool_name", "") or "")
-        detail_parts = []
+        detail_parts = [HELD] if i in held else []
         for key, label in (
             ("edited_input", "edited"),
             ("accepted_rules", "rules"),

@@ -53,6 +53,33 @@ def test_time_to_decide_is_the_answer_less_the_opening() -> None:
     assert list(times["decision"]) == ["deny", "approve"]
 
 
+def test_a_held_check_and_a_pause_closed_unanswered_read_as_what_happened() -> None:
+    """A call AgentScope held back in its batch is checked again once the earlier call is answered
+    (here: allowed by the rule the person accepted): its outcome is the later check's. A pause
+    closed by an interrupt has nb_hitl's ``expired`` line: nobody answered, so no time to decide."""
+    records = [
+        {"event": "checked", "ts": 10.0, "agent": "a", "tool_call_id": "d1", "tool_name": "delete_file",
+         "decision": "ask", "decided_how": "mode"},
+        {"event": "checked", "ts": 10.1, "agent": "a", "tool_call_id": "d2", "tool_name": "delete_file",
+         "decision": "ask", "decided_how": "mode"},  # held: d1's suggested rule covers it
+        {"event": "answered", "ts": 14.0, "opened_at": 10.0, "agent": "a", "tool_call_id": "d1",
+         "tool_name": "delete_file", "decision": "approve", "decided_by": "ana"},
+        {"event": "checked", "ts": 14.2, "agent": "a", "tool_call_id": "d2", "tool_name": "delete_file",
+         "decision": "allow", "decided_how": "rule", "rule": "allow delete_file(*)"},
+        {"event": "checked", "ts": 20.0, "agent": "a", "tool_call_id": "d3", "tool_name": "delete_file",
+         "decision": "ask", "decided_how": "mode"},
+        {"event": "answered", "ts": 23.0, "opened_at": 20.0, "agent": "a", "tool_call_id": "d3",
+         "tool_name": "delete_file", "decision": "expired", "decided_by": "nb_hitl",
+         "reason": "Interrupted from the widget."},
+    ]  # fmt: skip
+    frame = audit_frame(records)
+    out = call_outcomes(frame).set_index("tool_call_id")
+    assert out.loc["d2", "outcome"] == "allowed" and out.loc["d2", "rule"] == "allow delete_file(*)"
+    assert str(out.loc["d2", "time"]) == "1970-01-01 00:00:14.200000+00:00"  # when the check that counted was made
+    assert out.loc["d3", "outcome"] == "unanswered" and out.loc["d3", "person"] is None
+    assert list(decide_times(frame)["tool_call_id"]) == ["d1"]
+
+
 def test_the_plots_draw_one_mark_per_call_and_one_bar_per_answer() -> None:
     frame = audit_frame(RECORDS)
     ax = plot_outcomes(call_outcomes(frame))

@@ -68,14 +68,23 @@ def test_pauses_in_practice_notebook_runs_headless() -> None:
     assert not re.search(r"call_[0-9a-f]{6}|input=\{", "\n".join(texts[i] for i in (3, 5, 9, 10)))
     assert '"Keep notes.txt?" -> Keep it' in texts[11]
 
-    # 4. the audit log: four decisions, in order
-    assert "4 decisions in" in texts[12]
-    rows = [line.split()[:2] for line in texts[12].splitlines()[1:]]
+    # 4. the audit log: four decisions, in order, and the call interrupted with no answer, saying why
+    # (the question restored into a new session is the same call, answered there: no line of its own)
+    assert "4 decisions in" in texts[12] and "- 1 pause(s) closed with no answer" in texts[12]
+    rows = [line.split()[:3] for line in texts[12].splitlines()[1:]]
     # each decision in words: the choices, the call as a label, never the recorded dicts
     assert [line.split(maxsplit=3)[3] for line in texts[12].splitlines()[1:]] == [
         "summary.md",
         'delete_file (path="old_log.txt")',
         'delete_file (path="draft.md")',
+        'delete_file (path="notes.txt"): Changed my mind.',
         "Keep it",
     ]
-    assert rows == [["AskUser", "answer"], ["delete_file", "deny"], ["delete_file", "approve"], ["AskUser", "answer"]]
+    assert [r[:2] for r in rows] == [
+        ["AskUser", "answer"],
+        ["delete_file", "deny"],
+        ["delete_file", "approve"],
+        ["delete_file", "expired"],
+        ["AskUser", "answer"],
+    ]
+    assert [r[2] for r in rows if r[1] == "expired"] == ["nb_hitl"]

@@ -12,10 +12,11 @@ from agentscope.state import AgentState
 from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 
 from nb_hitl import Session
+from nb_hitl.audit.calls import recorded_calls
 from nb_hitl.demo import make_sandbox
 from nb_hitl.models import ScriptedChatModel, Turn, result_text, tool_call, tool_results
 from nb_hitl.session import close_dangling_tool_calls
-from nb_hitl.store import CheckpointStore
+from nb_hitl.store import AuditLog, CheckpointStore
 from tests.session.test_stale import (  # helpers shared with that module
     ask_then_delete,
     assert_every_call_has_one_result,
@@ -32,8 +33,10 @@ def test_interrupt_from_the_widget_on_a_parked_reply(tmp_path: Path) -> None:
     recorder = InputRecorder()
     agent = delete_agent(box, [ask_then_delete()], recorder)
 
+    audit = tmp_path / "audit.jsonl"
+
     async def scenario() -> None:
-        session = Session(agent, display=True)
+        session = Session(agent, display=True, audit_log=audit)
         task = session.start("Delete notes.")
         await parked(session)
         run = session.current
@@ -59,6 +62,12 @@ def test_interrupt_from_the_widget_on_a_parked_reply(tmp_path: Path) -> None:
     assert recorder.inputs[1].reply_id == agent.state.reply_id
     assert assert_every_call_has_one_result(agent)["del_1"].state == ToolResultState.INTERRUPTED
     assert (box / "notes.txt").exists()
+    # the pause that opened ends on the record: closed with no answer, and why (one line, not an answer)
+    closed = [
+        (r["tool_call_id"], r["decision"], r["decided_by"], r["reason"]) for r in AuditLog(audit).records("answered")
+    ]
+    assert closed == [("del_1", "expired", "nb_hitl", "Interrupted from the widget.")]
+    assert recorded_calls(AuditLog(audit).records())[0]["person"] is None  # nobody's answer
 
 
 def test_interrupt_from_the_widget_on_a_running_reply() -> None:

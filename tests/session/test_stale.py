@@ -126,7 +126,10 @@ def test_C01_new_prompt_with_interrupt_pending_expires_the_old_widget(tmp_path: 
         assert len(session.runs) == runs_before and len(recorder.inputs) == inputs_before
         assert len(agent.model.calls) == calls_before and agent.state.model_dump_json() == state_before
         assert (box / "notes.txt").exists()
-        assert [r["decision"] for r in AuditLog(audit).records("answered")] == []
+        # on the record: the interrupt closed the pause with no answer; the late clicks add nothing
+        assert [(r["decision"], r["decided_by"], r["reason"]) for r in AuditLog(audit).records("answered")] == [
+            ("expired", "nb_hitl", "Interrupted: a new message was sent to the agent.")
+        ]
 
     run_async(scenario())
     assert [type(i).__name__ for i in recorder.inputs] == ["Msg", "UserInterruptEvent", "Msg"]
