@@ -58,9 +58,9 @@ function scroller(el: HTMLElement): HTMLElement | null {
 let release: (() => void) | null = null;
 
 /** Keep `el` at the height it has in the window now, for {@link HOLD_MS}, by scrolling `box` by
- *  however far the page around it moves it; ended early by the person's own input, or when `el`
- *  leaves the page or is no longer laid out. */
-export function holdInPlace(el: HTMLElement, box: HTMLElement, ms = HOLD_MS): void {
+ *  however far the page around it moves it; ended early by the person's own input, when `el`
+ *  leaves the page or is no longer laid out, or when `wanted()` says it no longer waits (answered). */
+export function holdInPlace(el: HTMLElement, box: HTMLElement, ms = HOLD_MS, wanted: () => boolean = () => true): void {
   release?.();
   const landed = el.getBoundingClientRect().top;
   const until = performance.now() + ms;
@@ -75,7 +75,7 @@ export function holdInPlace(el: HTMLElement, box: HTMLElement, ms = HOLD_MS): vo
   const step = () => {
     if (!held) return;
     const r = el.getBoundingClientRect();
-    if (!el.isConnected || (r.width === 0 && r.height === 0) || performance.now() > until) return stop();
+    if (!el.isConnected || (r.width === 0 && r.height === 0) || performance.now() > until || !wanted()) return stop();
     const drift = r.top - landed;
     if (Math.abs(drift) > 1) box.scrollTop += drift;
     nextFrame(step);
@@ -84,15 +84,15 @@ export function holdInPlace(el: HTMLElement, box: HTMLElement, ms = HOLD_MS): vo
 }
 
 /** Scroll `el` into view when it is laid out and its top is out of sight, then hold it there while
- *  the page settles ({@link holdInPlace}); true when it scrolled. A card that fits in the box that
+ *  the page settles ({@link holdInPlace}) while `wanted()` (the card still waits); true when it scrolled. A card that fits in the box that
  *  scrolls is centred in it (what led to it shows above, what follows below); a taller one shows
  *  from its top. */
-export function bringIntoView(el: HTMLElement): boolean {
+export function bringIntoView(el: HTMLElement, wanted: () => boolean = () => true): boolean {
   if (typeof el.scrollIntoView !== "function" || topInSight(el) !== false) return false;
   const box = scroller(el);
   const room = box ? box.clientHeight : window.innerHeight;
   el.scrollIntoView({ block: el.getBoundingClientRect().height > room ? "start" : "center" });
-  if (box) holdInPlace(el, box);
+  if (box) holdInPlace(el, box, HOLD_MS, wanted);
   return true;
 }
 

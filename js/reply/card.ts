@@ -379,12 +379,12 @@ export class CardSet {
   private bringOnce(id: string): void {
     if (this.shownOnce.has(id)) return;
     this.shownOnce.add(id);
+    const waits = (): boolean => ((p) => !!p && this.canAct(p))(this.current(id));
     onLayout(() => {
       const el = this.cards.get(id)?.el;
-      const p = this.current(id);
-      if (!el || !p || !this.canAct(p)) return true; // answered or gone meanwhile: nothing to show
+      if (!el || !waits()) return true; // answered or gone meanwhile: nothing to show
       if (topInSight(el) === null) return false; // not laid out yet: the next frame tries again
-      bringIntoView(el);
+      bringIntoView(el, waits); // held while it waits: answered (a click, a cell from code), it is let go
       return true;
     });
   }

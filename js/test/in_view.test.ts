@@ -116,6 +116,21 @@ describe("a card brought into view is held there while the page settles", () => 
     for (const x of [w, a, b]) x.box.remove();
   });
 
+  test("a card answered meanwhile is no longer held", async () => {
+    const w = world();
+    let waits = true;
+    holdInPlace(w.el, w.box, 5_000, () => waits);
+    w.push(20);
+    await frames();
+    assert.equal(w.top(), 300);
+    waits = false; // answered: a click, or a cell that answers from code
+    await frames();
+    w.push(50);
+    await frames();
+    assert.equal(w.top(), 350);
+    w.box.remove();
+  });
+
   test("the hold ends after its time", async () => {
     const w = world();
     holdInPlace(w.el, w.box, 30);
