@@ -91,7 +91,10 @@ def _click_sections_1_and_2(page) -> None:  # type: ignore[no-untyped-def]
     # AgentScope asks the second deletion once the first is answered
     output_locator(page, "Waiting for you: press Approve on the draft.md card above.").wait_for(timeout=60_000)
     card_locator(page, "confirm").first.locator('[data-testid="nbh-approve"]').click()
-    _reply(page, 0).locator('[data-testid="nbh-final-text"]').wait_for(timeout=60_000)
+    # attached, not "visible": Run All goes on to section 2, whose card brings itself into view, and
+    # the first reply's cell, scrolled away, may be left unlaid-out (content-visibility) with its
+    # final text drawn inside it
+    _reply(page, 0).locator('[data-testid="nbh-final-text"]').wait_for(state="attached", timeout=60_000)
 
     output_locator(page, "Waiting for you: press Interrupt in the widget above.").wait_for(timeout=60_000)
     _reply(page, 1).locator('[data-testid="nbh-interrupt"]').click()
