@@ -18,7 +18,8 @@ The ``planned_change`` protocol: a tool may have a method
 it (absolute), ``before`` its bytes now (``None``: no such file), ``after``
 the bytes the call would leave (``None``: the tool would refuse the call and
 write nothing), or a :class:`PlannedChange` with ``deletes=True`` for a call
-that deletes the file, or with ``refused`` saying why the tool would refuse it. ``None``: the call changes no file (the card shows no
+that deletes the file, or with ``refused`` saying why the tool would refuse
+it. ``None``: the call changes no file (the card shows no
 diff, and the approval is bound to the input alone). A tool that also works
 inside one folder can be dry-run in a copy of it (:mod:`nb_hitl.dry_run_folder`).
 

@@ -83,10 +83,10 @@ export function holdInPlace(el: HTMLElement, box: HTMLElement, ms = HOLD_MS, wan
   nextFrame(step);
 }
 
-/** Scroll `el` into view when it is laid out and its top is out of sight, then hold it there while
- *  the page settles ({@link holdInPlace}) while `wanted()` (the card still waits); true when it scrolled. A card that fits in the box that
- *  scrolls is centred in it (what led to it shows above, what follows below); a taller one shows
- *  from its top. */
+/** Scroll `el` into view when it is laid out and its top is out of sight, then hold it there as
+ *  long as the page settles and `wanted()` (the card still waits; {@link holdInPlace}); true when
+ *  it scrolled. A card that fits in the box that scrolls is centred in it (what led to it shows
+ *  above, what follows below); a taller one shows from its top. */
 export function bringIntoView(el: HTMLElement, wanted: () => boolean = () => true): boolean {
   if (typeof el.scrollIntoView !== "function" || topInSight(el) !== false) return false;
   const box = scroller(el);

@@ -379,7 +379,7 @@ export class CardSet {
   private bringOnce(id: string): void {
     if (this.shownOnce.has(id)) return;
     this.shownOnce.add(id);
-    const waits = (): boolean => ((p) => !!p && this.canAct(p))(this.current(id));
+    const waits = (): boolean => { const p = this.current(id); return !!p && this.canAct(p); };
     onLayout(() => {
       const el = this.cards.get(id)?.el;
       if (!el || !waits()) return true; // answered or gone meanwhile: nothing to show

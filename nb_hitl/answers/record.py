@@ -82,8 +82,8 @@ once for every console sharing the ledger)."""
 
 NOT_ANSWERS = frozenset({"discarded", "expired", "id_reused", "input_changed", "file_changed"})
 """The ``decision`` of an ``answered`` line nb_hitl writes about a call that is nobody's answer: a
-decision the reply never applied, a pause closed with no answer (the reply interrupted, ended or
-superseded; an MCP server's request that could not be answered), an id the model reused, an
+decision the reply never applied, a pause closed with no answer (the reply interrupted; an MCP
+server's request that could not be answered), an id the model reused, an
 approved call not run because its input or its file changed after the approval
 (``nb_hitl.session._not_run``)."""
 

@@ -303,9 +303,8 @@ class SessionCore:
         """End the run (``status``, ``reason``): open pauses and queued
         decisions expire (audited as ``discarded``); one push sends the end
         with ``traits`` (e.g. ``final_text``)."""
-        for (
-            pause
-        ) in run.pauses.values():  # an interrupt ends the calls; otherwise they wait for a Session to adopt them
+        # an interrupt ends the calls; otherwise they wait for a Session to adopt them
+        for pause in run.pauses.values():
             self._close_unanswered(pause, reason, ends_call=status == "interrupted")
         for decision in run.queue:
             # recorded, but the reply ended before it reached the agent
